@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// A check is a pure function from facts to a verdict. It never opens a file, a library or a socket,
+// so every check is unit-tested on hand-built facts. Each check lives in its own file as one
+// CheckSpec and is listed once in checks/registry.cpp.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "core/facts.hpp"
+#include "core/options.hpp"
+#include "core/verdict.hpp"
+
+namespace preflight {
+
+enum class Scope { Rank, Node, Job };
+const char* to_string(Scope s);
+
+struct CheckContext {
+  const RankFacts& facts;
+  const Options& options;
+  Profile profile;
+};
+
+/// Which profiles run a check; elsewhere it is SKIP with `skip_reason`.
+enum ProfileMask : unsigned { kInNode = 1u, kInJob = 2u, kInImage = 4u, kInAll = 7u };
+
+struct CheckSpec {
+  std::string_view id;        // stable, dotted: "shm.capacity"
+  Scope scope;
+  std::string_view title;     // one line for `preflight list`
+  std::string_view explain;   // long form for `preflight explain`: what is read, every failure, the fix
+  unsigned profiles;          // ProfileMask bits
+  std::string_view skip_reason;  // why it does not run in the other profiles
+  Verdict (*run)(const CheckContext&);
+
+  /// "shm" of "shm.capacity": the group it is shown under.
+  std::string_view area() const { return id.substr(0, id.find('.')); }
+};
+
+/// Every check, in report order.
+std::span<const CheckSpec* const> all_checks();
+const CheckSpec* find_check(std::string_view id);
+
+/// Runs one check with the profile gate applied; a check that throws becomes UNKNOWN naming the
+/// exception (a bug in preflight must not hide a failure or crash the run).
+Verdict run_check(const CheckSpec& spec, const CheckContext& ctx);
+
+/// Helper for checks: UNKNOWN because a fact could not be gathered.
+template <typename T>
+Verdict unknown_from(const Probed<T>& fact, std::string_view what, std::string remedy = {}) {
+  return Verdict::unknown(std::string("could not read ") + std::string(what) + ": " + fact.why(),
+                          remedy.empty() ? std::string("Run preflight where it can read ") + std::string(what) +
+                                               " (see the detail), or fix the permission named."
+                                         : std::move(remedy));
+}
+
+}  // namespace preflight

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// The one table of checks. Adding a check: one file in checks/, one line here, one test.
+#include <array>
+#include <exception>
+
+#include "checks/check.hpp"
+
+namespace preflight {
+
+extern const CheckSpec kLaunchEnv;
+extern const CheckSpec kShmCapacity;
+extern const CheckSpec kHostMemory;
+extern const CheckSpec kHostLimits;
+extern const CheckSpec kEnvNccl;
+
+namespace {
+// Report order: launcher first (a wrong launch explains everything after it), then the host, then
+// the environment the libraries will read.
+constexpr std::array<const CheckSpec*, 5> kChecks = {
+    &kLaunchEnv,
+    &kShmCapacity,
+    &kHostMemory,
+    &kHostLimits,
+    &kEnvNccl,
+};
+}  // namespace
+
+std::span<const CheckSpec* const> all_checks() { return kChecks; }
+
+const CheckSpec* find_check(std::string_view id) {
+  for (const CheckSpec* spec : kChecks) {
+    if (spec->id == id) return spec;
+  }
+  return nullptr;
+}
+
+const char* to_string(Scope s) {
+  switch (s) {
+    case Scope::Rank: return "rank";
+    case Scope::Node: return "node";
+    case Scope::Job: return "job";
+  }
+  return "node";
+}
+
+Verdict run_check(const CheckSpec& spec, const CheckContext& ctx) {
+  const unsigned bit = ctx.profile == Profile::Node ? kInNode : ctx.profile == Profile::Job ? kInJob : kInImage;
+  if ((spec.profiles & bit) == 0) {
+    return Verdict::skip(std::string(spec.skip_reason.empty() ? "not part of this profile" : spec.skip_reason) +
+                         " (profile " + to_string(ctx.profile) + ")");
+  }
+  try {
+    return spec.run(ctx);
+  } catch (const std::exception& e) {
+    return Verdict::unknown(std::string("internal error in the check: ") + e.what(),
+                            "Report this as a preflight bug with the --json output attached.");
+  }
+}
+
+}  // namespace preflight

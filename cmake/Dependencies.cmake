@@ -1,0 +1,4 @@
+# Every dependency in one place, each with the Debian package that provides it.
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)          # nlohmann-json3-dev
+find_package(Boost 1.74 REQUIRED COMPONENTS program_options)  # libboost-program-options-dev

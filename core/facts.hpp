@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// RankFacts: everything one rank's probes found. Typed per area (core/facts/*.hpp); serialised to
+// JSON in one way, used for the report's "ranks[].facts", for gathering to rank 0 and for replay.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/env.hpp"
+#include "core/facts/limits.hpp"
+#include "core/facts/memory.hpp"
+#include "core/facts/nccl_conf.hpp"
+#include "core/facts/shm.hpp"
+#include "core/json_util.hpp"
+
+namespace preflight {
+
+struct Identity {
+  std::string hostname;
+  std::string boot_id;  // /proc/sys/kernel/random/boot_id: with the hostname, NCCL's host identity
+  std::string kernel;   // uname -r
+  int pid = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Identity, hostname, boot_id, kernel, pid)
+
+/// Where this rank sits in the job, as far as this rank can tell (launcher variables and options;
+/// MPI's own view replaces it when the job runs under MPI).
+struct Placement {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_ranks = 1;
+  std::optional<int> nodes;      // unknown unless a launcher or --expect-nodes says
+  std::string launcher = "none";  // "openmpi", "slurm", "pmix", "hydra", "torchrun", "none"
+  std::string source;            // where local_ranks came from: "--ranks-per-node", "OMPI_COMM_WORLD_LOCAL_SIZE", ...
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Placement, rank, world_size, local_rank, local_ranks, nodes, launcher, source)
+
+struct RankFacts {
+  Identity identity;
+  Placement placement;
+  EnvSnapshot env;
+  ShmFacts shm;
+  MemoryFacts memory;
+  LimitsFacts limits;
+  NcclConfFacts nccl_conf;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankFacts, identity, placement, env, shm, memory, limits, nccl_conf)
+
+}  // namespace preflight

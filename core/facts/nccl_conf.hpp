@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// NCCL's configuration files ($NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf), gathered by
+// probes/nccl_conf_probe.cpp. NCCL applies them with setenv(name, value, 0): the environment wins,
+// the user's file beats the system file.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/json_util.hpp"
+#include "core/probed.hpp"
+
+namespace preflight {
+
+struct ConfEntry {
+  std::string name;
+  std::string value;
+  int line = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfEntry, name, value, line)
+
+struct ConfFileContents {
+  std::vector<ConfEntry> entries;
+  std::vector<int> malformed_lines;  // lines NCCL skips (no '=', empty name)
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfFileContents, entries, malformed_lines)
+
+struct ConfFile {
+  std::string path;  // as NCCL would open it
+  std::string role;  // "NCCL_CONF_FILE", "user", "system"
+  Probed<ConfFileContents> contents;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfFile, path, role, contents)
+
+struct NcclConfFacts {
+  std::vector<ConfFile> files;  // in NCCL's order of precedence (first wins after the environment)
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclConfFacts, files)
+
+}  // namespace preflight

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// Every option of `preflight run` as a plain value (SPEC §2). The command line and the config file
+// fill it (launcher/cli.cpp); checks read the thresholds they need from it, never from globals.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace preflight {
+
+enum class Profile { Node, Job, Image };
+enum class Format { Text, Json, Junit, Prometheus };
+
+const char* to_string(Profile p);
+const char* to_string(Format f);
+
+struct Options {
+  std::optional<Profile> profile;  // unset: node without a multi-rank launcher, job with one
+  std::vector<std::string> only;   // check-id globs
+  std::vector<std::string> skip;
+  Format format = Format::Text;
+  std::string json_file, junit_file, prom_file;
+  double timeout_s = 60.0;
+  bool strict = false;
+  bool verbose = false;
+  std::optional<int> color;  // unset: auto (TTY and no NO_COLOR); 0 never; 1 always
+
+  std::optional<int> expect_gpus, expect_world_size, expect_nodes;
+  std::optional<double> min_busbw_gbps;
+  std::uint64_t allreduce_bytes = 32u << 20;
+
+  std::string target_driver;             // image profile
+  std::vector<std::string> target_gpus;  // compute capabilities "9.0"
+  std::vector<std::string> site_packages;
+  std::string python;
+  std::vector<std::string> cuda_runtimes;
+  std::string nccl_lib;
+
+  // host.memory planning
+  std::optional<std::uint64_t> model_params;
+  std::optional<int> zero_stage;
+  std::optional<int> ranks_per_node;
+  std::uint64_t host_bytes_per_rank = 4ull << 30;  // framework, CUDA context, loaders, per rank
+
+  // shm.capacity model
+  std::uint64_t shm_dataloader_bytes = 256ull << 20;  // per local rank
+  int nccl_communicators = 1;
+
+  std::string sysroot;  // empty: the live system
+  std::string topology_xml;
+  std::string matrix_dir;
+  std::string json_per_rank_dir;
+  std::string config_file;
+};
+
+}  // namespace preflight

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+#include "core/text.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+namespace preflight {
+
+std::string_view trim(std::string_view s) {
+  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t pos = s.find(sep, start);
+    if (pos == std::string_view::npos) {
+      out.push_back(s.substr(start));
+      return out;
+    }
+    out.push_back(s.substr(start, pos - start));
+    start = pos + 1;
+  }
+}
+
+std::vector<std::string_view> split_ws(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    const std::size_t start = i;
+    while (i < s.size() && s[i] != ' ' && s[i] != '\t') ++i;
+    if (i > start) out.push_back(s.substr(start, i - start));
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::string to_lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::optional<std::int64_t> parse_int(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  std::int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::uint64_t> parse_uint(std::string_view s) {
+  if (s.empty() || s.front() == '-') return std::nullopt;
+  std::uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::uint64_t> parse_size(std::string_view s) {
+  s = trim(s);
+  std::size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+  const std::string_view number = s.substr(0, i);
+  std::string unit = to_lower(trim(s.substr(i)));
+  if (number.empty() || number.front() == '.' || std::count(number.begin(), number.end(), '.') > 1) return std::nullopt;
+  double value = 0;
+  const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc() || ptr != number.data() + number.size()) return std::nullopt;
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();       // "GiB" -> "gi", "kb" -> "k", "b" -> ""
+  if (!unit.empty() && unit.back() == 'i') unit.pop_back();       // "gi" -> "g"
+  double scale = 1;
+  if (unit.empty()) {
+    scale = 1;
+  } else if (unit == "k") {
+    scale = 1024.0;
+  } else if (unit == "m") {
+    scale = 1024.0 * 1024;
+  } else if (unit == "g") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (unit == "t") {
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  } else {
+    return std::nullopt;
+  }
+  const double bytes = value * scale;
+  if (!std::isfinite(bytes) || bytes >= 1.8e19) return std::nullopt;
+  return static_cast<std::uint64_t>(std::llround(bytes));
+}
+
+std::string format_bytes(std::uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  std::size_t u = 0;
+  while (v >= 1024.0 && u + 1 < std::size(kUnits)) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[48];
+  if (u == 0) {
+    std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
+  } else if (std::fabs(v - std::round(v)) < 0.05) {
+    std::snprintf(buf, sizeof buf, "%.0f %s", v, kUnits[u]);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, kUnits[u]);
+  }
+  return buf;
+}
+
+bool glob_match(std::string_view pattern, std::string_view text) {
+  std::size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
+  while (t < text.size()) {
+    if (p < pattern.size() && (pattern[p] == '?' || pattern[p] == text[t])) {
+      ++p;
+      ++t;
+    } else if (p < pattern.size() && pattern[p] == '*') {
+      star = p++;
+      mark = t;
+    } else if (star != std::string_view::npos) {
+      p = star + 1;
+      t = ++mark;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.size() && pattern[p] == '*') ++p;
+  return p == pattern.size();
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string printable(std::string_view raw, std::size_t max_len) {
+  std::string out;
+  std::size_t chars = 0;
+  std::size_t i = 0;
+  const auto escape = [&out](unsigned char c) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02X", c);
+    out += buf;
+  };
+  while (i < raw.size()) {
+    if (chars >= max_len) {
+      out += "…";
+      break;
+    }
+    const auto c = static_cast<unsigned char>(raw[i]);
+    if (c < 0x20 || c == 0x7F) {
+      escape(c);
+      ++i;
+    } else if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+    } else {
+      // Validate one UTF-8 sequence.
+      std::size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+      bool valid = len > 0 && i + len <= raw.size();
+      for (std::size_t k = 1; valid && k < len; ++k) {
+        valid = (static_cast<unsigned char>(raw[i + k]) & 0xC0) == 0x80;
+      }
+      if (valid) {
+        out.append(raw.substr(i, len));
+        i += len;
+      } else {
+        escape(c);
+        ++i;
+      }
+    }
+    ++chars;
+  }
+  return out;
+}
+
+}  // namespace preflight

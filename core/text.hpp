@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// Small text helpers shared by parsers, checks and renderers. Strict: nothing here guesses.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace preflight {
+
+std::string_view trim(std::string_view s);
+std::vector<std::string_view> split(std::string_view s, char sep);
+/// Splits on runs of spaces/tabs, dropping empty fields.
+std::vector<std::string_view> split_ws(std::string_view s);
+std::string join(const std::vector<std::string>& parts, std::string_view sep);
+std::string to_lower(std::string_view s);
+
+/// Whole-string decimal integer ("42", "-1"); nothing else (no spaces, signs only '-', no suffix).
+std::optional<std::int64_t> parse_int(std::string_view s);
+std::optional<std::uint64_t> parse_uint(std::string_view s);
+
+/// A size with an optional unit: "8g", "8G", "8GiB", "512M", "1.5GiB", "1048576", "64k".
+/// Units are binary (k = 1024). Returns nullopt on anything else.
+std::optional<std::uint64_t> parse_size(std::string_view s);
+
+/// "64 MiB", "1.1 GiB", "512 B": binary units, at most one decimal.
+std::string format_bytes(std::uint64_t bytes);
+
+/// Shell-style glob on check ids: '*' any run, '?' one character.
+bool glob_match(std::string_view pattern, std::string_view text);
+
+/// Levenshtein distance, for "did you mean".
+std::size_t edit_distance(std::string_view a, std::string_view b);
+
+/// Makes arbitrary bytes safe for a one-line message: control characters and invalid
+/// UTF-8 become \xNN escapes; the result is cut to max_len characters with "…".
+std::string printable(std::string_view raw, std::size_t max_len = 120);
+
+}  // namespace preflight

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+#include "launcher/app.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "checks/check.hpp"
+#include "core/text.hpp"
+#include "launcher/cli.hpp"
+#include "launcher/run.hpp"
+
+extern char** environ;
+
+namespace preflight {
+namespace {
+
+constexpr int kExitUsage = 2;
+constexpr int kExitInternal = 5;
+
+int list_checks() {
+  std::size_t width = 0;
+  for (const CheckSpec* spec : all_checks()) width = std::max(width, spec->id.size());
+  for (const CheckSpec* spec : all_checks()) {
+    std::string id(spec->id);
+    id.resize(width + 2, ' ');
+    std::string scope = to_string(spec->scope);
+    scope.resize(6, ' ');
+    std::cout << id << scope << spec->title << "\n";
+  }
+  return 0;
+}
+
+int explain_check(const std::string& id) {
+  const CheckSpec* spec = find_check(id);
+  if (spec == nullptr) {
+    std::string known;
+    for (const CheckSpec* s : all_checks()) known += (known.empty() ? "" : ", ") + std::string(s->id);
+    std::cerr << "preflight: error: no check '" << printable(id, 60) << "' (checks: " << known << ")\n";
+    return kExitUsage;
+  }
+  std::cout << spec->id << " — " << spec->title << "\n"
+            << "scope: " << to_string(spec->scope) << "\n\n"
+            << spec->explain << "\n";
+  return 0;
+}
+
+bool use_color(const Options& options, const EnvSnapshot& env) {
+  if (options.color) return *options.color == 1;
+  if (env.has("NO_COLOR")) return false;
+  if (env.get("TERM").value_or("") == "dumb") return false;
+  return ::isatty(STDOUT_FILENO) == 1;
+}
+
+void write_file(const std::string& path, const std::string& contents) {
+  // Write next to the target, then rename: a reader never sees half a report.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write '" + path + "'");
+    out << contents;
+    if (!out.flush()) throw std::runtime_error("cannot write '" + path + "'");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("cannot write '" + path + "'");
+  }
+}
+
+void validate_paths(const Options& options) {
+  if (!options.sysroot.empty()) {
+    struct stat st {};
+    if (::stat(options.sysroot.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      throw UsageError("--sysroot '" + printable(options.sysroot, 200) + "': not a directory");
+    }
+  }
+  if (options.format == Format::Junit || options.format == Format::Prometheus || !options.junit_file.empty() ||
+      !options.prom_file.empty()) {
+    throw UsageError("JUnit and Prometheus output are not part of this build yet; use --format json or --json FILE");
+  }
+}
+
+int run_command(const Options& options, std::chrono::steady_clock::time_point start) {
+  validate_paths(options);
+  const EnvSnapshot env = EnvSnapshot::capture(environ);
+  const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                    std::chrono::duration<double>(options.timeout_s));
+  ProbeRun probes = run_probes(options, env, deadline);
+  const bool expired = probes.expired;
+  Report report = build_report(options, std::move(probes), 0);
+  report.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  const std::string json = render_json(report, options);
+  if (!options.json_file.empty()) write_file(options.json_file, json);
+  if (options.format == Format::Json) {
+    std::cout << json;
+  } else {
+    std::cout << render_text(report, options, use_color(options, env));
+  }
+  std::cout.flush();
+  const int code = exit_code(report, options.strict);
+  if (expired) {
+    // A probe thread is still stuck somewhere; do not wait for it at exit.
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
+  return code;
+}
+
+}  // namespace
+
+int app_main(int argc, char** argv) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    const Cli cli = parse_cli(std::vector<std::string>(argv, argv + argc));
+    switch (cli.command) {
+      case Command::Help:
+        std::cout << help_text();
+        return 0;
+      case Command::Version:
+        std::cout << "preflight " << PREFLIGHT_VERSION << "\n";
+        return 0;
+      case Command::List:
+        return list_checks();
+      case Command::Explain:
+        return explain_check(cli.args.front());
+      case Command::Run:
+        return run_command(cli.options, start);
+    }
+  } catch (const UsageError& e) {
+    std::cerr << "preflight: error: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "preflight: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+  return kExitInternal;
+}
+
+}  // namespace preflight

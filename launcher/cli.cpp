@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+#include "launcher/cli.hpp"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "core/text.hpp"
+
+namespace po = boost::program_options;
+
+namespace preflight {
+namespace {
+
+po::options_description run_options() {
+  po::options_description d("Options of `preflight run`");
+  // clang-format off
+  d.add_options()
+    ("profile", po::value<std::string>(), "node | job | image (default: node alone, job under a multi-rank launcher)")
+    ("only", po::value<std::vector<std::string>>()->composing(), "run only these checks: GLOB[,GLOB] on check ids, e.g. 'net.*'")
+    ("skip", po::value<std::vector<std::string>>()->composing(), "skip these checks: GLOB[,GLOB]")
+    ("format", po::value<std::string>(), "what goes to stdout: text | json | junit | prometheus (default text)")
+    ("json", po::value<std::string>(), "also write the JSON report to FILE")
+    ("junit", po::value<std::string>(), "also write a JUnit XML report to FILE")
+    ("prom", po::value<std::string>(), "also write a Prometheus textfile to FILE")
+    ("timeout", po::value<std::string>(), "wall-clock budget for the whole run in seconds (default 60)")
+    ("strict", po::bool_switch(), "WARN counts as FAIL for the exit code")
+    ("color", po::value<std::string>(), "auto | always | never (auto: on a TTY unless NO_COLOR is set)")
+    ("expect-gpus", po::value<std::string>(), "GPUs each node must show")
+    ("expect-world-size", po::value<std::string>(), "ranks the job must have")
+    ("expect-nodes", po::value<std::string>(), "nodes the job must span")
+    ("min-busbw", po::value<std::string>(), "all_reduce bus bandwidth floor in GB/s")
+    ("allreduce-bytes", po::value<std::string>(), "all_reduce message size (e.g. 32M)")
+    ("target-driver", po::value<std::string>(), "image profile: the fleet's driver version, e.g. 535.104.05")
+    ("target-gpu", po::value<std::vector<std::string>>()->composing(), "image profile: compute capabilities CC[,CC], e.g. 9.0")
+    ("site-packages", po::value<std::vector<std::string>>()->composing(), "where the training framework lives (repeatable)")
+    ("python", po::value<std::string>(), "the Python interpreter of the job")
+    ("cuda-runtime", po::value<std::vector<std::string>>()->composing(), "a CUDA runtime library the job will load (repeatable)")
+    ("nccl-lib", po::value<std::string>(), "the libnccl the job will load")
+    ("model-params", po::value<std::string>(), "parameters of the model, e.g. 7B or 70e9 (host.memory)")
+    ("zero-stage", po::value<std::string>(), "ZeRO/FSDP sharding stage 0..3 (host.memory)")
+    ("ranks-per-node", po::value<std::string>(), "local ranks on each node (default: from the launcher, else 1)")
+    ("host-bytes-per-rank", po::value<std::string>(), "host memory each rank uses outside checkpoints (default 4G)")
+    ("shm-dataloader-bytes", po::value<std::string>(), "/dev/shm each rank's DataLoader workers use (default 256M)")
+    ("nccl-communicators", po::value<std::string>(), "NCCL communicators per rank (default 1; shm.capacity)")
+    ("sysroot", po::value<std::string>(), "read /sys, /proc, /etc and /dev/shm facts below DIR")
+    ("topology-xml", po::value<std::string>(), "take the topology from an `lstopo --of xml` export")
+    ("matrix", po::value<std::string>(), "compatibility data from DIR instead of the built-in copy")
+    ("json-per-rank", po::value<std::string>(), "every rank also writes its own result file into DIR")
+    ("config", po::value<std::string>(), "INI file with the same option names (command line wins)")
+    ("verbose,v", po::bool_switch(), "evidence for every check, PASS included");
+  // clang-format on
+  return d;
+}
+
+po::options_description generic_options() {
+  po::options_description d("General");
+  d.add_options()("help,h", "this help")("version", "print the version");
+  return d;
+}
+
+[[noreturn]] void bad_value(const std::string& option, const std::string& value, const std::string& expected) {
+  throw UsageError("--" + option + " '" + printable(value, 60) + "': expected " + expected);
+}
+
+std::vector<std::string> comma_list(const po::variables_map& vm, const char* name) {
+  std::vector<std::string> out;
+  if (!vm.count(name)) return out;
+  for (const std::string& item : vm[name].as<std::vector<std::string>>()) {
+    for (std::string_view part : split(item, ',')) {
+      part = trim(part);
+      if (!part.empty()) out.emplace_back(part);
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> str(const po::variables_map& vm, const char* name) {
+  if (!vm.count(name)) return std::nullopt;
+  return vm[name].as<std::string>();
+}
+
+int int_in(const po::variables_map& vm, const char* name, long long lo, long long hi, const char* expected) {
+  const std::string v = *str(vm, name);
+  const auto n = parse_int(trim(v));
+  if (!n || *n < lo || *n > hi) bad_value(name, v, expected);
+  return static_cast<int>(*n);
+}
+
+double positive_double(const po::variables_map& vm, const char* name, const char* expected) {
+  const std::string v = *str(vm, name);
+  try {
+    std::size_t used = 0;
+    const double d = std::stod(v, &used);
+    if (used != v.size() || !std::isfinite(d) || d <= 0) bad_value(name, v, expected);
+    return d;
+  } catch (const std::logic_error&) {
+    bad_value(name, v, expected);
+  }
+}
+
+std::uint64_t size_value(const po::variables_map& vm, const char* name) {
+  const std::string v = *str(vm, name);
+  const auto n = parse_size(v);
+  if (!n) bad_value(name, v, "a size such as 512M or 8G");
+  return *n;
+}
+
+Options to_options(const po::variables_map& vm) {
+  Options o;
+  if (auto v = str(vm, "profile")) {
+    if (*v == "node") o.profile = Profile::Node;
+    else if (*v == "job") o.profile = Profile::Job;
+    else if (*v == "image") o.profile = Profile::Image;
+    else bad_value("profile", *v, "node, job or image");
+  }
+  o.only = comma_list(vm, "only");
+  o.skip = comma_list(vm, "skip");
+  if (auto v = str(vm, "format")) {
+    if (*v == "text") o.format = Format::Text;
+    else if (*v == "json") o.format = Format::Json;
+    else if (*v == "junit") o.format = Format::Junit;
+    else if (*v == "prometheus") o.format = Format::Prometheus;
+    else bad_value("format", *v, "text, json, junit or prometheus");
+  }
+  o.json_file = str(vm, "json").value_or("");
+  o.junit_file = str(vm, "junit").value_or("");
+  o.prom_file = str(vm, "prom").value_or("");
+  if (vm.count("timeout")) o.timeout_s = positive_double(vm, "timeout", "a positive number of seconds");
+  o.strict = vm["strict"].as<bool>();
+  o.verbose = vm["verbose"].as<bool>();
+  if (auto v = str(vm, "color")) {
+    if (*v == "always") o.color = 1;
+    else if (*v == "never") o.color = 0;
+    else if (*v != "auto") bad_value("color", *v, "auto, always or never");
+  }
+  if (vm.count("expect-gpus")) o.expect_gpus = int_in(vm, "expect-gpus", 0, 1 << 20, "a whole number ≥ 0");
+  if (vm.count("expect-world-size")) o.expect_world_size = int_in(vm, "expect-world-size", 1, 1 << 24, "a whole number ≥ 1");
+  if (vm.count("expect-nodes")) o.expect_nodes = int_in(vm, "expect-nodes", 1, 1 << 20, "a whole number ≥ 1");
+  if (vm.count("min-busbw")) o.min_busbw_gbps = positive_double(vm, "min-busbw", "a bandwidth in GB/s");
+  if (vm.count("allreduce-bytes")) o.allreduce_bytes = size_value(vm, "allreduce-bytes");
+  o.target_driver = str(vm, "target-driver").value_or("");
+  o.target_gpus = comma_list(vm, "target-gpu");
+  o.site_packages = comma_list(vm, "site-packages");
+  o.python = str(vm, "python").value_or("");
+  o.cuda_runtimes = comma_list(vm, "cuda-runtime");
+  o.nccl_lib = str(vm, "nccl-lib").value_or("");
+  if (auto v = str(vm, "model-params")) {
+    o.model_params = parse_count(*v);
+    if (!o.model_params || *o.model_params == 0) bad_value("model-params", *v, "a parameter count such as 7B or 70e9");
+  }
+  if (vm.count("zero-stage")) o.zero_stage = int_in(vm, "zero-stage", 0, 3, "0, 1, 2 or 3");
+  if (vm.count("ranks-per-node")) o.ranks_per_node = int_in(vm, "ranks-per-node", 1, 4096, "a whole number from 1 to 4096");
+  if (vm.count("host-bytes-per-rank")) o.host_bytes_per_rank = size_value(vm, "host-bytes-per-rank");
+  if (vm.count("shm-dataloader-bytes")) o.shm_dataloader_bytes = size_value(vm, "shm-dataloader-bytes");
+  if (vm.count("nccl-communicators")) o.nccl_communicators = int_in(vm, "nccl-communicators", 1, 1024, "a whole number from 1 to 1024");
+  o.sysroot = str(vm, "sysroot").value_or("");
+  o.topology_xml = str(vm, "topology-xml").value_or("");
+  o.matrix_dir = str(vm, "matrix").value_or("");
+  o.json_per_rank_dir = str(vm, "json-per-rank").value_or("");
+  o.config_file = str(vm, "config").value_or("");
+  return o;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_count(std::string_view text) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  double scale = 1;
+  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (last == 'K' || last == 'M' || last == 'B' || last == 'G' || last == 'T') {
+    scale = last == 'K' ? 1e3 : last == 'M' ? 1e6 : last == 'T' ? 1e12 : 1e9;
+    text.remove_suffix(1);
+  }
+  const std::string number(text);
+  try {
+    std::size_t used = 0;
+    const double d = std::stod(number, &used);
+    if (used != number.size() || !std::isfinite(d) || d < 0 || d * scale >= 1e18) return std::nullopt;
+    return static_cast<std::uint64_t>(std::llround(d * scale));
+  } catch (const std::logic_error&) {
+    return std::nullopt;
+  }
+}
+
+std::string help_text() {
+  std::ostringstream out;
+  out << "preflight — pre-flight environment validator for distributed GPU training\n\n"
+         "Usage:\n"
+         "  preflight [run] [options]   run the checks (default)\n"
+         "  preflight list              list every check id with a one-line description\n"
+         "  preflight explain CHECK_ID  what a check looks at, why it matters, how to fix each failure\n"
+         "  preflight --version | --help\n\n"
+         "Examples:\n"
+         "  preflight                                   check this node\n"
+         "  mpirun -np 16 --map-by ppr:8:node preflight check the job, launched like the job\n"
+         "  preflight --only 'shm.*,host.*' --ranks-per-node 8 --format json\n"
+         "  preflight --model-params 70B --zero-stage 2 --ranks-per-node 8 --only host.memory\n\n"
+      << run_options() << "\n"
+      << generic_options() << "\n"
+         "Exit codes: 0 no FAIL/UNKNOWN (WARN allowed unless --strict) · 1 a FAIL · 2 usage or\n"
+         "configuration error · 3 an UNKNOWN, no FAIL · 4 a deadline expired · 5 internal error\n";
+  return out.str();
+}
+
+Cli parse_cli(const std::vector<std::string>& argv) {
+  Cli cli;
+  std::vector<std::string> rest(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
+  if (!rest.empty() && !rest.front().empty() && rest.front().front() != '-') {
+    const std::string& cmd = rest.front();
+    if (cmd == "run") cli.command = Command::Run;
+    else if (cmd == "list") cli.command = Command::List;
+    else if (cmd == "explain") cli.command = Command::Explain;
+    else throw UsageError("unknown command '" + printable(cmd, 60) + "' (commands: run, list, explain; see --help)");
+    rest.erase(rest.begin());
+  }
+
+  po::options_description all;
+  all.add(run_options()).add(generic_options());
+  all.add_options()("args", po::value<std::vector<std::string>>(), "positional arguments");
+  po::positional_options_description positional;
+  positional.add("args", -1);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(rest).options(all).positional(positional).run(), vm);
+    if (vm.count("config")) {
+      const std::string path = vm["config"].as<std::string>();
+      std::ifstream in(path);
+      if (!in) throw UsageError("--config '" + printable(path, 200) + "': cannot read the file");
+      // Command-line values are already stored: store() keeps the first value, so the command line wins.
+      po::store(po::parse_config_file(in, run_options(), /*allow_unregistered=*/false), vm);
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+
+  if (vm.count("help")) {
+    cli.command = Command::Help;
+    return cli;
+  }
+  if (vm.count("version")) {
+    cli.command = Command::Version;
+    return cli;
+  }
+  if (vm.count("args")) cli.args = vm["args"].as<std::vector<std::string>>();
+  if (cli.command == Command::Explain) {
+    if (cli.args.size() != 1) throw UsageError("explain takes exactly one check id (see `preflight list`)");
+  } else if (!cli.args.empty()) {
+    throw UsageError("unexpected argument '" + printable(cli.args.front(), 60) + "'");
+  }
+  cli.options = to_options(vm);
+  return cli;
+}
+
+}  // namespace preflight

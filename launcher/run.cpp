@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+#include "launcher/run.hpp"
+
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "checks/check.hpp"
+#include "core/text.hpp"
+#include "probes/probe.hpp"
+
+#ifndef PREFLIGHT_VERSION
+#define PREFLIGHT_VERSION "0.0.0"
+#endif
+
+namespace preflight {
+namespace {
+
+// Shared between the caller and the probe worker; owned by both, so a worker left behind after a
+// deadline still writes into live memory.
+struct ProbeState {
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  RankFacts published;
+  std::string current;
+  bool done = false;
+};
+
+}  // namespace
+
+ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline) {
+  auto state = std::make_shared<ProbeState>();
+  state->published.env = env;
+  std::thread worker([state, options, env] {
+    const FileSystem fs(options.sysroot);
+    const ProbeContext ctx{fs, env, options};
+    RankFacts work;
+    {
+      std::lock_guard lock(state->mutex);
+      work = state->published;
+    }
+    for (const ProbeSpec& probe : all_probes()) {
+      {
+        std::lock_guard lock(state->mutex);
+        state->current = std::string(probe.name);
+      }
+      probe.run(ctx, work);
+      std::lock_guard lock(state->mutex);
+      state->published = work;
+    }
+    std::lock_guard lock(state->mutex);
+    state->done = true;
+    state->done_cv.notify_all();
+  });
+
+  ProbeRun out;
+  std::unique_lock lock(state->mutex);
+  const bool finished = state->done_cv.wait_until(lock, deadline, [&] { return state->done; });
+  out.facts = state->published;
+  if (finished) {
+    lock.unlock();
+    worker.join();
+  } else {
+    out.expired = true;
+    out.incident = "probe '" + state->current + "' did not finish within the run's deadline (--timeout " +
+                   std::to_string(static_cast<int>(options.timeout_s)) + " s); facts it would have gathered are UNKNOWN";
+    lock.unlock();
+    worker.detach();
+  }
+  return out;
+}
+
+Profile effective_profile(const Options& options, const RankFacts& facts) {
+  if (options.profile) return *options.profile;
+  return facts.placement.world_size > 1 ? Profile::Job : Profile::Node;
+}
+
+bool selected(const Options& options, std::string_view id) {
+  bool keep = options.only.empty();
+  for (const std::string& glob : options.only) keep = keep || glob_match(glob, id);
+  for (const std::string& glob : options.skip) keep = keep && !glob_match(glob, id);
+  return keep;
+}
+
+Report build_report(const Options& options, ProbeRun probes, double duration_ms) {
+  Report report;
+  report.version = PREFLIGHT_VERSION;
+  report.profile = effective_profile(options, probes.facts);
+  report.world_size = probes.facts.placement.world_size;
+  report.nodes = probes.facts.placement.nodes.value_or(1);
+  report.launcher = probes.facts.placement.launcher.empty() ? "none" : probes.facts.placement.launcher;
+  report.deadline_expired = probes.expired;
+  if (probes.expired) report.incidents.push_back(probes.incident);
+
+  const CheckContext ctx{probes.facts, options, report.profile};
+  for (const CheckSpec* spec : all_checks()) {
+    if (!selected(options, spec->id)) continue;
+    CheckResult r;
+    r.id = std::string(spec->id);
+    r.area = std::string(spec->area());
+    r.title = std::string(spec->title);
+    r.scope = spec->scope;
+    r.verdict = run_check(*spec, ctx);
+    r.hosts = {probes.facts.identity.hostname};
+    r.ranks = {probes.facts.placement.rank};
+    report.results.push_back(std::move(r));
+  }
+  report.duration_ms = duration_ms;
+  report.ranks.push_back(std::move(probes.facts));
+  return report;
+}
+
+}  // namespace preflight

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// One run of the checks on this rank: probe (with a deadline), judge, report.
+#pragma once
+
+#include <chrono>
+
+#include "core/env.hpp"
+#include "core/options.hpp"
+#include "report/report.hpp"
+
+namespace preflight {
+
+/// Runs every probe in the probe table on a worker thread. When `deadline` passes first, the facts
+/// gathered so far are returned, `expired` names the probe that was running, and the worker is left
+/// behind (the caller must end the process with _exit: a probe stuck in the kernel cannot be joined).
+struct ProbeRun {
+  RankFacts facts;
+  bool expired = false;
+  std::string incident;
+};
+ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline);
+
+/// The profile in effect: --profile, else job when the launcher says world size > 1, else node.
+Profile effective_profile(const Options& options, const RankFacts& facts);
+
+/// Judges the facts with every selected check (--only/--skip) and assembles the report.
+Report build_report(const Options& options, ProbeRun probes, double duration_ms);
+
+/// True when --only/--skip select the check id.
+bool selected(const Options& options, std::string_view id);
+
+}  // namespace preflight

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// Probes gather facts. Each fills its part of RankFacts and never throws for a fact it cannot
+// read: it records the reason in the Probed<> field instead. The one table is probes/registry.cpp.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "core/env.hpp"
+#include "core/facts.hpp"
+#include "core/file_system.hpp"
+#include "core/options.hpp"
+
+namespace preflight {
+
+struct ProbeContext {
+  const FileSystem& fs;  // rooted at --sysroot (or /)
+  const EnvSnapshot& env;
+  const Options& options;
+};
+
+struct ProbeSpec {
+  std::string_view name;
+  void (*run)(const ProbeContext&, RankFacts&);
+};
+
+/// Every probe, in the order they run (a probe may read what an earlier one found).
+std::span<const ProbeSpec> all_probes();
+
+void probe_identity(const ProbeContext& ctx, RankFacts& facts);
+void probe_placement(const ProbeContext& ctx, RankFacts& facts);
+void probe_memory(const ProbeContext& ctx, RankFacts& facts);
+void probe_limits(const ProbeContext& ctx, RankFacts& facts);
+void probe_nccl_conf(const ProbeContext& ctx, RankFacts& facts);
+void probe_shm(const ProbeContext& ctx, RankFacts& facts);
+
+}  // namespace preflight

@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: MIT
+// PLACEHOLDER: replaced by the real probe.
+#include "probes/probe.hpp"
+
+namespace preflight {
+void probe_shm(const ProbeContext&, RankFacts&) {}
+}  // namespace preflight

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// The report: one result per check instance, the world it ran in, the facts of every rank.
+// Renderers (text, JSON) read it; the exit code is a function of it.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "checks/check.hpp"
+#include "core/facts.hpp"
+#include "core/options.hpp"
+#include "core/verdict.hpp"
+
+namespace preflight {
+
+struct CheckResult {
+  std::string id;
+  std::string area;
+  std::string title;
+  Scope scope = Scope::Node;
+  Verdict verdict;
+  std::vector<std::string> hosts;
+  std::vector<int> ranks;
+};
+
+struct Report {
+  std::string version;
+  Profile profile = Profile::Node;
+  int world_size = 1;
+  int nodes = 1;
+  std::string launcher;                 // "none", "openmpi", "slurm", ...
+  double duration_ms = 0;
+  bool deadline_expired = false;        // a probe or rank did not finish in time
+  std::vector<std::string> incidents;   // what expired: "probe 'shm' did not finish within 60.0 s"
+  std::vector<CheckResult> results;
+  std::vector<RankFacts> ranks;
+};
+
+struct Counts {
+  std::array<int, 5> by_status{};  // indexed by Status
+  int of(Status s) const { return by_status[static_cast<std::size_t>(s)]; }
+};
+
+Counts count(const Report& report);
+
+/// SPEC §3: 0 clean (WARN allowed unless strict), 1 any FAIL (or WARN with strict), 3 UNKNOWN and
+/// no FAIL, 4 a deadline expired.
+int exit_code(const Report& report, bool strict);
+
+/// The run's overall status for the summary line.
+Status overall(const Report& report, bool strict);
+
+std::string render_text(const Report& report, const Options& options, bool color);
+std::string render_json(const Report& report, const Options& options);
+
+}  // namespace preflight

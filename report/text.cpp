@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// Text report: a header, the results grouped by area in an aligned table, the remedy under every
+// non-PASS line, evidence with -v, and one summary line with the counts and the duration.
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <sstream>
+
+#include "core/text.hpp"
+#include "report/report.hpp"
+
+namespace preflight {
+namespace {
+
+const char* color_of(Status s) {
+  switch (s) {
+    case Status::Pass: return "\033[32m";
+    case Status::Warn: return "\033[33m";
+    case Status::Fail: return "\033[1;31m";
+    case Status::Skip: return "\033[2m";
+    case Status::Unknown: return "\033[35m";
+  }
+  return "";
+}
+
+std::string paint(const std::string& text, const char* code, bool color) {
+  if (!color) return text;
+  return std::string(code) + text + "\033[0m";
+}
+
+std::string pad(std::string s, std::size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+std::string evidence_line(const nlohmann::json& evidence) {
+  std::string out;
+  for (const auto& [key, value] : evidence.items()) {
+    if (!out.empty()) out += ", ";
+    out += key + "=" + (value.is_string() ? value.get<std::string>()
+                                          : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  return out;
+}
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  // 0,1,2,3,5 -> "0–3,5"
+  std::string out;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(ranks[i]);
+    if (j > i) out += "–" + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_text(const Report& report, const Options& options, bool color) {
+  std::ostringstream out;
+  const std::string host = report.ranks.empty() ? std::string("?") : report.ranks.front().identity.hostname;
+  out << "preflight " << report.version << " · profile " << to_string(report.profile) << " · "
+      << (report.world_size > 1 ? std::to_string(report.world_size) + " ranks on " + std::to_string(report.nodes) + " node(s)"
+                                : "host " + host)
+      << " · launcher " << report.launcher << "\n";
+
+  std::size_t id_width = 0;
+  for (const CheckResult& r : report.results) id_width = std::max(id_width, r.id.size());
+  id_width += 2;
+
+  std::string area;
+  for (const CheckResult& r : report.results) {
+    if (r.area != area) {
+      area = r.area;
+      std::string heading = area;
+      std::transform(heading.begin(), heading.end(), heading.begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+      out << "\n" << paint(heading, "\033[1m", color) << "\n";
+    }
+    const Status s = r.verdict.status;
+    out << "  " << paint(pad(to_string(s), 9), color_of(s), color) << pad(r.id, id_width) << r.verdict.summary;
+    if (report.world_size > 1 && !r.ranks.empty()) {
+      out << "  [" << join(r.hosts, ",") << " rank " << ranks_text(r.ranks) << "]";
+    }
+    out << "\n";
+    const std::string indent(11 + id_width, ' ');
+    if (s != Status::Pass && !r.verdict.remedy.empty()) {
+      out << indent << paint("fix: ", "\033[1m", color) << r.verdict.remedy << "\n";
+    }
+    if (options.verbose && !r.verdict.evidence.empty()) {
+      out << indent << paint("evidence: ", "\033[2m", color) << evidence_line(r.verdict.evidence) << "\n";
+    }
+  }
+
+  for (const std::string& incident : report.incidents) {
+    out << "\n" << paint("DEADLINE ", color_of(Status::Fail), color) << incident << "\n";
+  }
+
+  const Counts c = count(report);
+  const Status all = overall(report, options.strict);
+  char duration[32];
+  std::snprintf(duration, sizeof duration, "%.2f s", report.duration_ms / 1000.0);
+  out << "\n"
+      << paint(to_string(all), color_of(all), color) << ": " << c.of(Status::Pass) << " PASS · " << c.of(Status::Warn)
+      << " WARN · " << c.of(Status::Fail) << " FAIL · " << c.of(Status::Skip) << " SKIP · " << c.of(Status::Unknown)
+      << " UNKNOWN · " << duration << (options.strict ? " · strict (WARN counts as FAIL)" : "") << "\n";
+  return out.str();
+}
+
+}  // namespace preflight

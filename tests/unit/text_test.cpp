@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+#include "core/text.hpp"
+
+#include <gtest/gtest.h>
+
+namespace preflight {
+namespace {
+
+TEST(Text, TrimAndSplit) {
+  EXPECT_EQ(trim("  a b \n"), "a b");
+  EXPECT_EQ(trim(""), "");
+  const auto parts = split("a,,b", ',');
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[1], "");
+  const auto ws = split_ws("  36 35 0:17 /  /dev/shm\trw ");
+  ASSERT_EQ(ws.size(), 6u);
+  EXPECT_EQ(ws[4], "/dev/shm");
+}
+
+TEST(Text, ParseIntIsStrict) {
+  EXPECT_EQ(parse_int("42"), 42);
+  EXPECT_EQ(parse_int("-1"), -1);
+  EXPECT_FALSE(parse_int(" 42"));
+  EXPECT_FALSE(parse_int("42x"));
+  EXPECT_FALSE(parse_int(""));
+  EXPECT_FALSE(parse_int("99999999999999999999"));
+  EXPECT_FALSE(parse_uint("-1"));
+  EXPECT_EQ(parse_uint("18446744073709551615"), 18446744073709551615ull);
+}
+
+TEST(Text, ParseSizeUnitsAreBinary) {
+  EXPECT_EQ(parse_size("64M"), 64ull << 20);
+  EXPECT_EQ(parse_size("8g"), 8ull << 30);
+  EXPECT_EQ(parse_size("8GiB"), 8ull << 30);
+  EXPECT_EQ(parse_size("1.5G"), 3ull << 29);
+  EXPECT_EQ(parse_size("4096"), 4096u);
+  EXPECT_EQ(parse_size("64k"), 65536u);
+  EXPECT_FALSE(parse_size("abc"));
+  EXPECT_FALSE(parse_size("8X"));
+  EXPECT_FALSE(parse_size(""));
+  EXPECT_FALSE(parse_size("1.2.3G"));
+  EXPECT_FALSE(parse_size("99999999999T"));
+}
+
+TEST(Text, FormatBytes) {
+  EXPECT_EQ(format_bytes(512), "512 B");
+  EXPECT_EQ(format_bytes(64ull << 20), "64 MiB");
+  EXPECT_EQ(format_bytes(1181116006), "1.1 GiB");
+  EXPECT_EQ(format_bytes(8ull << 30), "8 GiB");
+}
+
+TEST(Text, GlobMatch) {
+  EXPECT_TRUE(glob_match("net.*", "net.ib"));
+  EXPECT_TRUE(glob_match("*", "shm.capacity"));
+  EXPECT_TRUE(glob_match("host.?imits", "host.limits"));
+  EXPECT_FALSE(glob_match("net.*", "env.nccl"));
+  EXPECT_TRUE(glob_match("shm.capacity", "shm.capacity"));
+  EXPECT_FALSE(glob_match("shm", "shm.capacity"));
+}
+
+TEST(Text, EditDistance) {
+  EXPECT_EQ(edit_distance("NCCL_IB_HCA", "NCCL_IB_HCA"), 0u);
+  EXPECT_EQ(edit_distance("NCCL_SOCKET_IFNAM", "NCCL_SOCKET_IFNAME"), 1u);
+  EXPECT_EQ(edit_distance("kitten", "sitting"), 3u);
+}
+
+TEST(Text, PrintableEscapesControlAndInvalidUtf8) {
+  EXPECT_EQ(printable("a\nb"), "a\\x0Ab");
+  EXPECT_EQ(printable("\xff"), "\\xFF");
+  EXPECT_EQ(printable("größe"), "größe");
+  EXPECT_EQ(printable("abcdef", 3), "abc…");
+}
+
+}  // namespace
+}  // namespace preflight
