@@ -1,7 +1,117 @@
 // SPDX-License-Identifier: MIT
-// PLACEHOLDER: replaced by the real probe.
+// /dev/shm: the effective mount, its size and free space, and a real allocation of what this
+// node's ranks need (probes.md §1.3). The test file is unlinked before it is sized, so nothing is
+// left behind even if preflight is killed mid-test.
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/mountinfo.hpp"
+#include "core/shm_model.hpp"
+#include "core/text.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {
-void probe_shm(const ProbeContext&, RankFacts&) {}
+namespace {
+
+Probed<MountEntry> probe_mount(const FileSystem& fs, const std::string& path) {
+  const Probed<std::string> text = fs.read("/proc/self/mountinfo");
+  if (!text.ok()) return Probed<MountEntry>::error(*text.error(), text.source());
+  const MountInfo info = parse_mountinfo(*text.value());
+  if (const MountInfoLine* line = effective_mount(info, path)) {
+    return Probed<MountEntry>::ok(to_mount_entry(*line), text.source());
+  }
+  // No mount of its own: it is a directory on whatever file system holds it (the longest prefix).
+  const MountInfoLine* parent = nullptr;
+  for (const MountInfoLine& m : info.mounts) {
+    const bool prefix = path.rfind(m.mount_point, 0) == 0 &&
+                        (m.mount_point == "/" || path.size() == m.mount_point.size() || path[m.mount_point.size()] == '/');
+    if (prefix && (parent == nullptr || m.mount_point.size() >= parent->mount_point.size())) parent = &m;
+  }
+  if (parent == nullptr) {
+    return Probed<MountEntry>::error(ProbeErrc::ParseError, "no mount holds " + path, text.source());
+  }
+  return Probed<MountEntry>::ok(to_mount_entry(*parent), text.source());
+}
+
+Probed<FsUsage> probe_usage(const FileSystem& fs, const std::string& path) {
+  const std::string real = fs.host_path(path);
+  struct stat st {};
+  if (::stat(real.c_str(), &st) != 0) return Probed<FsUsage>::error(probe_error_from_errno(errno), path);
+  if (!S_ISDIR(st.st_mode)) return Probed<FsUsage>::error(ProbeErrc::NotFound, "exists but is not a directory", path);
+  struct statfs sfs {};
+  struct statvfs svfs {};
+  if (::statfs(real.c_str(), &sfs) != 0 || ::statvfs(real.c_str(), &svfs) != 0) {
+    return Probed<FsUsage>::error(probe_error_from_errno(errno), path);
+  }
+  FsUsage u;
+  u.fs_magic = static_cast<std::uint64_t>(sfs.f_type);
+  u.is_tmpfs = sfs.f_type == TMPFS_MAGIC;
+  u.st_dev = static_cast<std::uint64_t>(st.st_dev);
+  u.total_bytes = static_cast<std::uint64_t>(svfs.f_blocks) * svfs.f_frsize;
+  u.free_bytes = static_cast<std::uint64_t>(svfs.f_bavail) * svfs.f_frsize;
+  u.unlimited = u.is_tmpfs && svfs.f_blocks == 0;  // tmpfs without size=: bounded by RAM and cgroup only
+  u.writable = ::access(real.c_str(), W_OK) == 0 && (svfs.f_flag & ST_RDONLY) == 0;
+  return Probed<FsUsage>::ok(u, "statfs(" + path + ")");
+}
+
+ShmAllocTest allocation_test(const std::string& dir, std::uint64_t bytes) {
+  ShmAllocTest t;
+  t.requested_bytes = bytes;
+  std::string name = dir + "/preflight-XXXXXX";
+  const int fd = ::mkstemp(name.data());
+  if (fd < 0) {
+    t.err = errno;
+    t.step = "mkstemp";
+    t.error = std::strerror(t.err);
+    return t;
+  }
+  ::unlink(name.c_str());
+  int rc = 0;
+  do {
+    rc = ::fallocate(fd, 0, 0, static_cast<off_t>(bytes));
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    t.err = errno;
+    t.step = "fallocate";
+    t.error = std::strerror(t.err);
+  } else {
+    t.ok = true;
+  }
+  ::close(fd);
+  return t;
+}
+
+}  // namespace
+
+void probe_shm(const ProbeContext& ctx, RankFacts& facts) {
+  ShmFacts& shm = facts.shm;
+  shm.mount = probe_mount(ctx.fs, shm.path);
+  shm.usage = probe_usage(ctx.fs, shm.path);
+
+  const ShmNeed need = shm_need(facts.placement, ctx.options, facts.env);
+  const std::string source = "fallocate(" + shm.path + "/preflight-XXXXXX)";
+  const FsUsage* usage = shm.usage.value();
+  if (!ctx.fs.is_live()) {
+    shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported, "not run under --sysroot (not the live /dev/shm)", source);
+  } else if (facts.placement.local_rank != 0) {
+    shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported, "run by local rank 0 of this node only", source);
+  } else if (usage == nullptr || !usage->writable) {
+    shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported, "not run: /dev/shm is missing or not writable", source);
+  } else if (!usage->unlimited && usage->free_bytes < need.node_total) {
+    shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported,
+                                            "not run: free space " + format_bytes(usage->free_bytes) +
+                                                " is already below the need " + format_bytes(need.node_total),
+                                            source);
+  } else {
+    shm.alloc = Probed<ShmAllocTest>::ok(allocation_test(ctx.fs.host_path(shm.path), need.node_total), source);
+  }
+}
+
 }  // namespace preflight

@@ -5,7 +5,7 @@
 namespace preflight {
 
 std::string render_json(const Report& report, const Options& options) {
-  using nlohmann::json;
+  using json = nlohmann::ordered_json;
   const Counts c = count(report);
   json counts = json::object();
   for (Status s : {Status::Pass, Status::Warn, Status::Fail, Status::Skip, Status::Unknown}) counts[to_string(s)] = c.of(s);
@@ -21,7 +21,7 @@ std::string render_json(const Report& report, const Options& options) {
         {"scope", to_string(r.scope)},
         {"hosts", r.hosts},
         {"ranks", r.ranks},
-        {"evidence", r.verdict.evidence},
+        {"evidence", json(r.verdict.evidence)},
     });
   }
 
@@ -32,7 +32,7 @@ std::string render_json(const Report& report, const Options& options) {
         {"host", f.identity.hostname},
         {"local_rank", f.placement.local_rank},
         {"pid", f.identity.pid},
-        {"facts", f},
+        {"facts", json(nlohmann::json(f))},
     });
   }
 

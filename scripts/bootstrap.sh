@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian 12), configures, builds, then either runs preflight on this
+# machine (`run`) or runs the whole test suite (`test`). Extra arguments after `run` go to preflight.
+#   scripts/bootstrap.sh run [preflight options]
+#   scripts/bootstrap.sh test
+# Environment: BUILD_DIR (default build), PREFLIGHT_SANITIZE=1 for an ASan+UBSan build,
+# CI=true for -Werror.
+set -euo pipefail
+
+mode=${1:-run}
+shift || true
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${BUILD_DIR:-$here/build}
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libboost-program-options-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev
+  libhwloc-dev hwloc libopenmpi-dev openmpi-bin
+  python3 python3-jsonschema util-linux iproute2
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  echo "bootstrap: installing ${missing[*]}" >&2
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+cmake_args=(-S "$here" -B "$build_dir" -G Ninja)
+[ "${CI:-}" = "true" ] && cmake_args+=(-DPREFLIGHT_WERROR=ON)
+[ "${PREFLIGHT_SANITIZE:-0}" = "1" ] && cmake_args+=(-DPREFLIGHT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+cmake "${cmake_args[@]}" >/dev/null
+cmake --build "$build_dir" -j "$(nproc)"
+
+case "$mode" in
+  run)
+    status=0
+    "$build_dir/preflight" "$@" || status=$?
+    echo "preflight exited $status (0 ok · 1 FAIL · 2 usage · 3 UNKNOWN · 4 deadline · 5 internal)" >&2
+    exit "$status"
+    ;;
+  test)
+    cd "$build_dir"
+    ctest --output-on-failure -j "$(nproc)"
+    ;;
+  *)
+    echo "usage: $0 run|test" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,41 @@
+# Shared helpers for the integration tests (sourced). CTest provides PREFLIGHT (the binary),
+# PREFLIGHT_SOURCE_DIR, PREFLIGHT_FIXTURES_DIR and PYTHON3 (Debian's, with python3-jsonschema).
+set -uo pipefail
+: "${PREFLIGHT:?PREFLIGHT must point at the preflight binary}"
+failures=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+pass() { echo "ok: $*"; }
+skip_all() { echo "SKIP: $*"; exit 77; }
+
+# expect_rc WANT DESCRIPTION -- COMMAND...: runs COMMAND, output in $work/out, $work/err.
+expect_rc() {
+  local want=$1 what=$2
+  shift 3
+  local rc=0
+  "$@" >"$work/out" 2>"$work/err" || rc=$?
+  if [ "$rc" -eq "$want" ]; then pass "$what (exit $rc)"; else
+    fail "$what: exit $rc, want $want"; sed 's/^/  | /' "$work/out" "$work/err" | head -40 >&2
+  fi
+}
+
+# json_get EXPR: evaluates a Python expression over the JSON document in $work/out (as `d`).
+json_get() { "${PYTHON3:-python3}" -c "import json,sys; d=json.load(open('$work/out')); print($1)"; }
+
+# check_status ID: the status of check ID in $work/out.
+check_status() { json_get "[c['status'] for c in d['checks'] if c['id']=='$1'][0]"; }
+
+expect_eq() {
+  if [ "$1" = "$2" ]; then pass "$3 = $2"; else fail "$3: got '$1', want '$2'"; fi
+}
+
+expect_contains() {
+  case "$1" in *"$2"*) pass "$3 mentions '$2'" ;; *) fail "$3: '$1' does not mention '$2'" ;; esac
+}
+
+finish() {
+  if [ "$failures" -gt 0 ]; then echo "$failures failure(s)"; exit 1; fi
+  exit 0
+}
