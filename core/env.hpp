@@ -3,6 +3,7 @@
 // so tests hand them a literal map and a rank's environment can travel to rank 0.
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -17,6 +18,8 @@ class EnvSnapshot {
  public:
   EnvSnapshot() = default;
   explicit EnvSnapshot(std::map<std::string, std::string> vars) : m_vars(std::move(vars)) {}
+  /// EnvSnapshot({{"NCCL_P2P_DISABLE", "true"}}) in tests.
+  EnvSnapshot(std::initializer_list<std::pair<const std::string, std::string>> vars) : m_vars(vars) {}
 
   /// Captures the variables preflight and the job's libraries care about (see kept_prefixes()).
   static EnvSnapshot capture(char** environ_ptr);
