@@ -231,8 +231,12 @@ Cli parse_cli(const std::vector<std::string>& argv) {
       const std::string path = vm["config"].as<std::string>();
       std::ifstream in(path);
       if (!in) throw UsageError("--config '" + printable(path, 200) + "': cannot read the file");
-      // Command-line values are already stored: store() keeps the first value, so the command line wins.
-      po::store(po::parse_config_file(in, run_options(), /*allow_unregistered=*/false), vm);
+      // The command line wins: drop the file's value of every option the command line already set
+      // (store() alone would merge list options such as --only).
+      const po::options_description file_options = run_options();  // parsed_options points into it
+      po::parsed_options from_file = po::parse_config_file(in, file_options, /*allow_unregistered=*/false);
+      std::erase_if(from_file.options, [&vm](const po::option& o) { return vm.count(o.string_key) != 0 && !vm[o.string_key].defaulted(); });
+      po::store(from_file, vm);
     }
     po::notify(vm);
   } catch (const po::error& e) {

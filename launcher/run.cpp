@@ -41,10 +41,15 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono:
       std::lock_guard lock(state->mutex);
       work = state->published;
     }
+    // Fault injection for the deadline tests: PREFLIGHT_TEST_HANG_PROBE=NAME makes that probe hang.
+    const std::string hang = env.get("PREFLIGHT_TEST_HANG_PROBE").value_or("");
     for (const ProbeSpec& probe : all_probes()) {
       {
         std::lock_guard lock(state->mutex);
         state->current = std::string(probe.name);
+      }
+      if (probe.name == hang) {
+        for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
       }
       probe.run(ctx, work);
       std::lock_guard lock(state->mutex);

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# The command-line contract (SPEC §2, §3): commands, bad input, config files, exit codes.
+source "$(dirname "$0")/lib.sh"
+
+expect_rc 0 "--version" -- "$PREFLIGHT" --version
+expect_contains "$(cat "$work/out")" "preflight 0." "--version output"
+expect_rc 0 "--help" -- "$PREFLIGHT" --help
+for opt in --profile --only --skip --format --json --junit --prom --timeout --strict --expect-gpus \
+           --expect-world-size --expect-nodes --min-busbw --allreduce-bytes --target-driver --target-gpu \
+           --site-packages --python --cuda-runtime --nccl-lib --model-params --zero-stage --ranks-per-node \
+           --sysroot --topology-xml --matrix --json-per-rank --config --verbose; do
+  grep -q -- "$opt" "$work/out" || fail "--help does not mention $opt"
+done
+
+expect_rc 0 "list" -- "$PREFLIGHT" list
+cp "$work/out" "$work/list"
+for id in launch.env shm.capacity host.memory host.limits env.nccl; do
+  grep -q "^$id " "$work/list" || fail "list is missing $id"
+  expect_rc 0 "explain $id" -- "$PREFLIGHT" explain "$id"
+  [ "$(wc -l <"$work/out")" -ge 10 ] || fail "explain $id is shorter than 10 lines"
+  grep -q "FAIL\|WARN" "$work/out" || fail "explain $id names no failure"
+done
+expect_rc 2 "explain of an unknown id" -- "$PREFLIGHT" explain no.such
+expect_contains "$(cat "$work/err")" "no check 'no.such'" "stderr"
+expect_rc 2 "explain without an id" -- "$PREFLIGHT" explain
+
+expect_rc 2 "--format bogus" -- "$PREFLIGHT" --format bogus
+expect_contains "$(cat "$work/err")" "--format 'bogus'" "stderr"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "--format bogus: error is not one line"
+[ -s "$work/out" ] && fail "--format bogus printed a report"
+expect_rc 2 "--timeout abc" -- "$PREFLIGHT" --timeout abc
+expect_rc 2 "--timeout -1" -- "$PREFLIGHT" --timeout -1
+expect_rc 2 "--zero-stage 4" -- "$PREFLIGHT" --zero-stage 4
+expect_rc 2 "--ranks-per-node 0" -- "$PREFLIGHT" --ranks-per-node 0
+expect_rc 2 "--model-params lots" -- "$PREFLIGHT" --model-params lots
+expect_rc 2 "--allreduce-bytes 12Q" -- "$PREFLIGHT" --allreduce-bytes 12Q
+expect_rc 2 "--profile cluster" -- "$PREFLIGHT" --profile cluster
+expect_rc 2 "an unknown option" -- "$PREFLIGHT" --no-such-option
+expect_rc 2 "an unknown command" -- "$PREFLIGHT" frobnicate
+expect_rc 2 "--sysroot that does not exist" -- "$PREFLIGHT" --sysroot /nonexistent/root
+expect_rc 2 "an unreadable config file" -- "$PREFLIGHT" --config /nonexistent/preflight.ini
+expect_contains "$(cat "$work/err")" "cannot read" "stderr"
+
+printf 'timeout = 30\nthis line is not an option\n' >"$work/bad.ini"
+expect_rc 2 "a malformed config file" -- "$PREFLIGHT" --config "$work/bad.ini"
+printf 'no-such-option = 1\n' >"$work/unknown.ini"
+expect_rc 2 "a config file with an unknown option" -- "$PREFLIGHT" --config "$work/unknown.ini"
+printf 'format = bogus\n' >"$work/badvalue.ini"
+expect_rc 2 "a config file with a bad value" -- "$PREFLIGHT" --config "$work/badvalue.ini"
+
+# The config file supplies options; the command line wins over it.
+printf '# site defaults\nformat = json\nonly = host.limits\nstrict = true\n' >"$work/site.ini"
+"$PREFLIGHT" --config "$work/site.ini" >"$work/out" 2>"$work/err"
+expect_eq "$(json_get "[c['id'] for c in d['checks']]")" "['host.limits']" "checks selected by the config file"
+expect_eq "$(json_get "d['summary']['strict']")" True "strict from the config file"
+"$PREFLIGHT" --config "$work/site.ini" --only env.nccl >"$work/out" 2>"$work/err"
+expect_eq "$(json_get "[c['id'] for c in d['checks']]")" "['env.nccl']" "--only on the command line beats the file"
+
+# --only / --skip globs.
+"$PREFLIGHT" --only 'host.*' --format json >"$work/out" 2>/dev/null
+expect_eq "$(json_get "sorted(c['id'] for c in d['checks'])")" "['host.limits', 'host.memory']" "--only host.*"
+"$PREFLIGHT" --skip 'host.*,env.*' --format json >"$work/out" 2>/dev/null
+expect_eq "$(json_get "sorted(c['id'] for c in d['checks'])")" "['launch.env', 'shm.capacity']" "--skip host.*,env.*"
+
+# --json FILE writes the same document while stdout stays text.
+"$PREFLIGHT" --only host.limits --json "$work/report.json" >"$work/out" 2>/dev/null
+expect_contains "$(head -1 "$work/out")" "preflight 0." "stdout is the text report"
+"${PYTHON3:-python3}" -c "import json; d=json.load(open('$work/report.json')); assert d['schema']=='preflight/v1'" \
+  && pass "--json FILE holds the JSON report" || fail "--json FILE is not the JSON report"
+expect_rc 5 "--json into a missing directory is an internal error, said once" -- "$PREFLIGHT" --only host.limits --json /nonexistent/dir/r.json
+
+# Colour: never on a pipe, never with NO_COLOR, always with --color always.
+"$PREFLIGHT" --only host.limits >"$work/out" 2>/dev/null
+grep -q $'\033\[' "$work/out" && fail "colour escape codes on a pipe"
+NO_COLOR=1 "$PREFLIGHT" --only host.limits --color auto >"$work/out" 2>/dev/null
+grep -q $'\033\[' "$work/out" && fail "colour escape codes with NO_COLOR"
+"$PREFLIGHT" --only host.limits --color always >"$work/out" 2>/dev/null
+grep -q $'\033\[' "$work/out" || fail "no colour with --color always"
+
+# A probe that hangs: the run ends at --timeout with exit 4 and names the probe.
+start=$(date +%s%N)
+expect_rc 4 "a probe that hangs past --timeout" -- env PREFLIGHT_TEST_HANG_PROBE=memory "$PREFLIGHT" --timeout 1 --format json
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ "$elapsed_ms" -lt 3000 ] && pass "ended after ${elapsed_ms} ms" || fail "took ${elapsed_ms} ms for --timeout 1"
+expect_contains "$(json_get "d['incidents'][0]")" "probe 'memory'" "incident"
+expect_eq "$(json_get "d['summary']['exit_code']")" 4 "exit_code in the JSON"
+expect_eq "$(check_status host.memory)" UNKNOWN "host.memory without its facts"
+finish
