@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+// Exit codes (SPEC §3), verdict folding, --only/--skip selection, and both renderers.
+#include <gtest/gtest.h>
+
+#include "launcher/run.hpp"
+#include "report/report.hpp"
+
+namespace preflight {
+namespace {
+
+Report report_with(std::initializer_list<Status> statuses) {
+  Report r;
+  r.version = "0.1.0";
+  int n = 0;
+  for (Status s : statuses) {
+    CheckResult c;
+    c.id = "area.check" + std::to_string(n++);
+    c.area = "area";
+    c.verdict.status = s;
+    c.verdict.summary = "summary <&> \"quoted\"";
+    c.verdict.remedy = s == Status::Pass ? "" : "do the thing";
+    r.results.push_back(c);
+  }
+  r.ranks.emplace_back();
+  return r;
+}
+
+TEST(ExitCode, FollowsTheContract) {
+  EXPECT_EQ(exit_code(report_with({Status::Pass, Status::Skip}), false), 0);
+  EXPECT_EQ(exit_code(report_with({Status::Pass, Status::Warn}), false), 0);
+  EXPECT_EQ(exit_code(report_with({Status::Pass, Status::Warn}), true), 1);
+  EXPECT_EQ(exit_code(report_with({Status::Unknown, Status::Warn}), false), 3);
+  EXPECT_EQ(exit_code(report_with({Status::Unknown, Status::Fail}), false), 1);
+  Report expired = report_with({Status::Pass});
+  expired.deadline_expired = true;
+  EXPECT_EQ(exit_code(expired, false), 4);
+  EXPECT_EQ(exit_code(report_with({}), false), 0);
+}
+
+TEST(ExitCode, OverallStatusIgnoresSkipAndHonoursStrict) {
+  EXPECT_EQ(overall(report_with({Status::Pass, Status::Skip}), false), Status::Pass);
+  EXPECT_EQ(overall(report_with({Status::Warn}), false), Status::Warn);
+  EXPECT_EQ(overall(report_with({Status::Warn}), true), Status::Fail);
+  EXPECT_EQ(overall(report_with({Status::Unknown, Status::Warn}), false), Status::Unknown);
+}
+
+TEST(VerdictBuilder, WorstStatusWinsAndKeepsEveryRemedy) {
+  VerdictBuilder b;
+  b.note("fine thing");
+  b.add(Status::Warn, "slow thing", "fix slow");
+  b.add(Status::Fail, "broken thing", "fix broken");
+  b.add(Status::Fail, "other broken thing", "fix broken");
+  const Verdict v = b.build();
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.summary, "broken thing; other broken thing");
+  EXPECT_EQ(v.remedy, "fix broken fix slow");
+}
+
+TEST(Selection, OnlyAndSkipGlobs) {
+  Options o;
+  EXPECT_TRUE(selected(o, "net.ib"));
+  o.only = {"net.*", "shm.capacity"};
+  EXPECT_TRUE(selected(o, "net.ib"));
+  EXPECT_TRUE(selected(o, "shm.capacity"));
+  EXPECT_FALSE(selected(o, "host.memory"));
+  o.skip = {"net.ib"};
+  EXPECT_FALSE(selected(o, "net.ib"));
+  EXPECT_TRUE(selected(o, "net.master"));
+}
+
+TEST(Render, TextHasAlignedRowsRemediesAndASummaryLine) {
+  const Report r = report_with({Status::Pass, Status::Fail, Status::Warn});
+  Options o;
+  const std::string text = render_text(r, o, false);
+  EXPECT_NE(text.find("AREA\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  FAIL     area.check1"), std::string::npos) << text;
+  EXPECT_NE(text.find("fix: do the thing"), std::string::npos);
+  EXPECT_NE(text.find("FAIL: 1 PASS · 1 WARN · 1 FAIL · 0 SKIP · 0 UNKNOWN"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\033["), std::string::npos);
+  EXPECT_NE(render_text(r, o, true).find("\033["), std::string::npos);
+}
+
+TEST(Render, JsonCarriesTheContractFields) {
+  Report r = report_with({Status::Fail, Status::Pass});
+  r.ranks.front().env.set("WEIRD", std::string("\xff\xfe bytes", 8));  // invalid UTF-8 must not throw
+  Options o;
+  const auto doc = nlohmann::json::parse(render_json(r, o));
+  EXPECT_EQ(doc["schema"], "preflight/v1");
+  EXPECT_EQ(doc["summary"]["status"], "FAIL");
+  EXPECT_EQ(doc["summary"]["exit_code"], 1);
+  EXPECT_EQ(doc["summary"]["counts"]["FAIL"], 1);
+  EXPECT_EQ(doc["checks"][0]["summary"], "summary <&> \"quoted\"");
+  EXPECT_EQ(doc["ranks"].size(), 1u);
+  EXPECT_TRUE(doc["ranks"][0]["facts"].contains("shm"));
+}
+
+TEST(Facts, RoundTripThroughJson) {
+  RankFacts f;
+  f.identity.hostname = "gpu-a";
+  f.placement.local_ranks = 8;
+  f.placement.nodes = 2;
+  FsUsage u;
+  u.total_bytes = 64u << 20;
+  f.shm.usage = Probed<FsUsage>::ok(u, "statfs");
+  f.shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Timeout, "did not finish", "fallocate");
+  const RankFacts back = nlohmann::json(f).get<RankFacts>();
+  EXPECT_EQ(back.identity.hostname, "gpu-a");
+  EXPECT_EQ(back.placement.nodes, 2);
+  ASSERT_TRUE(back.shm.usage.ok());
+  EXPECT_EQ(back.shm.usage.value()->total_bytes, 64u << 20);
+  ASSERT_FALSE(back.shm.alloc.ok());
+  EXPECT_EQ(back.shm.alloc.error()->code, ProbeErrc::Timeout);
+  EXPECT_FALSE(back.shm.mount.ok());  // never probed stays "not probed"
+  EXPECT_EQ(back.shm.mount.error()->code, ProbeErrc::NotProbed);
+}
+
+}  // namespace
+}  // namespace preflight
