@@ -2,3 +2,4 @@
 find_package(Threads REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)          # nlohmann-json3-dev
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)  # libboost-program-options-dev
+find_package(LibXml2 REQUIRED)                     # libxml2-dev: JUnit output

@@ -13,6 +13,8 @@ const std::vector<std::string_view>& EnvSnapshot::kept_names() {
       "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "NODE_RANK",
       "LD_LIBRARY_PATH", "LD_PRELOAD", "HOME", "PATH", "HOSTNAME", "USER",
       "NO_COLOR", "TERM", "CONDA_PREFIX", "VIRTUAL_ENV", "PYTHONPATH",
+      // On DCGM's list of variables that must not be set for a GPU job.
+      "NSIGHT_CUDA_DEBUGGER", "COMPUTE_PROFILE", "OPENCL_PROFILE",
   };
   return kNames;
 }

@@ -78,10 +78,6 @@ void validate_paths(const Options& options) {
       throw UsageError("--sysroot '" + printable(options.sysroot, 200) + "': not a directory");
     }
   }
-  if (options.format == Format::Junit || options.format == Format::Prometheus || !options.junit_file.empty() ||
-      !options.prom_file.empty()) {
-    throw UsageError("JUnit and Prometheus output are not part of this build yet; use --format json or --json FILE");
-  }
 }
 
 int run_command(const Options& options, std::chrono::steady_clock::time_point start) {
@@ -94,12 +90,14 @@ int run_command(const Options& options, std::chrono::steady_clock::time_point st
   Report report = build_report(options, std::move(probes), 0);
   report.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
-  const std::string json = render_json(report, options);
-  if (!options.json_file.empty()) write_file(options.json_file, json);
-  if (options.format == Format::Json) {
-    std::cout << json;
-  } else {
-    std::cout << render_text(report, options, use_color(options, env));
+  if (!options.json_file.empty()) write_file(options.json_file, render_json(report, options));
+  if (!options.junit_file.empty()) write_file(options.junit_file, render_junit(report, options));
+  if (!options.prom_file.empty()) write_file(options.prom_file, render_prometheus(report, options));
+  switch (options.format) {
+    case Format::Text: std::cout << render_text(report, options, use_color(options, env)); break;
+    case Format::Json: std::cout << render_json(report, options); break;
+    case Format::Junit: std::cout << render_junit(report, options); break;
+    case Format::Prometheus: std::cout << render_prometheus(report, options); break;
   }
   std::cout.flush();
   const int code = exit_code(report, options.strict);

@@ -53,5 +53,7 @@ Status overall(const Report& report, bool strict);
 
 std::string render_text(const Report& report, const Options& options, bool color);
 std::string render_json(const Report& report, const Options& options);
+std::string render_junit(const Report& report, const Options& options);
+std::string render_prometheus(const Report& report, const Options& options);
 
 }  // namespace preflight

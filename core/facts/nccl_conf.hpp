@@ -34,7 +34,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfFile, path, role, contents)
 
 struct NcclConfFacts {
   std::vector<ConfFile> files;  // in NCCL's order of precedence (first wins after the environment)
+  // Where the user file's directory came from: "/etc/passwd" (what NCCL's getpwuid() uses), "HOME"
+  // (no passwd entry: NSS may still know one), or "" (no user file: NCCL_CONF_FILE set, or no home).
+  std::string home_from;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclConfFacts, files)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclConfFacts, files, home_from)
 
 }  // namespace preflight

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// The catalog of environment variables the job's libraries read (matrix/env_vars.tsv): for each,
+// who reads it, its value grammar, and the lint rules that apply. The built-in copy is embedded in
+// the binary; checks get it from builtin_env_catalog(), never from a file.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/env_grammar.hpp"
+
+namespace preflight {
+
+struct EnvVarSpec {
+  std::string name;      // "NCCL_P2P_DISABLE"; a trailing '*' makes it a prefix ("NCCL_TESTS_*")
+  std::string consumer;  // nccl, torch, gloo, cuda, build, container, nccl-tests
+  std::string type;      // the grammar as written: "int:0..1"
+  Grammar grammar;
+  std::string default_value;  // "" when the library decides at run time
+  std::vector<std::string> warn_if;  // canonical readings that are WARN (rule warn_if=A|B)
+  bool debug_only = false;  // rule debug_only: NCCL's docs say not to keep it set in production
+  bool no_effect = false;   // rule no_effect: nothing reads it (removed, renamed or never existed)
+  bool dcgm_bad = false;    // rule dcgm_bad: on DCGM diag's list of variables that must not be set
+  std::string alias_of;     // rule alias_of=NAME: a legacy name of NAME
+  std::string note;
+  int line = 0;  // in the catalog file
+
+  bool is_prefix() const { return !name.empty() && name.back() == '*'; }
+  bool matches(std::string_view var) const;
+};
+
+class EnvCatalog {
+ public:
+  explicit EnvCatalog(std::vector<EnvVarSpec> vars) : m_vars(std::move(vars)) {}
+  const std::vector<EnvVarSpec>& vars() const { return m_vars; }
+  /// The row for a variable: an exact name first, then the longest matching prefix row.
+  const EnvVarSpec* find(std::string_view name) const;
+  /// The closest known exact names sharing `name`'s first word ("NCCL_"), at most max_distance
+  /// edits away, closest first.
+  std::vector<std::string> suggestions(std::string_view name, std::size_t max_distance) const;
+
+ private:
+  std::vector<EnvVarSpec> m_vars;
+};
+
+/// Parses the catalog text; nullopt with `error` naming the line on any malformed row, unknown
+/// grammar or rule, or duplicate name.
+std::optional<EnvCatalog> parse_env_catalog(std::string_view text, std::string& error);
+
+/// The embedded matrix/env_vars.tsv, parsed once. Throws std::runtime_error if it is malformed
+/// (a build defect: a unit test keeps it from shipping).
+const EnvCatalog& builtin_env_catalog();
+
+}  // namespace preflight

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+#include "core/env_grammar.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <iterator>
+
+#include "core/text.hpp"
+
+namespace preflight {
+namespace {
+
+// NCCL's setEnvFile copies names and values into 1024-byte buffers.
+constexpr std::size_t kNcclConfFieldMax = 1023;
+
+bool iequals(std::string_view a, std::string_view b) { return a.size() == b.size() && to_lower(a) == to_lower(b); }
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+bool has_control_chars(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](unsigned char c) { return c < 0x20 || c == 0x7F; });
+}
+
+std::string quoted(std::string_view value) { return "'" + printable(value, 60) + "'"; }
+
+std::string choice_list(const std::vector<std::string>& choices) { return join(choices, ", "); }
+
+ValueReading pass(std::string reads_as, std::string canonical) {
+  return {Status::Pass, std::move(reads_as), std::move(canonical), {}, {}};
+}
+
+ValueReading uses_default() { return pass("default", ""); }
+
+// What a consumer does with a value it cannot parse: PyTorch raises, NCCL and CUDA ignore it.
+ValueReading unparsable(const Grammar& g, std::string problem, std::string fix = {}) {
+  if (g.invalid_raises) return {Status::Fail, "error", "", std::move(problem) + "; torch.distributed will raise at init", std::move(fix)};
+  return {Status::Warn, "default", "", std::move(problem) + "; it is ignored and the default applies", std::move(fix)};
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> parse_range(std::string_view text) {
+  const std::size_t dots = text.find("..");
+  if (dots == std::string_view::npos) return std::nullopt;
+  const auto lo = parse_int(text.substr(0, dots));
+  const auto hi = parse_int(text.substr(dots + 2));
+  if (!lo || !hi || *lo > *hi) return std::nullopt;
+  return std::make_pair(*lo, *hi);
+}
+
+bool in_range(const Grammar& g, std::int64_t v) { return (!g.min || v >= *g.min) && (!g.max || v <= *g.max); }
+
+std::string range_text(const Grammar& g) { return std::to_string(*g.min) + ".." + std::to_string(*g.max); }
+
+ValueReading read_nccl_int(const Grammar& g, std::string_view value) {
+  if (value.empty()) return uses_default();
+  const std::optional<std::int64_t> v = nccl_int_value(value);
+  if (!v) return {Status::Warn, "default", "", quoted(value) + " overflows a 64-bit integer; NCCL ignores it and uses its default", {}};
+  ValueReading r = pass(std::to_string(*v), std::to_string(*v));
+  if (is_clean_int(value)) {
+    if (!in_range(g, *v)) {
+      r.status = Status::Warn;
+      r.problem = "outside the sensible range " + range_text(g);
+    }
+    return r;
+  }
+  r.status = Status::Warn;
+  r.fix = r.reads_as;
+  if (const std::optional<bool> intent = boolean_word_intent(value)) {
+    r.fix = *intent ? "1" : "0";
+    // strtoll finds no digits in a yes/no word: it is always 0, which inverts "true".
+    if (*intent) r.status = Status::Fail;
+    r.problem = "NCCL parses integers with strtoll and reads " + quoted(value) + " as " + r.reads_as +
+                (*intent ? ", the opposite of what it says" : " only by accident");
+  } else if (value.size() > 1 && value.front() == '0' && all_digits(value)) {
+    r.problem = "NCCL reads " + quoted(value) + " as octal: " + r.reads_as;
+  } else {
+    r.problem = quoted(value) + " is not a plain integer; NCCL's strtoll reads it as " + r.reads_as;
+  }
+  return r;
+}
+
+ValueReading read_torch_bool(const Grammar& g, std::string_view value) {
+  const std::optional<bool> v = torch_bool_value(value);
+  if (!v) return unparsable(g, quoted(value) + " is not one of 1/0, true/false, yes/no, y/n, t/f");
+  return pass(*v ? "true" : "false", *v ? "1" : "0");
+}
+
+ValueReading read_torch_int(const Grammar& g, std::string_view value) {
+  const std::optional<int> v = torch_int_value(value);
+  if (!v) return unparsable(g, quoted(value) + " is not an integer");
+  ValueReading r = pass(std::to_string(*v), std::to_string(*v));
+  if (!parse_int(value)) {
+    r.status = Status::Warn;
+    r.problem = quoted(value) + " is not a plain integer; torch's std::stoi reads it as " + r.reads_as;
+    r.fix = r.reads_as;
+  }
+  if (!in_range(g, *v)) {
+    r.status = Status::Fail;
+    r.fix.clear();
+    r.problem = r.reads_as + " is outside " + range_text(g) + "; torch.distributed will raise or misbehave";
+  }
+  return r;
+}
+
+const std::string* find_choice(const Grammar& g, std::string_view value, bool any_case) {
+  for (const std::string& c : g.choices) {
+    if (any_case ? iequals(c, value) : c == value) return &c;
+  }
+  return nullptr;
+}
+
+ValueReading read_enum(const Grammar& g, std::string_view value) {
+  if (value.empty() && !g.invalid_raises) return uses_default();
+  if (const std::string* c = find_choice(g, value, g.any_case)) {
+    ValueReading r = pass(*c, *c);
+    const bool has_names = std::any_of(g.choices.begin(), g.choices.end(), [](const std::string& s) { return !all_digits(s); });
+    if (all_digits(*c) && has_names) {
+      r.status = Status::Warn;
+      r.problem = "integer levels are legacy and their meaning changed between releases; use a name (" + choice_list(g.choices) + ")";
+    }
+    return r;
+  }
+  if (const std::string* c = find_choice(g, value, true)) {
+    return unparsable(g, quoted(value) + " is compared case-sensitively (write " + *c + ")", *c);
+  }
+  return unparsable(g, quoted(value) + " is not one of " + choice_list(g.choices));
+}
+
+ValueReading read_list(const Grammar& g, std::string_view value) {
+  if (value.empty()) return uses_default();
+  std::string_view body = value;
+  if (body.front() == '^') body.remove_prefix(1);
+  // Newer NCCL accepts per-collective lists ("allreduce:tree;broadcast:ring"); those are not checked.
+  if (body.find_first_of(":;") != std::string_view::npos) return pass(std::string(value), std::string(value));
+  std::vector<std::string> unknown;
+  for (std::string_view item : split(body, ',')) {
+    if (!item.empty() && find_choice(g, item, true) == nullptr) unknown.push_back(quoted(item));
+  }
+  if (unknown.empty()) return pass(std::string(value), std::string(value));
+  return {Status::Warn, std::string(value), std::string(value),
+          "unknown name " + join(unknown, ", ") + " (known: " + choice_list(g.choices) + "); it is ignored", {}};
+}
+
+ValueReading read_text(const Grammar& g, std::string_view value) {
+  ValueReading r = pass(std::string(value), std::string(value));
+  if (has_control_chars(value)) {
+    r.status = Status::Warn;
+    r.problem = quoted(value) + " contains control characters (a '\\r' from CRLF line endings?); they are part of the value";
+    std::copy_if(value.begin(), value.end(), std::back_inserter(r.fix), [](unsigned char c) { return c >= 0x20 && c != 0x7F; });
+  } else if (g.kind == Grammar::Kind::Path && !value.empty() && value.front() == '~') {
+    r.status = Status::Warn;
+    r.problem = "'~' is not expanded: the path is taken literally";
+  }
+  return r;
+}
+
+}  // namespace
+
+std::optional<std::int64_t> nccl_int_value(std::string_view value) {
+  const std::string c_string(value);  // NUL-terminated, cut at an embedded NUL like getenv's result
+  if (c_string.c_str()[0] == '\0') return std::nullopt;
+  errno = 0;
+  const long long v = std::strtoll(c_string.c_str(), nullptr, 0);
+  if (errno != 0) return std::nullopt;
+  return v;
+}
+
+bool is_clean_int(std::string_view value) {
+  if (!value.empty() && value.front() == '-') value.remove_prefix(1);
+  if (value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X')) {
+    return std::all_of(value.begin() + 2, value.end(), [](unsigned char c) { return std::isxdigit(c) != 0; });
+  }
+  return value == "0" || (all_digits(value) && value.front() != '0');
+}
+
+std::optional<bool> boolean_word_intent(std::string_view value) {
+  const std::string v = to_lower(value);
+  for (const char* yes : {"true", "yes", "on", "y", "t"}) {
+    if (v == yes) return true;
+  }
+  for (const char* no : {"false", "no", "off", "n", "f"}) {
+    if (v == no) return false;
+  }
+  return std::nullopt;
+}
+
+std::optional<bool> torch_bool_value(std::string_view value) {
+  const std::string v = to_lower(value);
+  for (const char* yes : {"y", "yes", "1", "t", "true"}) {
+    if (v == yes) return true;
+  }
+  for (const char* no : {"n", "no", "0", "f", "false"}) {
+    if (v == no) return false;
+  }
+  return std::nullopt;
+}
+
+std::optional<int> torch_int_value(std::string_view value) {
+  const std::string c_string(value);
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(c_string.c_str(), &end, 10);
+  if (end == c_string.c_str() || errno == ERANGE || v < INT_MIN || v > INT_MAX) return std::nullopt;
+  return static_cast<int>(v);
+}
+
+std::optional<Grammar> parse_grammar(std::string_view type, bool invalid_raises) {
+  Grammar g;
+  g.invalid_raises = invalid_raises;
+  const std::size_t colon = type.find(':');
+  const std::string_view kind = type.substr(0, colon);
+  const std::string_view arg = colon == std::string_view::npos ? std::string_view() : type.substr(colon + 1);
+  const bool needs_choices = kind == "enum" || kind == "ienum" || kind == "list";
+  const bool takes_range = kind == "int" || kind == "torch_int";
+  if (kind == "int") {
+    g.kind = Grammar::Kind::Int;
+  } else if (kind == "torch_int") {
+    g.kind = Grammar::Kind::TorchInt;
+  } else if (kind == "torch_bool") {
+    g.kind = Grammar::Kind::TorchBool;
+  } else if (kind == "enum" || kind == "ienum") {
+    g.kind = Grammar::Kind::Enum;
+    g.any_case = kind == "ienum";
+  } else if (kind == "list") {
+    g.kind = Grammar::Kind::List;
+    g.any_case = true;
+  } else if (kind == "string") {
+    g.kind = Grammar::Kind::String;
+  } else if (kind == "path") {
+    g.kind = Grammar::Kind::Path;
+  } else {
+    return std::nullopt;
+  }
+  if (needs_choices) {
+    for (std::string_view c : split(arg, '|')) {
+      if (c.empty()) return std::nullopt;
+      g.choices.emplace_back(c);
+    }
+  } else if (takes_range && !arg.empty()) {
+    const auto range = parse_range(arg);
+    if (!range) return std::nullopt;
+    g.min = range->first;
+    g.max = range->second;
+  } else if (colon != std::string_view::npos) {
+    return std::nullopt;
+  }
+  return g;
+}
+
+ValueReading read_value(const Grammar& grammar, std::string_view value) {
+  switch (grammar.kind) {
+    case Grammar::Kind::Int: return read_nccl_int(grammar, value);
+    case Grammar::Kind::TorchBool: return read_torch_bool(grammar, value);
+    case Grammar::Kind::TorchInt: return read_torch_int(grammar, value);
+    case Grammar::Kind::Enum: return read_enum(grammar, value);
+    case Grammar::Kind::List: return read_list(grammar, value);
+    case Grammar::Kind::String:
+    case Grammar::Kind::Path: return read_text(grammar, value);
+  }
+  return read_text(grammar, value);
+}
+
+ConfFileContents parse_nccl_conf(std::string_view text) {
+  ConfFileContents out;
+  int number = 0;
+  while (!text.empty()) {
+    const std::size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    ++number;
+    if (!line.empty() && line.front() == '#') continue;
+    line = line.substr(0, line.find('\0'));  // NCCL works on C strings from here on
+    const std::size_t eq = line.find('=');
+    if (eq == std::string_view::npos || eq == 0) {
+      const std::string_view content = trim(line);
+      if (eq == 0 || (!content.empty() && content.front() != '#')) out.malformed_lines.push_back(number);
+      continue;
+    }
+    out.entries.push_back({std::string(line.substr(0, std::min(eq, kNcclConfFieldMax))),
+                           std::string(line.substr(eq + 1, kNcclConfFieldMax)), number});
+  }
+  return out;
+}
+
+bool is_env_name(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
+  return std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
+}
+
+std::optional<std::string> passwd_home(std::string_view passwd, unsigned uid) {
+  const std::string wanted = std::to_string(uid);
+  for (std::string_view line : split(passwd, '\n')) {
+    const std::vector<std::string_view> fields = split(line, ':');
+    if (fields.size() >= 6 && fields[2] == wanted && !fields[5].empty()) return std::string(fields[5]);
+  }
+  return std::nullopt;
+}
+
+}  // namespace preflight

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+// How each consumer of an environment variable really parses its value (NCCL, PyTorch, CUDA), and
+// how NCCL reads its configuration files. Pure functions: the env.nccl check and the nccl_conf probe
+// build on them, and the unit tests pin every rule to the consumer's source.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/facts/nccl_conf.hpp"
+#include "core/verdict.hpp"
+
+namespace preflight {
+
+/// What NCCL uses for an integer parameter: strtoll(value, nullptr, 0); an empty value or one that
+/// sets errno (overflow) means NCCL's default, returned as nullopt. "true" -> 0, "010" -> 8,
+/// "0x10" -> 16, "1abc" -> 1, " 1" -> 1 (src/misc/param.cc, ncclLoadParam).
+std::optional<std::int64_t> nccl_int_value(std::string_view value);
+
+/// A value nobody can misread as an integer: -?(0x[0-9a-fA-F]+|0|[1-9][0-9]*).
+bool is_clean_int(std::string_view value);
+
+/// The evident intent of a yes/no word (true/yes/on/y/t, false/no/off/n/f; any case), else nullopt.
+std::optional<bool> boolean_word_intent(std::string_view value);
+
+/// PyTorch's getCvarBool: y/yes/1/t/true and n/no/0/f/false, case-insensitive, nothing trimmed;
+/// nullopt where torch raises (TORCH_CHECK) at ProcessGroupNCCL construction.
+std::optional<bool> torch_bool_value(std::string_view value);
+
+/// PyTorch's getCvarInt (std::stoi): leading white space skipped, sign, decimal digits, the rest
+/// ignored; nullopt where stoi throws (no digits, out of int range) and torch raises.
+std::optional<int> torch_int_value(std::string_view value);
+
+/// One variable's value grammar, from the catalog's type column:
+///   int[:MIN..MAX]        NCCL integer (strtoll); outside the range is WARN
+///   torch_bool            PyTorch boolean
+///   torch_int[:MIN..MAX]  PyTorch integer; outside the range is FAIL
+///   enum:A|B / ienum:A|B  one of the names (ienum: any case); all-digit choices are legacy
+///   list:A|B              comma list of names (any case), optional leading '^'
+///   string / path         free text (path: no '~' expansion)
+struct Grammar {
+  enum class Kind { Int, TorchBool, TorchInt, Enum, List, String, Path };
+  Kind kind = Kind::String;
+  bool any_case = false;
+  std::vector<std::string> choices;
+  std::optional<std::int64_t> min, max;
+  bool invalid_raises = false;  // the consumer throws on a value it cannot parse (PyTorch)
+};
+std::optional<Grammar> parse_grammar(std::string_view type, bool invalid_raises);
+
+/// A value as its consumer will read it.
+struct ValueReading {
+  Status status = Status::Pass;
+  std::string reads_as;   // what the consumer uses, for people: "0", "true", "INFO", "default"
+  std::string canonical;  // for rule comparisons: decimal integer, "1"/"0", the matched choice
+  std::string problem;    // why it is not PASS: "NCCL reads 'true' as 0 (strtoll)"
+  std::string fix;        // the value to write instead, where one is evident ("1" for "true")
+};
+ValueReading read_value(const Grammar& grammar, std::string_view value);
+
+/// One NCCL configuration file, read the way NCCL's setEnvFile does: a line starting with '#' is a
+/// comment; the trailing '\n' is removed (a '\r' stays); the name is everything before the first '=',
+/// the value everything after it, both cut at 1023 bytes and at a NUL byte; nothing is trimmed, so
+/// "NAME = v" sets "NAME " to " v". Lines without '=' are skipped (malformed_lines, unless blank or
+/// a comment after white space).
+ConfFileContents parse_nccl_conf(std::string_view text);
+
+/// A name the C library's setenv() accepts and a program can read back: [A-Za-z_][A-Za-z0-9_]*.
+bool is_env_name(std::string_view name);
+
+/// The home directory /etc/passwd gives uid (NCCL uses getpwuid(getuid())->pw_dir), or nullopt.
+std::optional<std::string> passwd_home(std::string_view passwd, unsigned uid);
+
+}  // namespace preflight
