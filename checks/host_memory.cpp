@@ -1,12 +1,273 @@
 // SPDX-License-Identifier: MIT
-// PLACEHOLDER: replaced by the real check.
+// host.memory: the memory this node can still give the job (MemAvailable, and the cgroup limit
+// minus what the group already uses) against what its local ranks will need, checkpoint saves
+// included. The model is in kExplain.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
 #include "checks/check.hpp"
+#include "core/text.hpp"
 
 namespace preflight {
 namespace {
-Verdict run(const CheckContext&) { return Verdict::unknown("not implemented", "not implemented"); }
+
+constexpr double kWeightBytes = 2;      // bf16/fp16 weights, per parameter
+constexpr double kOptimizerBytes = 12;  // fp32 master weights + Adam m and v, per parameter
+constexpr double kHeadroom = 0.10;      // WARN when the budget exceeds the need by less than this share
+constexpr double kLowAvailable = 0.10;  // WARN when MemAvailable is below this share of MemTotal
+
+constexpr const char* kExplain = R"(Reads /proc/meminfo (MemTotal, MemAvailable, SwapTotal, SwapFree) and the memory cgroup of the
+process (/proc/self/cgroup, the cgroup mount from /proc/self/mountinfo, then v2 memory.max,
+memory.current, memory.swap.max, memory.stat or v1 memory.limit_in_bytes, memory.usage_in_bytes,
+memory.memsw.limit_in_bytes, memory.stat), walking up to the mount's root: the smallest limit on
+the path is the one in force (groups above the mount's root, e.g. above a container's own group,
+are not visible). Inside a container /proc/meminfo shows the host, so the cgroup limit is what
+counts.
+
+Budget = min(MemAvailable, cgroup limit - (usage - inactive_file)) when the group is limited,
+else MemAvailable. Swap is not counted: a checkpoint save that spills into swap thrashes for hours
+instead of finishing; it is reported as evidence.
+
+Need, for L local ranks (--ranks-per-node or the launcher), world size W (the launcher's or
+--expect-world-size, the larger), P parameters (--model-params) and ZeRO stage Z (--zero-stage,
+default 0 when only --model-params is given):
+  L × host-bytes-per-rank (--host-bytes-per-rank, default 4 GiB: framework, CUDA context, loaders)
+  + L × the peak of one saving process, with 2 B/param of bf16/fp16 weights and 12 B/param of
+  optimizer state (fp32 master weights + Adam m and v):
+    ZeRO-0 (DDP):  P × (2 + 12)       full weights and full optimizer state in every process
+    ZeRO-1/2:      P × 2 + P × 12/W   the full weights are gathered; optimizer state is a shard
+    ZeRO-3/FSDP:   P × 14/W           sharded state dict: every process saves its shard
+  Every local rank is assumed to save at the same time (the worst case, and what
+  torch.save/DeepSpeed do unless told to save from one rank).
+Without --model-params only the per-rank baseline is checked.
+
+FAIL   budget < need: the kernel's OOM killer ends a rank with SIGKILL (exit -9) in the middle of a
+       checkpoint save. Fix: save sharded (ZeRO-3: DeepSpeed zero_optimization.stage 3 with
+       stage3_gather_16bit_weights_on_model_save false; FSDP StateDictType.SHARDED_STATE_DICT),
+       run fewer ranks per node, raise the cgroup limit (docker run --memory=..., Kubernetes
+       resources.limits.memory, Slurm --mem=...), or state a smaller --host-bytes-per-rank.
+WARN   the budget exceeds the need by less than 10%: a larger batch, more dataloader workers or
+       page-cache pressure tips it over. Same fixes.
+WARN   MemAvailable is below 10% of MemTotal: other processes (often leftovers of an earlier job)
+       hold the memory. Find them with ps -eo pid,rss,etime,cmd --sort=-rss and stop them.
+UNKNOWN /proc/meminfo cannot be read or parsed, or the cgroup files exist but cannot be read or
+       hold garbage (never PASS on what was not read). No memory controller at all is not an
+       error: the budget is MemAvailable.
+SKIP   in the image profile: an image build's memory is not the job's.)";
+
+std::uint64_t saturate(double bytes) {
+  return bytes >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(std::ceil(std::max(bytes, 0.0)));
+}
+
+/// "7B", "1.3B", "125M": parameter counts as people write them.
+std::string format_params(std::uint64_t n) {
+  static constexpr std::pair<double, const char*> kScales[] = {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}};
+  for (const auto& [scale, suffix] : kScales) {
+    if (static_cast<double>(n) >= scale) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(n) / scale);
+      std::string s = buf;
+      if (s.ends_with(".0")) s.resize(s.size() - 2);
+      return s + suffix;
+    }
+  }
+  return std::to_string(n);
+}
+
+std::uint64_t round_up_gib(double bytes) {
+  constexpr double kGiB = 1ull << 30;
+  return saturate(std::ceil(bytes / kGiB) * kGiB);
+}
+
+std::string plural(int n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
+struct Budget {
+  std::uint64_t bytes = 0;
+  std::uint64_t mem_available = 0;
+  bool cgroup_binds = false;  // the cgroup, not the node's free RAM, sets the budget
+  std::string cgroup_path;
+  std::uint64_t cgroup_in_use = 0;
+  std::string text;  // "31.2 GiB available (MemAvailable 120 GiB; cgroup /job limit 32 GiB, 812 MiB in use)"
+};
+
+Budget budget_of(const MemInfo& mem, const CgroupMemory* cgroup) {
+  Budget b;
+  b.bytes = b.mem_available = mem.mem_available;
+  std::string basis = "MemAvailable " + format_bytes(mem.mem_available) + " of " + format_bytes(mem.mem_total);
+  if (cgroup != nullptr && cgroup->limit) {
+    const std::uint64_t usage = cgroup->usage.value_or(0);
+    b.cgroup_in_use = usage - std::min(usage, cgroup->inactive_file.value_or(0));
+    const std::uint64_t cgroup_free = *cgroup->limit - std::min(*cgroup->limit, b.cgroup_in_use);
+    b.cgroup_binds = cgroup_free < b.bytes;
+    b.cgroup_path = cgroup->path;
+    b.bytes = std::min(b.bytes, cgroup_free);
+    basis += "; cgroup " + cgroup->path + " limit " + format_bytes(*cgroup->limit) + ", " +
+             format_bytes(b.cgroup_in_use) + " in use";
+  }
+  b.text = format_bytes(b.bytes) + " available (" + basis + ")";
+  return b;
+}
+
+/// The job's shape and the bytes one of its saving processes holds at the checkpoint peak.
+struct Plan {
+  int local_ranks = 1;
+  int world_size = 1;
+  std::uint64_t host_bytes_per_rank = 0;
+  std::optional<std::uint64_t> params;
+  int zero_stage = 0;
+  bool stage_defaulted = false;
+
+  double saver_bytes(int stage) const {
+    if (!params) return 0;
+    const double p = static_cast<double>(*params);
+    const double w = world_size;
+    if (stage == 0) return p * (kWeightBytes + kOptimizerBytes);
+    if (stage < 3) return p * kWeightBytes + p * kOptimizerBytes / w;
+    return p * (kWeightBytes + kOptimizerBytes) / w;
+  }
+  double rank_bytes(int stage) const { return static_cast<double>(host_bytes_per_rank) + saver_bytes(stage); }
+  std::uint64_t need(int stage) const { return saturate(local_ranks * rank_bytes(stage)); }
+
+  std::string formula() const {
+    const std::string base = std::to_string(local_ranks) + " × " + format_bytes(host_bytes_per_rank);
+    if (!params) return base;
+    const std::string lp = " + " + std::to_string(local_ranks) + " × " + format_params(*params);
+    const std::string w = std::to_string(world_size);
+    if (zero_stage == 0) return base + lp + " × (2 + 12) B";
+    if (zero_stage < 3) return base + lp + " × (2 + 12/" + w + ") B";
+    return base + lp + " × 14/" + w + " B";
+  }
+
+  std::string text() const {
+    std::string who = plural(local_ranks, "local rank");
+    if (!params) {
+      return who + " × " + format_bytes(host_bytes_per_rank) + " need " + format_bytes(need(zero_stage)) +
+             " (no --model-params: the checkpoint-save peak is not checked)";
+    }
+    std::string out = who + " saving a " + format_params(*params) + "-parameter ZeRO-" + std::to_string(zero_stage) +
+                      " checkpoint";
+    if (zero_stage > 0) out += " sharded " + std::to_string(world_size) + " ways";
+    out += " need ≈ " + format_bytes(need(zero_stage));
+    if (stage_defaulted) out += " (ZeRO-0 assumed: no --zero-stage)";
+    return out;
+  }
+};
+
+Plan plan_of(const CheckContext& ctx) {
+  Plan plan;
+  plan.local_ranks = std::max(1, ctx.facts.placement.local_ranks);
+  // The world holds at least this node's ranks, even when preflight runs alone with --ranks-per-node.
+  plan.world_size =
+      std::max({plan.local_ranks, ctx.facts.placement.world_size, ctx.options.expect_world_size.value_or(1)});
+  plan.host_bytes_per_rank = ctx.options.host_bytes_per_rank;
+  plan.params = ctx.options.model_params;
+  plan.zero_stage = ctx.options.zero_stage.value_or(0);
+  plan.stage_defaulted = plan.params && !ctx.options.zero_stage;
+  return plan;
+}
+
+/// The exact ways out when the budget does not hold the need, most effective first.
+std::string remedy_for(const Plan& plan, const Budget& budget) {
+  std::vector<std::string> ways;
+  if (plan.params && plan.need(3) < plan.need(plan.zero_stage)) {
+    ways.push_back("Save sharded checkpoints so no process gathers the whole model (ZeRO-3 needs ≈ " +
+                   format_bytes(plan.need(3)) +
+                   " here): DeepSpeed zero_optimization.stage 3 with stage3_gather_16bit_weights_on_model_save "
+                   "false, or FSDP StateDictType.SHARDED_STATE_DICT.");
+  }
+  const double fit = std::floor(static_cast<double>(budget.bytes) / plan.rank_bytes(plan.zero_stage));
+  if (fit >= 1 && fit < plan.local_ranks) {
+    const std::string n = std::to_string(static_cast<int>(fit));
+    ways.push_back("Run at most " + n + " ranks per node (srun --ntasks-per-node=" + n + ", mpirun --map-by ppr:" + n +
+                   ":node).");
+  }
+  const std::uint64_t need = plan.need(plan.zero_stage);
+  if (budget.cgroup_binds && need <= budget.mem_available) {
+    const double limit = static_cast<double>(budget.cgroup_in_use) + (1 + kHeadroom) * static_cast<double>(need);
+    ways.push_back("Raise the memory limit of cgroup " + budget.cgroup_path + " to at least " +
+                   format_bytes(round_up_gib(limit)) + " (docker run --memory=…, Kubernetes resources.limits.memory, Slurm --mem=…).");
+  } else {
+    ways.push_back("Use nodes with more RAM: this one has " + format_bytes(budget.mem_available) + " available.");
+  }
+  ways.push_back("If a rank uses less than " + format_bytes(plan.host_bytes_per_rank) +
+                 " outside checkpoints, say so with --host-bytes-per-rank SIZE.");
+  return join(ways, " ");
+}
+
+nlohmann::json evidence_of(const MemInfo& mem, const CgroupMemory* cgroup, const Budget& budget, const Plan& plan) {
+  return {
+      {"mem_total", mem.mem_total},
+      {"mem_available", mem.mem_available},
+      {"swap_total", mem.swap_total},
+      {"swap_free", mem.swap_free},
+      {"cgroup_version", cgroup ? cgroup->version : 0},
+      {"cgroup_path", cgroup ? nlohmann::json(cgroup->path) : nlohmann::json()},
+      {"cgroup_limit", cgroup ? nlohmann::json(cgroup->limit) : nlohmann::json()},
+      {"cgroup_usage", cgroup ? nlohmann::json(cgroup->usage) : nlohmann::json()},
+      {"cgroup_inactive_file", cgroup ? nlohmann::json(cgroup->inactive_file) : nlohmann::json()},
+      {"cgroup_swap_limit", cgroup ? nlohmann::json(cgroup->swap_limit) : nlohmann::json()},
+      {"budget_bytes", budget.bytes},
+      {"need_bytes", plan.need(plan.zero_stage)},
+      {"local_ranks", plan.local_ranks},
+      {"world_size", plan.world_size},
+      {"host_bytes_per_rank", plan.host_bytes_per_rank},
+      {"model_params", plan.params},
+      {"zero_stage", plan.params ? nlohmann::json(plan.zero_stage) : nlohmann::json()},
+      {"formula", plan.formula()},
+  };
+}
+
+Verdict run(const CheckContext& ctx) {
+  const MemoryFacts& facts = ctx.facts.memory;
+  const MemInfo* mem = facts.meminfo.value();
+  if (mem == nullptr) {
+    return unknown_from(facts.meminfo, "the node's available memory",
+                        "Run preflight where /proc/meminfo is readable and lists MemAvailable (Linux 3.14 or later), "
+                        "or point --sysroot at a complete capture.");
+  }
+  const ProbeError* cgroup_error = facts.cgroup.error();
+  if (cgroup_error != nullptr && cgroup_error->code != ProbeErrc::Unsupported) {
+    return unknown_from(facts.cgroup, "the cgroup memory limit",
+                        "Make the cgroup file system readable where preflight runs (mount /sys/fs/cgroup into the "
+                        "container), or fix the file named.");
+  }
+
+  const Budget budget = budget_of(*mem, facts.cgroup.value());
+  const Plan plan = plan_of(ctx);
+  const std::uint64_t need = plan.need(plan.zero_stage);
+  const std::string numbers = "node has " + budget.text + "; " + plan.text();
+
+  VerdictBuilder out;
+  out.evidence() = evidence_of(*mem, facts.cgroup.value(), budget, plan);
+  if (budget.bytes < need) {
+    out.add(Status::Fail, numbers, remedy_for(plan, budget));
+  } else if (static_cast<double>(budget.bytes - need) < kHeadroom * static_cast<double>(need)) {
+    out.add(Status::Warn, numbers + "; only " + format_bytes(budget.bytes - need) + " to spare (< 10%)",
+            remedy_for(plan, budget));
+  } else {
+    out.note(numbers);
+  }
+  if (static_cast<double>(mem->mem_available) < kLowAvailable * static_cast<double>(mem->mem_total)) {
+    out.add(Status::Warn,
+            "only " + format_bytes(mem->mem_available) + " of " + format_bytes(mem->mem_total) +
+                " RAM is available: other processes hold the rest",
+            "Find what holds the memory (ps -eo pid,rss,etime,cmd --sort=-rss | head), often leftovers of an "
+            "earlier job, and stop it before the job starts.");
+  }
+  return out.build();
+}
+
 }  // namespace
 
-extern const CheckSpec kHostMemory = {"host.memory", Scope::Node, "placeholder", "placeholder", kInAll, "", &run};
+extern const CheckSpec kHostMemory = {
+    "host.memory",
+    Scope::Node,
+    "available RAM and cgroup memory limit vs the local ranks' peak (checkpoint saves included)",
+    kExplain,
+    kInNode | kInJob,
+    "an image build's memory is not the job's: host memory is checked on the nodes that run it",
+    &run,
+};
 
 }  // namespace preflight

@@ -23,13 +23,15 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemInfo, mem_total, mem_availabl
 /// The memory limit of this process's cgroup (v2 memory.max / v1 memory.limit_in_bytes), walked up
 /// to the root: the smallest limit on the path wins.
 struct CgroupMemory {
-  int version = 0;                          // 1 or 2
-  std::string path;                         // cgroup path of the limiting group ("/" when none)
-  std::optional<std::uint64_t> limit;       // nullopt: unlimited ("max")
-  std::optional<std::uint64_t> usage;       // memory.current / memory.usage_in_bytes
-  std::optional<std::uint64_t> swap_limit;  // memory.swap.max / memsw; nullopt: unlimited or absent
+  int version = 0;                             // 1 or 2
+  std::string path;                            // cgroup path of the limiting group (this process's when none)
+  std::optional<std::uint64_t> limit;          // nullopt: unlimited ("max")
+  std::optional<std::uint64_t> usage;          // memory.current / memory.usage_in_bytes
+  std::optional<std::uint64_t> inactive_file;  // reclaimable page cache inside usage (memory.stat)
+  std::optional<std::uint64_t> swap_limit;     // swap beyond `limit`: memory.swap.max, v1 memsw - limit;
+                                               // nullopt: unlimited or not accounted
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupMemory, version, path, limit, usage, swap_limit)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupMemory, version, path, limit, usage, inactive_file, swap_limit)
 
 struct MemoryFacts {
   Probed<MemInfo> meminfo;

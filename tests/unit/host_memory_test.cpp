@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: MIT
+// host.memory on hand-built facts: every status, and the numbers behind it.
+#include <gtest/gtest.h>
+
+#include "checks/check.hpp"
+
+namespace preflight {
+
+extern const CheckSpec kHostMemory;
+
+namespace {
+
+constexpr std::uint64_t kGiB = 1ull << 30;
+constexpr std::uint64_t kB7 = 7'000'000'000;
+constexpr std::uint64_t kB70 = 70'000'000'000;
+
+RankFacts node(std::uint64_t total, std::uint64_t available, int local_ranks = 8, int world_size = 1) {
+  RankFacts f;
+  f.memory.meminfo = Probed<MemInfo>::ok({total, available, 0, 0}, "/proc/meminfo");
+  f.memory.cgroup = Probed<CgroupMemory>::error(ProbeErrc::Unsupported, "no cgroup memory controller", "/proc/self/cgroup");
+  f.placement.local_ranks = local_ranks;
+  f.placement.world_size = world_size;
+  return f;
+}
+
+Options model(std::uint64_t params, std::optional<int> stage, std::optional<int> world = std::nullopt) {
+  Options o;
+  o.model_params = params;
+  o.zero_stage = stage;
+  o.expect_world_size = world;
+  return o;
+}
+
+Verdict check(const RankFacts& facts, const Options& options = {}, Profile profile = Profile::Node) {
+  return run_check(kHostMemory, CheckContext{facts, options, profile});
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(HostMemory, PassesOnMemAvailableWithoutACgroup) {
+  const Verdict v = check(node(64 * kGiB, 60 * kGiB));
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.summary,
+            "node has 60 GiB available (MemAvailable 60 GiB of 64 GiB); 8 local ranks × 4 GiB need 32 GiB "
+            "(no --model-params: the checkpoint-save peak is not checked)");
+  EXPECT_EQ(v.evidence["budget_bytes"], 60 * kGiB);
+  EXPECT_EQ(v.evidence["need_bytes"], 32 * kGiB);
+  EXPECT_EQ(v.evidence["cgroup_version"], 0);
+  EXPECT_TRUE(v.evidence["model_params"].is_null());
+  EXPECT_EQ(v.evidence["formula"], "8 × 4 GiB");
+}
+
+TEST(HostMemory, Fails7BZero0With8RanksOn64GiB) {
+  const Verdict v = check(node(64 * kGiB, 62 * kGiB), model(kB7, 0));
+  ASSERT_EQ(v.status, Status::Fail) << v.summary;
+  // 8 × 4 GiB + 8 × 7e9 × 14 B = 818359738368 B
+  EXPECT_EQ(v.evidence["need_bytes"], 818359738368ull);
+  EXPECT_EQ(v.evidence["budget_bytes"], 62 * kGiB);
+  EXPECT_EQ(v.evidence["formula"], "8 × 4 GiB + 8 × 7B × (2 + 12) B");
+  EXPECT_EQ(v.evidence["zero_stage"], 0);
+  EXPECT_EQ(v.evidence["model_params"], kB7);
+  EXPECT_EQ(v.summary,
+            "node has 62 GiB available (MemAvailable 62 GiB of 64 GiB); 8 local ranks saving a 7B-parameter ZeRO-0 "
+            "checkpoint need ≈ 762.2 GiB");
+  // Sharded over the 8 local ranks: 8 × 4 GiB + 8 × 7e9 × 14/8 B = 132359738368 B.
+  EXPECT_TRUE(contains(v.remedy, "ZeRO-3 needs ≈ 123.3 GiB here")) << v.remedy;
+  EXPECT_TRUE(contains(v.remedy, "SHARDED_STATE_DICT")) << v.remedy;
+  EXPECT_TRUE(contains(v.remedy, "Use nodes with more RAM: this one has 62 GiB available.")) << v.remedy;
+  EXPECT_TRUE(contains(v.remedy, "--host-bytes-per-rank")) << v.remedy;
+}
+
+TEST(HostMemory, Fails70BZero2OnATerabyteNode) {
+  const Verdict v = check(node(1024 * kGiB, 960 * kGiB, 8, 64), model(kB70, 2));
+  ASSERT_EQ(v.status, Status::Fail) << v.summary;
+  // 8 × 4 GiB + 8 × (70e9 × 2 + 70e9 × 12/64) B
+  EXPECT_EQ(v.evidence["need_bytes"], 1259359738368ull);
+  EXPECT_EQ(v.evidence["world_size"], 64);
+  EXPECT_TRUE(contains(v.summary, "8 local ranks saving a 70B-parameter ZeRO-2 checkpoint sharded 64 ways need ≈ 1.1 TiB"))
+      << v.summary;
+  EXPECT_EQ(v.evidence["formula"], "8 × 4 GiB + 8 × 70B × (2 + 12/64) B");
+  // Each rank needs 4 GiB + 153.1 GB: 6 fit in 960 GiB.
+  EXPECT_TRUE(contains(v.remedy, "Run at most 6 ranks per node (srun --ntasks-per-node=6, mpirun --map-by ppr:6:node).")) << v.remedy;
+}
+
+TEST(HostMemory, Zero3PassesWhereZero2Fails) {
+  const RankFacts facts = node(64 * kGiB, 62 * kGiB);
+  const Verdict zero2 = check(facts, model(kB7, 2, 64));
+  const Verdict zero3 = check(facts, model(kB7, 3, 64));
+  EXPECT_EQ(zero2.status, Status::Fail) << zero2.summary;
+  EXPECT_EQ(zero3.status, Status::Pass) << zero3.summary;
+  EXPECT_EQ(zero2.evidence["need_bytes"], 156859738368ull);  // 8 × 4 GiB + 8 × (14e9 + 84e9/64)
+  EXPECT_EQ(zero3.evidence["need_bytes"], 46609738368ull);   // 8 × 4 GiB + 8 × 98e9/64
+  EXPECT_TRUE(contains(zero2.remedy, "ZeRO-3 needs ≈ 43.4 GiB here")) << zero2.remedy;
+  EXPECT_EQ(zero3.evidence["formula"], "8 × 4 GiB + 8 × 7B × 14/64 B");
+}
+
+TEST(HostMemory, WorldSizeIsTheLargestOfLauncherExpectationAndLocalRanks) {
+  // Alone with --ranks-per-node 8: the world still has 8 ranks to shard over.
+  EXPECT_EQ(check(node(512 * kGiB, 500 * kGiB, 8, 1), model(kB7, 3)).evidence["world_size"], 8);
+  EXPECT_EQ(check(node(512 * kGiB, 500 * kGiB, 8, 16), model(kB7, 3)).evidence["world_size"], 16);
+  EXPECT_EQ(check(node(512 * kGiB, 500 * kGiB, 8, 16), model(kB7, 3, 32)).evidence["world_size"], 32);
+}
+
+TEST(HostMemory, ZeroStageDefaultsToZeroAndSaysSo) {
+  const Verdict v = check(node(64 * kGiB, 62 * kGiB), model(kB7, std::nullopt));
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(contains(v.summary, "(ZeRO-0 assumed: no --zero-stage)")) << v.summary;
+  EXPECT_EQ(v.evidence["zero_stage"], 0);
+}
+
+TEST(HostMemory, CgroupLimitMinusWorkingSetIsTheBudget) {
+  RankFacts facts = node(128 * kGiB, 120 * kGiB);
+  CgroupMemory cg;
+  cg.version = 2;
+  cg.path = "/job.slice";
+  cg.limit = 32 * kGiB;
+  cg.usage = 2 * kGiB;
+  cg.inactive_file = 1 * kGiB;  // page cache the kernel reclaims before it OOM-kills
+  facts.memory.cgroup = Probed<CgroupMemory>::ok(cg, "/sys/fs/cgroup/job.slice");
+  const Verdict v = check(facts);
+  ASSERT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.summary,
+            "node has 31 GiB available (MemAvailable 120 GiB of 128 GiB; cgroup /job.slice limit 32 GiB, 1 GiB in use); "
+            "8 local ranks × 4 GiB need 32 GiB (no --model-params: the checkpoint-save peak is not checked)");
+  EXPECT_EQ(v.evidence["budget_bytes"], 31 * kGiB);
+  EXPECT_EQ(v.evidence["cgroup_limit"], 32 * kGiB);
+  EXPECT_EQ(v.evidence["cgroup_path"], "/job.slice");
+  // 1 GiB in use + 32 GiB × 1.1, rounded up to whole GiB.
+  EXPECT_TRUE(contains(v.remedy, "Raise the memory limit of cgroup /job.slice to at least 37 GiB (docker run --memory=")) << v.remedy;
+  EXPECT_TRUE(contains(v.remedy, "Run at most 7 ranks per node")) << v.remedy;
+}
+
+TEST(HostMemory, UnlimitedCgroupLeavesMemAvailable) {
+  RankFacts facts = node(64 * kGiB, 60 * kGiB);
+  CgroupMemory cg;
+  cg.version = 1;
+  cg.path = "/user.slice";
+  cg.usage = 50 * kGiB;
+  facts.memory.cgroup = Probed<CgroupMemory>::ok(cg, "/sys/fs/cgroup/memory/user.slice");
+  const Verdict v = check(facts);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.evidence["budget_bytes"], 60 * kGiB);
+  EXPECT_EQ(v.evidence["cgroup_version"], 1);
+  EXPECT_TRUE(v.evidence["cgroup_limit"].is_null());
+}
+
+TEST(HostMemory, WarnsWhenHeadroomIsUnderTenPercent) {
+  const Verdict v = check(node(64 * kGiB, 34 * kGiB));  // need 32 GiB, 2 GiB spare < 3.2 GiB
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(contains(v.summary, "; only 2 GiB to spare (< 10%)")) << v.summary;
+  EXPECT_FALSE(v.remedy.empty());
+}
+
+TEST(HostMemory, WarnsWhenOtherProcessesHoldMostOfTheRam) {
+  const Verdict v = check(node(512 * kGiB, 40 * kGiB, 1));
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.summary, "only 40 GiB of 512 GiB RAM is available: other processes hold the rest");
+  EXPECT_TRUE(contains(v.remedy, "ps -eo pid,rss,etime,cmd --sort=-rss")) << v.remedy;
+}
+
+TEST(HostMemory, UnknownWhenMeminfoWasNotProbed) {
+  RankFacts facts = node(64 * kGiB, 60 * kGiB);
+  facts.memory.meminfo = {};
+  const Verdict v = check(facts);
+  EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_TRUE(contains(v.summary, "not probed")) << v.summary;
+}
+
+TEST(HostMemory, UnknownWhenMeminfoIsGarbage) {
+  RankFacts facts = node(64 * kGiB, 60 * kGiB);
+  facts.memory.meminfo = Probed<MemInfo>::error(ProbeErrc::ParseError, "no MemAvailable line", "/proc/meminfo");
+  const Verdict v = check(facts, model(kB70, 0));
+  EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_EQ(v.summary, "could not read the node's available memory: /proc/meminfo: no MemAvailable line");
+  EXPECT_TRUE(contains(v.remedy, "MemAvailable")) << v.remedy;
+}
+
+TEST(HostMemory, UnknownWhenTheCgroupFilesAreGarbageOrUnreadable) {
+  RankFacts facts = node(64 * kGiB, 60 * kGiB);
+  facts.memory.cgroup = Probed<CgroupMemory>::error(ProbeErrc::ParseError, "not a byte count: 'lots'", "/sys/fs/cgroup/memory.max");
+  Verdict v = check(facts);
+  EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_EQ(v.summary, "could not read the cgroup memory limit: /sys/fs/cgroup/memory.max: not a byte count: 'lots'");
+
+  facts.memory.cgroup = {};  // not probed
+  EXPECT_EQ(check(facts).status, Status::Unknown);
+}
+
+TEST(HostMemory, SwapIsEvidenceNotBudget) {
+  RankFacts facts = node(64 * kGiB, 30 * kGiB);
+  facts.memory.meminfo.value()->swap_total = 64 * kGiB;
+  facts.memory.meminfo.value()->swap_free = 64 * kGiB;
+  const Verdict v = check(facts, model(kB7, 3));
+  EXPECT_EQ(v.evidence["swap_total"], 64 * kGiB);
+  EXPECT_EQ(v.evidence["swap_free"], 64 * kGiB);
+  EXPECT_EQ(v.evidence["budget_bytes"], 30 * kGiB);
+}
+
+TEST(HostMemory, SkippedInTheImageProfile) {
+  const Verdict v = check(node(64 * kGiB, 60 * kGiB), model(kB70, 0), Profile::Image);
+  EXPECT_EQ(v.status, Status::Skip);
+  EXPECT_TRUE(contains(v.summary, "an image build's memory is not the job's")) << v.summary;
+  EXPECT_EQ(check(node(64 * kGiB, 60 * kGiB), {}, Profile::Job).status, Status::Pass);
+}
+
+TEST(HostMemory, ExplainDocumentsTheModel) {
+  const std::string explain(kHostMemory.explain);
+  for (const char* part : {"2 B/param", "12 B/param", "P × (2 + 12)", "P × 2 + P × 12/W", "P × 14/W", "default 4 GiB",
+                           "default 0", "10%", "worst case", "Swap is not counted"}) {
+    EXPECT_TRUE(contains(explain, part)) << part;
+  }
+}
+
+}  // namespace
+}  // namespace preflight
