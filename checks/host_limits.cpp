@@ -1,12 +1,173 @@
 // SPDX-License-Identifier: MIT
-// PLACEHOLDER: replaced by the real check.
+// host.limits (rank): the resource limits this rank inherited from its launcher: locked memory (RDMA
+// registration), open files (NCCL sockets), core files.
+#include <nlohmann/json.hpp>
+
 #include "checks/check.hpp"
+#include "core/text.hpp"
 
 namespace preflight {
 namespace {
-Verdict run(const CheckContext&) { return Verdict::unknown("not implemented", "not implemented"); }
+
+constexpr std::uint64_t kMemlockMin = 1ull << 30;  // below this, NCCL's IB buffers do not fit
+constexpr std::uint64_t kNofileWarnBelow = 65536;
+constexpr std::uint64_t kNofileFailBelow = 4096;
+
+std::string bytes_or_unlimited(const std::optional<std::uint64_t>& v) { return v ? format_bytes(*v) : "unlimited"; }
+std::string count_or_unlimited(const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : "unlimited"; }
+
+nlohmann::json limit_json(const Probed<Rlimit>& p) {
+  const auto side = [](const std::optional<std::uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json("unlimited"); };
+  if (const Rlimit* r = p.value()) return {{"soft", side(r->soft)}, {"hard", side(r->hard)}};
+  return {{"error", p.why()}};
+}
+
+template <typename T>
+nlohmann::json fact_json(const Probed<T>& p) {
+  if (const T* v = p.value()) return *v;
+  return {{"error", p.why()}};
+}
+
+void unknown_limit(const Probed<Rlimit>& p, const char* name, VerdictBuilder& b) {
+  b.add(Status::Unknown, std::string("could not read ") + name + ": " + p.why(),
+        "Run preflight where /proc/self/limits is readable (it is for every process on Linux), or check the "
+        "--sysroot tree.");
+}
+
+const char* const kMemlockRemedy =
+    "Raise the locked-memory limit to unlimited for the job: docker run --ulimit memlock=-1 (Kubernetes: the "
+    "container runtime's default ulimits), `ulimit -l unlimited` in the job script where the hard limit allows, "
+    "'* - memlock unlimited' in /etc/security/limits.conf, and under Slurm PropagateResourceLimitsExcept=MEMLOCK "
+    "in slurm.conf (srun otherwise copies the login shell's low limit); or grant CAP_IPC_LOCK.";
+
+void check_memlock(const LimitsFacts& f, VerdictBuilder& b) {
+  const Rlimit* memlock = f.memlock.value();
+  if (memlock == nullptr) return unknown_limit(f.memlock, "RLIMIT_MEMLOCK", b);
+  // Verbs registration is charged against the soft limit; nothing in the job raises it.
+  const std::string shown = "RLIMIT_MEMLOCK is " + bytes_or_unlimited(memlock->soft) + " (hard " +
+                            bytes_or_unlimited(memlock->hard) + ")";
+  if (!memlock->soft || *memlock->soft >= kMemlockMin) return b.note(shown);
+  const bool* cap = f.cap_ipc_lock.value();
+  if (cap != nullptr && *cap) return b.note(shown + ", lifted by CAP_IPC_LOCK");
+  const auto* devices = f.rdma_devices.value();
+  if (devices == nullptr) {
+    return b.add(Status::Unknown, shown + "; could not list RDMA devices: " + f.rdma_devices.why(),
+                 "Make /sys/class/infiniband readable, or raise the limit anyway: " + std::string(kMemlockRemedy));
+  }
+  if (devices->empty()) {
+    // Only verbs memory registration is charged against this limit (CUDA pins host memory through
+    // the driver): without RDMA devices NCCL uses sockets and never reaches it.
+    return b.note(shown + ", below " + format_bytes(kMemlockMin) +
+                  ", but no RDMA devices are visible: it matters once the job uses IB/RoCE");
+  }
+  if (cap == nullptr) {
+    return b.add(Status::Unknown,
+                 shown + " with RDMA devices present, and CAP_IPC_LOCK could not be read: " + f.cap_ipc_lock.why(),
+                 kMemlockRemedy);
+  }
+  b.add(Status::Fail,
+        shown + " without CAP_IPC_LOCK, and RDMA devices are present (" + join(*devices, ", ") +
+            "): NCCL cannot register its IB buffers (libibverbs: \"couldn't lock memory\"); needs unlimited or >= " +
+            format_bytes(kMemlockMin),
+        kMemlockRemedy);
+}
+
+void check_nofile(const LimitsFacts& f, VerdictBuilder& b) {
+  const Rlimit* nofile = f.nofile.value();
+  if (nofile == nullptr) return unknown_limit(f.nofile, "RLIMIT_NOFILE", b);
+  // NCCL raises its soft limit to the hard limit itself, so only the hard limit bounds its sockets.
+  const std::string shown = "RLIMIT_NOFILE hard limit is " + count_or_unlimited(nofile->hard) + " (soft " +
+                            count_or_unlimited(nofile->soft) + ")";
+  const std::string remedy =
+      "Raise the hard open-files limit to at least " + std::to_string(kNofileWarnBelow) +
+      ": docker run --ulimit nofile=1048576:1048576, LimitNOFILE= in the service unit, or 'nofile' in "
+      "/etc/security/limits.conf (NCCL raises the soft limit to the hard limit itself).";
+  if (!nofile->hard || *nofile->hard >= kNofileWarnBelow) return b.note(shown);
+  if (*nofile->hard < kNofileFailBelow) {
+    return b.add(Status::Fail,
+                 shown + ", below " + std::to_string(kNofileFailBelow) +
+                     ": NCCL's sockets and the data loaders run out of descriptors (\"Too many open files\")",
+                 remedy);
+  }
+  b.add(Status::Warn, shown + ", below " + std::to_string(kNofileWarnBelow) + ": large jobs run out of sockets",
+        remedy);
+}
+
+bool writes_local_file(const std::string& pattern) { return !pattern.empty() && pattern.front() != '|'; }
+
+void check_core(const LimitsFacts& f, VerdictBuilder& b) {
+  const Rlimit* core = f.core.value();
+  if (core == nullptr) return unknown_limit(f.core, "RLIMIT_CORE", b);
+  const std::string* pattern = f.core_pattern.value();
+  const std::string pattern_note = pattern ? " (core_pattern '" + printable(*pattern) + "')" : std::string();
+  const std::string shown = "RLIMIT_CORE is " + bytes_or_unlimited(core->soft) + " (hard " +
+                            bytes_or_unlimited(core->hard) + ")";
+  if (core->soft && *core->soft == 0) {
+    const bool hard_zero = core->hard && *core->hard == 0;
+    return b.add(Status::Warn, shown + ": core dumps are off, so a crash in CUDA or NCCL leaves nothing to debug",
+                 std::string(hard_zero ? "Raise the hard core limit (docker run --ulimit core=-1, limits.conf), then "
+                                       : "") +
+                     "`ulimit -c unlimited` in the job script" + pattern_note +
+                     "; point core_pattern at a disk with room or at systemd-coredump.");
+  }
+  if (!core->soft && pattern != nullptr && writes_local_file(*pattern)) {
+    return b.add(Status::Warn,
+                 shown + " and cores are written as plain files" + pattern_note +
+                     ": one GPU process core can be tens of GiB, and every rank that crashes writes one",
+                 "Cap the size (`ulimit -c <bytes>` in the job script) or pipe cores to a handler with its own "
+                 "limits (systemd-coredump: core_pattern '|/lib/systemd/systemd-coredump …').");
+  }
+  b.note(shown);
+}
+
+Verdict run(const CheckContext& ctx) {
+  const LimitsFacts& f = ctx.facts.limits;
+  if (!f.memlock.ok() && !f.nofile.ok() && !f.core.ok()) {
+    return unknown_from(f.memlock, "the resource limits (/proc/self/limits)");
+  }
+  VerdictBuilder b;
+  nlohmann::json& e = b.evidence();
+  e["memlock"] = limit_json(f.memlock);
+  e["nofile"] = limit_json(f.nofile);
+  e["core"] = limit_json(f.core);
+  e["cap_ipc_lock"] = fact_json(f.cap_ipc_lock);
+  e["rdma_devices"] = fact_json(f.rdma_devices);
+  e["core_pattern"] = fact_json(f.core_pattern);
+  e["memlock_min_bytes"] = kMemlockMin;
+  e["nofile_hard_warn_below"] = kNofileWarnBelow;
+  e["nofile_hard_fail_below"] = kNofileFailBelow;
+  check_memlock(f, b);
+  check_nofile(f, b);
+  check_core(f, b);
+  return b.build();
+}
+
 }  // namespace
 
-extern const CheckSpec kHostLimits = {"host.limits", Scope::Rank, "placeholder", "placeholder", kInAll, "", &run};
+extern const CheckSpec kHostLimits = {
+    "host.limits",
+    Scope::Rank,
+    "locked-memory, open-files and core-file limits of the rank",
+    "Reads the limits this rank inherited from its launcher (/proc/self/limits), CAP_IPC_LOCK (bit 14 of CapEff\n"
+    "in /proc/self/status), the RDMA devices (/sys/class/infiniband) and /proc/sys/kernel/core_pattern.\n"
+    "FAIL     soft RLIMIT_MEMLOCK below 1 GiB (not unlimited), no CAP_IPC_LOCK, and RDMA devices present:\n"
+    "         verbs memory registration fails (libibverbs \"couldn't lock memory\") and NCCL's IB/RoCE transport\n"
+    "         with it. Docker's default is 64 KiB without IPC_LOCK; srun copies the submitting shell's limits.\n"
+    "         Without RDMA devices the limit passes (noted): sockets and CUDA's pinned memory are not charged.\n"
+    "FAIL     hard RLIMIT_NOFILE below 4096\n"
+    "WARN     hard RLIMIT_NOFILE below 65536 (NCCL raises its soft limit to the hard limit itself, so the hard\n"
+    "         limit bounds its sockets)\n"
+    "WARN     soft RLIMIT_CORE 0: a crash in CUDA or NCCL leaves no core to debug\n"
+    "WARN     unlimited cores written as plain files by core_pattern: GPU process cores are huge, and every\n"
+    "         crashing rank writes one\n"
+    "UNKNOWN  /proc/self/limits unreadable or not in the kernel's format; CAP_IPC_LOCK or the RDMA device list\n"
+    "         unreadable where the verdict depends on it\n"
+    "Fix: docker run --ulimit memlock=-1 --ulimit nofile=1048576:1048576; /etc/security/limits.conf;\n"
+    "PropagateResourceLimitsExcept=MEMLOCK in slurm.conf; `ulimit -c unlimited` in the job script.",
+    kInNode | kInJob,
+    "resource limits in an image build are those of the build container; they are checked on the node the job "
+    "runs on",
+    &run,
+};
 
 }  // namespace preflight

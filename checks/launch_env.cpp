@@ -1,12 +1,178 @@
 // SPDX-License-Identifier: MIT
-// PLACEHOLDER: replaced by the real check.
+// launch.env (rank): do the launchers' variables in this process agree with each other and with
+// what the framework will read (RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE)? Single-process view;
+// the comparison with MPI's own rank and size belongs to the job-level checks, which receive every
+// launcher claim through the evidence.
+#include <nlohmann/json.hpp>
+
 #include "checks/check.hpp"
+#include "core/launch.hpp"
+#include "core/text.hpp"
 
 namespace preflight {
 namespace {
-Verdict run(const CheckContext&) { return Verdict::unknown("not implemented", "not implemented"); }
+
+using Field = std::optional<Claimed> LauncherClaim::*;
+
+constexpr Field kCompared[] = {&LauncherClaim::rank, &LauncherClaim::size, &LauncherClaim::local_rank,
+                               &LauncherClaim::local_size};
+
+std::string shown(const Claimed& c) { return c.variable + "=" + std::to_string(c.value); }
+
+void require_order(const std::string& who, const std::optional<Claimed>& low, const std::optional<Claimed>& high,
+                   bool strict, VerdictBuilder& b) {
+  if (!low || !high || low->value < high->value || (!strict && low->value == high->value)) return;
+  b.add(Status::Fail, who + ": " + shown(*low) + (strict ? " is not below " : " exceeds ") + shown(*high),
+        "A rank must be below the size it belongs to: do not set these variables by hand; start the job with one "
+        "launcher and let it set them.");
+}
+
+void check_values(const LauncherClaim& claim, VerdictBuilder& b) {
+  for (const std::string& error : claim.errors) {
+    b.add(Status::Fail, claim.launcher + ": " + error,
+          "Unset or fix the variable named: launchers set these themselves, and the framework will fail on or "
+          "misread a value that is not a number.");
+  }
+  require_order(claim.launcher, claim.rank, claim.size, true, b);
+  require_order(claim.launcher, claim.local_rank, claim.local_size, true, b);
+  require_order(claim.launcher, claim.local_size, claim.size, false, b);
+}
+
+/// The fields two claims both set but disagree on, as "A=1 but B=2".
+std::vector<std::string> disagreements(const LauncherClaim& a, const LauncherClaim& b) {
+  std::vector<std::string> out;
+  for (const Field field : kCompared) {
+    const auto& x = a.*field;
+    const auto& y = b.*field;
+    if (x && y && x->value != y->value) out.push_back(shown(*x) + " but " + shown(*y));
+  }
+  return out;
+}
+
+std::string variable_of(const LauncherClaim& claim, Field field, const char* fallback) {
+  const auto& c = claim.*field;
+  return c ? c->variable : fallback;
+}
+
+void compare_claim(const LauncherClaim& active, const LauncherClaim& other, VerdictBuilder& b) {
+  if (other.role == ClaimRole::Outer) {
+    b.note("started by " + other.launcher + " (its variables describe the " + active.launcher +
+           " agent, not this process)");
+    return;
+  }
+  const std::vector<std::string> diff = disagreements(other, active);
+  if (other.role == ClaimRole::Stale) {
+    if (diff.empty()) {
+      b.note(other.launcher + " variables of the enclosing allocation agree");
+      return;
+    }
+    b.add(Status::Warn,
+          "stale " + other.launcher + " variables under " + active.launcher + ": " + join(diff, ", ") +
+              " (they describe the allocation's step, not this rank)",
+          "Don't derive the rank from SLURM_PROCID/SLURM_LOCALID/SLURM_NTASKS under " + active.launcher +
+              ": read " + variable_of(active, &LauncherClaim::rank, "the MPI rank") +
+              " (or launch with srun directly, which sets SLURM_* for every task).");
+    return;
+  }
+  if (!diff.empty()) {
+    b.add(Status::Fail, "mixed launchers: " + join(diff, ", "),
+          "Two launchers' variables are in this process's environment: start the job with one launcher and do not "
+          "export another launcher's variables (OMPI_*, PMI_*, PMIX_*, SLURM_*) from the job script or the "
+          "container image.");
+  }
+}
+
+// torchrun is the framework's own launcher: its claim is read from the framework's variables.
+bool is_framework_launcher(const LauncherClaim* active) { return active != nullptr && active->launcher == "torchrun"; }
+
+void compare_framework(const LauncherClaim& active, const LauncherClaim& framework, VerdictBuilder& b) {
+  const std::vector<std::string> diff = disagreements(framework, active);
+  if (diff.empty()) return;
+  const std::string rank_var = variable_of(active, &LauncherClaim::rank, "the launcher's rank variable");
+  b.add(Status::Fail, "the framework will read " + join(diff, ", "),
+        "Do not export RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE in the job script (an exported value is the same "
+        "on every rank); under " + active.launcher + " let the framework read " + rank_var + ", or set RANK=$" +
+            rank_var + " in a per-rank wrapper script.");
+}
+
+std::string describe(const LauncherClaim& c) {
+  const auto num = [](const std::optional<Claimed>& v) { return v ? std::to_string(v->value) : std::string("?"); };
+  std::string s = c.launcher + ": rank " + num(c.rank) + " of " + num(c.size);
+  if (c.local_rank || c.local_size) s += ", local " + num(c.local_rank) + " of " + num(c.local_size);
+  if (c.node_rank || c.nodes) s += ", node " + num(c.node_rank) + " of " + num(c.nodes);
+  return s;
+}
+
+bool framework_set(const LauncherClaim& f) { return f.rank || f.size || f.local_rank || f.local_size; }
+
+void check_alone(const LauncherClaim& framework, VerdictBuilder& b) {
+  const bool multi = (framework.size && framework.size->value > 1) || (framework.rank && framework.rank->value > 0);
+  if (!multi) {
+    b.note("no launcher: a world of one");
+    return;
+  }
+  const std::string claim = framework.size ? shown(*framework.size) : shown(*framework.rank);
+  b.add(Status::Warn, claim + " says the job has more than one rank, but preflight was started alone (no launcher)",
+        "Start preflight the way the job is started (mpirun -np N … preflight, srun … preflight, or torchrun … "
+        "preflight) so every rank is checked; or unset RANK/WORLD_SIZE for a single-process run.");
+}
+
+Verdict run(const CheckContext& ctx) {
+  const LaunchView view = detect_launchers(ctx.facts.env);
+  VerdictBuilder b;
+  b.evidence()["launchers"] = view.launchers;
+  b.evidence()["framework"] = view.framework;
+
+  const LauncherClaim* active = view.active();
+  for (const LauncherClaim& claim : view.launchers) check_values(claim, b);
+  if (!is_framework_launcher(active)) check_values(view.framework, b);
+
+  if (active == nullptr) {
+    check_alone(view.framework, b);
+    return b.build();
+  }
+  b.note(describe(*active));
+  for (const LauncherClaim& other : view.launchers) {
+    if (&other != active) compare_claim(*active, other, b);
+  }
+  if (!is_framework_launcher(active)) {
+    compare_framework(*active, view.framework, b);
+    b.note(framework_set(view.framework) ? "RANK/WORLD_SIZE agree" : "RANK/WORLD_SIZE not set");
+  }
+  return b.build();
+}
+
 }  // namespace
 
-extern const CheckSpec kLaunchEnv = {"launch.env", Scope::Rank, "placeholder", "placeholder", kInAll, "", &run};
+extern const CheckSpec kLaunchEnv = {
+    "launch.env",
+    Scope::Rank,
+    "launcher variables agree with each other and with RANK/WORLD_SIZE",
+    "Reads the variables each launcher sets in this rank's environment, and what torch.distributed will read:\n"
+    "  Open MPI   OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (not OMPI_UNIVERSE_SIZE: that is slots)\n"
+    "  Slurm      SLURM_PROCID, SLURM_STEP_NUM_TASKS/SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, SLURM_NNODES,\n"
+    "             SLURM_STEP_TASKS_PER_NODE/SLURM_TASKS_PER_NODE (\"8(x2)\") or SLURM_NTASKS_PER_NODE\n"
+    "  PMIx       PMIX_RANK (Open MPI and srun --mpi=pmix export it too, with the same value)\n"
+    "  Hydra      PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS (MPICH, Intel MPI)\n"
+    "  MVAPICH2   MV2_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE\n"
+    "  torchrun   TORCHELASTIC_RUN_ID with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK\n"
+    "  framework  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE\n"
+    "The innermost launcher (torchrun, then mpirun/mpiexec, then srun, then PMIx) started this process.\n"
+    "FAIL  a value that is not a non-negative integer (the framework fails on it or misreads it)\n"
+    "FAIL  a rank not below its size, a local rank not below its local size, a local size above the size\n"
+    "FAIL  mixed launchers: two launchers at the same level disagree (PMI_RANK=1 next to OMPI_COMM_WORLD_RANK=3)\n"
+    "FAIL  RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE disagree with the launcher: usually exported once in the\n"
+    "      job script, so every rank reads the same RANK and the job hangs in rendezvous\n"
+    "WARN  Slurm variables of the enclosing allocation under mpirun (SLURM_PROCID=0 on every rank): do not\n"
+    "      derive the rank from them\n"
+    "WARN  RANK/WORLD_SIZE say the job has several ranks, but preflight was started alone\n"
+    "Not an error: torchrun under srun has SLURM_PROCID = the node's index (srun started the agent).\n"
+    "Fix: start the job with one launcher; do not export rank variables in the job script; under mpirun set\n"
+    "RANK=$OMPI_COMM_WORLD_RANK (etc.) in a per-rank wrapper if the framework needs them; start preflight the\n"
+    "way the job is started.",
+    kInNode | kInJob,
+    "an image build has no launcher; the launch environment is checked when the job starts",
+    &run,
+};
 
 }  // namespace preflight

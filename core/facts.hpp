@@ -31,10 +31,12 @@ struct Placement {
   int local_rank = 0;
   int local_ranks = 1;
   std::optional<int> nodes;      // unknown unless a launcher or --expect-nodes says
+  std::optional<int> node_rank;  // this node's index, where the launcher says (SLURM_NODEID, GROUP_RANK)
   std::string launcher = "none";  // "openmpi", "slurm", "pmix", "hydra", "torchrun", "none"
   std::string source;            // where local_ranks came from: "--ranks-per-node", "OMPI_COMM_WORLD_LOCAL_SIZE", ...
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Placement, rank, world_size, local_rank, local_ranks, nodes, launcher, source)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Placement, rank, world_size, local_rank, local_ranks, nodes, node_rank, launcher,
+                                                source)
 
 struct RankFacts {
   Identity identity;

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
 // What the launchers in the environment say about this process: Open MPI, Slurm, PMIx,
-// MPICH/Hydra, torchrun. Pure functions over an EnvSnapshot, shared by the placement probe and
-// the launch.env check.
+// MPICH/Hydra (and Intel MPI), MVAPICH2, torchrun. Pure functions over an EnvSnapshot, shared by
+// the placement probe and the launch.env check.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "core/env.hpp"
 #include "core/facts.hpp"
@@ -14,13 +18,29 @@
 
 namespace preflight {
 
-/// One launcher's claim about this process. A field is nullopt when the launcher does not set
-/// it; `errors` lists variables that are set but are not integers (the raw text kept).
+/// One number a launcher claims, with the variable it was read from (for messages: "RANK=0").
+struct Claimed {
+  std::int64_t value = 0;
+  std::string variable;
+};
+
+/// How a claim relates to the launcher that started this process (the first claim).
+enum class ClaimRole {
+  Active,  // the innermost launcher: it started this process
+  Outer,   // started the active launcher (srun starting torchrun): describes the agent, not this process
+  Stale,   // an enclosing allocation's variables (Slurm batch step under mpirun): not about this process
+  Peer,    // a second launcher at the same level (PMI_RANK next to OMPI_COMM_WORLD_RANK): must agree
+};
+const char* to_string(ClaimRole role);
+
+/// One launcher's claim about this process. A field is nullopt when the launcher does not set it
+/// (or set it to something that is not a non-negative integer: then `errors` says so).
 struct LauncherClaim {
-  std::string launcher;  // "openmpi", "slurm", "pmix", "hydra", "torchrun"
-  std::optional<long long> rank, size, local_rank, local_size, node_rank, nodes;
-  std::vector<std::string> variables;  // the variables it came from, "NAME=value"
-  std::vector<std::string> errors;     // "OMPI_COMM_WORLD_RANK='x' is not an integer"
+  std::string launcher;  // "torchrun", "openmpi", "hydra", "mvapich2", "slurm", "pmix"; "framework"
+  ClaimRole role = ClaimRole::Active;
+  std::optional<Claimed> rank, size, local_rank, local_size, node_rank, nodes;
+  std::vector<std::string> variables;  // every variable it was read from, "NAME=value"
+  std::vector<std::string> errors;     // "OMPI_COMM_WORLD_RANK='x' is not a non-negative integer"
 };
 
 struct LaunchView {
@@ -34,5 +54,11 @@ LaunchView detect_launchers(const EnvSnapshot& env);
 
 /// Placement from the launchers and the options (--ranks-per-node, --expect-nodes win).
 Placement placement_from(const LaunchView& view, const Options& options);
+
+/// Slurm's tasks-per-node list, expanded: "8(x2),4" -> {8, 8, 4}. nullopt when malformed.
+std::optional<std::vector<std::int64_t>> parse_tasks_per_node(std::string_view text);
+
+/// Evidence form: {"launcher", "role", "rank", "size", ..., "variables", "errors"}.
+void to_json(nlohmann::json& j, const LauncherClaim& claim);
 
 }  // namespace preflight

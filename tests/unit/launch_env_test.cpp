@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include "checks/check.hpp"
+
+namespace preflight {
+namespace {
+
+using Env = std::map<std::string, std::string>;
+
+const Env kOpenMpi3of4 = {
+    {"OMPI_COMM_WORLD_RANK", "3"},       {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+    {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}, {"PMIX_RANK", "3"},            {"PMIX_NAMESPACE", "prterun-vm-1@1"},
+};
+
+Env with(Env base, const Env& extra) {
+  for (const auto& [k, v] : extra) base[k] = v;
+  return base;
+}
+
+Verdict check(const Env& env, Profile profile = Profile::Job) {
+  RankFacts facts;
+  facts.env = EnvSnapshot(env);
+  const Options options;
+  const CheckSpec* spec = find_check("launch.env");
+  EXPECT_NE(spec, nullptr);
+  return run_check(*spec, CheckContext{facts, options, profile});
+}
+
+struct Case {
+  const char* name;
+  Env env;
+  Status status;
+  std::vector<std::string> summary_has;
+  std::string remedy_has;
+};
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
+
+class LaunchEnvCase : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LaunchEnvCase, Verdict) {
+  const Case& c = GetParam();
+  const Verdict v = check(c.env);
+  EXPECT_EQ(v.status, c.status) << v.summary;
+  for (const std::string& part : c.summary_has) EXPECT_NE(v.summary.find(part), std::string::npos) << v.summary;
+  EXPECT_NE(v.remedy.find(c.remedy_has), std::string::npos) << v.remedy;
+  if (c.status == Status::Pass) {
+    EXPECT_TRUE(v.remedy.empty()) << v.remedy;
+  }
+}
+
+const Case kCases[] = {
+    {"Nothing", {}, Status::Pass, {"no launcher: a world of one"}, ""},
+    {"OpenMpi", kOpenMpi3of4, Status::Pass, {"openmpi: rank 3 of 4, local 3 of 4", "RANK/WORLD_SIZE not set"}, ""},
+    {"OpenMpiWithAgreeingRank",
+     with(kOpenMpi3of4, {{"RANK", "3"}, {"WORLD_SIZE", "4"}}),
+     Status::Pass,
+     {"openmpi: rank 3 of 4, local 3 of 4; RANK/WORLD_SIZE agree"},
+     ""},
+    {"ExportedRankUnderMpirun",
+     with(kOpenMpi3of4, {{"RANK", "0"}, {"WORLD_SIZE", "4"}}),
+     Status::Fail,
+     {"RANK=0 but OMPI_COMM_WORLD_RANK=3"},
+     "Do not export RANK"},
+    {"WorldSizeDisagrees",
+     with(kOpenMpi3of4, {{"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "8"}}),
+     Status::Fail,
+     {"WORLD_SIZE=8 but OMPI_COMM_WORLD_SIZE=4", "LOCAL_WORLD_SIZE=8 but OMPI_COMM_WORLD_LOCAL_SIZE=4"},
+     "set RANK=$OMPI_COMM_WORLD_RANK in a per-rank wrapper"},
+    {"MixedLaunchers",
+     with(kOpenMpi3of4, {{"PMI_RANK", "1"}, {"PMI_SIZE", "4"}}),
+     Status::Fail,
+     {"mixed launchers: PMI_RANK=1 but OMPI_COMM_WORLD_RANK=3"},
+     "start the job with one launcher"},
+    {"PmixDisagrees", with(kOpenMpi3of4, {{"PMIX_RANK", "0"}}), Status::Fail, {"PMIX_RANK=0 but OMPI_COMM_WORLD_RANK=3"}, ""},
+    {"RankNotBelowSize",
+     {{"PMI_RANK", "4"}, {"PMI_SIZE", "4"}},
+     Status::Fail,
+     {"hydra: PMI_RANK=4 is not below PMI_SIZE=4"},
+     "start the job with one launcher"},
+    {"LocalRankNotBelowLocalSize",
+     {{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "2"}, {"SLURM_NTASKS_PER_NODE", "2"}},
+     Status::Fail,
+     {"slurm: SLURM_LOCALID=2 is not below SLURM_NTASKS_PER_NODE=2"},
+     ""},
+    {"LocalSizeAboveSize",
+     with(kOpenMpi3of4, {{"OMPI_COMM_WORLD_LOCAL_SIZE", "8"}}),
+     Status::Fail,
+     {"OMPI_COMM_WORLD_LOCAL_SIZE=8 exceeds OMPI_COMM_WORLD_SIZE=4"},
+     ""},
+    {"Garbage",
+     with(kOpenMpi3of4, {{"OMPI_COMM_WORLD_RANK", "3abc"}, {"LOCAL_RANK", ""}}),
+     Status::Fail,
+     {"openmpi: OMPI_COMM_WORLD_RANK='3abc' is not a non-negative integer",
+      "framework: LOCAL_RANK='' is not a non-negative integer"},
+     "Unset or fix the variable named"},
+    {"StaleSlurmUnderMpirun",
+     with(kOpenMpi3of4, {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_JOB_ID", "77"}}),
+     Status::Warn,
+     {"stale slurm variables under openmpi: SLURM_PROCID=0 but OMPI_COMM_WORLD_RANK=3",
+      "SLURM_NTASKS=2 but OMPI_COMM_WORLD_SIZE=4"},
+     "Don't derive the rank from SLURM_PROCID"},
+    {"AgreeingSlurmUnderMpirun",
+     with(kOpenMpi3of4, {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}}),
+     Status::Pass,
+     {"slurm variables of the enclosing allocation agree"},
+     ""},
+    {"SrunPmix",
+     {{"SLURM_PROCID", "9"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "1"}, {"SLURM_NODEID", "1"},
+      {"SLURM_NNODES", "2"}, {"SLURM_TASKS_PER_NODE", "8(x2)"}, {"PMIX_RANK", "9"}},
+     Status::Pass,
+     {"slurm: rank 9 of 16, local 1 of 8, node 1 of 2"},
+     ""},
+    {"Torchrun",
+     {{"TORCHELASTIC_RUN_ID", "r1"}, {"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
+      {"LOCAL_WORLD_SIZE", "4"}, {"GROUP_RANK", "1"}},
+     Status::Pass,
+     {"torchrun: rank 5 of 8, local 1 of 4, node 1 of ?"},
+     ""},
+    {"TorchrunUnderSrun",
+     {{"TORCHELASTIC_RUN_ID", "r1"}, {"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
+      {"LOCAL_WORLD_SIZE", "4"}, {"GROUP_RANK", "1"}, {"GROUP_WORLD_SIZE", "2"}, {"SLURM_PROCID", "1"},
+      {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "1"}},
+     Status::Pass,
+     {"torchrun: rank 5 of 8, local 1 of 4, node 1 of 2", "started by slurm"},
+     ""},
+    {"Hydra",
+     {{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}},
+     Status::Pass,
+     {"hydra: rank 1 of 2, local 1 of 2"},
+     ""},
+    {"TorchrunGarbageReportedOnce",
+     {{"TORCHELASTIC_RUN_ID", "r1"}, {"RANK", "x"}, {"WORLD_SIZE", "8"}},
+     Status::Fail,
+     {"torchrun: RANK='x' is not a non-negative integer"},
+     "Unset or fix"},
+    {"RankWithoutLauncher",
+     {{"RANK", "0"}, {"WORLD_SIZE", "8"}},
+     Status::Warn,
+     {"WORLD_SIZE=8 says the job has more than one rank, but preflight was started alone"},
+     "Start preflight the way the job is started"},
+    {"RankOneWithoutLauncher", {{"RANK", "1"}}, Status::Warn, {"RANK=1 says"}, ""},
+    {"WorldOfOneWithoutLauncher", {{"RANK", "0"}, {"WORLD_SIZE", "1"}}, Status::Pass, {"no launcher"}, ""},
+};
+
+INSTANTIATE_TEST_SUITE_P(LaunchEnv, LaunchEnvCase, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case>& param) { return std::string(param.param.name); });
+
+TEST(LaunchEnv, TorchrunGarbageIsNotRepeatedAsFramework) {
+  const Verdict v = check({{"TORCHELASTIC_RUN_ID", "r1"}, {"RANK", "x"}});
+  EXPECT_EQ(v.summary.find("framework:"), std::string::npos) << v.summary;
+}
+
+TEST(LaunchEnv, EvidenceCarriesEveryClaim) {
+  const Verdict v = check(with(kOpenMpi3of4, {{"RANK", "0"}, {"SLURM_PROCID", "0"}}));
+  ASSERT_EQ(v.evidence["launchers"].size(), 2u);
+  EXPECT_EQ(v.evidence["launchers"][0]["launcher"], "openmpi");
+  EXPECT_EQ(v.evidence["launchers"][0]["rank"], 3);
+  EXPECT_EQ(v.evidence["launchers"][1]["role"], "stale");
+  EXPECT_EQ(v.evidence["framework"]["rank"], 0);
+  EXPECT_EQ(v.evidence["framework"]["variables"][0], "RANK=0");
+}
+
+TEST(LaunchEnv, SkippedInImageProfile) {
+  const Verdict v = check(with(kOpenMpi3of4, {{"RANK", "0"}}), Profile::Image);
+  EXPECT_EQ(v.status, Status::Skip);
+  EXPECT_NE(v.summary.find("image build has no launcher"), std::string::npos) << v.summary;
+}
+
+TEST(LaunchEnv, RunsInNodeProfile) { EXPECT_EQ(check({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, Profile::Node).status, Status::Warn); }
+
+}  // namespace
+}  // namespace preflight

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+#include "probes/limits_probe.hpp"
+
+#include <gtest/gtest.h>
+
+#include "probes/probe.hpp"
+
+namespace preflight {
+namespace {
+
+// /proc/self/limits as Linux 6.1 prints it (fixed-width columns, trailing spaces).
+constexpr const char* kLiveFormat =
+    "Limit                     Soft Limit           Hard Limit           Units     \n"
+    "Max stack size            8388608              unlimited            bytes     \n"
+    "Max core file size        0                    unlimited            bytes     \n"
+    "Max open files            20000                20000                files     \n"
+    "Max locked memory         8388608              8388608              bytes     \n"
+    "Max nice priority         0                    0                    \n";
+
+TEST(LimitsParse, RealFormat) {
+  const auto memlock = parse_limit_row(kLiveFormat, "Max locked memory", "bytes", "limits");
+  ASSERT_TRUE(memlock.ok()) << memlock.why();
+  EXPECT_EQ(memlock.value()->soft, 8388608u);
+  EXPECT_EQ(memlock.value()->hard, 8388608u);
+  EXPECT_EQ(memlock.source(), "limits");
+
+  const auto core = parse_limit_row(kLiveFormat, "Max core file size", "bytes", "limits");
+  ASSERT_TRUE(core.ok());
+  EXPECT_EQ(core.value()->soft, 0u);
+  EXPECT_FALSE(core.value()->hard);  // unlimited
+
+  const auto nofile = parse_limit_row(kLiveFormat, "Max open files", "files", "limits");
+  ASSERT_TRUE(nofile.ok());
+  EXPECT_EQ(nofile.value()->hard, 20000u);
+}
+
+TEST(LimitsParse, GarbageIsAParseError) {
+  const struct {
+    const char* text;
+    const char* detail;
+  } cases[] = {
+      {"", "no 'Max locked memory' line"},
+      {"Max locked memory         lots                 8388608              bytes\n", "unexpected 'Max locked memory'"},
+      {"Max locked memory         65536                65536\n", "unexpected"},
+      {"Max locked memory         65536                65536                pages\n", "want soft, hard, bytes"},
+      {"Max locked memory         -1                   65536                bytes\n", "unexpected"},
+      {"Max locked memory         1 2 3 bytes\n", "unexpected"},
+  };
+  for (const auto& c : cases) {
+    const auto p = parse_limit_row(c.text, "Max locked memory", "bytes", "/proc/self/limits");
+    ASSERT_FALSE(p.ok()) << c.text;
+    EXPECT_EQ(p.error()->code, ProbeErrc::ParseError);
+    EXPECT_NE(p.why().find(c.detail), std::string::npos) << p.why();
+  }
+}
+
+TEST(LimitsParse, CapIpcLock) {
+  EXPECT_TRUE(*parse_cap_ipc_lock("Name:\tx\nCapEff:\t000001fffeffffff\n", "s").value());
+  EXPECT_FALSE(*parse_cap_ipc_lock("CapEff:\t00000000a80425fb\n", "s").value());  // Docker's default set
+  EXPECT_TRUE(*parse_cap_ipc_lock("CapEff:\t0000000000004000", "s").value());
+  EXPECT_FALSE(parse_cap_ipc_lock("CapPrm:\t0000000000004000\n", "s").ok());
+  EXPECT_FALSE(parse_cap_ipc_lock("CapEff:\tzz\n", "s").ok());
+  EXPECT_FALSE(parse_cap_ipc_lock("CapEff:\t\n", "s").ok());
+  EXPECT_FALSE(parse_cap_ipc_lock("CapEff:\t00000000000000000\n", "s").ok());  // 17 digits
+}
+
+LimitsFacts probe_fixture(const std::string& name) {
+  const FileSystem fs(std::string(PREFLIGHT_FIXTURES_DIR) + "/limits/" + name);
+  const EnvSnapshot env;
+  const Options options;
+  RankFacts facts;
+  probe_limits(ProbeContext{fs, env, options}, facts);
+  return facts.limits;
+}
+
+TEST(LimitsProbe, DockerRdmaFixture) {
+  const LimitsFacts f = probe_fixture("docker-rdma");
+  ASSERT_TRUE(f.memlock.ok()) << f.memlock.why();
+  EXPECT_EQ(f.memlock.value()->soft, 65536u);
+  EXPECT_EQ(f.nofile.value()->hard, 1024u);
+  EXPECT_EQ(f.core.value()->hard, 0u);
+  ASSERT_TRUE(f.cap_ipc_lock.ok());
+  EXPECT_FALSE(*f.cap_ipc_lock.value());
+  ASSERT_TRUE(f.rdma_devices.ok());
+  EXPECT_EQ(*f.rdma_devices.value(), (std::vector<std::string>{"mlx5_0", "mlx5_1"}));
+  ASSERT_TRUE(f.core_pattern.ok());
+  EXPECT_EQ(f.core_pattern.value()->substr(0, 27), "|/usr/share/apport/apport -");
+}
+
+TEST(LimitsProbe, TunedFixture) {
+  const LimitsFacts f = probe_fixture("tuned");
+  ASSERT_TRUE(f.memlock.ok());
+  EXPECT_FALSE(f.memlock.value()->soft);
+  EXPECT_FALSE(f.core.value()->soft);
+  EXPECT_EQ(f.nofile.value()->hard, 1048576u);
+  EXPECT_TRUE(*f.cap_ipc_lock.value());
+  ASSERT_TRUE(f.rdma_devices.ok());  // no /sys/class/infiniband: no RDMA driver, not an error
+  EXPECT_TRUE(f.rdma_devices.value()->empty());
+}
+
+TEST(LimitsProbe, GarbageFixture) {
+  const LimitsFacts f = probe_fixture("garbage");
+  EXPECT_EQ(f.memlock.error()->code, ProbeErrc::ParseError);
+  EXPECT_EQ(f.nofile.error()->code, ProbeErrc::ParseError);
+  EXPECT_EQ(f.cap_ipc_lock.error()->code, ProbeErrc::NotFound);
+  EXPECT_EQ(f.core_pattern.error()->code, ProbeErrc::NotFound);
+}
+
+TEST(LimitsProbe, MissingLimitsFile) {
+  const LimitsFacts f = probe_fixture("does-not-exist");
+  EXPECT_EQ(f.memlock.error()->code, ProbeErrc::NotFound);
+  EXPECT_EQ(f.core.source(), "/proc/self/limits");
+}
+
+TEST(LimitsProbe, LiveSystem) {
+  const FileSystem fs;
+  const EnvSnapshot env;
+  const Options options;
+  RankFacts facts;
+  probe_limits(ProbeContext{fs, env, options}, facts);
+  EXPECT_TRUE(facts.limits.memlock.ok()) << facts.limits.memlock.why();
+  EXPECT_TRUE(facts.limits.nofile.ok());
+  EXPECT_TRUE(facts.limits.core.ok());
+  EXPECT_TRUE(facts.limits.cap_ipc_lock.ok());
+  EXPECT_TRUE(facts.limits.rdma_devices.ok()) << facts.limits.rdma_devices.why();
+}
+
+}  // namespace
+}  // namespace preflight
