@@ -263,31 +263,40 @@ Verdict run(const CheckContext& ctx) {
 extern const CheckSpec kEnvNccl = {
     "env.nccl", Scope::Rank,
     "NCCL, PyTorch, Gloo and CUDA variables read as their consumers will read them",
-    "Reads this rank's NCCL_*, TORCH_NCCL_*, TORCH_DISTRIBUTED_*, GLOO_* and CUDA_* variables, and the values NCCL "
-    "takes from its configuration files: $NCCL_CONF_FILE if set, else ~/.nccl.conf (home directory from /etc/passwd, "
-    "as NCCL's getpwuid does, else $HOME), then /etc/nccl.conf. NCCL applies file lines with setenv(name, value, 0): "
-    "the environment wins, then the first file that sets a name. Each value is parsed with its consumer's grammar "
-    "(matrix/env_vars.tsv, built into the binary).\n"
-    "FAIL: an NCCL integer written as a yes-word that strtoll reads as the opposite (NCCL_P2P_DISABLE=true is 0: P2P "
-    "stays enabled); a PyTorch boolean outside 1/0, true/false, yes/no, y/n, t/f, a PyTorch integer that is not one, "
-    "TORCH_NCCL_ASYNC_ERROR_HANDLING outside 0..3, or TORCH_DISTRIBUTED_DEBUG outside OFF/INFO/DETAIL (torch raises "
-    "at init).\n"
-    "WARN: other integers NCCL misreads (010 is octal 8, 1abc is 1, no/off are 0 by accident, overflow means the "
-    "default); values outside a sensible range (e.g. NCCL_IB_TIMEOUT > 24: errors surface only after minutes); enum "
-    "values NCCL or CUDA ignore (wrong case: NCCL_P2P_LEVEL=nvl, unknown names) and legacy integer levels; unknown "
-    "names in NCCL_ALGO/NCCL_PROTO/NCCL_DEBUG_SUBSYS; control characters (CRLF files) in a value; '~' in a path; "
-    "unknown NCCL_* names (typos, with a did-you-mean) and names that have no effect (NCCL_TIMEOUT does not exist: "
-    "set the timeout in init_process_group); the legacy PyTorch names NCCL_ASYNC_ERROR_HANDLING, NCCL_BLOCKING_WAIT, "
-    "NCCL_DESYNC_DEBUG, NCCL_ENABLE_TIMING; settings that hide failures or slow the job: "
-    "TORCH_NCCL_ASYNC_ERROR_HANDLING=0 (a failed collective hangs instead of ending the job), "
-    "TORCH_NCCL_ENABLE_MONITORING=0 (a stuck watchdog no longer ends the process), TORCH_DISTRIBUTED_DEBUG=DETAIL, "
-    "NCCL_DEBUG=INFO/TRACE, CUDA_LAUNCH_BLOCKING=1, debugging-only NCCL_ALGO/NCCL_PROTO; variables on DCGM diag's "
-    "list (CUDA_INJECTION64_PATH, NSIGHT_CUDA_DEBUGGER, ...); in a configuration file: lines without '=', names with "
-    "spaces around '=' (NCCL keeps them, so nothing reads the variable), an NCCL_CONF_FILE that does not exist, a "
-    "file NCCL cannot read (permission denied: NCCL skips it silently).\n"
-    "UNKNOWN: a configuration file that exists but could not be read for another reason.\n"
-    "Fix: the remedy names the exact assignment (export NCCL_P2P_DISABLE=1, unset NCCL_TIMEOUT) or the file line to "
-    "change.",
+    R"(What it reads
+  This rank's NCCL_*, TORCH_NCCL_*, TORCH_DISTRIBUTED_*, GLOO_* and CUDA_* variables, and the values
+  NCCL takes from its configuration files: $NCCL_CONF_FILE if set, else ~/.nccl.conf (the home
+  directory from /etc/passwd, as NCCL's getpwuid does, else $HOME), then /etc/nccl.conf. NCCL
+  applies file lines with setenv(name, value, 0): the environment wins, then the first file that
+  sets a name. Each value is parsed with its consumer's grammar (matrix/env_vars.tsv, built in).
+
+Failures
+  FAIL     an NCCL integer written as a yes-word that strtoll(value, 0) reads as the opposite:
+           NCCL_P2P_DISABLE=true is 0, so P2P stays enabled.
+  FAIL     a PyTorch boolean outside 1/0, true/false, yes/no, y/n, t/f; a PyTorch integer that is
+           not one; TORCH_NCCL_ASYNC_ERROR_HANDLING outside 0..3; TORCH_DISTRIBUTED_DEBUG outside
+           OFF/INFO/DETAIL — torch raises at init.
+  WARN     other integers NCCL misreads: 010 is octal 8, 1abc is 1, no/off are 0 by accident,
+           overflow means the default; values outside a sensible range (NCCL_IB_TIMEOUT > 24).
+  WARN     enum values NCCL or CUDA ignore (NCCL_P2P_LEVEL=nvl: wrong case; unknown names), legacy
+           integer levels, unknown names in NCCL_ALGO / NCCL_PROTO / NCCL_DEBUG_SUBSYS.
+  WARN     unknown NCCL_* names (typos, with a did-you-mean) and names nothing reads
+           (NCCL_TIMEOUT does not exist: set the timeout in init_process_group).
+  WARN     legacy PyTorch names (NCCL_ASYNC_ERROR_HANDLING, NCCL_BLOCKING_WAIT, NCCL_DESYNC_DEBUG).
+  WARN     settings that hide failures or slow the job: TORCH_NCCL_ASYNC_ERROR_HANDLING=0 (a failed
+           collective hangs instead of ending the job), TORCH_NCCL_ENABLE_MONITORING=0,
+           TORCH_DISTRIBUTED_DEBUG=DETAIL, NCCL_DEBUG=INFO/TRACE, CUDA_LAUNCH_BLOCKING=1,
+           NCCL_ALGO / NCCL_PROTO (debugging only).
+  WARN     variables on DCGM diag's must-not-be-set list (CUDA_INJECTION64_PATH, ...).
+  WARN     control characters (CRLF files) in a value; a leading '~' in a path.
+  WARN     in a configuration file: lines without '=', spaces around '=' (NCCL keeps them, so
+           nothing reads the variable), an NCCL_CONF_FILE that does not exist, a file NCCL cannot
+           read (permission denied: NCCL skips it silently).
+  UNKNOWN  a configuration file that exists but could not be read for another reason.
+
+Fix
+  The remedy names the exact assignment (export NCCL_P2P_DISABLE=1; unset NCCL_TIMEOUT) or the
+  file and line to change.)",
     kInAll, "", &run};
 
 }  // namespace preflight
