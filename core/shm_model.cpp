@@ -2,18 +2,17 @@
 #include "core/shm_model.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 
+#include "core/env_grammar.hpp"
 #include "core/text.hpp"
 
 namespace preflight {
 namespace {
 
-/// NCCL reads its integer variables with strtoll(value, nullptr, 0); empty means "default".
+/// The value NCCL will use for an integer variable, or its default.
 std::int64_t nccl_int(const EnvSnapshot& env, std::string_view name, std::int64_t fallback) {
   const auto value = env.get(name);
-  if (!value || value->empty()) return fallback;
-  return std::strtoll(value->c_str(), nullptr, 0);
+  return value ? nccl_int_value(*value).value_or(fallback) : fallback;
 }
 
 }  // namespace
