@@ -13,6 +13,7 @@
 #include "core/text.hpp"
 #include "launcher/cli.hpp"
 #include "launcher/run.hpp"
+#include "matrix/compat_matrix.hpp"
 
 extern char** environ;
 
@@ -76,6 +77,13 @@ void validate_paths(const Options& options) {
     struct stat st {};
     if (::stat(options.sysroot.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       throw UsageError("--sysroot '" + printable(options.sysroot, 200) + "': not a directory");
+    }
+  }
+  if (!options.matrix_dir.empty()) {
+    try {
+      (void)load_from_dir(options.matrix_dir);
+    } catch (const MatrixError& e) {
+      throw UsageError(std::string("--matrix: ") + e.what());
     }
   }
 }
