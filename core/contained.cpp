@@ -119,26 +119,16 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 class SigpipeGuard {
  public:
   SigpipeGuard() {
-    sigset_t pipe_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    sigset_t pending;
-    sigemptyset(&pending);
-    ::sigpending(&pending);
-    m_was_pending = sigismember(&pending, SIGPIPE) == 1;
+    m_was_pending = sigpipe_pending();
+    const sigset_t pipe_set = sigpipe_set();
     m_active = ::pthread_sigmask(SIG_BLOCK, &pipe_set, &m_old) == 0;
   }
   SigpipeGuard(const SigpipeGuard&) = delete;
   SigpipeGuard& operator=(const SigpipeGuard&) = delete;
   ~SigpipeGuard() {
     if (!m_active) return;
-    sigset_t pipe_set;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    sigset_t pending;
-    sigemptyset(&pending);
-    ::sigpending(&pending);
-    if (!m_was_pending && sigismember(&pending, SIGPIPE) == 1) {
+    if (!m_was_pending && sigpipe_pending()) {
+      const sigset_t pipe_set = sigpipe_set();
       const timespec zero{0, 0};
       while (::sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
       }
@@ -148,6 +138,18 @@ class SigpipeGuard {
   const sigset_t& old_mask() const { return m_old; }
 
  private:
+  static sigset_t sigpipe_set() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    return set;
+  }
+  static bool sigpipe_pending() {
+    sigset_t pending;
+    sigemptyset(&pending);
+    return ::sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE) == 1;
+  }
+
   sigset_t m_old{};
   bool m_was_pending = false;
   bool m_active = false;
