@@ -2,6 +2,7 @@
 #include "core/env_grammar.hpp"
 
 #include <algorithm>
+#include <initializer_list>
 #include <cctype>
 #include <cerrno>
 #include <climits>
@@ -177,26 +178,26 @@ bool is_clean_int(std::string_view value) {
   return value == "0" || (all_digits(value) && value.front() != '0');
 }
 
-std::optional<bool> boolean_word_intent(std::string_view value) {
+namespace {
+/// true when value (any case) is one of yes, false when one of no, else nullopt.
+std::optional<bool> word_in(std::string_view value, std::initializer_list<const char*> yes,
+                            std::initializer_list<const char*> no) {
   const std::string v = to_lower(value);
-  for (const char* yes : {"true", "yes", "on", "y", "t"}) {
-    if (v == yes) return true;
-  }
-  for (const char* no : {"false", "no", "off", "n", "f"}) {
-    if (v == no) return false;
-  }
+  const auto has = [&v](std::initializer_list<const char*> words) {
+    return std::any_of(words.begin(), words.end(), [&v](const char* w) { return v == w; });
+  };
+  if (has(yes)) return true;
+  if (has(no)) return false;
   return std::nullopt;
+}
+}  // namespace
+
+std::optional<bool> boolean_word_intent(std::string_view value) {
+  return word_in(value, {"true", "yes", "on", "y", "t"}, {"false", "no", "off", "n", "f"});
 }
 
 std::optional<bool> torch_bool_value(std::string_view value) {
-  const std::string v = to_lower(value);
-  for (const char* yes : {"y", "yes", "1", "t", "true"}) {
-    if (v == yes) return true;
-  }
-  for (const char* no : {"n", "no", "0", "f", "false"}) {
-    if (v == no) return false;
-  }
-  return std::nullopt;
+  return word_in(value, {"y", "yes", "1", "t", "true"}, {"n", "no", "0", "f", "false"});
 }
 
 std::optional<int> torch_int_value(std::string_view value) {

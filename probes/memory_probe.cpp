@@ -82,7 +82,7 @@ Probed<CgroupMemory> read_cgroup_memory(const FileSystem& fs, const MountInfoLin
   return Probed<CgroupMemory>::ok(out, cgroup_dir(mount, out.path));
 }
 
-Probed<CgroupMemory> probe_cgroup(const FileSystem& fs) {
+Probed<CgroupMemory> probe_cgroup(const FileSystem& fs, const Probed<MountInfo>& mounts) {
   using Result = Probed<CgroupMemory>;
   const Probed<std::string> self = fs.read("/proc/self/cgroup");
   if (const ProbeError* e = self.error()) {
@@ -94,10 +94,8 @@ Probed<CgroupMemory> probe_cgroup(const FileSystem& fs) {
   const Probed<CgroupMembership> member = parse_proc_self_cgroup(*self.value());
   if (!member.ok()) return same_error<CgroupMemory>(member);
 
-  const Probed<std::string> mounts = fs.read("/proc/self/mountinfo");
   if (!mounts.ok()) return same_error<CgroupMemory>(mounts);
-  const MountInfo info = parse_mountinfo(*mounts.value());
-  const MountInfoLine* mount = find_memory_cgroup_mount(info, *member.value());
+  const MountInfoLine* mount = find_memory_cgroup_mount(*mounts.value(), *member.value());
   if (mount == nullptr) {
     return Result::error(ProbeErrc::NotFound,
                          std::string("no ") + (member.value()->version == 2 ? "cgroup2" : "cgroup memory") +
@@ -122,7 +120,7 @@ Probed<MemInfo> probe_meminfo(const FileSystem& fs) {
 
 void probe_memory(const ProbeContext& ctx, RankFacts& facts) {
   facts.memory.meminfo = probe_meminfo(ctx.fs);
-  facts.memory.cgroup = probe_cgroup(ctx.fs);
+  facts.memory.cgroup = probe_cgroup(ctx.fs, ctx.mountinfo());
 }
 
 }  // namespace preflight

@@ -3,20 +3,32 @@
 // read: it records the reason in the Probed<> field instead. The one table is probes/registry.cpp.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string_view>
 
 #include "core/env.hpp"
 #include "core/facts.hpp"
 #include "core/file_system.hpp"
+#include "core/mountinfo.hpp"
 #include "core/options.hpp"
 
 namespace preflight {
 
-struct ProbeContext {
+class ProbeContext {
+ public:
+  ProbeContext(const FileSystem& file_system, const EnvSnapshot& environment, const Options& run_options)
+      : fs(file_system), env(environment), options(run_options) {}
+
   const FileSystem& fs;  // rooted at --sysroot (or /)
   const EnvSnapshot& env;
   const Options& options;
+
+  /// /proc/self/mountinfo, read and parsed once for all the probes that need it.
+  const Probed<MountInfo>& mountinfo() const;
+
+ private:
+  mutable std::optional<Probed<MountInfo>> m_mountinfo;
 };
 
 struct ProbeSpec {

@@ -18,4 +18,13 @@ constexpr std::array<ProbeSpec, 6> kProbes = {{
 
 std::span<const ProbeSpec> all_probes() { return kProbes; }
 
+const Probed<MountInfo>& ProbeContext::mountinfo() const {
+  if (!m_mountinfo) {
+    const Probed<std::string> text = fs.read("/proc/self/mountinfo");
+    m_mountinfo = text.ok() ? Probed<MountInfo>::ok(parse_mountinfo(*text.value()), text.source())
+                            : Probed<MountInfo>::error(*text.error(), text.source());
+  }
+  return *m_mountinfo;
+}
+
 }  // namespace preflight

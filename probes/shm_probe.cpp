@@ -20,12 +20,11 @@
 namespace preflight {
 namespace {
 
-Probed<MountEntry> probe_mount(const FileSystem& fs, const std::string& path) {
-  const Probed<std::string> text = fs.read("/proc/self/mountinfo");
-  if (!text.ok()) return Probed<MountEntry>::error(*text.error(), text.source());
-  const MountInfo info = parse_mountinfo(*text.value());
+Probed<MountEntry> probe_mount(const Probed<MountInfo>& mounts, const std::string& path) {
+  if (!mounts.ok()) return Probed<MountEntry>::error(*mounts.error(), mounts.source());
+  const MountInfo& info = *mounts.value();
   if (const MountInfoLine* line = effective_mount(info, path)) {
-    return Probed<MountEntry>::ok(to_mount_entry(*line), text.source());
+    return Probed<MountEntry>::ok(to_mount_entry(*line), mounts.source());
   }
   // No mount of its own: it is a directory on whatever file system holds it (the longest prefix).
   const MountInfoLine* parent = nullptr;
@@ -35,9 +34,9 @@ Probed<MountEntry> probe_mount(const FileSystem& fs, const std::string& path) {
     if (prefix && (parent == nullptr || m.mount_point.size() >= parent->mount_point.size())) parent = &m;
   }
   if (parent == nullptr) {
-    return Probed<MountEntry>::error(ProbeErrc::ParseError, "no mount holds " + path, text.source());
+    return Probed<MountEntry>::error(ProbeErrc::ParseError, "no mount holds " + path, mounts.source());
   }
-  return Probed<MountEntry>::ok(to_mount_entry(*parent), text.source());
+  return Probed<MountEntry>::ok(to_mount_entry(*parent), mounts.source());
 }
 
 Probed<FsUsage> probe_usage(const FileSystem& fs, const std::string& path) {
@@ -92,7 +91,7 @@ ShmAllocTest allocation_test(const std::string& dir, std::uint64_t bytes) {
 
 void probe_shm(const ProbeContext& ctx, RankFacts& facts) {
   ShmFacts& shm = facts.shm;
-  shm.mount = probe_mount(ctx.fs, shm.path);
+  shm.mount = probe_mount(ctx.mountinfo(), shm.path);
   shm.usage = probe_usage(ctx.fs, shm.path);
 
   const ShmNeed need = shm_need(facts.placement, ctx.options, facts.env);

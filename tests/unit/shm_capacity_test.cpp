@@ -162,13 +162,17 @@ TEST(ShmCapacity, SkippedInTheImageProfile) {
   EXPECT_NE(v.summary.find("image"), std::string::npos);
 }
 
-TEST(ShmProbe, ReadsTheCapturedMountTableAndSkipsTheAllocationUnderSysroot) {
-  const FileSystem fs(PREFLIGHT_FIXTURES_DIR "/shm/docker-64m");
+RankFacts probe_shm_fixture(const std::string& name) {
+  const FileSystem fs(std::string(PREFLIGHT_FIXTURES_DIR "/shm/") + name);
   const EnvSnapshot env;
-  Options o;
-  const ProbeContext ctx{fs, env, o};
+  const Options o;
   RankFacts f;
-  probe_shm(ctx, f);
+  probe_shm(ProbeContext{fs, env, o}, f);
+  return f;
+}
+
+TEST(ShmProbe, ReadsTheCapturedMountTableAndSkipsTheAllocationUnderSysroot) {
+  const RankFacts f = probe_shm_fixture("docker-64m");
   ASSERT_TRUE(f.shm.mount.ok()) << f.shm.mount.why();
   EXPECT_EQ(f.shm.mount.value()->source, "shm");
   EXPECT_EQ(f.shm.mount.value()->size_option, 64 * kMiB);
@@ -178,12 +182,7 @@ TEST(ShmProbe, ReadsTheCapturedMountTableAndSkipsTheAllocationUnderSysroot) {
 }
 
 TEST(ShmProbe, MissingMountTableIsAnErrorFactNotACrash) {
-  const FileSystem fs(PREFLIGHT_FIXTURES_DIR "/shm/no-mountinfo");
-  const EnvSnapshot env;
-  Options o;
-  const ProbeContext ctx{fs, env, o};
-  RankFacts f;
-  probe_shm(ctx, f);
+  const RankFacts f = probe_shm_fixture("no-mountinfo");
   ASSERT_FALSE(f.shm.mount.ok());
   EXPECT_EQ(f.shm.mount.error()->code, ProbeErrc::NotFound);
 }
