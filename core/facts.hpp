@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/env.hpp"
+#include "core/facts/gpu.hpp"
 #include "core/facts/limits.hpp"
 #include "core/facts/memory.hpp"
 #include "core/facts/nccl_conf.hpp"
@@ -46,7 +47,8 @@ struct RankFacts {
   MemoryFacts memory;
   LimitsFacts limits;
   NcclConfFacts nccl_conf;
+  GpuStackFacts gpu;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankFacts, identity, placement, env, shm, memory, limits, nccl_conf)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankFacts, identity, placement, env, shm, memory, limits, nccl_conf, gpu)
 
 }  // namespace preflight

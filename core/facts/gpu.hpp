@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+// Facts about the NVIDIA stack: the driver and its GPUs (gathered by the contained GPU helper
+// through NVML and the CUDA driver API), the CUDA runtimes the job will load (found on disk,
+// without running Python), and the NCCL library it will load.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_util.hpp"
+#include "core/probed.hpp"
+
+namespace preflight {
+
+/// A process holding memory on a GPU (NVML's compute processes). Inside containers the pid is the
+/// host's pid.
+struct GpuProcess {
+  int pid = 0;
+  std::uint64_t used_bytes = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuProcess, pid, used_bytes)
+
+/// A GPU as NVML sees it (every GPU of the node, in PCI order, regardless of CUDA_VISIBLE_DEVICES).
+struct NvmlGpu {
+  int index = 0;
+  std::string name;
+  std::string uuid;        // "GPU-6a2b…"
+  std::string pci_bus_id;  // "00000000:18:00.0" as NVML prints it
+  int cc_major = 0;
+  int cc_minor = 0;
+  std::uint64_t memory_total = 0;
+  std::uint64_t memory_used = 0;
+  std::optional<bool> persistence_mode;
+  std::optional<bool> mig_enabled;
+  std::vector<GpuProcess> processes;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NvmlGpu, index, name, uuid, pci_bus_id, cc_major, cc_minor,
+                                                memory_total, memory_used, persistence_mode, mig_enabled, processes)
+
+/// A device as the CUDA driver API sees it in this process (honours CUDA_VISIBLE_DEVICES).
+struct CudaDevice {
+  int ordinal = 0;
+  std::string name;
+  std::string uuid;
+  std::string pci_bus_id;
+  int cc_major = 0;
+  int cc_minor = 0;
+  std::uint64_t memory_total = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CudaDevice, ordinal, name, uuid, pci_bus_id, cc_major, cc_minor,
+                                                memory_total)
+
+/// The smoke test on this rank's GPU: context, allocate, write a pattern, read it back.
+struct SmokeResult {
+  int ordinal = 0;
+  std::uint64_t bytes = 0;
+  bool ok = false;
+  std::string failed_step;  // "cuInit", "cuCtxCreate", "cuMemAlloc", "cuMemsetD32", "cuMemcpyDtoH", "verify"
+  std::string error;        // "CUDA_ERROR_NO_DEVICE (100)", "word 17 is 0x00000000, wrote 0x5AA5F00D"
+  double seconds = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SmokeResult, ordinal, bytes, ok, failed_step, error, seconds)
+
+struct DriverFacts {
+  Probed<std::string> kernel_module_version;  // /proc/driver/nvidia/version, else /sys/module/nvidia/version
+  Probed<std::string> nvml_driver_version;    // nvmlSystemGetDriverVersion: the user-space library
+  Probed<int> cuda_driver_version;            // cuDriverGetVersion: 12040 = CUDA 12.4
+  std::vector<std::string> loaded_libraries;  // real paths of libnvidia-ml / libcuda that were loaded
+  Probed<std::vector<NvmlGpu>> nvml_gpus;
+  Probed<std::vector<CudaDevice>> cuda_devices;
+  Probed<SmokeResult> smoke;
+  std::string helper;  // how the contained helper ended: "exited with status 0 after 0.3 s"
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DriverFacts, kernel_module_version, nvml_driver_version,
+                                                cuda_driver_version, loaded_libraries, nvml_gpus, cuda_devices,
+                                                smoke, helper)
+
+/// A CUDA runtime the job will load, and where it was found.
+struct CudaRuntime {
+  std::string version;  // "12.4" or "12.4.127"
+  std::string kind;     // "toolkit", "loader", "wheel", "torch", "container", "explicit"
+  std::string path;     // the file it was read from
+  std::string detail;   // "torch 2.5.1+cu124", "nvidia-cuda-runtime-cu12 12.4.127"
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CudaRuntime, version, kind, path, detail)
+
+/// A framework build found in a Python environment.
+struct FrameworkBuild {
+  std::string name;      // "torch"
+  std::string version;   // "2.5.1+cu124"
+  std::string cuda;      // "12.4" (torch.version.cuda); empty for a CPU build
+  std::vector<std::string> arch_list;  // compiled architectures where discoverable: "sm_80", "sm_90"
+  std::string path;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrameworkBuild, name, version, cuda, arch_list, path)
+
+struct RuntimeFacts {
+  std::vector<CudaRuntime> runtimes;
+  std::vector<FrameworkBuild> frameworks;
+  std::vector<std::string> searched;  // where it looked: site-packages dirs, loader paths
+  std::vector<std::string> problems;  // unreadable or malformed files met on the way (named)
+  std::string nvidia_require_cuda;    // NVIDIA_REQUIRE_CUDA as set in the image
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RuntimeFacts, runtimes, frameworks, searched, problems,
+                                                nvidia_require_cuda)
+
+struct NcclLibrary {
+  std::string path;        // the file actually loaded (real path)
+  std::string source;      // "--nccl-lib", "wheel nvidia-nccl-cu12", "loader"
+  int version_code = 0;    // ncclGetVersion: 22809
+  std::string version;     // "2.28.9"
+  std::string cuda_build;  // "12.9" from the "NCCL version 2.28.9+cuda12.9" string
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibrary, path, source, version_code, version, cuda_build)
+
+struct GpuStackFacts {
+  DriverFacts driver;
+  RuntimeFacts runtime;
+  Probed<NcclLibrary> nccl;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuStackFacts, driver, runtime, nccl)
+
+}  // namespace preflight
