@@ -12,12 +12,26 @@ extern const CheckSpec kShmCapacity;
 extern const CheckSpec kHostMemory;
 extern const CheckSpec kHostLimits;
 extern const CheckSpec kEnvNccl;
+extern const CheckSpec kDriverLoaded;
+extern const CheckSpec kCudaRuntime;
+extern const CheckSpec kCudaArch;
+extern const CheckSpec kCudaSmoke;
+extern const CheckSpec kNcclLibrary;
+extern const CheckSpec kGpuCount;
+extern const CheckSpec kGpuBusy;
 
 namespace {
-// Report order: launcher first (a wrong launch explains everything after it), then the host, then
-// the environment the libraries will read.
-constexpr std::array<const CheckSpec*, 5> kChecks = {
+// Report order: launcher first (a wrong launch explains everything after it), then the GPU stack
+// (driver before what needs it), then the host, then the environment the libraries will read.
+constexpr std::array<const CheckSpec*, 12> kChecks = {
     &kLaunchEnv,
+    &kDriverLoaded,
+    &kCudaRuntime,
+    &kCudaArch,
+    &kCudaSmoke,
+    &kNcclLibrary,
+    &kGpuCount,
+    &kGpuBusy,
     &kShmCapacity,
     &kHostMemory,
     &kHostLimits,

@@ -31,6 +31,9 @@ std::string format_bytes(std::uint64_t bytes);
 /// Shell-style glob on check ids: '*' any run, '?' one character.
 bool glob_match(std::string_view pattern, std::string_view text);
 
+/// Sorted numbers as ranges: {0,1,2,3,5} -> "0–3,5".
+std::string range_list(const std::vector<int>& numbers);
+
 /// Levenshtein distance, for "did you mean".
 std::size_t edit_distance(std::string_view a, std::string_view b);
 

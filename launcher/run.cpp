@@ -33,9 +33,9 @@ struct ProbeState {
 ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline) {
   auto state = std::make_shared<ProbeState>();
   state->published.env = env;
-  std::thread worker([state, options, env] {
+  std::thread worker([state, options, env, deadline] {
     const FileSystem fs(options.sysroot);
-    const ProbeContext ctx{fs, env, options};
+    const ProbeContext ctx(fs, env, options, deadline);
     RankFacts work;
     {
       std::lock_guard lock(state->mutex);

@@ -3,6 +3,7 @@
 // read: it records the reason in the Probed<> field instead. The one table is probes/registry.cpp.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -17,12 +18,19 @@ namespace preflight {
 
 class ProbeContext {
  public:
-  ProbeContext(const FileSystem& file_system, const EnvSnapshot& environment, const Options& run_options)
-      : fs(file_system), env(environment), options(run_options) {}
+  ProbeContext(const FileSystem& file_system, const EnvSnapshot& environment, const Options& run_options,
+               std::chrono::steady_clock::time_point probe_deadline = std::chrono::steady_clock::time_point::max())
+      : fs(file_system), env(environment), options(run_options), deadline(probe_deadline) {}
 
   const FileSystem& fs;  // rooted at --sysroot (or /)
   const EnvSnapshot& env;
   const Options& options;
+  std::chrono::steady_clock::time_point deadline;  // the end of the probe phase (--timeout)
+
+  /// The deadline for one contained helper run: at most 10 s and at most 40% of what is left of
+  /// the probe phase (at least 0.2 s), so an expired helper is reported as a fact before the
+  /// run's own deadline ends the probes.
+  std::chrono::milliseconds helper_deadline() const;
 
   /// /proc/self/mountinfo, read and parsed once for all the probes that need it.
   const Probed<MountInfo>& mountinfo() const;
@@ -45,5 +53,8 @@ void probe_memory(const ProbeContext& ctx, RankFacts& facts);
 void probe_limits(const ProbeContext& ctx, RankFacts& facts);
 void probe_nccl_conf(const ProbeContext& ctx, RankFacts& facts);
 void probe_shm(const ProbeContext& ctx, RankFacts& facts);
+void probe_cuda_runtime(const ProbeContext& ctx, RankFacts& facts);
+void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts);
+void probe_nccl(const ProbeContext& ctx, RankFacts& facts);
 
 }  // namespace preflight

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: MIT
 // The one table of probes, in run order.
+#include <algorithm>
 #include <array>
 
 #include "probes/probe.hpp"
 
 namespace preflight {
 namespace {
-constexpr std::array<ProbeSpec, 6> kProbes = {{
+constexpr std::array<ProbeSpec, 9> kProbes = {{
     {"identity", &probe_identity},
     {"placement", &probe_placement},  // before shm: the shm need depends on the local rank count
+    {"cuda_runtime", &probe_cuda_runtime},  // files only; finds the libnccl candidates
+    {"gpu_driver", &probe_gpu_driver},      // the contained GPU helper: NVML, CUDA driver, smoke test
+    {"nccl", &probe_nccl},                  // the contained GPU helper loads the first candidate
     {"memory", &probe_memory},
     {"limits", &probe_limits},
     {"nccl_conf", &probe_nccl_conf},
@@ -17,6 +21,16 @@ constexpr std::array<ProbeSpec, 6> kProbes = {{
 }  // namespace
 
 std::span<const ProbeSpec> all_probes() { return kProbes; }
+
+std::chrono::milliseconds ProbeContext::helper_deadline() const {
+  using std::chrono::milliseconds;
+  milliseconds budget(static_cast<long long>(std::min(options.timeout_s, 10.0) * 1000.0));
+  if (deadline != std::chrono::steady_clock::time_point::max()) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
+    budget = std::min(budget, left * 2 / 5);
+  }
+  return std::max(budget, milliseconds(200));
+}
 
 const Probed<MountInfo>& ProbeContext::mountinfo() const {
   if (!m_mountinfo) {

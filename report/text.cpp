@@ -43,20 +43,6 @@ std::string evidence_line(const nlohmann::json& evidence) {
   return out;
 }
 
-std::string ranks_text(const std::vector<int>& ranks) {
-  // 0,1,2,3,5 -> "0–3,5"
-  std::string out;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += std::to_string(ranks[i]);
-    if (j > i) out += "–" + std::to_string(ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string render_text(const Report& report, const Options& options, bool color) {
@@ -82,7 +68,7 @@ std::string render_text(const Report& report, const Options& options, bool color
     const Status s = r.verdict.status;
     out << "  " << paint(pad(to_string(s), 9), color_of(s), color) << pad(r.id, id_width) << r.verdict.summary;
     if (report.world_size > 1 && !r.ranks.empty()) {
-      out << "  [" << join(r.hosts, ",") << " rank " << ranks_text(r.ranks) << "]";
+      out << "  [" << join(r.hosts, ",") << " rank " << range_list(r.ranks) << "]";
     }
     out << "\n";
     const std::string indent(11 + id_width, ' ');

@@ -96,14 +96,22 @@ struct FrameworkBuild {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrameworkBuild, name, version, cuda, arch_list, path)
 
+/// A library file the job may load, and why it would be that one.
+struct LibraryCandidate {
+  std::string path;
+  std::string source;  // "--nccl-lib", "wheel nvidia-nccl-cu12 2.21.5", "LD_LIBRARY_PATH", "ld.so.cache"
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LibraryCandidate, path, source)
+
 struct RuntimeFacts {
   std::vector<CudaRuntime> runtimes;
+  std::vector<LibraryCandidate> nccl_candidates;  // in the order the job would find them
   std::vector<FrameworkBuild> frameworks;
   std::vector<std::string> searched;  // where it looked: site-packages dirs, loader paths
   std::vector<std::string> problems;  // unreadable or malformed files met on the way (named)
   std::string nvidia_require_cuda;    // NVIDIA_REQUIRE_CUDA as set in the image
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RuntimeFacts, runtimes, frameworks, searched, problems,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RuntimeFacts, runtimes, nccl_candidates, frameworks, searched, problems,
                                                 nvidia_require_cuda)
 
 struct NcclLibrary {

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+// cuda.arch: each GPU's compute capability vs each CUDA runtime's supported range, the driver
+// branch's supported architectures, and the framework's compiled architectures.
+#include <algorithm>
+
+#include "checks/check.hpp"
+#include "checks/cuda_compat.hpp"
+#include "core/text.hpp"
+
+namespace preflight {
+namespace {
+
+struct CudaInUse {
+  Version cuda;       // major.minor
+  std::string label;  // "CUDA 13.0 (torch 2.9.0+cu130)"
+};
+
+std::vector<CudaInUse> cudas_in_use(const RuntimeFacts& rt) {
+  std::vector<CudaInUse> out;
+  auto add = [&out](const std::string& version, const std::string& from) {
+    const std::optional<Version> v = Version::parse(trim(version));
+    if (!v) return;
+    const Version mm = v->truncated(2);
+    for (const CudaInUse& c : out) {
+      if (c.cuda == mm) return;
+    }
+    out.push_back({mm, "CUDA " + mm.str() + " (" + from + ")"});
+  };
+  for (const CudaRuntime& r : rt.runtimes) add(r.version, r.detail.empty() ? r.kind : r.detail);
+  for (const FrameworkBuild& fw : rt.frameworks) {
+    if (!fw.cuda.empty()) add(fw.cuda, fw.name + " " + fw.version);
+  }
+  return out;
+}
+
+// The newest CUDA whose range includes cc: "CUDA 12.9", or empty.
+const CcRangeRow* newest_range_with(const CompatMatrix& m, const Version& cc) {
+  const CcRangeRow* best = nullptr;
+  for (const CcRangeRow& r : m.cc_ranges) {
+    if (r.min_cc <= cc && cc <= r.max_cc) best = &r;
+  }
+  return best;
+}
+
+std::string sm_of(const Version& cc) { return "sm_" + std::to_string(cc.major()) + std::to_string(cc.minor()); }
+
+Verdict run(const CheckContext& ctx) {
+  const CompatMatrix& m = builtin_compat_matrix();
+  const RuntimeFacts& rt = ctx.facts.gpu.runtime;
+  const DriverView driver = driver_view(ctx, m);
+  const GpusView gpus = gpu_view(ctx, m);
+  const std::vector<CudaInUse> cudas = cudas_in_use(rt);
+
+  VerdictBuilder b;
+  b.evidence()["driver"] = driver.evidence();
+  nlohmann::json gpu_list = nlohmann::json::array();
+  for (const GpuView& g : gpus.gpus) gpu_list.push_back({{"gpu", g.label}, {"cc", g.cc ? g.cc->str() : std::string()}});
+  b.evidence()["gpus"] = std::move(gpu_list);
+  nlohmann::json cuda_list = nlohmann::json::array();
+  for (const CudaInUse& c : cudas) cuda_list.push_back(c.label);
+  b.evidence()["cuda"] = std::move(cuda_list);
+
+  if (!gpus.known) {
+    return Verdict::unknown("no GPU compute capability to judge: " + gpus.why,
+                            driver.image ? "Pass --target-gpu CC[,CC] (the fleet's GPUs, e.g. --target-gpu 9.0)."
+                                         : "Make the GPUs visible to the job (see driver.loaded and gpu.count), then rerun.",
+                            b.evidence());
+  }
+  if (gpus.gpus.empty()) {
+    return Verdict::unknown("the driver reports no GPU: no compute capability to judge (gpu.count reports it)",
+                            "Make the GPUs visible to the job (CUDA_VISIBLE_DEVICES, container --gpus), then rerun.",
+                            b.evidence());
+  }
+
+  bool judged_something = false;
+  for (const GpuView& g : gpus.gpus) {
+    if (!g.cc) {
+      b.add(Status::Unknown, g.label + ": its compute capability could not be read",
+            driver.image ? "Give --target-gpu as major.minor, e.g. 9.0." : "Check the GPU with nvidia-smi; rerun.");
+      continue;
+    }
+    const Version& cc = *g.cc;
+    const GpuArchRow* arch = m.arch_for_cc(cc);
+
+    // The driver branch dropped the architecture (Volta/Pascal/Maxwell after R580, Kepler after R470).
+    if (arch != nullptr && arch->last_driver_branch && driver.version && driver.version->major() > *arch->last_driver_branch) {
+      judged_something = true;
+      b.add(Status::Fail,
+            g.label + " (" + arch->arch + ") is not supported by " + driver.label() + ": R" +
+                std::to_string(*arch->last_driver_branch) + " is the last driver branch for " + arch->arch,
+            "Use a driver of branch R" + std::to_string(*arch->last_driver_branch) + " or older" +
+                (arch->last_cuda_major ? " with a CUDA " + std::to_string(*arch->last_cuda_major) + ".x build" : std::string()) +
+                ", or newer GPUs.");
+    }
+
+    for (const CudaInUse& c : cudas) {
+      judged_something = true;
+      const CcRangeRow* range = m.cc_range_for(c.cuda);
+      if (range == nullptr) {
+        b.add(Status::Unknown, c.label + " is not in the compute-capability table: cannot judge " + g.label,
+              "Check the version read, or run with --matrix DIR holding a newer cuda_compute_capability.tsv.");
+        continue;
+      }
+      if (cc < range->min_cc) {
+        const CcRangeRow* ok = newest_range_with(m, cc);
+        std::string fix;
+        if (ok != nullptr) {
+          const Version last = ok->cuda_to ? *ok->cuda_to : ok->cuda_from;
+          fix = "Use a build for CUDA ≤ " + last.str() + " (a CUDA " + std::to_string(last.major()) + ".x build supports CC " +
+                cc_range_text(*ok) + "), or newer GPUs (CC ≥ " + range->min_cc.str() + ").";
+        } else {
+          fix = "Use newer GPUs (CC ≥ " + range->min_cc.str() + "): no CUDA in the matrix supports CC " + cc.str() + ".";
+        }
+        b.add(Status::Fail,
+              g.label + " is not supported by " + c.label + " (CC " + cc_range_text(*range) +
+                  "): no kernels can run on it (cudaErrorNoKernelImageForDevice, 209)",
+              fix);
+      } else if (range->max_cc < cc) {
+        const std::string first =
+            arch != nullptr && arch->first_cuda ? "CUDA ≥ " + arch->first_cuda->str() : "a newer CUDA";
+        b.add(Status::Warn,
+              g.label + " is newer than " + c.label + " knows (CC " + cc_range_text(*range) +
+                  "): only kernels shipped as PTX run, JIT-compiled at start-up",
+              "Use a build for " + first + (arch != nullptr ? " (the first CUDA for " + arch->arch + ")" : std::string()) + ".");
+      } else {
+        b.note(c.label + " supports " + g.label + " (CC " + cc_range_text(*range) + ")");
+      }
+    }
+
+    for (const FrameworkBuild& fw : rt.frameworks) {
+      if (fw.arch_list.empty()) continue;
+      judged_something = true;
+      const std::string fw_label = fw.name + " " + fw.version;
+      const std::string list = join(fw.arch_list, " ");
+      switch (match_arch(fw.arch_list, cc)) {
+        case ArchMatch::Sass:
+          b.note(fw_label + " has SASS for " + g.label);
+          break;
+        case ArchMatch::PtxOnly:
+          b.add(Status::Warn,
+                fw_label + " has no " + sm_of(cc) + " SASS for " + g.label + ", only PTX (arch list: " + list +
+                    "): every kernel is JIT-compiled at first start (minutes), and it fails under minor-version "
+                    "compatibility (no PTX JIT)",
+                "Use a build compiled for " + sm_of(cc) + " (e.g. TORCH_CUDA_ARCH_LIST=\"" + cc.str() + "\" for a source build).");
+          break;
+        case ArchMatch::None:
+          b.add(Status::Fail,
+                fw_label + " has no kernels for " + g.label + ": arch list " + list + " has no " + sm_of(cc) +
+                    " SASS and no PTX ≤ compute_" + std::to_string(cc.major()) + std::to_string(cc.minor()) +
+                    " (cudaErrorNoKernelImageForDevice, 209)",
+                "Use a build compiled for " + sm_of(cc) +
+                    (cc.major() < 8 ? " (e.g. a CUDA 12.x wheel: CUDA 13 builds start at sm_75)" : std::string()) +
+                    ", or build from source with TORCH_CUDA_ARCH_LIST=\"" + cc.str() + "\".");
+          break;
+        case ArchMatch::Unreadable:
+          b.evidence()["unreadable_arch_lists"].push_back(fw_label + ": " + list);
+          break;
+      }
+    }
+  }
+
+  if (!judged_something && b.status() == Status::Pass) {
+    return Verdict::skip("no CUDA runtime or framework found to judge the GPUs' compute capabilities against "
+                         "(cuda.runtime reports it)",
+                         b.evidence());
+  }
+  return b.build();
+}
+
+constexpr std::string_view kExplain = R"EXPLAIN(What it reads
+  Each GPU's compute capability (NVML, else the CUDA driver API; in the image profile each
+  --target-gpu such as 9.0), the CUDA of every runtime and framework cuda.runtime finds, the
+  framework's compiled architectures where discoverable (torch's arch list: sm_80, sm_90,
+  compute_90), and the driver version (or --target-driver). Ranges come from
+  matrix/cuda_compute_capability.tsv, architectures from matrix/gpu_arch.tsv.
+
+Failures
+  FAIL     a GPU below a runtime's range: "GPU 0 (Tesla V100-SXM2-16GB, CC 7.0) is not supported by
+           CUDA 13.0 (CC 7.5–12.1)". CUDA 13 dropped Maxwell, Pascal and Volta (< 7.5), 12.0 dropped
+           Kepler (< 5.0). No kernel runs: cudaErrorNoKernelImageForDevice (209).
+  FAIL     the driver branch dropped the GPU's architecture (Volta/Pascal/Maxwell after R580,
+           Kepler after R470).
+  FAIL     the framework's arch list has neither SASS for the GPU (sm_XY, or sm_XW of the same
+           major with W <= Y) nor PTX it can JIT (compute_XY <= the GPU's CC).
+  WARN     the framework has only PTX for the GPU: JIT at first start, and no PTX JIT under
+           minor-version compatibility.
+  WARN     a GPU newer than a runtime knows (above its range): only PTX kernels run.
+  UNKNOWN  no GPU list (no driver; the image profile without --target-gpu), a GPU whose compute
+           capability cannot be read, or a CUDA version the table does not know.
+  SKIP     no CUDA runtime or framework found to judge against (cuda.runtime reports that).
+
+Fix
+  A build for a CUDA that supports the GPU (a CUDA 12.x build for CC < 7.5), a build compiled
+  for the GPU's sm_XY (TORCH_CUDA_ARCH_LIST for source builds), a driver branch that still
+  supports the architecture, or newer GPUs.)EXPLAIN";
+
+}  // namespace
+
+extern const CheckSpec kCudaArch = {
+    "cuda.arch", Scope::Node, "each GPU's compute capability is supported by the CUDA runtimes and the framework's build",
+    kExplain, kInAll, "", &run};
+
+}  // namespace preflight

@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+// cuda.smoke: on this rank's GPU, in a contained helper process: init, context, allocate, write a
+// pattern, read it back. A crash (signal), a hang (deadline) or wrong data is a FAIL naming it.
+#include <cstdio>
+
+#include "checks/check.hpp"
+#include "checks/gpu_common.hpp"
+#include "core/text.hpp"
+
+namespace preflight {
+namespace {
+
+constexpr std::string_view kNeedsGpu = "the job needs a GPU";
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, s < 10 ? "%.2f s" : "%.1f s", s);
+  return buf;
+}
+
+bool mentions(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
+
+/// "GPU 0 (NVIDIA H100 80GB HBM3, 00000000:18:00.0)" from what CUDA reported about the ordinal.
+std::string device_text(const DriverFacts& d, int ordinal) {
+  std::string s = "GPU " + std::to_string(ordinal);
+  if (const std::vector<CudaDevice>* devs = d.cuda_devices.value()) {
+    for (const CudaDevice& c : *devs) {
+      if (c.ordinal != ordinal) continue;
+      std::vector<std::string> parts;
+      if (!c.name.empty()) parts.push_back(c.name);
+      if (!c.pci_bus_id.empty()) parts.push_back(c.pci_bus_id);
+      if (!parts.empty()) s += " (" + join(parts, ", ") + ")";
+    }
+  }
+  return s;
+}
+
+std::string step_remedy(const SmokeResult& r) {
+  const std::string& e = r.error;
+  if (r.failed_step == "verify" || mentions(e, "wrong data") || mentions(e, "wrote 0x")) {
+    return "The GPU returned different data than was written: do not train on it. Drain the node, check "
+           "`nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT` and `dmesg | grep -i Xid` (48, 63, 64, 94, 95), run "
+           "`dcgmi diag -r 3`; reset the GPU (`nvidia-smi -r -i <gpu>`) and, if it repeats, send it for repair.";
+  }
+  if (mentions(e, "803") || mentions(e, "MISMATCH")) {
+    return "The user-space driver and the kernel module differ: reboot (or reload the nvidia module) after the driver "
+           "upgrade; see driver.loaded.";
+  }
+  if (mentions(e, "OUT_OF_MEMORY") || mentions(e, "(2)")) {
+    return "The GPU's memory is taken: see gpu.busy for the processes holding it.";
+  }
+  if (mentions(e, "NO_DEVICE") || mentions(e, "(100)") || mentions(e, "INVALID_DEVICE") || mentions(e, "(101)")) {
+    return "No usable GPU for this rank: check CUDA_VISIBLE_DEVICES, the container's --gpus, and gpu.count.";
+  }
+  if (mentions(e, "SYSTEM_NOT_READY") || mentions(e, "(802)")) {
+    return "On NVSwitch systems start nvidia-fabricmanager (same release as the driver) and wait for it.";
+  }
+  if (mentions(e, "DEVICES_UNAVAILABLE") || mentions(e, "(46)")) {
+    return "The GPU is in an exclusive compute mode and another process holds it: see gpu.busy, or "
+           "`nvidia-smi -c DEFAULT` where exclusivity is not wanted.";
+  }
+  return "The job's first GPU calls will fail the same way at " + r.failed_step +
+         ". Check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; see driver.loaded and cuda.runtime.";
+}
+
+Verdict run(const CheckContext& ctx) {
+  const DriverFacts& d = ctx.facts.gpu.driver;
+  if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return *none;
+
+  nlohmann::json ev = {{"local_rank", ctx.facts.placement.local_rank}};
+  if (!d.helper.empty()) ev["helper"] = d.helper;
+  if (const std::optional<std::string> cvd = ctx.facts.env.get("CUDA_VISIBLE_DEVICES")) ev["CUDA_VISIBLE_DEVICES"] = *cvd;
+
+  const SmokeResult* r = d.smoke.value();
+  if (r == nullptr) {
+    const ProbeError& err = *d.smoke.error();
+    // No device to test on: name that rather than a step.
+    if (const std::vector<CudaDevice>* devs = d.cuda_devices.value(); devs != nullptr && devs->empty()) {
+      return Verdict::fail("no CUDA device visible to this rank (" + d.smoke.why() + "); " + std::string(kNeedsGpu),
+                           "Give the rank a GPU: check CUDA_VISIBLE_DEVICES, `docker run --gpus …`, the Slurm "
+                           "--gpus/--gres request, and gpu.count.",
+                           ev);
+    }
+    if (err.code == ProbeErrc::Timeout) {
+      std::string what = err.detail;
+      if (!mentions(what, "within")) what = "did not finish within its deadline (" + what + ")";
+      Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
+      v.summary = "the CUDA smoke test " + what + (d.smoke.source().empty() ? "" : " [" + d.smoke.source() + "]");
+      v.evidence.update(ev);
+      return v;
+    }
+    if (err.code == ProbeErrc::Crashed) {
+      Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
+      v.summary = "the CUDA smoke test died: " + d.smoke.why();
+      v.evidence.update(ev);
+      return v;
+    }
+    Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result",
+                                 job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+    v.evidence.update(ev);
+    return v;
+  }
+
+  ev["ordinal"] = r->ordinal;
+  ev["bytes"] = r->bytes;
+  ev["seconds"] = r->seconds;
+  ev["ok"] = r->ok;
+  const std::string dev = device_text(d, r->ordinal);
+  if (!r->ok) {
+    ev["failed_step"] = r->failed_step;
+    ev["error"] = r->error;
+    const std::string step = r->failed_step.empty() ? std::string("an unnamed step") : r->failed_step;
+    return Verdict::fail("CUDA smoke test on " + dev + " failed at " + step + ": " + printable(r->error, 200),
+                         step_remedy(*r), ev);
+  }
+  return Verdict::pass("wrote and read back " + format_bytes(r->bytes) + " on " + dev + " in " + seconds_text(r->seconds),
+                       ev);
+}
+
+constexpr std::string_view kExplain = R"EXPLAIN(What it reads
+  The result of the smoke test the contained GPU helper ran on this rank's GPU (the ordinal the
+  rank will use, under the rank's CUDA_VISIBLE_DEVICES): cuInit, a context, cuMemAlloc, a pattern
+  written with cuMemsetD32, cuMemcpyDtoH, and a word-by-word comparison. The helper is a separate
+  process started with posix_spawn (CUDA is not fork-safe) with a deadline; a signal or an expired
+  deadline is recorded instead of a result.
+
+Failures
+  FAIL     a step returned an error, named with its CUDA error ("cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (2)").
+  FAIL     the data read back differs from what was written ("verify: word 17 is 0x00000000, wrote
+           0x5AA5F00D"): a faulty GPU or memory — drain the node.
+  FAIL     the helper crashed ("driver helper crashed with SIGSEGV after 0.2 s"): the job's first GPU
+           call dies the same way (exit -11).
+  FAIL     the helper did not finish within its deadline: the job would hang on its first GPU call.
+  FAIL     no CUDA device is visible, or no driver at all (node and job profiles: the job needs a GPU).
+  UNKNOWN  the smoke test did not run (nothing to judge; never PASS).
+  SKIP     in the image profile: an image build has no GPU.
+
+Fix
+  Wrong data: `nvidia-smi -q -d ECC,ROW_REMAPPER`, `dmesg | grep Xid`, `dcgmi diag -r 3`, reset or
+  repair the GPU. Crash or hang: see driver.loaded and cuda.runtime (a runtime newer than the
+  driver, a stray libcuda), `dmesg | grep -i NVRM`; reset the GPU or reboot. No device:
+  CUDA_VISIBLE_DEVICES, `--gpus`, the scheduler's GPU request.)EXPLAIN";
+
+}  // namespace
+
+extern const CheckSpec kCudaSmoke = {
+    "cuda.smoke", Scope::Rank, "init, allocate, write and read back on the rank's GPU, in a contained child process",
+    kExplain, kInNode | kInJob, "an image build has no GPU to run on", &run};
+
+}  // namespace preflight

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+// driver.loaded: the NVIDIA driver is there, its user-space libraries load, and they match the
+// kernel module that is running (a driver upgraded without a reboot fails every CUDA call).
+#include <algorithm>
+
+#include "checks/check.hpp"
+#include "checks/gpu_common.hpp"
+#include "core/text.hpp"
+
+namespace preflight {
+namespace {
+
+constexpr std::string_view kRebootRemedy =
+    "Reboot the node (or, with no GPU process running, reload the module: `rmmod nvidia_uvm nvidia_drm "
+    "nvidia_modeset nvidia && modprobe nvidia`) after the driver upgrade, so the kernel module and the "
+    "libraries are the same release; in a container, the host's driver libraries must be mounted (NVIDIA "
+    "container runtime), not a copy baked into the image.";
+
+std::string file_name(std::string_view path) {
+  const std::size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+bool is_libcuda(std::string_view path) { return file_name(path).starts_with("libcuda.so"); }
+bool is_compat(std::string_view path) { return path.find("/compat/") != std::string_view::npos; }
+
+/// "libcuda.so.550.54.15" -> "550.54.15"; empty when the name carries no version.
+std::string version_in_name(std::string_view path) {
+  const std::string name = file_name(path);
+  const std::size_t so = name.find(".so.");
+  if (so == std::string::npos) return {};
+  std::string v = name.substr(so + 4);
+  if (v == "1" || v.find('.') == std::string::npos) return {};  // the soname link, not the release
+  return v;
+}
+
+bool mentions(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
+
+/// NVML_ERROR_LIB_RM_VERSION_MISMATCH (18) and CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803).
+bool is_version_mismatch_error(std::string_view detail) {
+  return mentions(detail, "MISMATCH") || mentions(detail, "mismatch") || mentions(detail, "(803)") ||
+         mentions(detail, "(18)");
+}
+
+std::string api_error_remedy(std::string_view detail) {
+  if (is_version_mismatch_error(detail)) return std::string(kRebootRemedy);
+  if (mentions(detail, "DRIVER_NOT_LOADED")) {
+    return "The libraries are there but the nvidia kernel module is not loaded: `modprobe nvidia` (as root; "
+           "`dmesg | grep -i NVRM` says why it failed to load — often a kernel updated without rebuilding the "
+           "driver's module: reinstall the driver or its DKMS package); in a container, run it with the NVIDIA "
+           "container runtime (`docker run --gpus all …`).";
+  }
+  if (mentions(detail, "NO_PERMISSION")) {
+    return "This user may not open /dev/nvidia*: check `ls -l /dev/nvidia*` (mode 0666, or the job's user in the "
+           "device group) and the container's device cgroup.";
+  }
+  if (mentions(detail, "SYSTEM_NOT_READY") || mentions(detail, "(802)")) {
+    return "On NVSwitch systems start the fabric manager (`systemctl start nvidia-fabricmanager`, same version as the "
+           "driver) and wait for it to finish training the fabric.";
+  }
+  return "Check `nvidia-smi` and `dmesg | grep -i NVRM` on the node; reinstall the driver if they fail too.";
+}
+
+Verdict run(const CheckContext& ctx) {
+  const DriverFacts& d = ctx.facts.gpu.driver;
+  VerdictBuilder b;
+  b.evidence()["loaded_libraries"] = d.loaded_libraries;
+  b.evidence()["kernel_module_version"] = d.kernel_module_version;
+  b.evidence()["nvml_driver_version"] = d.nvml_driver_version;
+  b.evidence()["cuda_driver_version"] = d.cuda_driver_version;
+  if (!d.helper.empty()) b.evidence()["helper"] = d.helper;
+
+  if (std::optional<Verdict> none = no_driver_verdict(d, {})) {
+    none->evidence.update(b.evidence());
+    return *none;
+  }
+
+  const std::string* km = d.kernel_module_version.value();
+  const std::string* nvml = d.nvml_driver_version.value();
+  const int* cuda = d.cuda_driver_version.value();
+
+  // The libraries: each must load and answer.
+  struct Lib {
+    const char* name;
+    const ProbeError* err;
+    std::string why;
+  };
+  for (const Lib& lib : {Lib{"libnvidia-ml.so.1 (NVML)", d.nvml_driver_version.error(), d.nvml_driver_version.why()},
+                         Lib{"libcuda.so.1", d.cuda_driver_version.error(), d.cuda_driver_version.why()}}) {
+    if (lib.err == nullptr) continue;
+    switch (lib.err->code) {
+      case ProbeErrc::LibraryMissing:
+        b.add(Status::Fail,
+              std::string(lib.name) + " cannot be loaded (" + lib.why + ")" +
+                  (km ? "; the nvidia kernel module " + *km + " is loaded" : std::string()),
+              "Install the driver's user-space libraries of the same release as the kernel module (Debian/Ubuntu: "
+              "libnvidia-compute-<branch>, RHEL: nvidia-driver-cuda-libs), or in a container use the NVIDIA "
+              "container runtime (`docker run --gpus all …`) so the host's libraries are mounted in.");
+        break;
+      case ProbeErrc::Crashed:
+      case ProbeErrc::Timeout:
+        b.add(Status::Fail, std::string(lib.name) + ": " + lib.why,
+              "The job's first GPU call will do the same. Check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; "
+              "a CUDA library that does not belong to the running driver (a forward-compatibility libcuda or a "
+              "copy in the image, see the loaded files) crashes like this: remove it from LD_LIBRARY_PATH; a "
+              "wedged GPU needs `nvidia-smi -r` or a reboot.");
+        break;
+      case ProbeErrc::ApiError:
+        if (is_version_mismatch_error(lib.err->detail)) {
+          b.add(Status::Fail, "driver/library version mismatch: " + std::string(lib.name) + " returned " + lib.err->detail +
+                                  (km ? " (kernel module " + *km + ")" : std::string()),
+                std::string(kRebootRemedy));
+        } else {
+          b.add(Status::Fail, std::string(lib.name) + " failed to initialise: " + lib.why, api_error_remedy(lib.err->detail));
+        }
+        break;
+      case ProbeErrc::ParseError:
+        b.add(Status::Fail, std::string(lib.name) + ": the GPU helper's answer was garbage (" + lib.why + ")",
+              "Run `nvidia-smi` and check `dmesg | grep -i NVRM`; if the driver is healthy, report it as a preflight "
+              "bug with the --json output.");
+        break;
+      default:
+        b.add(Status::Unknown, std::string(lib.name) + " was not read: " + lib.why,
+              "Run preflight on the node itself so its GPU helper can load the driver's libraries.");
+        break;
+    }
+  }
+
+  // Kernel module vs user space.
+  if (km != nullptr && nvml != nullptr && trim(*km) != trim(*nvml)) {
+    b.add(Status::Fail, "driver/library version mismatch: kernel module " + *km + ", libnvidia-ml " + *nvml,
+          "Reboot (or reload the nvidia module) after the driver upgrade. " + std::string(kRebootRemedy));
+  } else if (km == nullptr && nvml != nullptr) {
+    b.evidence()["kernel_module_note"] = "kernel module version not readable (" + d.kernel_module_version.why() +
+                                         "); NVML initialised, so a matching module is loaded";
+  }
+
+  // The files actually loaded.
+  std::vector<std::string> cuda_files;
+  for (const std::string& path : d.loaded_libraries) {
+    if (is_libcuda(path) && std::find(cuda_files.begin(), cuda_files.end(), path) == cuda_files.end()) {
+      cuda_files.push_back(path);
+    }
+  }
+  const std::string driver_version = nvml ? *nvml : km ? *km : std::string();
+  std::vector<std::string> compat;
+  for (const std::string& path : cuda_files) {
+    if (is_compat(path)) {
+      compat.push_back(path);
+      continue;
+    }
+    const std::string v = version_in_name(path);
+    if (!v.empty() && !driver_version.empty() && v != driver_version) {
+      b.add(Status::Fail,
+            "driver/library version mismatch: " + path + " is release " + v + " but the driver is " + driver_version,
+            "Two driver releases are installed: remove the stale libcuda (check `ldconfig -p | grep libcuda` and "
+            "LD_LIBRARY_PATH; a copy baked into a container image is the usual culprit) or reboot after the upgrade. "
+            "CUDA refuses to start with CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803).");
+    }
+  }
+  if (cuda_files.size() > 1) {
+    b.add(Status::Warn, std::to_string(cuda_files.size()) + " different libcuda files were loaded: " + join(cuda_files, ", "),
+          "Keep one libcuda on the loader path (check LD_LIBRARY_PATH and `ldconfig -p | grep libcuda`): which one a "
+          "process gets then depends on its environment, and the job may get another than preflight did.");
+  }
+  if (!compat.empty()) b.evidence()["forward_compat_libcuda"] = compat;
+
+  // Persistence mode (DCGM warns too): without it every process start re-initialises the GPUs.
+  if (const std::vector<NvmlGpu>* gpus = d.nvml_gpus.value()) {
+    std::vector<std::string> off;
+    for (const NvmlGpu& g : *gpus) {
+      if (g.persistence_mode.has_value() && !*g.persistence_mode) off.push_back(std::to_string(g.index));
+    }
+    if (!off.empty()) {
+      b.evidence()["persistence_mode_off"] = off;
+      b.add(Status::Warn,
+            "persistence mode is off on GPU " + join(off, ", ") +
+                ": every process start re-initialises the GPU (seconds per rank, and state lost between jobs)",
+            "Run nvidia-persistenced on the node (`systemctl enable --now nvidia-persistenced`; or "
+            "`nvidia-smi -pm 1` as root).");
+    }
+  }
+
+  if (b.status() == Status::Pass) {
+    std::string s = "driver " + driver_version;
+    if (cuda) s += " (CUDA " + cuda_version_text(*cuda) + ")";
+    s += km ? ", kernel module matches" : ", kernel module version not readable (NVML works, so the module is loaded)";
+    if (!compat.empty()) s += "; forward-compatibility libcuda in use";
+    s += d.loaded_libraries.empty() ? std::string("; no library file reported")
+                                    : "; loaded " + join(cuda_files.empty() ? d.loaded_libraries : cuda_files, ", ");
+    b.note(std::move(s));
+  }
+  return b.build();
+}
+
+constexpr std::string_view kExplain = R"EXPLAIN(What it reads
+  From the contained GPU helper (a child process: a crash or hang of the driver cannot take
+  preflight down): the libraries it loaded with dlopen (libnvidia-ml.so.1, libcuda.so.1, by soname
+  through the normal loader search, so LD_LIBRARY_PATH counts) and their real paths; the user-space
+  driver version (nvmlSystemGetDriverVersion) and the driver's CUDA version (cuDriverGetVersion);
+  NVML's persistence mode of each GPU. From the node: the kernel module's version
+  (/proc/driver/nvidia/version, else /sys/module/nvidia/version).
+
+Failures
+  FAIL     no driver: neither library can be loaded and no nvidia kernel module is loaded.
+  FAIL     the kernel module is loaded but a library cannot be loaded (a container started without
+           the NVIDIA container runtime; user-space libraries not installed).
+  FAIL     kernel module and libraries are different releases ("driver/library version mismatch:
+           kernel module 535.104.05, libnvidia-ml 535.129.03"): the driver was upgraded and the node
+           not rebooted. NVML answers NVML_ERROR_LIB_RM_VERSION_MISMATCH (18), CUDA
+           CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803); every GPU call of the job fails.
+  FAIL     a loaded libcuda.so.<release> (outside a /compat/ directory) is not the driver's release.
+  FAIL     NVML or CUDA initialisation returns an error, named (NVML_ERROR_DRIVER_NOT_LOADED: the
+           module is not loaded; NVML_ERROR_NO_PERMISSION: /dev/nvidia* not accessible; 802: fabric
+           manager not running).
+  FAIL     the helper crashed or hung in the driver ("cuInit crashed with SIGSEGV after 0.2 s").
+  WARN     two different libcuda files were loaded: the job may get either.
+  WARN     persistence mode is off on a GPU.
+  UNKNOWN  the helper did not run (nothing to judge).
+  PASS     names the driver, its CUDA version and every library file loaded; a forward-compatibility
+           libcuda (/usr/local/cuda/compat) is reported as evidence — cuda.runtime judges whether it
+           applies to the GPUs.
+  SKIP     in the image profile: an image build has no driver (cuda.runtime judges the image against
+           --target-driver).
+
+Fix
+  No driver: install it, or run the container with `--gpus all` (NVIDIA container runtime);
+  build images with `preflight --profile image`. Mismatch: reboot, or reload the nvidia modules
+  with no GPU process running. Module not loaded: `modprobe nvidia`, `dmesg | grep NVRM`.)EXPLAIN";
+
+}  // namespace
+
+extern const CheckSpec kDriverLoaded = {
+    "driver.loaded", Scope::Node, "the NVIDIA driver is present, its libraries load and match the kernel module",
+    kExplain, kInNode | kInJob,
+    "an image build has no driver: the image is judged against --target-driver by cuda.runtime", &run};
+
+}  // namespace preflight

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// gpu.busy: processes or memory already on the GPUs this job will use — typically orphans of an
+// earlier job that still hold tens of GiB, so the new job runs out of memory on its first step.
+#include <algorithm>
+
+#include "checks/check.hpp"
+#include "checks/gpu_common.hpp"
+#include "core/text.hpp"
+
+namespace preflight {
+namespace {
+
+constexpr std::string_view kNeedsGpu = "the job needs a GPU";
+constexpr std::uint64_t kUnexplainedBytes = 1ull << 30;  // WARN above 1 GiB used with no process listed…
+constexpr double kUnexplainedShare = 0.05;               // …or above 5% of the GPU's memory
+
+std::string gpu_text(const NvmlGpu& g) {
+  return "GPU " + std::to_string(g.index) + " (" + (g.pci_bus_id.empty() ? g.uuid : g.pci_bus_id) + ")";
+}
+
+Verdict run(const CheckContext& ctx) {
+  const DriverFacts& d = ctx.facts.gpu.driver;
+  if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return *none;
+
+  const std::vector<NvmlGpu>* nvml = d.nvml_gpus.value();
+  if (nvml == nullptr) {
+    const ProbeError& err = *d.nvml_gpus.error();
+    return missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs' processes and memory (NVML)",
+                            job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+  }
+
+  VerdictBuilder b;
+  // The GPUs this job will use: the CUDA-visible ones, matched to NVML by UUID. Without CUDA's
+  // view, every GPU NVML sees (stricter, never blind).
+  std::vector<const NvmlGpu*> used;
+  const std::vector<CudaDevice>* cuda = d.cuda_devices.value();
+  if (cuda != nullptr) {
+    const bool cuda_sees_mig = std::any_of(cuda->begin(), cuda->end(),
+                                           [](const CudaDevice& c) { return uuid_key(c.uuid).starts_with("mig-"); });
+    for (const NvmlGpu& g : *nvml) {
+      const bool visible = std::any_of(cuda->begin(), cuda->end(), [&](const CudaDevice& c) { return same_gpu(g, c); });
+      if (visible || (cuda_sees_mig && g.mig_enabled.value_or(false))) used.push_back(&g);
+    }
+    b.evidence()["gpus_judged"] = "the GPUs visible to CUDA";
+  } else {
+    for (const NvmlGpu& g : *nvml) used.push_back(&g);
+    b.evidence()["gpus_judged"] = "every GPU NVML sees (CUDA's view not available: " + d.cuda_devices.why() + ")";
+  }
+
+  const int own_pid = ctx.facts.identity.pid;
+  nlohmann::json per_gpu = nlohmann::json::array();
+  std::vector<std::string> foreign, unexplained, foreign_pids;
+  std::uint64_t max_used = 0;
+  for (const NvmlGpu* g : used) {
+    std::vector<std::string> holders;
+    std::uint64_t listed = 0;
+    nlohmann::json procs = nlohmann::json::array();
+    for (const GpuProcess& p : g->processes) {
+      listed += p.used_bytes;
+      procs.push_back({{"pid", p.pid}, {"used_bytes", p.used_bytes}, {"own", p.pid == own_pid}});
+      if (p.pid == own_pid && own_pid != 0) continue;
+      holders.push_back("pid " + std::to_string(p.pid) +
+                        (p.used_bytes > 0 ? " holds " + mib_text(p.used_bytes) : std::string(" (memory not reported)")));
+      foreign_pids.push_back(std::to_string(p.pid));
+    }
+    per_gpu.push_back({{"index", g->index}, {"pci_bus_id", g->pci_bus_id}, {"uuid", g->uuid},
+                       {"memory_total", g->memory_total}, {"memory_used", g->memory_used}, {"processes", procs}});
+    max_used = std::max(max_used, g->memory_used);
+    if (!holders.empty()) {
+      foreign.push_back(gpu_text(*g) + ": " + join(holders, ", "));
+      continue;
+    }
+    const std::uint64_t hidden = g->memory_used > listed ? g->memory_used - listed : 0;
+    const bool big = hidden > kUnexplainedBytes ||
+                     (g->memory_total > 0 && static_cast<double>(hidden) > kUnexplainedShare * static_cast<double>(g->memory_total));
+    if (big) {
+      unexplained.push_back(gpu_text(*g) + ": " + mib_text(g->memory_used) + " of " + mib_text(g->memory_total) +
+                            " in use, no process listed");
+    }
+  }
+  b.evidence()["gpus"] = std::move(per_gpu);
+  b.evidence()["own_pid"] = own_pid;
+
+  if (!foreign.empty()) {
+    const std::string pid = foreign_pids.front();
+    b.add(Status::Fail, join(foreign, "; ") + " — another process is already on a GPU this job will use",
+          "List them with `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` (on the host: inside a "
+          "container the pids are the host's), confirm they are leftovers of an earlier job (`ps -o pid,user,etime,cmd -p " +
+              pid + "`), then `kill " + pid +
+              "` (preflight kills nothing), or drain the node (`scontrol update nodename=$(hostname -s) state=drain "
+              "reason=\"orphan GPU processes\"`).");
+  }
+  if (!unexplained.empty()) {
+    b.add(Status::Warn,
+          join(unexplained, "; ") + " (a process in another container or pid namespace, or a leak the driver still holds)",
+          "Run `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` on the host to find the owner and stop it; "
+          "memory held with no process at all needs a GPU reset (`nvidia-smi -r -i <gpu>`) or a reboot.");
+  }
+  if (b.status() == Status::Pass) {
+    if (used.empty()) {
+      b.note("no GPU of this job found in NVML's list (" + std::to_string(nvml->size()) + " GPUs): nothing to check");
+    } else {
+      b.note("no other process on the " + std::to_string(used.size()) + (used.size() == 1 ? " GPU" : " GPUs") +
+             " this job will use (most memory in use on one: " + mib_text(max_used) + ")");
+    }
+  }
+  return b.build();
+}
+
+constexpr std::string_view kExplain = R"EXPLAIN(What it reads
+  From the contained GPU helper, per GPU NVML sees: the running compute processes (pid and used
+  memory; inside a container the pids are the host's) and the memory in use and in total. The
+  GPUs judged are the ones the job will use: those CUDA enumerates (CUDA_VISIBLE_DEVICES applies),
+  matched to NVML by UUID; when CUDA's view is missing, every GPU NVML sees. This rank's own pid is
+  not counted.
+
+Failures
+  FAIL     a process that is not this job's is on a GPU the job will use, named with its memory
+           ("GPU 0 (00000000:18:00.0): pid 4242 holds 30000 MiB"): usually an orphan of an earlier
+           job; the new job runs out of memory or shares the GPU's compute.
+  WARN     memory is in use with no process listed, above 1 GiB or 5% of the GPU's memory: a process
+           in another container or pid namespace, or memory the driver has not released.
+  FAIL     the GPUs could not be listed because the helper crashed, hung or NVML returned an error,
+           or there is no driver at all (node and job profiles: the job needs a GPU).
+  UNKNOWN  NVML's list was not gathered (the helper did not run).
+  SKIP     in the image profile: an image build has no GPU.
+
+Fix
+  `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` lists the processes (run it on the
+  host); confirm with `ps -o pid,user,etime,cmd -p PID` and `kill PID`, or drain the node
+  (`scontrol update nodename=NODE state=drain reason=...`). Memory held with no process needs a GPU
+  reset (`nvidia-smi -r`) or a reboot. preflight itself never kills anything.)EXPLAIN";
+
+}  // namespace
+
+extern const CheckSpec kGpuBusy = {
+    "gpu.busy", Scope::Node, "no other process or memory already on the GPUs this job will use", kExplain,
+    kInNode | kInJob, "an image build has no GPU", &run};
+
+}  // namespace preflight

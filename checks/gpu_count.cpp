@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+// gpu.count: the GPUs this node's ranks can use (CUDA's view, which honours CUDA_VISIBLE_DEVICES)
+// against --expect-gpus and the local ranks, and GPUs NVML sees that CUDA does not.
+#include <algorithm>
+
+#include "checks/check.hpp"
+#include "checks/gpu_common.hpp"
+#include "core/text.hpp"
+
+namespace preflight {
+namespace {
+
+constexpr std::string_view kNeedsGpu = "the job needs a GPU";
+
+std::string gpus(std::size_t n) { return std::to_string(n) + (n == 1 ? " GPU" : " GPUs"); }
+
+std::string nvml_name(const NvmlGpu& g) {
+  return "GPU " + std::to_string(g.index) + " (" + (g.pci_bus_id.empty() ? g.uuid : g.pci_bus_id) + ")";
+}
+
+/// "8 × NVIDIA H100 80GB HBM3" or "2 × A, 1 × B".
+std::string models(const std::vector<CudaDevice>& devs) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const CudaDevice& c : devs) {
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& p) { return p.first == c.name; });
+    if (it == counts.end()) {
+      counts.emplace_back(c.name, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& [name, n] : counts) parts.push_back(std::to_string(n) + " × " + (name.empty() ? "unnamed" : name));
+  return join(parts, ", ");
+}
+
+Verdict run(const CheckContext& ctx) {
+  const DriverFacts& d = ctx.facts.gpu.driver;
+  if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return *none;
+
+  const std::optional<std::string> cvd = ctx.facts.env.get("CUDA_VISIBLE_DEVICES");
+  const int local_ranks = std::max(1, ctx.facts.placement.local_ranks);
+  VerdictBuilder b;
+  b.evidence()["local_ranks"] = local_ranks;
+  b.evidence()["expect_gpus"] = ctx.options.expect_gpus ? nlohmann::json(*ctx.options.expect_gpus) : nlohmann::json();
+  b.evidence()["CUDA_VISIBLE_DEVICES"] = cvd ? nlohmann::json(*cvd) : nlohmann::json();
+
+  const std::vector<CudaDevice>* cuda = d.cuda_devices.value();
+  if (cuda == nullptr) {
+    const ProbeError& err = *d.cuda_devices.error();
+    const bool no_device = err.code == ProbeErrc::ApiError &&
+                           (err.detail.find("NO_DEVICE") != std::string::npos || err.detail.find("(100)") != std::string::npos);
+    if (!no_device) {
+      Verdict v = missing_gpu_fact(err, d.cuda_devices.source(), "the CUDA devices",
+                                   job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+      v.evidence.update(b.evidence());
+      return v;
+    }
+    static const std::vector<CudaDevice> kNone;
+    cuda = &kNone;
+  }
+  b.evidence()["cuda_devices"] = *cuda;
+  const std::vector<NvmlGpu>* nvml = d.nvml_gpus.value();
+  if (nvml != nullptr) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const NvmlGpu& g : *nvml) {
+      list.push_back({{"index", g.index}, {"name", g.name}, {"uuid", g.uuid}, {"pci_bus_id", g.pci_bus_id},
+                      {"mig_enabled", g.mig_enabled}});
+    }
+    b.evidence()["nvml_gpus"] = std::move(list);
+  } else {
+    b.evidence()["nvml_error"] = d.nvml_gpus.why();
+  }
+
+  const std::size_t visible = cuda->size();
+  const std::string cvd_text = cvd ? " (CUDA_VISIBLE_DEVICES=" + *cvd + ")" : std::string();
+
+  // GPUs NVML sees that CUDA does not.
+  std::vector<const NvmlGpu*> hidden, mig;
+  if (nvml != nullptr) {
+    for (const NvmlGpu& g : *nvml) {
+      const bool seen = std::any_of(cuda->begin(), cuda->end(), [&](const CudaDevice& c) { return same_gpu(g, c); });
+      if (g.mig_enabled.value_or(false)) mig.push_back(&g);
+      if (!seen) hidden.push_back(&g);
+    }
+  }
+
+  if (visible == 0) {
+    std::string why = nvml != nullptr ? "; NVML sees " + gpus(nvml->size()) : std::string();
+    b.add(Status::Fail, "no GPU visible to CUDA" + cvd_text + why + "; " + std::string(kNeedsGpu),
+          cvd ? "CUDA_VISIBLE_DEVICES=" + *cvd +
+                    " selects no usable GPU: unset it or list valid indices/UUIDs (`nvidia-smi -L`)."
+              : "Give the job GPUs: `docker run --gpus all …`, the scheduler's GPU request (Slurm --gpus / --gres), "
+                "and check that this user can open /dev/nvidia* (`ls -l /dev/nvidia*`).");
+  } else {
+    if (ctx.options.expect_gpus && static_cast<std::size_t>(*ctx.options.expect_gpus) != visible) {
+      const int expect = *ctx.options.expect_gpus;
+      b.add(Status::Fail,
+            gpus(visible) + " visible to CUDA" + cvd_text + ", --expect-gpus " + std::to_string(expect) +
+                (nvml != nullptr ? " (NVML sees " + std::to_string(nvml->size()) + ")" : std::string()),
+            static_cast<std::size_t>(expect) > visible
+                ? "Find the missing GPUs: `nvidia-smi -L` (absent there too: `dmesg | grep -i -e NVRM -e Xid`, a GPU "
+                  "fallen off the bus needs a reset or repair), CUDA_VISIBLE_DEVICES, the container's --gpus, the "
+                  "scheduler's GPU request; or correct --expect-gpus."
+                : "More GPUs than expected: restrict them with CUDA_VISIBLE_DEVICES or the scheduler's GPU request, "
+                  "or correct --expect-gpus.");
+    }
+    if (static_cast<std::size_t>(local_ranks) > visible) {
+      b.add(Status::Fail,
+            std::to_string(local_ranks) + " local ranks but " + gpus(visible) + " visible" + cvd_text +
+                ": ranks would share a GPU or fail to get one",
+            "Start at most " + std::to_string(visible) + " ranks per node (`mpirun --map-by ppr:" +
+                std::to_string(visible) + ":node`, `srun --ntasks-per-node=" + std::to_string(visible) +
+                "`), or make more GPUs visible to each node's ranks.");
+    }
+  }
+
+  if (!hidden.empty()) {
+    std::vector<std::string> names;
+    bool all_mig = true;
+    for (const NvmlGpu* g : hidden) {
+      names.push_back(nvml_name(*g));
+      all_mig = all_mig && g->mig_enabled.value_or(false);
+    }
+    b.evidence()["hidden_from_cuda"] = names;
+    // All hidden GPUs in MIG mode: CUDA sees their instances instead; the MIG finding below says so.
+    if (!all_mig) {
+      const bool intended = ctx.options.expect_gpus && static_cast<std::size_t>(*ctx.options.expect_gpus) == visible;
+      std::string why;
+      std::string remedy;
+      if (cvd) {
+        why = "CUDA_VISIBLE_DEVICES=" + *cvd + " hides them";
+        remedy = "If the job should use them, unset CUDA_VISIBLE_DEVICES or list them in it (the scheduler sets it "
+                 "from its GPU request: ask for more GPUs); otherwise state --expect-gpus " +
+                 std::to_string(visible) + ".";
+      } else {
+        why = "not through CUDA_VISIBLE_DEVICES: check /dev/nvidia* permissions and the container's device cgroup";
+        remedy = "Check `ls -l /dev/nvidia*` (each GPU's node readable and writable by this user), the container's "
+                 "device list (`--gpus all`, NVIDIA_VISIBLE_DEVICES), and `nvidia-smi -q -d MIG`.";
+      }
+      if (intended) {
+        b.note(gpus(hidden.size()) + " NVML sees are hidden from CUDA (" + why + "), as --expect-gpus says");
+      } else {
+        b.add(Status::Warn,
+              "NVML sees " + gpus(nvml->size()) + ", CUDA " + std::to_string(visible) + ": " + join(names, ", ") +
+                  (hidden.size() == 1 ? " is" : " are") + " not visible to CUDA (" + why + ")",
+              remedy);
+      }
+    }
+  }
+  if (!mig.empty()) {
+    std::vector<std::string> names;
+    for (const NvmlGpu* g : mig) names.push_back(nvml_name(*g));
+    b.add(Status::Warn, "MIG mode is on for " + join(names, ", ") + ": CUDA sees its MIG instances, not the whole GPU, and NCCL cannot use P2P/NVLink between MIG instances",
+          "Disable MIG on training nodes (`nvidia-smi -i <gpu> -mig 0` as root, then reset the GPU), or "
+          "select MIG instances by their MIG-… UUIDs in CUDA_VISIBLE_DEVICES.");
+  }
+
+  if (b.status() == Status::Pass) {
+    std::string s = gpus(visible) + " visible to CUDA (" + models(*cuda) + ")" + cvd_text;
+    if (ctx.options.expect_gpus) s += ", as --expect-gpus says";
+    if (nvml != nullptr && hidden.empty()) s += "; NVML sees the same " + std::to_string(nvml->size());
+    if (nvml == nullptr) s += "; NVML's view not available (" + d.nvml_gpus.why() + ")";
+    s += "; " + std::to_string(local_ranks) + (local_ranks == 1 ? " local rank" : " local ranks");
+    b.note(std::move(s));
+  }
+  return b.build();
+}
+
+constexpr std::string_view kExplain = R"EXPLAIN(What it reads
+  From the contained GPU helper: the devices the CUDA driver API enumerates in a process with the
+  job's environment (this honours CUDA_VISIBLE_DEVICES), and every GPU NVML sees on the node
+  (index, UUID, PCI bus id, MIG mode), joined by UUID (by PCI bus id where a UUID is missing).
+  Also --expect-gpus, the node's local rank count, and CUDA_VISIBLE_DEVICES.
+
+Failures
+  FAIL     no GPU visible to CUDA, or no driver at all (node and job profiles: the job needs a GPU).
+  FAIL     the number of GPUs CUDA sees differs from --expect-gpus ("4 GPUs visible to CUDA,
+           --expect-gpus 8").
+  FAIL     more local ranks than visible GPUs ("8 local ranks but 4 GPUs visible"): ranks would
+           share a GPU (NCCL refuses or hangs) or fail to get one.
+  FAIL     CUDA could not enumerate devices: the helper crashed, hung or the driver returned an error.
+  WARN     NVML sees GPUs that CUDA does not: hidden by CUDA_VISIBLE_DEVICES, by MIG mode (CUDA sees
+           MIG instances), or by /dev/nvidia* permissions or the container's device cgroup. Not a
+           warning when --expect-gpus equals the visible count (the hiding is intended).
+  WARN     MIG mode is on: NCCL has no P2P/NVLink between MIG instances.
+  UNKNOWN  the devices were not enumerated (the helper did not run).
+  SKIP     in the image profile: an image build has no GPU.
+
+Fix
+  `nvidia-smi -L` lists what the driver sees; CUDA_VISIBLE_DEVICES, `docker run --gpus`, the
+  scheduler's GPU request (Slurm --gpus/--gres) and `ls -l /dev/nvidia*` decide what the job sees;
+  run at most as many ranks per node as GPUs.)EXPLAIN";
+
+}  // namespace
+
+extern const CheckSpec kGpuCount = {
+    "gpu.count", Scope::Node, "GPUs visible to CUDA vs --expect-gpus and local ranks; GPUs NVML sees but CUDA does not",
+    kExplain, kInNode | kInJob, "an image build has no GPU", &run};
+
+}  // namespace preflight

@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: MIT
+// preflight-gpu-probe `driver` and `smoke`: NVML and the CUDA driver API through dlopen.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "helpers/dynlib.hpp"
+#include "helpers/gpu_probe.hpp"
+#include "probes/gpu_text.hpp"
+#include "probes/nvidia/cuda_api.hpp"
+#include "probes/nvidia/nvml_api.hpp"
+
+namespace preflight::helper {
+namespace {
+
+// ---- NVML --------------------------------------------------------------------------------------
+
+const char* nvml_code_name(nvml::nvmlReturn_t rc) {
+  using namespace nvml;
+  switch (rc) {
+    case NVML_SUCCESS: return "NVML_SUCCESS";
+    case NVML_ERROR_UNINITIALIZED: return "NVML_ERROR_UNINITIALIZED";
+    case NVML_ERROR_INVALID_ARGUMENT: return "NVML_ERROR_INVALID_ARGUMENT";
+    case NVML_ERROR_NOT_SUPPORTED: return "NVML_ERROR_NOT_SUPPORTED";
+    case NVML_ERROR_NO_PERMISSION: return "NVML_ERROR_NO_PERMISSION";
+    case NVML_ERROR_ALREADY_INITIALIZED: return "NVML_ERROR_ALREADY_INITIALIZED";
+    case NVML_ERROR_NOT_FOUND: return "NVML_ERROR_NOT_FOUND";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "NVML_ERROR_INSUFFICIENT_SIZE";
+    case NVML_ERROR_INSUFFICIENT_POWER: return "NVML_ERROR_INSUFFICIENT_POWER";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "NVML_ERROR_DRIVER_NOT_LOADED";
+    case NVML_ERROR_TIMEOUT: return "NVML_ERROR_TIMEOUT";
+    case NVML_ERROR_IRQ_ISSUE: return "NVML_ERROR_IRQ_ISSUE";
+    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML_ERROR_LIBRARY_NOT_FOUND";
+    case NVML_ERROR_FUNCTION_NOT_FOUND: return "NVML_ERROR_FUNCTION_NOT_FOUND";
+    case NVML_ERROR_CORRUPTED_INFOROM: return "NVML_ERROR_CORRUPTED_INFOROM";
+    case NVML_ERROR_GPU_IS_LOST: return "NVML_ERROR_GPU_IS_LOST";
+    case NVML_ERROR_RESET_REQUIRED: return "NVML_ERROR_RESET_REQUIRED";
+    case NVML_ERROR_OPERATING_SYSTEM: return "NVML_ERROR_OPERATING_SYSTEM";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
+    case NVML_ERROR_IN_USE: return "NVML_ERROR_IN_USE";
+    case NVML_ERROR_MEMORY: return "NVML_ERROR_MEMORY";
+    case NVML_ERROR_NO_DATA: return "NVML_ERROR_NO_DATA";
+    case NVML_ERROR_UNKNOWN: return "NVML_ERROR_UNKNOWN";
+  }
+  return nullptr;
+}
+
+struct Nvml {
+  DynLib lib;
+  nvml::PFN_nvmlErrorString error_string = nullptr;
+
+  /// "nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED (Driver Not Loaded)"
+  std::string failure(const char* call, nvml::nvmlReturn_t rc) const {
+    const char* name = nvml_code_name(rc);
+    std::string out = std::string(call) + ": " + (name != nullptr ? name : "nvmlReturn_t " + std::to_string(rc));
+    if (error_string != nullptr) {
+      if (const char* text = error_string(rc); text != nullptr && *text != '\0') out += std::string(" (") + text + ")";
+    }
+    return out;
+  }
+  std::string source(const char* call) const { return std::string(call) + " in " + lib.path(); }
+};
+
+std::string from_buffer(const char* buf, std::size_t size) {
+  std::size_t n = 0;
+  while (n < size && buf[n] != '\0') ++n;
+  return std::string(buf, n);
+}
+
+/// Every GPU NVML sees. A call a GPU does not support leaves its field empty; any other error fails
+/// the list, naming the GPU and the call (a lost GPU must not read as "fewer GPUs").
+Probed<std::vector<NvmlGpu>> nvml_gpus(const Nvml& n) {
+  using namespace nvml;
+  const auto get_count = n.lib.get<PFN_nvmlDeviceGetCount_v2>(name_nvmlDeviceGetCount_v2);
+  const auto get_handle = n.lib.get<PFN_nvmlDeviceGetHandleByIndex_v2>(name_nvmlDeviceGetHandleByIndex_v2);
+  if (get_count == nullptr || get_handle == nullptr) {
+    return Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError,
+                                               "nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2 not exported by " +
+                                                   n.lib.path());
+  }
+  const auto get_name = n.lib.get<PFN_nvmlDeviceGetName>(name_nvmlDeviceGetName);
+  const auto get_uuid = n.lib.get<PFN_nvmlDeviceGetUUID>(name_nvmlDeviceGetUUID);
+  const auto get_pci = n.lib.get<PFN_nvmlDeviceGetPciInfo_v3>(name_nvmlDeviceGetPciInfo_v3);
+  const auto get_cc = n.lib.get<PFN_nvmlDeviceGetCudaComputeCapability>(name_nvmlDeviceGetCudaComputeCapability);
+  const auto get_mem = n.lib.get<PFN_nvmlDeviceGetMemoryInfo>(name_nvmlDeviceGetMemoryInfo);
+  const auto get_procs =
+      n.lib.get<PFN_nvmlDeviceGetComputeRunningProcesses_v3>(name_nvmlDeviceGetComputeRunningProcesses_v3);
+  const auto get_persistence = n.lib.get<PFN_nvmlDeviceGetPersistenceMode>(name_nvmlDeviceGetPersistenceMode);
+  const auto get_mig = n.lib.get<PFN_nvmlDeviceGetMigMode>(name_nvmlDeviceGetMigMode);
+
+  const std::string source = n.source("nvmlDeviceGet*");
+  auto fail = [&](unsigned index, const char* call, nvmlReturn_t rc) {
+    return Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError,
+                                               "GPU " + std::to_string(index) + ": " + n.failure(call, rc), source);
+  };
+  // NOT_SUPPORTED: the field stays empty. Anything else: the list fails.
+  auto tolerable = [](nvmlReturn_t rc) { return rc == NVML_SUCCESS || rc == NVML_ERROR_NOT_SUPPORTED; };
+
+  unsigned int count = 0;
+  if (const nvmlReturn_t rc = get_count(&count); rc != NVML_SUCCESS) {
+    return Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError, n.failure("nvmlDeviceGetCount_v2", rc), source);
+  }
+  std::vector<NvmlGpu> gpus;
+  for (unsigned int i = 0; i < count; ++i) {
+    NvmlGpu gpu;
+    gpu.index = static_cast<int>(i);
+    nvmlDevice_t dev = nullptr;
+    if (const nvmlReturn_t rc = get_handle(i, &dev); rc != NVML_SUCCESS) {
+      return fail(i, "nvmlDeviceGetHandleByIndex_v2", rc);
+    }
+    if (get_name != nullptr) {
+      char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+      const nvmlReturn_t rc = get_name(dev, buf, sizeof buf);
+      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetName", rc);
+      if (rc == NVML_SUCCESS) gpu.name = from_buffer(buf, sizeof buf);
+    }
+    if (get_uuid != nullptr) {
+      char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+      const nvmlReturn_t rc = get_uuid(dev, buf, sizeof buf);
+      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetUUID", rc);
+      if (rc == NVML_SUCCESS) gpu.uuid = from_buffer(buf, sizeof buf);
+    }
+    if (get_pci != nullptr) {
+      nvmlPciInfo_t pci{};
+      const nvmlReturn_t rc = get_pci(dev, &pci);
+      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetPciInfo_v3", rc);
+      if (rc == NVML_SUCCESS) {
+        gpu.pci_bus_id = from_buffer(pci.busId, sizeof pci.busId);
+        if (gpu.pci_bus_id.empty()) gpu.pci_bus_id = gpu_text::format_pci_bus_id(pci.domain, pci.bus, pci.device);
+      }
+    }
+    if (get_cc != nullptr) {
+      int major = 0, minor = 0;
+      const nvmlReturn_t rc = get_cc(dev, &major, &minor);
+      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetCudaComputeCapability", rc);
+      if (rc == NVML_SUCCESS) {
+        gpu.cc_major = major;
+        gpu.cc_minor = minor;
+      }
+    }
+    if (get_mem != nullptr) {
+      nvmlMemory_t mem{};
+      const nvmlReturn_t rc = get_mem(dev, &mem);
+      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetMemoryInfo", rc);
+      if (rc == NVML_SUCCESS) {
+        gpu.memory_total = mem.total;
+        gpu.memory_used = mem.used;
+      }
+    }
+    if (get_persistence != nullptr) {
+      nvmlEnableState_t mode = NVML_FEATURE_DISABLED;
+      const nvmlReturn_t rc = get_persistence(dev, &mode);
+      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetPersistenceMode", rc);
+      if (rc == NVML_SUCCESS) gpu.persistence_mode = mode == NVML_FEATURE_ENABLED;
+    }
+    if (get_mig != nullptr) {
+      unsigned int current = 0, pending = 0;
+      const nvmlReturn_t rc = get_mig(dev, &current, &pending);
+      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetMigMode", rc);
+      if (rc == NVML_SUCCESS) gpu.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
+    }
+    if (get_procs != nullptr) {
+      std::vector<nvmlProcessInfo_t> infos(16);
+      unsigned int n_infos = 0;
+      nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
+      for (int attempt = 0; attempt < 8 && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
+        n_infos = static_cast<unsigned int>(infos.size());
+        rc = get_procs(dev, &n_infos, infos.data());
+        if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+          // n_infos holds the count needed; leave room for processes that start meanwhile.
+          infos.resize(std::max<std::size_t>(infos.size() * 2, std::size_t{n_infos} + 8));
+        }
+      }
+      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetComputeRunningProcesses_v3", rc);
+      if (rc == NVML_SUCCESS) {
+        for (unsigned int k = 0; k < n_infos && k < infos.size(); ++k) {
+          GpuProcess p;
+          p.pid = static_cast<int>(infos[k].pid);
+          p.used_bytes = infos[k].usedGpuMemory == NVML_VALUE_NOT_AVAILABLE ? 0 : infos[k].usedGpuMemory;
+          gpu.processes.push_back(p);
+        }
+      }
+    }
+    gpus.push_back(std::move(gpu));
+  }
+  return Probed<std::vector<NvmlGpu>>::ok(std::move(gpus), source);
+}
+
+// ---- CUDA driver API ---------------------------------------------------------------------------
+
+struct Cuda {
+  DynLib lib;
+  cuda::PFN_cuGetErrorName error_name = nullptr;
+
+  /// "CUDA_ERROR_NO_DEVICE (100)"
+  std::string name(cuda::CUresult rc) const {
+    const char* text = nullptr;
+    if (error_name != nullptr && error_name(rc, &text) == cuda::CUDA_SUCCESS && text != nullptr) {
+      return std::string(text) + " (" + std::to_string(static_cast<int>(rc)) + ")";
+    }
+    return "CUresult " + std::to_string(static_cast<int>(rc));
+  }
+  std::string failure(const char* call, cuda::CUresult rc) const { return std::string(call) + ": " + name(rc); }
+  std::string source(const char* call) const { return std::string(call) + " in " + lib.path(); }
+
+  template <typename F>
+  F get(const char* symbol) const {
+    return lib.get<F>(symbol);
+  }
+};
+
+Cuda open_cuda() {
+  Cuda c{DynLib::open(cuda::soname)};
+  c.error_name = c.get<cuda::PFN_cuGetErrorName>(cuda::name_cuGetErrorName);
+  return c;
+}
+
+Probed<std::vector<CudaDevice>> cuda_devices(const Cuda& c) {
+  using namespace cuda;
+  using Result = Probed<std::vector<CudaDevice>>;
+  const std::string source = c.source("cuInit/cuDeviceGet*");
+  const auto init = c.get<PFN_cuInit>(name_cuInit);
+  const auto get_count = c.get<PFN_cuDeviceGetCount>(name_cuDeviceGetCount);
+  const auto get = c.get<PFN_cuDeviceGet>(name_cuDeviceGet);
+  const auto get_name = c.get<PFN_cuDeviceGetName>(name_cuDeviceGetName);
+  const auto get_attr = c.get<PFN_cuDeviceGetAttribute>(name_cuDeviceGetAttribute);
+  const auto total_mem = c.get<PFN_cuDeviceTotalMem_v2>(name_cuDeviceTotalMem_v2);
+  auto get_uuid = c.get<PFN_cuDeviceGetUuid_v2>(name_cuDeviceGetUuid_v2);
+  if (get_uuid == nullptr) get_uuid = c.get<PFN_cuDeviceGetUuid>(name_cuDeviceGetUuid);
+  if (init == nullptr || get_count == nullptr || get == nullptr) {
+    return Result::error(ProbeErrc::ApiError, "cuInit/cuDeviceGetCount/cuDeviceGet not exported by " + c.lib.path(),
+                         source);
+  }
+  if (const CUresult rc = init(0); rc != CUDA_SUCCESS) return Result::error(ProbeErrc::ApiError, c.failure("cuInit", rc), source);
+  int count = 0;
+  if (const CUresult rc = get_count(&count); rc != CUDA_SUCCESS) {
+    return Result::error(ProbeErrc::ApiError, c.failure("cuDeviceGetCount", rc), source);
+  }
+  std::vector<CudaDevice> devices;
+  for (int ordinal = 0; ordinal < count; ++ordinal) {
+    auto fail = [&](const char* call, CUresult rc) {
+      return Result::error(ProbeErrc::ApiError, "device " + std::to_string(ordinal) + ": " + c.failure(call, rc), source);
+    };
+    CudaDevice d;
+    d.ordinal = ordinal;
+    CUdevice dev = 0;
+    if (const CUresult rc = get(&dev, ordinal); rc != CUDA_SUCCESS) return fail("cuDeviceGet", rc);
+    if (get_name != nullptr) {
+      char buf[256] = {};
+      if (const CUresult rc = get_name(buf, static_cast<int>(sizeof buf - 1), dev); rc != CUDA_SUCCESS) {
+        return fail("cuDeviceGetName", rc);
+      }
+      d.name = from_buffer(buf, sizeof buf);
+    }
+    if (get_attr != nullptr) {
+      int values[5] = {};
+      const CUdevice_attribute attrs[5] = {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                           CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
+                                           CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID};
+      for (int k = 0; k < 5; ++k) {
+        if (const CUresult rc = get_attr(&values[k], attrs[k], dev); rc != CUDA_SUCCESS) {
+          return fail("cuDeviceGetAttribute", rc);
+        }
+      }
+      d.cc_major = values[0];
+      d.cc_minor = values[1];
+      d.pci_bus_id = gpu_text::format_pci_bus_id(static_cast<unsigned>(values[2]), static_cast<unsigned>(values[3]),
+                                                 static_cast<unsigned>(values[4]));
+    }
+    if (total_mem != nullptr) {
+      std::size_t bytes = 0;
+      if (const CUresult rc = total_mem(&bytes, dev); rc != CUDA_SUCCESS) return fail("cuDeviceTotalMem_v2", rc);
+      d.memory_total = bytes;
+    }
+    if (get_uuid != nullptr) {
+      CUuuid uuid{};
+      if (const CUresult rc = get_uuid(&uuid, dev); rc != CUDA_SUCCESS) return fail("cuDeviceGetUuid", rc);
+      unsigned char raw[16];
+      std::memcpy(raw, uuid.bytes, sizeof raw);
+      d.uuid = gpu_text::format_gpu_uuid(raw);
+    }
+    devices.push_back(std::move(d));
+  }
+  return Result::ok(std::move(devices), source);
+}
+
+}  // namespace
+
+nlohmann::json run_driver() {
+  Probed<std::string> nvml_driver_version;
+  Probed<int> cuda_driver_version;
+  std::vector<std::string> loaded;
+  Probed<std::vector<NvmlGpu>> gpus;
+  Probed<std::vector<CudaDevice>> devices;
+
+  // NVML: the kernel driver's view, every GPU of the node.
+  Nvml n{DynLib::open(nvml::soname)};
+  if (!n.lib) {
+    nvml_driver_version = Probed<std::string>::error(ProbeErrc::LibraryMissing, n.lib.error(), nvml::soname);
+    gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::LibraryMissing, n.lib.error(), nvml::soname);
+  } else {
+    loaded.push_back(n.lib.path());
+    n.error_string = n.lib.get<nvml::PFN_nvmlErrorString>(nvml::name_nvmlErrorString);
+    const auto init = n.lib.get<nvml::PFN_nvmlInit_v2>(nvml::name_nvmlInit_v2);
+    const nvml::nvmlReturn_t rc = init != nullptr ? init() : nvml::NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (rc != nvml::NVML_SUCCESS) {
+      const std::string why = n.failure("nvmlInit_v2", rc);
+      nvml_driver_version = Probed<std::string>::error(ProbeErrc::ApiError, why, n.lib.path());
+      gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError, why, n.lib.path());
+    } else {
+      if (const auto get = n.lib.get<nvml::PFN_nvmlSystemGetDriverVersion>(nvml::name_nvmlSystemGetDriverVersion)) {
+        char buf[nvml::NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
+        const nvml::nvmlReturn_t vrc = get(buf, sizeof buf);
+        nvml_driver_version =
+            vrc == nvml::NVML_SUCCESS
+                ? Probed<std::string>::ok(from_buffer(buf, sizeof buf), n.source("nvmlSystemGetDriverVersion"))
+                : Probed<std::string>::error(ProbeErrc::ApiError, n.failure("nvmlSystemGetDriverVersion", vrc),
+                                             n.lib.path());
+      } else {
+        nvml_driver_version = Probed<std::string>::error(
+            ProbeErrc::ApiError, "nvmlSystemGetDriverVersion not exported by " + n.lib.path(), n.lib.path());
+      }
+      gpus = nvml_gpus(n);
+      if (const auto shutdown = n.lib.get<nvml::PFN_nvmlShutdown>(nvml::name_nvmlShutdown)) shutdown();
+    }
+  }
+
+  // The CUDA driver API: this process's view (honours CUDA_VISIBLE_DEVICES).
+  const Cuda c = open_cuda();
+  if (!c.lib) {
+    cuda_driver_version = Probed<int>::error(ProbeErrc::LibraryMissing, c.lib.error(), cuda::soname);
+    devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::LibraryMissing, c.lib.error(), cuda::soname);
+  } else {
+    loaded.push_back(c.lib.path());
+    if (const auto get = c.get<cuda::PFN_cuDriverGetVersion>(cuda::name_cuDriverGetVersion)) {
+      int version = 0;
+      const cuda::CUresult rc = get(&version);
+      cuda_driver_version = rc == cuda::CUDA_SUCCESS
+                                ? Probed<int>::ok(version, c.source("cuDriverGetVersion"))
+                                : Probed<int>::error(ProbeErrc::ApiError, c.failure("cuDriverGetVersion", rc), c.lib.path());
+    } else {
+      cuda_driver_version =
+          Probed<int>::error(ProbeErrc::ApiError, "cuDriverGetVersion not exported by " + c.lib.path(), c.lib.path());
+    }
+    devices = cuda_devices(c);
+  }
+
+  nlohmann::json doc = nlohmann::json::object();
+  doc["nvml_driver_version"] = nvml_driver_version;
+  doc["cuda_driver_version"] = cuda_driver_version;
+  doc["loaded_libraries"] = loaded;
+  doc["nvml_gpus"] = gpus;
+  doc["cuda_devices"] = devices;
+  return doc;
+}
+
+SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {
+  using namespace cuda;
+  const auto start = std::chrono::steady_clock::now();
+  SmokeResult r;
+  r.ordinal = ordinal;
+  r.bytes = bytes;
+  auto finish = [&](const char* step, std::string error) {
+    r.ok = error.empty();
+    r.failed_step = r.ok ? std::string() : std::string(step);
+    r.error = std::move(error);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  };
+  if (bytes < 4) return finish("verify", "nothing to test: " + std::to_string(bytes) + " bytes");
+
+  const Cuda c = open_cuda();
+  if (!c.lib) return finish("dlopen", c.lib.error());
+  const auto init = c.get<PFN_cuInit>(name_cuInit);
+  const auto get = c.get<PFN_cuDeviceGet>(name_cuDeviceGet);
+  const auto retain = c.get<PFN_cuDevicePrimaryCtxRetain>(name_cuDevicePrimaryCtxRetain);
+  const auto release = c.get<PFN_cuDevicePrimaryCtxRelease_v2>(name_cuDevicePrimaryCtxRelease_v2);
+  const auto set_current = c.get<PFN_cuCtxSetCurrent>(name_cuCtxSetCurrent);
+  const auto synchronize = c.get<PFN_cuCtxSynchronize>(name_cuCtxSynchronize);
+  const auto alloc = c.get<PFN_cuMemAlloc_v2>(name_cuMemAlloc_v2);
+  const auto mem_free = c.get<PFN_cuMemFree_v2>(name_cuMemFree_v2);
+  const auto memset32 = c.get<PFN_cuMemsetD32_v2>(name_cuMemsetD32_v2);
+  const auto copy_dtoh = c.get<PFN_cuMemcpyDtoH_v2>(name_cuMemcpyDtoH_v2);
+  if (init == nullptr || get == nullptr || retain == nullptr || release == nullptr || set_current == nullptr ||
+      synchronize == nullptr || alloc == nullptr || mem_free == nullptr || memset32 == nullptr || copy_dtoh == nullptr) {
+    return finish("dlsym", "a driver API entry point of the smoke test is not exported by " + c.lib.path());
+  }
+
+  if (const CUresult rc = init(0); rc != CUDA_SUCCESS) return finish("cuInit", c.name(rc));
+  CUdevice dev = 0;
+  if (const CUresult rc = get(&dev, ordinal); rc != CUDA_SUCCESS) return finish("cuDeviceGet", c.name(rc));
+  CUcontext ctx = nullptr;
+  if (const CUresult rc = retain(&ctx, dev); rc != CUDA_SUCCESS) return finish("cuDevicePrimaryCtxRetain", c.name(rc));
+  CUdeviceptr ptr = 0;
+  bool allocated = false;
+  auto cleanup = [&] {
+    if (allocated) mem_free(ptr);
+    set_current(nullptr);
+    release(dev);
+  };
+  auto fail = [&](const char* step, std::string error) {
+    cleanup();
+    return finish(step, std::move(error));
+  };
+  if (const CUresult rc = set_current(ctx); rc != CUDA_SUCCESS) return fail("cuCtxSetCurrent", c.name(rc));
+  if (const CUresult rc = alloc(&ptr, static_cast<std::size_t>(bytes)); rc != CUDA_SUCCESS) {
+    return fail("cuMemAlloc", c.name(rc));
+  }
+  allocated = true;
+  constexpr std::uint32_t kPattern = 0x5AA5F00Du;
+  const std::size_t words = static_cast<std::size_t>(bytes / 4);
+  if (const CUresult rc = memset32(ptr, kPattern, words); rc != CUDA_SUCCESS) return fail("cuMemsetD32", c.name(rc));
+  if (const CUresult rc = synchronize(); rc != CUDA_SUCCESS) return fail("cuCtxSynchronize", c.name(rc));
+  std::vector<std::uint32_t> host(words, 0u);
+  if (const CUresult rc = copy_dtoh(host.data(), ptr, words * 4); rc != CUDA_SUCCESS) {
+    return fail("cuMemcpyDtoH", c.name(rc));
+  }
+  std::size_t wrong = 0, first = 0;
+  for (std::size_t i = 0; i < words; ++i) {
+    if (host[i] != kPattern) {
+      if (wrong == 0) first = i;
+      ++wrong;
+    }
+  }
+  if (wrong != 0) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "word %zu is 0x%08X, wrote 0x%08X (%zu of %zu words wrong)", first,
+                  static_cast<unsigned>(host[first]), static_cast<unsigned>(kPattern), wrong, words);
+    return fail("verify", buf);
+  }
+  allocated = false;
+  if (const CUresult rc = mem_free(ptr); rc != CUDA_SUCCESS) return fail("cuMemFree", c.name(rc));
+  set_current(nullptr);
+  if (const CUresult rc = release(dev); rc != CUDA_SUCCESS) return finish("cuDevicePrimaryCtxRelease", c.name(rc));
+  return finish("", {});
+}
+
+}  // namespace preflight::helper

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+// preflight-gpu-probe: the contained GPU helper. preflight starts it with posix_spawn (CUDA is not
+// fork-safe) under a deadline; everything that initialises the NVIDIA driver happens here, so a
+// driver that crashes or hangs takes only this process down.
+//
+//   preflight-gpu-probe driver
+//   preflight-gpu-probe smoke --ordinal N --bytes B
+//   preflight-gpu-probe nccl --lib PATH        (PATH "": the soname libnccl.so.2)
+//
+// Each prints ONE JSON document on stdout and exits 0; driver errors are inside the document.
+// A usage error exits 2 with a message on stderr.
+#include <signal.h>
+#include <sys/prctl.h>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/text.hpp"
+#include "helpers/gpu_probe.hpp"
+
+namespace {
+
+int usage(const std::string& why) {
+  std::cerr << "preflight-gpu-probe: " << why << "\n"
+            << "usage: preflight-gpu-probe driver\n"
+            << "       preflight-gpu-probe smoke --ordinal N --bytes B\n"
+            << "       preflight-gpu-probe nccl --lib PATH\n";
+  return 2;
+}
+
+int emit(const nlohmann::json& doc) {
+  std::cout << doc.dump() << "\n";
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Die with preflight: a helper stuck in the driver must not outlive it.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+  if (argc < 2) return usage("missing subcommand");
+  const std::string_view command = argv[1];
+  std::string ordinal_text, bytes_text, lib;
+  bool have_lib = false;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (i + 1 >= argc) return usage("missing value after " + std::string(arg));
+    if (arg == "--ordinal") {
+      ordinal_text = argv[++i];
+    } else if (arg == "--bytes") {
+      bytes_text = argv[++i];
+    } else if (arg == "--lib") {
+      lib = argv[++i];
+      have_lib = true;
+    } else {
+      return usage("unknown argument " + std::string(arg));
+    }
+  }
+  try {
+    if (command == "driver") {
+      if (argc != 2) return usage("driver takes no arguments");
+      return emit(preflight::helper::run_driver());
+    }
+    if (command == "smoke") {
+      const auto ordinal = preflight::parse_int(ordinal_text);
+      const auto bytes = preflight::parse_size(bytes_text);
+      if (!ordinal || *ordinal < 0 || *ordinal > 1 << 20) return usage("smoke needs --ordinal N (N >= 0)");
+      if (!bytes || *bytes == 0) return usage("smoke needs --bytes B (64M, 1G, 4096)");
+      return emit(preflight::helper::run_smoke(static_cast<int>(*ordinal), *bytes));
+    }
+    if (command == "nccl") {
+      if (!have_lib) return usage("nccl needs --lib PATH (\"\" for the soname)");
+      return emit(preflight::helper::run_nccl(lib));
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "preflight-gpu-probe: " << e.what() << "\n";
+    return 3;
+  }
+  return usage("unknown subcommand " + std::string(command));
+}

@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+// gpu_driver: the kernel module version (files), then the contained GPU helper
+// (preflight-gpu-probe): `driver` (NVML + CUDA driver API) and `smoke` on this rank's device.
+// A helper that crashes, hangs or writes garbage becomes Crashed / Timeout / ParseError on the
+// fields it would have filled; preflight itself never loads libcuda.
+#include "probes/gpu_driver_probe.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/contained.hpp"
+#include "core/text.hpp"
+#include "probes/gpu_text.hpp"
+#include "probes/probe.hpp"
+
+namespace preflight {
+namespace {
+
+constexpr char kHelper[] = "preflight-gpu-probe";
+constexpr char kSmokeBytes[] = "64M";
+
+/// Why a helper run gave no usable document, with the subcommand named:
+/// "preflight-gpu-probe driver (NVML, cuInit) crashed with SIGSEGV after 0.2 s".
+ProbeError helper_failure(const ContainedResult& result, const ContainedJson& parsed, const std::string& what) {
+  if (!result.clean()) {
+    ProbeError e = result.to_probe_error();
+    e.detail = what + " " + e.detail;
+    return e;
+  }
+  return {ProbeErrc::ParseError, what + ": " + parsed.error};
+}
+
+/// "exited with status 0 after 0.3 s", "crashed with SIGSEGV after 0.2 s".
+std::string describe_run(const ContainedResult& result) {
+  std::string text = result.describe();
+  if (result.outcome == ContainedOutcome::Exited) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " after %.1f s", result.elapsed_s);
+    text += buf;
+  }
+  return text;
+}
+
+}  // namespace
+
+Probed<std::string> read_kernel_module_version(const FileSystem& fs) {
+  static constexpr char kProc[] = "/proc/driver/nvidia/version";
+  static constexpr char kSys[] = "/sys/module/nvidia/version";
+  const Probed<std::string> proc = fs.read(kProc, 64u << 10);
+  if (const std::string* text = proc.value()) {
+    if (auto v = gpu_text::parse_kernel_module_version(*text)) return Probed<std::string>::ok(*v, kProc);
+    const std::string first = text->substr(0, text->find('\n'));
+    return Probed<std::string>::error(ProbeErrc::ParseError, "no driver version in '" + printable(first) + "'", kProc);
+  }
+  const Probed<std::string> sys = fs.read_line(kSys);
+  if (const std::string* text = sys.value()) {
+    if (auto v = gpu_text::parse_kernel_module_version(*text)) return Probed<std::string>::ok(*v, kSys);
+    return Probed<std::string>::error(ProbeErrc::ParseError, "no driver version in '" + printable(*text) + "'", kSys);
+  }
+  // Neither file: say so for both; a permission problem on the first one is the more useful reason.
+  if (proc.error()->code != ProbeErrc::NotFound) return proc;
+  if (sys.error()->code != ProbeErrc::NotFound) return sys;
+  return Probed<std::string>::error(ProbeErrc::NotFound,
+                                    "neither /proc/driver/nvidia/version nor /sys/module/nvidia/version exists "
+                                    "(the nvidia kernel module is not loaded)");
+}
+
+std::string apply_driver_document(const nlohmann::json& doc, DriverFacts& driver) {
+  try {
+    DriverFacts d;
+    d.nvml_driver_version = doc.at("nvml_driver_version").get<Probed<std::string>>();
+    d.cuda_driver_version = doc.at("cuda_driver_version").get<Probed<int>>();
+    d.loaded_libraries = doc.at("loaded_libraries").get<std::vector<std::string>>();
+    d.nvml_gpus = doc.at("nvml_gpus").get<Probed<std::vector<NvmlGpu>>>();
+    d.cuda_devices = doc.at("cuda_devices").get<Probed<std::vector<CudaDevice>>>();
+    driver.nvml_driver_version = std::move(d.nvml_driver_version);
+    driver.cuda_driver_version = std::move(d.cuda_driver_version);
+    driver.loaded_libraries = std::move(d.loaded_libraries);
+    driver.nvml_gpus = std::move(d.nvml_gpus);
+    driver.cuda_devices = std::move(d.cuda_devices);
+    return {};
+  } catch (const nlohmann::json::exception& e) {
+    return std::string("the helper's document is not the driver report: ") + e.what();
+  }
+}
+
+void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
+  DriverFacts& d = facts.gpu.driver;
+  if (ctx.options.profile == Profile::Image) {
+    static constexpr char kWhy[] = "image profile: no driver expected";
+    d.kernel_module_version = Probed<std::string>::error(ProbeErrc::Unsupported, kWhy);
+    d.nvml_driver_version = Probed<std::string>::error(ProbeErrc::Unsupported, kWhy);
+    d.cuda_driver_version = Probed<int>::error(ProbeErrc::Unsupported, kWhy);
+    d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::Unsupported, kWhy);
+    d.cuda_devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::Unsupported, kWhy);
+    d.smoke = Probed<SmokeResult>::error(ProbeErrc::Unsupported, kWhy);
+    d.helper = "not run (image profile)";
+    return;
+  }
+  d.kernel_module_version = read_kernel_module_version(ctx.fs);
+
+  const std::string helper = helper_path(kHelper);
+  const std::string source = std::string(kHelper) + " driver";
+
+  // 1. driver: NVML and the CUDA driver API.
+  ContainedRequest request;
+  request.executable = helper;
+  request.args = {"driver"};
+  request.deadline = ctx.helper_deadline();
+  const ContainedResult result = run_contained(request);
+  d.helper = "driver: " + describe_run(result);
+  const ContainedJson parsed = parse_contained_json(result);
+  std::string bad = parsed.ok() ? apply_driver_document(parsed.value, d) : std::string();
+  if (!parsed.ok() || !bad.empty()) {
+    const ProbeError e = parsed.ok() ? ProbeError{ProbeErrc::ParseError, source + ": " + bad}
+                                     : helper_failure(result, parsed, source + " (NVML, cuInit, device query)");
+    d.nvml_driver_version = Probed<std::string>::error(e, helper);
+    d.cuda_driver_version = Probed<int>::error(e, helper);
+    d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(e, helper);
+    d.cuda_devices = Probed<std::vector<CudaDevice>>::error(e, helper);
+    d.smoke = Probed<SmokeResult>::error(e.code, "not run: " + e.detail, helper);
+    return;
+  }
+
+  // 2. smoke on this rank's device: the local rank modulo the devices CUDA sees (the helper
+  //    inherits CUDA_VISIBLE_DEVICES, so the ordinal is within the visible set).
+  const std::vector<CudaDevice>* devices = d.cuda_devices.value();
+  if (devices == nullptr) {
+    d.smoke = Probed<SmokeResult>::error(d.cuda_devices.error()->code, "not run: no CUDA device (" + d.cuda_devices.why() + ")");
+    return;
+  }
+  if (devices->empty()) {
+    d.smoke = Probed<SmokeResult>::error(ProbeErrc::NotFound, "not run: the CUDA driver sees no device");
+    return;
+  }
+  const int local_rank = std::max(0, facts.placement.local_rank);
+  const int ordinal = local_rank % static_cast<int>(devices->size());
+  const std::string smoke_source =
+      std::string(kHelper) + " smoke --ordinal " + std::to_string(ordinal) + " --bytes " + kSmokeBytes;
+  ContainedRequest smoke;
+  smoke.executable = helper;
+  smoke.args = {"smoke", "--ordinal", std::to_string(ordinal), "--bytes", kSmokeBytes};
+  smoke.deadline = ctx.helper_deadline();
+  const ContainedResult sresult = run_contained(smoke);
+  d.helper += "; smoke: " + describe_run(sresult);
+  const ContainedJson sparsed = parse_contained_json(sresult);
+  if (!sparsed.ok()) {
+    d.smoke = Probed<SmokeResult>::error(
+        helper_failure(sresult, sparsed, smoke_source + " (context, cuMemAlloc, cuMemsetD32, cuMemcpyDtoH)"), helper);
+    return;
+  }
+  try {
+    d.smoke = Probed<SmokeResult>::ok(sparsed.value.get<SmokeResult>(), smoke_source);
+  } catch (const nlohmann::json::exception& e) {
+    d.smoke = Probed<SmokeResult>::error(ProbeErrc::ParseError,
+                                         smoke_source + ": the helper's document is not a smoke result: " + e.what(), helper);
+  }
+}
+
+}  // namespace preflight

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+// nccl: the libnccl.so.2 the job will load (the first candidate the cuda_runtime probe found;
+// --nccl-lib comes first among them), read by the contained GPU helper: ncclGetVersion, the real
+// path, and the CUDA build. Allowed in every profile (no driver needed).
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "core/contained.hpp"
+#include "probes/probe.hpp"
+
+namespace preflight {
+
+void probe_nccl(const ProbeContext& ctx, RankFacts& facts) {
+  std::string path, source;
+  if (!facts.gpu.runtime.nccl_candidates.empty()) {
+    path = facts.gpu.runtime.nccl_candidates.front().path;
+    source = facts.gpu.runtime.nccl_candidates.front().source;
+  } else if (!ctx.options.nccl_lib.empty()) {
+    path = ctx.options.nccl_lib;
+    source = "--nccl-lib";
+  } else {
+    source = "loader";  // the soname through the loader search
+  }
+  const std::string helper = helper_path("preflight-gpu-probe");
+  const std::string what = "preflight-gpu-probe nccl --lib '" + path + "' (dlopen, ncclGetVersion)";
+  ContainedRequest request;
+  request.executable = helper;
+  // Under --sysroot a discovered candidate names a file inside the captured tree; --nccl-lib names
+  // a file on this machine.
+  const bool in_sysroot = !ctx.fs.is_live() && source != "--nccl-lib" && !path.empty() && path.front() == '/';
+  request.args = {"nccl", "--lib", in_sysroot ? ctx.fs.host_path(path) : path};
+  request.deadline = ctx.helper_deadline();
+  const ContainedResult result = run_contained(request);
+  const ContainedJson parsed = parse_contained_json(result);
+  if (!parsed.ok()) {
+    ProbeError e = result.clean() ? ProbeError{ProbeErrc::ParseError, parsed.error} : result.to_probe_error();
+    e.detail = what + (result.clean() ? ": " : " ") + e.detail;
+    facts.gpu.nccl = Probed<NcclLibrary>::error(std::move(e), helper);
+    return;
+  }
+  try {
+    Probed<NcclLibrary> lib = parsed.value.get<Probed<NcclLibrary>>();
+    if (NcclLibrary* value = lib.value()) value->source = source;
+    facts.gpu.nccl = std::move(lib);
+  } catch (const nlohmann::json::exception& e) {
+    facts.gpu.nccl = Probed<NcclLibrary>::error(
+        ProbeErrc::ParseError, what + ": the helper's document is not an NCCL report: " + e.what(), helper);
+  }
+}
+
+}  // namespace preflight

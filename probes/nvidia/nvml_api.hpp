@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+// The subset of NVML (libnvidia-ml.so.1) that preflight uses, declared from NVIDIA's documented
+// API (NVML API reference; the same approach as NCCL's nvmlwrap.h, "extracted from nvml.h"), since
+// no nvml.h is installable on the build machines. Resolved at run time with dlsym by the exported
+// symbol name; where a struct layout differs between versions (_v1/_v2/_v3) we bind the symbol
+// whose struct is declared here.
+//
+// Used by the contained GPU helper (helpers/) and by the fake libnvidia-ml of the test tree.
+#pragma once
+
+namespace preflight::nvml {
+
+enum nvmlReturn_t : int {
+  NVML_SUCCESS = 0,
+  NVML_ERROR_UNINITIALIZED = 1,
+  NVML_ERROR_INVALID_ARGUMENT = 2,
+  NVML_ERROR_NOT_SUPPORTED = 3,
+  NVML_ERROR_NO_PERMISSION = 4,
+  NVML_ERROR_ALREADY_INITIALIZED = 5,
+  NVML_ERROR_NOT_FOUND = 6,
+  NVML_ERROR_INSUFFICIENT_SIZE = 7,
+  NVML_ERROR_INSUFFICIENT_POWER = 8,
+  NVML_ERROR_DRIVER_NOT_LOADED = 9,
+  NVML_ERROR_TIMEOUT = 10,
+  NVML_ERROR_IRQ_ISSUE = 11,
+  NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+  NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+  NVML_ERROR_CORRUPTED_INFOROM = 14,
+  NVML_ERROR_GPU_IS_LOST = 15,
+  NVML_ERROR_RESET_REQUIRED = 16,
+  NVML_ERROR_OPERATING_SYSTEM = 17,
+  NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+  NVML_ERROR_IN_USE = 19,
+  NVML_ERROR_MEMORY = 20,
+  NVML_ERROR_NO_DATA = 21,
+  NVML_ERROR_UNKNOWN = 999,
+};
+
+enum nvmlEnableState_t : int {
+  NVML_FEATURE_DISABLED = 0,
+  NVML_FEATURE_ENABLED = 1,
+};
+
+/// nvmlDeviceGetMigMode's current/pending mode values.
+inline constexpr unsigned int NVML_DEVICE_MIG_DISABLE = 0;
+inline constexpr unsigned int NVML_DEVICE_MIG_ENABLE = 1;
+
+// Buffer sizes (bytes, including the NUL).
+inline constexpr unsigned int NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE = 80;
+inline constexpr unsigned int NVML_DEVICE_NAME_V2_BUFFER_SIZE = 96;
+inline constexpr unsigned int NVML_DEVICE_UUID_V2_BUFFER_SIZE = 96;
+inline constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE = 32;
+inline constexpr unsigned int NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE = 16;
+
+struct nvmlDevice_st;  // opaque
+using nvmlDevice_t = nvmlDevice_st*;
+
+/// The PCI information of nvmlDeviceGetPciInfo_v3.
+struct nvmlPciInfo_t {
+  char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];  // "0000:18:00.0"
+  unsigned int domain;
+  unsigned int bus;
+  unsigned int device;
+  unsigned int pciDeviceId;     // combined 16-bit device id and 16-bit vendor id
+  unsigned int pciSubSystemId;
+  char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];  // "00000000:18:00.0"
+};
+
+struct nvmlMemory_t {
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
+/// The process entry of nvmlDeviceGetComputeRunningProcesses_v3 (the v2 layout; v1 lacks the
+/// instance ids).
+struct nvmlProcessInfo_t {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;  // bytes; NVML_VALUE_NOT_AVAILABLE when unknown
+  unsigned int gpuInstanceId;        // 0xFFFFFFFF when not MIG
+  unsigned int computeInstanceId;
+};
+inline constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
+
+using PFN_nvmlInit_v2 = nvmlReturn_t (*)();
+using PFN_nvmlShutdown = nvmlReturn_t (*)();
+using PFN_nvmlErrorString = const char* (*)(nvmlReturn_t result);
+using PFN_nvmlSystemGetDriverVersion = nvmlReturn_t (*)(char* version, unsigned int length);
+using PFN_nvmlSystemGetCudaDriverVersion_v2 = nvmlReturn_t (*)(int* cuda_driver_version);
+using PFN_nvmlSystemGetCudaDriverVersion = nvmlReturn_t (*)(int* cuda_driver_version);
+using PFN_nvmlDeviceGetCount_v2 = nvmlReturn_t (*)(unsigned int* device_count);
+using PFN_nvmlDeviceGetHandleByIndex_v2 = nvmlReturn_t (*)(unsigned int index, nvmlDevice_t* device);
+using PFN_nvmlDeviceGetName = nvmlReturn_t (*)(nvmlDevice_t device, char* name, unsigned int length);
+using PFN_nvmlDeviceGetUUID = nvmlReturn_t (*)(nvmlDevice_t device, char* uuid, unsigned int length);
+using PFN_nvmlDeviceGetPciInfo_v3 = nvmlReturn_t (*)(nvmlDevice_t device, nvmlPciInfo_t* pci);
+using PFN_nvmlDeviceGetCudaComputeCapability = nvmlReturn_t (*)(nvmlDevice_t device, int* major, int* minor);
+using PFN_nvmlDeviceGetMemoryInfo = nvmlReturn_t (*)(nvmlDevice_t device, nvmlMemory_t* memory);
+using PFN_nvmlDeviceGetComputeRunningProcesses_v3 = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* info_count,
+                                                                     nvmlProcessInfo_t* infos);
+using PFN_nvmlDeviceGetPersistenceMode = nvmlReturn_t (*)(nvmlDevice_t device, nvmlEnableState_t* mode);
+using PFN_nvmlDeviceGetMigMode = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* current_mode,
+                                                  unsigned int* pending_mode);
+
+inline constexpr char name_nvmlInit_v2[] = "nvmlInit_v2";
+inline constexpr char name_nvmlShutdown[] = "nvmlShutdown";
+inline constexpr char name_nvmlErrorString[] = "nvmlErrorString";
+inline constexpr char name_nvmlSystemGetDriverVersion[] = "nvmlSystemGetDriverVersion";
+inline constexpr char name_nvmlSystemGetCudaDriverVersion_v2[] = "nvmlSystemGetCudaDriverVersion_v2";
+inline constexpr char name_nvmlSystemGetCudaDriverVersion[] = "nvmlSystemGetCudaDriverVersion";
+inline constexpr char name_nvmlDeviceGetCount_v2[] = "nvmlDeviceGetCount_v2";
+inline constexpr char name_nvmlDeviceGetHandleByIndex_v2[] = "nvmlDeviceGetHandleByIndex_v2";
+inline constexpr char name_nvmlDeviceGetName[] = "nvmlDeviceGetName";
+inline constexpr char name_nvmlDeviceGetUUID[] = "nvmlDeviceGetUUID";
+inline constexpr char name_nvmlDeviceGetPciInfo_v3[] = "nvmlDeviceGetPciInfo_v3";
+inline constexpr char name_nvmlDeviceGetCudaComputeCapability[] = "nvmlDeviceGetCudaComputeCapability";
+inline constexpr char name_nvmlDeviceGetMemoryInfo[] = "nvmlDeviceGetMemoryInfo";
+inline constexpr char name_nvmlDeviceGetComputeRunningProcesses_v3[] = "nvmlDeviceGetComputeRunningProcesses_v3";
+inline constexpr char name_nvmlDeviceGetPersistenceMode[] = "nvmlDeviceGetPersistenceMode";
+inline constexpr char name_nvmlDeviceGetMigMode[] = "nvmlDeviceGetMigMode";
+
+/// The soname opened with dlopen (what NCCL opens too).
+inline constexpr char soname[] = "libnvidia-ml.so.1";
+
+}  // namespace preflight::nvml

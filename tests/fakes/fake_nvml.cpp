@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: MIT
+// The fake libnvidia-ml.so.1 of the test tree: the NVML subset of probes/nvidia/nvml_api.hpp,
+// serving the scenario of $PREFLIGHT_FAKE_GPU (tests/fakes/README.md). Like real NVML it sees every
+// GPU of the node (CUDA_VISIBLE_DEVICES and nvml_only_gpus do not apply), counts nvmlInit_v2 /
+// nvmlShutdown pairs, and answers NVML_ERROR_UNINITIALIZED outside them.
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
+#include "probes/nvidia/nvml_api.hpp"
+#include "tests/fakes/scenario.hpp"
+
+using namespace preflight::nvml;
+namespace fake = preflight::fake_gpu;
+
+struct preflight::nvml::nvmlDevice_st {
+  unsigned int index = 0;
+};
+
+namespace {
+
+struct State {
+  std::mutex mutex;
+  int init_count = 0;
+  bool loaded = false;
+  fake::LoadedScenario scenario;
+  std::vector<nvmlDevice_st> devices;
+};
+
+State& state() {
+  static State s;  // destroyed at dlclose / exit
+  return s;
+}
+
+const fake::Gpu* gpu_of(State& s, nvmlDevice_t device) {
+  for (const nvmlDevice_st& d : s.devices)
+    if (&d == device) return &s.scenario.scenario.gpus[d.index];
+  return nullptr;
+}
+
+nvmlReturn_t copy_string(char* dst, unsigned int length, const std::string& src) {
+  if (dst == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (src.size() + 1 > length) return NVML_ERROR_INSUFFICIENT_SIZE;
+  std::memcpy(dst, src.c_str(), src.size() + 1);
+  return NVML_SUCCESS;
+}
+
+}  // namespace
+
+#define PREFLIGHT_FAKE_REQUIRE_INIT() \
+  State& s = state();                 \
+  std::lock_guard lock(s.mutex);      \
+  if (s.init_count == 0) return NVML_ERROR_UNINITIALIZED
+
+#define PREFLIGHT_FAKE_REQUIRE_DEVICE(device)           \
+  PREFLIGHT_FAKE_REQUIRE_INIT();                        \
+  const fake::Gpu* gpu = gpu_of(s, device);             \
+  if (gpu == nullptr) return NVML_ERROR_INVALID_ARGUMENT
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlInit_v2() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!s.loaded) {
+    s.scenario = fake::load_scenario_from_env();
+    s.loaded = true;
+    s.devices.resize(s.scenario.scenario.gpus.size());
+    for (std::size_t i = 0; i < s.devices.size(); ++i) s.devices[i].index = static_cast<unsigned int>(i);
+  }
+  if (!s.scenario.error.empty()) {
+    std::fprintf(stderr, "fake libnvidia-ml.so.1: %s\n", s.scenario.error.c_str());
+    return NVML_ERROR_UNKNOWN;
+  }
+  const fake::Fault& fault = s.scenario.scenario.nvml_init;
+  fake::enact(fault);  // a crash or a hang does not come back
+  if (fault.kind == fake::Fault::Kind::Error) return static_cast<nvmlReturn_t>(fault.code);
+  ++s.init_count;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlShutdown() {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  --s.init_count;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
+  switch (static_cast<int>(result)) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_NO_PERMISSION: return "Insufficient Permissions";
+    case NVML_ERROR_ALREADY_INITIALIZED: return "Already Initialized";
+    case NVML_ERROR_NOT_FOUND: return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_INSUFFICIENT_POWER: return "Insufficient External Power";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_TIMEOUT: return "Timeout";
+    case NVML_ERROR_IRQ_ISSUE: return "Interrupt request issue";
+    case NVML_ERROR_LIBRARY_NOT_FOUND: return "NVML Shared Library Not Found";
+    case NVML_ERROR_FUNCTION_NOT_FOUND: return "Function Not Found";
+    case NVML_ERROR_CORRUPTED_INFOROM: return "Corrupted infoROM";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    case NVML_ERROR_RESET_REQUIRED: return "GPU requires restart";
+    case NVML_ERROR_OPERATING_SYSTEM: return "The operating system has blocked the request.";
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH: return "RM has detected an NVML/RM version mismatch.";
+    case NVML_ERROR_IN_USE: return "In use by another client";
+    case NVML_ERROR_MEMORY: return "Insufficient Memory";
+    case NVML_ERROR_NO_DATA: return "No data";
+    default: return "Unknown Error";
+  }
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  return copy_string(version, length, s.scenario.scenario.driver_version);
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* cuda_driver_version) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  if (cuda_driver_version == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *cuda_driver_version = s.scenario.scenario.cuda_driver_version;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int* cuda_driver_version) {
+  return nvmlSystemGetCudaDriverVersion_v2(cuda_driver_version);
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* device_count) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  if (device_count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *device_count = static_cast<unsigned int>(s.devices.size());
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t* device) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  if (device == nullptr || index >= s.devices.size()) return NVML_ERROR_INVALID_ARGUMENT;
+  *device = &s.devices[index];
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned int length) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  return copy_string(name, length, gpu->name);
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned int length) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  return copy_string(uuid, length, gpu->uuid);
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *pci = nvmlPciInfo_t{};
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X", gpu->pci_domain & 0xffffu,
+                gpu->pci_bus, gpu->pci_device, gpu->pci_function);
+  std::snprintf(pci->busId, sizeof pci->busId, "%s", gpu->pci_bus_id.c_str());
+  pci->domain = gpu->pci_domain;
+  pci->bus = gpu->pci_bus;
+  pci->device = gpu->pci_device;
+  pci->pciDeviceId = gpu->pci_device_id;
+  pci->pciSubSystemId = 0x16C110DE;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  if (major == nullptr || minor == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *major = gpu->cc_major;
+  *minor = gpu->cc_minor;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  if (memory == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  memory->total = gpu->memory_total_mib * fake::kMiB;
+  memory->used = gpu->memory_used_mib * fake::kMiB;
+  memory->free = memory->total - memory->used;
+  return NVML_SUCCESS;
+}
+
+/// NVML's sizing protocol: with *info_count too small (0 and a null array to ask), the count needed
+/// is stored and NVML_ERROR_INSUFFICIENT_SIZE returned; no processes is NVML_SUCCESS with 0.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* info_count,
+                                                                           nvmlProcessInfo_t* infos) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  if (info_count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const auto n = static_cast<unsigned int>(gpu->processes.size());
+  if (*info_count < n) {
+    *info_count = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  if (n > 0 && infos == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  for (unsigned int i = 0; i < n; ++i) {
+    infos[i].pid = gpu->processes[i].pid;
+    infos[i].usedGpuMemory = gpu->processes[i].used_mib * fake::kMiB;
+    infos[i].gpuInstanceId = 0xFFFFFFFFu;
+    infos[i].computeInstanceId = 0xFFFFFFFFu;
+  }
+  *info_count = n;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t* mode) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  if (mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *mode = gpu->persistence ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current_mode,
+                                                        unsigned int* pending_mode) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  if (current_mode == nullptr || pending_mode == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!gpu->mig) return NVML_ERROR_NOT_SUPPORTED;
+  *current_mode = *pending_mode = *gpu->mig ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+  return NVML_SUCCESS;
+}
+
+// The fake and the header can never drift: every export has exactly the header's type.
+#define PREFLIGHT_FAKE_SAME_TYPE(fn) static_assert(std::is_same_v<decltype(&fn), PFN_##fn>, #fn)
+PREFLIGHT_FAKE_SAME_TYPE(nvmlInit_v2);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlShutdown);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlErrorString);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlSystemGetDriverVersion);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlSystemGetCudaDriverVersion_v2);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlSystemGetCudaDriverVersion);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetCount_v2);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetHandleByIndex_v2);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetName);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetUUID);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetPciInfo_v3);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetCudaComputeCapability);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetMemoryInfo);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetComputeRunningProcesses_v3);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetPersistenceMode);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetMigMode);

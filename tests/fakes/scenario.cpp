@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: MIT
+// tests/fakes/scenario.hpp: the scenario format of the fake NVIDIA libraries, and the driver's
+// CUDA_VISIBLE_DEVICES rules.
+#include "tests/fakes/scenario.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace preflight::fake_gpu {
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void fail(const std::string& what) { throw std::invalid_argument(what); }
+
+bool parse_int(std::string_view text, long long& out) {
+  if (text.empty()) return false;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc{} && ptr == end;
+}
+
+void check_keys(const json& object, const std::string& where, std::initializer_list<const char*> allowed) {
+  if (!object.is_object()) fail(where + ": expected an object");
+  for (const auto& item : object.items()) {
+    const bool known = std::any_of(allowed.begin(), allowed.end(), [&](const char* k) { return item.key() == k; });
+    if (!known) {
+      std::string list;
+      for (const char* k : allowed) list += std::string(list.empty() ? "" : ", ") + k;
+      fail(where + ": unknown key '" + item.key() + "' (known: " + list + ")");
+    }
+  }
+}
+
+std::string get_string(const json& object, const char* key, const std::string& where) {
+  const json& v = object.at(key);
+  if (!v.is_string()) fail(where + "." + key + ": expected a string");
+  return v.get<std::string>();
+}
+
+long long get_int(const json& object, const char* key, const std::string& where, long long min) {
+  const json& v = object.at(key);
+  if (!v.is_number_integer()) fail(where + "." + key + ": expected an integer");
+  const long long n = v.get<long long>();
+  if (n < min) fail(where + "." + key + ": must be >= " + std::to_string(min));
+  return n;
+}
+
+bool get_bool(const json& object, const char* key, const std::string& where) {
+  const json& v = object.at(key);
+  if (!v.is_boolean()) fail(where + "." + key + ": expected true or false");
+  return v.get<bool>();
+}
+
+/// Typical products per compute capability, for GPUs that give only "cc".
+struct Product {
+  int cc_major, cc_minor;
+  const char* name;
+  std::uint64_t memory_mib;
+  unsigned int pci_device_id;
+};
+constexpr Product kProducts[] = {
+    {9, 0, "NVIDIA H100 80GB HBM3", 81559, 0x233010DE},
+    {8, 0, "NVIDIA A100-SXM4-80GB", 81920, 0x20B210DE},
+    {7, 0, "Tesla V100-SXM2-32GB", 32768, 0x1DB510DE},
+    {7, 5, "Tesla T4", 15360, 0x1EB810DE},
+    {8, 6, "NVIDIA A10", 23028, 0x223610DE},
+    {8, 9, "NVIDIA L40S", 46068, 0x26B910DE},
+    {10, 0, "NVIDIA B200", 183359, 0x290110DE},
+    {6, 0, "Tesla P100-SXM2-16GB", 16384, 0x15F910DE},
+};
+
+const Product* product_for(int major, int minor) {
+  for (const Product& p : kProducts)
+    if (p.cc_major == major && p.cc_minor == minor) return &p;
+  return nullptr;
+}
+
+/// The bus ids of a DGX H100's GPUs; later GPUs get made-up ones.
+std::string default_pci_bus_id(std::size_t index) {
+  static constexpr unsigned kBuses[] = {0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb};
+  const unsigned bus = index < 8 ? kBuses[index] : static_cast<unsigned>(0xe0 + index - 8) & 0xffu;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "00000000:%02X:00.0", bus);
+  return buf;
+}
+
+/// Distinct from the first hex digit on for the first 16 GPUs, so "GPU-<1 digit>" selects one.
+std::string default_uuid(std::size_t index) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "GPU-%x%x1b2c3d-4e5f-6071-8293-a4b5c6d7e8%02x", static_cast<unsigned>(index + 1) & 0xfu,
+                static_cast<unsigned>(index) & 0xfu, static_cast<unsigned>(index) & 0xffu);
+  return buf;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" → 16 bytes.
+bool parse_uuid(const std::string& uuid, std::array<unsigned char, 16>& bytes) {
+  if (uuid.size() != 40 || uuid.compare(0, 4, "GPU-") != 0) return false;
+  std::size_t b = 0;
+  for (std::size_t i = 4; i < uuid.size();) {
+    if (i == 12 || i == 17 || i == 22 || i == 27) {
+      if (uuid[i] != '-') return false;
+      ++i;
+      continue;
+    }
+    const int hi = hex_value(uuid[i]);
+    const int lo = hex_value(uuid[i + 1]);
+    if (hi < 0 || lo < 0 || b >= 16) return false;
+    bytes[b++] = static_cast<unsigned char>(hi * 16 + lo);
+    i += 2;
+  }
+  return b == 16;
+}
+
+/// "00000000:18:00.0" (or the legacy "0000:18:00.0") → its parts; normalised to NVML's spelling.
+bool parse_pci(Gpu& gpu) {
+  unsigned domain = 0, bus = 0, device = 0, function = 0;
+  char tail = 0;
+  if (std::sscanf(gpu.pci_bus_id.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &device, &function, &tail) != 4) return false;
+  if (bus > 0xff || device > 0x1f || function > 7) return false;
+  gpu.pci_domain = domain;
+  gpu.pci_bus = bus;
+  gpu.pci_device = device;
+  gpu.pci_function = function;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%08X:%02X:%02X.%X", domain, bus, device, function);
+  gpu.pci_bus_id = buf;
+  return true;
+}
+
+void finish_gpu(Gpu& gpu, const std::string& where) {
+  if (!parse_uuid(gpu.uuid, gpu.uuid_bytes))
+    fail(where + ".uuid: '" + gpu.uuid + "' is not GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx");
+  if (!parse_pci(gpu)) fail(where + ".pci_bus_id: '" + gpu.pci_bus_id + "' is not like 00000000:18:00.0");
+  if (gpu.memory_used_mib > gpu.memory_total_mib) fail(where + ": memory_used_mib exceeds memory_total_mib");
+}
+
+Gpu default_gpu(std::size_t index) {
+  Gpu gpu;
+  gpu.name = kProducts[0].name;
+  gpu.uuid = default_uuid(index);
+  gpu.pci_bus_id = default_pci_bus_id(index);
+  gpu.mig = false;
+  finish_gpu(gpu, "gpus[" + std::to_string(index) + "]");
+  return gpu;
+}
+
+Gpu parse_gpu(const json& doc, std::size_t index) {
+  const std::string where = "gpus[" + std::to_string(index) + "]";
+  check_keys(doc, where,
+             {"name", "uuid", "pci_bus_id", "cc", "memory_total_mib", "memory_used_mib", "persistence", "mig",
+              "processes"});
+  Gpu gpu = default_gpu(index);
+  const Product* product = &kProducts[0];
+  if (doc.contains("cc")) {
+    const std::string cc = get_string(doc, "cc", where);
+    const auto dot = cc.find('.');
+    long long major = 0, minor = 0;
+    if (dot == std::string::npos || !parse_int(std::string_view(cc).substr(0, dot), major) ||
+        !parse_int(std::string_view(cc).substr(dot + 1), minor) || major < 1 || minor < 0 || minor > 9)
+      fail(where + ".cc: '" + cc + "' is not like \"9.0\"");
+    gpu.cc_major = static_cast<int>(major);
+    gpu.cc_minor = static_cast<int>(minor);
+    product = product_for(gpu.cc_major, gpu.cc_minor);
+    if (product != nullptr) {
+      gpu.name = product->name;
+      gpu.memory_total_mib = product->memory_mib;
+      gpu.pci_device_id = product->pci_device_id;
+      gpu.mig = gpu.cc_major * 10 + gpu.cc_minor >= 80 ? std::optional<bool>(false) : std::nullopt;
+    } else {
+      gpu.name = "NVIDIA Fake GPU sm_" + std::to_string(major) + std::to_string(minor);
+    }
+  }
+  if (doc.contains("name")) gpu.name = get_string(doc, "name", where);
+  if (doc.contains("uuid")) gpu.uuid = get_string(doc, "uuid", where);
+  if (doc.contains("pci_bus_id")) gpu.pci_bus_id = get_string(doc, "pci_bus_id", where);
+  if (doc.contains("memory_total_mib"))
+    gpu.memory_total_mib = static_cast<std::uint64_t>(get_int(doc, "memory_total_mib", where, 1));
+  if (doc.contains("persistence")) gpu.persistence = get_bool(doc, "persistence", where);
+  if (doc.contains("mig")) {
+    if (doc.at("mig").is_null()) gpu.mig = std::nullopt;
+    else gpu.mig = get_bool(doc, "mig", where);
+  }
+  std::uint64_t process_mib = 0;
+  if (doc.contains("processes")) {
+    const json& list = doc.at("processes");
+    if (!list.is_array()) fail(where + ".processes: expected an array");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string pwhere = where + ".processes[" + std::to_string(i) + "]";
+      check_keys(list[i], pwhere, {"pid", "used_mib"});
+      Process p;
+      p.pid = static_cast<unsigned int>(get_int(list[i], "pid", pwhere, 1));
+      p.used_mib = list[i].contains("used_mib") ? static_cast<std::uint64_t>(get_int(list[i], "used_mib", pwhere, 0)) : 0;
+      process_mib += p.used_mib;
+      gpu.processes.push_back(p);
+    }
+  }
+  gpu.memory_used_mib = doc.contains("memory_used_mib")
+                            ? static_cast<std::uint64_t>(get_int(doc, "memory_used_mib", where, 0))
+                            : process_mib;
+  finish_gpu(gpu, where);
+  return gpu;
+}
+
+constexpr const char* kFaultKeys[] = {"cuInit", "nvmlInit", "ctx", "alloc", "memset", "copy"};
+
+Fault* fault_slot(Scenario& s, std::string_view key) {
+  if (key == "cuInit") return &s.cu_init;
+  if (key == "nvmlInit") return &s.nvml_init;
+  if (key == "ctx") return &s.ctx;
+  if (key == "alloc") return &s.alloc;
+  if (key == "memset") return &s.memset;
+  if (key == "copy") return &s.copy;
+  return nullptr;
+}
+
+void set_fault(Scenario& s, const std::string& key, const json& value, const std::string& where) {
+  if (!value.is_string()) fail(where + ": expected a string like \"ok\", \"error:100\", \"segv\", \"hang\"");
+  try {
+    *fault_slot(s, key) = parse_fault(value.get<std::string>(), key == "copy");
+  } catch (const std::invalid_argument& e) {
+    fail(where + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+Fault parse_fault(std::string_view text, bool allow_corrupt) {
+  if (text == "ok") return {};
+  if (text == "segv") return {Fault::Kind::Segv, 0};
+  if (text == "hang") return {Fault::Kind::Hang, 0};
+  if (text == "corrupt" && allow_corrupt) return {Fault::Kind::Corrupt, 0};
+  long long code = 0;
+  if (text.substr(0, 6) == "error:" && parse_int(text.substr(6), code) && code > 0 && code < 100000)
+    return {Fault::Kind::Error, static_cast<int>(code)};
+  throw std::invalid_argument("'" + std::string(text) + "' is not ok | error:N | segv | hang" +
+                              (allow_corrupt ? " | corrupt" : ""));
+}
+
+void enact(const Fault& fault) {
+  if (fault.kind == Fault::Kind::Segv) {
+    // The default action whatever the host installed (a sanitizer's handler would turn the crash
+    // into an exit status), and unblocked, so the process dies of the signal as with a real crash.
+    struct sigaction action {};
+    action.sa_handler = SIG_DFL;
+    ::sigemptyset(&action.sa_mask);
+    ::sigaction(SIGSEGV, &action, nullptr);
+    sigset_t set;
+    ::sigemptyset(&set);
+    ::sigaddset(&set, SIGSEGV);
+    ::pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    ::raise(SIGSEGV);
+    std::abort();  // not reached
+  }
+  if (fault.kind == Fault::Kind::Hang) {
+    for (;;) ::pause();
+  }
+}
+
+Scenario default_scenario() {
+  Scenario s;
+  for (std::size_t i = 0; i < 8; ++i) s.gpus.push_back(default_gpu(i));
+  return s;
+}
+
+Scenario parse_scenario(const json& doc) {
+  check_keys(doc, "scenario",
+             {"description", "driver_version", "cuda_driver_version", "nccl_version", "gpus", "nvml_only_gpus", "faults",
+              "cuInit", "nvmlInit", "ctx", "alloc", "memset", "copy"});
+  Scenario s = default_scenario();
+  s.source = "inline";
+  if (doc.contains("description") && !doc.at("description").is_string()) fail("description: expected a string");
+  if (doc.contains("driver_version")) {
+    s.driver_version = get_string(doc, "driver_version", "scenario");
+    if (s.driver_version.empty()) fail("driver_version: empty");
+  }
+  if (doc.contains("cuda_driver_version"))
+    s.cuda_driver_version = static_cast<int>(get_int(doc, "cuda_driver_version", "scenario", 1000));
+  if (doc.contains("nccl_version")) s.nccl_version = static_cast<int>(get_int(doc, "nccl_version", "scenario", 1));
+  if (doc.contains("gpus")) {
+    const json& gpus = doc.at("gpus");
+    s.gpus.clear();
+    if (gpus.is_number_integer()) {
+      const long long n = gpus.get<long long>();
+      if (n < 0 || n > 64) fail("gpus: a count must be 0..64");
+      for (long long i = 0; i < n; ++i) s.gpus.push_back(default_gpu(static_cast<std::size_t>(i)));
+    } else if (gpus.is_array()) {
+      for (std::size_t i = 0; i < gpus.size(); ++i) s.gpus.push_back(parse_gpu(gpus[i], i));
+    } else {
+      fail("gpus: expected an array of GPUs or a count");
+    }
+  }
+  std::set<std::string> uuids, buses;
+  for (const Gpu& g : s.gpus) {
+    if (!uuids.insert(g.uuid).second) fail("gpus: duplicate uuid " + g.uuid);
+    if (!buses.insert(g.pci_bus_id).second) fail("gpus: duplicate pci_bus_id " + g.pci_bus_id);
+  }
+  if (doc.contains("nvml_only_gpus")) {
+    const json& list = doc.at("nvml_only_gpus");
+    if (!list.is_array()) fail("nvml_only_gpus: expected an array of GPU indices");
+    for (const json& v : list) {
+      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() >= static_cast<long long>(s.gpus.size()))
+        fail("nvml_only_gpus: " + v.dump() + " is not an index into gpus");
+      Gpu& g = s.gpus[v.get<std::size_t>()];
+      if (!g.cuda_visible) fail("nvml_only_gpus: duplicate index " + v.dump());
+      g.cuda_visible = false;
+    }
+  }
+  if (doc.contains("faults")) {
+    const json& faults = doc.at("faults");
+    check_keys(faults, "faults", {"cuInit", "nvmlInit", "ctx", "alloc", "memset", "copy"});
+    for (const auto& item : faults.items()) set_fault(s, item.key(), item.value(), "faults." + item.key());
+  }
+  for (const char* key : kFaultKeys)
+    if (doc.contains(key)) set_fault(s, key, doc.at(key), key);
+  return s;
+}
+
+Scenario load_scenario_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument(path + ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    Scenario s = parse_scenario(json::parse(text.str()));
+    s.source = path;
+    return s;
+  } catch (const json::exception& e) {
+    throw std::invalid_argument(path + ": " + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(path + ": " + e.what());
+  }
+}
+
+LoadedScenario load_scenario_from_env() {
+  LoadedScenario loaded;
+  const char* path = std::getenv("PREFLIGHT_FAKE_GPU");
+  if (path == nullptr || *path == '\0') {
+    loaded.scenario = default_scenario();
+    return loaded;
+  }
+  try {
+    loaded.scenario = load_scenario_file(path);
+  } catch (const std::exception& e) {
+    loaded.scenario = default_scenario();
+    loaded.error = std::string("PREFLIGHT_FAKE_GPU: ") + e.what();
+  }
+  return loaded;
+}
+
+std::vector<std::size_t> cuda_visible_gpus(const Scenario& scenario, const char* cuda_visible_devices) {
+  std::vector<std::size_t> all;
+  for (std::size_t i = 0; i < scenario.gpus.size(); ++i)
+    if (scenario.gpus[i].cuda_visible) all.push_back(i);
+  if (cuda_visible_devices == nullptr) return all;
+
+  std::vector<std::size_t> visible;
+  const std::string_view list(cuda_visible_devices);
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    std::string_view entry = list.substr(start, comma - start);
+    while (!entry.empty() && std::isspace(static_cast<unsigned char>(entry.front()))) entry.remove_prefix(1);
+    while (!entry.empty() && std::isspace(static_cast<unsigned char>(entry.back()))) entry.remove_suffix(1);
+    std::optional<std::size_t> chosen;
+    if (entry.size() > 4 && entry.substr(0, 4) == "GPU-") {
+      for (std::size_t gi : all) {
+        const std::string& uuid = scenario.gpus[gi].uuid;
+        if (uuid.size() < entry.size()) continue;
+        bool match = true;
+        for (std::size_t k = 0; k < entry.size() && match; ++k)
+          match = std::tolower(static_cast<unsigned char>(uuid[k])) == std::tolower(static_cast<unsigned char>(entry[k]));
+        if (!match) continue;
+        if (chosen) {  // ambiguous prefix
+          chosen.reset();
+          break;
+        }
+        chosen = gi;
+      }
+    } else {
+      long long ordinal = -1;
+      if (parse_int(entry, ordinal) && ordinal >= 0 && ordinal < static_cast<long long>(all.size()))
+        chosen = all[static_cast<std::size_t>(ordinal)];
+    }
+    if (!chosen || std::find(visible.begin(), visible.end(), *chosen) != visible.end()) break;
+    visible.push_back(*chosen);
+    start = comma + 1;
+  }
+  return visible;
+}
+
+}  // namespace preflight::fake_gpu

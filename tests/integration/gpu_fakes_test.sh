@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The GPU checks end to end: the real binary and its contained helper, with the project's fake
+# libcuda / libnvidia-ml / libnccl selected through LD_LIBRARY_PATH and scripted per scenario.
+source "$(dirname "$0")/lib.sh"
+: "${PREFLIGHT_FAKE_GPU_LIB_DIR:?}" "${PREFLIGHT_FAKE_GPU_SCENARIOS_DIR:?}"
+S=$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR
+R=$PREFLIGHT_FIXTURES_DIR/cuda_runtime
+
+with_gpu() {  # with_gpu SCENARIO PREFLIGHT-ARGS...
+  local scenario=$1
+  shift
+  LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" PREFLIGHT_FAKE_GPU="$S/$scenario.json" "$PREFLIGHT" "$@"
+}
+summary_of() { json_get "[c['summary'] for c in d['checks'] if c['id']=='$1'][0]"; }
+remedy_of() { json_get "[c['remedy'] for c in d['checks'] if c['id']=='$1'][0]"; }
+
+# Driver 535.104.05 (CUDA 12.2) against a PyTorch built for CUDA 12.4: minor-version compatibility.
+expect_rc 0 "driver 535 with torch cu124" -- with_gpu driver535-cuda122 --sysroot "$R/cu124" --site-packages /site \
+  --only cuda.runtime --format json
+expect_eq "$(check_status cuda.runtime)" WARN "cuda.runtime"
+expect_contains "$(summary_of cuda.runtime)" "CUDA 12.4" "summary"
+expect_contains "$(summary_of cuda.runtime)" "CUDA 12.2" "summary"
+
+# ... and against a CUDA 13.0 build: it cannot run.
+expect_rc 1 "driver 535 with torch cu130" -- env HOME=/home/user LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" \
+  PREFLIGHT_FAKE_GPU="$S/driver535-cuda122.json" "$PREFLIGHT" --sysroot "$R/cu130" --only cuda.runtime --format json
+expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime"
+expect_contains "$(remedy_of cuda.runtime)" "580.65.06" "remedy"
+expect_contains "$(remedy_of cuda.runtime)" "CUDA 12.x build" "remedy"
+
+# The same in the image profile, with no driver at all.
+expect_rc 0 "image profile, target driver 535, cu124" -- "$PREFLIGHT" --profile image --target-driver 535.104.05 \
+  --target-gpu 9.0 --sysroot "$R/cu124" --site-packages /site --only cuda.runtime --format json
+expect_eq "$(check_status cuda.runtime)" WARN "cuda.runtime (image)"
+expect_rc 1 "image profile, target driver 535, cu130" -- env HOME=/home/user "$PREFLIGHT" --profile image \
+  --target-driver 535.104.05 --target-gpu 9.0 --sysroot "$R/cu130" --only cuda.runtime --format json
+expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime (image)"
+expect_contains "$(remedy_of cuda.runtime)" "580.65.06" "remedy (image)"
+
+# A compute capability 7.0 GPU with a CUDA 13 runtime.
+expect_rc 1 "Volta with CUDA 13" -- env HOME=/home/user LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" \
+  PREFLIGHT_FAKE_GPU="$S/cc70-volta.json" "$PREFLIGHT" --sysroot "$R/cu130" --only cuda.arch --format json
+expect_eq "$(check_status cuda.arch)" FAIL "cuda.arch"
+expect_contains "$(summary_of cuda.arch)" "CC 7.0" "summary"
+
+# cuInit crashes: the helper dies, preflight reports it and exits 1, not 139.
+expect_rc 1 "cuInit crashes with SIGSEGV" -- with_gpu cuinit-segv --only 'cuda.smoke,driver.loaded' --format json
+expect_eq "$(check_status cuda.smoke)" FAIL "cuda.smoke"
+expect_contains "$(summary_of cuda.smoke)" "SIGSEGV" "cuda.smoke summary"
+expect_contains "$(summary_of driver.loaded)" "SIGSEGV" "driver.loaded summary"
+
+# A device-to-host copy that never returns: FAIL within the helper's deadline.
+start=$(date +%s%N)
+expect_rc 1 "a copy that hangs" -- with_gpu copy-hang --timeout 3 --only cuda.smoke --format json
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ "$elapsed_ms" -lt 8000 ] && pass "ended after ${elapsed_ms} ms" || fail "took ${elapsed_ms} ms"
+expect_eq "$(check_status cuda.smoke)" FAIL "cuda.smoke"
+expect_contains "$(summary_of cuda.smoke)" "did not finish" "summary"
+
+# A copy that returns wrong data.
+expect_rc 1 "a corrupted copy" -- with_gpu copy-corrupt --only cuda.smoke --format json
+expect_contains "$(summary_of cuda.smoke)" "word 17" "summary"
+
+# Another process holds 30 000 MiB on GPU 0.
+expect_rc 1 "a busy GPU" -- with_gpu busy-30000mib --only gpu.busy --format json
+expect_eq "$(check_status gpu.busy)" FAIL "gpu.busy"
+expect_contains "$(summary_of gpu.busy)" "pid 4242" "summary"
+expect_contains "$(summary_of gpu.busy)" "30000 MiB" "summary"
+
+# A healthy node passes the GPU checks; --expect-gpus catches a short node.
+expect_rc 0 "healthy 8 x H100" -- with_gpu h100x8-healthy --only 'driver.loaded,cuda.smoke,gpu.*' --format json
+expect_rc 1 "--expect-gpus 16 on 8 GPUs" -- with_gpu h100x8-healthy --only gpu.count --expect-gpus 16 --format json
+expect_contains "$(summary_of gpu.count)" "16" "summary"
+
+# No driver at all: driver.loaded FAILs with a reason, every non-GPU check is still reported.
+rc=0
+LD_LIBRARY_PATH=/nonexistent "$PREFLIGHT" --format json >"$work/out" 2>"$work/err" || rc=$?
+expect_eq "$rc" 1 "exit code without a driver"
+expect_eq "$(check_status driver.loaded)" FAIL "driver.loaded"
+expect_contains "$(summary_of driver.loaded)" "no NVIDIA driver" "summary"
+for id in shm.capacity host.memory host.limits env.nccl launch.env; do
+  st=$(check_status "$id")
+  case "$st" in PASS|WARN|FAIL|UNKNOWN) pass "$id reported ($st)" ;; *) fail "$id missing without a driver" ;; esac
+done
+
+# The real NCCL of the CUDA toolkit, where installed.
+if [ -f /usr/local/cuda/lib64/libnccl.so.2 ]; then
+  "$PREFLIGHT" --nccl-lib /usr/local/cuda/lib64/libnccl.so.2 --only nccl.library --format json >"$work/out" 2>/dev/null
+  expect_contains "$(summary_of nccl.library)" "NCCL 2.28.9" "real NCCL"
+  expect_contains "$(summary_of nccl.library)" "libnccl.so.2" "the file it loaded"
+fi
+finish

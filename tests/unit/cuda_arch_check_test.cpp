@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+// cuda.arch on hand-built facts: every status, the acceptance case of issue 3 (a CC 7.0 GPU with a
+// CUDA 13 runtime), the framework's arch list, the driver branch, and the image profile.
+#include <gtest/gtest.h>
+
+#include "checks/check.hpp"
+#include "checks/cuda_compat.hpp"
+
+namespace preflight {
+extern const CheckSpec kCudaArch;
+namespace {
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+CudaRuntime runtime(const std::string& version, const std::string& detail) {
+  CudaRuntime r;
+  r.version = version;
+  r.kind = "torch";
+  r.detail = detail;
+  r.path = "/venv/site-packages/torch/version.py";
+  return r;
+}
+
+NvmlGpu gpu(int index, const std::string& name, int cc_major, int cc_minor) {
+  NvmlGpu g;
+  g.index = index;
+  g.name = name;
+  g.cc_major = cc_major;
+  g.cc_minor = cc_minor;
+  return g;
+}
+
+FrameworkBuild torch(const std::string& cuda, std::vector<std::string> arch_list) {
+  FrameworkBuild fw;
+  fw.name = "torch";
+  fw.version = "2.9.0+cu" + cuda.substr(0, 2) + cuda.substr(3);
+  fw.cuda = cuda;
+  fw.arch_list = std::move(arch_list);
+  return fw;
+}
+
+RankFacts node_facts(std::vector<NvmlGpu> gpus, const std::string& driver = "580.95.05", int api = 13000) {
+  RankFacts f;
+  f.gpu.driver.nvml_driver_version = Probed<std::string>::ok(driver, "NVML");
+  f.gpu.driver.cuda_driver_version = Probed<int>::ok(api, "cuDriverGetVersion");
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok(std::move(gpus), "NVML");
+  return f;
+}
+
+Verdict judge(const RankFacts& f, Options o = {}, Profile p = Profile::Node) {
+  return run_check(kCudaArch, CheckContext{f, o, p});
+}
+
+TEST(CudaArchCheck, VoltaWithCuda13Fails) {
+  RankFacts f = node_facts({gpu(0, "Tesla V100-SXM2-16GB", 7, 0)});
+  f.gpu.runtime.runtimes = {runtime("13.0", "torch 2.9.0+cu130")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "GPU 0 (Tesla V100-SXM2-16GB, CC 7.0) is not supported by CUDA 13.0")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "CC 7.5–12.1")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "CUDA 12.x build")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "CC ≥ 7.5")) << v.remedy;
+}
+
+TEST(CudaArchCheck, SupportedGpuPasses) {
+  RankFacts f = node_facts({gpu(0, "NVIDIA H100 80GB HBM3", 9, 0), gpu(1, "NVIDIA H100 80GB HBM3", 9, 0)});
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
+  f.gpu.runtime.frameworks = {torch("12.4", {"sm_50", "sm_80", "sm_86", "sm_90"})};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "CC 9.0")) << v.summary;
+}
+
+TEST(CudaArchCheck, ImageProfileUsesTargetGpus) {
+  RankFacts f;  // no driver, no GPUs
+  f.gpu.runtime.runtimes = {runtime("13.0", "torch 2.9.0+cu130")};
+  Options o;
+  o.target_driver = "580.95.05";
+  o.target_gpus = {"7.0"};
+  Verdict v = judge(f, o, Profile::Image);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "target GPU CC 7.0 (Volta) is not supported by CUDA 13.0")) << v.summary;
+  o.target_gpus = {"9.0"};
+  v = judge(f, o, Profile::Image);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  o.target_gpus = {"nine"};
+  v = judge(f, o, Profile::Image);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+}
+
+TEST(CudaArchCheck, MissingGpusAreUnknownNeverPass) {
+  RankFacts f;
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  Options o;
+  o.target_driver = "535.104.05";
+  v = judge(f, o, Profile::Image);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--target-gpu")) << v.remedy;
+  f = node_facts({});
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
+  EXPECT_EQ(judge(f).status, Status::Unknown);
+  f = node_facts({gpu(0, "NVIDIA H100", 0, 0)});
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
+  EXPECT_EQ(judge(f).status, Status::Unknown);
+}
+
+TEST(CudaArchCheck, FrameworkWithoutKernelsForTheGpuFails) {
+  RankFacts f = node_facts({gpu(0, "Tesla V100-SXM2-16GB", 7, 0)}, "550.54.15", 12040);
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
+  f.gpu.runtime.frameworks = {torch("12.4", {"sm_75", "sm_80", "sm_90"})};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "no sm_70 SASS")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "sm_70")) << v.remedy;
+}
+
+TEST(CudaArchCheck, SameMajorSassServesLaterMinorsAndPtxOnlyWarns) {
+  RankFacts f = node_facts({gpu(0, "NVIDIA A10", 8, 6)}, "550.54.15", 12040);
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
+  f.gpu.runtime.frameworks = {torch("12.4", {"sm_80", "sm_90"})};
+  EXPECT_EQ(judge(f).status, Status::Pass);
+
+  f = node_facts({gpu(0, "NVIDIA H100", 9, 0)}, "550.54.15", 12040);
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
+  f.gpu.runtime.frameworks = {torch("12.4", {"sm_80", "compute_80"})};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "only PTX")) << v.summary;
+}
+
+TEST(CudaArchCheck, GpuNewerThanTheRuntimeKnowsWarns) {
+  RankFacts f = node_facts({gpu(0, "NVIDIA B200", 10, 0)}, "570.124.06", 12080);
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "CC 5.0–9.0")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "CUDA ≥ 12.8")) << v.remedy;
+}
+
+TEST(CudaArchCheck, DriverBranchThatDroppedTheArchitectureFails) {
+  RankFacts f = node_facts({gpu(0, "Tesla V100-SXM2-16GB", 7, 0)}, "590.44.01", 13010);
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "R580")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "590.44.01")) << v.summary;
+}
+
+TEST(CudaArchCheck, RuntimeOutsideTheTableIsUnknown) {
+  RankFacts f = node_facts({gpu(0, "NVIDIA H100", 9, 0)});
+  f.gpu.runtime.runtimes = {runtime("9.2", "old toolkit")};
+  EXPECT_EQ(judge(f).status, Status::Unknown);
+}
+
+TEST(CudaArchCheck, NothingToJudgeAgainstSkips) {
+  RankFacts f = node_facts({gpu(0, "NVIDIA H100", 9, 0)});
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Skip) << v.summary;
+}
+
+TEST(CudaArchCheck, ArchListMatching) {
+  const Version cc86 = Version::of({8, 6});
+  EXPECT_EQ(match_arch({"sm_80"}, cc86), ArchMatch::Sass);
+  EXPECT_EQ(match_arch({"sm_90"}, cc86), ArchMatch::None);
+  EXPECT_EQ(match_arch({"sm_86a"}, cc86), ArchMatch::Sass);
+  EXPECT_EQ(match_arch({"sm_80a"}, cc86), ArchMatch::None);
+  EXPECT_EQ(match_arch({"compute_75"}, cc86), ArchMatch::PtxOnly);
+  EXPECT_EQ(match_arch({"8.0"}, cc86), ArchMatch::Sass);
+  EXPECT_EQ(match_arch({"7.5+PTX"}, cc86), ArchMatch::PtxOnly);
+  EXPECT_EQ(match_arch({"sm_100f"}, Version::of({10, 3})), ArchMatch::Sass);
+  EXPECT_EQ(match_arch({"bogus"}, cc86), ArchMatch::Unreadable);
+}
+
+TEST(CudaArchCheck, ExplainNamesReadsFailuresAndFix) {
+  for (const char* part : {"What it reads", "Failures", "Fix", "FAIL", "WARN", "UNKNOWN", "SKIP"}) {
+    EXPECT_NE(kCudaArch.explain.find(part), std::string_view::npos) << part;
+  }
+}
+
+}  // namespace
+}  // namespace preflight

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: MIT
+// cuda.runtime on hand-built facts: every status, the acceptance cases of issue 3 (driver
+// 535.104.05 vs CUDA 12.4 and 13.0 builds) in the node and image profiles, forward compatibility.
+#include <gtest/gtest.h>
+
+#include "checks/check.hpp"
+
+namespace preflight {
+extern const CheckSpec kCudaRuntime;
+namespace {
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+CudaRuntime runtime(const std::string& version, const std::string& kind = "torch", const std::string& detail = "",
+                    const std::string& path = "/venv/lib/python3.11/site-packages/torch/version.py") {
+  CudaRuntime r;
+  r.version = version;
+  r.kind = kind;
+  r.detail = detail;
+  r.path = path;
+  return r;
+}
+
+NvmlGpu gpu(int index, const std::string& name, int cc_major, int cc_minor) {
+  NvmlGpu g;
+  g.index = index;
+  g.name = name;
+  g.cc_major = cc_major;
+  g.cc_minor = cc_minor;
+  return g;
+}
+
+RankFacts node_facts(const std::string& driver = "535.104.05", int cuda_api = 12020,
+                     std::vector<NvmlGpu> gpus = {gpu(0, "NVIDIA H100 80GB HBM3", 9, 0)}) {
+  RankFacts f;
+  f.gpu.driver.nvml_driver_version = Probed<std::string>::ok(driver, "nvmlSystemGetDriverVersion");
+  f.gpu.driver.kernel_module_version = Probed<std::string>::ok(driver, "/proc/driver/nvidia/version");
+  f.gpu.driver.cuda_driver_version = Probed<int>::ok(cuda_api, "cuDriverGetVersion");
+  f.gpu.driver.loaded_libraries = {"/usr/lib/x86_64-linux-gnu/libcuda.so." + driver};
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok(std::move(gpus), "NVML");
+  f.gpu.runtime.searched = {"/venv/lib/python3.11/site-packages", "/usr/local/cuda"};
+  return f;
+}
+
+Verdict judge(const RankFacts& f, Options o = {}, Profile p = Profile::Node) {
+  return run_check(kCudaRuntime, CheckContext{f, o, p});
+}
+
+Options image_options(const std::string& driver = "535.104.05") {
+  Options o;
+  o.target_driver = driver;
+  o.target_gpus = {"9.0"};
+  return o;
+}
+
+TEST(CudaRuntimeCheck, RuntimeAtOrBelowTheDriversCudaPasses) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.runtimes = {runtime("12.1", "torch", "torch 2.5.1+cu121"), runtime("12.2.140", "toolkit", "", "/usr/local/cuda/version.json")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "12.1")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "driver 535.104.05 (CUDA 12.2)")) << v.summary;
+  EXPECT_EQ(v.evidence["runtimes"].size(), 2u);
+}
+
+TEST(CudaRuntimeCheck, Cuda124OnDriver535WarnsMinorVersionCompatibility) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch", "torch 2.5.1+cu124")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "CUDA 12.4")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "CUDA 12.2")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "minor-version compatibility")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "PTX JIT")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "525.60.13")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "driver ≥ 550.54.14")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "CUDA ≤ 12.2")) << v.remedy;
+  EXPECT_EQ(v.evidence["runtimes"][0]["rule"], "minor-version");
+}
+
+TEST(CudaRuntimeCheck, Cuda130OnDriver535FailsNamingBothFixes) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.runtimes = {runtime("13.0", "torch", "torch 2.9.0+cu130")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "CUDA 13.0")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "needs driver ≥ 580.65.06")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "supports CUDA ≤ 12.2")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "driver ≥ 580.65.06")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "a framework build for CUDA ≤ 12.2")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "CUDA 12.x build")) << v.remedy;
+  EXPECT_EQ(v.evidence["runtimes"][0]["min_driver"], "580.65.06");
+}
+
+TEST(CudaRuntimeCheck, ImageProfileJudgesAgainstTargetDriverWithoutDriverFacts) {
+  RankFacts f;  // no driver facts at all
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch", "torch 2.5.1+cu124")};
+  Verdict v = judge(f, image_options(), Profile::Image);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "12.4") && has(v.summary, "12.2")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "target driver 535.104.05")) << v.summary;
+
+  f.gpu.runtime.runtimes = {runtime("13.0", "torch", "torch 2.9.0+cu130")};
+  v = judge(f, image_options(), Profile::Image);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "580.65.06")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "driver ≥ 580.65.06")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "CUDA ≤ 12.2")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "CUDA 12.x build")) << v.remedy;
+
+  f.gpu.runtime.runtimes = {runtime("12.1", "torch", "torch 2.5.1+cu121")};
+  EXPECT_EQ(judge(f, image_options(), Profile::Image).status, Status::Pass);
+}
+
+TEST(CudaRuntimeCheck, ImageProfileWithoutOrWithBadTargetDriverIsUnknown) {
+  RankFacts f;
+  f.gpu.runtime.runtimes = {runtime("12.4")};
+  Verdict v = judge(f, image_options(""), Profile::Image);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "--target-driver")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--target-driver")) << v.remedy;
+  v = judge(f, image_options("five-three-five"), Profile::Image);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "five-three-five")) << v.summary;
+}
+
+TEST(CudaRuntimeCheck, NoDriverInNodeProfileIsUnknownNeverPass) {
+  RankFacts f;  // nothing probed
+  f.gpu.runtime.runtimes = {runtime("12.1", "torch", "torch 2.5.1+cu121")};
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "driver.loaded")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "CUDA 12.1")) << v.summary;
+
+  f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::LibraryMissing, "libnvidia-ml.so.1: cannot open shared object file");
+  f.gpu.driver.cuda_driver_version = Probed<int>::error(ProbeErrc::LibraryMissing, "libcuda.so.1: cannot open shared object file");
+  v = judge(f, {}, Profile::Job);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "libcuda.so.1")) << v.summary;
+}
+
+TEST(CudaRuntimeCheck, NoRuntimeFoundWarnsNamingWhereItLooked) {
+  RankFacts f = node_facts();
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "no CUDA runtime found where the job will look")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "/venv/lib/python3.11/site-packages")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--site-packages")) << v.remedy;
+}
+
+TEST(CudaRuntimeCheck, NoRuntimeFoundWithUnreadableFilesIsUnknown) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.problems = {"/venv/lib/python3.11/site-packages/torch/version.py: permission denied"};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "permission denied")) << v.summary;
+}
+
+TEST(CudaRuntimeCheck, RuntimeVersionNotInMatrixOrNotAVersionIsUnknown) {
+  RankFacts f = node_facts("580.95.05", 13000);
+  f.gpu.runtime.runtimes = {runtime("14.1", "wheel", "nvidia-cuda-runtime 14.1.2")};
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "14.1") && has(v.summary, "not in the compatibility matrix")) << v.summary;
+
+  f.gpu.runtime.runtimes = {runtime("12.x", "container", "CUDA_VERSION", "")};
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "'12.x'")) << v.summary;
+}
+
+TEST(CudaRuntimeCheck, SameMajorBelowTheFamilyMinimumFails) {
+  RankFacts f = node_facts("450.51.06", 11000);
+  f.gpu.runtime.runtimes = {runtime("11.2", "toolkit", "", "/usr/local/cuda/version.json")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "450.51.06")) << v.summary;
+}
+
+TEST(CudaRuntimeCheck, UnreadableDriverVersionWhereMinorCompatDecidesIsUnknown) {
+  RankFacts f = node_facts();
+  f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::ApiError, "NVML_ERROR_UNKNOWN");
+  f.gpu.driver.kernel_module_version = Probed<std::string>::error(ProbeErrc::NotFound, "/proc/driver/nvidia/version");
+  f.gpu.runtime.runtimes = {runtime("12.4")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "525.60.13")) << v.summary;
+}
+
+TEST(CudaRuntimeCheck, MinorCompatWithoutSassForTheGpuFails) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch", "torch 2.5.1+cu124")};
+  FrameworkBuild fw;
+  fw.name = "torch";
+  fw.version = "2.5.1+cu124";
+  fw.cuda = "12.4";
+  fw.arch_list = {"sm_80", "compute_80"};
+  f.gpu.runtime.frameworks = {fw};
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "sm_90") && has(v.summary, "PTX JIT")) << v.summary;
+
+  f.gpu.runtime.frameworks[0].arch_list = {"sm_80", "sm_90"};
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+}
+
+TEST(CudaRuntimeCheck, ForwardCompatOnDatacenterGpuPasses) {
+  RankFacts f = node_facts("535.104.05", 12040);
+  f.gpu.driver.loaded_libraries = {"/usr/local/cuda-12.4/compat/libcuda.so.550.54.14"};
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch", "torch 2.5.1+cu124")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "forward compatibility")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "/usr/local/cuda-12.4/compat/libcuda.so.550.54.14")) << v.summary;
+  EXPECT_EQ(v.evidence["driver"]["driver_cuda"], "12.2");
+}
+
+TEST(CudaRuntimeCheck, ForwardCompatOnGeForceDoesNotApply) {
+  RankFacts f = node_facts("535.104.05", 12040, {gpu(0, "NVIDIA GeForce RTX 4090", 8, 9)});
+  f.gpu.driver.loaded_libraries = {"/usr/local/cuda-12.4/compat/libcuda.so.550.54.14"};
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch", "torch 2.5.1+cu124")};
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;  // minor-version compatibility, not forward
+  EXPECT_TRUE(has(v.summary, "804")) << v.summary;
+
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({gpu(0, "NVIDIA RTX A6000", 8, 6)}, "NVML");
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;  // only selected NGC-Ready RTX SKUs
+  EXPECT_TRUE(has(v.summary, "NGC-Ready")) << v.summary;
+}
+
+TEST(CudaRuntimeCheck, ForwardCompatOnUnsupportedKernelBranchWarns) {
+  RankFacts f = node_facts("545.23.08", 12040);
+  f.gpu.driver.loaded_libraries = {"/usr/local/cuda-12.4/compat/libcuda.so.550.54.14"};
+  f.gpu.runtime.runtimes = {runtime("12.4")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "R545")) << v.summary;
+}
+
+TEST(CudaRuntimeCheck, NvidiaRequireCudaIsEvaluated) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.runtimes = {runtime("12.1")};
+  f.gpu.runtime.nvidia_require_cuda = "cuda>=12.4";
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NVIDIA_REQUIRE_CUDA")) << v.summary;
+
+  f.gpu.runtime.nvidia_require_cuda = "cuda>=12.1";
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+
+  f.gpu.runtime.nvidia_require_cuda = "cuda>=12.4";
+  f.env = EnvSnapshot({{"NVIDIA_DISABLE_REQUIRE", "1"}});
+  EXPECT_EQ(judge(f).status, Status::Pass);
+}
+
+TEST(CudaRuntimeCheck, ExplainNamesReadsFailuresAndFix) {
+  EXPECT_EQ(kCudaRuntime.id, "cuda.runtime");
+  EXPECT_EQ(kCudaRuntime.profiles, static_cast<unsigned>(kInAll));
+  for (const char* part : {"What it reads", "Failures", "Fix", "FAIL", "WARN", "UNKNOWN", "PTX JIT"}) {
+    EXPECT_NE(kCudaRuntime.explain.find(part), std::string_view::npos) << part;
+  }
+}
+
+}  // namespace
+}  // namespace preflight

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+// driver.loaded on hand-built facts: every status, the numbers and words asserted.
+#include <gtest/gtest.h>
+
+#include "gpu_facts_fixture.hpp"
+
+namespace preflight {
+extern const CheckSpec kDriverLoaded;
+namespace {
+using namespace gpu_fixture;
+
+Verdict judge_driver(const RankFacts& f, Profile p = Profile::Node) { return judge(kDriverLoaded, f, Options{}, p); }
+
+TEST(DriverLoaded, PassesNamingDriverCudaAndLoadedFiles) {
+  const Verdict v = judge_driver(healthy());
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.summary,
+            "driver 550.54.15 (CUDA 12.4), kernel module matches; loaded /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15");
+  ASSERT_EQ(v.evidence["loaded_libraries"].size(), 2u);
+  EXPECT_EQ(v.evidence["loaded_libraries"][0], "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15");
+}
+
+TEST(DriverLoaded, NoDriverAtAllFailsWithTheFix) {
+  const Verdict v = judge_driver(no_driver());
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "no NVIDIA driver on this node")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "libnvidia-ml.so.1")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--gpus all")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "--profile image")) << v.remedy;
+}
+
+TEST(DriverLoaded, ModuleWithoutLibrariesFailsNamingTheModule) {
+  RankFacts f = no_driver();
+  f.gpu.driver.kernel_module_version = Probed<std::string>::ok("550.54.15", "/sys/module/nvidia/version");
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "kernel module 550.54.15 is loaded")) << v.summary;
+}
+
+TEST(DriverLoaded, SkipsInImageProfile) {
+  const Verdict v = judge_driver(no_driver(), Profile::Image);
+  EXPECT_EQ(v.status, Status::Skip);
+  EXPECT_TRUE(has(v.summary, "--target-driver")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "profile image")) << v.summary;
+}
+
+TEST(DriverLoaded, KernelModuleAndLibraryMismatchFails) {
+  RankFacts f = healthy();
+  f.gpu.driver.kernel_module_version = Probed<std::string>::ok("535.104.05", "/proc/driver/nvidia/version");
+  f.gpu.driver.nvml_driver_version = Probed<std::string>::ok("535.129.03", "nvmlSystemGetDriverVersion");
+  f.gpu.driver.loaded_libraries = {"/usr/lib/x86_64-linux-gnu/libcuda.so.535.129.03"};
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "driver/library version mismatch: kernel module 535.104.05, libnvidia-ml 535.129.03"))
+      << v.summary;
+  EXPECT_TRUE(has(v.remedy, "Reboot (or reload the nvidia module) after the driver upgrade")) << v.remedy;
+}
+
+TEST(DriverLoaded, NvmlMismatchErrorFailsWithReboot) {
+  RankFacts f = healthy();
+  f.gpu.driver.nvml_driver_version =
+      Probed<std::string>::error(ProbeErrc::ApiError, "nvmlInit_v2: NVML_ERROR_LIB_RM_VERSION_MISMATCH (18)", "nvml");
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "NVML_ERROR_LIB_RM_VERSION_MISMATCH")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "Reboot the node")) << v.remedy;
+}
+
+TEST(DriverLoaded, NvmlInitErrorIsNamed) {
+  RankFacts f = healthy();
+  f.gpu.driver.kernel_module_version =
+      Probed<std::string>::error(ProbeErrc::NotFound, "no such file", "/proc/driver/nvidia/version");
+  f.gpu.driver.nvml_driver_version =
+      Probed<std::string>::error(ProbeErrc::ApiError, "nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED (9)", "nvml");
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "NVML_ERROR_DRIVER_NOT_LOADED (9)")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "modprobe nvidia")) << v.remedy;
+}
+
+TEST(DriverLoaded, HelperCrashIsNamed) {
+  RankFacts f = healthy();
+  f.gpu.driver.cuda_driver_version =
+      Probed<int>::error(ProbeErrc::Crashed, "cuInit crashed with SIGSEGV after 0.2 s", "driver helper");
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "cuInit crashed with SIGSEGV")) << v.summary;
+}
+
+TEST(DriverLoaded, HelperHangIsNamed) {
+  RankFacts f = healthy();
+  f.gpu.driver.nvml_driver_version =
+      Probed<std::string>::error(ProbeErrc::Timeout, "driver helper did not finish within 10.0 s (killed)", "nvml");
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "did not finish within 10.0 s")) << v.summary;
+}
+
+TEST(DriverLoaded, OnlyLibcudaMissingFails) {
+  RankFacts f = healthy();
+  f.gpu.driver.cuda_driver_version =
+      Probed<int>::error(ProbeErrc::LibraryMissing, "libcuda.so.1: cannot open shared object file", "dlopen");
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "libcuda.so.1 cannot be loaded")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "kernel module 550.54.15 is loaded")) << v.summary;
+}
+
+TEST(DriverLoaded, StaleLibcudaReleaseFails) {
+  RankFacts f = healthy();
+  f.gpu.driver.loaded_libraries = {"/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05"};
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "libcuda.so.535.104.05 is release 535.104.05 but the driver is 550.54.15")) << v.summary;
+}
+
+TEST(DriverLoaded, TwoLibcudaFilesWarn) {
+  RankFacts f = healthy();
+  f.gpu.driver.loaded_libraries.push_back("/opt/other/libcuda.so.1");
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_TRUE(has(v.summary, "2 different libcuda files were loaded")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "/opt/other/libcuda.so.1")) << v.summary;
+}
+
+TEST(DriverLoaded, ForwardCompatLibcudaPassesWithEvidence) {
+  RankFacts f = healthy();
+  f.gpu.driver.loaded_libraries = {"/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15",
+                                   "/usr/local/cuda-12.8/compat/libcuda.so.570.124.06"};
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "forward-compatibility libcuda")) << v.summary;
+  EXPECT_EQ(v.evidence["forward_compat_libcuda"][0], "/usr/local/cuda-12.8/compat/libcuda.so.570.124.06");
+}
+
+TEST(DriverLoaded, PersistenceModeOffWarns) {
+  RankFacts f = healthy(2);
+  (*f.gpu.driver.nvml_gpus.value())[1].persistence_mode = false;
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_TRUE(has(v.summary, "persistence mode is off on GPU 1")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "nvidia-persistenced")) << v.remedy;
+}
+
+TEST(DriverLoaded, NotProbedIsUnknown) {
+  const Verdict v = judge_driver(RankFacts{});
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+}
+
+TEST(DriverLoaded, ExplainHasTheThreeParts) {
+  EXPECT_TRUE(has(std::string(kDriverLoaded.explain), "What it reads"));
+  EXPECT_TRUE(has(std::string(kDriverLoaded.explain), "Failures"));
+  EXPECT_TRUE(has(std::string(kDriverLoaded.explain), "Fix"));
+}
+
+}  // namespace
+}  // namespace preflight

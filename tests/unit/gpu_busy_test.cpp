@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+// gpu.busy on hand-built facts: every status, the numbers and words asserted.
+#include <gtest/gtest.h>
+
+#include "gpu_facts_fixture.hpp"
+
+namespace preflight {
+extern const CheckSpec kGpuBusy;
+namespace {
+using namespace gpu_fixture;
+
+Verdict judge_busy(const RankFacts& f, Profile p = Profile::Node) { return judge(kGpuBusy, f, Options{}, p); }
+
+NvmlGpu& nvml_gpu(RankFacts& f, std::size_t i) { return (*f.gpu.driver.nvml_gpus.value())[i]; }
+
+TEST(GpuBusy, PassesOnIdleGpus) {
+  const Verdict v = judge_busy(healthy(8));
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.summary, "no other process on the 8 GPUs this job will use (most memory in use on one: 1 MiB)");
+}
+
+TEST(GpuBusy, ForeignProcessHolding30000MiBFailsNamingPidAndMemory) {
+  RankFacts f = healthy(8);
+  nvml_gpu(f, 0).processes.push_back({4242, 30000 * kMiB});
+  nvml_gpu(f, 0).memory_used = 30001 * kMiB;
+  const Verdict v = judge_busy(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "GPU 0 (00000000:18:00.0): pid 4242 holds 30000 MiB")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "nvidia-smi --query-compute-apps=pid,used_memory --format=csv")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "kill 4242")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "drain")) << v.remedy;
+}
+
+TEST(GpuBusy, OwnPidIsNotForeign) {
+  RankFacts f = healthy(2);
+  nvml_gpu(f, 0).processes.push_back({777, 500 * kMiB});
+  nvml_gpu(f, 0).memory_used = 501 * kMiB;
+  const Verdict v = judge_busy(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+}
+
+TEST(GpuBusy, ProcessOnAGpuTheJobDoesNotUseIsIgnored) {
+  RankFacts f = healthy(8);
+  f.gpu.driver.cuda_devices.value()->resize(4);  // CUDA_VISIBLE_DEVICES=0,1,2,3
+  nvml_gpu(f, 6).processes.push_back({5151, 20000 * kMiB});
+  nvml_gpu(f, 6).memory_used = 20000 * kMiB;
+  const Verdict v = judge_busy(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "the 4 GPUs this job will use")) << v.summary;
+}
+
+TEST(GpuBusy, WithoutCudaViewEveryGpuIsJudged) {
+  RankFacts f = healthy(8);
+  f.gpu.driver.cuda_devices = Probed<std::vector<CudaDevice>>{};
+  nvml_gpu(f, 6).processes.push_back({5151, 20000 * kMiB});
+  const Verdict v = judge_busy(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "GPU 6 (00000000:1E:00.0): pid 5151 holds 20000 MiB")) << v.summary;
+}
+
+TEST(GpuBusy, MemoryWithoutProcessWarns) {
+  RankFacts f = healthy(2);
+  nvml_gpu(f, 1).memory_used = 12000 * kMiB;
+  const Verdict v = judge_busy(f);
+  EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_TRUE(has(v.summary, "GPU 1 (00000000:19:00.0): 12000 MiB of 81920 MiB in use, no process listed")) << v.summary;
+}
+
+TEST(GpuBusy, SmallUnexplainedMemoryPasses) {
+  RankFacts f = healthy(1);
+  nvml_gpu(f, 0).memory_used = 600 * kMiB;  // below 1 GiB and below 5% of 80 GiB
+  EXPECT_EQ(judge_busy(f).status, Status::Pass);
+}
+
+TEST(GpuBusy, FivePercentOfASmallGpuWarns) {
+  RankFacts f = healthy(1);
+  nvml_gpu(f, 0).memory_total = 16 * kGiB;
+  nvml_gpu(f, 0).memory_used = 900 * kMiB;  // < 1 GiB but > 5% of 16 GiB
+  EXPECT_EQ(judge_busy(f).status, Status::Warn);
+}
+
+TEST(GpuBusy, NvmlCrashFails) {
+  RankFacts f = healthy(2);
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(
+      ProbeErrc::Crashed, "nvmlInit_v2 crashed with SIGSEGV after 0.1 s", "driver helper");
+  const Verdict v = judge_busy(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "crashed with SIGSEGV")) << v.summary;
+}
+
+TEST(GpuBusy, NoDriverFails) {
+  const Verdict v = judge_busy(no_driver(), Profile::Job);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "no NVIDIA driver on this node")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "the job needs a GPU")) << v.summary;
+}
+
+TEST(GpuBusy, NotProbedIsUnknown) {
+  RankFacts f = healthy(2);
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>{};
+  EXPECT_EQ(judge_busy(f).status, Status::Unknown);
+}
+
+TEST(GpuBusy, SkipsInImageProfile) {
+  const Verdict v = judge_busy(no_driver(), Profile::Image);
+  EXPECT_EQ(v.status, Status::Skip);
+}
+
+}  // namespace
+}  // namespace preflight

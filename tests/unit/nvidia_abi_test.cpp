@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+// Our declarations of the NVIDIA ABI subset (probes/nvidia/*_api.hpp) against the toolkit's own
+// headers, where they are installed (/usr/local/cuda/include: cuda.h, nccl.h; CMake then defines
+// PREFLIGHT_HAVE_CUDA_H / PREFLIGHT_HAVE_NCCL_H for this file only). Without them the tests skip.
+// There is no nvml.h on the build machines: the NVML test always skips and says so.
+#include "probes/nvidia/cuda_api.hpp"
+#include "probes/nvidia/nccl_api.hpp"
+#include "probes/nvidia/nvml_api.hpp"
+
+#include <cstddef>
+#include <type_traits>
+
+#include <gtest/gtest.h>
+
+#ifdef PREFLIGHT_HAVE_CUDA_H
+#include <cuda.h>
+#endif
+#ifdef PREFLIGHT_HAVE_NCCL_H
+#include <nccl.h>
+#endif
+
+namespace {
+
+/// Rewrites a type spelled with our declarations into the same type spelled with the toolkit's:
+/// Translate<preflight::cuda::PFN_cuInit> is the type of &::cuInit when the ABI matches.
+template <typename T>
+struct Translate {
+  using type = T;
+};
+template <typename T>
+using translate_t = typename Translate<T>::type;
+template <typename T>
+struct Translate<T*> {
+  using type = translate_t<T>*;
+};
+template <typename T>
+struct Translate<const T> {
+  using type = const translate_t<T>;
+};
+template <typename R, typename... A>
+struct Translate<R (*)(A...)> {
+  using type = translate_t<R> (*)(translate_t<A>...);
+};
+
+#ifdef PREFLIGHT_HAVE_CUDA_H
+template <>
+struct Translate<preflight::cuda::CUresult> {
+  using type = ::CUresult;
+};
+template <>
+struct Translate<preflight::cuda::CUdevice_attribute> {
+  using type = ::CUdevice_attribute;
+};
+template <>
+struct Translate<preflight::cuda::CUuuid> {
+  using type = ::CUuuid;
+};
+template <>
+struct Translate<preflight::cuda::CUctx_st> {
+  using type = ::CUctx_st;
+};
+
+// Every function pointer type we declare is the toolkit's. (cuda.h maps the unversioned names to
+// the _v2 symbols with macros; &::cuDeviceGetUuid therefore names cuDeviceGetUuid_v2, which has
+// the same signature as the old entry point we fall back to.)
+#define PREFLIGHT_CHECK_CU(fn) \
+  static_assert(std::is_same_v<translate_t<preflight::cuda::PFN_##fn>, decltype(&::fn)>, #fn)
+PREFLIGHT_CHECK_CU(cuInit);
+PREFLIGHT_CHECK_CU(cuDriverGetVersion);
+PREFLIGHT_CHECK_CU(cuDeviceGetCount);
+PREFLIGHT_CHECK_CU(cuDeviceGet);
+PREFLIGHT_CHECK_CU(cuDeviceGetName);
+PREFLIGHT_CHECK_CU(cuDeviceGetAttribute);
+PREFLIGHT_CHECK_CU(cuDeviceTotalMem_v2);
+PREFLIGHT_CHECK_CU(cuDeviceGetUuid_v2);
+PREFLIGHT_CHECK_CU(cuDevicePrimaryCtxRetain);
+PREFLIGHT_CHECK_CU(cuDevicePrimaryCtxRelease_v2);
+PREFLIGHT_CHECK_CU(cuCtxSetCurrent);
+PREFLIGHT_CHECK_CU(cuCtxSynchronize);
+PREFLIGHT_CHECK_CU(cuMemAlloc_v2);
+PREFLIGHT_CHECK_CU(cuMemFree_v2);
+PREFLIGHT_CHECK_CU(cuMemsetD32_v2);
+PREFLIGHT_CHECK_CU(cuMemcpyDtoH_v2);
+PREFLIGHT_CHECK_CU(cuGetErrorName);
+#undef PREFLIGHT_CHECK_CU
+static_assert(std::is_same_v<translate_t<preflight::cuda::PFN_cuDeviceGetUuid>, decltype(&::cuDeviceGetUuid_v2)>);
+static_assert(std::is_same_v<preflight::cuda::CUdevice, ::CUdevice>);
+static_assert(std::is_same_v<preflight::cuda::CUdeviceptr, ::CUdeviceptr>);
+static_assert(std::is_same_v<translate_t<preflight::cuda::CUcontext>, ::CUcontext>);
+static_assert(sizeof(preflight::cuda::CUuuid) == sizeof(::CUuuid));
+static_assert(sizeof(preflight::cuda::CUresult) == sizeof(::CUresult));
+static_assert(sizeof(preflight::cuda::CUdevice_attribute) == sizeof(::CUdevice_attribute));
+#endif
+
+#ifdef PREFLIGHT_HAVE_NCCL_H
+template <>
+struct Translate<preflight::nccl::ncclResult_t> {
+  using type = ::ncclResult_t;
+};
+static_assert(std::is_same_v<translate_t<preflight::nccl::PFN_ncclGetVersion>, decltype(&::ncclGetVersion)>);
+static_assert(std::is_same_v<translate_t<preflight::nccl::PFN_ncclGetErrorString>, decltype(&::ncclGetErrorString)>);
+static_assert(sizeof(preflight::nccl::ncclResult_t) == sizeof(::ncclResult_t));
+#endif
+
+TEST(NvidiaAbi, CudaDriverApi) {
+#ifndef PREFLIGHT_HAVE_CUDA_H
+  GTEST_SKIP() << "/usr/local/cuda/include/cuda.h is not installed: cuda_api.hpp not checked";
+#else
+  namespace c = preflight::cuda;
+  EXPECT_EQ(+c::CUDA_SUCCESS, +::CUDA_SUCCESS);
+  EXPECT_EQ(+c::CUDA_ERROR_INVALID_VALUE, +::CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(+c::CUDA_ERROR_OUT_OF_MEMORY, +::CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(+c::CUDA_ERROR_NOT_INITIALIZED, +::CUDA_ERROR_NOT_INITIALIZED);
+  EXPECT_EQ(+c::CUDA_ERROR_DEINITIALIZED, +::CUDA_ERROR_DEINITIALIZED);
+  EXPECT_EQ(+c::CUDA_ERROR_STUB_LIBRARY, +::CUDA_ERROR_STUB_LIBRARY);
+  EXPECT_EQ(+c::CUDA_ERROR_DEVICE_UNAVAILABLE, +::CUDA_ERROR_DEVICE_UNAVAILABLE);
+  EXPECT_EQ(+c::CUDA_ERROR_NO_DEVICE, +::CUDA_ERROR_NO_DEVICE);
+  EXPECT_EQ(+c::CUDA_ERROR_INVALID_DEVICE, +::CUDA_ERROR_INVALID_DEVICE);
+  EXPECT_EQ(+c::CUDA_ERROR_INVALID_CONTEXT, +::CUDA_ERROR_INVALID_CONTEXT);
+  EXPECT_EQ(+c::CUDA_ERROR_OPERATING_SYSTEM, +::CUDA_ERROR_OPERATING_SYSTEM);
+  EXPECT_EQ(+c::CUDA_ERROR_NOT_FOUND, +::CUDA_ERROR_NOT_FOUND);
+  EXPECT_EQ(+c::CUDA_ERROR_ILLEGAL_ADDRESS, +::CUDA_ERROR_ILLEGAL_ADDRESS);
+  EXPECT_EQ(+c::CUDA_ERROR_LAUNCH_FAILED, +::CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(+c::CUDA_ERROR_NOT_SUPPORTED, +::CUDA_ERROR_NOT_SUPPORTED);
+  EXPECT_EQ(+c::CUDA_ERROR_SYSTEM_NOT_READY, +::CUDA_ERROR_SYSTEM_NOT_READY);
+  EXPECT_EQ(+c::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, +::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH);
+  EXPECT_EQ(+c::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, +::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE);
+  EXPECT_EQ(+c::CUDA_ERROR_UNKNOWN, +::CUDA_ERROR_UNKNOWN);
+  EXPECT_EQ(+c::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, +::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
+  EXPECT_EQ(+c::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, +::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
+  EXPECT_EQ(+c::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, +::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
+  EXPECT_EQ(+c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, +::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  EXPECT_EQ(+c::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, +::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  EXPECT_EQ(offsetof(c::CUuuid, bytes), offsetof(::CUuuid, bytes));
+  // The symbol names are the exported (versioned) ones the header macros map to.
+  EXPECT_STREQ(c::name_cuMemAlloc_v2, "cuMemAlloc_v2");
+  EXPECT_STREQ(c::name_cuDeviceTotalMem_v2, "cuDeviceTotalMem_v2");
+  EXPECT_STREQ(c::name_cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease_v2");
+  EXPECT_STREQ(c::name_cuDeviceGetUuid_v2, "cuDeviceGetUuid_v2");
+#define PREFLIGHT_STR2(x) #x
+#define PREFLIGHT_STR(x) PREFLIGHT_STR2(x)
+  EXPECT_STREQ(PREFLIGHT_STR(cuMemAlloc), c::name_cuMemAlloc_v2);
+  EXPECT_STREQ(PREFLIGHT_STR(cuMemFree), c::name_cuMemFree_v2);
+  EXPECT_STREQ(PREFLIGHT_STR(cuDeviceTotalMem), c::name_cuDeviceTotalMem_v2);
+  EXPECT_STREQ(PREFLIGHT_STR(cuDevicePrimaryCtxRelease), c::name_cuDevicePrimaryCtxRelease_v2);
+  EXPECT_STREQ(PREFLIGHT_STR(cuDeviceGetUuid), c::name_cuDeviceGetUuid_v2);
+#undef PREFLIGHT_STR
+#undef PREFLIGHT_STR2
+#endif
+}
+
+TEST(NvidiaAbi, Nccl) {
+#ifndef PREFLIGHT_HAVE_NCCL_H
+  GTEST_SKIP() << "/usr/local/cuda/include/nccl.h is not installed: nccl_api.hpp not checked";
+#else
+  namespace n = preflight::nccl;
+  EXPECT_EQ(+n::ncclSuccess, +::ncclSuccess);
+  EXPECT_EQ(+n::ncclUnhandledCudaError, +::ncclUnhandledCudaError);
+  EXPECT_EQ(+n::ncclSystemError, +::ncclSystemError);
+  EXPECT_EQ(+n::ncclInternalError, +::ncclInternalError);
+  EXPECT_EQ(+n::ncclInvalidArgument, +::ncclInvalidArgument);
+  EXPECT_EQ(+n::ncclInvalidUsage, +::ncclInvalidUsage);
+  EXPECT_EQ(+n::ncclRemoteError, +::ncclRemoteError);
+  EXPECT_EQ(+n::ncclInProgress, +::ncclInProgress);
+#endif
+}
+
+TEST(NvidiaAbi, Nvml) {
+  // Layout facts that hold whatever the header (documented nvml.h layouts, x86-64/aarch64 LP64).
+  namespace v = preflight::nvml;
+  static_assert(sizeof(v::nvmlPciInfo_t) == 16 + 5 * 4 + 32);
+  static_assert(offsetof(v::nvmlPciInfo_t, busId) == 36);
+  static_assert(sizeof(v::nvmlMemory_t) == 24);
+  static_assert(sizeof(v::nvmlProcessInfo_t) == 24);
+  static_assert(offsetof(v::nvmlProcessInfo_t, usedGpuMemory) == 8);
+  GTEST_SKIP() << "no nvml.h on this machine (not installable on Debian 12): nvml_api.hpp enum values and "
+                  "signatures not checked against NVIDIA's header";
+}
+
+}  // namespace
