@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# One short run on a machine with NVIDIA GPUs (no package registry there): the GPU-labelled tests,
+# preflight's own report, and the topology captures wanted as fixtures, all written under $OUT.
+# Build here first and carry the build plus the runtime libraries it needs, e.g.
+#   apt-get download libboost-program-options1.74.0 libxml2 && dpkg -x each .deb into rt/
+#   LD_LIBRARY_PATH=$PWD/rt/usr/lib/x86_64-linux-gnu tests/gpu/device-check.sh build
+set -uo pipefail
+build=${1:-build}
+out=${OUT:-/tmp/preflight-device}
+mkdir -p "$out"
+{
+  echo "== nvidia-smi"; nvidia-smi 2>&1 | head -30
+  echo "== ctest -L gpu"; (cd "$build" && ctest -L gpu --output-on-failure 2>&1)
+  echo "== preflight -v"; "$build/preflight" -v 2>&1; echo "exit $?"
+  echo "== mpirun -np 1 preflight"
+  mpirun --allow-run-as-root -np 1 "$build/preflight" 2>&1; echo "exit $?"
+} >"$out/device-check.txt" 2>&1
+"$build/preflight" -v --json "$out/preflight.json" >/dev/null 2>&1
+nvidia-smi topo -m >"$out/nvidia-smi-topo.txt" 2>&1
+command -v lstopo >/dev/null && lstopo --of xml >"$out/lstopo.xml" 2>/dev/null
+command -v hwloc-gather-topology >/dev/null && (cd "$out" && hwloc-gather-topology --io node >/dev/null 2>&1)
+ls -la "$out"
