@@ -16,11 +16,17 @@ namespace preflight {
 enum class Scope { Rank, Node, Job };
 const char* to_string(Scope s);
 
+class CompatMatrix;
+
 struct CheckContext {
   const RankFacts& facts;
   const Options& options;
   Profile profile;
+  const CompatMatrix* matrix = nullptr;  // --matrix DIR; nullptr: the built-in copy
 };
+
+/// The compatibility matrix a check judges against: --matrix DIR's, else the built-in one.
+const CompatMatrix& compat_matrix(const CheckContext& ctx);
 
 /// Which profiles run a check; elsewhere it is SKIP with `skip_reason`.
 enum ProfileMask : unsigned { kInNode = 1u, kInJob = 2u, kInImage = 4u, kInAll = 7u };

@@ -45,7 +45,7 @@ const CcRangeRow* newest_range_with(const CompatMatrix& m, const Version& cc) {
 std::string sm_of(const Version& cc) { return "sm_" + std::to_string(cc.major()) + std::to_string(cc.minor()); }
 
 Verdict run(const CheckContext& ctx) {
-  const CompatMatrix& m = builtin_compat_matrix();
+  const CompatMatrix& m = compat_matrix(ctx);
   const RuntimeFacts& rt = ctx.facts.gpu.runtime;
   const DriverView driver = driver_view(ctx, m);
   const GpusView gpus = gpu_view(ctx, m);

@@ -99,7 +99,7 @@ void check_nvidia_require(const CheckContext& ctx, const DriverView& driver, con
 }
 
 Verdict run(const CheckContext& ctx) {
-  const CompatMatrix& m = builtin_compat_matrix();
+  const CompatMatrix& m = compat_matrix(ctx);
   const RuntimeFacts& rt = ctx.facts.gpu.runtime;
   const DriverView driver = driver_view(ctx, m);
   const GpusView gpus = gpu_view(ctx, m);

@@ -81,7 +81,7 @@ void add_known_issues(const CheckContext& ctx, const Version& version, const std
 }
 
 Verdict run(const CheckContext& ctx) {
-  const CompatMatrix& m = builtin_compat_matrix();
+  const CompatMatrix& m = compat_matrix(ctx);
   const RuntimeFacts& rt = ctx.facts.gpu.runtime;
   const Probed<NcclLibrary>& probed = ctx.facts.gpu.nccl;
 

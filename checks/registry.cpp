@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "checks/check.hpp"
+#include "matrix/compat_matrix.hpp"
 
 namespace preflight {
 
@@ -55,6 +56,10 @@ const char* to_string(Scope s) {
     case Scope::Job: return "job";
   }
   return "node";
+}
+
+const CompatMatrix& compat_matrix(const CheckContext& ctx) {
+  return ctx.matrix != nullptr ? *ctx.matrix : builtin_compat_matrix();
 }
 
 Verdict run_check(const CheckSpec& spec, const CheckContext& ctx) {

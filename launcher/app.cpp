@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -79,23 +80,27 @@ void validate_paths(const Options& options) {
       throw UsageError("--sysroot '" + printable(options.sysroot, 200) + "': not a directory");
     }
   }
-  if (!options.matrix_dir.empty()) {
-    try {
-      (void)load_from_dir(options.matrix_dir);
-    } catch (const MatrixError& e) {
-      throw UsageError(std::string("--matrix: ") + e.what());
-    }
+}
+
+/// --matrix DIR, loaded and validated once before anything is probed (a bad file: exit 2).
+std::optional<CompatMatrix> load_matrix(const Options& options) {
+  if (options.matrix_dir.empty()) return std::nullopt;
+  try {
+    return load_from_dir(options.matrix_dir);
+  } catch (const MatrixError& e) {
+    throw UsageError(std::string("--matrix: ") + e.what());
   }
 }
 
 int run_command(const Options& options, std::chrono::steady_clock::time_point start) {
   validate_paths(options);
+  const std::optional<CompatMatrix> matrix = load_matrix(options);
   const EnvSnapshot env = EnvSnapshot::capture(environ);
   const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                     std::chrono::duration<double>(options.timeout_s));
   ProbeRun probes = run_probes(options, env, deadline);
   const bool expired = probes.expired;
-  Report report = build_report(options, std::move(probes), 0);
+  Report report = build_report(options, std::move(probes), 0, matrix ? &*matrix : nullptr);
   report.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
   if (!options.json_file.empty()) write_file(options.json_file, render_json(report, options));

@@ -89,7 +89,7 @@ bool selected(const Options& options, std::string_view id) {
   return keep;
 }
 
-Report build_report(const Options& options, ProbeRun probes, double duration_ms) {
+Report build_report(const Options& options, ProbeRun probes, double duration_ms, const CompatMatrix* matrix) {
   Report report;
   report.version = PREFLIGHT_VERSION;
   report.profile = effective_profile(options, probes.facts);
@@ -99,7 +99,7 @@ Report build_report(const Options& options, ProbeRun probes, double duration_ms)
   report.deadline_expired = probes.expired;
   if (probes.expired) report.incidents.push_back(probes.incident);
 
-  const CheckContext ctx{probes.facts, options, report.profile};
+  const CheckContext ctx{probes.facts, options, report.profile, matrix};
   for (const CheckSpec* spec : all_checks()) {
     if (!selected(options, spec->id)) continue;
     CheckResult r;

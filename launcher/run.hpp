@@ -24,7 +24,8 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono:
 Profile effective_profile(const Options& options, const RankFacts& facts);
 
 /// Judges the facts with every selected check (--only/--skip) and assembles the report.
-Report build_report(const Options& options, ProbeRun probes, double duration_ms);
+/// `matrix`: the compatibility data of --matrix DIR, or nullptr for the built-in copy.
+Report build_report(const Options& options, ProbeRun probes, double duration_ms, const CompatMatrix* matrix = nullptr);
 
 /// True when --only/--skip select the check id.
 bool selected(const Options& options, std::string_view id);

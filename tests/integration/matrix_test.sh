@@ -37,4 +37,13 @@ expect_contains "$(cat "$work/err")" "nccl_known_issues.tsv:1: expected the head
 
 expect_rc 2 "missing --matrix dir" -- "$PREFLIGHT" --matrix "$work/does-not-exist"
 expect_contains "$(cat "$work/err")" "not a directory" "stderr"
+# The checks judge against --matrix DIR's data, not only the built-in copy.
+mkdir -p "$work/newer"
+sed 's/^13\.0\.0\tGA\t580\.65\.06\t/13.0.0\tGA\t580.65.07\t/' "$PREFLIGHT_SOURCE_DIR/matrix/cuda_toolkit_driver.tsv" \
+  >"$work/newer/cuda_toolkit_driver.tsv"
+grep -q '580.65.07' "$work/newer/cuda_toolkit_driver.tsv" || fail "could not edit the 13.0 row"
+expect_rc 1 "an image judged with an edited matrix" -- env HOME=/home/user "$PREFLIGHT" --profile image \
+  --target-driver 535.104.05 --target-gpu 9.0 --sysroot "$PREFLIGHT_FIXTURES_DIR/cuda_runtime/cu130" \
+  --matrix "$work/newer" --only cuda.runtime --format json
+expect_contains "$(json_get "d['checks'][0]['remedy']")" "580.65.07" "remedy from --matrix"
 finish
