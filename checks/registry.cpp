@@ -20,11 +20,19 @@ extern const CheckSpec kCudaSmoke;
 extern const CheckSpec kNcclLibrary;
 extern const CheckSpec kGpuCount;
 extern const CheckSpec kGpuBusy;
+extern const CheckSpec kNetSocketIfname;
+extern const CheckSpec kNetIb;
+extern const CheckSpec kNetGpuNicAffinity;
+extern const CheckSpec kNetMaster;
+extern const CheckSpec kTopoP2p;
+extern const CheckSpec kTopoPcieAcs;
+extern const CheckSpec kTopoNumaAffinity;
 
 namespace {
 // Report order: launcher first (a wrong launch explains everything after it), then the GPU stack
-// (driver before what needs it), then the host, then the environment the libraries will read.
-constexpr std::array<const CheckSpec*, 12> kChecks = {
+// (driver before what needs it), then the host, then the environment the libraries will read, then
+// the network and the machine's shape.
+constexpr std::array<const CheckSpec*, 19> kChecks = {
     &kLaunchEnv,
     &kDriverLoaded,
     &kCudaRuntime,
@@ -37,6 +45,13 @@ constexpr std::array<const CheckSpec*, 12> kChecks = {
     &kHostMemory,
     &kHostLimits,
     &kEnvNccl,
+    &kNetSocketIfname,
+    &kNetIb,
+    &kNetGpuNicAffinity,
+    &kNetMaster,
+    &kTopoP2p,
+    &kTopoPcieAcs,
+    &kTopoNumaAffinity,
 };
 }  // namespace
 

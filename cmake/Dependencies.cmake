@@ -3,3 +3,5 @@ find_package(Threads REQUIRED)
 find_package(nlohmann_json 3.10 REQUIRED)          # nlohmann-json3-dev
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)  # libboost-program-options-dev
 find_package(LibXml2 REQUIRED)                     # libxml2-dev: JUnit output
+find_package(PkgConfig REQUIRED)                   # pkg-config
+pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)  # libhwloc-dev: the topology probe

@@ -7,11 +7,15 @@
 #include <string>
 
 #include "core/env.hpp"
+#include "core/facts/affinity.hpp"
 #include "core/facts/gpu.hpp"
 #include "core/facts/limits.hpp"
 #include "core/facts/memory.hpp"
 #include "core/facts/nccl_conf.hpp"
+#include "core/facts/net.hpp"
+#include "core/facts/pcie.hpp"
 #include "core/facts/shm.hpp"
+#include "core/facts/topology.hpp"
 #include "core/json_util.hpp"
 
 namespace preflight {
@@ -48,7 +52,12 @@ struct RankFacts {
   LimitsFacts limits;
   NcclConfFacts nccl_conf;
   GpuStackFacts gpu;
+  Probed<TopologyFacts> topology;  // hwloc (or --topology-xml)
+  PcieFacts pcie;                  // sysfs: bridge chains, ACS, IOMMU
+  AffinityFacts affinity;          // this process's CPU and memory binding
+  NetFacts net;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankFacts, identity, placement, env, shm, memory, limits, nccl_conf, gpu)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankFacts, identity, placement, env, shm, memory, limits, nccl_conf, gpu,
+                                                topology, pcie, affinity, net)
 
 }  // namespace preflight

@@ -157,6 +157,65 @@ std::string range_list(const std::vector<int>& numbers) {
   return out;
 }
 
+std::string cpu_list(const std::vector<int>& numbers) {
+  std::string out;
+  for (std::size_t i = 0; i < numbers.size();) {
+    std::size_t j = i;
+    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += std::to_string(numbers[i]);
+    if (j > i) out += "-" + std::to_string(numbers[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+std::optional<std::vector<int>> parse_cpu_list(std::string_view text) {
+  constexpr std::int64_t kMax = (1 << 20) - 1;
+  std::vector<int> out;
+  text = trim(text);
+  if (text.empty()) return out;
+  for (std::string_view part : split(text, ',')) {
+    part = trim(part);
+    const std::size_t dash = part.find('-');
+    const auto lo = parse_int(part.substr(0, dash));
+    const auto hi = dash == std::string_view::npos ? lo : parse_int(part.substr(dash + 1));
+    if (!lo || !hi || *lo < 0 || *hi < *lo || *hi > kMax) return std::nullopt;
+    if (out.size() + static_cast<std::size_t>(*hi - *lo) > static_cast<std::size_t>(kMax)) return std::nullopt;
+    for (std::int64_t v = *lo; v <= *hi; ++v) out.push_back(static_cast<int>(v));
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::optional<std::vector<int>> parse_cpu_mask(std::string_view text) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  const std::vector<std::string_view> groups = split(text, ',');
+  if (groups.size() > 32768) return std::nullopt;
+  std::vector<int> out;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const std::string_view hex = trim(groups[g]);
+    if (hex.empty() || hex.size() > 8) return std::nullopt;
+    std::uint32_t word = 0;
+    for (char c : hex) {
+      int v = -1;
+      if (c >= '0' && c <= '9') v = c - '0';
+      else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F') v = c - 'A' + 10;
+      if (v < 0) return std::nullopt;
+      word = (word << 4) | static_cast<std::uint32_t>(v);
+    }
+    const int base = static_cast<int>((groups.size() - 1 - g) * 32);
+    for (int bit = 0; bit < 32; ++bit) {
+      if ((word >> bit) & 1u) out.push_back(base + bit);
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 std::size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<std::size_t> row(b.size() + 1);
   for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;

@@ -34,6 +34,17 @@ bool glob_match(std::string_view pattern, std::string_view text);
 /// Sorted numbers as ranges: {0,1,2,3,5} -> "0–3,5".
 std::string range_list(const std::vector<int>& numbers);
 
+/// Sorted CPU or node numbers in the kernel's list format, for commands: {0,1,2,3,8} -> "0-3,8".
+std::string cpu_list(const std::vector<int>& numbers);
+
+/// Parses the kernel's list format ("0-3,8,10-11", "" = none) into sorted unique numbers;
+/// nullopt when malformed or a number is above 1,048,575.
+std::optional<std::vector<int>> parse_cpu_list(std::string_view text);
+
+/// Parses the kernel's hex mask format ("00000000,0000ff00": comma-separated 32-bit groups, most
+/// significant first) into sorted numbers; nullopt when malformed.
+std::optional<std::vector<int>> parse_cpu_mask(std::string_view text);
+
 /// Levenshtein distance, for "did you mean".
 std::size_t edit_distance(std::string_view a, std::string_view b);
 

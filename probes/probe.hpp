@@ -56,5 +56,10 @@ void probe_shm(const ProbeContext& ctx, RankFacts& facts);
 void probe_cuda_runtime(const ProbeContext& ctx, RankFacts& facts);
 void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts);
 void probe_nccl(const ProbeContext& ctx, RankFacts& facts);
+void probe_topology(const ProbeContext& ctx, RankFacts& facts);
+void probe_pcie(const ProbeContext& ctx, RankFacts& facts);
+void probe_affinity(const ProbeContext& ctx, RankFacts& facts);
+void probe_net(const ProbeContext& ctx, RankFacts& facts);
+void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts);
 
 }  // namespace preflight

@@ -7,12 +7,17 @@
 
 namespace preflight {
 namespace {
-constexpr std::array<ProbeSpec, 9> kProbes = {{
+constexpr std::array<ProbeSpec, 14> kProbes = {{
     {"identity", &probe_identity},
     {"placement", &probe_placement},  // before shm: the shm need depends on the local rank count
     {"cuda_runtime", &probe_cuda_runtime},  // files only; finds the libnccl candidates
     {"gpu_driver", &probe_gpu_driver},      // the contained GPU helper: NVML, CUDA driver, smoke test
     {"nccl", &probe_nccl},                  // the contained GPU helper loads the first candidate
+    {"gpu_p2p", &probe_gpu_p2p},            // the contained GPU helper: peer copies where NVML claims P2P
+    {"topology", &probe_topology},          // hwloc with I/O devices, or --topology-xml
+    {"pcie", &probe_pcie},                  // sysfs chains, ACS bits, IOMMU
+    {"affinity", &probe_affinity},          // this process's CPU and memory binding
+    {"net", &probe_net},                    // interfaces, RDMA devices, MASTER_ADDR/MASTER_PORT
     {"memory", &probe_memory},
     {"limits", &probe_limits},
     {"nccl_conf", &probe_nccl_conf},

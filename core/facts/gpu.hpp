@@ -35,9 +35,43 @@ struct NvmlGpu {
   std::optional<bool> persistence_mode;
   std::optional<bool> mig_enabled;
   std::vector<GpuProcess> processes;
+  std::vector<int> cpu_affinity;  // nvmlDeviceGetCpuAffinity: the CPUs local to the GPU (empty: not reported)
+  std::optional<int> numa_node;   // nvmlDeviceGetNumaNodeId, else the memory affinity's single node
+  int nvlinks_active = 0;         // NVLinks in state enabled
+  std::vector<std::string> nvlink_remotes;  // per active link, the remote end's PCI bus id (peer GPU or NVSwitch)
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NvmlGpu, index, name, uuid, pci_bus_id, cc_major, cc_minor,
-                                                memory_total, memory_used, persistence_mode, mig_enabled, processes)
+                                                memory_total, memory_used, persistence_mode, mig_enabled, processes,
+                                                cpu_affinity, numa_node, nvlinks_active, nvlink_remotes)
+
+/// One pair of GPUs as NVML sees it (a < b, NVML indexes).
+struct GpuPair {
+  int a = 0;
+  int b = 0;
+  std::string path;   // nvmlDeviceGetTopologyCommonAncestor as nvidia-smi prints it: PIX, PXB, PHB, NODE, SYS
+  int nvlinks = 0;    // NVLinks joining them, directly or through NVSwitches (NV# in nvidia-smi)
+  std::string p2p_read;    // nvmlDeviceGetP2PStatus: "OK", "CNS", "GNS", "TNS", "DR", "NS", "U"
+  std::string p2p_write;
+  std::string p2p_nvlink;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuPair, a, b, path, nvlinks, p2p_read, p2p_write, p2p_nvlink)
+
+/// A real peer copy src -> dst with peer access enabled, run by the contained helper.
+struct PeerCopy {
+  int src = 0;  // CUDA ordinals
+  int dst = 0;
+  std::string src_bus_id;
+  std::string dst_bus_id;
+  bool can_access = false;  // cuDeviceCanAccessPeer
+  bool ok = false;
+  std::string failed_step;  // "cuCtxEnablePeerAccess", "cuMemcpyPeerAsync", "deadline", "verify", ...
+  std::string error;        // "CUDA_ERROR_... (N)", "did not finish within 4.0 s", "word 17 is ..."
+  std::uint64_t bytes = 0;
+  double seconds = 0;
+  double gbps = 0;          // bytes / seconds / 1e9
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PeerCopy, src, dst, src_bus_id, dst_bus_id, can_access, ok, failed_step,
+                                                error, bytes, seconds, gbps)
 
 /// A device as the CUDA driver API sees it in this process (honours CUDA_VISIBLE_DEVICES).
 struct CudaDevice {
@@ -72,10 +106,12 @@ struct DriverFacts {
   Probed<std::vector<CudaDevice>> cuda_devices;
   Probed<SmokeResult> smoke;
   std::string helper;  // how the contained helper ended: "exited with status 0 after 0.3 s"
+  Probed<std::vector<GpuPair>> gpu_pairs;     // NVML's P2P matrix (every pair of NVML GPUs)
+  Probed<std::vector<PeerCopy>> peer_copies;  // the real peer copies (pairs where P2P is claimed)
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DriverFacts, kernel_module_version, nvml_driver_version,
                                                 cuda_driver_version, loaded_libraries, nvml_gpus, cuda_devices,
-                                                smoke, helper)
+                                                smoke, helper, gpu_pairs, peer_copies)
 
 /// A CUDA runtime the job will load, and where it was found.
 struct CudaRuntime {

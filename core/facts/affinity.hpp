@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: MIT
+// Where this process may run and allocate: its CPU affinity (sched_getaffinity), its memory policy
+// (get_mempolicy), the cpuset cgroup's view (/proc/self/status), and the NUMA nodes' CPUs from
+// sysfs, so topo.numa_affinity can judge the rank against its GPU even without hwloc.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/json_util.hpp"
+#include "core/probed.hpp"
+
+namespace preflight {
+
+struct MemPolicy {
+  std::string mode;        // "default", "preferred", "bind", "interleave", "local", "preferred_many", "weighted_interleave"
+  std::vector<int> nodes;  // the policy's node mask (empty for default/local)
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemPolicy, mode, nodes)
+
+struct NodeCpus {
+  int node = 0;
+  std::vector<int> cpus;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeCpus, node, cpus)
+
+struct AffinityFacts {
+  Probed<std::vector<int>> cpus;          // sched_getaffinity(0)
+  Probed<MemPolicy> mempolicy;            // get_mempolicy(); EPERM in seccomp'd containers
+  Probed<std::vector<int>> online_cpus;   // /sys/devices/system/cpu/online
+  Probed<std::vector<int>> mems_allowed;  // /proc/self/status Mems_allowed_list
+  Probed<std::vector<NodeCpus>> numa_nodes;  // /sys/devices/system/node/node*/cpulist
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AffinityFacts, cpus, mempolicy, online_cpus, mems_allowed, numa_nodes)
+
+}  // namespace preflight

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+// PCIe facts read from sysfs (no lspci, no root for most of it): each GPU's and NIC's chain of
+// upstream bridges, the ACS control bits of those bridges from their config space, and the IOMMU's
+// state. Reading a bridge's extended config space needs CAP_SYS_ADMIN: without it the kernel returns
+// only the first 64 bytes, which is recorded as "restricted", never as "no ACS".
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/json_util.hpp"
+#include "core/probed.hpp"
+
+namespace preflight {
+
+/// A GPU or NIC function under /sys/bus/pci/devices.
+struct PciFunction {
+  std::string bus_id;    // "0000:03:00.0"
+  std::string kind;      // "gpu", "nic"
+  std::string vendor_device;  // "10de:2330"
+  std::string class_code;     // "0x030200"
+  std::string root;      // "pci0000:00": the host bridge the chain hangs off
+  std::vector<std::string> chain;  // bus ids from the root port down to the device itself
+  std::optional<int> numa_node;    // nullopt when sysfs says -1 or nothing
+  std::vector<int> local_cpus;     // local_cpulist
+  std::optional<int> iommu_group;
+  std::string driver;              // "nvidia", "mlx5_core"
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PciFunction, bus_id, kind, vendor_device, class_code, root, chain,
+                                                numa_node, local_cpus, iommu_group, driver)
+
+/// The ACS capability of one bridge on those chains.
+struct AcsState {
+  std::string bus_id;
+  std::string state;  // "read" (cap/ctrl valid), "no_acs" (full config space, no ACS capability),
+                      // "restricted" (config space shorter than 256 bytes: no privilege), "unreadable"
+  std::uint16_t cap = 0;   // ACS Capability register
+  std::uint16_t ctrl = 0;  // ACS Control register (SV 0x01, TB 0x02, RR 0x04, CR 0x08, UF 0x10, EC 0x20, DT 0x40)
+  int config_bytes = 0;    // how much of the config space could be read
+  std::string detail;      // why "unreadable"
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AcsState, bus_id, state, cap, ctrl, config_bytes, detail)
+
+struct IommuGroup {
+  int group = 0;
+  std::string type;  // /sys/kernel/iommu_groups/N/type: "identity", "DMA", "DMA-FQ", "blocked", "unmanaged", "" unknown
+  std::vector<std::string> devices;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IommuGroup, group, type, devices)
+
+struct IommuFacts {
+  Probed<std::vector<std::string>> units;  // /sys/class/iommu/* ("dmar0", "ivhd0"); empty: no IOMMU driver
+  Probed<std::string> cmdline;             // /proc/cmdline
+  std::vector<IommuGroup> groups;          // the groups of the GPUs and NICs
+  std::optional<bool> hypervisor;          // a VM (cpuinfo "hypervisor" flag): ACS is expected there
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IommuFacts, units, cmdline, groups, hypervisor)
+
+struct PcieFacts {
+  Probed<std::vector<PciFunction>> functions;  // the GPUs and NICs
+  std::vector<AcsState> bridges;                // every bridge on their chains, in chain order
+  IommuFacts iommu;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PcieFacts, functions, bridges, iommu)
+
+}  // namespace preflight
