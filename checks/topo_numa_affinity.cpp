@@ -1,18 +1,364 @@
 // SPDX-License-Identifier: MIT
-// topo.numa_affinity: placeholder until implemented.
+// topo.numa_affinity: the rank runs and allocates next to its GPU (probes.md §4.1–§4.4). The rank's
+// GPU is the CUDA device at local_rank % device count (the rule of the smoke test); its local CPUs
+// and NUMA node come from NVML, else hwloc, else sysfs; the rank's CPUs from sched_getaffinity.
+#include <algorithm>
+#include <map>
+
 #include "checks/check.hpp"
+#include "checks/gpu_common.hpp"
+#include "core/pci_topology.hpp"
+#include "core/text.hpp"
 
 namespace preflight {
 namespace {
 
-Verdict run(const CheckContext&) {
-  return Verdict::unknown("topo.numa_affinity is not implemented yet", "Nothing to do.");
+struct Locality {
+  std::vector<int> cpus;
+  std::optional<int> node;
+  std::string source;
+};
+
+/// "CPU 3" / "CPUs 0-15".
+std::string cpus_text(const std::vector<int>& cpus) { return (cpus.size() == 1 ? "CPU " : "CPUs ") + cpu_list(cpus); }
+
+bool subset(const std::vector<int>& a, const std::vector<int>& b) {  // both sorted
+  return std::includes(b.begin(), b.end(), a.begin(), a.end());
 }
+
+std::vector<int> intersect(const std::vector<int>& a, const std::vector<int>& b) {
+  std::vector<int> out;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+std::vector<int> sorted_unique(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+const NvmlGpu* nvml_match(const RankFacts& f, const CudaDevice& dev) {
+  if (const auto* gpus = f.gpu.driver.nvml_gpus.value()) {
+    for (const NvmlGpu& g : *gpus) {
+      if (same_gpu(g, dev)) return &g;
+    }
+  }
+  return nullptr;
+}
+
+const PciFunction* pcie_match(const RankFacts& f, const std::string& bus) {
+  if (const auto* fns = f.pcie.functions.value()) {
+    for (const PciFunction& fn : *fns) {
+      if (bus_key(fn.bus_id) == bus_key(bus)) return &fn;
+    }
+  }
+  return nullptr;
+}
+
+/// CPU-bearing NUMA nodes: sysfs, else hwloc.
+std::optional<std::vector<NodeCpus>> cpu_nodes(const RankFacts& f) {
+  std::vector<NodeCpus> out;
+  if (const auto* nodes = f.affinity.numa_nodes.value()) {
+    for (const NodeCpus& n : *nodes) {
+      if (!n.cpus.empty()) out.push_back(n);
+    }
+    return out;
+  }
+  if (const TopologyFacts* t = f.topology.value(); t != nullptr && t->this_system) {
+    for (const NumaNode& n : t->numa_nodes) {
+      if (!n.cpus.empty()) out.push_back({n.os_index, sorted_unique(n.cpus)});
+    }
+    if (!out.empty()) return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<Locality> locality_of(const RankFacts& f, const CudaDevice& dev, const std::string& bus) {
+  std::optional<int> nvml_node;
+  std::optional<int> pcie_node;
+  const PciFunction* fn = pcie_match(f, bus);
+  if (fn != nullptr) pcie_node = fn->numa_node;
+  std::optional<Locality> out;
+  if (const NvmlGpu* g = nvml_match(f, dev)) {
+    nvml_node = g->numa_node;
+    if (!g->cpu_affinity.empty()) out = Locality{sorted_unique(g->cpu_affinity), g->numa_node, "NVML (nvmlDeviceGetCpuAffinity)"};
+  }
+  if (!out) {
+    if (const TopologyFacts* t = f.topology.value(); t != nullptr && t->this_system) {
+      if (const PciEndpoint* e = find_endpoint(t->gpus, bus); e != nullptr && !e->local_cpus.empty()) {
+        out = Locality{sorted_unique(e->local_cpus), std::nullopt, "hwloc (" + t->source + ")"};
+        if (e->numa_nodes.size() == 1) out->node = e->numa_nodes.front();
+      }
+    }
+  }
+  if (!out && fn != nullptr && !fn->local_cpus.empty()) {
+    out = Locality{sorted_unique(fn->local_cpus), fn->numa_node,
+                   "sysfs /sys/bus/pci/devices/" + fn->bus_id + "/local_cpulist"};
+  }
+  if (!out) return std::nullopt;
+  if (!out->node) out->node = nvml_node ? nvml_node : pcie_node;
+  if (!out->node) {  // the one node whose CPUs are all local to the GPU
+    if (const auto nodes = cpu_nodes(f)) {
+      std::optional<int> only;
+      int count = 0;
+      for (const NodeCpus& n : *nodes) {
+        if (subset(n.cpus, out->cpus)) {
+          only = n.node;
+          ++count;
+        }
+      }
+      if (count == 1) {
+        out->node = only;
+      } else if (count == 0) {  // the GPU's CPUs are a part of one node's
+        for (const NodeCpus& n : *nodes) {
+          if (subset(out->cpus, n.cpus)) {
+            only = n.node;
+            ++count;
+          }
+        }
+        if (count == 1) out->node = only;
+      }
+    }
+  }
+  return out;
+}
+
+/// How many of the node's GPUs share this NUMA node (for --map-by ppr:N:package).
+int gpus_on_node(const RankFacts& f, int node) {
+  int n = 0;
+  if (const auto* gpus = f.gpu.driver.nvml_gpus.value()) {
+    for (const NvmlGpu& g : *gpus) n += g.numa_node == node ? 1 : 0;
+  }
+  if (n == 0) {
+    if (const auto* fns = f.pcie.functions.value()) {
+      for (const PciFunction& fn : *fns) n += fn.kind == "gpu" && fn.numa_node == node ? 1 : 0;
+    }
+  }
+  return std::max(n, 1);
+}
+
+/// The exact binding lines, the launcher's first.
+std::string binding_remedy(const RankFacts& f, const std::vector<CudaDevice>& devs, const Locality& loc) {
+  const Placement& pl = f.placement;
+  std::vector<std::string> lines;
+  std::string plain;
+  if (loc.node) {
+    const std::string n = std::to_string(*loc.node);
+    plain = "`numactl --cpunodebind=" + n + " --membind=" + n + " <cmd>`, or `taskset -c " + cpu_list(loc.cpus) + " <cmd>`";
+  } else {
+    plain = "`taskset -c " + cpu_list(loc.cpus) + " <cmd>`";
+  }
+  if (pl.launcher == "openmpi") {
+    const int per = loc.node ? gpus_on_node(f, *loc.node) : 1;
+    lines.push_back("Open MPI: `mpirun --map-by ppr:" + std::to_string(per) +
+                    ":package --bind-to package ...` (one rank per GPU, the GPU chosen by OMPI_COMM_WORLD_LOCAL_RANK in "
+                    "the same order; Open MPI 4.x spells it ppr:" + std::to_string(per) + ":socket)");
+  } else if (pl.launcher == "slurm") {
+    std::vector<std::string> ldoms;
+    for (int r = 0; r < std::max(pl.local_ranks, 1); ++r) {
+      const CudaDevice& d = devs[static_cast<std::size_t>(r) % devs.size()];
+      const NvmlGpu* g = nvml_match(f, d);
+      if (g == nullptr || !g->numa_node) {
+        ldoms.clear();
+        break;
+      }
+      ldoms.push_back(std::to_string(*g->numa_node));
+    }
+    lines.push_back(ldoms.empty() ? std::string("Slurm: `srun --cpu-bind=ldoms --gpu-bind=closest ...`")
+                                  : "Slurm: `srun --cpu-bind=map_ldom:" + join(ldoms, ",") + " ...` (local rank i on the NUMA node of GPU i)");
+  } else if (pl.launcher == "torchrun") {
+    lines.push_back("torchrun does not bind: start each local rank under " + plain);
+    plain.clear();
+  }
+  if (!plain.empty()) lines.push_back("Bind local rank " + std::to_string(pl.local_rank) + " to its GPU's CPUs: " + plain);
+  if (pl.launcher != "openmpi" && pl.launcher != "slurm") {
+    lines.push_back("Under Open MPI: `mpirun --map-by ppr:" + std::to_string(loc.node ? gpus_on_node(f, *loc.node) : 1) +
+                    ":package --bind-to package ...`; under Slurm: `srun --cpu-bind=ldoms --gpu-bind=closest ...`");
+  }
+  return join(lines, ". ") + ".";
+}
+
+bool no_gpu_anywhere(const RankFacts& f) {
+  const auto* fns = f.pcie.functions.value();
+  if (fns == nullptr) return false;
+  for (const PciFunction& fn : *fns) {
+    if (fn.kind == "gpu") return false;
+  }
+  if (const TopologyFacts* t = f.topology.value(); t != nullptr && !t->gpus.empty()) return false;
+  if (const auto* gpus = f.gpu.driver.nvml_gpus.value(); gpus != nullptr && !gpus->empty()) return false;
+  return true;
+}
+
+Verdict run(const CheckContext& ctx) {
+  const RankFacts& f = ctx.facts;
+  const Placement& pl = f.placement;
+  const DriverFacts& d = f.gpu.driver;
+
+  const std::vector<CudaDevice>* devs = d.cuda_devices.value();
+  if (devs == nullptr) {
+    if (no_gpu_anywhere(f)) {
+      return Verdict::skip("no NVIDIA GPU on this node (none on the PCI bus; CUDA: " + d.cuda_devices.why() +
+                           "): no GPU to bind the rank to");
+    }
+    return Verdict::unknown("the rank's GPU is not known: the CUDA devices could not be listed (" + d.cuda_devices.why() + ")",
+                            "Make the NVIDIA driver usable on this node (driver.loaded names the problem), then run "
+                            "preflight again.");
+  }
+  if (devs->empty()) {
+    const std::optional<std::string> cvd = f.env.get("CUDA_VISIBLE_DEVICES");
+    return Verdict::skip("CUDA sees no GPU in this process" +
+                         (cvd ? " (CUDA_VISIBLE_DEVICES=" + *cvd + ")" : std::string()) +
+                         ": no GPU to bind the rank to");
+  }
+  const int ordinal = std::max(0, pl.local_rank) % static_cast<int>(devs->size());
+  const CudaDevice& dev = (*devs)[static_cast<std::size_t>(ordinal)];
+  const std::string bus = normalize_bus_id(dev.pci_bus_id).empty() ? dev.pci_bus_id : normalize_bus_id(dev.pci_bus_id);
+  const std::string who = "rank " + std::to_string(pl.rank) + " (local rank " + std::to_string(pl.local_rank) + ")";
+  const std::string gpu_name = "GPU " + std::to_string(ordinal) + " (" + bus + ")";
+
+  VerdictBuilder b;
+  nlohmann::json& ev = b.evidence();
+  ev["rank"] = pl.rank;
+  ev["local_rank"] = pl.local_rank;
+  ev["gpu"] = {{"ordinal", ordinal}, {"bus_id", bus}, {"uuid", dev.uuid}};
+
+  const std::optional<Locality> loc = locality_of(f, dev, bus);
+  if (!loc) {
+    return Verdict::unknown(
+        "the CPUs local to " + gpu_name + " are not known: NVML did not report its CPU affinity and neither hwloc nor "
+            "sysfs has the device (" + (f.topology.ok() ? std::string("hwloc: not found") : f.topology.why()) + "; " +
+            (f.pcie.functions.ok() ? std::string("sysfs: not found") : f.pcie.functions.why()) + ")",
+        "Check by hand: `nvidia-smi topo -m` (CPU Affinity, NUMA Affinity columns) or `cat /sys/bus/pci/devices/" +
+            to_lower(bus) + "/local_cpulist`.",
+        ev);
+  }
+  ev["gpu_local_cpus"] = cpu_list(loc->cpus);
+  ev["gpu_numa_node"] = loc->node ? nlohmann::json(*loc->node) : nlohmann::json(nullptr);
+  ev["locality_source"] = loc->source;
+
+  if (const MemPolicy* m = f.affinity.mempolicy.value()) {
+    ev["mempolicy"] = {{"mode", m->mode}, {"nodes", cpu_list(m->nodes)}};
+  } else {
+    ev["mempolicy_error"] = f.affinity.mempolicy.why();
+  }
+  const std::vector<int>* a = f.affinity.cpus.value();
+  if (a == nullptr) {
+    return Verdict::unknown("the CPUs " + who + " may run on are not known: " + f.affinity.cpus.why(),
+                            "Run preflight on the node itself, inside the job's launcher (not with --sysroot), so it "
+                            "sees the rank's real binding. The binding for its " + gpu_name + ": " +
+                                binding_remedy(f, *devs, *loc),
+                            ev);
+  }
+  const std::vector<int> cpus = sorted_unique(*a);
+  ev["cpus"] = cpu_list(cpus);
+  std::optional<std::vector<int>> online;
+  if (const auto* o = f.affinity.online_cpus.value()) {
+    online = *o;
+  } else if (const TopologyFacts* t = f.topology.value(); t != nullptr && t->this_system && !t->cpus.empty()) {
+    online = sorted_unique(t->cpus);
+  }
+  if (online) ev["online_cpus"] = cpu_list(*online);
+  const std::optional<std::vector<NodeCpus>> nodes = cpu_nodes(f);
+  const long node_count = nodes ? static_cast<long>(nodes->size()) : -1;  // -1: unknown
+  if (node_count >= 0) ev["numa_nodes"] = node_count;
+
+  const std::string node_text = loc->node ? " (NUMA " + std::to_string(*loc->node) + ")" : std::string();
+  const std::string remedy = binding_remedy(f, *devs, *loc);
+  const std::vector<int> common = intersect(cpus, loc->cpus);
+  const bool single_numa = node_count == 1;
+  const bool unbound = online && subset(*online, cpus);
+
+  if (common.empty()) {
+    b.add(Status::Fail,
+          who + " runs only on " + cpus_text(cpus) + ", its " + gpu_name + " is local to " + cpus_text(loc->cpus) +
+              node_text + ": its threads and host buffers sit away from the GPU, and NCCL finds the GPU's affinity "
+              "empty and ignores it",
+          remedy);
+  } else if (subset(cpus, loc->cpus)) {
+    b.note(who + " runs on " + cpus_text(cpus) + ", all local to its " + gpu_name + ": " + cpus_text(loc->cpus) + node_text);
+  } else if (unbound) {
+    if (single_numa) {
+      b.note(who + " is not bound (all " + std::to_string(online->size()) + " online CPUs); a single NUMA node, so every CPU is near its " +
+             gpu_name);
+    } else {
+      b.add(Status::Warn,
+            who + " is not bound: it may run on all " + std::to_string(online->size()) + " online CPUs, only " +
+                cpu_list(common) + " of them local to its " + gpu_name + node_text +
+                "; the scheduler can move it and its memory to the other socket",
+            remedy);
+    }
+  } else if (single_numa) {
+    b.note(who + " runs on " + cpus_text(cpus) + ", partly outside its " + gpu_name + "'s " + cpus_text(loc->cpus) +
+           ", all on the one NUMA node");
+  } else {
+    b.add(Status::Warn,
+          who + " runs on " + cpus_text(cpus) + ", beyond its " + gpu_name + "'s local " + cpus_text(loc->cpus) + node_text +
+              " (only " + cpu_list(common) + " of them are local): it spans sockets",
+          remedy);
+  }
+
+  // Memory placement.
+  if (const MemPolicy* m = f.affinity.mempolicy.value()) {
+    const bool directed = m->mode == "bind" || m->mode == "preferred" || m->mode == "preferred_many";
+    if (directed && loc->node && !m->nodes.empty() &&
+        std::find(m->nodes.begin(), m->nodes.end(), *loc->node) == m->nodes.end()) {
+      b.add(Status::Warn,
+            who + "'s memory policy is " + m->mode + " to node " + cpu_list(m->nodes) + ", not its GPU's NUMA node " +
+                std::to_string(*loc->node) + ": pinned host buffers land on the remote socket",
+            "Allocate on the GPU's node: `numactl --cpunodebind=" + std::to_string(*loc->node) + " --membind=" +
+                std::to_string(*loc->node) + " <cmd>` (drop the other --membind/--preferred).");
+    }
+  } else if (const ProbeError* e = f.affinity.mempolicy.error(); e->code == ProbeErrc::PermissionDenied) {
+    b.note("the memory policy could not be read (" + e->detail +
+           "): NCCL >= 2.24 then falls back to /dev/shm for its shared-memory buffers (size /dev/shm for it, or add "
+           "CAP_SYS_NICE)");
+  }
+  if (const auto* mems = f.affinity.mems_allowed.value()) {
+    ev["mems_allowed"] = cpu_list(*mems);
+    if (loc->node && !mems->empty() && std::find(mems->begin(), mems->end(), *loc->node) == mems->end()) {
+      b.add(Status::Warn,
+            who + "'s cpuset allows memory only on node " + cpu_list(*mems) + ", not on its GPU's NUMA node " +
+                std::to_string(*loc->node),
+            "Give the job's cpuset the GPU's node: `docker run --cpuset-mems=" + std::to_string(*loc->node) +
+                " ...` / the Slurm or Kubernetes cpuset of the job. " + remedy);
+    }
+  }
+  return b.build();
+}
+
+constexpr std::string_view kExplain = R"text(What it reads
+  The rank's GPU: the CUDA device at (local rank % number of CUDA devices) — the same rule as the
+  smoke test — and its PCI bus id. The CPUs local to that GPU and its NUMA node: NVML
+  (nvmlDeviceGetCpuAffinity, the NUMA node id), else hwloc's topology of this machine, else sysfs
+  (/sys/bus/pci/devices/<bdf>/local_cpulist and numa_node). The rank's own binding:
+  sched_getaffinity(0), get_mempolicy(), Mems_allowed_list of /proc/self/status, the online CPUs
+  and the NUMA nodes' CPUs (/sys/devices/system/node/node*/cpulist).
+
+Failures
+  FAIL     the rank may run on none of its GPU's local CPUs ("rank 3 (local rank 3) runs only on
+           CPUs 0-15, its GPU 3 (0000:9a:00.0) is local to CPUs 16-31 (NUMA 1)"): NCCL logs
+           "Affinity for GPU is empty" and its threads and host buffers sit on the wrong socket.
+  WARN     the rank's CPUs span beyond its GPU's local CPUs (spans sockets).
+  WARN     the rank is not bound at all on a machine with two or more NUMA nodes (on a single-NUMA
+           machine that is fine and only noted).
+  WARN     the memory policy binds or prefers nodes other than the GPU's node, or the cpuset's
+           memory nodes exclude it.
+  UNKNOWN  the rank's GPU, its local CPUs or the rank's CPUs could not be determined (no driver and
+           no topology for the GPU; --sysroot, where this process's binding is not the node's).
+  SKIP     no NVIDIA GPU on the node or none visible to this process.
+  A blocked get_mempolicy (seccomp, no CAP_SYS_NICE) is noted: NCCL >= 2.24 then uses /dev/shm.
+
+Fix
+  Every non-PASS result prints the binding to use for this rank: numactl --cpunodebind=N
+  --membind=N <cmd>, or taskset -c <cpus> <cmd>; under Open MPI mpirun --map-by ppr:<GPUs per
+  socket>:package --bind-to package (4.x: socket); under Slurm srun --cpu-bind=map_ldom:<nodes> or
+  --cpu-bind=ldoms --gpu-bind=closest. Choose the GPU by the local rank in the same order.)text";
 
 }  // namespace
 
 extern const CheckSpec kTopoNumaAffinity = {
-    "topo.numa_affinity", Scope::Rank, "the rank runs and allocates on its GPU's NUMA node", "not implemented yet",
+    "topo.numa_affinity", Scope::Rank, "the rank runs and allocates on its GPU's NUMA node", kExplain,
     kInNode | kInJob, "an image build has no topology", &run};
 
 }  // namespace preflight

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+// topo.numa_affinity on hand-built facts: a two-socket node with 8 GPUs (GPUs 0-3 on NUMA 0, CPUs
+// 0-15; GPUs 4-7 on NUMA 1, CPUs 16-31) and every status, with the binding each one prints.
+#include <gtest/gtest.h>
+
+#include "gpu_facts_fixture.hpp"
+
+namespace preflight {
+extern const CheckSpec kTopoNumaAffinity;
+namespace {
+using namespace gpu_fixture;
+
+std::vector<int> range(int a, int b) {
+  std::vector<int> v;
+  for (int i = a; i <= b; ++i) v.push_back(i);
+  return v;
+}
+
+/// 8 GPUs on 2 sockets, local rank `local_rank` bound to `cpus`.
+RankFacts node(int local_rank, std::vector<int> cpus) {
+  RankFacts f = healthy(8);
+  f.placement.rank = 8 + local_rank;
+  f.placement.local_rank = local_rank;
+  f.placement.local_ranks = 8;
+  for (NvmlGpu& g : *f.gpu.driver.nvml_gpus.value()) {
+    g.numa_node = g.index < 4 ? 0 : 1;
+    g.cpu_affinity = g.index < 4 ? range(0, 15) : range(16, 31);
+  }
+  AffinityFacts& a = f.affinity;
+  a.cpus = Probed<std::vector<int>>::ok(std::move(cpus), "sched_getaffinity(0)");
+  a.mempolicy = Probed<MemPolicy>::ok({"default", {}}, "get_mempolicy()");
+  a.online_cpus = Probed<std::vector<int>>::ok(range(0, 31), "/sys/devices/system/cpu/online");
+  a.mems_allowed = Probed<std::vector<int>>::ok({0, 1}, "/proc/self/status");
+  a.numa_nodes = Probed<std::vector<NodeCpus>>::ok({{0, range(0, 15)}, {1, range(16, 31)}}, "sysfs");
+  return f;
+}
+
+Verdict judge_numa(const RankFacts& f, Profile p = Profile::Node) { return judge(kTopoNumaAffinity, f, Options{}, p); }
+
+TEST(TopoNumaAffinity, BoundToItsGpusSocketPasses) {
+  const Verdict v = judge_numa(node(5, range(16, 23)));
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.summary, "rank 13 (local rank 5) runs on CPUs 16-23, all local to its GPU 5 (0000:1d:00.0): CPUs 16-31 (NUMA 1)");
+  EXPECT_EQ(v.evidence["cpus"], "16-23");
+  EXPECT_EQ(v.evidence["gpu_local_cpus"], "16-31");
+  EXPECT_EQ(v.evidence["gpu_numa_node"], 1);
+  EXPECT_EQ(v.evidence["locality_source"], "NVML (nvmlDeviceGetCpuAffinity)");
+  EXPECT_EQ(v.evidence["mempolicy"]["mode"], "default");
+}
+
+TEST(TopoNumaAffinity, WrongSocketFailsWithTheBinding) {
+  const Verdict v = judge_numa(node(5, range(0, 15)));
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 13 (local rank 5) runs only on CPUs 0-15, its GPU 5 (0000:1d:00.0) is local to CPUs "
+                             "16-31 (NUMA 1)")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=1 --membind=1 <cmd>")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "taskset -c 16-31 <cmd>")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "mpirun --map-by ppr:4:package --bind-to package")) << v.remedy;
+}
+
+TEST(TopoNumaAffinity, TheLauncherDecidesTheFirstLine) {
+  RankFacts f = node(5, range(0, 15));
+  f.placement.launcher = "openmpi";
+  Verdict v = judge_numa(f);
+  EXPECT_EQ(v.remedy.rfind("Open MPI: `mpirun --map-by ppr:4:package --bind-to package ...`", 0), 0u) << v.remedy;
+  f.placement.launcher = "slurm";
+  v = judge_numa(f);
+  EXPECT_EQ(v.remedy.rfind("Slurm: `srun --cpu-bind=map_ldom:0,0,0,0,1,1,1,1 ...`", 0), 0u) << v.remedy;
+  f.placement.launcher = "torchrun";
+  v = judge_numa(f);
+  EXPECT_EQ(v.remedy.rfind("torchrun does not bind: start each local rank under `numactl --cpunodebind=1 --membind=1", 0), 0u)
+      << v.remedy;
+}
+
+TEST(TopoNumaAffinity, LocalRankWrapsAroundTheVisibleDevices) {
+  const Verdict v = judge_numa(node(9, range(0, 15)));  // 9 % 8 = GPU 1, on NUMA 0
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.evidence["gpu"]["ordinal"], 1);
+}
+
+TEST(TopoNumaAffinity, UnboundOnTwoSocketsWarns) {
+  const Verdict v = judge_numa(node(0, range(0, 31)));
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 8 (local rank 0) is not bound: it may run on all 32 online CPUs, only 0-15 of them "
+                             "local to its GPU 0 (0000:18:00.0) (NUMA 0)")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=0 --membind=0 <cmd>")) << v.remedy;
+}
+
+TEST(TopoNumaAffinity, UnboundOnOneNumaNodePassesWithANote) {
+  RankFacts f = node(0, {0, 1});
+  f.affinity.online_cpus = Probed<std::vector<int>>::ok({0, 1}, "online");
+  f.affinity.numa_nodes = Probed<std::vector<NodeCpus>>::ok({{0, {0, 1}}}, "sysfs");
+  (*f.gpu.driver.nvml_gpus.value())[0].cpu_affinity = {1};
+  const Verdict v = judge_numa(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "is not bound (all 2 online CPUs); a single NUMA node")) << v.summary;
+}
+
+TEST(TopoNumaAffinity, SpanningSocketsWarns) {
+  const Verdict v = judge_numa(node(0, range(8, 23)));
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "runs on CPUs 8-23, beyond its GPU 0 (0000:18:00.0)'s local CPUs 0-15 (NUMA 0) (only 8-15 "
+                             "of them are local): it spans sockets")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "taskset -c 0-15")) << v.remedy;
+}
+
+TEST(TopoNumaAffinity, MemoryBoundElsewhereWarns) {
+  RankFacts f = node(0, range(0, 15));
+  f.affinity.mempolicy = Probed<MemPolicy>::ok({"bind", {1}}, "get_mempolicy()");
+  Verdict v = judge_numa(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "memory policy is bind to node 1, not its GPU's NUMA node 0")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=0 --membind=0 <cmd>")) << v.remedy;
+
+  f.affinity.mempolicy = Probed<MemPolicy>::ok({"interleave", {0, 1}}, "get_mempolicy()");
+  EXPECT_EQ(judge_numa(f).status, Status::Pass);
+  f.affinity.mempolicy = Probed<MemPolicy>::ok({"preferred", {0}}, "get_mempolicy()");
+  EXPECT_EQ(judge_numa(f).status, Status::Pass);
+
+  RankFacts g = node(0, range(0, 15));
+  g.affinity.mems_allowed = Probed<std::vector<int>>::ok({1}, "/proc/self/status");
+  v = judge_numa(g);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "cpuset allows memory only on node 1")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--cpuset-mems=0")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "taskset -c 0-15 <cmd>")) << v.remedy;
+}
+
+TEST(TopoNumaAffinity, BlockedGetMempolicyIsANote) {
+  RankFacts f = node(0, range(0, 15));
+  f.affinity.mempolicy = Probed<MemPolicy>::error(ProbeErrc::PermissionDenied,
+                                                  "get_mempolicy: operation not permitted (seccomp)", "get_mempolicy()");
+  const Verdict v = judge_numa(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NCCL >= 2.24 then falls back to /dev/shm")) << v.summary;
+}
+
+TEST(TopoNumaAffinity, LocalityFromHwlocThenSysfs) {
+  RankFacts f = node(4, range(0, 15));
+  for (NvmlGpu& g : *f.gpu.driver.nvml_gpus.value()) g.cpu_affinity.clear(), g.numa_node.reset();
+  TopologyFacts t;
+  t.source = "this machine (hwloc 2.9.0)";
+  PciEndpoint e;
+  e.kind = "gpu";
+  e.bus_id = "0000:1c:00.0";
+  e.local_cpus = range(16, 31);
+  e.numa_nodes = {1};
+  t.gpus = {e};
+  f.topology = Probed<TopologyFacts>::ok(t, "hwloc");
+  Verdict v = judge_numa(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.evidence["locality_source"], "hwloc (this machine (hwloc 2.9.0))");
+  EXPECT_EQ(v.evidence["gpu_numa_node"], 1);
+
+  // An XML topology of another machine says nothing about this one: sysfs instead, whose
+  // numa_node is -1; the node is the one whose CPUs are the GPU's.
+  f.topology.value()->this_system = false;
+  PciFunction fn;
+  fn.bus_id = "0000:1c:00.0";
+  fn.kind = "gpu";
+  fn.local_cpus = range(16, 31);
+  f.pcie.functions = Probed<std::vector<PciFunction>>::ok({fn}, "/sys/bus/pci/devices");
+  v = judge_numa(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.evidence["locality_source"], "sysfs /sys/bus/pci/devices/0000:1c:00.0/local_cpulist");
+  EXPECT_EQ(v.evidence["gpu_numa_node"], 1);
+  EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=1 --membind=1")) << v.remedy;
+}
+
+TEST(TopoNumaAffinity, UnknownGpuLocalityIsUnknown) {
+  RankFacts f = node(0, range(0, 15));
+  for (NvmlGpu& g : *f.gpu.driver.nvml_gpus.value()) g.cpu_affinity.clear();
+  const Verdict v = judge_numa(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "the CPUs local to GPU 0 (0000:18:00.0) are not known")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "nvidia-smi topo -m")) << v.remedy;
+}
+
+TEST(TopoNumaAffinity, NoDriverIsUnknownWhenAGpuIsOnTheBus) {
+  RankFacts f = no_driver();
+  PciFunction fn;
+  fn.bus_id = "0000:18:00.0";
+  fn.kind = "gpu";
+  f.pcie.functions = Probed<std::vector<PciFunction>>::ok({fn}, "/sys/bus/pci/devices");
+  const Verdict v = judge_numa(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "the rank's GPU is not known")) << v.summary;
+  RankFacts unprobed = no_driver();  // nothing known about the PCI bus either
+  EXPECT_EQ(judge_numa(unprobed).status, Status::Unknown);
+}
+
+TEST(TopoNumaAffinity, NoGpuSkips) {
+  RankFacts f = no_driver();
+  f.pcie.functions = Probed<std::vector<PciFunction>>::ok({}, "/sys/bus/pci/devices");
+  Verdict v = judge_numa(f);
+  EXPECT_EQ(v.status, Status::Skip) << v.summary;
+  EXPECT_TRUE(has(v.summary, "no NVIDIA GPU on this node")) << v.summary;
+
+  RankFacts g = node(0, {0});
+  g.gpu.driver.cuda_devices = Probed<std::vector<CudaDevice>>::ok({}, "cuDeviceGetCount");
+  g.env.set("CUDA_VISIBLE_DEVICES", "");
+  v = judge_numa(g);
+  EXPECT_EQ(v.status, Status::Skip) << v.summary;
+  EXPECT_TRUE(has(v.summary, "CUDA sees no GPU in this process (CUDA_VISIBLE_DEVICES=)")) << v.summary;
+}
+
+TEST(TopoNumaAffinity, SysrootHasNoProcessBindingUnknown) {
+  RankFacts f = node(0, {});
+  f.affinity.cpus = Probed<std::vector<int>>::error(ProbeErrc::Unsupported, "--sysroot /x: not this system", "sched_getaffinity(0)");
+  const Verdict v = judge_numa(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "--sysroot")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=0 --membind=0 <cmd>")) << v.remedy;
+}
+
+TEST(TopoNumaAffinity, ImageProfileSkips) {
+  EXPECT_EQ(judge_numa(node(0, range(0, 15)), Profile::Image).status, Status::Skip);
+}
+
+}  // namespace
+}  // namespace preflight
