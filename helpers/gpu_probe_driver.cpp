@@ -6,8 +6,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/pci_topology.hpp"
 #include "helpers/dynlib.hpp"
 #include "helpers/gpu_probe.hpp"
 #include "probes/gpu_text.hpp"
@@ -69,6 +71,161 @@ std::string from_buffer(const char* buf, std::size_t size) {
   std::size_t n = 0;
   while (n < size && buf[n] != '\0') ++n;
   return std::string(buf, n);
+}
+
+/// The bits set in a mask of unsigned longs.
+std::vector<int> mask_bits(const std::vector<unsigned long>& mask) {
+  std::vector<int> bits;
+  constexpr unsigned kBits = sizeof(unsigned long) * 8;
+  for (std::size_t w = 0; w < mask.size(); ++w)
+    for (unsigned b = 0; b < kBits; ++b)
+      if ((mask[w] >> b) & 1UL) bits.push_back(static_cast<int>(w * kBits + b));
+  return bits;
+}
+
+/// CPU affinity, NUMA node and NVLinks of one GPU. Supplementary: a function an older
+/// libnvidia-ml lacks, or one that fails, leaves its field empty.
+void nvml_locality(const Nvml& n, nvml::nvmlDevice_t dev, NvmlGpu& gpu) {
+  using namespace nvml;
+  constexpr unsigned int kSetSize = 64;  // unsigned longs: 4096 CPUs / NUMA nodes
+  if (const auto get = n.lib.get<PFN_nvmlDeviceGetCpuAffinity>(name_nvmlDeviceGetCpuAffinity)) {
+    std::vector<unsigned long> set(kSetSize, 0UL);
+    if (get(dev, kSetSize, set.data()) == NVML_SUCCESS) gpu.cpu_affinity = mask_bits(set);
+  }
+  bool numa_done = false;
+  if (const auto get = n.lib.get<PFN_nvmlDeviceGetNumaNodeId>(name_nvmlDeviceGetNumaNodeId)) {
+    unsigned int node = 0;
+    const nvmlReturn_t rc = get(dev, &node);
+    if (rc == NVML_SUCCESS) gpu.numa_node = static_cast<int>(node);
+    numa_done = rc != NVML_ERROR_FUNCTION_NOT_FOUND;
+  }
+  if (!numa_done) {
+    if (const auto get = n.lib.get<PFN_nvmlDeviceGetMemoryAffinity>(name_nvmlDeviceGetMemoryAffinity)) {
+      std::vector<unsigned long> set(kSetSize, 0UL);
+      if (get(dev, kSetSize, set.data(), NVML_AFFINITY_SCOPE_NODE) == NVML_SUCCESS) {
+        const std::vector<int> nodes = mask_bits(set);
+        if (nodes.size() == 1) gpu.numa_node = nodes.front();
+      }
+    }
+  }
+  const auto get_state = n.lib.get<PFN_nvmlDeviceGetNvLinkState>(name_nvmlDeviceGetNvLinkState);
+  const auto get_remote = n.lib.get<PFN_nvmlDeviceGetNvLinkRemotePciInfo_v2>(name_nvmlDeviceGetNvLinkRemotePciInfo_v2);
+  if (get_state == nullptr) return;
+  for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
+    nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+    const nvmlReturn_t rc = get_state(dev, link, &active);
+    if (rc == NVML_ERROR_INVALID_ARGUMENT) break;   // past this GPU's links
+    if (rc != NVML_SUCCESS) {
+      if (link == 0) break;  // no NVLink on this GPU
+      continue;
+    }
+    if (active != NVML_FEATURE_ENABLED) continue;
+    ++gpu.nvlinks_active;
+    std::string remote;
+    if (get_remote != nullptr) {
+      nvmlPciInfo_t pci{};
+      if (get_remote(dev, link, &pci) == NVML_SUCCESS) {
+        remote = normalize_bus_id(from_buffer(pci.busId, sizeof pci.busId));
+        if (remote.empty()) remote = normalize_bus_id(gpu_text::format_pci_bus_id(pci.domain, pci.bus, pci.device));
+      }
+    }
+    gpu.nvlink_remotes.push_back(remote);
+  }
+}
+
+const char* path_label(nvml::nvmlGpuTopologyLevel_t level) {
+  using namespace nvml;
+  switch (level) {
+    case NVML_TOPOLOGY_INTERNAL:
+    case NVML_TOPOLOGY_SINGLE: return "PIX";
+    case NVML_TOPOLOGY_MULTIPLE: return "PXB";
+    case NVML_TOPOLOGY_HOSTBRIDGE: return "PHB";
+    case NVML_TOPOLOGY_NODE: return "NODE";
+    case NVML_TOPOLOGY_SYSTEM: return "SYS";
+  }
+  return nullptr;
+}
+
+const char* p2p_label(nvml::nvmlGpuP2PStatus_t status) {
+  using namespace nvml;
+  switch (status) {
+    case NVML_P2P_STATUS_OK: return "OK";
+    case NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED: return "CNS";
+    case NVML_P2P_STATUS_GPU_NOT_SUPPORTED: return "GNS";
+    case NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED: return "TNS";
+    case NVML_P2P_STATUS_DISABLED_BY_REGKEY: return "DR";
+    case NVML_P2P_STATUS_NOT_SUPPORTED: return "NS";
+    case NVML_P2P_STATUS_UNKNOWN: return "U";
+  }
+  return "U";
+}
+
+/// NVML's matrix over every pair a < b: the PCIe path, the NVLinks joining them (direct links to the
+/// other GPU plus, when both lead to NVSwitches, the smaller of their switch link counts) and the
+/// P2P status. A function the library lacks leaves its field empty.
+Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu>& gpus) {
+  using namespace nvml;
+  using Result = Probed<std::vector<GpuPair>>;
+  const std::string source = n.source("nvmlDeviceGetTopologyCommonAncestor/nvmlDeviceGetP2PStatus");
+  const auto get_handle = n.lib.get<PFN_nvmlDeviceGetHandleByIndex_v2>(name_nvmlDeviceGetHandleByIndex_v2);
+  const auto get_ancestor =
+      n.lib.get<PFN_nvmlDeviceGetTopologyCommonAncestor>(name_nvmlDeviceGetTopologyCommonAncestor);
+  const auto get_p2p = n.lib.get<PFN_nvmlDeviceGetP2PStatus>(name_nvmlDeviceGetP2PStatus);
+  if (get_handle == nullptr) return Result::error(ProbeErrc::ApiError, "nvmlDeviceGetHandleByIndex_v2 not exported", source);
+  std::vector<nvmlDevice_t> handles;
+  for (const NvmlGpu& g : gpus) {
+    nvmlDevice_t dev = nullptr;
+    if (const nvmlReturn_t rc = get_handle(static_cast<unsigned>(g.index), &dev); rc != NVML_SUCCESS)
+      return Result::error(ProbeErrc::ApiError,
+                           "GPU " + std::to_string(g.index) + ": " + n.failure("nvmlDeviceGetHandleByIndex_v2", rc), source);
+    handles.push_back(dev);
+  }
+  std::vector<std::string> bus(gpus.size());
+  for (std::size_t i = 0; i < gpus.size(); ++i) bus[i] = normalize_bus_id(gpus[i].pci_bus_id);
+  auto is_gpu = [&](const std::string& remote) {
+    return !remote.empty() && std::find(bus.begin(), bus.end(), remote) != bus.end();
+  };
+  auto switch_links = [&](const NvmlGpu& g) {
+    int count = 0;
+    for (const std::string& r : g.nvlink_remotes) count += (!r.empty() && !is_gpu(r)) ? 1 : 0;
+    return count;
+  };
+  auto ignorable = [](nvmlReturn_t rc) { return rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND; };
+  std::vector<GpuPair> pairs;
+  for (std::size_t a = 0; a < gpus.size(); ++a) {
+    for (std::size_t b = a + 1; b < gpus.size(); ++b) {
+      GpuPair p;
+      p.a = gpus[a].index;
+      p.b = gpus[b].index;
+      const std::string which = "GPUs " + std::to_string(p.a) + "," + std::to_string(p.b) + ": ";
+      if (get_ancestor != nullptr) {
+        nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_SYSTEM;
+        const nvmlReturn_t rc = get_ancestor(handles[a], handles[b], &level);
+        if (rc == NVML_SUCCESS) {
+          const char* label = path_label(level);
+          p.path = label != nullptr ? label : "";
+        } else if (!ignorable(rc)) {
+          return Result::error(ProbeErrc::ApiError, which + n.failure("nvmlDeviceGetTopologyCommonAncestor", rc), source);
+        }
+      }
+      for (const std::string& r : gpus[a].nvlink_remotes) p.nvlinks += (!r.empty() && r == bus[b]) ? 1 : 0;
+      const int sa = switch_links(gpus[a]), sb = switch_links(gpus[b]);
+      if (sa > 0 && sb > 0) p.nvlinks += std::min(sa, sb);
+      if (get_p2p != nullptr) {
+        const nvmlGpuP2PCapsIndex_t caps[3] = {NVML_P2P_CAPS_INDEX_READ, NVML_P2P_CAPS_INDEX_WRITE,
+                                               NVML_P2P_CAPS_INDEX_NVLINK};
+        std::string* fields[3] = {&p.p2p_read, &p.p2p_write, &p.p2p_nvlink};
+        for (int k = 0; k < 3; ++k) {
+          nvmlGpuP2PStatus_t status = NVML_P2P_STATUS_UNKNOWN;
+          const nvmlReturn_t rc = get_p2p(handles[a], handles[b], caps[k], &status);
+          if (rc == NVML_SUCCESS) *fields[k] = p2p_label(status);
+          else if (!ignorable(rc)) return Result::error(ProbeErrc::ApiError, which + n.failure("nvmlDeviceGetP2PStatus", rc), source);
+        }
+      }
+      pairs.push_back(std::move(p));
+    }
+  }
+  return Result::ok(std::move(pairs), source);
 }
 
 /// Every GPU NVML sees. A call a GPU does not support leaves its field empty; any other error fails
@@ -163,6 +320,7 @@ Probed<std::vector<NvmlGpu>> nvml_gpus(const Nvml& n) {
       if (!tolerable(rc)) return fail(i, "nvmlDeviceGetMigMode", rc);
       if (rc == NVML_SUCCESS) gpu.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
     }
+    nvml_locality(n, dev, gpu);
     if (get_procs != nullptr) {
       std::vector<nvmlProcessInfo_t> infos(16);
       unsigned int n_infos = 0;
@@ -296,12 +454,14 @@ nlohmann::json run_driver() {
   std::vector<std::string> loaded;
   Probed<std::vector<NvmlGpu>> gpus;
   Probed<std::vector<CudaDevice>> devices;
+  Probed<std::vector<GpuPair>> pairs;
 
   // NVML: the kernel driver's view, every GPU of the node.
   Nvml n{DynLib::open(nvml::soname)};
   if (!n.lib) {
     nvml_driver_version = Probed<std::string>::error(ProbeErrc::LibraryMissing, n.lib.error(), nvml::soname);
     gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::LibraryMissing, n.lib.error(), nvml::soname);
+    pairs = Probed<std::vector<GpuPair>>::error(ProbeErrc::LibraryMissing, n.lib.error(), nvml::soname);
   } else {
     loaded.push_back(n.lib.path());
     n.error_string = n.lib.get<nvml::PFN_nvmlErrorString>(nvml::name_nvmlErrorString);
@@ -311,6 +471,7 @@ nlohmann::json run_driver() {
       const std::string why = n.failure("nvmlInit_v2", rc);
       nvml_driver_version = Probed<std::string>::error(ProbeErrc::ApiError, why, n.lib.path());
       gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError, why, n.lib.path());
+      pairs = Probed<std::vector<GpuPair>>::error(ProbeErrc::ApiError, why, n.lib.path());
     } else {
       if (const auto get = n.lib.get<nvml::PFN_nvmlSystemGetDriverVersion>(nvml::name_nvmlSystemGetDriverVersion)) {
         char buf[nvml::NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
@@ -325,6 +486,8 @@ nlohmann::json run_driver() {
             ProbeErrc::ApiError, "nvmlSystemGetDriverVersion not exported by " + n.lib.path(), n.lib.path());
       }
       gpus = nvml_gpus(n);
+      if (const std::vector<NvmlGpu>* list = gpus.value()) pairs = nvml_pairs(n, *list);
+      else pairs = Probed<std::vector<GpuPair>>::error(gpus.error()->code, "not read: " + gpus.why(), n.lib.path());
       if (const auto shutdown = n.lib.get<nvml::PFN_nvmlShutdown>(nvml::name_nvmlShutdown)) shutdown();
     }
   }
@@ -355,6 +518,7 @@ nlohmann::json run_driver() {
   doc["loaded_libraries"] = loaded;
   doc["nvml_gpus"] = gpus;
   doc["cuda_devices"] = devices;
+  doc["gpu_pairs"] = pairs;
   return doc;
 }
 
@@ -437,6 +601,226 @@ SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {
   set_current(nullptr);
   if (const CUresult rc = release(dev); rc != CUDA_SUCCESS) return finish("cuDevicePrimaryCtxRelease", c.name(rc));
   return finish("", {});
+}
+
+namespace {
+
+void emit_line(const nlohmann::json& line) {
+  const std::string text = line.dump() + "\n";
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+}
+
+/// The pattern written on src for the copy src -> dst: distinct per ordered pair, never 0.
+std::uint32_t peer_pattern(int src, int dst) {
+  return 0x5A000000u ^ (static_cast<std::uint32_t>(src & 0xff) << 16) ^ (static_cast<std::uint32_t>(dst & 0xff) << 8) ^
+         0xA5u;
+}
+
+}  // namespace
+
+int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
+  using namespace cuda;
+  auto fatal = [](const std::string& step, const std::string& error) {
+    emit_line({{"event", "error"}, {"failed_step", step}, {"error", error}});
+    emit_line({{"event", "end"}});
+    return 0;
+  };
+  if (bytes < 4 * 3) return fatal("verify", "nothing to test: " + std::to_string(bytes) + " bytes");
+  const Cuda c = open_cuda();
+  if (!c.lib) return fatal("dlopen", c.lib.error());
+  const auto init = c.get<PFN_cuInit>(name_cuInit);
+  const auto get_count = c.get<PFN_cuDeviceGetCount>(name_cuDeviceGetCount);
+  const auto get = c.get<PFN_cuDeviceGet>(name_cuDeviceGet);
+  const auto get_attr = c.get<PFN_cuDeviceGetAttribute>(name_cuDeviceGetAttribute);
+  const auto retain = c.get<PFN_cuDevicePrimaryCtxRetain>(name_cuDevicePrimaryCtxRetain);
+  const auto set_current = c.get<PFN_cuCtxSetCurrent>(name_cuCtxSetCurrent);
+  const auto synchronize = c.get<PFN_cuCtxSynchronize>(name_cuCtxSynchronize);
+  const auto alloc = c.get<PFN_cuMemAlloc_v2>(name_cuMemAlloc_v2);
+  const auto memset32 = c.get<PFN_cuMemsetD32_v2>(name_cuMemsetD32_v2);
+  const auto copy_dtoh = c.get<PFN_cuMemcpyDtoH_v2>(name_cuMemcpyDtoH_v2);
+  const auto can_access = c.get<PFN_cuDeviceCanAccessPeer>(name_cuDeviceCanAccessPeer);
+  const auto enable_peer = c.get<PFN_cuCtxEnablePeerAccess>(name_cuCtxEnablePeerAccess);
+  const auto copy_peer = c.get<PFN_cuMemcpyPeerAsync>(name_cuMemcpyPeerAsync);
+  const auto disable_peer = c.get<PFN_cuCtxDisablePeerAccess>(name_cuCtxDisablePeerAccess);
+  const auto stream_create = c.get<PFN_cuStreamCreate>(name_cuStreamCreate);
+  const auto event_create = c.get<PFN_cuEventCreate>(name_cuEventCreate);
+  const auto event_record = c.get<PFN_cuEventRecord>(name_cuEventRecord);
+  const auto event_query = c.get<PFN_cuEventQuery>(name_cuEventQuery);
+  auto elapsed = c.get<PFN_cuEventElapsedTime_v2>(name_cuEventElapsedTime_v2);
+  if (elapsed == nullptr) elapsed = c.get<PFN_cuEventElapsedTime>(name_cuEventElapsedTime);
+  if (init == nullptr || get_count == nullptr || get == nullptr || get_attr == nullptr || retain == nullptr ||
+      set_current == nullptr || synchronize == nullptr || alloc == nullptr || memset32 == nullptr ||
+      copy_dtoh == nullptr || can_access == nullptr || enable_peer == nullptr || copy_peer == nullptr ||
+      stream_create == nullptr || event_create == nullptr || event_record == nullptr || event_query == nullptr ||
+      elapsed == nullptr) {
+    return fatal("dlsym", "a driver API entry point of the peer copy test is not exported by " + c.lib.path());
+  }
+  if (const CUresult rc = init(0); rc != CUDA_SUCCESS) return fatal("cuInit", c.name(rc));
+  int count = 0;
+  if (const CUresult rc = get_count(&count); rc != CUDA_SUCCESS) return fatal("cuDeviceGetCount", c.name(rc));
+
+  struct Device {
+    CUdevice dev = 0;
+    std::string bus_id;
+    CUcontext ctx = nullptr;
+    CUdeviceptr src = 0, dst = 0;
+    CUstream stream = nullptr;
+    CUevent start = nullptr, end = nullptr;
+    std::string broken_step, broken;  // set up failed: every copy from or to it fails the same way
+  };
+  std::vector<Device> devices(static_cast<std::size_t>(std::max(count, 0)));
+  for (int i = 0; i < count; ++i) {
+    Device& d = devices[static_cast<std::size_t>(i)];
+    if (const CUresult rc = get(&d.dev, i); rc != CUDA_SUCCESS) return fatal("cuDeviceGet", c.name(rc));
+    int dom = 0, bus = 0, slot = 0;
+    get_attr(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d.dev);
+    get_attr(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d.dev);
+    get_attr(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d.dev);
+    d.bus_id = gpu_text::format_pci_bus_id(static_cast<unsigned>(dom), static_cast<unsigned>(bus),
+                                           static_cast<unsigned>(slot));
+  }
+  // Contexts, buffers, a stream and two events per device, made when first needed.
+  auto prepare = [&](Device& d) -> bool {
+    if (!d.broken_step.empty()) return false;
+    if (d.ctx != nullptr) return true;
+    auto broke = [&](const char* step, CUresult rc) {
+      d.broken_step = step;
+      d.broken = c.name(rc);
+      return false;
+    };
+    CUcontext ctx = nullptr;
+    if (const CUresult rc = retain(&ctx, d.dev); rc != CUDA_SUCCESS) return broke("cuDevicePrimaryCtxRetain", rc);
+    if (const CUresult rc = set_current(ctx); rc != CUDA_SUCCESS) return broke("cuCtxSetCurrent", rc);
+    if (const CUresult rc = alloc(&d.src, static_cast<std::size_t>(bytes)); rc != CUDA_SUCCESS) return broke("cuMemAlloc", rc);
+    if (const CUresult rc = alloc(&d.dst, static_cast<std::size_t>(bytes)); rc != CUDA_SUCCESS) return broke("cuMemAlloc", rc);
+    if (const CUresult rc = stream_create(&d.stream, CU_STREAM_DEFAULT); rc != CUDA_SUCCESS) return broke("cuStreamCreate", rc);
+    if (const CUresult rc = event_create(&d.start, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS) return broke("cuEventCreate", rc);
+    if (const CUresult rc = event_create(&d.end, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS) return broke("cuEventCreate", rc);
+    d.ctx = ctx;
+    return true;
+  };
+
+  const std::size_t words = static_cast<std::size_t>(bytes / 4);
+  const std::size_t sample = std::min<std::size_t>(words / 3, (std::size_t{1} << 20) / 4);  // 1 MiB or a third
+  const std::size_t offsets[3] = {0, (words - sample) / 2, words - sample};
+  const auto pair_timeout = std::chrono::duration<double>(pair_timeout_s);
+
+  for (int i = 0; i < count; ++i) {
+    for (int j = 0; j < count; ++j) {
+      if (i == j) continue;
+      Device& s = devices[static_cast<std::size_t>(i)];
+      Device& t = devices[static_cast<std::size_t>(j)];
+      PeerCopy r;
+      r.src = i;
+      r.dst = j;
+      r.src_bus_id = s.bus_id;
+      r.dst_bus_id = t.bus_id;
+      r.bytes = bytes;
+      auto done = [&](const std::string& step, std::string error) {
+        r.ok = error.empty() && step.empty();
+        r.failed_step = step;
+        r.error = std::move(error);
+        nlohmann::json line = r;
+        line["event"] = "done";
+        emit_line(line);
+      };
+      int access = 0;
+      if (const CUresult rc = can_access(&access, s.dev, t.dev); rc != CUDA_SUCCESS) {
+        done("cuDeviceCanAccessPeer", c.name(rc));
+        continue;
+      }
+      r.can_access = access == 1;
+      if (!r.can_access) {
+        nlohmann::json line = r;
+        line["event"] = "done";
+        emit_line(line);
+        continue;
+      }
+      emit_line({{"event", "start"}, {"src", i}, {"dst", j}});
+      if (!prepare(s)) {
+        done(s.broken_step, "GPU " + std::to_string(i) + ": " + s.broken);
+        continue;
+      }
+      if (!prepare(t)) {
+        done(t.broken_step, "GPU " + std::to_string(j) + ": " + t.broken);
+        continue;
+      }
+      const std::uint32_t pattern = peer_pattern(i, j);
+      // j's buffer zeroed, in j's context.
+      if (const CUresult rc = set_current(t.ctx); rc != CUDA_SUCCESS) { done("cuCtxSetCurrent", c.name(rc)); continue; }
+      if (const CUresult rc = memset32(t.dst, 0u, words); rc != CUDA_SUCCESS) { done("cuMemsetD32", c.name(rc)); continue; }
+      if (const CUresult rc = synchronize(); rc != CUDA_SUCCESS) { done("cuCtxSynchronize", c.name(rc)); continue; }
+      // i may write j's memory; the pattern on i.
+      if (const CUresult rc = set_current(s.ctx); rc != CUDA_SUCCESS) { done("cuCtxSetCurrent", c.name(rc)); continue; }
+      const CUresult enabled = enable_peer(t.ctx, 0);
+      if (enabled != CUDA_SUCCESS && enabled != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
+        done("cuCtxEnablePeerAccess", c.name(enabled));
+        continue;
+      }
+      // Access enabled here is disabled again after the copy: PCIe systems allow only 8 peers per
+      // GPU (CUDA_ERROR_TOO_MANY_PEERS), and a node may have more GPUs.
+      auto release_peer = [&] {
+        if (enabled == CUDA_SUCCESS && disable_peer != nullptr && set_current(s.ctx) == CUDA_SUCCESS) disable_peer(t.ctx);
+      };
+      if (const CUresult rc = memset32(s.src, pattern, words); rc != CUDA_SUCCESS) { done("cuMemsetD32", c.name(rc)); continue; }
+      if (const CUresult rc = synchronize(); rc != CUDA_SUCCESS) { done("cuCtxSynchronize", c.name(rc)); continue; }
+      if (const CUresult rc = event_record(s.start, s.stream); rc != CUDA_SUCCESS) { done("cuEventRecord", c.name(rc)); continue; }
+      if (const CUresult rc = copy_peer(t.dst, t.ctx, s.src, s.ctx, static_cast<std::size_t>(bytes), s.stream);
+          rc != CUDA_SUCCESS) {
+        done("cuMemcpyPeerAsync", c.name(rc));
+        continue;
+      }
+      if (const CUresult rc = event_record(s.end, s.stream); rc != CUDA_SUCCESS) { done("cuEventRecord", c.name(rc)); continue; }
+      // Poll, never block: a copy that never completes must be reported, not waited for.
+      const auto begin = std::chrono::steady_clock::now();
+      CUresult q = CUDA_ERROR_NOT_READY;
+      while ((q = event_query(s.end)) == CUDA_ERROR_NOT_READY &&
+             std::chrono::steady_clock::now() - begin < pair_timeout) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      if (q == CUDA_ERROR_NOT_READY) {
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "did not finish within %.1f s", pair_timeout_s);
+        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+        done("deadline", buf);
+        emit_line({{"event", "end"}});
+        std::fflush(stdout);
+        std::_Exit(0);  // the stuck copy holds the device: no cleanup, no further pairs
+      }
+      if (q != CUDA_SUCCESS) { done("cuMemcpyPeerAsync", c.name(q)); continue; }
+      float ms = 0.0f;
+      if (const CUresult rc = elapsed(&ms, s.start, s.end); rc != CUDA_SUCCESS) { done("cuEventElapsedTime", c.name(rc)); continue; }
+      r.seconds = static_cast<double>(ms) / 1000.0;
+      r.gbps = r.seconds > 0 ? static_cast<double>(bytes) / r.seconds / 1e9 : 0.0;
+      // Verify head, middle and tail on j.
+      if (const CUresult rc = set_current(t.ctx); rc != CUDA_SUCCESS) { done("cuCtxSetCurrent", c.name(rc)); continue; }
+      std::vector<std::uint32_t> host(sample, 0u);
+      std::string bad_step, bad;
+      for (const std::size_t off : offsets) {
+        if (const CUresult rc = copy_dtoh(host.data(), t.dst + off * 4, sample * 4); rc != CUDA_SUCCESS) {
+          bad_step = "cuMemcpyDtoH";
+          bad = c.name(rc);
+          break;
+        }
+        for (std::size_t k = 0; k < sample; ++k) {
+          if (host[k] != pattern) {
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "word %zu is 0x%08X, wrote 0x%08X", off + k, static_cast<unsigned>(host[k]),
+                          static_cast<unsigned>(pattern));
+            bad_step = "verify";
+            bad = buf;
+            break;
+          }
+        }
+        if (!bad.empty()) break;
+      }
+      release_peer();
+      done(bad_step, bad);
+    }
+  }
+  emit_line({{"event", "end"}});
+  return 0;
 }
 
 }  // namespace preflight::helper

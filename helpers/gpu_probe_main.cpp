@@ -6,13 +6,17 @@
 //   preflight-gpu-probe driver
 //   preflight-gpu-probe smoke --ordinal N --bytes B
 //   preflight-gpu-probe nccl --lib PATH        (PATH "": the soname libnccl.so.2)
+//   preflight-gpu-probe p2p --bytes B [--pair-timeout S]
 //
 // Each prints ONE JSON document on stdout and exits 0; driver errors are inside the document.
+// p2p prints JSON Lines instead (one event per line, flushed), so a run killed at its deadline
+// still names the copy in progress.
 // A usage error exits 2 with a message on stderr.
 #include <signal.h>
 #include <sys/prctl.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -29,7 +33,8 @@ int usage(const std::string& why) {
   std::cerr << "preflight-gpu-probe: " << why << "\n"
             << "usage: preflight-gpu-probe driver\n"
             << "       preflight-gpu-probe smoke --ordinal N --bytes B\n"
-            << "       preflight-gpu-probe nccl --lib PATH\n";
+            << "       preflight-gpu-probe nccl --lib PATH\n"
+            << "       preflight-gpu-probe p2p --bytes B [--pair-timeout S]\n";
   return 2;
 }
 
@@ -47,7 +52,7 @@ int main(int argc, char** argv) {
 
   if (argc < 2) return usage("missing subcommand");
   const std::string_view command = argv[1];
-  std::string ordinal_text, bytes_text, lib;
+  std::string ordinal_text, bytes_text, lib, pair_timeout_text;
   bool have_lib = false;
   for (int i = 2; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -56,6 +61,8 @@ int main(int argc, char** argv) {
       ordinal_text = argv[++i];
     } else if (arg == "--bytes") {
       bytes_text = argv[++i];
+    } else if (arg == "--pair-timeout") {
+      pair_timeout_text = argv[++i];
     } else if (arg == "--lib") {
       lib = argv[++i];
       have_lib = true;
@@ -74,6 +81,18 @@ int main(int argc, char** argv) {
       if (!ordinal || *ordinal < 0 || *ordinal > 1 << 20) return usage("smoke needs --ordinal N (N >= 0)");
       if (!bytes || *bytes == 0) return usage("smoke needs --bytes B (64M, 1G, 4096)");
       return emit(preflight::helper::run_smoke(static_cast<int>(*ordinal), *bytes));
+    }
+    if (command == "p2p") {
+      const auto bytes = preflight::parse_size(bytes_text);
+      if (!bytes || *bytes == 0) return usage("p2p needs --bytes B (64M, 1G, 4096)");
+      double pair_timeout = 10.0;
+      if (!pair_timeout_text.empty()) {
+        char* end = nullptr;
+        pair_timeout = std::strtod(pair_timeout_text.c_str(), &end);
+        if (end == pair_timeout_text.c_str() || *end != '\0' || !(pair_timeout > 0.0) || pair_timeout > 3600.0)
+          return usage("--pair-timeout needs seconds (0 < S <= 3600)");
+      }
+      return preflight::helper::run_p2p(*bytes, pair_timeout);
     }
     if (command == "nccl") {
       if (!have_lib) return usage("nccl needs --lib PATH (\"\" for the soname)");

@@ -76,11 +76,15 @@ std::string apply_driver_document(const nlohmann::json& doc, DriverFacts& driver
     d.loaded_libraries = doc.at("loaded_libraries").get<std::vector<std::string>>();
     d.nvml_gpus = doc.at("nvml_gpus").get<Probed<std::vector<NvmlGpu>>>();
     d.cuda_devices = doc.at("cuda_devices").get<Probed<std::vector<CudaDevice>>>();
+    d.gpu_pairs = doc.contains("gpu_pairs")
+                      ? doc.at("gpu_pairs").get<Probed<std::vector<GpuPair>>>()
+                      : Probed<std::vector<GpuPair>>::error(ProbeErrc::Unsupported, "the helper reported no GPU pairs");
     driver.nvml_driver_version = std::move(d.nvml_driver_version);
     driver.cuda_driver_version = std::move(d.cuda_driver_version);
     driver.loaded_libraries = std::move(d.loaded_libraries);
     driver.nvml_gpus = std::move(d.nvml_gpus);
     driver.cuda_devices = std::move(d.cuda_devices);
+    driver.gpu_pairs = std::move(d.gpu_pairs);
     return {};
   } catch (const nlohmann::json::exception& e) {
     return std::string("the helper's document is not the driver report: ") + e.what();
@@ -96,6 +100,8 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
     d.cuda_driver_version = Probed<int>::error(ProbeErrc::Unsupported, kWhy);
     d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::Unsupported, kWhy);
     d.cuda_devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::Unsupported, kWhy);
+    d.gpu_pairs = Probed<std::vector<GpuPair>>::error(ProbeErrc::Unsupported, kWhy);
+    d.peer_copies = Probed<std::vector<PeerCopy>>::error(ProbeErrc::Unsupported, kWhy);
     d.smoke = Probed<SmokeResult>::error(ProbeErrc::Unsupported, kWhy);
     d.helper = "not run (image profile)";
     return;
@@ -121,6 +127,7 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
     d.cuda_driver_version = Probed<int>::error(e, helper);
     d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(e, helper);
     d.cuda_devices = Probed<std::vector<CudaDevice>>::error(e, helper);
+    d.gpu_pairs = Probed<std::vector<GpuPair>>::error(e, helper);
     d.smoke = Probed<SmokeResult>::error(e.code, "not run: " + e.detail, helper);
     return;
   }

@@ -1,9 +1,166 @@
 // SPDX-License-Identifier: MIT
-// The gpu_p2p probe: placeholder until implemented (the contained helper's peer copies).
+// gpu_p2p: after gpu_driver, when the driver works and CUDA sees at least two devices, the
+// contained helper copies 64 MiB between every ordered pair with peer access (cuMemcpyPeerAsync
+// with peer access enabled, polled against a per-pair deadline) and verifies samples on the
+// destination. The helper streams one JSON line per event, so a copy that hangs or crashes the
+// helper is named by the "start" line that has no "done".
+#include "probes/gpu_p2p_probe.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/text.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {
+namespace {
 
-void probe_gpu_p2p(const ProbeContext&, RankFacts&) {}
+constexpr char kHelper[] = "preflight-gpu-probe";
+using Copies = Probed<std::vector<PeerCopy>>;
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", s);
+  return buf;
+}
+
+std::string bus_of(const std::vector<CudaDevice>& devices, int ordinal) {
+  for (const CudaDevice& d : devices)
+    if (d.ordinal == ordinal) return d.pci_bus_id;
+  return {};
+}
+
+}  // namespace
+
+Copies parse_peer_copies(const ContainedResult& result, const std::vector<CudaDevice>& devices,
+                         const std::string& source) {
+  std::vector<PeerCopy> copies;
+  bool running = false;  // a "start" without its "done"
+  int run_src = -1, run_dst = -1;
+  bool ended = false;
+  std::string fatal_step, fatal;
+  std::size_t lines = 0, bad_lines = 0;
+  for (const std::string_view raw : split(result.out, '\n')) {
+    const std::string line(trim(raw));
+    if (line.empty()) continue;
+    ++lines;
+    nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("event") || !doc.at("event").is_string()) {
+      ++bad_lines;
+      continue;
+    }
+    const std::string event = doc.at("event").get<std::string>();
+    try {
+      if (event == "start") {
+        run_src = doc.at("src").get<int>();
+        run_dst = doc.at("dst").get<int>();
+        running = true;
+      } else if (event == "done") {
+        PeerCopy c = doc.get<PeerCopy>();
+        if (running && run_src == c.src && run_dst == c.dst) running = false;
+        copies.push_back(std::move(c));
+      } else if (event == "error") {
+        fatal_step = doc.value("failed_step", std::string("?"));
+        fatal = doc.value("error", std::string());
+      } else if (event == "end") {
+        ended = true;
+      } else {
+        ++bad_lines;
+      }
+    } catch (const nlohmann::json::exception&) {
+      ++bad_lines;
+    }
+  }
+  if (!fatal.empty() || !fatal_step.empty()) {
+    return Copies::error(ProbeErrc::ApiError, source + ": " + fatal_step + ": " + fatal);
+  }
+  if (running) {
+    PeerCopy c;
+    c.src = run_src;
+    c.dst = run_dst;
+    c.src_bus_id = bus_of(devices, c.src);
+    c.dst_bus_id = bus_of(devices, c.dst);
+    c.can_access = true;
+    c.seconds = result.elapsed_s;
+    if (result.outcome == ContainedOutcome::TimedOut) {
+      c.failed_step = "deadline";
+      c.error = "did not finish within " + seconds_text(result.deadline_s) + " (the helper was killed)";
+    } else if (result.outcome == ContainedOutcome::Signaled) {
+      c.failed_step = "crash";
+      c.error = "the helper died of " + result.signal_name + " during this copy";
+    } else {
+      c.failed_step = "helper";
+      c.error = "no result for this copy: the helper " + result.describe();
+    }
+    copies.push_back(std::move(c));
+    return Copies::ok(std::move(copies), source);
+  }
+  if (copies.empty()) {
+    if (!result.clean()) {
+      ProbeError e = result.to_probe_error();
+      e.detail = source + " " + e.detail;
+      return Copies::error(e);
+    }
+    if (lines == 0) return Copies::error(ProbeErrc::ParseError, source + ": nothing on the helper's pipe");
+    if (bad_lines > 0 || !ended)
+      return Copies::error(ProbeErrc::ParseError, source + ": no peer copy result in the helper's output");
+    return Copies::ok(std::move(copies), source);  // no pairs
+  }
+  if (!ended && result.clean()) {
+    return Copies::error(ProbeErrc::ParseError, source + ": the helper's output ended before its last line");
+  }
+  if (!result.clean() && !ended) {
+    // Killed between two copies: what arrived stands, the rest was not tried.
+    return Copies::error(result.to_probe_error().code,
+                         source + " " + result.describe() + " after " + std::to_string(copies.size()) + " copies");
+  }
+  return Copies::ok(std::move(copies), source);
+}
+
+void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
+  DriverFacts& d = facts.gpu.driver;
+  if (ctx.options.profile == Profile::Image) {
+    d.peer_copies = Copies::error(ProbeErrc::Unsupported, "image profile: no driver expected");
+    return;
+  }
+  const std::vector<CudaDevice>* devices = d.cuda_devices.value();
+  if (devices == nullptr) {
+    d.peer_copies = Copies::error(d.cuda_devices.error()->code, "not run: " + d.cuda_devices.why());
+    return;
+  }
+  if (devices->size() < 2) {
+    d.peer_copies = Copies::error(ProbeErrc::Unsupported, "fewer than 2 GPUs visible (" +
+                                                              std::to_string(devices->size()) + " CUDA device" +
+                                                              (devices->size() == 1 ? ")" : "s)"));
+    return;
+  }
+  if (const SmokeResult* smoke = d.smoke.value(); smoke != nullptr && !smoke->ok) {
+    d.peer_copies = Copies::error(ProbeErrc::ApiError, "not run: the smoke test on GPU " + std::to_string(smoke->ordinal) +
+                                                           " failed at " + smoke->failed_step + " (" + smoke->error + ")");
+    return;
+  }
+  if (d.smoke.error() != nullptr && d.smoke.error()->code != ProbeErrc::Unsupported) {
+    d.peer_copies = Copies::error(d.smoke.error()->code, "not run: the smoke test failed (" + d.smoke.why() + ")");
+    return;
+  }
+  ContainedRequest request;
+  request.executable = helper_path(kHelper);
+  request.deadline = ctx.helper_deadline();
+  // Each copy gets at most half the run, so a hung copy is reported by the helper itself (with
+  // the others done) before the run's deadline kills it.
+  const double run_s = std::chrono::duration<double>(request.deadline).count();
+  const double pair_s = std::max(0.1, std::min(5.0, run_s / 2));
+  char pair_text[32];
+  std::snprintf(pair_text, sizeof pair_text, "%.2f", pair_s);
+  request.args = {"p2p", "--bytes", kPeerCopyBytes, "--pair-timeout", pair_text};
+  const std::string source = std::string(kHelper) + " p2p --bytes " + kPeerCopyBytes;
+  const ContainedResult result = run_contained(request);
+  d.helper += (d.helper.empty() ? "" : "; ") + std::string("p2p: ") + result.describe();
+  d.peer_copies = parse_peer_copies(result, *devices, source);
+}
 
 }  // namespace preflight

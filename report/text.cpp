@@ -5,6 +5,8 @@
 #include <cctype>
 #include <cstdio>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/text.hpp"
 #include "report/report.hpp"
@@ -33,9 +35,45 @@ std::string pad(std::string s, std::size_t width) {
   return s;
 }
 
+/// The evidence's "table" (an array of rows, each an array of strings) as aligned columns, one
+/// line per row with `indent` before it, then "table_legend" when there is one. "" when the
+/// evidence has no such table.
+std::string table_lines(const nlohmann::json& evidence, const std::string& indent) {
+  if (!evidence.is_object() || !evidence.contains("table")) return {};
+  const nlohmann::json& table = evidence.at("table");
+  if (!table.is_array() || table.empty()) return {};
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::size_t> widths;
+  for (const nlohmann::json& row : table) {
+    if (!row.is_array()) return {};
+    std::vector<std::string> cells;
+    for (const nlohmann::json& cell : row) {
+      cells.push_back(cell.is_string() ? cell.get<std::string>()
+                                       : cell.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    }
+    if (widths.size() < cells.size()) widths.resize(cells.size(), 0);
+    for (std::size_t i = 0; i < cells.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
+    rows.push_back(std::move(cells));
+  }
+  std::string out;
+  for (const std::vector<std::string>& cells : rows) {
+    std::string line = indent;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      line += i + 1 < cells.size() ? pad(cells[i], widths[i] + 2) : cells[i];
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  if (evidence.contains("table_legend") && evidence.at("table_legend").is_string()) {
+    out += indent + evidence.at("table_legend").get<std::string>() + "\n";
+  }
+  return out;
+}
+
 std::string evidence_line(const nlohmann::json& evidence) {
   std::string out;
   for (const auto& [key, value] : evidence.items()) {
+    if (key == "table" || key == "table_legend") continue;  // rendered as a table
     if (!out.empty()) out += ", ";
     out += key + "=" + (value.is_string() ? value.get<std::string>()
                                           : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -75,6 +113,7 @@ std::string render_text(const Report& report, const Options& options, bool color
     if (s != Status::Pass && !r.verdict.remedy.empty()) {
       out << indent << paint("fix: ", "\033[1m", color) << r.verdict.remedy << "\n";
     }
+    out << table_lines(r.verdict.evidence, indent);
     if (options.verbose && !r.verdict.evidence.empty()) {
       out << indent << paint("evidence: ", "\033[2m", color) << evidence_line(r.verdict.evidence) << "\n";
     }

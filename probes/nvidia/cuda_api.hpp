@@ -30,9 +30,14 @@ enum CUresult : int {
   CUDA_ERROR_NO_DEVICE = 100,
   CUDA_ERROR_INVALID_DEVICE = 101,
   CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_PEER_ACCESS_UNSUPPORTED = 217,
   CUDA_ERROR_OPERATING_SYSTEM = 304,
   CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_NOT_READY = 600,
   CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704,
+  CUDA_ERROR_PEER_ACCESS_NOT_ENABLED = 705,
+  CUDA_ERROR_TOO_MANY_PEERS = 711,
   CUDA_ERROR_LAUNCH_FAILED = 719,
   CUDA_ERROR_NOT_SUPPORTED = 801,
   CUDA_ERROR_SYSTEM_NOT_READY = 802,
@@ -54,6 +59,13 @@ using CUdevice = int;                     // a device ordinal handle
 using CUdeviceptr = unsigned long long;   // 64-bit device address (the _v2 ABI)
 struct CUctx_st;                          // opaque
 using CUcontext = CUctx_st*;
+struct CUstream_st;                       // opaque
+using CUstream = CUstream_st*;
+struct CUevent_st;                        // opaque
+using CUevent = CUevent_st*;
+/// cuStreamCreate / cuEventCreate flags used here.
+inline constexpr unsigned int CU_STREAM_DEFAULT = 0;
+inline constexpr unsigned int CU_EVENT_DEFAULT = 0;
 struct CUuuid {
   char bytes[16];
 };
@@ -76,6 +88,21 @@ using PFN_cuMemAlloc_v2 = CUresult (*)(CUdeviceptr* dptr, std::size_t bytesize);
 using PFN_cuMemFree_v2 = CUresult (*)(CUdeviceptr dptr);
 using PFN_cuMemsetD32_v2 = CUresult (*)(CUdeviceptr dst, unsigned int value, std::size_t count);
 using PFN_cuMemcpyDtoH_v2 = CUresult (*)(void* dst_host, CUdeviceptr src_device, std::size_t byte_count);
+using PFN_cuDeviceCanAccessPeer = CUresult (*)(int* can_access_peer, CUdevice dev, CUdevice peer_dev);
+using PFN_cuCtxEnablePeerAccess = CUresult (*)(CUcontext peer_context, unsigned int flags);
+using PFN_cuCtxDisablePeerAccess = CUresult (*)(CUcontext peer_context);
+using PFN_cuMemcpyPeerAsync = CUresult (*)(CUdeviceptr dst_device, CUcontext dst_context, CUdeviceptr src_device,
+                                           CUcontext src_context, std::size_t byte_count, CUstream stream);
+using PFN_cuStreamCreate = CUresult (*)(CUstream* stream, unsigned int flags);
+using PFN_cuStreamDestroy_v2 = CUresult (*)(CUstream stream);
+using PFN_cuEventCreate = CUresult (*)(CUevent* event, unsigned int flags);
+using PFN_cuEventRecord = CUresult (*)(CUevent event, CUstream stream);
+using PFN_cuEventQuery = CUresult (*)(CUevent event);
+/// cuEventElapsedTime_v2 (CUDA >= 12.8; what cuda.h 13 maps the name to), else the original
+/// cuEventElapsedTime: the same signature.
+using PFN_cuEventElapsedTime_v2 = CUresult (*)(float* milliseconds, CUevent start, CUevent end);
+using PFN_cuEventElapsedTime = CUresult (*)(float* milliseconds, CUevent start, CUevent end);
+using PFN_cuEventDestroy_v2 = CUresult (*)(CUevent event);
 using PFN_cuGetErrorName = CUresult (*)(CUresult error, const char** name);
 
 // The exported names (what dlsym needs). The fallback is tried when the first is absent.
@@ -96,6 +123,18 @@ inline constexpr char name_cuMemAlloc_v2[] = "cuMemAlloc_v2";
 inline constexpr char name_cuMemFree_v2[] = "cuMemFree_v2";
 inline constexpr char name_cuMemsetD32_v2[] = "cuMemsetD32_v2";
 inline constexpr char name_cuMemcpyDtoH_v2[] = "cuMemcpyDtoH_v2";
+inline constexpr char name_cuDeviceCanAccessPeer[] = "cuDeviceCanAccessPeer";
+inline constexpr char name_cuCtxEnablePeerAccess[] = "cuCtxEnablePeerAccess";
+inline constexpr char name_cuCtxDisablePeerAccess[] = "cuCtxDisablePeerAccess";
+inline constexpr char name_cuMemcpyPeerAsync[] = "cuMemcpyPeerAsync";
+inline constexpr char name_cuStreamCreate[] = "cuStreamCreate";
+inline constexpr char name_cuStreamDestroy_v2[] = "cuStreamDestroy_v2";
+inline constexpr char name_cuEventCreate[] = "cuEventCreate";
+inline constexpr char name_cuEventRecord[] = "cuEventRecord";
+inline constexpr char name_cuEventQuery[] = "cuEventQuery";
+inline constexpr char name_cuEventElapsedTime_v2[] = "cuEventElapsedTime_v2";
+inline constexpr char name_cuEventElapsedTime[] = "cuEventElapsedTime";
+inline constexpr char name_cuEventDestroy_v2[] = "cuEventDestroy_v2";
 inline constexpr char name_cuGetErrorName[] = "cuGetErrorName";
 
 /// The soname opened with dlopen (the loader search, so LD_LIBRARY_PATH selects it).

@@ -82,6 +82,51 @@ struct nvmlProcessInfo_t {
 };
 inline constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE = ~0ULL;
 
+/// nvmlDeviceGetMemoryAffinity / nvmlDeviceGetCpuAffinityWithinScope scope.
+using nvmlAffinityScope_t = unsigned int;
+inline constexpr nvmlAffinityScope_t NVML_AFFINITY_SCOPE_NODE = 0;
+inline constexpr nvmlAffinityScope_t NVML_AFFINITY_SCOPE_SOCKET = 1;
+
+/// NVML_NVLINK_MAX_LINKS of Hopper-class headers.
+inline constexpr unsigned int NVML_NVLINK_MAX_LINKS = 18;
+
+/// nvmlDeviceGetTopologyCommonAncestor: PCIe only (NVLink is not reflected).
+enum nvmlGpuTopologyLevel_t : int {
+  NVML_TOPOLOGY_INTERNAL = 0,
+  NVML_TOPOLOGY_SINGLE = 10,
+  NVML_TOPOLOGY_MULTIPLE = 20,
+  NVML_TOPOLOGY_HOSTBRIDGE = 30,
+  NVML_TOPOLOGY_NODE = 40,
+  NVML_TOPOLOGY_SYSTEM = 50,
+};
+
+enum nvmlGpuP2PCapsIndex_t : int {
+  NVML_P2P_CAPS_INDEX_READ = 0,
+  NVML_P2P_CAPS_INDEX_WRITE = 1,
+  NVML_P2P_CAPS_INDEX_NVLINK = 2,
+  NVML_P2P_CAPS_INDEX_ATOMICS = 3,
+  NVML_P2P_CAPS_INDEX_PCI = 4,
+  NVML_P2P_CAPS_INDEX_UNKNOWN = 5,
+};
+
+enum nvmlGpuP2PStatus_t : int {
+  NVML_P2P_STATUS_OK = 0,
+  NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED = 1,  // (sic) as in nvml.h
+  NVML_P2P_STATUS_GPU_NOT_SUPPORTED = 2,
+  NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED = 3,
+  NVML_P2P_STATUS_DISABLED_BY_REGKEY = 4,
+  NVML_P2P_STATUS_NOT_SUPPORTED = 5,
+  NVML_P2P_STATUS_UNKNOWN = 6,
+};
+
+/// nvmlDeviceGetNvLinkRemoteDeviceType.
+enum nvmlIntNvLinkDeviceType_t : int {
+  NVML_NVLINK_DEVICE_TYPE_GPU = 0x00,
+  NVML_NVLINK_DEVICE_TYPE_IBMNPU = 0x01,
+  NVML_NVLINK_DEVICE_TYPE_SWITCH = 0x02,
+  NVML_NVLINK_DEVICE_TYPE_UNKNOWN = 0xFF,
+};
+
 using PFN_nvmlInit_v2 = nvmlReturn_t (*)();
 using PFN_nvmlShutdown = nvmlReturn_t (*)();
 using PFN_nvmlErrorString = const char* (*)(nvmlReturn_t result);
@@ -101,6 +146,22 @@ using PFN_nvmlDeviceGetPersistenceMode = nvmlReturn_t (*)(nvmlDevice_t device, n
 using PFN_nvmlDeviceGetMigMode = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* current_mode,
                                                   unsigned int* pending_mode);
 
+using PFN_nvmlDeviceGetCpuAffinity = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int cpu_set_size,
+                                                     unsigned long* cpu_set);
+using PFN_nvmlDeviceGetNumaNodeId = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* node);
+using PFN_nvmlDeviceGetMemoryAffinity = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int node_set_size,
+                                                        unsigned long* node_set, nvmlAffinityScope_t scope);
+using PFN_nvmlDeviceGetNvLinkState = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int link,
+                                                     nvmlEnableState_t* is_active);
+using PFN_nvmlDeviceGetNvLinkRemotePciInfo_v2 = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int link,
+                                                                nvmlPciInfo_t* pci);
+using PFN_nvmlDeviceGetNvLinkRemoteDeviceType = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int link,
+                                                                nvmlIntNvLinkDeviceType_t* type);
+using PFN_nvmlDeviceGetTopologyCommonAncestor = nvmlReturn_t (*)(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                                nvmlGpuTopologyLevel_t* path_info);
+using PFN_nvmlDeviceGetP2PStatus = nvmlReturn_t (*)(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                   nvmlGpuP2PCapsIndex_t index, nvmlGpuP2PStatus_t* status);
+
 inline constexpr char name_nvmlInit_v2[] = "nvmlInit_v2";
 inline constexpr char name_nvmlShutdown[] = "nvmlShutdown";
 inline constexpr char name_nvmlErrorString[] = "nvmlErrorString";
@@ -117,6 +178,14 @@ inline constexpr char name_nvmlDeviceGetMemoryInfo[] = "nvmlDeviceGetMemoryInfo"
 inline constexpr char name_nvmlDeviceGetComputeRunningProcesses_v3[] = "nvmlDeviceGetComputeRunningProcesses_v3";
 inline constexpr char name_nvmlDeviceGetPersistenceMode[] = "nvmlDeviceGetPersistenceMode";
 inline constexpr char name_nvmlDeviceGetMigMode[] = "nvmlDeviceGetMigMode";
+inline constexpr char name_nvmlDeviceGetCpuAffinity[] = "nvmlDeviceGetCpuAffinity";
+inline constexpr char name_nvmlDeviceGetNumaNodeId[] = "nvmlDeviceGetNumaNodeId";
+inline constexpr char name_nvmlDeviceGetMemoryAffinity[] = "nvmlDeviceGetMemoryAffinity";
+inline constexpr char name_nvmlDeviceGetNvLinkState[] = "nvmlDeviceGetNvLinkState";
+inline constexpr char name_nvmlDeviceGetNvLinkRemotePciInfo_v2[] = "nvmlDeviceGetNvLinkRemotePciInfo_v2";
+inline constexpr char name_nvmlDeviceGetNvLinkRemoteDeviceType[] = "nvmlDeviceGetNvLinkRemoteDeviceType";
+inline constexpr char name_nvmlDeviceGetTopologyCommonAncestor[] = "nvmlDeviceGetTopologyCommonAncestor";
+inline constexpr char name_nvmlDeviceGetP2PStatus[] = "nvmlDeviceGetP2PStatus";
 
 /// The soname opened with dlopen (what NCCL opens too).
 inline constexpr char soname[] = "libnvidia-ml.so.1";

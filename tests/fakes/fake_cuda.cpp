@@ -3,11 +3,13 @@
 // serving the scenario of $PREFLIGHT_FAKE_GPU (tests/fakes/README.md). Like the real driver it
 // reads CUDA_VISIBLE_DEVICES once, at the first cuInit, and cuInit fails with CUDA_ERROR_NO_DEVICE
 // when no device is visible. Device memory is host memory, so a write and read-back really happen.
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <map>
 #include <set>
 #include <type_traits>
 
@@ -20,6 +22,18 @@ namespace fake = preflight::fake_gpu;
 struct preflight::cuda::CUctx_st {
   int device = 0;
 };
+/// A stream whose work never completes once a "hang" peer copy was queued on it.
+struct preflight::cuda::CUstream_st {
+  int device = 0;
+  bool hung = false;
+  double pending_ms = 0;  // the modelled duration of the copies queued since the last event
+  std::chrono::steady_clock::time_point last{};
+};
+struct preflight::cuda::CUevent_st {
+  bool recorded = false;
+  bool hung = false;
+  std::chrono::steady_clock::time_point when{};
+};
 
 namespace {
 
@@ -30,7 +44,18 @@ struct State {
   std::vector<std::size_t> devices;  // CUDA ordinal → index into the scenario's GPUs
   std::vector<CUctx_st> contexts;    // one primary context per device
   std::vector<int> retained;
-  std::set<CUdeviceptr> allocations;
+  /// Device memory is host memory; an allocation set by one whole-buffer memset (or a whole-buffer
+  /// copy of such a one) only records the 32-bit value and writes it when read, so peer copies of
+  /// 64 MiB between 8 GPUs cost no memory bandwidth.
+  struct Allocation {
+    std::size_t bytes = 0;
+    bool uniform = false;
+    std::uint32_t value = 0;
+  };
+  std::map<CUdeviceptr, Allocation> allocations;
+  std::set<std::pair<int, int>> peer_enabled;  // (context device, peer device)
+  std::set<CUstream> streams;
+  std::set<CUevent> events;
 };
 
 State& state() {
@@ -47,6 +72,40 @@ bool valid_device(CUdevice dev) {
 }
 
 const fake::Gpu& gpu_of(CUdevice dev) { return scenario().gpus[state().devices[static_cast<std::size_t>(dev)]]; }
+
+void* host(CUdeviceptr p) { return reinterpret_cast<void*>(static_cast<std::uintptr_t>(p)); }
+
+/// The allocation holding address p (and its base), or null.
+std::pair<const CUdeviceptr, State::Allocation>* allocation_of(CUdeviceptr p) {
+  auto& all = state().allocations;
+  auto it = all.upper_bound(p);
+  if (it == all.begin()) return nullptr;
+  --it;
+  return p < it->first + it->second.bytes ? &*it : nullptr;
+}
+
+/// Writes a uniform allocation's value out, so it can be read or written in part.
+void materialize(CUdeviceptr p) {
+  auto* a = allocation_of(p);
+  if (a == nullptr || !a->second.uniform) return;
+  auto* words = static_cast<std::uint32_t*>(host(a->first));
+  for (std::size_t i = 0; i < a->second.bytes / 4; ++i) words[i] = a->second.value;
+  a->second.uniform = false;
+}
+
+/// Reads n bytes at device address p into dst.
+void read_device(void* dst, CUdeviceptr p, std::size_t n) {
+  auto* a = allocation_of(p);
+  if (a == nullptr || !a->second.uniform) {
+    std::memcpy(dst, host(p), n);
+    return;
+  }
+  unsigned char value[4];
+  std::memcpy(value, &a->second.value, 4);
+  const std::size_t offset = static_cast<std::size_t>(p - a->first);
+  auto* out = static_cast<unsigned char*>(dst);
+  for (std::size_t k = 0; k < n; ++k) out[k] = value[(offset + k) % 4];
+}
 
 /// The result of an entry point's fault: CUDA_SUCCESS to go on, else the code to return.
 CUresult apply(const fake::Fault& fault) {
@@ -80,7 +139,12 @@ constexpr ErrorName kErrorNames[] = {
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT"},
     {CUDA_ERROR_OPERATING_SYSTEM, "CUDA_ERROR_OPERATING_SYSTEM"},
     {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND"},
+    {CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, "CUDA_ERROR_PEER_ACCESS_UNSUPPORTED"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+    {CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, "CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED"},
+    {CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, "CUDA_ERROR_PEER_ACCESS_NOT_ENABLED"},
+    {CUDA_ERROR_TOO_MANY_PEERS, "CUDA_ERROR_TOO_MANY_PEERS"},
     {CUDA_ERROR_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED"},
     {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED"},
     {CUDA_ERROR_SYSTEM_NOT_READY, "CUDA_ERROR_SYSTEM_NOT_READY"},
@@ -233,7 +297,7 @@ PREFLIGHT_FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, std::size_t byte
   void* p = std::malloc(bytesize);
   if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   *dptr = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
-  s.allocations.insert(*dptr);
+  s.allocations[*dptr] = State::Allocation{bytesize, false, 0};
   return CUDA_SUCCESS;
 }
 
@@ -251,6 +315,12 @@ PREFLIGHT_FAKE_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int valu
   PREFLIGHT_FAKE_REQUIRE_CONTEXT();
   if (dst == 0 || dst % 4 != 0) return CUDA_ERROR_INVALID_VALUE;
   if (const CUresult r = apply(scenario().memset); r != CUDA_SUCCESS) return r;
+  if (auto it = s.allocations.find(dst); it != s.allocations.end() && it->second.bytes / 4 == count) {
+    it->second.uniform = true;
+    it->second.value = value;
+    return CUDA_SUCCESS;
+  }
+  materialize(dst);
   auto* words = reinterpret_cast<std::uint32_t*>(static_cast<std::uintptr_t>(dst));
   for (std::size_t i = 0; i < count; ++i) words[i] = value;
   return CUDA_SUCCESS;
@@ -264,7 +334,7 @@ PREFLIGHT_FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void* dst_host, CUdeviceptr src_d
   if (dst_host == nullptr || src_device == 0) return CUDA_ERROR_INVALID_VALUE;
   const fake::Fault& fault = scenario().copy;
   if (const CUresult r = apply(fault); r != CUDA_SUCCESS) return r;
-  std::memcpy(dst_host, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src_device)), byte_count);
+  read_device(dst_host, src_device, byte_count);
   if (fault.kind == fake::Fault::Kind::Corrupt && byte_count > 0) {
     auto* bytes = static_cast<unsigned char*>(dst_host);
     const std::size_t words = byte_count / 4;
@@ -275,6 +345,164 @@ PREFLIGHT_FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void* dst_host, CUdeviceptr src_d
       for (std::size_t k = 0; k < 4; ++k) bytes[word * 4 + k] = static_cast<unsigned char>(~bytes[word * 4 + k]);
     }
   }
+  return CUDA_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT CUresult cuDeviceCanAccessPeer(int* can_access_peer, CUdevice dev, CUdevice peer_dev) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  if (can_access_peer == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev) || !valid_device(peer_dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *can_access_peer = scenario().can_access_peer(s.devices[static_cast<std::size_t>(dev)],
+                                                s.devices[static_cast<std::size_t>(peer_dev)])
+                         ? 1
+                         : 0;
+  return CUDA_SUCCESS;
+}
+
+/// Lets the current context's device access peer_context's device; a second call answers
+/// CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, a pair without access CUDA_ERROR_PEER_ACCESS_UNSUPPORTED.
+PREFLIGHT_FAKE_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peer_context, unsigned int flags) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  PREFLIGHT_FAKE_REQUIRE_CONTEXT();
+  if (peer_context == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  const int self = current_context->device, peer = peer_context->device;
+  if (!valid_device(peer) || peer == self) return CUDA_ERROR_INVALID_DEVICE;
+  const std::size_t a = s.devices[static_cast<std::size_t>(self)], b = s.devices[static_cast<std::size_t>(peer)];
+  if (const fake::PeerCopyFault* f = scenario().peer_copy_fault(a, b);
+      f != nullptr && f->step == fake::PeerCopyFault::Step::Enable) {
+    return static_cast<CUresult>(f->code);
+  }
+  if (!scenario().can_access_peer(a, b)) return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+  if (!s.peer_enabled.insert({self, peer}).second) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  return CUDA_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer_context) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  PREFLIGHT_FAKE_REQUIRE_CONTEXT();
+  if (peer_context == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (s.peer_enabled.erase({current_context->device, peer_context->device}) == 0) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  return CUDA_SUCCESS;
+}
+
+/// Copies at once (host memory). The scenario's peer copy faults: "hang" leaves the stream's later
+/// work never complete, "block" never returns, "segv" crashes, "corrupt" inverts word 17, "error:N".
+PREFLIGHT_FAKE_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst_device, CUcontext dst_context, CUdeviceptr src_device,
+                                                 CUcontext src_context, std::size_t byte_count, CUstream stream) {
+  const fake::PeerCopyFault* fault = nullptr;
+  {
+    PREFLIGHT_FAKE_REQUIRE_INIT();
+    if (dst_device == 0 || src_device == 0 || dst_context == nullptr || src_context == nullptr)
+      return CUDA_ERROR_INVALID_VALUE;
+    if (stream != nullptr && s.streams.count(stream) == 0) return CUDA_ERROR_INVALID_VALUE;
+    fault = scenario().peer_copy_fault(s.devices[static_cast<std::size_t>(src_context->device)],
+                                       s.devices[static_cast<std::size_t>(dst_context->device)]);
+    if (fault != nullptr && fault->step == fake::PeerCopyFault::Step::Enable) fault = nullptr;
+  }
+  using Kind = fake::PeerCopyFault::Kind;
+  if (fault != nullptr && fault->kind == Kind::Block) fake::enact({fake::Fault::Kind::Hang, 0});
+  if (fault != nullptr && fault->kind == Kind::Segv) fake::enact({fake::Fault::Kind::Segv, 0});
+  if (fault != nullptr && fault->kind == Kind::Error) return static_cast<CUresult>(fault->code);
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (fault != nullptr && fault->kind == Kind::Hang) {
+    if (stream != nullptr) stream->hung = true;
+    return CUDA_SUCCESS;
+  }
+  auto src_it = s.allocations.find(src_device);
+  auto dst_it = s.allocations.find(dst_device);
+  const bool corrupt = fault != nullptr && fault->kind == Kind::Corrupt;
+  if (!corrupt && src_it != s.allocations.end() && dst_it != s.allocations.end() && src_it->second.uniform &&
+      byte_count == dst_it->second.bytes && byte_count % 4 == 0) {
+    dst_it->second.uniform = true;
+    dst_it->second.value = src_it->second.value;
+  } else {
+    materialize(dst_device);
+    read_device(host(dst_device), src_device, byte_count);
+  }
+  if (stream != nullptr) {
+    const double gbps = fault != nullptr && fault->kind == Kind::Slow
+                            ? 1.0
+                            : scenario().peer_gbps(s.devices[static_cast<std::size_t>(src_context->device)],
+                                                   s.devices[static_cast<std::size_t>(dst_context->device)]);
+    stream->pending_ms += static_cast<double>(byte_count) / (gbps * 1e9) * 1e3;
+  }
+  if (fault != nullptr && fault->kind == Kind::Corrupt && byte_count >= 4) {
+    auto* words = reinterpret_cast<std::uint32_t*>(static_cast<std::uintptr_t>(dst_device));
+    const std::size_t word = std::min<std::size_t>(17, byte_count / 4 - 1);
+    words[word] = ~words[word];
+  }
+  return CUDA_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT CUresult cuStreamCreate(CUstream* stream, unsigned int flags) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  PREFLIGHT_FAKE_REQUIRE_CONTEXT();
+  if (stream == nullptr || flags > 1) return CUDA_ERROR_INVALID_VALUE;
+  *stream = new CUstream_st{current_context->device, false, 0.0, std::chrono::steady_clock::now()};
+  s.streams.insert(*stream);
+  return CUDA_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  if (s.streams.erase(stream) == 0) return CUDA_ERROR_INVALID_VALUE;
+  delete stream;
+  return CUDA_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT CUresult cuEventCreate(CUevent* event, unsigned int flags) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  PREFLIGHT_FAKE_REQUIRE_CONTEXT();
+  if (event == nullptr || flags > 0xF) return CUDA_ERROR_INVALID_VALUE;
+  *event = new CUevent_st{};
+  s.events.insert(*event);
+  return CUDA_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  if (s.events.count(event) == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (stream != nullptr && s.streams.count(stream) == 0) return CUDA_ERROR_INVALID_VALUE;
+  event->recorded = true;
+  event->hung = stream != nullptr && stream->hung;
+  event->when = std::chrono::steady_clock::now();
+  if (stream != nullptr) {
+    // Events on a stream time its copies at the modelled link speed, not at memcpy's.
+    if (stream->pending_ms > 0) {
+      event->when = stream->last + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                       std::chrono::duration<double, std::milli>(stream->pending_ms));
+    }
+    stream->pending_ms = 0;
+    stream->last = event->when;
+  }
+  return CUDA_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT CUresult cuEventQuery(CUevent event) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  if (s.events.count(event) == 0) return CUDA_ERROR_INVALID_VALUE;
+  return event->hung ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT CUresult cuEventElapsedTime_v2(float* milliseconds, CUevent start, CUevent end) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  if (milliseconds == nullptr || s.events.count(start) == 0 || s.events.count(end) == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!start->recorded || !end->recorded) return CUDA_ERROR_INVALID_VALUE;
+  if (start->hung || end->hung) return CUDA_ERROR_NOT_READY;
+  const double ms = std::chrono::duration<double, std::milli>(end->when - start->when).count();
+  *milliseconds = static_cast<float>(std::max(ms, 0.0005));  // the timer's resolution is 0.5 us
+  return CUDA_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT CUresult cuEventElapsedTime(float* milliseconds, CUevent start, CUevent end) {
+  return cuEventElapsedTime_v2(milliseconds, start, end);
+}
+
+PREFLIGHT_FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent event) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  if (s.events.erase(event) == 0) return CUDA_ERROR_INVALID_VALUE;
+  delete event;
   return CUDA_SUCCESS;
 }
 
@@ -310,3 +538,15 @@ PREFLIGHT_FAKE_SAME_TYPE(cuMemFree_v2);
 PREFLIGHT_FAKE_SAME_TYPE(cuMemsetD32_v2);
 PREFLIGHT_FAKE_SAME_TYPE(cuMemcpyDtoH_v2);
 PREFLIGHT_FAKE_SAME_TYPE(cuGetErrorName);
+PREFLIGHT_FAKE_SAME_TYPE(cuDeviceCanAccessPeer);
+PREFLIGHT_FAKE_SAME_TYPE(cuCtxEnablePeerAccess);
+PREFLIGHT_FAKE_SAME_TYPE(cuCtxDisablePeerAccess);
+PREFLIGHT_FAKE_SAME_TYPE(cuMemcpyPeerAsync);
+PREFLIGHT_FAKE_SAME_TYPE(cuStreamCreate);
+PREFLIGHT_FAKE_SAME_TYPE(cuStreamDestroy_v2);
+PREFLIGHT_FAKE_SAME_TYPE(cuEventCreate);
+PREFLIGHT_FAKE_SAME_TYPE(cuEventRecord);
+PREFLIGHT_FAKE_SAME_TYPE(cuEventQuery);
+PREFLIGHT_FAKE_SAME_TYPE(cuEventElapsedTime_v2);
+PREFLIGHT_FAKE_SAME_TYPE(cuEventElapsedTime);
+PREFLIGHT_FAKE_SAME_TYPE(cuEventDestroy_v2);

@@ -223,6 +223,151 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, uns
   return NVML_SUCCESS;
 }
 
+#define PREFLIGHT_FAKE_UNLESS_MISSING(fn) \
+  if (s.scenario.scenario.nvml_function_missing(#fn)) return NVML_ERROR_FUNCTION_NOT_FOUND
+
+namespace {
+
+/// The index of a device handle, or -1.
+long index_of(State& s, nvmlDevice_t device) {
+  for (const nvmlDevice_st& d : s.devices)
+    if (&d == device) return static_cast<long>(d.index);
+  return -1;
+}
+
+nvmlGpuP2PStatus_t p2p_code(const std::string& label) {
+  if (label == "OK") return NVML_P2P_STATUS_OK;
+  if (label == "CNS") return NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED;
+  if (label == "GNS") return NVML_P2P_STATUS_GPU_NOT_SUPPORTED;
+  if (label == "TNS") return NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED;
+  if (label == "DR") return NVML_P2P_STATUS_DISABLED_BY_REGKEY;
+  if (label == "NS") return NVML_P2P_STATUS_NOT_SUPPORTED;
+  return NVML_P2P_STATUS_UNKNOWN;
+}
+
+}  // namespace
+
+/// The scenario's "cpu_affinity" as a bit mask of cpu_set_size unsigned longs (CPUs beyond it are
+/// dropped, as NVML does); NOT_SUPPORTED without one.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpu_set_size,
+                                                            unsigned long* cpu_set) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetCpuAffinity);
+  if (cpu_set == nullptr || cpu_set_size == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!gpu->cpu_affinity) return NVML_ERROR_NOT_SUPPORTED;
+  constexpr unsigned kBits = sizeof(unsigned long) * 8;
+  for (unsigned int i = 0; i < cpu_set_size; ++i) cpu_set[i] = 0;
+  for (int cpu : *gpu->cpu_affinity) {
+    const auto c = static_cast<unsigned>(cpu);
+    if (c / kBits < cpu_set_size) cpu_set[c / kBits] |= 1UL << (c % kBits);
+  }
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetNumaNodeId);
+  if (node == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!gpu->numa_node) return NVML_ERROR_NOT_SUPPORTED;
+  *node = static_cast<unsigned int>(*gpu->numa_node);
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvmlDevice_t device, unsigned int node_set_size,
+                                                               unsigned long* node_set, nvmlAffinityScope_t scope) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetMemoryAffinity);
+  if (node_set == nullptr || node_set_size == 0 || scope > NVML_AFFINITY_SCOPE_SOCKET) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!gpu->numa_node) return NVML_ERROR_NOT_SUPPORTED;
+  constexpr unsigned kBits = sizeof(unsigned long) * 8;
+  for (unsigned int i = 0; i < node_set_size; ++i) node_set[i] = 0;
+  const auto n = static_cast<unsigned>(*gpu->numa_node);
+  if (n / kBits < node_set_size) node_set[n / kBits] |= 1UL << (n % kBits);
+  return NVML_SUCCESS;
+}
+
+/// GPUs without NVLinks answer NOT_SUPPORTED (as PCIe boards do); links below "nvlinks" are enabled.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                                            nvmlEnableState_t* is_active) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetNvLinkState);
+  if (is_active == nullptr || link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu->nvlinks == 0) return NVML_ERROR_NOT_SUPPORTED;
+  *is_active = static_cast<int>(link) < gpu->nvlinks ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link,
+                                                                       nvmlPciInfo_t* pci) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetNvLinkRemotePciInfo_v2);
+  if (pci == nullptr || link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu->nvlinks == 0) return NVML_ERROR_NOT_SUPPORTED;
+  if (static_cast<int>(link) >= gpu->nvlinks) return NVML_ERROR_NOT_FOUND;
+  *pci = nvmlPciInfo_t{};
+  std::string bus_id;
+  if (gpu->nvlink_to_switch) {
+    bus_id = fake::nvswitch_bus_id(static_cast<int>(link));
+  } else {
+    const auto peer = static_cast<std::size_t>(index_of(s, device)) ^ 1u;
+    if (peer >= s.scenario.scenario.gpus.size()) return NVML_ERROR_NOT_FOUND;
+    bus_id = s.scenario.scenario.gpus[peer].pci_bus_id;
+  }
+  std::snprintf(pci->busId, sizeof pci->busId, "%s", bus_id.c_str());
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%s", bus_id.c_str() + 4);
+  unsigned domain = 0, bus = 0, dev = 0;
+  std::sscanf(bus_id.c_str(), "%x:%x:%x", &domain, &bus, &dev);
+  pci->domain = domain;
+  pci->bus = bus;
+  pci->device = dev;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link,
+                                                                       nvmlIntNvLinkDeviceType_t* type) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetNvLinkRemoteDeviceType);
+  if (type == nullptr || link >= NVML_NVLINK_MAX_LINKS) return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu->nvlinks == 0) return NVML_ERROR_NOT_SUPPORTED;
+  if (static_cast<int>(link) >= gpu->nvlinks) return NVML_ERROR_NOT_FOUND;
+  *type = gpu->nvlink_to_switch ? NVML_NVLINK_DEVICE_TYPE_SWITCH : NVML_NVLINK_DEVICE_TYPE_GPU;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                                       nvmlGpuTopologyLevel_t* path_info) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetTopologyCommonAncestor);
+  const long a = index_of(s, device1), b = index_of(s, device2);
+  if (a < 0 || b < 0 || path_info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const std::string label = s.scenario.scenario.path(static_cast<std::size_t>(a), static_cast<std::size_t>(b));
+  if (label == "PIX") *path_info = NVML_TOPOLOGY_SINGLE;
+  else if (label == "PXB") *path_info = NVML_TOPOLOGY_MULTIPLE;
+  else if (label == "PHB") *path_info = NVML_TOPOLOGY_HOSTBRIDGE;
+  else if (label == "NODE") *path_info = NVML_TOPOLOGY_NODE;
+  else if (label == "SYS") *path_info = NVML_TOPOLOGY_SYSTEM;
+  else *path_info = NVML_TOPOLOGY_INTERNAL;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, nvmlDevice_t device2,
+                                                          nvmlGpuP2PCapsIndex_t index, nvmlGpuP2PStatus_t* status) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetP2PStatus);
+  const long a = index_of(s, device1), b = index_of(s, device2);
+  if (a < 0 || b < 0 || a == b || status == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const fake::P2pStatus st = s.scenario.scenario.p2p_status(static_cast<std::size_t>(a), static_cast<std::size_t>(b));
+  switch (index) {
+    case NVML_P2P_CAPS_INDEX_READ: *status = p2p_code(st.read); return NVML_SUCCESS;
+    case NVML_P2P_CAPS_INDEX_WRITE: *status = p2p_code(st.write); return NVML_SUCCESS;
+    case NVML_P2P_CAPS_INDEX_NVLINK: *status = p2p_code(st.nvlink); return NVML_SUCCESS;
+    case NVML_P2P_CAPS_INDEX_ATOMICS:
+    case NVML_P2P_CAPS_INDEX_PCI: *status = p2p_code(st.read); return NVML_SUCCESS;
+    case NVML_P2P_CAPS_INDEX_UNKNOWN: break;
+  }
+  return NVML_ERROR_INVALID_ARGUMENT;
+}
+
 // The fake and the header can never drift: every export has exactly the header's type.
 #define PREFLIGHT_FAKE_SAME_TYPE(fn) static_assert(std::is_same_v<decltype(&fn), PFN_##fn>, #fn)
 PREFLIGHT_FAKE_SAME_TYPE(nvmlInit_v2);
@@ -241,3 +386,11 @@ PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetMemoryInfo);
 PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetComputeRunningProcesses_v3);
 PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetPersistenceMode);
 PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetMigMode);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetCpuAffinity);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetNumaNodeId);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetMemoryAffinity);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetNvLinkState);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetNvLinkRemotePciInfo_v2);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetNvLinkRemoteDeviceType);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetTopologyCommonAncestor);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetP2PStatus);

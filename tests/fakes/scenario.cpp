@@ -153,12 +153,54 @@ void finish_gpu(Gpu& gpu, const std::string& where) {
   if (gpu.memory_used_mib > gpu.memory_total_mib) fail(where + ": memory_used_mib exceeds memory_total_mib");
 }
 
+/// "0-31,64-95" → the CPUs; throws naming `where`.
+std::vector<int> parse_cpulist(const std::string& text, const std::string& where) {
+  std::vector<int> cpus;
+  std::size_t start = 0;
+  if (text.empty()) return cpus;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string item = text.substr(start, comma - start);
+    const std::size_t dash = item.find('-');
+    long long lo = 0, hi = 0;
+    const bool good = dash == std::string::npos
+                          ? parse_int(item, lo) && (hi = lo, true)
+                          : parse_int(std::string_view(item).substr(0, dash), lo) &&
+                                parse_int(std::string_view(item).substr(dash + 1), hi);
+    if (!good || lo < 0 || hi < lo || hi > 65535) fail(where + ": '" + text + "' is not a CPU list like \"0-31,64-95\"");
+    for (long long c = lo; c <= hi; ++c) cpus.push_back(static_cast<int>(c));
+    start = comma + 1;
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
+
+
+std::string get_label(const json& v, const std::string& where, std::initializer_list<const char*> allowed) {
+  std::string list;
+  for (const char* k : allowed) {
+    if (v.is_string() && v.get<std::string>() == k) return k;
+    list += std::string(list.empty() ? "" : ", ") + k;
+  }
+  fail(where + ": expected one of " + list);
+}
+
+void parse_p2p_status(const json& doc, P2pStatus& st, const std::string& where) {
+  if (doc.contains("read")) st.read = get_label(doc.at("read"), where + ".read", {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"});
+  if (doc.contains("write"))
+    st.write = get_label(doc.at("write"), where + ".write", {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"});
+  if (doc.contains("nvlink"))
+    st.nvlink = get_label(doc.at("nvlink"), where + ".nvlink", {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"});
+}
+
 Gpu default_gpu(std::size_t index) {
   Gpu gpu;
   gpu.name = kProducts[0].name;
   gpu.uuid = default_uuid(index);
   gpu.pci_bus_id = default_pci_bus_id(index);
   gpu.mig = false;
+  gpu.nvlinks = 18;  // an HGX H100 board: 18 NVLinks to the NVSwitches
   finish_gpu(gpu, "gpus[" + std::to_string(index) + "]");
   return gpu;
 }
@@ -167,7 +209,7 @@ Gpu parse_gpu(const json& doc, std::size_t index) {
   const std::string where = "gpus[" + std::to_string(index) + "]";
   check_keys(doc, where,
              {"name", "uuid", "pci_bus_id", "cc", "memory_total_mib", "memory_used_mib", "persistence", "mig",
-              "processes"});
+              "processes", "cpu_affinity", "numa_node", "nvlinks", "nvlink_remote"});
   Gpu gpu = default_gpu(index);
   const Product* product = &kProducts[0];
   if (doc.contains("cc")) {
@@ -180,6 +222,7 @@ Gpu parse_gpu(const json& doc, std::size_t index) {
     gpu.cc_major = static_cast<int>(major);
     gpu.cc_minor = static_cast<int>(minor);
     product = product_for(gpu.cc_major, gpu.cc_minor);
+    if (gpu.cc_major != 9 || gpu.cc_minor != 0) gpu.nvlinks = 0;
     if (product != nullptr) {
       gpu.name = product->name;
       gpu.memory_total_mib = product->memory_mib;
@@ -212,6 +255,18 @@ Gpu parse_gpu(const json& doc, std::size_t index) {
       process_mib += p.used_mib;
       gpu.processes.push_back(p);
     }
+  }
+  if (doc.contains("cpu_affinity"))
+    gpu.cpu_affinity = parse_cpulist(get_string(doc, "cpu_affinity", where), where + ".cpu_affinity");
+  if (doc.contains("numa_node")) gpu.numa_node = static_cast<int>(get_int(doc, "numa_node", where, 0));
+  if (doc.contains("nvlinks")) {
+    gpu.nvlinks = static_cast<int>(get_int(doc, "nvlinks", where, 0));
+    if (gpu.nvlinks > 18) fail(where + ".nvlinks: at most 18");
+  }
+  if (doc.contains("nvlink_remote")) {
+    const std::string remote = get_string(doc, "nvlink_remote", where);
+    if (remote != "switch" && remote != "peer") fail(where + ".nvlink_remote: expected \"switch\" or \"peer\"");
+    gpu.nvlink_to_switch = remote == "switch";
   }
   gpu.memory_used_mib = doc.contains("memory_used_mib")
                             ? static_cast<std::uint64_t>(get_int(doc, "memory_used_mib", where, 0))
@@ -284,7 +339,8 @@ Scenario default_scenario() {
 Scenario parse_scenario(const json& doc) {
   check_keys(doc, "scenario",
              {"description", "driver_version", "cuda_driver_version", "nccl_version", "gpus", "nvml_only_gpus", "faults",
-              "cuInit", "nvmlInit", "ctx", "alloc", "memset", "copy"});
+              "cuInit", "nvmlInit", "ctx", "alloc", "memset", "copy", "topology", "p2p", "peer_access",
+              "peer_copy_faults", "nvml_missing"});
   Scenario s = default_scenario();
   s.source = "inline";
   if (doc.contains("description") && !doc.at("description").is_string()) fail("description: expected a string");
@@ -331,7 +387,144 @@ Scenario parse_scenario(const json& doc) {
   }
   for (const char* key : kFaultKeys)
     if (doc.contains(key)) set_fault(s, key, doc.at(key), key);
+  const std::size_t n = s.gpus.size();
+  auto gpu_index = [&](const json& v, const std::string& where) {
+    if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() >= static_cast<long long>(n))
+      fail(where + ": " + v.dump() + " is not an index into gpus");
+    return v.get<std::size_t>();
+  };
+  if (doc.contains("topology")) {
+    const json& rows = doc.at("topology");
+    if (!rows.is_array() || rows.size() != n) fail("topology: expected " + std::to_string(n) + " rows (one per GPU)");
+    for (std::size_t a = 0; a < n; ++a) {
+      const std::string where = "topology[" + std::to_string(a) + "]";
+      if (!rows[a].is_array() || rows[a].size() != n) fail(where + ": expected " + std::to_string(n) + " labels");
+      std::vector<std::string> row;
+      for (std::size_t b = 0; b < n; ++b)
+        row.push_back(get_label(rows[a][b], where + "[" + std::to_string(b) + "]",
+                                {"X", "PIX", "PXB", "PHB", "NODE", "SYS"}));
+      s.topology.push_back(std::move(row));
+    }
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t b = 0; b < n; ++b)
+        if ((a == b) != (s.topology[a][b] == "X") || s.topology[a][b] != s.topology[b][a])
+          fail("topology: must be symmetric with \"X\" exactly on the diagonal");
+  }
+  if (doc.contains("p2p")) {
+    const json& p2p = doc.at("p2p");
+    check_keys(p2p, "p2p", {"read", "write", "nvlink", "pairs"});
+    parse_p2p_status(p2p, s.p2p, "p2p");
+    if (p2p.contains("pairs")) {
+      const json& pairs = p2p.at("pairs");
+      if (!pairs.is_array()) fail("p2p.pairs: expected an array");
+      for (std::size_t i = 0; i < pairs.size(); ++i) {
+        const std::string where = "p2p.pairs[" + std::to_string(i) + "]";
+        check_keys(pairs[i], where, {"a", "b", "read", "write", "nvlink"});
+        if (!pairs[i].contains("a") || !pairs[i].contains("b")) fail(where + ": needs \"a\" and \"b\"");
+        const std::size_t a = gpu_index(pairs[i].at("a"), where + ".a");
+        const std::size_t b = gpu_index(pairs[i].at("b"), where + ".b");
+        if (a == b) fail(where + ": a and b must differ");
+        P2pStatus st = s.p2p;
+        parse_p2p_status(pairs[i], st, where);
+        s.p2p_pairs.push_back({{std::min(a, b), std::max(a, b)}, st});
+      }
+    }
+  }
+  if (doc.contains("peer_access")) s.peer_access = get_bool(doc, "peer_access", "scenario");
+  if (doc.contains("peer_copy_faults")) {
+    const json& list = doc.at("peer_copy_faults");
+    if (!list.is_array()) fail("peer_copy_faults: expected an array");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string where = "peer_copy_faults[" + std::to_string(i) + "]";
+      check_keys(list[i], where, {"src", "dst", "fault", "step"});
+      if (!list[i].contains("src") || !list[i].contains("dst") || !list[i].contains("fault"))
+        fail(where + ": needs \"src\", \"dst\" and \"fault\"");
+      PeerCopyFault f;
+      f.src = gpu_index(list[i].at("src"), where + ".src");
+      f.dst = gpu_index(list[i].at("dst"), where + ".dst");
+      if (f.src == f.dst) fail(where + ": src and dst must differ");
+      const std::string fault = get_string(list[i], "fault", where);
+      long long code = 0;
+      if (fault == "hang") f.kind = PeerCopyFault::Kind::Hang;
+      else if (fault == "block") f.kind = PeerCopyFault::Kind::Block;
+      else if (fault == "segv") f.kind = PeerCopyFault::Kind::Segv;
+      else if (fault == "corrupt") f.kind = PeerCopyFault::Kind::Corrupt;
+      else if (fault == "slow") f.kind = PeerCopyFault::Kind::Slow;
+      else if (fault.rfind("error:", 0) == 0 && parse_int(std::string_view(fault).substr(6), code) && code > 0 &&
+               code < 100000) {
+        f.kind = PeerCopyFault::Kind::Error;
+        f.code = static_cast<int>(code);
+      } else {
+        fail(where + ".fault: '" + fault + "' is not hang | block | segv | corrupt | slow | error:N");
+      }
+      if (list[i].contains("step")) {
+        const std::string step = get_string(list[i], "step", where);
+        if (step == "enable") f.step = PeerCopyFault::Step::Enable;
+        else if (step != "copy") fail(where + ".step: expected \"copy\" or \"enable\"");
+      }
+      if (f.step == PeerCopyFault::Step::Enable && f.kind != PeerCopyFault::Kind::Error)
+        fail(where + ": step \"enable\" takes only error:N");
+      s.peer_copy_faults.push_back(f);
+    }
+  }
+  if (doc.contains("nvml_missing")) {
+    const json& list = doc.at("nvml_missing");
+    if (!list.is_array()) fail("nvml_missing: expected an array of NVML function names");
+    for (const json& v : list) {
+      if (!v.is_string()) fail("nvml_missing: expected strings");
+      s.nvml_missing.push_back(v.get<std::string>());
+    }
+  }
   return s;
+}
+
+std::string nvswitch_bus_id(int link) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "00000000:%02X:00.0", 0xF0 + (link % 4));
+  return buf;
+}
+
+std::string Scenario::path(std::size_t a, std::size_t b) const {
+  if (a == b) return "X";
+  if (a < topology.size() && b < topology[a].size()) return topology[a][b];
+  const std::size_t half = (gpus.size() + 1) / 2;
+  return (a < half) == (b < half) ? "NODE" : "SYS";
+}
+
+P2pStatus Scenario::p2p_status(std::size_t a, std::size_t b) const {
+  P2pStatus st = p2p;
+  for (const auto& [pair, status] : p2p_pairs)
+    if (pair.first == std::min(a, b) && pair.second == std::max(a, b)) st = status;
+  if (st.nvlink.empty()) {
+    const bool linked = a < gpus.size() && b < gpus.size() && gpus[a].nvlinks > 0 && gpus[b].nvlinks > 0;
+    st.nvlink = linked ? "OK" : "NS";
+  }
+  return st;
+}
+
+bool Scenario::can_access_peer(std::size_t a, std::size_t b) const {
+  if (a == b) return false;
+  if (peer_access) return *peer_access;
+  return p2p_status(a, b).read == "OK";
+}
+
+double Scenario::peer_gbps(std::size_t src, std::size_t dst) const {
+  if (src < gpus.size() && dst < gpus.size() && gpus[src].nvlinks > 0 && gpus[dst].nvlinks > 0)
+    return 20.0 * std::min(gpus[src].nvlinks, gpus[dst].nvlinks);
+  const std::string p = path(src, dst);
+  if (p == "PIX" || p == "PXB") return 24.0;
+  if (p == "PHB" || p == "NODE") return 20.0;
+  return 10.0;
+}
+
+const PeerCopyFault* Scenario::peer_copy_fault(std::size_t src, std::size_t dst) const {
+  for (const PeerCopyFault& f : peer_copy_faults)
+    if (f.src == src && f.dst == dst) return &f;
+  return nullptr;
+}
+
+bool Scenario::nvml_function_missing(std::string_view name) const {
+  return std::find(nvml_missing.begin(), nvml_missing.end(), name) != nvml_missing.end();
 }
 
 Scenario load_scenario_file(const std::string& path) {

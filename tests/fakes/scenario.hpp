@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -57,12 +58,37 @@ struct Gpu {
   std::optional<bool> mig;  // nullopt: MIG not supported (NVML_ERROR_NOT_SUPPORTED)
   std::vector<Process> processes;
   bool cuda_visible = true;  // false: listed in nvml_only_gpus
+  std::optional<std::vector<int>> cpu_affinity;  // nullopt: nvmlDeviceGetCpuAffinity NOT_SUPPORTED
+  std::optional<int> numa_node;                  // nullopt: nvmlDeviceGetNumaNodeId / MemoryAffinity NOT_SUPPORTED
+  int nvlinks = 0;                               // active NVLinks (links 0..nvlinks-1)
+  bool nvlink_to_switch = true;                  // "switch": link l goes to NVSwitch l % 4; "peer": to GPU index ^ 1
 
   // Derived.
   std::array<unsigned char, 16> uuid_bytes{};
   unsigned int pci_domain = 0, pci_bus = 0, pci_device = 0, pci_function = 0;
   unsigned int pci_device_id = 0x233010DE;  // NVML's combined device/vendor id
 };
+
+/// nvmlDeviceGetP2PStatus answers for one pair ("OK", "CNS", "GNS", "TNS", "DR", "NS", "U").
+struct P2pStatus {
+  std::string read = "OK";
+  std::string write = "OK";
+  std::string nvlink;  // empty: "OK" when both GPUs have NVLinks, else "NS"
+};
+
+/// A peer copy fault (indices into gpus, which are the CUDA ordinals without CUDA_VISIBLE_DEVICES).
+struct PeerCopyFault {
+  std::size_t src = 0, dst = 0;
+  enum class Step { Enable, Copy } step = Step::Copy;
+  /// Copy: Hang = the copy never completes (cuEventQuery answers CUDA_ERROR_NOT_READY forever);
+  /// Block = cuMemcpyPeerAsync never returns; Segv; Corrupt = word 17 arrives inverted; Error.
+  /// Slow = the copy is timed at 1 GB/s.
+  enum class Kind { Hang, Block, Segv, Corrupt, Error, Slow } kind = Kind::Hang;
+  int code = 0;
+};
+
+/// The NVSwitch bus ids NVLinks of "switch" GPUs lead to: 00000000:F0:00.0 ... F3.
+std::string nvswitch_bus_id(int link);
 
 struct Scenario {
   std::string source = "default";  // the file it came from, or "default"
@@ -71,6 +97,24 @@ struct Scenario {
   std::optional<int> nccl_version;  // nullopt: the version of the fake libnccl's embedded string
   std::vector<Gpu> gpus;            // NVML's view, in PCI order
   Fault cu_init, nvml_init, ctx, alloc, memset, copy;
+  std::vector<std::vector<std::string>> topology;  // [a][b] path label; empty rows: the default
+  P2pStatus p2p;                                   // the default of every pair
+  std::vector<std::pair<std::pair<std::size_t, std::size_t>, P2pStatus>> p2p_pairs;  // overrides (unordered pairs)
+  std::optional<bool> peer_access;                 // nullopt: a pair can access when its P2P read status is OK
+  std::vector<PeerCopyFault> peer_copy_faults;
+  std::vector<std::string> nvml_missing;           // NVML functions that answer NVML_ERROR_FUNCTION_NOT_FOUND
+
+  /// The path label between GPUs a and b (indices into gpus): "X" for a == b.
+  std::string path(std::size_t a, std::size_t b) const;
+  /// The P2P status of an unordered pair.
+  P2pStatus p2p_status(std::size_t a, std::size_t b) const;
+  /// cuDeviceCanAccessPeer between two GPUs (indices into gpus).
+  bool can_access_peer(std::size_t a, std::size_t b) const;
+  /// The modelled peer copy speed (GB/s): 20 per NVLink when both have NVLinks, else by the PCIe
+  /// path: PIX/PXB 24, PHB/NODE 20, SYS 10.
+  double peer_gbps(std::size_t src, std::size_t dst) const;
+  const PeerCopyFault* peer_copy_fault(std::size_t src, std::size_t dst) const;
+  bool nvml_function_missing(std::string_view name) const;
 };
 
 /// The default node: 8 x "NVIDIA H100 80GB HBM3", driver 550.54.15, CUDA 12040, no faults.

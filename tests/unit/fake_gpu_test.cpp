@@ -167,7 +167,52 @@ TEST(FakeGpuScenario, MistakesAreNamed) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"gpus": [{}, {"uuid": "GPU-10001b2c3d-4e5f-6071-8293-a4b5c6d7e800"}]})"), "");
   EXPECT_THROW(fake::load_scenario_file("/nonexistent/scenario.json"), std::invalid_argument);
+  EXPECT_NE(error_of(R"({"gpus": [{"cpu_affinity": "0-x"}]})").find("gpus[0].cpu_affinity"), std::string::npos);
+  EXPECT_NE(error_of(R"({"gpus": [{"numa_node": -1}]})").find("gpus[0].numa_node"), std::string::npos);
+  EXPECT_NE(error_of(R"({"gpus": [{"nvlink_remote": "bridge"}]})").find("gpus[0].nvlink_remote"), std::string::npos);
+  EXPECT_NE(error_of(R"({"gpus": 2, "topology": [["X", "PIX"], ["SYS", "X"]]})").find("symmetric"), std::string::npos);
+  EXPECT_NE(error_of(R"({"gpus": 2, "topology": [["X", "NV4"], ["NV4", "X"]]})").find("topology[0][1]"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"p2p": {"read": "ok"}})").find("p2p.read"), std::string::npos);
+  EXPECT_NE(error_of(R"({"gpus": 2, "peer_copy_faults": [{"src": 0, "dst": 2, "fault": "hang"}]})")
+                .find("peer_copy_faults[0].dst"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"peer_copy_faults": [{"src": 0, "dst": 1, "fault": "hang", "step": "enable"}]})")
+                .find("takes only error:N"),
+            std::string::npos);
 }
+
+TEST(FakeGpuScenario, TopologyP2pAndPeerAccessDefaults) {
+  const fake::Scenario d = fake::default_scenario();
+  EXPECT_EQ(d.gpus[0].nvlinks, 18);
+  EXPECT_FALSE(d.gpus[0].cpu_affinity.has_value());
+  EXPECT_FALSE(d.gpus[0].numa_node.has_value());
+  EXPECT_EQ(d.path(0, 3), "NODE");
+  EXPECT_EQ(d.path(0, 4), "SYS");
+  EXPECT_EQ(d.path(2, 2), "X");
+  EXPECT_EQ(d.p2p_status(0, 1).nvlink, "OK");
+  EXPECT_TRUE(d.can_access_peer(0, 7));
+  const fake::Scenario pcie = fake::load_scenario_file(scenario_path("p2p-sys-pcie"));
+  EXPECT_EQ(pcie.gpus[0].nvlinks, 0) << "an L40S has no NVLink";
+  EXPECT_EQ(pcie.gpus[0].cpu_affinity, (std::vector<int>([] {
+              std::vector<int> v;
+              for (int i = 0; i < 32; ++i) v.push_back(i);
+              return v;
+            }())));
+  EXPECT_EQ(pcie.p2p_status(2, 0).read, "TNS");
+  EXPECT_EQ(pcie.p2p_status(0, 2).nvlink, "NS");
+  EXPECT_FALSE(pcie.can_access_peer(1, 3)) << "no peer access where NVML's read status is not OK";
+  EXPECT_TRUE(pcie.can_access_peer(0, 1));
+  const fake::Scenario numa = fake::load_scenario_file(scenario_path("numa-gpu0-cpu1"));
+  EXPECT_EQ(numa.gpus[0].cpu_affinity, std::vector<int>{1});
+  EXPECT_EQ(numa.gpus[0].numa_node, 0);
+  EXPECT_EQ(numa.gpus[1].cpu_affinity, std::vector<int>{0});
+  const fake::Scenario hang = fake::load_scenario_file(scenario_path("p2p-hang"));
+  ASSERT_NE(hang.peer_copy_fault(0, 1), nullptr);
+  EXPECT_EQ(hang.peer_copy_fault(0, 1)->kind, fake::PeerCopyFault::Kind::Hang);
+  EXPECT_EQ(hang.peer_copy_fault(1, 0), nullptr);
+}
+
 
 std::vector<std::size_t> visible(const fake::Scenario& s, const char* cvd) { return fake::cuda_visible_gpus(s, cvd); }
 
@@ -670,6 +715,56 @@ TEST(FakeGpuContained, HangsRunIntoTheDeadline) {
     EXPECT_EQ(r.outcome, ContainedOutcome::TimedOut) << spec << ": " << r.describe() << r.err;
     EXPECT_GE(r.elapsed_s, 0.6) << spec;
   }
+}
+
+TEST(FakeLibnvml, CpuAffinityNumaNodeAndNvLinks) {
+  using namespace nvml;
+  EnvGuard env;
+  env.set("PREFLIGHT_FAKE_GPU", scenario_path("numa-gpu0-cpu1"));
+  Library lib(nvml_lib());
+  ASSERT_TRUE(lib.loaded());
+  ASSERT_EQ(lib.fn<PFN_nvmlInit_v2>(name_nvmlInit_v2)(), NVML_SUCCESS);
+  nvmlDevice_t dev0 = nullptr, dev1 = nullptr;
+  ASSERT_EQ(lib.fn<PFN_nvmlDeviceGetHandleByIndex_v2>(name_nvmlDeviceGetHandleByIndex_v2)(0, &dev0), NVML_SUCCESS);
+  ASSERT_EQ(lib.fn<PFN_nvmlDeviceGetHandleByIndex_v2>(name_nvmlDeviceGetHandleByIndex_v2)(1, &dev1), NVML_SUCCESS);
+  const auto affinity = lib.fn<PFN_nvmlDeviceGetCpuAffinity>(name_nvmlDeviceGetCpuAffinity);
+  unsigned long set[16] = {};
+  ASSERT_EQ(affinity(dev0, 16, set), NVML_SUCCESS);
+  EXPECT_EQ(set[0], 2UL);
+  ASSERT_EQ(affinity(dev1, 16, set), NVML_SUCCESS);
+  EXPECT_EQ(set[0], 1UL);
+  const auto numa = lib.fn<PFN_nvmlDeviceGetNumaNodeId>(name_nvmlDeviceGetNumaNodeId);
+  unsigned int node = 99;
+  ASSERT_EQ(numa(dev0, &node), NVML_SUCCESS);
+  EXPECT_EQ(node, 0u);
+  EXPECT_EQ(numa(dev1, &node), NVML_ERROR_NOT_SUPPORTED);
+  const auto memory = lib.fn<PFN_nvmlDeviceGetMemoryAffinity>(name_nvmlDeviceGetMemoryAffinity);
+  unsigned long nodes[4] = {};
+  ASSERT_EQ(memory(dev0, 4, nodes, NVML_AFFINITY_SCOPE_NODE), NVML_SUCCESS);
+  EXPECT_EQ(nodes[0], 1UL);
+  nvmlEnableState_t active = NVML_FEATURE_DISABLED;
+  const auto state = lib.fn<PFN_nvmlDeviceGetNvLinkState>(name_nvmlDeviceGetNvLinkState);
+  ASSERT_EQ(state(dev0, 17, &active), NVML_SUCCESS);
+  EXPECT_EQ(active, NVML_FEATURE_ENABLED);
+  EXPECT_EQ(state(dev0, 18, &active), NVML_ERROR_INVALID_ARGUMENT);
+  nvmlPciInfo_t pci{};
+  ASSERT_EQ(lib.fn<PFN_nvmlDeviceGetNvLinkRemotePciInfo_v2>(name_nvmlDeviceGetNvLinkRemotePciInfo_v2)(dev0, 5, &pci),
+            NVML_SUCCESS);
+  EXPECT_STREQ(pci.busId, "00000000:F1:00.0");
+  nvmlIntNvLinkDeviceType_t type = NVML_NVLINK_DEVICE_TYPE_UNKNOWN;
+  ASSERT_EQ(lib.fn<PFN_nvmlDeviceGetNvLinkRemoteDeviceType>(name_nvmlDeviceGetNvLinkRemoteDeviceType)(dev0, 5, &type),
+            NVML_SUCCESS);
+  EXPECT_EQ(type, NVML_NVLINK_DEVICE_TYPE_SWITCH);
+  nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_INTERNAL;
+  ASSERT_EQ(lib.fn<PFN_nvmlDeviceGetTopologyCommonAncestor>(name_nvmlDeviceGetTopologyCommonAncestor)(dev0, dev1, &level),
+            NVML_SUCCESS);
+  EXPECT_EQ(level, NVML_TOPOLOGY_SYSTEM) << "the default: SYS across the two halves";
+  nvmlGpuP2PStatus_t status = NVML_P2P_STATUS_UNKNOWN;
+  const auto p2p = lib.fn<PFN_nvmlDeviceGetP2PStatus>(name_nvmlDeviceGetP2PStatus);
+  ASSERT_EQ(p2p(dev0, dev1, NVML_P2P_CAPS_INDEX_READ, &status), NVML_SUCCESS);
+  EXPECT_EQ(status, NVML_P2P_STATUS_OK);
+  EXPECT_EQ(p2p(dev0, dev0, NVML_P2P_CAPS_INDEX_READ, &status), NVML_ERROR_INVALID_ARGUMENT);
+  ASSERT_EQ(lib.fn<PFN_nvmlShutdown>(name_nvmlShutdown)(), NVML_SUCCESS);
 }
 
 }  // namespace

@@ -5,15 +5,19 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 #include "core/contained.hpp"
 #include "probes/gpu_driver_probe.hpp"
+#include "probes/gpu_p2p_probe.hpp"
 #include "probes/gpu_text.hpp"
 #include "probes/probe.hpp"
 
@@ -237,7 +241,8 @@ TEST(GpuHelper, SmokeWithoutDriverIsAResultNotACrash) {
 TEST(GpuHelper, UsageErrorsExitTwo) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{}, {"bogus"}, {"smoke", "--ordinal", "x", "--bytes", "64M"}, {"smoke", "--ordinal"},
-        {"nccl"}, {"driver", "--lib", "x"}}) {
+        {"nccl"}, {"driver", "--lib", "x"}, {"p2p"}, {"p2p", "--bytes", "1M", "--pair-timeout", "x"},
+        {"p2p", "--bytes", "1M", "--pair-timeout", "0"}}) {
     const ContainedResult result = run_helper(args);
     EXPECT_EQ(result.outcome, ContainedOutcome::Exited);
     EXPECT_EQ(result.exit_code, 2);
@@ -295,6 +300,107 @@ TEST(GpuDriverProbe, NoDriverGivesLibraryMissingNotACrash) {
   EXPECT_EQ(d.smoke.error()->code, ProbeErrc::LibraryMissing);
   EXPECT_NE(d.smoke.error()->detail.find("not run"), std::string::npos) << d.smoke.error()->detail;
   EXPECT_EQ(d.helper.rfind("driver: exited with status 0 after ", 0), 0u) << d.helper;
+  ASSERT_FALSE(d.gpu_pairs.ok());
+  EXPECT_EQ(d.gpu_pairs.error()->code, ProbeErrc::LibraryMissing);
+  probe_gpu_p2p(ProbeContext(run.fs, run.env, run.options), run.facts);
+  ASSERT_FALSE(d.peer_copies.ok());
+  EXPECT_EQ(d.peer_copies.error()->code, ProbeErrc::LibraryMissing);
+  EXPECT_NE(d.peer_copies.error()->detail.find("not run"), std::string::npos) << d.peer_copies.why();
+}
+
+TEST(GpuHelper, P2pWithoutDriverReportsTheStep) {
+  if (!no_driver_here()) GTEST_SKIP() << "a driver is installed here";
+  const ContainedResult result = run_helper({"p2p", "--bytes", "1M"});
+  ASSERT_TRUE(result.clean()) << result.describe();
+  const auto copies = parse_peer_copies(result, {}, "preflight-gpu-probe p2p");
+  ASSERT_FALSE(copies.ok());
+  EXPECT_EQ(copies.error()->code, ProbeErrc::ApiError);
+  EXPECT_NE(copies.why().find("dlopen: libcuda.so.1"), std::string::npos) << copies.why();
+}
+
+/// Environment variables set for one test (the helper inherits them), restored after.
+class EnvVars {
+ public:
+  EnvVars(std::initializer_list<std::pair<const char*, std::optional<std::string>>> vars) {
+    for (const auto& [name, value] : vars) {
+      const char* old = ::getenv(name);
+      m_saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
+      if (value) ::setenv(name, value->c_str(), 1);
+      else ::unsetenv(name);
+    }
+  }
+  ~EnvVars() {
+    for (const auto& [name, value] : m_saved) {
+      if (value) ::setenv(name.c_str(), value->c_str(), 1);
+      else ::unsetenv(name.c_str());
+    }
+  }
+  EnvVars(const EnvVars&) = delete;
+  EnvVars& operator=(const EnvVars&) = delete;
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> m_saved;
+};
+
+/// gpu_driver then gpu_p2p against a fake scenario, the probe phase ending `budget` from now.
+RankFacts probe_with_fakes(const std::string& scenario_file, std::chrono::milliseconds budget = std::chrono::seconds(20)) {
+  HelperDirGuard guard(PREFLIGHT_GPU_HELPER_DIR);
+  EnvVars env{{"LD_LIBRARY_PATH", std::string(PREFLIGHT_FAKE_GPU_LIB_DIR)},
+              {"PREFLIGHT_FAKE_GPU", scenario_file},
+              {"CUDA_VISIBLE_DEVICES", std::nullopt}};
+  ProbeRun run;
+  const ProbeContext ctx(run.fs, run.env, run.options, std::chrono::steady_clock::now() + budget);
+  probe_gpu_driver(ctx, run.facts);
+  probe_gpu_p2p(ctx, run.facts);
+  return run.facts;
+}
+
+TEST(GpuP2pProbe, CopiesEveryOrderedPairOfTheFakeNode) {
+  const RankFacts f = probe_with_fakes(std::string(PREFLIGHT_FAKE_GPU_SCENARIOS_DIR) + "/nvlink-h100x8.json");
+  const DriverFacts& d = f.gpu.driver;
+  ASSERT_TRUE(d.gpu_pairs.ok()) << d.gpu_pairs.why();
+  EXPECT_EQ(d.gpu_pairs.value()->size(), 28u);
+  ASSERT_TRUE(d.peer_copies.ok()) << d.peer_copies.why();
+  ASSERT_EQ(d.peer_copies.value()->size(), 56u);
+  for (const PeerCopy& c : *d.peer_copies.value()) {
+    EXPECT_TRUE(c.ok) << c.src << "->" << c.dst << ": " << c.failed_step << " " << c.error;
+    EXPECT_EQ(c.bytes, 64u << 20);
+  }
+  EXPECT_NE(d.helper.find("p2p: exited with status 0"), std::string::npos) << d.helper;
+}
+
+TEST(GpuP2pProbe, HungCopyIsNamedWithinTheHelperDeadline) {
+  const auto start = std::chrono::steady_clock::now();
+  const RankFacts f =
+      probe_with_fakes(std::string(PREFLIGHT_FAKE_GPU_SCENARIOS_DIR) + "/p2p-hang.json", std::chrono::seconds(4));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 4.0);
+  const DriverFacts& d = f.gpu.driver;
+  ASSERT_TRUE(d.peer_copies.ok()) << d.peer_copies.why();
+  const PeerCopy& last = d.peer_copies.value()->back();
+  EXPECT_EQ(last.src, 0);
+  EXPECT_EQ(last.dst, 1);
+  EXPECT_EQ(last.failed_step, "deadline");
+  EXPECT_NE(last.error.find("did not finish within"), std::string::npos) << last.error;
+}
+
+TEST(GpuP2pProbe, OneGpuIsUnsupported) {
+  const std::string one = (fs::temp_directory_path() / ("preflight-one-gpu-" + std::to_string(::getpid()) + ".json")).string();
+  std::ofstream(one) << R"({"gpus": 1})";
+  const RankFacts f = probe_with_fakes(one);
+  fs::remove(one);
+  const DriverFacts& d = f.gpu.driver;
+  ASSERT_FALSE(d.peer_copies.ok());
+  EXPECT_EQ(d.peer_copies.error()->code, ProbeErrc::Unsupported);
+  EXPECT_EQ(d.peer_copies.error()->detail, "fewer than 2 GPUs visible (1 CUDA device)");
+}
+
+TEST(GpuP2pProbe, NotRunAfterAFailedSmokeTest) {
+  const RankFacts f = probe_with_fakes(std::string(PREFLIGHT_FAKE_GPU_SCENARIOS_DIR) + "/copy-corrupt.json");
+  const DriverFacts& d = f.gpu.driver;
+  ASSERT_FALSE(d.peer_copies.ok());
+  EXPECT_NE(d.peer_copies.why().find("not run: the smoke test on GPU 0 failed at verify"), std::string::npos)
+      << d.peer_copies.why();
 }
 
 TEST(GpuDriverProbe, KernelModuleReadThroughSysroot) {

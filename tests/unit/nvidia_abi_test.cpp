@@ -59,6 +59,14 @@ template <>
 struct Translate<preflight::cuda::CUctx_st> {
   using type = ::CUctx_st;
 };
+template <>
+struct Translate<preflight::cuda::CUstream_st> {
+  using type = ::CUstream_st;
+};
+template <>
+struct Translate<preflight::cuda::CUevent_st> {
+  using type = ::CUevent_st;
+};
 
 // Every function pointer type we declare is the toolkit's. (cuda.h maps the unversioned names to
 // the _v2 symbols with macros; &::cuDeviceGetUuid therefore names cuDeviceGetUuid_v2, which has
@@ -82,7 +90,22 @@ PREFLIGHT_CHECK_CU(cuMemFree_v2);
 PREFLIGHT_CHECK_CU(cuMemsetD32_v2);
 PREFLIGHT_CHECK_CU(cuMemcpyDtoH_v2);
 PREFLIGHT_CHECK_CU(cuGetErrorName);
+PREFLIGHT_CHECK_CU(cuDeviceCanAccessPeer);
+PREFLIGHT_CHECK_CU(cuCtxEnablePeerAccess);
+PREFLIGHT_CHECK_CU(cuCtxDisablePeerAccess);
+PREFLIGHT_CHECK_CU(cuMemcpyPeerAsync);
+PREFLIGHT_CHECK_CU(cuStreamCreate);
+PREFLIGHT_CHECK_CU(cuStreamDestroy_v2);
+PREFLIGHT_CHECK_CU(cuEventCreate);
+PREFLIGHT_CHECK_CU(cuEventRecord);
+PREFLIGHT_CHECK_CU(cuEventQuery);
+PREFLIGHT_CHECK_CU(cuEventElapsedTime_v2);
+PREFLIGHT_CHECK_CU(cuEventDestroy_v2);
 #undef PREFLIGHT_CHECK_CU
+// cuda.h maps cuEventElapsedTime to the _v2 symbol; the original entry point has the same type.
+static_assert(std::is_same_v<translate_t<preflight::cuda::PFN_cuEventElapsedTime>, decltype(&::cuEventElapsedTime_v2)>);
+static_assert(std::is_same_v<translate_t<preflight::cuda::CUstream>, ::CUstream>);
+static_assert(std::is_same_v<translate_t<preflight::cuda::CUevent>, ::CUevent>);
 static_assert(std::is_same_v<translate_t<preflight::cuda::PFN_cuDeviceGetUuid>, decltype(&::cuDeviceGetUuid_v2)>);
 static_assert(std::is_same_v<preflight::cuda::CUdevice, ::CUdevice>);
 static_assert(std::is_same_v<preflight::cuda::CUdeviceptr, ::CUdeviceptr>);
@@ -126,6 +149,13 @@ TEST(NvidiaAbi, CudaDriverApi) {
   EXPECT_EQ(+c::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, +::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH);
   EXPECT_EQ(+c::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, +::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE);
   EXPECT_EQ(+c::CUDA_ERROR_UNKNOWN, +::CUDA_ERROR_UNKNOWN);
+  EXPECT_EQ(+c::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED, +::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+  EXPECT_EQ(+c::CUDA_ERROR_NOT_READY, +::CUDA_ERROR_NOT_READY);
+  EXPECT_EQ(+c::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, +::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+  EXPECT_EQ(+c::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, +::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+  EXPECT_EQ(+c::CUDA_ERROR_TOO_MANY_PEERS, +::CUDA_ERROR_TOO_MANY_PEERS);
+  EXPECT_EQ(c::CU_STREAM_DEFAULT, static_cast<unsigned>(::CU_STREAM_DEFAULT));
+  EXPECT_EQ(c::CU_EVENT_DEFAULT, static_cast<unsigned>(::CU_EVENT_DEFAULT));
   EXPECT_EQ(+c::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, +::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
   EXPECT_EQ(+c::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, +::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
   EXPECT_EQ(+c::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, +::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
@@ -144,6 +174,9 @@ TEST(NvidiaAbi, CudaDriverApi) {
   EXPECT_STREQ(PREFLIGHT_STR(cuDeviceTotalMem), c::name_cuDeviceTotalMem_v2);
   EXPECT_STREQ(PREFLIGHT_STR(cuDevicePrimaryCtxRelease), c::name_cuDevicePrimaryCtxRelease_v2);
   EXPECT_STREQ(PREFLIGHT_STR(cuDeviceGetUuid), c::name_cuDeviceGetUuid_v2);
+  EXPECT_STREQ(PREFLIGHT_STR(cuStreamDestroy), c::name_cuStreamDestroy_v2);
+  EXPECT_STREQ(PREFLIGHT_STR(cuEventDestroy), c::name_cuEventDestroy_v2);
+  EXPECT_STREQ(PREFLIGHT_STR(cuEventElapsedTime), c::name_cuEventElapsedTime_v2);
 #undef PREFLIGHT_STR
 #undef PREFLIGHT_STR2
 #endif
@@ -173,6 +206,14 @@ TEST(NvidiaAbi, Nvml) {
   static_assert(sizeof(v::nvmlMemory_t) == 24);
   static_assert(sizeof(v::nvmlProcessInfo_t) == 24);
   static_assert(offsetof(v::nvmlProcessInfo_t, usedGpuMemory) == 8);
+  // The enum values nvml.h documents (NCCL's nvmlwrap.h copy; probes.md §3.1).
+  static_assert(v::NVML_TOPOLOGY_INTERNAL == 0 && v::NVML_TOPOLOGY_SINGLE == 10 && v::NVML_TOPOLOGY_MULTIPLE == 20 &&
+                v::NVML_TOPOLOGY_HOSTBRIDGE == 30 && v::NVML_TOPOLOGY_NODE == 40 && v::NVML_TOPOLOGY_SYSTEM == 50);
+  static_assert(v::NVML_P2P_CAPS_INDEX_READ == 0 && v::NVML_P2P_CAPS_INDEX_WRITE == 1 &&
+                v::NVML_P2P_CAPS_INDEX_NVLINK == 2 && v::NVML_P2P_CAPS_INDEX_UNKNOWN == 5);
+  static_assert(v::NVML_P2P_STATUS_OK == 0 && v::NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED == 3 &&
+                v::NVML_P2P_STATUS_DISABLED_BY_REGKEY == 4 && v::NVML_P2P_STATUS_UNKNOWN == 6);
+  static_assert(v::NVML_AFFINITY_SCOPE_NODE == 0 && v::NVML_NVLINK_MAX_LINKS == 18);
   GTEST_SKIP() << "no nvml.h on this machine (not installable on Debian 12): nvml_api.hpp enum values and "
                   "signatures not checked against NVIDIA's header";
 }
