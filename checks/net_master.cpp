@@ -1,18 +1,170 @@
 // SPDX-License-Identifier: MIT
-// net.master: placeholder until implemented.
+// net.master: MASTER_ADDR resolves to an address the other ranks can reach, and MASTER_PORT is a
+// port that PyTorch's TCPStore can listen on at the master.
+#include <algorithm>
+
 #include "checks/check.hpp"
+#include "core/nccl_socket.hpp"
+#include "core/text.hpp"
 
 namespace preflight {
 namespace {
 
-Verdict run(const CheckContext&) {
-  return Verdict::unknown("net.master is not implemented yet", "Nothing to do.");
+constexpr std::string_view kDebianHostnameAddress = "127.0.1.1";
+
+bool contains_ip(const std::vector<std::string>& list, std::string_view ip) {
+  return std::any_of(list.begin(), list.end(), [&](const std::string& a) { return same_ip(a, ip); });
 }
+
+template <typename T>
+nlohmann::json probed_json(const Probed<T>& p) {
+  return nlohmann::json(p);
+}
+
+Verdict run(const CheckContext& ctx) {
+  const RankFacts& f = ctx.facts;
+  const MasterFacts& m = f.net.master;
+  if (m.addr.empty() && m.port.empty()) {
+    return Verdict::skip("MASTER_ADDR and MASTER_PORT are not set (only torch.distributed's env:// rendezvous reads them)");
+  }
+  const bool multi = is_multi_node(f.placement);
+  const bool torchrun = f.placement.launcher == "torchrun" || f.env.has("TORCHELASTIC_RUN_ID");
+  VerdictBuilder b;
+  nlohmann::json& ev = b.evidence();
+  ev["master_addr"] = m.addr;
+  ev["master_port"] = m.port;
+  ev["resolved"] = probed_json(m.resolved);
+  ev["addr_is_local"] = m.addr_is_local;
+  ev["hostname"] = f.identity.hostname;
+  ev["hostname_resolves_to"] = probed_json(m.hostname_resolves_to);
+  ev["port_listening"] = probed_json(m.port_listening);
+  ev["bind_test"] = probed_json(m.bind_test);
+  ev["ephemeral_range"] = probed_json(m.ephemeral_range);
+  ev["reserved_ports"] = probed_json(m.reserved_ports);
+  ev["multi_node"] = multi;
+  ev["torchrun"] = torchrun;
+
+  if (m.addr.empty()) {
+    b.add(Status::Fail, "MASTER_PORT=" + printable(m.port) + " is set but MASTER_ADDR is not: env:// rendezvous fails (\"environment variable MASTER_ADDR expected, but not set\")",
+          "export MASTER_ADDR=<the master node's address on the network the nodes share>");
+  }
+  const auto port_value = parse_int(m.port);
+  const bool port_ok = port_value && *port_value >= 1 && *port_value <= 65535;
+  const int port = port_ok ? static_cast<int>(*port_value) : 0;
+  if (m.port.empty()) {
+    b.add(Status::Fail, "MASTER_ADDR=" + printable(m.addr) + " is set but MASTER_PORT is not: env:// rendezvous fails (\"environment variable MASTER_PORT expected, but not set\")",
+          "export MASTER_PORT=29500   (any free port below 32768 on the master)");
+  } else if (!port_ok) {
+    b.add(Status::Fail, "MASTER_PORT='" + printable(m.port) + "' is not a port number in 1..65535",
+          "export MASTER_PORT=29500   (any free port below 32768 on the master)");
+  }
+
+  std::string first_address;
+  if (!m.addr.empty()) {
+    if (const std::vector<std::string>* resolved = m.resolved.value()) {
+      first_address = resolved->front();
+      const bool name_is_host = !f.identity.hostname.empty() && to_lower(m.addr) == to_lower(f.identity.hostname);
+      const std::vector<std::string>* host_addrs = m.hostname_resolves_to.value();
+      const bool trap = contains_ip(*resolved, kDebianHostnameAddress) ||
+                        (name_is_host && host_addrs != nullptr && contains_ip(*host_addrs, kDebianHostnameAddress));
+      if (trap) {
+        b.add(multi ? Status::Fail : Status::Warn,
+              "MASTER_ADDR=" + printable(m.addr) + " resolves to 127.0.1.1 on this host (Debian/Ubuntu map the hostname there in /etc/hosts)" +
+                  (multi ? ": other nodes cannot reach the rendezvous or Gloo through it" : ": it works on one node only"),
+              "Set MASTER_ADDR to the master's address on the shared network (e.g. `export MASTER_ADDR=$(hostname -I | cut -d' ' -f1)`), or map the hostname to that address in /etc/hosts instead of 127.0.1.1.");
+      } else if (multi && is_loopback_ip(first_address)) {
+        b.add(Status::Fail, "MASTER_ADDR=" + printable(m.addr) + " resolves to the loopback address " + first_address +
+                                " in a multi-node job: the other nodes connect to themselves",
+              "Set MASTER_ADDR to the master node's address on the network the nodes share (`hostname -I` on the master).");
+      }
+    } else {
+      const ProbeError& err = *m.resolved.error();
+      if (err.code == ProbeErrc::Timeout) {
+        b.add(Status::Fail, "MASTER_ADDR=" + printable(m.addr) + " " + err.detail + " (getaddrinfo; the DNS server is slow or unreachable)",
+              "Use a numeric MASTER_ADDR, or fix name resolution (`getent hosts " + printable(m.addr) + "`, /etc/resolv.conf).");
+      } else if (err.code == ProbeErrc::Unsupported || err.code == ProbeErrc::NotProbed) {
+        b.add(Status::Unknown, "MASTER_ADDR=" + printable(m.addr) + " was not resolved: " + m.resolved.why(),
+              "Run preflight on the node itself (without --sysroot) to resolve MASTER_ADDR.");
+      } else {
+        b.add(Status::Fail, "MASTER_ADDR=" + printable(m.addr) + " does not resolve: " + err.detail,
+              "Fix the name (`getent hosts " + printable(m.addr) + "`) or use the master's IP address: `export MASTER_ADDR=<ip>`.");
+      }
+    }
+  }
+
+  if (m.addr_is_local && port_ok) {
+    const bool listening = m.port_listening.ok() && *m.port_listening.value();
+    const std::string* bind = m.bind_test.value();
+    const bool in_use = bind != nullptr && bind->starts_with("EADDRINUSE");
+    const std::string ps = std::to_string(port);
+    if (listening || in_use) {
+      if (torchrun) {
+        b.note("a socket listens on MASTER_PORT " + ps + ", as expected under torchrun: its agent hosts the TCPStore there");
+      } else {
+        const std::string where = listening ? m.port_listening.source() : "bind(" + first_address + ":" + ps + "): " + *bind;
+        b.add(Status::Fail, "MASTER_PORT " + ps + " is already in use on this host, the master (" + where + "): the rendezvous store cannot listen",
+              "Find the process: `ss -ltnp 'sport = :" + ps + "'` (as root to see every user's); stop it, or choose a free port: `export MASTER_PORT=<port>`.");
+      }
+    } else if (bind != nullptr && *bind != "free") {
+      const bool perm = bind->starts_with("EACCES") || bind->starts_with("EPERM");
+      b.add(Status::Fail, "MASTER_PORT " + ps + " cannot be bound on " + first_address + ": " + *bind +
+                              (perm ? " (ports below 1024 need CAP_NET_BIND_SERVICE)" : ""),
+            perm ? "Use a port above 1023: `export MASTER_PORT=29500`." : "Set MASTER_ADDR to an address of this host and a free MASTER_PORT.");
+    } else if (!m.port_listening.ok() && bind == nullptr) {
+      b.add(Status::Unknown, "could not tell whether MASTER_PORT " + ps + " is free: " + m.port_listening.why() + "; " + m.bind_test.why(),
+            "Run preflight on the master node itself, where /proc/net/tcp is readable.");
+    } else {
+      b.note("MASTER_PORT " + ps + " is free on this host, the master");
+    }
+    if (const std::vector<int>* range = m.ephemeral_range.value(); range != nullptr && range->size() == 2) {
+      const std::string* reserved_text = m.reserved_ports.value();
+      const auto reserved = reserved_text != nullptr ? parse_cpu_list(*reserved_text) : std::nullopt;
+      const bool reserved_here = reserved && std::binary_search(reserved->begin(), reserved->end(), port);
+      if (port >= (*range)[0] && port <= (*range)[1] && !reserved_here) {
+        b.add(Status::Warn, "MASTER_PORT " + ps + " lies in the ephemeral port range " + std::to_string((*range)[0]) + "-" +
+                                std::to_string((*range)[1]) + ": an outgoing connection can take it before the rendezvous listens",
+              "Choose a port below " + std::to_string((*range)[0]) + " (e.g. `export MASTER_PORT=29500`), or reserve it: `sysctl -w net.ipv4.ip_local_reserved_ports=" + ps + "`.");
+      }
+    }
+  } else if (!first_address.empty()) {
+    b.note("MASTER_ADDR resolves to " + first_address + ", not an address of this host: the port is checked on the master");
+  }
+
+  if (!first_address.empty()) {
+    b.note("MASTER_ADDR=" + printable(m.addr) + " resolves to " + join(*m.resolved.value(), ", ") + (m.addr_is_local ? " (this host)" : ""));
+  }
+  return b.build();
+}
+
+constexpr std::string_view kExplain = R"(What it reads
+  MASTER_ADDR and MASTER_PORT from the environment; getaddrinfo(MASTER_ADDR) and getaddrinfo of the
+  hostname, each bounded by a deadline (DNS can block); this host's interface addresses; on the
+  master (MASTER_ADDR is loopback or one of this host's addresses): the sockets in LISTEN state in
+  /proc/net/tcp and /proc/net/tcp6, then a bind() with SO_REUSEADDR on MASTER_ADDR:MASTER_PORT that
+  is closed at once; /proc/sys/net/ipv4/ip_local_port_range and ip_local_reserved_ports.
+
+Failures
+  SKIP     neither MASTER_ADDR nor MASTER_PORT is set.
+  FAIL     one of the two is set without the other; MASTER_PORT is not a number in 1..65535.
+  FAIL     MASTER_ADDR does not resolve, or did not resolve within the deadline.
+  FAIL     MASTER_ADDR is loopback in a multi-node job.
+  FAIL/WARN MASTER_ADDR resolves to 127.0.1.1 (the Debian/Ubuntu hostname entry in /etc/hosts):
+           FAIL in a multi-node job, WARN on one node.
+  FAIL     MASTER_PORT is already listening or bind() says EADDRINUSE on the master — except under
+           torchrun (TORCHELASTIC_RUN_ID set), where its agent's TCPStore listens there: PASS.
+  FAIL     bind() is refused (EACCES: a port below 1024 without CAP_NET_BIND_SERVICE).
+  WARN     MASTER_PORT is inside the ephemeral port range and not reserved.
+  UNKNOWN  MASTER_ADDR was not resolved (--sysroot), or the port state could not be read.
+
+Fix
+  export MASTER_ADDR=<master's IP on the shared network>; export MASTER_PORT=29500
+  ss -ltnp 'sport = :29500'   (who holds the port)
+  sysctl -w net.ipv4.ip_local_reserved_ports=29500)";
 
 }  // namespace
 
 extern const CheckSpec kNetMaster = {
-    "net.master", Scope::Job, "MASTER_ADDR resolves to a usable address and MASTER_PORT is free on the master", "not implemented yet",
-    kInNode | kInJob, "an image build has no topology", &run};
+    "net.master", Scope::Job, "MASTER_ADDR resolves to a usable address and MASTER_PORT is free on the master", kExplain,
+    kInNode | kInJob, "an image build's network is not the one the job will get", &run};
 
 }  // namespace preflight

@@ -1,10 +1,35 @@
 // SPDX-License-Identifier: MIT
 #include "core/nccl_names.hpp"
 
+#include <cctype>
+#include <climits>
+
 #include "core/text.hpp"
 
 namespace preflight {
+namespace {
 
+// atoi() as NCCL uses it on the text after ':': leading white space, an optional sign, decimal
+// digits up to the first other character; no digits reads 0. Out-of-range values saturate.
+long long c_atoi(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+  bool negative = false;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) negative = s[i++] == '-';
+  long long value = 0;
+  for (; i < s.size() && s[i] >= '0' && s[i] <= '9'; ++i) {
+    value = value * 10 + (s[i] - '0');
+    if (value > INT_MAX) value = INT_MAX;
+  }
+  return negative ? -value : value;
+}
+
+}  // namespace
+
+// NCCL (ncclOsFindInterfaces, ncclIbInitDevices) strips a leading '^', then a leading '='; its
+// parseStringList() then skips one more leading '^' or '='. An entry is the text up to ',' or ':';
+// an entry with no name (",," or ":1") is dropped; after ':' atoi() reads the port and the rest of
+// the entry is skipped. A port of -1 means "any port", as NCCL's matchPort() treats it.
 NcclNameList parse_nccl_names(std::string_view value) {
   NcclNameList out;
   if (!value.empty() && value.front() == '^') {
@@ -15,17 +40,16 @@ NcclNameList parse_nccl_names(std::string_view value) {
     out.exact = true;
     value.remove_prefix(1);
   }
+  if (!value.empty() && (value.front() == '^' || value.front() == '=')) value.remove_prefix(1);
   for (std::string_view part : split(value, ',')) {
-    if (part.empty()) continue;
     NcclNameEntry e;
     const std::size_t colon = part.find(':');
     if (colon != std::string_view::npos) {
-      const auto port = parse_int(part.substr(colon + 1));
-      if (port && *port >= 0 && *port < 1 << 16) {
-        e.port = static_cast<int>(*port);
-        part = part.substr(0, colon);
-      }
+      const long long port = c_atoi(part.substr(colon + 1));
+      if (port != -1) e.port = static_cast<int>(port);
+      part = part.substr(0, colon);
     }
+    if (part.empty()) continue;
     e.name = std::string(part);
     out.entries.push_back(std::move(e));
   }
@@ -40,8 +64,10 @@ bool entry_matches(const NcclNameList& list, const NcclNameEntry& e, std::string
 }
 }  // namespace
 
+// matchIfList() returns true for an empty list ("no user list is defined"), and the caller XORs it
+// with '^': an empty include list selects everything, an empty exclude list selects nothing.
 bool nccl_selects(const NcclNameList& list, std::string_view name, std::optional<int> port) {
-  bool matched = false;
+  bool matched = list.entries.empty();
   for (const NcclNameEntry& e : list.entries) {
     if (entry_matches(list, e, name, port)) {
       matched = true;

@@ -1,0 +1,202 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include "checks/check.hpp"
+
+namespace preflight {
+namespace {
+
+using Addrs = std::vector<std::string>;
+
+// The master itself: MASTER_ADDR is this host's 10.0.0.5, port free, outside the ephemeral range.
+struct Case {
+  RankFacts facts;
+  Case() {
+    facts.identity.hostname = "gpu-a";
+    MasterFacts& m = facts.net.master;
+    m.addr = "gpu-a.example";
+    m.port = "29500";
+    m.resolved = Probed<Addrs>::ok({"10.0.0.5"}, "getaddrinfo(gpu-a.example)");
+    m.addr_is_local = true;
+    m.hostname_resolves_to = Probed<Addrs>::ok({"10.0.0.5"}, "getaddrinfo(gpu-a)");
+    m.port_listening = Probed<bool>::ok(false, "/proc/net/tcp, /proc/net/tcp6");
+    m.bind_test = Probed<std::string>::ok("free", "bind(10.0.0.5:29500, SO_REUSEADDR)");
+    m.ephemeral_range = Probed<std::vector<int>>::ok({32768, 60999}, "/proc/sys/net/ipv4/ip_local_port_range");
+    m.reserved_ports = Probed<std::string>::ok("", "/proc/sys/net/ipv4/ip_local_reserved_ports");
+  }
+  MasterFacts& m() { return facts.net.master; }
+  Case& nodes(int n) {
+    facts.placement.nodes = n;
+    return *this;
+  }
+  Verdict run() const {
+    const Options options;
+    return run_check(*find_check("net.master"), CheckContext{facts, options, Profile::Job});
+  }
+};
+
+void expect(const Verdict& v, Status s, const std::string& summary_has, const std::string& remedy_has = {}) {
+  EXPECT_EQ(v.status, s) << v.summary << " / " << v.remedy;
+  EXPECT_NE(v.summary.find(summary_has), std::string::npos) << v.summary;
+  EXPECT_NE(v.remedy.find(remedy_has), std::string::npos) << v.remedy;
+}
+
+TEST(NetMaster, PassOnTheMaster) {
+  const Verdict v = Case().run();
+  expect(v, Status::Pass, "MASTER_PORT 29500 is free on this host, the master; MASTER_ADDR=gpu-a.example resolves to 10.0.0.5 (this host)");
+  EXPECT_EQ(v.evidence["resolved"]["value"][0], "10.0.0.5");
+  EXPECT_EQ(v.evidence["bind_test"]["value"], "free");
+}
+
+TEST(NetMaster, PassElsewhere) {
+  Case c;
+  c.m().addr_is_local = false;
+  c.m().bind_test = Probed<std::string>::error(ProbeErrc::Unsupported, "MASTER_ADDR is not an address of this host", "bind()");
+  c.m().port_listening = Probed<bool>::ok(true, "/proc/net/tcp: 0.0.0.0:29500 LISTEN");  // not the master: irrelevant
+  expect(c.nodes(2).run(), Status::Pass, "not an address of this host: the port is checked on the master");
+}
+
+TEST(NetMaster, SkipWhenUnset) {
+  Case c;
+  c.m().addr.clear();
+  c.m().port.clear();
+  expect(c.run(), Status::Skip, "MASTER_ADDR and MASTER_PORT are not set");
+}
+
+TEST(NetMaster, OneOfTheTwoMissingFails) {
+  Case a;
+  a.m().addr.clear();
+  a.m().resolved = Probed<Addrs>::error(ProbeErrc::NotFound, "MASTER_ADDR is not set", "environment");
+  expect(a.run(), Status::Fail, "MASTER_PORT=29500 is set but MASTER_ADDR is not");
+  Case p;
+  p.m().port.clear();
+  expect(p.run(), Status::Fail, "MASTER_ADDR=gpu-a.example is set but MASTER_PORT is not", "export MASTER_PORT=29500");
+}
+
+TEST(NetMaster, BadPortFails) {
+  for (const char* bad : {"0", "65536", "abc", "29500x", "-1", " 29500"}) {
+    Case c;
+    c.m().port = bad;
+    expect(c.run(), Status::Fail, "is not a port number in 1..65535", "export MASTER_PORT=29500");
+  }
+  Case ok;
+  ok.m().port = "65535";
+  ok.m().ephemeral_range = Probed<std::vector<int>>::ok({32768, 60999}, "r");
+  expect(ok.run(), Status::Pass, "65535 is free");
+}
+
+TEST(NetMaster, ResolutionFailures) {
+  Case timeout;
+  timeout.m().resolved = Probed<Addrs>::error(ProbeErrc::Timeout, "did not resolve within 2.0 s", "getaddrinfo(gpu-a.example)");
+  timeout.m().addr_is_local = false;
+  expect(timeout.run(), Status::Fail, "MASTER_ADDR=gpu-a.example did not resolve within 2.0 s", "numeric MASTER_ADDR");
+  Case none;
+  none.m().addr = "nonexistent.invalid";
+  none.m().resolved = Probed<Addrs>::error(ProbeErrc::NotFound, "Name or service not known", "getaddrinfo(nonexistent.invalid)");
+  none.m().addr_is_local = false;
+  expect(none.run(), Status::Fail, "MASTER_ADDR=nonexistent.invalid does not resolve: Name or service not known", "getent hosts nonexistent.invalid");
+  Case sysroot;
+  sysroot.m().resolved = Probed<Addrs>::error(ProbeErrc::Unsupported, "not resolved: a --sysroot tree has no resolver", "/etc/hosts");
+  sysroot.m().addr_is_local = false;
+  expect(sysroot.run(), Status::Unknown, "was not resolved");
+  Case never;
+  never.m().resolved = {};
+  never.m().addr_is_local = false;
+  expect(never.run(), Status::Unknown, "was not resolved");
+}
+
+TEST(NetMaster, LoopbackInMultiNodeFails) {
+  Case c;
+  c.m().addr = "localhost";
+  c.m().resolved = Probed<Addrs>::ok({"127.0.0.1", "::1"}, "getaddrinfo(localhost)");
+  expect(c.nodes(2).run(), Status::Fail, "MASTER_ADDR=localhost resolves to the loopback address 127.0.0.1 in a multi-node job");
+  c.nodes(1);
+  expect(c.run(), Status::Pass, "resolves to 127.0.0.1, ::1 (this host)");
+}
+
+TEST(NetMaster, DebianHostnameTrap) {
+  Case c;
+  c.m().addr = "gpu-a";
+  c.m().resolved = Probed<Addrs>::ok({"127.0.1.1"}, "getaddrinfo(gpu-a)");
+  expect(c.run(), Status::Warn, "MASTER_ADDR=gpu-a resolves to 127.0.1.1 on this host", "instead of 127.0.1.1");
+  expect(c.nodes(2).run(), Status::Fail, "other nodes cannot reach");
+  // MASTER_ADDR is the hostname: the hostname's own lookup shows the trap even if MASTER_ADDR's came out differently.
+  Case h;
+  h.m().addr = "GPU-A";
+  h.m().hostname_resolves_to = Probed<Addrs>::ok({"127.0.1.1", "10.0.0.5"}, "getaddrinfo(gpu-a)");
+  expect(h.run(), Status::Warn, "resolves to 127.0.1.1");
+}
+
+TEST(NetMaster, PortInUseFails) {
+  Case c;
+  c.m().port_listening = Probed<bool>::ok(true, "/proc/net/tcp: 0.0.0.0:29500 LISTEN, inode 41872");
+  c.m().bind_test = Probed<std::string>::ok("EADDRINUSE: Address already in use", "bind");
+  const Verdict v = c.run();
+  expect(v, Status::Fail, "MASTER_PORT 29500 is already in use on this host, the master (/proc/net/tcp: 0.0.0.0:29500 LISTEN, inode 41872)",
+         "ss -ltnp 'sport = :29500'");
+  Case bind_only;
+  bind_only.m().bind_test = Probed<std::string>::ok("EADDRINUSE: Address already in use", "bind");
+  expect(bind_only.run(), Status::Fail, "(bind(10.0.0.5:29500): EADDRINUSE: Address already in use)");
+  Case unreadable;
+  unreadable.m().port_listening = Probed<bool>::error(ProbeErrc::PermissionDenied, "permission denied", "/proc/net/tcp");
+  expect(unreadable.run(), Status::Pass, "29500 is free");  // the bind test still answers
+}
+
+TEST(NetMaster, TorchrunListenerIsExpected) {
+  Case c;
+  c.m().port_listening = Probed<bool>::ok(true, "/proc/net/tcp6: [::]:29500 LISTEN, inode 1");
+  c.m().bind_test = Probed<std::string>::ok("EADDRINUSE: Address already in use", "bind");
+  c.facts.env.set("TORCHELASTIC_RUN_ID", "none");
+  const Verdict v = c.run();
+  expect(v, Status::Pass, "as expected under torchrun: its agent hosts the TCPStore there");
+  EXPECT_EQ(v.evidence["torchrun"], true);
+  Case l;
+  l.m().port_listening = Probed<bool>::ok(true, "x");
+  l.facts.placement.launcher = "torchrun";
+  expect(l.run(), Status::Pass, "as expected under torchrun");
+}
+
+TEST(NetMaster, BindRefusedFails) {
+  Case c;
+  c.m().port = "80";
+  c.m().bind_test = Probed<std::string>::ok("EACCES: Permission denied", "bind");
+  expect(c.run(), Status::Fail, "MASTER_PORT 80 cannot be bound on 10.0.0.5: EACCES: Permission denied (ports below 1024 need CAP_NET_BIND_SERVICE)",
+         "Use a port above 1023");
+}
+
+TEST(NetMaster, PortStateUnknown) {
+  Case c;
+  c.m().port_listening = Probed<bool>::error(ProbeErrc::PermissionDenied, "permission denied", "/proc/net/tcp");
+  c.m().bind_test = Probed<std::string>::error(ProbeErrc::ApiError, "socket: Too many open files", "bind");
+  expect(c.run(), Status::Unknown, "could not tell whether MASTER_PORT 29500 is free");
+}
+
+TEST(NetMaster, EphemeralPortWarns) {
+  Case c;
+  c.m().port = "40000";
+  expect(c.run(), Status::Warn, "MASTER_PORT 40000 lies in the ephemeral port range 32768-60999",
+         "sysctl -w net.ipv4.ip_local_reserved_ports=40000");
+  c.m().reserved_ports = Probed<std::string>::ok("39990-40010,50000", "r");
+  expect(c.run(), Status::Pass, "40000 is free");
+  Case elsewhere;
+  elsewhere.m().port = "40000";
+  elsewhere.m().addr_is_local = false;
+  expect(elsewhere.run(), Status::Pass, "checked on the master");
+}
+
+TEST(NetMaster, RunsInNodeAndJobProfiles) {
+  const Case c;
+  const Options options;
+  EXPECT_EQ(run_check(*find_check("net.master"), CheckContext{c.facts, options, Profile::Node}).status, Status::Pass);
+  EXPECT_EQ(run_check(*find_check("net.master"), CheckContext{c.facts, options, Profile::Image}).status, Status::Skip);
+}
+
+TEST(NetMaster, ExplainListsWhatItReadsFailuresAndFix) {
+  const std::string explain(find_check("net.master")->explain);
+  for (const char* part : {"What it reads", "Failures", "Fix", "FAIL", "WARN", "UNKNOWN"}) {
+    EXPECT_NE(explain.find(part), std::string::npos) << part;
+  }
+}
+
+}  // namespace
+}  // namespace preflight
