@@ -169,7 +169,10 @@ Verdict run(const CheckContext& ctx) {
   for (const PciEndpoint& e : t->nics) {
     Nic n;
     n.e = &e;
-    for (const std::string& d : e.os_devices) (rdma_name(d) ? n.rdma : n.netdevs).push_back(d);
+    for (const std::string& d : e.os_devices) {
+      const bool typed = std::find(e.rdma_devices.begin(), e.rdma_devices.end(), d) != e.rdma_devices.end();
+      (typed || rdma_name(d) ? n.rdma : n.netdevs).push_back(d);
+    }
     all.push_back(std::move(n));
   }
   // On this machine the RDMA devices the net probe listed are authoritative for the names too.

@@ -200,7 +200,8 @@ Verdict run(const CheckContext& ctx) {
   } else if (topo != nullptr && !topo->gpus.empty()) {
     if (topo->gpus.size() < 2)
       return Verdict::skip("fewer than 2 GPUs (1 in " + topo->source + "): no peer-to-peer path to check");
-    source = topo->source + " (" + std::to_string(topo->gpus.size()) + " GPUs, PCIe paths only)";
+    source = topo->source + " (" + std::to_string(topo->gpus.size()) + " GPUs, " +
+             (topo->nvlinks.empty() ? "PCIe paths only)" : "PCIe paths and recorded NVLinks)");
     if (topo->this_system) {
       if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) b.add(Status::Fail, none->summary, none->remedy);
       else if (nvml == nullptr) b.add(Status::Unknown, "NVML's view of the GPUs is missing: " + d.nvml_gpus.why(),
@@ -214,11 +215,33 @@ Verdict run(const CheckContext& ctx) {
       nodes.push_back(n);
     }
     cells.assign(nodes.size(), std::vector<Cell>(nodes.size()));
+    // NVLinks recorded in the topology (hwloc's NVLinkBandwidth matrix): a direct GPU-GPU link, or
+    // both GPUs linked to NVSwitches (all GPUs on the switches reach each other).
+    auto link_bw = [&](const std::string& a, const std::string& c) {
+      std::uint64_t bw = 0;
+      for (const TopoLink& l : topo->nvlinks)
+        if ((l.a == a && l.b == c) || (l.a == c && l.b == a)) bw = std::max(bw, l.bandwidth);
+      return bw;
+    };
+    auto switch_bw = [&](const std::string& a) {
+      std::uint64_t bw = 0;
+      for (const TopoLink& l : topo->nvlinks)
+        if (l.a == a && l.b_kind == "nvswitch") bw += l.bandwidth;
+      return bw;
+    };
     for (std::size_t a = 0; a < nodes.size(); ++a) {
       for (std::size_t c = 0; c < nodes.size(); ++c) {
-        cells[a][c].label = path_class(topo->gpus[a], topo->gpus[c]);
-        if (a < c) info[{a, c}] = {0, cells[a][c].label, "", ""};
+        const PciEndpoint& ga = topo->gpus[a];
+        const PciEndpoint& gc = topo->gpus[c];
+        const std::string pcie = path_class(ga, gc);
+        const bool nvlink = a != c && (link_bw(ga.bus_id, gc.bus_id) > 0 ||
+                                       (switch_bw(ga.bus_id) > 0 && switch_bw(gc.bus_id) > 0));
+        cells[a][c].label = nvlink ? "NV" : pcie;
+        if (a < c) info[{a, c}] = {nvlink ? 1 : 0, pcie, "", ""};
       }
+    }
+    if (!topo->nvlinks.empty()) {
+      source += "; \"NV\": joined by NVLink in the topology's NVLinkBandwidth matrix (link count not recorded)";
     }
   } else if (nvml == nullptr) {
     // No matrix from anywhere: no driver (FAIL, as every GPU check), or NVML failed.
@@ -403,8 +426,9 @@ Verdict run(const CheckContext& ctx) {
   }
   if (!poor.empty()) {
     const std::string shown = first_of(poor, 6, ", ");
-    std::string why = !use_driver ? " (from the PCIe topology alone: NVLinks, if any, are not visible without the driver)"
-                                  : "";
+    std::string why = !use_driver && (topo == nullptr || topo->nvlinks.empty())
+                          ? " (from the PCIe topology alone: NVLinks, if any, are not visible without the driver)"
+                          : "";
     b.add(Status::Warn,
           std::to_string(poor.size()) + " GPU pair" + (poor.size() == 1 ? "" : "s") + " without NVLink cross " +
               join(std::vector<std::string>(poor_classes.begin(), poor_classes.end()), "/") + ": " + shown +

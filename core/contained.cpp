@@ -349,6 +349,10 @@ ContainedResult run_contained(const ContainedRequest& request) {
         timed_out = true;
         elapsed_at_end = seconds_since(start);
         kill_group(pid);
+        // What the helper wrote just before the kill is evidence (e.g. the step it was in): take
+        // what is already in the pipes, without waiting (the pipes are non-blocking).
+        if (out.read.valid()) drain(out.read.get(), result.out, request.max_output, too_large);
+        if (err.read.valid()) drain(err.read.get(), result.err, request.max_output, err_overflow);
       }
       break;
     }

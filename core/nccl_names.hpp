@@ -23,14 +23,16 @@ struct NcclNameList {
   std::vector<NcclNameEntry> entries;
 };
 
-/// Parses a value as NCCL does. Empty entries are dropped (NCCL skips them too). A ":port" that is
-/// not a number is kept in the name, as NCCL's atoi would then read 0: port stays nullopt and the
-/// name includes the colon text, which matches nothing real.
+/// Parses a value as NCCL 2.30's parseStringList does: after the leading '^' and '=' one more
+/// leading '^' or '=' is skipped; entries with no name (",," or ":1") are dropped; the text after
+/// ':' is read with atoi() (":abc" is port 0, ":-1" means any port = nullopt) and the rest of the
+/// entry is ignored.
 NcclNameList parse_nccl_names(std::string_view value);
 
 /// True when `name` (with `port`, for HCAs) is selected by the list: an entry matches when its name
 /// is a prefix of `name` (or equal, with '='), and its port is unset or equal; an exclude list
-/// selects what no entry matches.
+/// selects what no entry matches. An empty list selects every name (include) or none (exclude), as
+/// matchIfList() does.
 bool nccl_selects(const NcclNameList& list, std::string_view name, std::optional<int> port = std::nullopt);
 
 /// The entries that a longer name also matches as a prefix, among `names`: "eth1" matching "eth10"

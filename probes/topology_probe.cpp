@@ -133,6 +133,65 @@ bool is_nvswitch(hwloc_obj_t pci) {
   return subtype(pci) == "NVSwitch" || (p.vendor_id == 0x10de && p.class_id == 0x0680);
 }
 
+/// The PCI device an object stands for (an OS device such as nvml0 stands for its parent), or nullptr.
+hwloc_obj_t pci_of(hwloc_obj_t o) {
+  if (o != nullptr && o->type == HWLOC_OBJ_OS_DEVICE) o = o->parent;
+  return o != nullptr && o->type == HWLOC_OBJ_PCI_DEVICE ? o : nullptr;
+}
+
+bool is_gpu_pci(hwloc_obj_t pci) {
+  const auto& p = pci->attr->pcidev;
+  if ((p.vendor_id == 0x10de && (p.class_id >> 8) == 0x03) || p.class_id == 0x0302) return true;
+  for (hwloc_obj_t c = pci->io_first_child; c != nullptr; c = c->next_sibling) {
+    if (c->type == HWLOC_OBJ_OS_DEVICE && c->name != nullptr &&
+        (std::string_view(c->name).starts_with("nvml") || std::string_view(c->name).starts_with("cuda"))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// hwloc's "NVLinkBandwidth" matrix (NVML's view, recorded in exports of NVIDIA machines): the
+/// links of each GPU to other GPUs, NVSwitches and CPUs.
+void fill_nvlinks(hwloc_topology_t topo, TopologyFacts& t) {
+  unsigned nr = 1;
+  hwloc_distances_s* dist = nullptr;
+  if (hwloc_distances_get_by_name(topo, "NVLinkBandwidth", &nr, &dist, 0) != 0 || nr == 0 || dist == nullptr) return;
+  struct Release {
+    hwloc_topology_t topo;
+    hwloc_distances_s* d;
+    ~Release() { hwloc_distances_release(topo, d); }
+  } release{topo, dist};
+  const unsigned n = std::min(dist->nbobjs, 4096u);
+  auto name_of = [&](hwloc_obj_t o, std::string& kind) -> std::string {
+    if (hwloc_obj_t pci = pci_of(o)) {
+      kind = is_nvswitch(pci) ? "nvswitch" : is_gpu_pci(pci) ? "gpu" : "other";
+      return bus_id(pci->attr->pcidev);
+    }
+    if (o != nullptr && o->type == HWLOC_OBJ_PACKAGE) {
+      kind = "cpu";
+      return "Package:L#" + std::to_string(o->logical_index);
+    }
+    kind = "other";
+    return o != nullptr ? std::string(hwloc_obj_type_string(o->type)) + ":L#" + std::to_string(o->logical_index) : "?";
+  };
+  for (unsigned i = 0; i < n; ++i) {
+    std::string kind_a;
+    const std::string a = name_of(dist->objs[i], kind_a);
+    if (kind_a != "gpu") continue;
+    for (unsigned j = 0; j < n; ++j) {
+      if (i == j) continue;
+      const std::uint64_t bw = dist->values[static_cast<std::size_t>(i) * dist->nbobjs + j];
+      if (bw == 0) continue;
+      TopoLink link;
+      link.a = a;
+      link.b = name_of(dist->objs[j], link.b_kind);
+      link.bandwidth = bw;
+      t.nvlinks.push_back(std::move(link));
+    }
+  }
+}
+
 void fill(hwloc_topology_t topo, TopologyFacts& t) {
   hwloc_obj_t root = hwloc_get_root_obj(topo);
   t.packages = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
@@ -169,7 +228,7 @@ void fill(hwloc_topology_t topo, TopologyFacts& t) {
     const unsigned cls = p.class_id;
     if (is_nvswitch(pci)) continue;  // NVLink switches: neither a GPU nor a NIC
 
-    std::vector<std::string> os_devices;
+    std::vector<std::string> os_devices, rdma_devices;
     bool gpu_osdev = false, net_osdev = false;
     for (hwloc_obj_t c = pci->io_first_child; c != nullptr; c = c->next_sibling) {
       if (c->type != HWLOC_OBJ_OS_DEVICE || c->name == nullptr) continue;
@@ -178,6 +237,7 @@ void fill(hwloc_topology_t topo, TopologyFacts& t) {
       if (name.starts_with("nvml") || name.starts_with("cuda")) gpu_osdev = true;
       const hwloc_obj_osdev_type_t ot = c->attr->osdev.type;
       if (ot == HWLOC_OBJ_OSDEV_NETWORK || ot == HWLOC_OBJ_OSDEV_OPENFABRICS) net_osdev = true;
+      if (ot == HWLOC_OBJ_OSDEV_OPENFABRICS) rdma_devices.push_back(name);
     }
 
     const bool gpu = (p.vendor_id == 0x10de && (cls >> 8) == 0x03) || cls == 0x0302 || gpu_osdev;
@@ -197,6 +257,7 @@ void fill(hwloc_topology_t topo, TopologyFacts& t) {
     const std::string vendor = info(pci, "PCIVendor"), device = info(pci, "PCIDevice");
     e.name = std::string(trim(vendor + " " + device));
     e.os_devices = std::move(os_devices);
+    e.rdma_devices = std::move(rdma_devices);
     e.path = w.path(pci);
 
     hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(topo, pci);
@@ -214,6 +275,7 @@ void fill(hwloc_topology_t topo, TopologyFacts& t) {
     }
     (gpu ? t.gpus : t.nics).push_back(std::move(e));
   }
+  fill_nvlinks(topo, t);
   // Bus-id order (hwloc's is depth-first); a duplicated bus id keeps both entries.
   const auto by_bus = [](const PciEndpoint& a, const PciEndpoint& b) { return a.bus_id < b.bus_id; };
   std::stable_sort(t.gpus.begin(), t.gpus.end(), by_bus);

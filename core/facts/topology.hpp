@@ -36,12 +36,22 @@ struct PciEndpoint {
   std::string class_id;       // "0302"
   std::string name;           // hwloc's PCIVendor / PCIDevice where recorded
   std::vector<std::string> os_devices;  // "eth0", "ib0", "mlx5_0", "nvml0", "cuda0"
+  std::vector<std::string> rdma_devices;  // the OS devices hwloc types as OpenFabrics ("mlx5_0", "ibp65s0")
   std::vector<int> numa_nodes;  // CPU-bearing NUMA nodes of the first non-I/O ancestor (empty: unknown)
   std::vector<int> local_cpus;  // that ancestor's cpuset (PU OS indexes)
   std::vector<TopoHop> path;    // from the machine down to the device's parent (the device excluded)
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PciEndpoint, kind, bus_id, vendor_device, class_id, name, os_devices,
-                                                numa_nodes, local_cpus, path)
+                                                rdma_devices, numa_nodes, local_cpus, path)
+
+/// One entry of hwloc's "NVLinkBandwidth" matrix (recorded in XML exports of NVIDIA machines).
+struct TopoLink {
+  std::string a;  // bus id of a GPU or NVSwitch, or "Package:L#n" for an NVLink to a CPU
+  std::string b;
+  std::string b_kind;  // "gpu", "nvswitch", "cpu", "other"
+  std::uint64_t bandwidth = 0;  // MB/s, as hwloc records it
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TopoLink, a, b, b_kind, bandwidth)
 
 struct TopologyFacts {
   std::string source;       // "this machine (hwloc 2.9.0)", "--topology-xml /path/node17.xml"
@@ -51,9 +61,10 @@ struct TopologyFacts {
   std::vector<NumaNode> numa_nodes;
   std::vector<PciEndpoint> gpus;  // NVIDIA GPUs (vendor 10de, class 03xx; or NVML/CUDA OS devices)
   std::vector<PciEndpoint> nics;  // network and InfiniBand controllers (class 02xx, 0c06, or net/openfabrics OS devices)
+  std::vector<TopoLink> nvlinks;  // from GPUs (a) to anything (b) with bandwidth > 0; empty: not recorded
   std::vector<std::string> notes;  // oddities found: GPUs outside the allowed CPU set, zeroed PCI ids
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TopologyFacts, source, this_system, packages, cpus, numa_nodes, gpus,
-                                                nics, notes)
+                                                nics, nvlinks, notes)
 
 }  // namespace preflight

@@ -180,6 +180,18 @@ TEST(GpuNicAffinity, RdmaNamesFromTheNetProbeOnThisMachine) {
   EXPECT_NE(v.summary.find("→ ibp5s0 (NUMA 0) SYS"), std::string::npos) << v.summary;
 }
 
+TEST(GpuNicAffinity, RdmaDevicesTypedByHwlocInAnotherNodesExport) {
+  // In an export of another node, hwloc's OpenFabrics type marks the renamed RDMA device.
+  RankFacts f = with_topology({gpu_on(1, "0000:83:00.0", "0000:80:01.0")},
+                              {nic_on(0, "0000:05:00.0", "0000:00:02.0", {"ens5np0", "ibp5s0"}),
+                               nic_on(1, "0000:85:00.0", "0000:80:02.0", {"ens85"})});
+  EXPECT_EQ(judge(f).status, Status::Pass);
+  f.topology.value()->nics[0].rdma_devices = {"ibp5s0"};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_NE(v.summary.find("→ ibp5s0 (NUMA 0) SYS"), std::string::npos) << v.summary;
+}
+
 TEST(GpuNicAffinity, WarnWhenGpusShareOneNicWhileAnotherIsIdle) {
   const RankFacts f = with_topology(
       {dev("gpu", "0000:03:00.0", 0, "0000:[00-3f]", {"0000:00:01.0", "0000:01:00.0", "0000:02:00.0"}),

@@ -535,6 +535,29 @@ TEST(TopoP2pCheck, TopologyAloneGivesTheMatrixWithoutTheDriver) {
   EXPECT_FALSE(v.evidence.contains("peer_copies"));
 }
 
+TEST(TopoP2pCheck, NvLinksRecordedInTheTopologyAreNotJudgedAsPcie) {
+  RankFacts f = no_driver();
+  TopologyFacts t = two_socket_topology(false);
+  ASSERT_GE(t.gpus.size(), 3u);
+  // GPU0 and GPU2 sit across the sockets but both link to an NVSwitch; GPU1 has no NVLink.
+  t.nvlinks.push_back(TopoLink{t.gpus[0].bus_id, "0000:c1:00.0", "nvswitch", 25000});
+  t.nvlinks.push_back(TopoLink{t.gpus[2].bus_id, "0000:c1:00.0", "nvswitch", 25000});
+  f.topology = Probed<TopologyFacts>::ok(t, "--topology-xml node17.xml");
+  const Verdict v = judge_p2p(f);
+  EXPECT_EQ(cell(v, 1, 3), "NV") << v.evidence.dump();
+  EXPECT_EQ(cell(v, 1, 2), "PIX");
+  EXPECT_FALSE(has(v.summary, "GPU0-GPU2")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "GPU1-GPU2 SYS")) << v.summary;
+  EXPECT_FALSE(has(v.summary, "from the PCIe topology alone")) << v.summary;
+  // Every pair joined by NVLink: nothing to warn about.
+  t.nvlinks.push_back(TopoLink{t.gpus[1].bus_id, t.gpus[0].bus_id, "gpu", 40000});
+  t.nvlinks.push_back(TopoLink{t.gpus[1].bus_id, t.gpus[2].bus_id, "gpu", 40000});
+  f.topology = Probed<TopologyFacts>::ok(t, "--topology-xml node17.xml");
+  const Verdict all = judge_p2p(f);
+  EXPECT_EQ(all.status, Status::Pass) << all.summary;
+  EXPECT_TRUE(has(all.summary, "all pairs NV")) << all.summary;
+}
+
 TEST(TopoP2pCheck, ForeignTopologyIsNotMixedWithThisMachinesNvml) {
   RankFacts f = p2p_node(8, 18);  // this machine: 8 NVLink GPUs
   f.topology = Probed<TopologyFacts>::ok(two_socket_topology(false), "--topology-xml node17.xml");

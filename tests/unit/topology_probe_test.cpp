@@ -105,6 +105,7 @@ TEST(TopologyProbe, Hp24em64tGpusPerSocketAndMellanoxOnNode0) {
   ASSERT_NE(mlx, nullptr);
   EXPECT_EQ(mlx->class_id, "0c06");  // InfiniBand as a serial-bus class
   EXPECT_EQ(mlx->os_devices, (std::vector<std::string>{"eth2", "ib0", "mlx4_0"}));
+  EXPECT_EQ(mlx->rdma_devices, (std::vector<std::string>{"mlx4_0"}));  // hwloc types it OpenFabrics
   EXPECT_EQ(mlx->numa_nodes, std::vector<int>{0});
 
   // GPU 06:00.0 and the HCA hang off different root ports of one host bridge: PHB. The others: SYS.
@@ -230,6 +231,19 @@ TEST(TopologyProbe, DgxTwoSixteenGpusEightPerNodeNoNvSwitches) {
   EXPECT_EQ(path_class(g0, gpu(t, "0000:57:00.0")), "NODE");  // other host bridge, same socket
   EXPECT_EQ(path_class(g0, gpu(t, "0000:b7:00.0")), "SYS");   // other socket
   EXPECT_EQ(path_class(gpu(t, "0000:b7:00.0"), gpu(t, "0000:b9:00.0")), "PIX");
+
+  // hwloc's NVLinkBandwidth matrix: every V100 has NVLinks to NVSwitches only (none to a peer).
+  ASSERT_FALSE(t.nvlinks.empty());
+  for (const PciEndpoint& g : t.gpus) {
+    int to_switch = 0;
+    for (const TopoLink& l : t.nvlinks) {
+      if (l.a != g.bus_id) continue;
+      EXPECT_EQ(l.b_kind, "nvswitch") << l.a << " -> " << l.b;
+      EXPECT_GT(l.bandwidth, 0u);
+      ++to_switch;
+    }
+    EXPECT_GE(to_switch, 1) << g.bus_id;
+  }
 }
 
 TEST(TopologyProbe, Power8GpusInNonZeroPciDomains) {
@@ -244,6 +258,19 @@ TEST(TopologyProbe, Power8GpusInNonZeroPciDomains) {
   const std::vector<std::string>& osd = gpu(t, "0002:01:00.0").os_devices;
   for (const char* d : {"cuda0", "opencl0d0", "nvml0"}) EXPECT_NE(std::find(osd.begin(), osd.end(), d), osd.end()) << d;
   EXPECT_TRUE(t.nics.empty());
+
+  // NVLinks as recorded: GPU pairs on one socket joined directly, and each GPU to its CPU.
+  auto bw = [&](const std::string& a, const std::string& b) {
+    for (const TopoLink& l : t.nvlinks)
+      if (l.a == a && l.b == b) return l.bandwidth;
+    return std::uint64_t{0};
+  };
+  EXPECT_GT(bw("0002:01:00.0", "0003:01:00.0"), 0u);
+  EXPECT_GT(bw("000a:01:00.0", "000b:01:00.0"), 0u);
+  EXPECT_EQ(bw("0002:01:00.0", "000a:01:00.0"), 0u);
+  const bool to_cpu = std::any_of(t.nvlinks.begin(), t.nvlinks.end(),
+                                  [](const TopoLink& l) { return l.a == "0002:01:00.0" && l.b_kind == "cpu"; });
+  EXPECT_TRUE(to_cpu);
 }
 
 TEST(TopologyProbe, OwnFixtureBalancedSwitches) {
