@@ -144,31 +144,24 @@ bool glob_match(std::string_view pattern, std::string_view text) {
   return p == pattern.size();
 }
 
-std::string range_list(const std::vector<int>& numbers) {
+namespace {
+std::string ranges(const std::vector<int>& numbers, std::string_view dash) {
   std::string out;
   for (std::size_t i = 0; i < numbers.size();) {
     std::size_t j = i;
     while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
     if (!out.empty()) out += ",";
     out += std::to_string(numbers[i]);
-    if (j > i) out += "–" + std::to_string(numbers[j]);
+    if (j > i) out += std::string(dash) + std::to_string(numbers[j]);
     i = j + 1;
   }
   return out;
 }
+}  // namespace
 
-std::string cpu_list(const std::vector<int>& numbers) {
-  std::string out;
-  for (std::size_t i = 0; i < numbers.size();) {
-    std::size_t j = i;
-    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += std::to_string(numbers[i]);
-    if (j > i) out += "-" + std::to_string(numbers[j]);
-    i = j + 1;
-  }
-  return out;
-}
+std::string range_list(const std::vector<int>& numbers) { return ranges(numbers, "–"); }
+
+std::string cpu_list(const std::vector<int>& numbers) { return ranges(numbers, "-"); }
 
 std::optional<std::vector<int>> parse_cpu_list(std::string_view text) {
   constexpr std::int64_t kMax = (1 << 20) - 1;

@@ -71,5 +71,33 @@ TEST(Text, PrintableEscapesControlAndInvalidUtf8) {
   EXPECT_EQ(printable("abcdef", 3), "abc…");
 }
 
+TEST(CpuList, FormatsKernelListsWithPlainDashes) {
+  EXPECT_EQ(cpu_list({}), "");
+  EXPECT_EQ(cpu_list({0, 1, 2, 3, 8}), "0-3,8");
+  EXPECT_EQ(cpu_list({1, 3, 4}), "1,3-4");
+}
+
+TEST(CpuList, ParsesKernelListsAndRejectsGarbage) {
+  EXPECT_EQ(parse_cpu_list("0-3,8,10-11"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(parse_cpu_list(" 5,1-2,2 \n"), (std::vector<int>{1, 2, 5}));
+  EXPECT_EQ(parse_cpu_list(""), std::vector<int>{});
+  EXPECT_FALSE(parse_cpu_list("3-1"));
+  EXPECT_FALSE(parse_cpu_list("a-b"));
+  EXPECT_FALSE(parse_cpu_list("0,,1"));
+  EXPECT_FALSE(parse_cpu_list("-1"));
+  EXPECT_FALSE(parse_cpu_list("0-99999999"));  // bounded: no gigantic allocation
+  EXPECT_EQ(parse_cpu_list(cpu_list({0, 2, 3, 4, 64})), (std::vector<int>{0, 2, 3, 4, 64}));
+}
+
+TEST(CpuList, ParsesKernelHexMasks) {
+  EXPECT_EQ(parse_cpu_mask("0000000f"), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(parse_cpu_mask("00000001,00000100"), (std::vector<int>{8, 32}));
+  EXPECT_EQ(parse_cpu_mask("ff00\n"), (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(parse_cpu_mask("0"), std::vector<int>{});
+  EXPECT_FALSE(parse_cpu_mask(""));
+  EXPECT_FALSE(parse_cpu_mask("xyz"));
+  EXPECT_FALSE(parse_cpu_mask("123456789"));  // more than 32 bits in one group
+}
+
 }  // namespace
 }  // namespace preflight
