@@ -667,6 +667,7 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
     CUdeviceptr src = 0, dst = 0;
     CUstream stream = nullptr;
     CUevent start = nullptr, end = nullptr;
+    bool ready = false;
     std::string broken_step, broken;  // set up failed: every copy from or to it fails the same way
   };
   std::vector<Device> devices(static_cast<std::size_t>(std::max(count, 0)));
@@ -683,7 +684,7 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
   // Contexts, buffers, a stream and two events per device, made when first needed.
   auto prepare = [&](Device& d) -> bool {
     if (!d.broken_step.empty()) return false;
-    if (d.ctx != nullptr) return true;
+    if (d.ready) return true;
     auto broke = [&](const char* step, CUresult rc) {
       d.broken_step = step;
       d.broken = c.name(rc);
@@ -691,13 +692,14 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
     };
     CUcontext ctx = nullptr;
     if (const CUresult rc = retain(&ctx, d.dev); rc != CUDA_SUCCESS) return broke("cuDevicePrimaryCtxRetain", rc);
+    d.ctx = ctx;  // retained: released at the end, whatever fails next
     if (const CUresult rc = set_current(ctx); rc != CUDA_SUCCESS) return broke("cuCtxSetCurrent", rc);
     if (const CUresult rc = alloc(&d.src, static_cast<std::size_t>(bytes)); rc != CUDA_SUCCESS) return broke("cuMemAlloc", rc);
     if (const CUresult rc = alloc(&d.dst, static_cast<std::size_t>(bytes)); rc != CUDA_SUCCESS) return broke("cuMemAlloc", rc);
     if (const CUresult rc = stream_create(&d.stream, CU_STREAM_DEFAULT); rc != CUDA_SUCCESS) return broke("cuStreamCreate", rc);
     if (const CUresult rc = event_create(&d.start, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS) return broke("cuEventCreate", rc);
     if (const CUresult rc = event_create(&d.end, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS) return broke("cuEventCreate", rc);
-    d.ctx = ctx;
+    d.ready = true;
     return true;
   };
 
@@ -818,6 +820,26 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
       release_peer();
       done(bad_step, bad);
     }
+  }
+  // Give back what was taken: buffers, streams, events, the primary contexts.
+  const auto mem_free = c.get<PFN_cuMemFree_v2>(name_cuMemFree_v2);
+  const auto stream_destroy = c.get<PFN_cuStreamDestroy_v2>(name_cuStreamDestroy_v2);
+  const auto event_destroy = c.get<PFN_cuEventDestroy_v2>(name_cuEventDestroy_v2);
+  const auto release = c.get<PFN_cuDevicePrimaryCtxRelease_v2>(name_cuDevicePrimaryCtxRelease_v2);
+  for (Device& d : devices) {
+    if (d.ctx == nullptr) continue;
+    if (set_current(d.ctx) == CUDA_SUCCESS) {
+      if (event_destroy != nullptr) {
+        if (d.start != nullptr) event_destroy(d.start);
+        if (d.end != nullptr) event_destroy(d.end);
+      }
+      if (stream_destroy != nullptr && d.stream != nullptr) stream_destroy(d.stream);
+      if (mem_free != nullptr) {
+        if (d.src != 0) mem_free(d.src);
+        if (d.dst != 0) mem_free(d.dst);
+      }
+    }
+    if (release != nullptr) release(d.dev);
   }
   emit_line({{"event", "end"}});
   return 0;

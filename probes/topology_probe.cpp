@@ -318,7 +318,11 @@ Probed<TopologyFacts> probe(const ProbeContext& ctx) {
   TopologyPtr topo(raw);
   // The library keeps no I/O object by default: the filter must be set before loading.
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-  if (!xml.empty()) {
+  if (xml.empty()) {
+    // On Linux the core backend reads the PCI tree from sysfs; the libpciaccess component adds
+    // nothing there (and leaves its allocations behind at exit).
+    hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+  } else {
     // Another node's export: the exporting process's allowed set is irrelevant here.
     hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
     errno = 0;
