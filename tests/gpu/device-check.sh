@@ -2,7 +2,7 @@
 # One short run on a machine with NVIDIA GPUs (no package registry there): the GPU-labelled tests,
 # preflight's own report, and the topology captures wanted as fixtures, all written under $OUT.
 # Build here first and carry the build plus the runtime libraries it needs, e.g.
-#   apt-get download libboost-program-options1.74.0 libxml2 && dpkg -x each .deb into rt/
+#   apt-get download libboost-program-options1.74.0 libxml2 libhwloc15 libpciaccess0 && dpkg -x each .deb into rt/
 #   LD_LIBRARY_PATH=$PWD/rt/usr/lib/x86_64-linux-gnu tests/gpu/device-check.sh build
 set -uo pipefail
 build=${1:-build}
@@ -19,4 +19,7 @@ mkdir -p "$out"
 nvidia-smi topo -m >"$out/nvidia-smi-topo.txt" 2>&1
 command -v lstopo >/dev/null && lstopo --of xml >"$out/lstopo.xml" 2>/dev/null
 command -v hwloc-gather-topology >/dev/null && (cd "$out" && hwloc-gather-topology --io node >/dev/null 2>&1)
+# The same node judged from its own export (what a user sends for analysis) next to the live run.
+[ -s "$out/lstopo.xml" ] && "$build/preflight" --topology-xml "$out/lstopo.xml" --only 'topo.p2p,net.gpu_nic_affinity' -v \
+  >"$out/topology-xml-run.txt" 2>&1
 ls -la "$out"
