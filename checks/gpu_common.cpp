@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "core/pci_topology.hpp"
 #include "core/text.hpp"
 
 namespace preflight {
@@ -116,14 +117,9 @@ std::string uuid_key(std::string_view uuid) {
 }
 
 std::string bus_key(std::string_view bus_id) {
-  std::string s = to_lower(trim(bus_id));
-  // domain:bus:device.function; the domain has 4 or 8 hex digits depending on who prints it.
-  const std::size_t first = s.find(':');
-  if (first == std::string::npos || s.find(':', first + 1) == std::string::npos) return s;
-  std::string domain = s.substr(0, first);
-  while (domain.size() > 4 && domain.front() == '0') domain.erase(0, 1);
-  while (domain.size() < 4) domain.insert(0, "0");
-  return domain + s.substr(first);
+  // The domain has 4 or 8 hex digits depending on who prints it; normalize_bus_id takes both.
+  std::string key = normalize_bus_id(bus_id);
+  return key.empty() ? to_lower(trim(bus_id)) : key;
 }
 
 bool same_gpu(const NvmlGpu& n, const CudaDevice& c) {

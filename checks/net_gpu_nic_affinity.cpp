@@ -11,6 +11,7 @@
 #include "checks/check.hpp"
 #include "core/env_grammar.hpp"
 #include "core/nccl_names.hpp"
+#include "core/nccl_socket.hpp"
 #include "core/pci_topology.hpp"
 #include "core/text.hpp"
 
@@ -27,24 +28,6 @@ bool rdma_name(std::string_view name) {
                                                    "i40iw", "efa_",  "erdma", "cxgb4_", "qedr",    "ocrdma",
                                                    "hns_",  "mana_", "ionic_", "rocep", "iwp",     "rdmap", "siw", "rxe"};
   return std::any_of(std::begin(kPrefixes), std::end(kPrefixes), [&](std::string_view p) { return name.starts_with(p); });
-}
-
-/// A NCCL variable as NCCL sees it: the environment, else the first configuration file that sets it.
-struct Setting {
-  std::optional<std::string> value;
-  std::string from;  // "environment", or the file's path
-};
-
-Setting nccl_setting(const RankFacts& f, std::string_view name) {
-  if (std::optional<std::string> v = f.env.get(name)) return {std::move(v), "environment"};
-  for (const ConfFile& file : f.nccl_conf.files) {
-    const ConfFileContents* c = file.contents.value();
-    if (c == nullptr) continue;
-    for (const ConfEntry& e : c->entries) {
-      if (e.name == name) return {e.value, file.path};
-    }
-  }
-  return {};
 }
 
 struct Nic {
@@ -77,27 +60,27 @@ Selection used_nics(const RankFacts& f, const std::vector<Nic>& all) {
   for (const Nic& n : all) {
     if (!n.rdma.empty()) rdma.push_back(n);
   }
-  const Setting disable = nccl_setting(f, "NCCL_IB_DISABLE");
-  const bool ib_disabled = disable.value && nccl_int_value(*disable.value).value_or(0) != 0;
+  const std::optional<NcclSetting> disable = nccl_setting(f, "NCCL_IB_DISABLE");
+  const bool ib_disabled = disable && nccl_int_value(disable->value).value_or(0) != 0;
   std::string why_not_rdma;
   if (ib_disabled) {
-    why_not_rdma = "NCCL_IB_DISABLE=" + *disable.value + " (" + disable.from + ")";
+    why_not_rdma = "NCCL_IB_DISABLE=" + disable->value + " (" + disable->origin + ")";
   } else if (!rdma.empty()) {
-    const Setting hca = nccl_setting(f, "NCCL_IB_HCA");
-    if (hca.value && !hca.value->empty()) {
-      const NcclNameList list = parse_nccl_names(*hca.value);
+    const std::optional<NcclSetting> hca = nccl_setting(f, "NCCL_IB_HCA");
+    if (hca && !hca->value.empty()) {
+      const NcclNameList list = parse_nccl_names(hca->value);
       for (const Nic& n : rdma) {
         if (std::any_of(n.rdma.begin(), n.rdma.end(), [&](const std::string& d) { return nccl_selects(list, d); })) {
           s.used.push_back(n);
         }
       }
-      s.rule = "the RDMA NICs NCCL_IB_HCA=" + *hca.value + " selects (" + hca.from + ")";
+      s.rule = "the RDMA NICs NCCL_IB_HCA=" + hca->value + " selects (" + hca->origin + ")";
       s.by_hca = true;
       s.rdma = true;
       if (!s.used.empty()) return s;
       s.by_hca = false;
       s.rdma = false;
-      why_not_rdma = "NCCL_IB_HCA=" + *hca.value + " selects none of the RDMA NICs";
+      why_not_rdma = "NCCL_IB_HCA=" + hca->value + " selects none of the RDMA NICs";
     } else {
       s.used = rdma;
       s.rule = "every RDMA NIC, NCCL_IB_HCA unset";
@@ -108,9 +91,9 @@ Selection used_nics(const RankFacts& f, const std::vector<Nic>& all) {
     why_not_rdma = "no RDMA NIC in the topology";
   }
   // NCCL's socket transport: the IP interfaces, as NCCL_SOCKET_IFNAME selects them.
-  const Setting ifname = nccl_setting(f, "NCCL_SOCKET_IFNAME");
-  const bool filtered = ifname.value && ifname.value->size() > 1;  // NCCL ignores a 1-character value
-  const NcclNameList list = parse_nccl_names(filtered ? *ifname.value : std::string());
+  const std::optional<NcclSetting> ifname = nccl_setting(f, "NCCL_SOCKET_IFNAME");
+  const bool filtered = ifname && ifname->value.size() > 1;  // NCCL ignores a 1-character value
+  const NcclNameList list = parse_nccl_names(filtered ? ifname->value : std::string());
   std::vector<Nic> named, picked;
   for (const Nic& n : all) {
     if (n.netdevs.empty()) continue;
@@ -122,13 +105,13 @@ Selection used_nics(const RankFacts& f, const std::vector<Nic>& all) {
   }
   if (!picked.empty()) {
     s.used = std::move(picked);
-    s.rule = "the IP NICs" + (filtered ? " NCCL_SOCKET_IFNAME=" + *ifname.value + " selects" : std::string()) + ", " +
+    s.rule = "the IP NICs" + (filtered ? " NCCL_SOCKET_IFNAME=" + ifname->value + " selects" : std::string()) + ", " +
              why_not_rdma;
   } else {
     s.used = all;
     s.rule = "every NIC, " + why_not_rdma + " and " +
              (named.empty() ? std::string("the topology names no network interface")
-                            : "NCCL_SOCKET_IFNAME=" + *ifname.value + " matches none of the NICs' interfaces");
+                            : "NCCL_SOCKET_IFNAME=" + ifname->value + " matches none of the NICs' interfaces");
   }
   for (Nic& n : s.used) n.as_rdma = false;
   return s;

@@ -213,7 +213,7 @@ Verdict run(const CheckContext& ctx) {
   }
   const int ordinal = std::max(0, pl.local_rank) % static_cast<int>(devs->size());
   const CudaDevice& dev = (*devs)[static_cast<std::size_t>(ordinal)];
-  const std::string bus = normalize_bus_id(dev.pci_bus_id).empty() ? dev.pci_bus_id : normalize_bus_id(dev.pci_bus_id);
+  const std::string bus = bus_key(dev.pci_bus_id);
   const std::string who = "rank " + std::to_string(pl.rank) + " (local rank " + std::to_string(pl.local_rank) + ")";
   const std::string gpu_name = "GPU " + std::to_string(ordinal) + " (" + bus + ")";
 

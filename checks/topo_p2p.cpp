@@ -15,6 +15,7 @@
 
 #include "checks/check.hpp"
 #include "checks/gpu_common.hpp"
+#include "core/env_grammar.hpp"
 #include "core/pci_topology.hpp"
 #include "core/text.hpp"
 
@@ -37,9 +38,9 @@ std::optional<int> nccl_level(const std::string& value) {
   for (int i = 0; i < static_cast<int>(std::size(kNcclLevels)); ++i)
     if (value == kNcclLevels[i]) return i;
   if (!value.empty() && value[0] >= '0' && value[0] <= '9') {
-    const long n = std::strtol(value.c_str(), nullptr, 0);
+    const std::int64_t n = nccl_int_value(value).value_or(0);
     static constexpr int kLegacy[] = {0, 4, 5, 8, 9, 9};  // LOC PIX PXB PHB SYS SYS
-    return kLegacy[std::clamp<long>(n, 0, 5)];
+    return kLegacy[std::clamp<std::int64_t>(n, 0, 5)];
   }
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
+#include "gpu_facts_fixture.hpp"
 #include "checks/cuda_compat.hpp"
 
 namespace preflight {
@@ -13,22 +14,10 @@ namespace {
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 CudaRuntime runtime(const std::string& version, const std::string& detail) {
-  CudaRuntime r;
-  r.version = version;
-  r.kind = "torch";
-  r.detail = detail;
-  r.path = "/venv/site-packages/torch/version.py";
-  return r;
+  return gpu_fixture::cuda_runtime(version, "torch", detail);
 }
 
-NvmlGpu gpu(int index, const std::string& name, int cc_major, int cc_minor) {
-  NvmlGpu g;
-  g.index = index;
-  g.name = name;
-  g.cc_major = cc_major;
-  g.cc_minor = cc_minor;
-  return g;
-}
+constexpr auto& gpu = gpu_fixture::nvml_gpu;
 
 FrameworkBuild torch(const std::string& cuda, std::vector<std::string> arch_list) {
   FrameworkBuild fw;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
+#include "gpu_facts_fixture.hpp"
 
 namespace preflight {
 extern const CheckSpec kCudaRuntime;
@@ -11,24 +12,9 @@ namespace {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-CudaRuntime runtime(const std::string& version, const std::string& kind = "torch", const std::string& detail = "",
-                    const std::string& path = "/venv/lib/python3.11/site-packages/torch/version.py") {
-  CudaRuntime r;
-  r.version = version;
-  r.kind = kind;
-  r.detail = detail;
-  r.path = path;
-  return r;
-}
+using gpu_fixture::cuda_runtime;
 
-NvmlGpu gpu(int index, const std::string& name, int cc_major, int cc_minor) {
-  NvmlGpu g;
-  g.index = index;
-  g.name = name;
-  g.cc_major = cc_major;
-  g.cc_minor = cc_minor;
-  return g;
-}
+constexpr auto& gpu = gpu_fixture::nvml_gpu;
 
 RankFacts node_facts(const std::string& driver = "535.104.05", int cuda_api = 12020,
                      std::vector<NvmlGpu> gpus = {gpu(0, "NVIDIA H100 80GB HBM3", 9, 0)}) {
@@ -55,7 +41,7 @@ Options image_options(const std::string& driver = "535.104.05") {
 
 TEST(CudaRuntimeCheck, RuntimeAtOrBelowTheDriversCudaPasses) {
   RankFacts f = node_facts();
-  f.gpu.runtime.runtimes = {runtime("12.1", "torch", "torch 2.5.1+cu121"), runtime("12.2.140", "toolkit", "", "/usr/local/cuda/version.json")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.1", "torch", "torch 2.5.1+cu121"), cuda_runtime("12.2.140", "toolkit", "", "/usr/local/cuda/version.json")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_TRUE(has(v.summary, "12.1")) << v.summary;
@@ -65,7 +51,7 @@ TEST(CudaRuntimeCheck, RuntimeAtOrBelowTheDriversCudaPasses) {
 
 TEST(CudaRuntimeCheck, Cuda124OnDriver535WarnsMinorVersionCompatibility) {
   RankFacts f = node_facts();
-  f.gpu.runtime.runtimes = {runtime("12.4", "torch", "torch 2.5.1+cu124")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.4", "torch", "torch 2.5.1+cu124")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_TRUE(has(v.summary, "CUDA 12.4")) << v.summary;
@@ -80,7 +66,7 @@ TEST(CudaRuntimeCheck, Cuda124OnDriver535WarnsMinorVersionCompatibility) {
 
 TEST(CudaRuntimeCheck, Cuda130OnDriver535FailsNamingBothFixes) {
   RankFacts f = node_facts();
-  f.gpu.runtime.runtimes = {runtime("13.0", "torch", "torch 2.9.0+cu130")};
+  f.gpu.runtime.runtimes = {cuda_runtime("13.0", "torch", "torch 2.9.0+cu130")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(has(v.summary, "CUDA 13.0")) << v.summary;
@@ -94,13 +80,13 @@ TEST(CudaRuntimeCheck, Cuda130OnDriver535FailsNamingBothFixes) {
 
 TEST(CudaRuntimeCheck, ImageProfileJudgesAgainstTargetDriverWithoutDriverFacts) {
   RankFacts f;  // no driver facts at all
-  f.gpu.runtime.runtimes = {runtime("12.4", "torch", "torch 2.5.1+cu124")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.4", "torch", "torch 2.5.1+cu124")};
   Verdict v = judge(f, image_options(), Profile::Image);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_TRUE(has(v.summary, "12.4") && has(v.summary, "12.2")) << v.summary;
   EXPECT_TRUE(has(v.summary, "target driver 535.104.05")) << v.summary;
 
-  f.gpu.runtime.runtimes = {runtime("13.0", "torch", "torch 2.9.0+cu130")};
+  f.gpu.runtime.runtimes = {cuda_runtime("13.0", "torch", "torch 2.9.0+cu130")};
   v = judge(f, image_options(), Profile::Image);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(has(v.summary, "580.65.06")) << v.summary;
@@ -108,13 +94,13 @@ TEST(CudaRuntimeCheck, ImageProfileJudgesAgainstTargetDriverWithoutDriverFacts) 
   EXPECT_TRUE(has(v.remedy, "CUDA ≤ 12.2")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "CUDA 12.x build")) << v.remedy;
 
-  f.gpu.runtime.runtimes = {runtime("12.1", "torch", "torch 2.5.1+cu121")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.1", "torch", "torch 2.5.1+cu121")};
   EXPECT_EQ(judge(f, image_options(), Profile::Image).status, Status::Pass);
 }
 
 TEST(CudaRuntimeCheck, ImageProfileWithoutOrWithBadTargetDriverIsUnknown) {
   RankFacts f;
-  f.gpu.runtime.runtimes = {runtime("12.4")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.4")};
   Verdict v = judge(f, image_options(""), Profile::Image);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "--target-driver")) << v.summary;
@@ -126,7 +112,7 @@ TEST(CudaRuntimeCheck, ImageProfileWithoutOrWithBadTargetDriverIsUnknown) {
 
 TEST(CudaRuntimeCheck, NoDriverInNodeProfileIsUnknownNeverPass) {
   RankFacts f;  // nothing probed
-  f.gpu.runtime.runtimes = {runtime("12.1", "torch", "torch 2.5.1+cu121")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.1", "torch", "torch 2.5.1+cu121")};
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "driver.loaded")) << v.summary;
@@ -158,12 +144,12 @@ TEST(CudaRuntimeCheck, NoRuntimeFoundWithUnreadableFilesIsUnknown) {
 
 TEST(CudaRuntimeCheck, RuntimeVersionNotInMatrixOrNotAVersionIsUnknown) {
   RankFacts f = node_facts("580.95.05", 13000);
-  f.gpu.runtime.runtimes = {runtime("14.1", "wheel", "nvidia-cuda-runtime 14.1.2")};
+  f.gpu.runtime.runtimes = {cuda_runtime("14.1", "wheel", "nvidia-cuda-runtime 14.1.2")};
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "14.1") && has(v.summary, "not in the compatibility matrix")) << v.summary;
 
-  f.gpu.runtime.runtimes = {runtime("12.x", "container", "CUDA_VERSION", "")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.x", "container", "CUDA_VERSION", "")};
   v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "'12.x'")) << v.summary;
@@ -171,7 +157,7 @@ TEST(CudaRuntimeCheck, RuntimeVersionNotInMatrixOrNotAVersionIsUnknown) {
 
 TEST(CudaRuntimeCheck, SameMajorBelowTheFamilyMinimumFails) {
   RankFacts f = node_facts("450.51.06", 11000);
-  f.gpu.runtime.runtimes = {runtime("11.2", "toolkit", "", "/usr/local/cuda/version.json")};
+  f.gpu.runtime.runtimes = {cuda_runtime("11.2", "toolkit", "", "/usr/local/cuda/version.json")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(has(v.summary, "450.51.06")) << v.summary;
@@ -181,7 +167,7 @@ TEST(CudaRuntimeCheck, UnreadableDriverVersionWhereMinorCompatDecidesIsUnknown) 
   RankFacts f = node_facts();
   f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::ApiError, "NVML_ERROR_UNKNOWN");
   f.gpu.driver.kernel_module_version = Probed<std::string>::error(ProbeErrc::NotFound, "/proc/driver/nvidia/version");
-  f.gpu.runtime.runtimes = {runtime("12.4")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.4")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "525.60.13")) << v.summary;
@@ -189,7 +175,7 @@ TEST(CudaRuntimeCheck, UnreadableDriverVersionWhereMinorCompatDecidesIsUnknown) 
 
 TEST(CudaRuntimeCheck, MinorCompatWithoutSassForTheGpuFails) {
   RankFacts f = node_facts();
-  f.gpu.runtime.runtimes = {runtime("12.4", "torch", "torch 2.5.1+cu124")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.4", "torch", "torch 2.5.1+cu124")};
   FrameworkBuild fw;
   fw.name = "torch";
   fw.version = "2.5.1+cu124";
@@ -208,7 +194,7 @@ TEST(CudaRuntimeCheck, MinorCompatWithoutSassForTheGpuFails) {
 TEST(CudaRuntimeCheck, ForwardCompatOnDatacenterGpuPasses) {
   RankFacts f = node_facts("535.104.05", 12040);
   f.gpu.driver.loaded_libraries = {"/usr/local/cuda-12.4/compat/libcuda.so.550.54.14"};
-  f.gpu.runtime.runtimes = {runtime("12.4", "torch", "torch 2.5.1+cu124")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.4", "torch", "torch 2.5.1+cu124")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_TRUE(has(v.summary, "forward compatibility")) << v.summary;
@@ -219,7 +205,7 @@ TEST(CudaRuntimeCheck, ForwardCompatOnDatacenterGpuPasses) {
 TEST(CudaRuntimeCheck, ForwardCompatOnGeForceDoesNotApply) {
   RankFacts f = node_facts("535.104.05", 12040, {gpu(0, "NVIDIA GeForce RTX 4090", 8, 9)});
   f.gpu.driver.loaded_libraries = {"/usr/local/cuda-12.4/compat/libcuda.so.550.54.14"};
-  f.gpu.runtime.runtimes = {runtime("12.4", "torch", "torch 2.5.1+cu124")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.4", "torch", "torch 2.5.1+cu124")};
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;  // minor-version compatibility, not forward
   EXPECT_TRUE(has(v.summary, "804")) << v.summary;
@@ -233,7 +219,7 @@ TEST(CudaRuntimeCheck, ForwardCompatOnGeForceDoesNotApply) {
 TEST(CudaRuntimeCheck, ForwardCompatOnUnsupportedKernelBranchWarns) {
   RankFacts f = node_facts("545.23.08", 12040);
   f.gpu.driver.loaded_libraries = {"/usr/local/cuda-12.4/compat/libcuda.so.550.54.14"};
-  f.gpu.runtime.runtimes = {runtime("12.4")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.4")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_TRUE(has(v.summary, "R545")) << v.summary;
@@ -241,7 +227,7 @@ TEST(CudaRuntimeCheck, ForwardCompatOnUnsupportedKernelBranchWarns) {
 
 TEST(CudaRuntimeCheck, NvidiaRequireCudaIsEvaluated) {
   RankFacts f = node_facts();
-  f.gpu.runtime.runtimes = {runtime("12.1")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.1")};
   f.gpu.runtime.nvidia_require_cuda = "cuda>=12.4";
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;

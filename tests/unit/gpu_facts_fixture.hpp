@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Hand-built GPU facts for the tests of driver.loaded, cuda.smoke, gpu.count and gpu.busy: a
-// healthy node with N GPUs, and a node with no driver at all.
+// Hand-built GPU facts for the tests of the GPU checks: a healthy node with N GPUs, a node with no
+// driver at all, and the single GPUs and CUDA runtimes the compatibility checks read.
 #pragma once
 
 #include <cstdio>
@@ -27,6 +27,28 @@ inline std::string cuda_bus(int i) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "0000:%02X:00.0", 0x18 + i);
   return buf;
+}
+
+/// A GPU as NVML lists it, with only what the compatibility checks read.
+inline NvmlGpu nvml_gpu(int index, const std::string& name, int cc_major, int cc_minor) {
+  NvmlGpu g;
+  g.index = index;
+  g.name = name;
+  g.cc_major = cc_major;
+  g.cc_minor = cc_minor;
+  return g;
+}
+
+/// A CUDA runtime the job will load, as the runtime discovery reports it.
+inline CudaRuntime cuda_runtime(const std::string& version, const std::string& kind = "torch",
+                                const std::string& detail = "",
+                                const std::string& path = "/venv/lib/python3.11/site-packages/torch/version.py") {
+  CudaRuntime r;
+  r.version = version;
+  r.kind = kind;
+  r.detail = detail;
+  r.path = path;
+  return r;
 }
 
 /// A healthy node: driver 550.54.15 (CUDA 12.4), n H100s visible to NVML and CUDA, nothing running.
