@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "core/facts.hpp"
+#include "core/job.hpp"
 #include "core/options.hpp"
 #include "core/verdict.hpp"
 
@@ -18,11 +19,16 @@ const char* to_string(Scope s);
 
 class CompatMatrix;
 
+/// What a check judges. Rank- and node-scope checks read `facts` (the rank being judged). Job-scope
+/// checks run once, on rank 0 (or in `preflight merge`), and read `job`: every rank's facts and how
+/// the collective phases went; `facts` is then rank 0's (the first delivered rank's in a merge).
+/// `job` is nullptr where nothing was gathered (a single process without a launcher or MPI).
 struct CheckContext {
   const RankFacts& facts;
   const Options& options;
   Profile profile;
   const CompatMatrix* matrix = nullptr;  // --matrix DIR; nullptr: the built-in copy
+  const JobFacts* job = nullptr;
 };
 
 /// The compatibility matrix a check judges against: --matrix DIR's, else the built-in one.

@@ -27,13 +27,22 @@ extern const CheckSpec kNetMaster;
 extern const CheckSpec kTopoP2p;
 extern const CheckSpec kTopoPcieAcs;
 extern const CheckSpec kTopoNumaAffinity;
+extern const CheckSpec kLaunchRanks;
+extern const CheckSpec kLaunchGpuBinding;
+extern const CheckSpec kClusterConsistency;
+extern const CheckSpec kClusterShmNamespace;
+extern const CheckSpec kNetReachability;
+extern const CheckSpec kCommBarrier;
+extern const CheckSpec kCommAllreduce;
 
 namespace {
 // Report order: launcher first (a wrong launch explains everything after it), then the GPU stack
 // (driver before what needs it), then the host, then the environment the libraries will read, then
 // the network and the machine's shape.
-constexpr std::array<const CheckSpec*, 19> kChecks = {
+constexpr std::array<const CheckSpec*, 26> kChecks = {
     &kLaunchEnv,
+    &kLaunchRanks,
+    &kLaunchGpuBinding,
     &kDriverLoaded,
     &kCudaRuntime,
     &kCudaArch,
@@ -49,9 +58,14 @@ constexpr std::array<const CheckSpec*, 19> kChecks = {
     &kNetIb,
     &kNetGpuNicAffinity,
     &kNetMaster,
+    &kNetReachability,
     &kTopoP2p,
     &kTopoPcieAcs,
     &kTopoNumaAffinity,
+    &kClusterConsistency,
+    &kClusterShmNamespace,
+    &kCommBarrier,
+    &kCommAllreduce,
 };
 }  // namespace
 

@@ -5,3 +5,4 @@ find_package(Boost 1.74 REQUIRED COMPONENTS program_options)  # libboost-program
 find_package(LibXml2 REQUIRED)                     # libxml2-dev: JUnit output
 find_package(PkgConfig REQUIRED)                   # pkg-config
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)  # libhwloc-dev: the topology probe
+find_package(MPI REQUIRED COMPONENTS C)             # libopenmpi-dev: the distributed run (dist/mpi_transport.cpp)

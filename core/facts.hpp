@@ -28,6 +28,19 @@ struct Identity {
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Identity, hostname, boot_id, kernel, pid)
 
+/// MPI's own view of this process (MPI_COMM_WORLD and the shared-memory split): the launcher's
+/// truth that launch.env compares the environment variables with.
+struct MpiView {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;   // rank in MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)
+  int local_size = 1;
+  int nodes = 1;        // distinct shared-memory domains (hosts) in the world
+  bool singleton = false;  // MPI initialised without a launcher
+  std::string library;     // MPI_Get_library_version, first line: "Open MPI v4.1.4, ..."
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MpiView, rank, size, local_rank, local_size, nodes, singleton, library)
+
 /// Where this rank sits in the job, as far as this rank can tell (launcher variables and options;
 /// MPI's own view replaces it when the job runs under MPI).
 struct Placement {
@@ -39,9 +52,10 @@ struct Placement {
   std::optional<int> node_rank;  // this node's index, where the launcher says (SLURM_NODEID, GROUP_RANK)
   std::string launcher = "none";  // "openmpi", "slurm", "pmix", "hydra", "torchrun", "none"
   std::string source;            // where local_ranks came from: "--ranks-per-node", "OMPI_COMM_WORLD_LOCAL_SIZE", ...
+  std::optional<MpiView> mpi;    // set when the run initialised MPI: rank/world_size/local_* above are MPI's then
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Placement, rank, world_size, local_rank, local_ranks, nodes, node_rank, launcher,
-                                                source)
+                                                source, mpi)
 
 struct RankFacts {
   Identity identity;

@@ -8,12 +8,9 @@
 #include <thread>
 
 #include "checks/check.hpp"
+#include "launcher/job_report.hpp"
 #include "core/text.hpp"
 #include "probes/probe.hpp"
-
-#ifndef PREFLIGHT_VERSION
-#define PREFLIGHT_VERSION "0.0.0"
-#endif
 
 namespace preflight {
 namespace {
@@ -90,30 +87,12 @@ bool selected(const Options& options, std::string_view id) {
 }
 
 Report build_report(const Options& options, ProbeRun probes, double duration_ms, const CompatMatrix* matrix) {
-  Report report;
-  report.version = PREFLIGHT_VERSION;
-  report.profile = effective_profile(options, probes.facts);
-  report.world_size = probes.facts.placement.world_size;
-  report.nodes = probes.facts.placement.nodes.value_or(1);
-  report.launcher = probes.facts.placement.launcher.empty() ? "none" : probes.facts.placement.launcher;
+  const Profile profile = effective_profile(options, probes.facts);
+  std::vector<CheckResult> mine = judge_rank(options, profile, probes.facts, true, matrix);
+  Report report = assemble_report(options, profile, single_rank_job(probes.facts), std::move(mine), matrix);
   report.deadline_expired = probes.expired;
   if (probes.expired) report.incidents.push_back(probes.incident);
-
-  const CheckContext ctx{probes.facts, options, report.profile, matrix};
-  for (const CheckSpec* spec : all_checks()) {
-    if (!selected(options, spec->id)) continue;
-    CheckResult r;
-    r.id = std::string(spec->id);
-    r.area = std::string(spec->area());
-    r.title = std::string(spec->title);
-    r.scope = spec->scope;
-    r.verdict = run_check(*spec, ctx);
-    r.hosts = {probes.facts.identity.hostname};
-    r.ranks = {probes.facts.placement.rank};
-    report.results.push_back(std::move(r));
-  }
   report.duration_ms = duration_ms;
-  report.ranks.push_back(std::move(probes.facts));
   return report;
 }
 

@@ -14,6 +14,8 @@
 
 namespace preflight {
 
+/// One check's verdict for the ranks (and hosts) it applies to. Per rank before grouping; after
+/// grouping, one result per distinct verdict of a check.
 struct CheckResult {
   std::string id;
   std::string area;
@@ -23,6 +25,18 @@ struct CheckResult {
   std::vector<std::string> hosts;
   std::vector<int> ranks;
 };
+
+/// The JSON report's form of a check item: {"id","title","status","summary","remedy","scope",
+/// "hosts","ranks","evidence"}. from_json throws nlohmann::json::exception (or std::invalid_argument
+/// for an unknown status or scope) on malformed input.
+void to_json(nlohmann::json& j, const CheckResult& r);
+void from_json(const nlohmann::json& j, CheckResult& r);
+
+/// Identical verdicts of one check from many ranks become one result: the key is (id, status,
+/// summary, remedy); ranks and hosts are merged (sorted, unique) and the first rank's evidence is
+/// kept. Results come out in check-registry order, the worst group of a check first. With
+/// `per_rank` (-v) nothing is merged: one result per rank, in rank order.
+std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool per_rank = false);
 
 struct Report {
   std::string version;

@@ -68,12 +68,25 @@ struct MasterFacts {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MasterFacts, addr, port, resolved, addr_is_local, hostname_resolves_to,
                                                 port_listening, bind_test, ephemeral_range, reserved_ports)
 
+/// The reachability test of a job: this rank opened a TCP connection (bounded in time) to rank 0's
+/// NCCL bootstrap address, from the interface NCCL would use here.
+struct ReachResult {
+  bool attempted = false;    // false: no target was offered (the reason is in the job facts)
+  bool ok = false;
+  std::string target;        // "192.0.2.2:41234" ("[fd00::2]:41234" for IPv6)
+  std::string source;        // this rank's local address of the connection, when it connected
+  std::string error;         // "connect: Connection refused", "no answer within 2.0 s", ...
+  double ms = 0;             // time to connect (or to give up)
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReachResult, attempted, ok, target, source, error, ms)
+
 struct NetFacts {
   Probed<std::vector<NetInterface>> interfaces;
   Probed<std::vector<IbDevice>> ib_devices;  // NotFound: no /sys/class/infiniband
   MasterFacts master;
   Probed<bool> gpudirect_rdma;  // nvidia_peermem / nv_mem loaded
+  std::optional<ReachResult> reach;  // job runs: the connection test to rank 0 (nullopt: not run)
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetFacts, interfaces, ib_devices, master, gpudirect_rdma)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetFacts, interfaces, ib_devices, master, gpudirect_rdma, reach)
 
 }  // namespace preflight

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+#include "core/job.hpp"
+
+#include <array>
+#include <cstdio>
+
+namespace preflight {
+namespace {
+constexpr std::array<const char*, kPhaseCount> kPhaseNames = {"init", "probe", "reach", "gather", "barrier", "allreduce",
+                                                               "report"};
+}  // namespace
+
+const char* to_string(Phase p) {
+  const auto i = static_cast<std::size_t>(p);
+  return i < kPhaseNames.size() ? kPhaseNames[i] : "unknown";
+}
+
+std::optional<Phase> phase_from_string(std::string_view text) {
+  for (std::size_t i = 0; i < kPhaseNames.size(); ++i) {
+    if (text == kPhaseNames[i]) return static_cast<Phase>(i);
+  }
+  return std::nullopt;
+}
+
+const RankFacts* JobFacts::facts_of(int rank) const {
+  for (const RankFacts& f : ranks) {
+    if (f.placement.rank == rank) return &f;
+  }
+  return nullptr;
+}
+
+std::vector<int> JobFacts::undelivered() const {
+  std::vector<int> out;
+  for (const RankStatus& s : status) {
+    if (!s.delivered) out.push_back(s.rank);
+  }
+  return out;
+}
+
+std::string JobFacts::describe_rank(int rank) const {
+  for (const RankStatus& s : status) {
+    if (s.rank != rank) continue;
+    if (!s.heard) return "rank " + std::to_string(rank) + " (never heard from)";
+    std::string out = "rank " + std::to_string(rank) + " (" + (s.host.empty() ? std::string("?") : s.host) + ", pid " +
+                      std::to_string(s.pid) + ", last phase " + to_string(s.last_phase);
+    if (s.silent_s >= 1.5) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, ", silent %.1f s", s.silent_s);
+      out += buf;
+    }
+    return out + ")";
+  }
+  return "rank " + std::to_string(rank);
+}
+
+}  // namespace preflight

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+// The job as rank 0 sees it after the gather (or as `preflight merge` rebuilds it from files): every
+// rank's facts, what each rank last said it reached, and how the collective phases went. The
+// job-scope checks (launch.ranks, launch.gpu_binding, cluster.*, net.reachability, comm.*) are pure
+// functions over it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/facts.hpp"
+#include "core/json_util.hpp"
+
+namespace preflight {
+
+/// The phases of a run, in order. Every rank tells rank 0 when it reaches one, before the risky
+/// work of that phase starts, so a rank that never arrives is named with the last phase it reached.
+enum class Phase { Init, Probe, Reach, Gather, Barrier, Allreduce, Report };
+inline constexpr int kPhaseCount = 7;
+const char* to_string(Phase p);  // "init", "probe", "reach", "gather", "barrier", "allreduce", "report"
+std::optional<Phase> phase_from_string(std::string_view text);
+
+/// What rank 0 knows about one rank of the world.
+struct RankStatus {
+  int rank = 0;
+  std::string host;             // "" until the rank was heard from
+  int pid = 0;
+  Phase last_phase = Phase::Init;
+  bool heard = false;           // at least one phase notice arrived
+  double silent_s = 0;          // seconds since its last notice when the report was made (ranks waiting
+                                // in a phase send a heartbeat notice every half second: a silent rank is stuck)
+  bool delivered = false;       // its payload arrived and decoded
+  std::string payload_error;    // malformed, oversized or mismatched payload: what was wrong
+};
+
+/// One collective phase (barrier or all_reduce) as rank 0 saw it.
+struct CommResult {
+  bool attempted = false;       // false: not run; `note` says why (a rank missing before it, no MPI, ...)
+  bool completed = false;       // every rank finished it before the deadline
+  bool expired = false;         // the deadline passed first
+  std::string transport;        // "mpi", "nccl"
+  std::string note;             // why not attempted, or what went wrong ("ncclCommInitRank: ...")
+  double seconds = 0;           // wall time of the phase on rank 0
+  double deadline_s = 0;        // the phase's own budget
+  std::vector<int> missing;     // ranks that did not arrive before the deadline
+  std::vector<int> wrong;       // all_reduce: ranks whose result differed from the exact expectation
+  std::vector<std::string> errors;  // per-rank errors, "rank 3 (gpu-b): ncclSystemError ..."
+  // all_reduce only
+  std::uint64_t bytes = 0;      // message size per rank
+  int ranks = 0;                // participants
+  int repeats = 0;              // timed iterations (best kept)
+  double algbw_gbps = 0;        // bytes / time, GB/s (1e9)
+  double busbw_gbps = 0;        // algbw * 2(n-1)/n
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CommResult, attempted, completed, expired, transport, note, seconds,
+                                                deadline_s, missing, wrong, errors, bytes, ranks, repeats, algbw_gbps,
+                                                busbw_gbps)
+
+/// Rank 0's NCCL bootstrap address, as NCCL would pick it, with a port rank 0 listened on for the
+/// reachability test.
+struct ReachTarget {
+  std::string interface;  // "eth0"
+  std::string address;    // "192.0.2.2" (IPv6 without brackets)
+  int port = 0;
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReachTarget, interface, address, port)
+
+struct JobFacts {
+  std::string source = "none";   // "mpi" (gathered live), "merge" (files), "none" (one process, no gather)
+  int world_size = 1;            // the transport's size (MPI_COMM_WORLD), or the ranks merged
+  std::vector<RankFacts> ranks;  // the facts of every rank that delivered, ordered by rank
+  std::vector<RankStatus> status;  // one per rank 0..world_size-1
+  std::optional<ReachTarget> reach_target;  // nullopt: rank 0 had no address to offer (reason in reach_note)
+  std::string reach_note;
+  CommResult barrier;
+  CommResult allreduce;
+  std::vector<std::string> files;  // merge: the files read, in rank order
+
+  /// The facts of `rank`, or nullptr when it did not deliver.
+  const RankFacts* facts_of(int rank) const;
+  /// Ranks that did not deliver their facts.
+  std::vector<int> undelivered() const;
+  /// "rank 3 (gpu-b, pid 4242, last phase probe, silent 6.2 s)" for messages, from the status table.
+  std::string describe_rank(int rank) const;
+};
+
+}  // namespace preflight

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// Hand-built jobs for the tests of the job-scope checks: N ranks spread over hosts, each rank's
+// facts a healthy GPU node's (gpu_facts_fixture.hpp), every rank delivered and at the report phase.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "checks/check.hpp"
+#include "gpu_facts_fixture.hpp"
+
+namespace preflight::job_fixture {
+
+/// `ranks_per_host` ranks on each of `hosts` hosts ("gpu-a", "gpu-b", ...), ranks in host order,
+/// each host with its own boot id and /dev/shm device, MPI's view in placement.mpi.
+inline JobFacts job(int hosts, int ranks_per_host, int gpus_per_host = 8) {
+  JobFacts j;
+  j.source = "mpi";
+  j.world_size = hosts * ranks_per_host;
+  for (int h = 0; h < hosts; ++h) {
+    for (int l = 0; l < ranks_per_host; ++l) {
+      RankFacts f = gpu_fixture::healthy(gpus_per_host);
+      const int rank = h * ranks_per_host + l;
+      f.identity.hostname = std::string("gpu-") + static_cast<char>('a' + h);
+      f.identity.boot_id = "boot-" + std::to_string(h);
+      f.identity.kernel = "6.1.0-28-amd64";
+      f.identity.pid = 1000 + rank;
+      f.placement.rank = rank;
+      f.placement.world_size = j.world_size;
+      f.placement.local_rank = l;
+      f.placement.local_ranks = ranks_per_host;
+      f.placement.nodes = hosts;
+      f.placement.launcher = "openmpi";
+      f.placement.mpi = MpiView{rank, j.world_size, l, ranks_per_host, hosts, false, "Open MPI v4.1.4"};
+      FsUsage shm;
+      shm.is_tmpfs = true;
+      shm.total_bytes = 64ull << 30;
+      shm.free_bytes = shm.total_bytes;
+      shm.st_dev = 0x1a + static_cast<std::uint64_t>(h);
+      f.shm.usage = Probed<FsUsage>::ok(shm, "statfs /dev/shm");
+      RankStatus s;
+      s.rank = rank;
+      s.host = f.identity.hostname;
+      s.pid = f.identity.pid;
+      s.last_phase = Phase::Report;
+      s.heard = true;
+      s.delivered = true;
+      j.status.push_back(s);
+      j.ranks.push_back(std::move(f));
+    }
+  }
+  j.barrier.attempted = j.barrier.completed = true;
+  j.barrier.transport = "mpi";
+  j.allreduce.attempted = j.allreduce.completed = true;
+  j.allreduce.transport = "mpi";
+  j.allreduce.ranks = j.world_size;
+  return j;
+}
+
+/// Judges a job-scope check over `j` as rank 0 does.
+inline Verdict judge_job(const CheckSpec& spec, const JobFacts& j, const Options& o = {}, Profile p = Profile::Job) {
+  static const RankFacts kNone;
+  const CheckContext ctx{j.ranks.empty() ? kNone : j.ranks.front(), o, p, nullptr, &j};
+  return run_check(spec, ctx);
+}
+
+/// Rank `rank` never delivered: stuck in `phase`.
+inline void lose(JobFacts& j, int rank, Phase phase) {
+  for (RankStatus& s : j.status) {
+    if (s.rank == rank) {
+      s.delivered = false;
+      s.last_phase = phase;
+    }
+  }
+  std::erase_if(j.ranks, [rank](const RankFacts& f) { return f.placement.rank == rank; });
+}
+
+}  // namespace preflight::job_fixture
