@@ -52,6 +52,7 @@ struct Options {
   std::string topology_xml;
   std::string matrix_dir;
   std::string json_per_rank_dir;
+  std::string mpi = "auto";  // auto: MPI when a launcher started the process; on: also as a singleton; off: never
   std::string config_file;
 };
 

@@ -9,7 +9,7 @@ constexpr char kMagic[4] = {'P', 'F', 'L', 'T'};
 }  // namespace
 
 std::string encode_payload(const RankPayload& payload) {
-  nlohmann::json doc = {{"v", kPayloadVersion}, {"rank", payload.rank}, {"facts", payload.facts}, {"results", payload.results}};
+  nlohmann::json doc = {{"v", kPayloadVersion}, {"rank", payload.rank}, {"facts", payload.facts}, {"results", payload.results}, {"incidents", payload.incidents}};
   const std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(doc);
   std::string out(kMagic, sizeof kMagic);
   out.push_back(static_cast<char>(kPayloadVersion));
@@ -48,6 +48,7 @@ DecodedPayload decode_payload(std::string_view bytes, int from_rank, std::size_t
     if (p.rank != from_rank) return fail("claims to come from rank " + std::to_string(p.rank));
     p.facts = doc.at("facts").get<RankFacts>();
     p.results = doc.at("results").get<std::vector<CheckResult>>();
+    p.incidents = doc.at("incidents").get<std::vector<std::string>>();
     for (const CheckResult& r : p.results) {
       if (find_check(r.id) == nullptr) return fail("has a result for an unknown check '" + r.id.substr(0, 60) + "'");
     }

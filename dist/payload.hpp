@@ -21,6 +21,7 @@ struct RankPayload {
   int rank = 0;
   RankFacts facts;
   std::vector<CheckResult> results;  // this rank's rank- and node-scope verdicts
+  std::vector<std::string> incidents;  // deadlines that expired on this rank ("probe 'topology' did not finish ...")
 };
 
 /// Encoding: the magic "PFLT", a format version byte, a 32-bit little-endian length, then the

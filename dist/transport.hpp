@@ -63,6 +63,12 @@ class Transport {
   virtual void finalize() = 0;
 };
 
+/// Rank 0 of a job: SIGCONT, SIGTERM or SIGINT (the launcher ending the job because one of its
+/// processes died, or Ctrl-C) makes every wait return at once, so the report naming the missing ranks still
+/// prints before the launcher's SIGKILL.
+void install_termination_handler();
+bool termination_requested();
+
 /// The stand-in for a single process: rank 0 of 1; every collective completes at once.
 std::unique_ptr<Transport> make_local_transport();
 

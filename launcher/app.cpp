@@ -13,6 +13,7 @@
 #include "checks/check.hpp"
 #include "core/text.hpp"
 #include "launcher/cli.hpp"
+#include "launcher/job_run.hpp"
 #include "launcher/run.hpp"
 #include "matrix/compat_matrix.hpp"
 
@@ -92,17 +93,8 @@ std::optional<CompatMatrix> load_matrix(const Options& options) {
   }
 }
 
-int run_command(const Options& options, std::chrono::steady_clock::time_point start) {
-  validate_paths(options);
-  const std::optional<CompatMatrix> matrix = load_matrix(options);
-  const EnvSnapshot env = EnvSnapshot::capture(environ);
-  const auto deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                    std::chrono::duration<double>(options.timeout_s));
-  ProbeRun probes = run_probes(options, env, deadline);
-  const bool expired = probes.expired;
-  Report report = build_report(options, std::move(probes), 0, matrix ? &*matrix : nullptr);
-  report.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-
+/// Rank 0's output: the files asked for, then the chosen format on stdout.
+void emit_report(const Report& report, const Options& options, const EnvSnapshot& env) {
   if (!options.json_file.empty()) write_file(options.json_file, render_json(report, options));
   if (!options.junit_file.empty()) write_file(options.junit_file, render_junit(report, options));
   if (!options.prom_file.empty()) write_file(options.prom_file, render_prometheus(report, options));
@@ -113,13 +105,14 @@ int run_command(const Options& options, std::chrono::steady_clock::time_point st
     case Format::Prometheus: std::cout << render_prometheus(report, options); break;
   }
   std::cout.flush();
-  const int code = exit_code(report, options.strict);
-  if (expired) {
-    // A probe thread is still stuck somewhere; do not wait for it at exit.
-    std::fflush(nullptr);
-    ::_exit(code);
-  }
-  return code;
+}
+
+int run_command(const Options& options, std::chrono::steady_clock::time_point start) {
+  validate_paths(options);
+  const std::optional<CompatMatrix> matrix = load_matrix(options);
+  const EnvSnapshot env = EnvSnapshot::capture(environ);
+  return run_job(options, start, env, matrix ? &*matrix : nullptr,
+                 [&](const Report& report) { emit_report(report, options, env); });
 }
 
 }  // namespace
@@ -139,6 +132,8 @@ int app_main(int argc, char** argv) {
         return list_checks();
       case Command::Explain:
         return explain_check(cli.args.front());
+      case Command::Merge:
+        return merge_command(cli.options, cli.args);
       case Command::Run:
         return run_command(cli.options, start);
     }

@@ -104,6 +104,14 @@ Report assemble_report(const Options& options, Profile profile, const JobFacts& 
   }
   report.results = group_results(std::move(per_rank), options.verbose && job.world_size > 1);
   report.ranks = job.ranks;
+  report.source = job.source;
+  for (const RankStatus& s : job.status) {
+    if (!s.delivered) report.missing.push_back(s);
+  }
+  report.reach_target = job.reach_target;
+  report.reach_note = job.reach_note;
+  report.barrier = job.barrier;
+  report.allreduce = job.allreduce;
   return report;
 }
 

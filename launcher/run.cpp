@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "launcher/run.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
 #include <memory>
@@ -27,8 +28,10 @@ struct ProbeState {
 
 }  // namespace
 
-ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline) {
+ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline,
+                    RankFacts seed, const std::function<bool()>& interrupted) {
   auto state = std::make_shared<ProbeState>();
+  state->published = std::move(seed);
   state->published.env = env;
   std::thread worker([state, options, env, deadline] {
     const FileSystem fs(options.sysroot);
@@ -59,15 +62,27 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono:
 
   ProbeRun out;
   std::unique_lock lock(state->mutex);
-  const bool finished = state->done_cv.wait_until(lock, deadline, [&] { return state->done; });
+  bool finished = false;
+  bool stopped = false;
+  for (;;) {
+    const auto slice = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(100));
+    finished = state->done_cv.wait_until(lock, slice, [&] { return state->done; });
+    if (finished || std::chrono::steady_clock::now() >= deadline) break;
+    if (interrupted && interrupted()) {
+      stopped = true;
+      break;
+    }
+  }
   out.facts = state->published;
   if (finished) {
     lock.unlock();
     worker.join();
   } else {
     out.expired = true;
-    out.incident = "probe '" + state->current + "' did not finish within the run's deadline (--timeout " +
-                   std::to_string(static_cast<int>(options.timeout_s)) + " s); facts it would have gathered are UNKNOWN";
+    out.incident = stopped ? "probe '" + state->current + "' was interrupted: the launcher ended the job"
+                           : "probe '" + state->current + "' did not finish within the run's deadline (--timeout " +
+                                 std::to_string(static_cast<int>(options.timeout_s)) +
+                                 " s); facts it would have gathered are UNKNOWN";
     lock.unlock();
     worker.detach();
   }

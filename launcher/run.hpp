@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 
 #include "core/env.hpp"
 #include "core/options.hpp"
@@ -18,7 +19,10 @@ struct ProbeRun {
   bool expired = false;
   std::string incident;
 };
-ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline);
+/// `seed`: facts known before the probes (MPI's view of this process in placement.mpi).
+/// `interrupted`: polled while waiting; true ends the wait early, as an expired deadline does.
+ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline,
+                    RankFacts seed = {}, const std::function<bool()>& interrupted = {});
 
 /// The profile in effect: --profile, else job when the launcher says world size > 1, else node.
 Profile effective_profile(const Options& options, const RankFacts& facts);

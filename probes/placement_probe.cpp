@@ -5,7 +5,19 @@
 namespace preflight {
 
 void probe_placement(const ProbeContext& ctx, RankFacts& facts) {
+  const std::optional<MpiView> mpi = facts.placement.mpi;  // set before the probes when MPI runs
   facts.placement = placement_from(detect_launchers(ctx.env), ctx.options);
+  if (!mpi) return;
+  // MPI's view is the truth of where this process sits; the variables stay in the environment
+  // facts for launch.env to compare with it.
+  facts.placement.mpi = mpi;
+  facts.placement.rank = mpi->rank;
+  facts.placement.world_size = mpi->size;
+  facts.placement.local_rank = mpi->local_rank;
+  facts.placement.local_ranks = mpi->local_size;
+  if (!ctx.options.expect_nodes) facts.placement.nodes = mpi->nodes;
+  facts.placement.source = "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)";
+  if (facts.placement.launcher == "none") facts.placement.launcher = mpi->singleton ? "mpi-singleton" : "mpi";
 }
 
 }  // namespace preflight

@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: MIT
+#include "launcher/job_run.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "core/text.hpp"
+#include "dist/payload.hpp"
+#include "dist/transport.hpp"
+#include "launcher/job_report.hpp"
+#include "launcher/run.hpp"
+
+namespace preflight {
+namespace {
+
+using std::chrono::duration;
+using std::chrono::duration_cast;
+
+Clock::duration seconds(double s) { return duration_cast<Clock::duration>(duration<double>(s)); }
+double since(TimePoint t) { return duration<double>(Clock::now() - t).count(); }
+
+/// Test faults, read from the environment of one rank: PREFLIGHT_TEST_STOP=RANK:PHASE stops that
+/// rank with SIGSTOP right after it announced PHASE (PREFLIGHT_TEST_KILL: SIGKILL); PREFLIGHT_TEST_BAD_PAYLOAD=RANK:KIND makes that
+/// rank send a broken payload (garbage, oversized, truncated, wrong-rank).
+struct Faults {
+  int stop_rank = -1;
+  Phase stop_phase = Phase::Init;
+  int kill_rank = -1;
+  Phase kill_phase = Phase::Init;
+  int bad_rank = -1;
+  std::string bad_kind;
+
+  static Faults from(const EnvSnapshot& env) {
+    Faults f;
+    const auto parse = [&env](const char* name, int& rank, std::string& what) {
+      const std::string v = env.get(name).value_or("");
+      const auto colon = v.find(':');
+      if (colon == std::string::npos) return;
+      const auto r = parse_int(std::string_view(v).substr(0, colon));
+      if (!r) return;
+      rank = static_cast<int>(*r);
+      what = v.substr(colon + 1);
+    };
+    std::string phase;
+    parse("PREFLIGHT_TEST_STOP", f.stop_rank, phase);
+    if (auto p = phase_from_string(phase)) {
+      f.stop_phase = *p;
+    } else {
+      f.stop_rank = -1;
+    }
+    parse("PREFLIGHT_TEST_BAD_PAYLOAD", f.bad_rank, f.bad_kind);
+    std::string kill_phase;
+    parse("PREFLIGHT_TEST_KILL", f.kill_rank, kill_phase);
+    if (auto p = phase_from_string(kill_phase)) {
+      f.kill_phase = *p;
+    } else {
+      f.kill_rank = -1;
+    }
+    return f;
+  }
+};
+
+/// One rank's all_reduce outcome, fixed-size for the gather to rank 0.
+struct VerifyRecord {
+  std::int32_t rank = 0;
+  std::int32_t ok = 0;
+  std::int32_t expired = 0;
+  std::int32_t repeats = 0;
+  std::int64_t first_wrong = -1;  // element index
+  std::int64_t expected = 0;
+  std::int64_t got = 0;
+  double seconds = 0;  // best timed iteration
+  char error[192] = {};
+};
+
+std::string to_bytes(const VerifyRecord& r) { return std::string(reinterpret_cast<const char*>(&r), sizeof r); }
+VerifyRecord from_bytes(const std::string& s) {
+  VerifyRecord r;
+  if (s.size() == sizeof r) std::memcpy(&r, s.data(), sizeof r);
+  r.error[sizeof r.error - 1] = '\0';
+  return r;
+}
+
+/// The exact integers of the self-check: element 0 counts the ranks, element 1 sums their numbers
+/// (a duplicate or missing rank changes it), the rest a pattern with a known sum.
+std::int64_t pattern(std::size_t i, int rank) {
+  if (i == 0) return 1;
+  if (i == 1) return rank;
+  return static_cast<std::int64_t>(rank + 1) * static_cast<std::int64_t>(i % 1021 + 1);
+}
+std::int64_t expected_sum(std::size_t i, int size) {
+  const std::int64_t n = size;
+  if (i == 0) return n;
+  if (i == 1) return n * (n - 1) / 2;
+  return static_cast<std::int64_t>(i % 1021 + 1) * n * (n + 1) / 2;
+}
+
+constexpr std::uint64_t kMpiAllreduceCap = 1u << 20;  // CPU all_reduce: a self-check, not a fabric test
+constexpr int kTimedIterations = 3;
+constexpr int kBusbwRounds = 3;  // a result below --min-busbw is measured again before it fails
+
+class JobRun {
+ public:
+  JobRun(const Options& options, TimePoint start, const EnvSnapshot& env, const CompatMatrix* matrix,
+         const std::function<void(const Report&)>& emit)
+      : m_options(options), m_start(start), m_env(env), m_matrix(matrix), m_emit(emit),
+        m_deadlines(PhaseDeadlines::from(start, options.timeout_s)), m_faults(Faults::from(env)) {}
+
+  int run() {
+    start_transport();
+    m_root = m_transport->rank() == 0;
+
+    enter(Phase::Probe);
+    RankFacts seed;
+    if (m_mpi) seed.placement.mpi = m_transport->view();
+    ProbeRun probes = run_probes(m_options, m_env, m_deadlines.probe, std::move(seed), [] { return termination_requested(); });
+    m_probe_expired = probes.expired;
+    if (probes.expired) m_incidents.push_back("rank " + std::to_string(m_transport->rank()) + ": " + probes.incident);
+    m_facts = std::move(probes.facts);
+    m_profile = effective_profile(m_options, m_facts);
+    const bool leader = !m_mpi || m_transport->view().local_rank == 0;
+    m_mine = judge_rank(m_options, m_profile, m_facts, leader, m_matrix);
+
+    enter(Phase::Reach);
+    enter(Phase::Gather);
+    gather();
+
+    enter(Phase::Barrier);
+    barrier();
+
+    enter(Phase::Allreduce);
+    allreduce();
+
+    enter(Phase::Report);
+    return report();
+  }
+
+ private:
+  void start_transport() {
+    std::string why;
+    const bool launched = mpi_launch_detected(m_env, why);
+    const bool want = m_options.mpi == "on" || (m_options.mpi == "auto" && launched);
+    if (want) {
+      std::string error;
+      m_transport = init_mpi_transport(m_deadlines.init, !launched, error);
+      if (m_transport) {
+        if (m_transport->rank() == 0) install_termination_handler();
+        m_mpi = true;
+        m_job.source = "mpi";
+        return;
+      }
+      m_incidents.push_back("MPI could not start (" + error + "): this rank ran alone");
+    }
+    m_transport = make_local_transport();
+    m_job.source = "none";
+  }
+
+  Clock::duration grace() const { return m_root ? Clock::duration::zero() : m_deadlines.grace; }
+
+  void enter(Phase phase) {
+    m_phase = phase;
+    m_transport->announce(phase);
+    if (m_faults.stop_rank == m_transport->rank() && m_faults.stop_phase == phase) ::raise(SIGSTOP);
+    if (m_faults.kill_rank == m_transport->rank() && m_faults.kill_phase == phase) ::raise(SIGKILL);
+  }
+
+  std::string payload_bytes() {
+    RankPayload p;
+    p.rank = m_transport->rank();
+    p.facts = m_facts;
+    p.results = m_mine;
+    p.incidents = m_incidents;
+    std::string bytes = encode_payload(p);
+    if (m_faults.bad_rank != p.rank) return bytes;
+    if (m_faults.bad_kind == "garbage") return std::string(4096, '\x5a');
+    if (m_faults.bad_kind == "oversized") return std::string(kMaxPayloadBytes + 1, '\0');
+    if (m_faults.bad_kind == "truncated") return bytes.substr(0, bytes.size() / 2);
+    if (m_faults.bad_kind == "wrong-rank") {
+      p.rank += 1;
+      return encode_payload(p);
+    }
+    return bytes;
+  }
+
+  void gather() {
+    if (!m_mpi) {
+      m_job = single_rank_job(m_facts);
+      m_results = m_mine;
+      return;
+    }
+    m_job.world_size = m_transport->size();
+    if (!m_root) {
+      if (!m_transport->send_payload(payload_bytes(), m_deadlines.gather + grace())) {
+        give_up("rank 0 did not take this rank's facts");
+      }
+      return;
+    }
+    m_job.status = m_transport->statuses();
+    m_job.status.front().delivered = true;
+    m_job.ranks.push_back(m_facts);
+    std::vector<CheckResult> results = m_mine;
+    m_transport->collect_payloads(m_deadlines.gather, kMaxPayloadBytes, [&](int rank, std::string bytes, std::size_t announced) {
+      RankStatus& status = m_job.status[static_cast<std::size_t>(rank)];
+      if (bytes.empty() && announced > 0) {
+        status.payload_error = "payload from rank " + std::to_string(rank) + " is " + std::to_string(announced) +
+                               " bytes, over the limit of " + std::to_string(kMaxPayloadBytes);
+        return;
+      }
+      DecodedPayload decoded = decode_payload(bytes, rank);
+      if (!decoded.payload) {
+        status.payload_error = decoded.error;
+        return;
+      }
+      status.delivered = true;
+      m_job.ranks.push_back(std::move(decoded.payload->facts));
+      for (CheckResult& r : decoded.payload->results) results.push_back(std::move(r));
+      for (std::string& i : decoded.payload->incidents) m_incidents.push_back(std::move(i));
+    });
+    std::sort(m_job.ranks.begin(), m_job.ranks.end(),
+              [](const RankFacts& a, const RankFacts& b) { return a.placement.rank < b.placement.rank; });
+    m_results = std::move(results);
+    refresh_status();
+    std::vector<int> lost;
+    for (const RankStatus& s : m_job.status) {
+      if (!s.delivered && s.payload_error.empty()) lost.push_back(s.rank);
+    }
+    if (!lost.empty()) {
+      std::string names;
+      for (int r : lost) names += (names.empty() ? "" : "; ") + m_job.describe_rank(r);
+      const std::string note = "not run: " + names + " did not deliver its facts before the gather deadline";
+      m_job.barrier.note = note;
+      m_job.allreduce.note = note;
+      expire("gather: " + std::to_string(lost.size()) + " of " + std::to_string(m_job.world_size) +
+             " ranks did not deliver their facts within " + fmt_s(m_deadlines.gather) + ": " + names);
+    }
+  }
+
+  void barrier() {
+    if (!m_mpi) return;  // one process: nothing to wait for
+    const TimePoint t0 = Clock::now();
+    const bool done = m_transport->barrier(m_deadlines.barrier + grace());
+    if (!m_root) {
+      if (!done) give_up("the barrier did not complete");
+      return;
+    }
+    CommResult& b = m_job.barrier;
+    b.attempted = true;
+    b.transport = m_mpi ? "mpi" : "none";
+    b.seconds = since(t0);
+    b.deadline_s = duration<double>(m_deadlines.barrier - t0).count();
+    b.completed = done;
+    if (done) return;
+    b.expired = true;
+    refresh_status();
+    for (const RankStatus& s : m_job.status) {
+      if (s.rank != 0 && (s.last_phase < Phase::Barrier || s.silent_s >= 1.5)) b.missing.push_back(s.rank);
+    }
+    std::string names;
+    for (int r : b.missing) names += (names.empty() ? "" : "; ") + m_job.describe_rank(r);
+    m_job.allreduce.note = "not run: the barrier did not complete";
+    expire("barrier: did not complete within " + fmt_s(m_deadlines.barrier) +
+           (names.empty() ? std::string(termination_requested() ? "" : "; every rank reached it and is alive")
+                          : ": " + names));
+  }
+
+  void allreduce() {
+    if (!m_mpi) return;
+    CommResult& a = m_job.allreduce;
+    const TimePoint t0 = Clock::now();
+    const TimePoint deadline = m_deadlines.allreduce + grace();
+    const std::uint64_t bytes = std::max<std::uint64_t>(16, std::min(m_options.allreduce_bytes, kMpiAllreduceCap));
+    const std::size_t n = static_cast<std::size_t>(bytes / sizeof(std::int64_t));
+    const int size = m_transport->size();
+    const int rank = m_transport->rank();
+    std::vector<std::int64_t> buf(n);
+    int round = 0;
+    for (;;) {
+      VerifyRecord mine;
+      mine.rank = rank;
+      mine.ok = 1;
+      double best = 0;
+      for (int it = 0; it <= kTimedIterations && mine.ok != 0; ++it) {  // iteration 0 warms up
+        for (std::size_t i = 0; i < n; ++i) buf[i] = pattern(i, rank);
+        const TimePoint t = Clock::now();
+        if (!m_transport->allreduce_sum(buf, deadline)) {
+          mine.ok = 0;
+          mine.expired = 1;
+          std::snprintf(mine.error, sizeof mine.error, "all_reduce did not complete within its deadline");
+          break;
+        }
+        const double took = since(t);
+        if (it > 0) {
+          best = best == 0 ? took : std::min(best, took);
+          ++mine.repeats;
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+          if (buf[i] != expected_sum(i, size)) {
+            mine.ok = 0;
+            mine.first_wrong = static_cast<std::int64_t>(i);
+            mine.expected = expected_sum(i, size);
+            mine.got = buf[i];
+            std::snprintf(mine.error, sizeof mine.error, "element %zu is %lld, expected %lld", i,
+                          static_cast<long long>(buf[i]), static_cast<long long>(mine.expected));
+            break;
+          }
+        }
+      }
+      mine.seconds = best;
+      if (mine.expired != 0 && !m_root) give_up("the all_reduce did not complete");
+      const std::optional<std::vector<std::string>> records = m_transport->gather(to_bytes(mine), deadline);
+      if (!records) {
+        if (!m_root) give_up("rank 0 did not collect the all_reduce results");
+        a.attempted = true;
+        a.expired = true;
+        a.transport = "mpi";
+        a.bytes = bytes;
+        a.ranks = size;
+        a.seconds = since(t0);
+        a.deadline_s = duration<double>(m_deadlines.allreduce - t0).count();
+        refresh_status();
+        for (const RankStatus& s : m_job.status) {
+          if (s.rank != 0 && (s.last_phase < Phase::Allreduce || s.silent_s >= 1.5)) a.missing.push_back(s.rank);
+        }
+        std::string names;
+        for (int r : a.missing) names += (names.empty() ? "" : "; ") + m_job.describe_rank(r);
+        expire("all_reduce: did not complete within " + fmt_s(m_deadlines.allreduce) +
+               (names.empty() ? std::string(termination_requested() ? "" : "; every rank reached it and is alive")
+                          : ": " + names));
+      }
+      bool again = false;
+      if (m_root) {
+        judge_allreduce(*records, bytes, size, t0);
+        again = ++round < kBusbwRounds && a.completed && m_options.min_busbw_gbps && a.busbw_gbps < *m_options.min_busbw_gbps;
+      }
+      const std::optional<std::string> decision = m_transport->broadcast(again ? "again" : "done", deadline);
+      if (!decision) {
+        if (!m_root) give_up("rank 0 did not say whether to repeat the all_reduce");
+        expire("all_reduce: the ranks did not take the decision to repeat it within the deadline");
+      }
+      if (*decision != "again") return;
+    }
+  }
+
+  void judge_allreduce(const std::vector<std::string>& records, std::uint64_t bytes, int size, TimePoint t0) {
+    CommResult& a = m_job.allreduce;
+    const CommResult previous = a;
+    a = CommResult{};
+    a.attempted = true;
+    a.transport = m_mpi ? "mpi" : "none";
+    a.bytes = bytes;
+    a.ranks = size;
+    a.seconds = since(t0);
+    a.deadline_s = duration<double>(m_deadlines.allreduce - t0).count();
+    a.note = "MPI all_reduce of " + std::to_string(bytes) + " bytes of int64 between the ranks' host memory";
+    double slowest = 0;
+    for (const std::string& raw : records) {
+      const VerifyRecord r = from_bytes(raw);
+      a.repeats = std::max(a.repeats, static_cast<int>(r.repeats));
+      slowest = std::max(slowest, r.seconds);
+      if (r.ok == 0) {
+        a.wrong.push_back(r.rank);
+        a.errors.push_back(m_job.describe_rank(r.rank) + ": " + r.error);
+      }
+    }
+    a.completed = a.wrong.empty();
+    if (slowest > 0) {
+      a.algbw_gbps = static_cast<double>(bytes) / slowest / 1e9;
+      a.busbw_gbps = a.algbw_gbps * 2.0 * (size - 1) / std::max(size, 1);
+    }
+    if (previous.attempted && previous.busbw_gbps > a.busbw_gbps) {
+      // Keep the best round: a slow moment must not fail the run.
+      a.algbw_gbps = previous.algbw_gbps;
+      a.busbw_gbps = previous.busbw_gbps;
+    }
+    a.repeats += previous.repeats;
+  }
+
+  int report() {
+    int code = 0;
+    if (m_root) {
+      refresh_status();
+      Report r = make_report(false);
+      code = exit_code(r, m_options.strict);
+      m_emit(r);
+    }
+    const std::optional<std::string> agreed =
+        m_transport->broadcast(std::to_string(code), m_deadlines.end + grace() + std::chrono::seconds(2));
+    if (!agreed) give_up("rank 0 did not send the run's exit code");
+    code = static_cast<int>(parse_int(*agreed).value_or(5));
+    if (m_probe_expired) {
+      // A probe thread is still stuck somewhere; do not wait for it at exit.
+      m_transport->finalize();
+      std::fflush(nullptr);
+      ::_exit(code == 0 ? 4 : code);
+    }
+    m_transport->finalize();
+    return code;
+  }
+
+  Report make_report(bool expired) {
+    if (m_results.empty()) m_results = m_mine;
+    if (m_job.ranks.empty()) m_job.ranks.push_back(m_facts);
+    Report r = assemble_report(m_options, m_profile, m_job, m_results, m_matrix);
+    r.incidents = m_incidents;
+    r.deadline_expired = expired || m_probe_expired || !m_incidents.empty();
+    r.duration_ms = since(m_start) * 1000.0;
+    return r;
+  }
+
+  void refresh_status() {
+    std::vector<RankStatus> fresh = m_transport->statuses();
+    for (std::size_t i = 0; i < fresh.size() && i < m_job.status.size(); ++i) {
+      fresh[i].delivered = m_job.status[i].delivered;
+      fresh[i].payload_error = m_job.status[i].payload_error;
+    }
+    if (!fresh.empty()) m_job.status = std::move(fresh);
+  }
+
+  /// Rank 0 at an expired deadline: the report with what is known, then the end of the job.
+  [[noreturn]] void expire(const std::string& what) {
+    m_incidents.push_back(what);
+    m_emit(make_report(true));
+    std::fflush(nullptr);
+    m_transport->abort(4);
+    ::_exit(4);  // abort() does not return; the compiler cannot see that through the interface
+  }
+
+  /// A non-root rank whose wait for rank 0 expired (rank 0 itself is stuck or gone).
+  [[noreturn]] void give_up(const std::string& what) {
+    std::fprintf(stderr, "preflight: rank %d (pid %d): %s in phase %s before its deadline; ending the job (exit 4)\n",
+                 m_transport->rank(), static_cast<int>(::getpid()), what.c_str(), to_string(m_phase));
+    std::fflush(nullptr);
+    m_transport->abort(4);
+    ::_exit(4);
+  }
+
+  /// "within 7.5 s of the start", or what ended the wait early.
+  std::string fmt_s(TimePoint deadline) const {
+    if (termination_requested()) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%.1f s of the start: the launcher ended the job (SIGCONT/SIGTERM) after %.1f s, which "
+                    "it does when one of the ranks died (mpirun/srun names it next to this report)",
+                    duration<double>(deadline - m_start).count(), since(m_start));
+      return buf;
+    }
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f s of the start", duration<double>(deadline - m_start).count());
+    return buf;
+  }
+
+  const Options& m_options;
+  TimePoint m_start;
+  const EnvSnapshot& m_env;
+  const CompatMatrix* m_matrix;
+  const std::function<void(const Report&)>& m_emit;
+  PhaseDeadlines m_deadlines;
+  Faults m_faults;
+
+  std::unique_ptr<Transport> m_transport;
+  bool m_mpi = false;
+  bool m_root = true;
+  Phase m_phase = Phase::Init;
+  RankFacts m_facts;
+  Profile m_profile = Profile::Node;
+  bool m_probe_expired = false;
+  std::vector<CheckResult> m_mine;     // this rank's verdicts
+  std::vector<CheckResult> m_results;  // rank 0: every rank's verdicts
+  std::vector<std::string> m_incidents;
+  JobFacts m_job;
+};
+
+}  // namespace
+
+PhaseDeadlines PhaseDeadlines::from(TimePoint start, double timeout_s) {
+  PhaseDeadlines d;
+  const auto at = [&](double fraction) { return start + seconds(timeout_s * fraction); };
+  d.init = at(0.30);
+  d.probe = at(0.50);
+  d.reach = at(0.55);
+  d.gather = at(0.65);
+  d.barrier = at(0.75);
+  d.allreduce = at(0.90);
+  d.end = at(1.0);
+  d.grace = seconds(std::max(2.0, timeout_s * 0.1));
+  return d;
+}
+
+int run_job(const Options& options, TimePoint start, const EnvSnapshot& env, const CompatMatrix* matrix,
+            const std::function<void(const Report&)>& emit) {
+  JobRun run(options, start, env, matrix, emit);
+  return run.run();
+}
+
+}  // namespace preflight
