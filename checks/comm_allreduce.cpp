@@ -1,13 +1,179 @@
 // SPDX-License-Identifier: MIT
-// comm.allreduce (job): placeholder, to be written.
+// comm.allreduce (job, node): an all_reduce of exact integers across the job (NCCL across the GPUs,
+// MPI on CPU-only nodes) or, in the node profile, across the node's local GPUs: correct on every
+// rank, finished before its deadline, and with a bus bandwidth (algbw * 2(n-1)/n, as nccl-tests
+// reports it) at or above --min-busbw.
+#include <cstdio>
+
 #include "checks/check.hpp"
+#include "checks/comm_ranks.hpp"
 
 namespace preflight {
 namespace {
 
-constexpr std::string_view kExplain = "(to be written)";
+// "%.2f", "%.3g" and "%g" of a number, for messages.
+std::string f2(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+std::string g3(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+std::string g(double v) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
 
-Verdict run(const CheckContext&) { return Verdict::unknown("not implemented", "-"); }
+std::string measured(const CommResult& c) {
+  const std::string who = c.transport == "nccl" ? std::to_string(c.ranks) + (c.ranks == 1 ? " GPU" : " GPUs")
+                                                : std::to_string(c.ranks) + (c.ranks == 1 ? " rank" : " ranks");
+  return "algbw " + f2(c.algbw_gbps) + " GB/s, busbw " + f2(c.busbw_gbps) + " GB/s for " +
+         format_bytes(c.bytes) + " across " + who + " over " + (c.transport.empty() ? std::string("?") : c.transport) +
+         " (best of " + std::to_string(c.repeats) + ", " + g3(c.seconds * 1e3) + " ms)";
+}
+
+constexpr std::string_view kMpiNote =
+    "measured over MPI in host memory (a CPU-only node): this is the hosts' network and memory, not a GPU fabric";
+
+constexpr std::string_view kNcclDebug =
+    " Rerun the job's first collective with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the transport NCCL picks; "
+    "see net.socket_ifname, net.ib and topo.p2p for the cause.";
+
+Verdict run(const CheckContext& ctx) {
+  const JobFacts* job = ctx.job;
+  if (job == nullptr) return Verdict::skip("no all_reduce was run in this process (nothing was gathered)");
+  if (job->source == "merge") return Verdict::skip("the all_reduce runs only in a live job (these results were merged from files)");
+  const JobFacts& j = *job;
+  const CommResult& c = j.allreduce;
+  const nlohmann::json ev = {{"bytes", c.bytes},           {"ranks", c.ranks},           {"algbw_gbps", c.algbw_gbps},
+                             {"busbw_gbps", c.busbw_gbps}, {"seconds", c.seconds},       {"transport", c.transport},
+                             {"repeats", c.repeats},       {"attempted", c.attempted},   {"completed", c.completed},
+                             {"expired", c.expired},       {"deadline_s", c.deadline_s}, {"note", c.note},
+                             {"missing", c.missing},       {"wrong", c.wrong},           {"errors", c.errors},
+                             {"min_busbw_gbps", ctx.options.min_busbw_gbps ? nlohmann::json(*ctx.options.min_busbw_gbps)
+                                                                           : nlohmann::json(nullptr)}};
+  const bool live_job = j.source == "mpi" && j.world_size > 1;
+
+  if (!c.attempted) {
+    const std::vector<int> missing = c.missing.empty() ? (live_job ? j.undelivered() : std::vector<int>{}) : c.missing;
+    if (!missing.empty()) {
+      const comm::Partition p = comm::partition(j, missing, Phase::Allreduce);
+      const std::vector<int>& named = p.stuck.empty() ? missing : p.stuck;
+      return Verdict::fail("the all_reduce was not run: " + std::to_string(missing.size()) + " of " +
+                               std::to_string(j.world_size) + " ranks did not arrive earlier: " + comm::describe(j, named) +
+                               (c.note.empty() ? std::string() : " (" + c.note + ")"),
+                           comm::look_at_all(j, named) + ".", ev);
+    }
+    return Verdict::skip("no all_reduce was run" + (c.note.empty() ? std::string() : ": " + c.note), ev);
+  }
+
+  if (!c.wrong.empty()) {
+    std::vector<std::string> who;
+    for (int r : c.wrong) who.push_back(c.transport == "nccl" && !live_job ? "GPU " + std::to_string(r) : j.describe_rank(r));
+    return Verdict::fail("the all_reduce result was wrong on " + std::to_string(c.wrong.size()) + " of " + std::to_string(c.ranks) +
+                             " participants: " + join(who, "; ") +
+                             (c.errors.empty() ? std::string() : " (" + join(c.errors, "; ") + ")") + " over " +
+                             (c.transport.empty() ? std::string("?") : c.transport),
+                         c.transport == "nccl"
+                             ? "Silent data corruption in the GPU path: rerun with NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, "
+                               "then NCCL_IB_DISABLE=1 to find the transport that corrupts; check the GPUs named (`nvidia-smi -q "
+                               "-d ECC,ERRORS`, `dmesg | grep -i xid`) and PCIe ACS (topo.pcie_acs); drain the node until it passes."
+                             : "MPI delivered wrong sums: check that every rank runs the same MPI build and the hosts named "
+                               "(memory errors: `dmesg`, `edac-util`); drain the host until it passes.",
+                         ev);
+  }
+
+  if (c.expired) {
+    const comm::Partition p = comm::partition(j, c.missing, Phase::Allreduce);
+    std::string summary = "the all_reduce did not complete within " + g3(c.deadline_s > 0 ? c.deadline_s : c.seconds) + " s over " +
+                          (c.transport.empty() ? std::string("?") : c.transport);
+    std::string remedy;
+    if (c.missing.empty()) {
+      summary += " (no rank was named as missing)";
+      remedy = "See the errors in the detail.";
+    } else if (p.stuck.empty()) {
+      summary += ": every rank reached it and is alive (" + comm::describe(j, p.alive) +
+                 "): the fabric between the ranks, not a stuck rank";
+      remedy = "The collective's transport does not carry data between these ranks: a firewall between the hosts or an "
+               "interface the others cannot route to.";
+    } else {
+      summary += ": " + std::to_string(c.missing.size()) + " of " + std::to_string(j.world_size) + " ranks did not finish: " +
+                 comm::describe(j, p.stuck) + (p.alive.empty() ? std::string() : "; alive and waiting: " + comm::describe(j, p.alive));
+      remedy = comm::look_at_all(j, p.stuck) + ".";
+    }
+    if (!c.errors.empty()) summary += " (" + join(c.errors, "; ") + ")";
+    return Verdict::fail(summary, remedy + (c.transport == "nccl" ? std::string(kNcclDebug) : std::string()), ev);
+  }
+
+  if (!c.completed || !c.errors.empty()) {
+    std::string what = c.note;
+    if (!c.errors.empty()) what += (what.empty() ? "" : "; ") + join(c.errors, "; ");
+    return Verdict::fail("the all_reduce over " + (c.transport.empty() ? std::string("?") : c.transport) + " failed: " +
+                             (what.empty() ? std::string("no error message") : what),
+                         c.transport == "nccl"
+                             ? "Fix the NCCL error quoted (an init failure is usually the network or the library: "
+                               "nccl.library, env.nccl)." + std::string(kNcclDebug)
+                             : std::string("Fix the MPI error quoted; check that every rank runs the same MPI build."),
+                         ev);
+  }
+
+  // Correct and complete: the bandwidth.
+  const bool mpi = c.transport == "mpi";
+  const std::string mpi_note = mpi ? "; " + std::string(kMpiNote) : std::string();
+  if (c.ranks <= 1) {
+    return Verdict::pass("the all_reduce was correct on a single participant over " + c.transport +
+                             " (no bandwidth between peers to measure)" + mpi_note,
+                         ev);
+  }
+  const std::optional<double> floor = ctx.options.min_busbw_gbps;
+  if (floor && (c.repeats <= 0 || !(c.busbw_gbps > 0))) {
+    return Verdict::unknown("the all_reduce was correct, but its bandwidth was not measured (" + std::to_string(c.repeats) +
+                                " timed repeats): --min-busbw " + g(*floor) + " GB/s cannot be judged",
+                            "Give the run more time (--timeout) so the timed repeats can run.", ev);
+  }
+  if (floor && c.busbw_gbps < *floor) {
+    return Verdict::fail("all_reduce busbw is below --min-busbw " + g(*floor) + " GB/s: " + measured(c) + mpi_note,
+                         mpi ? "This was MPI over the hosts' network, not the GPUs: a floor meant for a GPU fabric does not "
+                               "apply; lower --min-busbw for CPU-only nodes."
+                             : "Find the slow link: compare with `all_reduce_perf -b " + std::to_string(c.bytes) + " -e " +
+                                   std::to_string(c.bytes) + " -g 1` from nccl-tests; rerun with NCCL_DEBUG=INFO and look "
+                                   "for NET/Socket where IB was expected, P2P disabled between GPUs (topo.p2p), PCIe ACS "
+                                   "(topo.pcie_acs), or a NIC across the socket (net.gpu_nic_affinity).",
+                         ev);
+  }
+  return Verdict::pass("the all_reduce was correct on every participant: " + measured(c) +
+                           (floor ? " (≥ --min-busbw " + g(*floor) + " GB/s)" : std::string()) + mpi_note,
+                       ev);
+}
+
+constexpr std::string_view kExplain = R"(What it reads
+  How the all_reduce phase went: an element-wise sum of exact integers (every participant knows
+  the expected result exactly), with NCCL across the GPUs (non-blocking communicators with a deadline
+  and abort) or MPI on CPU-only nodes; in the node profile (no launcher) across every local GPU.
+  Its message size, participants, the timed repeats (the best is kept), algbw (bytes / time) and
+  busbw (algbw * 2(n-1)/n, the figure nccl-tests reports); --min-busbw GBPS.
+
+Failures
+  FAIL     the result was wrong on some ranks or GPUs (named, with what was wrong): silent data
+           corruption in the GPU path or the host.
+  FAIL     the deadline expired: names the ranks that did not finish (host, pid, last phase), or says
+           that all were alive (the fabric between them).
+  FAIL     the collective returned an error (e.g. ncclCommInitRank failed), quoted.
+  FAIL     it was not run because ranks were missing earlier: names them.
+  FAIL     busbw is below --min-busbw (the measured algbw, busbw, size, participants, transport).
+  UNKNOWN  --min-busbw is given but no timed repeat ran.
+  SKIP     not run (no GPU in the node profile, or the reason given); results merged from files.
+  Over MPI the figures are the hosts' network and memory, not a GPU fabric; the summary says so.
+
+Fix
+  Wrong data: NCCL_P2P_DISABLE=1 / NCCL_SHM_DISABLE=1 / NCCL_IB_DISABLE=1 in turn to find the path,
+  nvidia-smi -q -d ECC,ERRORS, dmesg | grep -i xid; drain the node.
+  Slow: all_reduce_perf from nccl-tests at the same size; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
+  to see the transport; topo.p2p, topo.pcie_acs, net.gpu_nic_affinity for the cause.)";
 
 }  // namespace
 

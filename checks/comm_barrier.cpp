@@ -1,13 +1,135 @@
 // SPDX-License-Identifier: MIT
-// comm.barrier (job): placeholder, to be written.
+// comm.barrier (job): a barrier across every rank of the job, with a deadline. When it expires the
+// ranks that did not arrive are named with their host, pid and the last phase they reached: the
+// stuck ones (silent, or stopped before the barrier) first.
+#include <cstdio>
+
 #include "checks/check.hpp"
+#include "checks/comm_ranks.hpp"
 
 namespace preflight {
 namespace {
 
-constexpr std::string_view kExplain = "(to be written)";
+std::string secs(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g s", s);
+  return buf;
+}
 
-Verdict run(const CheckContext&) { return Verdict::unknown("not implemented", "-"); }
+constexpr std::string_view kRealJob =
+    " For the training job itself, run with NCCL_DEBUG=INFO (and TORCH_DISTRIBUTED_DEBUG=DETAIL) to see where it stops; "
+    "`py-spy dump --pid PID` on a hung Python rank shows its stack.";
+
+nlohmann::json ranks_json(const JobFacts& j, const std::vector<int>& ranks) {
+  nlohmann::json out = nlohmann::json::array();
+  for (int r : ranks) {
+    nlohmann::json e = {{"rank", r}, {"describe", j.describe_rank(r)}};
+    if (const RankStatus* s = comm::status_of(j, r)) {
+      e["host"] = s->host;
+      e["pid"] = s->pid;
+      e["last_phase"] = to_string(s->last_phase);
+      e["heard"] = s->heard;
+      e["silent_s"] = s->silent_s;
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+Verdict run(const CheckContext& ctx) {
+  const JobFacts* job = ctx.job;
+  if (job == nullptr || (job->source == "none" && job->world_size <= 1)) {
+    return Verdict::skip("a single process: there is no barrier between ranks to run");
+  }
+  if (job->source == "merge") {
+    return Verdict::skip("the barrier runs only in a live job (these results were merged from files)");
+  }
+  const JobFacts& j = *job;
+  const CommResult& c = j.barrier;
+  nlohmann::json ev = {{"transport", c.transport}, {"attempted", c.attempted}, {"completed", c.completed},
+                       {"expired", c.expired},     {"seconds", c.seconds},     {"deadline_s", c.deadline_s},
+                       {"world_size", j.world_size}};
+  if (!c.note.empty()) ev["note"] = c.note;
+  const std::string world = std::to_string(j.world_size) + " ranks";
+
+  if (c.attempted && c.completed) {
+    return Verdict::pass("a barrier across " + world + " completed in " + secs(c.seconds) +
+                             (c.deadline_s > 0 ? " (deadline " + secs(c.deadline_s) + ")" : std::string()),
+                         std::move(ev));
+  }
+
+  // The ranks that did not arrive: those the barrier names, else those that never delivered.
+  std::vector<int> missing = c.missing.empty() ? j.undelivered() : c.missing;
+  const comm::Partition p = comm::partition(j, missing, Phase::Barrier);
+  ev["missing"] = ranks_json(j, missing);
+  ev["stuck"] = p.stuck;
+  ev["alive"] = p.alive;
+
+  if (!c.attempted) {
+    if (missing.empty()) {
+      return Verdict::unknown("the barrier was not run" + (c.note.empty() ? std::string() : ": " + c.note),
+                              "See the detail; rerun preflight under the same launcher as the job.", std::move(ev));
+    }
+    return Verdict::fail("the barrier was not run: " + std::to_string(missing.size()) + " of " + world +
+                             " did not arrive earlier: " + comm::describe(j, p.stuck.empty() ? missing : p.stuck) +
+                             (p.stuck.empty() || p.alive.empty() ? std::string() : "; still alive: " + comm::describe(j, p.alive)) +
+                             (c.note.empty() ? std::string() : " (" + c.note + ")"),
+                         comm::look_at_all(j, p.stuck.empty() ? missing : p.stuck) + "." + std::string(kRealJob),
+                         std::move(ev));
+  }
+
+  if (c.expired) {
+    const std::string head = "the barrier did not complete within " + secs(c.deadline_s > 0 ? c.deadline_s : c.seconds);
+    if (p.stuck.empty()) {
+      // Every rank reached the barrier and is still alive: the ranks are fine, the messages are not.
+      return Verdict::fail(head + ", yet every rank arrived and is alive" +
+                               (p.alive.empty() ? std::string() : " (waiting: " + comm::describe(j, p.alive) + ")") +
+                               ": the fabric between ranks (MPI's transport), not a stuck rank",
+                           "Check the network MPI uses between the hosts: a firewall between them, or MPI choosing an "
+                           "interface the others cannot route to (Open MPI: `--mca btl_tcp_if_include <if>` / "
+                           "`--mca oob_tcp_if_include <if>`, UCX: `UCX_NET_DEVICES`); rerun with `--mca btl_base_verbose 100`." +
+                               std::string(kRealJob),
+                           std::move(ev));
+    }
+    return Verdict::fail(head + ": " + std::to_string(missing.size()) + " of " + world + " did not arrive: " +
+                             comm::describe(j, p.stuck) +
+                             (p.alive.empty() ? std::string() : "; alive and waiting: " + comm::describe(j, p.alive)),
+                         comm::look_at_all(j, p.stuck) + "." + std::string(kRealJob), std::move(ev));
+  }
+
+  // Attempted, neither completed nor expired: the barrier call itself failed.
+  return Verdict::fail("the barrier across " + world + " failed" + (c.note.empty() ? std::string(" without an error message") : ": " + c.note) +
+                           (missing.empty() ? std::string() : " (did not arrive: " + comm::describe(j, missing) + ")"),
+                       "The MPI library reported the error above: check that every rank runs the same MPI build and that "
+                       "the hosts reach each other on the network MPI uses (rerun with `--mca btl_base_verbose 100`)." +
+                           std::string(kRealJob),
+                       std::move(ev));
+}
+
+constexpr std::string_view kExplain = R"(What it reads
+  How the barrier phase went, as rank 0 saw it: completed, expired (the phase's deadline passed) or
+  failed, its time and deadline, and the ranks that did not arrive; for each of those, what rank 0
+  last heard from it: host, pid, the last phase it reached (init, probe, reach, gather, barrier, ...)
+  and how long it has been silent. Ranks waiting in a phase send a heartbeat every half second, so a
+  rank silent for more than 1.5 s, or one whose last phase is before "barrier", is stuck.
+
+Failures
+  FAIL     the deadline expired: names every rank that did not arrive (host, pid, last phase), the
+           stuck ones first.
+  FAIL     the deadline expired although every rank arrived and is alive: the fabric between the
+           ranks (MPI's transport), not a stuck rank.
+  FAIL     the barrier was not run because ranks were missing earlier (the gather expired): names them
+           the same way.
+  FAIL     the barrier returned an error (the MPI error is quoted).
+  UNKNOWN  the barrier was not run for another reason (quoted).
+  SKIP     a single process (no launcher); results merged from files (the barrier runs only live).
+
+Fix
+  On the host of a stuck rank, see where it stopped: gdb -p PID -batch -ex 'thread apply all bt',
+  cat /proc/PID/stack; a probe stuck in the NVIDIA driver (state D): dmesg | grep -i xid.
+  All alive but no barrier: the network MPI uses (--mca btl_tcp_if_include IF, UCX_NET_DEVICES,
+  firewalls between the hosts).
+  For the training job: NCCL_DEBUG=INFO, TORCH_DISTRIBUTED_DEBUG=DETAIL, py-spy dump --pid PID.)";
 
 }  // namespace
 

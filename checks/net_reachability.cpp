@@ -1,13 +1,216 @@
 // SPDX-License-Identifier: MIT
-// net.reachability (job): placeholder, to be written.
+// net.reachability (job): every rank opened a TCP connection (bounded in time) to rank 0's NCCL
+// bootstrap address, the interface and address NCCL on rank 0 would put into its unique id. A rank
+// that cannot is a job that hangs or fails in ncclCommInitRank.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <set>
+
 #include "checks/check.hpp"
+#include "core/nccl_socket.hpp"
+#include "core/text.hpp"
 
 namespace preflight {
 namespace {
 
-constexpr std::string_view kExplain = "(to be written)";
+std::string host_of(const JobFacts& j, int rank) {
+  if (const RankFacts* f = j.facts_of(rank); f != nullptr && !f->identity.hostname.empty()) return f->identity.hostname;
+  for (const RankStatus& s : j.status) {
+    if (s.rank == rank && !s.host.empty()) return s.host;
+  }
+  return "?";
+}
 
-Verdict run(const CheckContext&) { return Verdict::unknown("not implemented", "-"); }
+std::string ranks_text(const std::vector<int>& ranks) {
+  return (ranks.size() == 1 ? "rank " : "ranks ") + range_list(ranks);
+}
+
+/// NCCL's bootstrap choice replayed on rank 0's facts; nullopt when its interfaces are not known.
+std::optional<SocketSelection> rank0_selection(const JobFacts& j) {
+  const RankFacts* f0 = j.facts_of(0);
+  if (f0 == nullptr) return std::nullopt;
+  const std::vector<NetInterface>* ifs = f0->net.interfaces.value();
+  if (ifs == nullptr || f0->net.interfaces.source() == kInterfacesSysfsSource) return std::nullopt;
+  const auto opt = [&](std::string_view name) -> std::optional<std::string> {
+    if (auto s = nccl_setting(*f0, name)) return s->value;
+    return std::nullopt;
+  };
+  return nccl_socket_select(*ifs, opt("NCCL_SOCKET_IFNAME"), opt("NCCL_SOCKET_FAMILY"), opt("NCCL_COMM_ID"));
+}
+
+std::string rule_text(const SocketSelection& sel) {
+  return sel.from_env ? "NCCL_SOCKET_IFNAME=" + printable(sel.rule) : "NCCL's default order (" + join(sel.tried, ", ") + ")";
+}
+
+Verdict run(const CheckContext& ctx) {
+  const JobFacts* job = ctx.job;
+  if (job == nullptr || (job->source == "none" && job->world_size <= 1)) {
+    return Verdict::skip("a single process: there is no other rank to reach rank 0");
+  }
+  const JobFacts& j = *job;
+  const bool merged = j.source == "merge";
+
+  // The ranks to judge: the status table of a live job (every rank of the world), the files of a merge.
+  std::vector<int> ranks;
+  if (!merged && !j.status.empty()) {
+    for (const RankStatus& s : j.status) ranks.push_back(s.rank);
+  } else {
+    for (const RankFacts& f : j.ranks) ranks.push_back(f.placement.rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+
+  if (merged) {
+    const bool any = std::any_of(j.ranks.begin(), j.ranks.end(), [](const RankFacts& f) { return f.net.reach.has_value(); });
+    if (!any) return Verdict::skip("reachability is tested only in a live job, and the merged files hold no reach results");
+  }
+
+  VerdictBuilder b;
+  nlohmann::json& ev = b.evidence();
+  const std::optional<SocketSelection> sel = rank0_selection(j);
+  const std::string host0 = host_of(j, 0);
+  if (j.reach_target) ev["target"] = *j.reach_target;
+  if (!j.reach_note.empty()) ev["reach_note"] = j.reach_note;
+  if (sel) ev["rank0_selection"] = {{"rule", sel->rule}, {"from_env", sel->from_env}, {"tried", sel->tried}};
+
+  if (!merged && !j.reach_target) {
+    if (sel && sel->matches.empty()) {
+      return Verdict::fail("rank 0 (" + host0 + ") has no interface NCCL's bootstrap can use: " + rule_text(*sel) +
+                               " selects no running interface with an address, so NCCL fails with \"Bootstrap : no socket "
+                               "interface found\" before any rank can connect" +
+                               (j.reach_note.empty() ? std::string() : " (" + j.reach_note + ")"),
+                           "On " + host0 + ", set NCCL_SOCKET_IFNAME to a running interface with an address that every node "
+                           "can route to (see `ip -br addr` and net.socket_ifname), the same on every rank.",
+                           std::move(ev));
+    }
+    return Verdict::unknown("the reachability test was not run: " +
+                                (j.reach_note.empty() ? std::string("rank 0 offered no address") : j.reach_note),
+                            "See net.socket_ifname on rank 0 (" + host0 + ") for the interface NCCL would use; rerun preflight "
+                            "under the job's launcher.",
+                            std::move(ev));
+  }
+
+  // Every rank's result.
+  std::string target = j.reach_target ? j.reach_target->address + ":" + std::to_string(j.reach_target->port) : std::string();
+  if (j.reach_target && j.reach_target->address.find(':') != std::string::npos) {
+    target = "[" + j.reach_target->address + "]:" + std::to_string(j.reach_target->port);
+  }
+  std::map<std::pair<std::string, std::string>, std::vector<int>> failed;  // (host, error) -> ranks
+  std::vector<int> no_result, undelivered, ok;
+  std::set<std::string> hosts;
+  double slowest = 0;
+  nlohmann::json results = nlohmann::json::array();
+  for (int r : ranks) {
+    const RankFacts* f = j.facts_of(r);
+    const std::string host = host_of(j, r);
+    if (host != "?") hosts.insert(host);
+    if (f == nullptr) {
+      undelivered.push_back(r);
+      continue;
+    }
+    if (!f->net.reach || !f->net.reach->attempted) {
+      no_result.push_back(r);
+      continue;
+    }
+    const ReachResult& rr = *f->net.reach;
+    if (target.empty()) target = rr.target;
+    results.push_back({{"rank", r}, {"host", host}, {"ok", rr.ok}, {"target", rr.target}, {"source", rr.source},
+                       {"error", rr.error}, {"ms", rr.ms}});
+    if (rr.ok) {
+      ok.push_back(r);
+      slowest = std::max(slowest, rr.ms);
+    } else {
+      failed[{host, rr.error.empty() ? std::string("no error recorded") : rr.error}].push_back(r);
+    }
+  }
+  ev["results"] = results;
+  const std::string iface = j.reach_target && !j.reach_target->interface.empty() ? j.reach_target->interface + " on " : std::string();
+  const std::string where = "rank 0's NCCL bootstrap address " + (target.empty() ? std::string("?") : target) + " (" + iface + host0 + ")";
+
+  if (!failed.empty()) {
+    std::vector<std::string> parts;
+    std::size_t count = 0;
+    bool timeout = false, refused = false, unreachable = false;
+    for (const auto& [key, rs] : failed) {
+      parts.push_back(ranks_text(rs) + " (" + key.first + "): " + key.second);
+      count += rs.size();
+      timeout = timeout || key.second.starts_with("no answer");
+      refused = refused || key.second.find("ECONNREFUSED") != std::string::npos;
+      unreachable = unreachable || key.second.find("UNREACH") != std::string::npos;
+    }
+    std::string why;
+    if (timeout) why += "No answer means a firewall drops the SYN or there is no route. ";
+    if (refused) why += "Refused means a firewall rejects the port or nothing listened there. ";
+    if (unreachable) why += "Unreachable means these hosts have no route to that network. ";
+    const std::string addr = j.reach_target ? j.reach_target->address : target;
+    const std::string pick = sel && !sel->matches.empty()
+                                 ? "Rank 0 picked " + sel->matches.front().interface + " (" + sel->matches.front().address.address +
+                                       ") by " + rule_text(*sel)
+                                 : "Rank 0 picked " + (iface.empty() ? std::string("its interface") : j.reach_target->interface);
+    b.add(Status::Fail,
+          std::to_string(count) + " of " + std::to_string(ranks.size()) + " ranks cannot open a TCP connection to " + where +
+              ": " + join(parts, "; "),
+          why + pick + ": if the other hosts cannot route to that network, set NCCL_SOCKET_IFNAME to the interface the nodes "
+                "share (the same on every rank; `ip -br addr`). On a failing host, `ip route get " + addr +
+                "` shows the route; on " + host0 + ", allow TCP from the other nodes (NCCL's bootstrap listens on ephemeral "
+                "ports): `nft list ruleset` / `iptables -S INPUT`.");
+  }
+  if (!no_result.empty()) {
+    std::vector<std::string> named;
+    for (int r : no_result) named.push_back(std::to_string(r) + " (" + host_of(j, r) + ")");
+    b.add(Status::Unknown, (no_result.size() == 1 ? "rank " : "ranks ") + join(named, ", ") +
+                               " delivered no reachability result: whether they reach " + where + " is unknown",
+          "Rerun preflight under the job's launcher; see the launch and barrier checks for what stopped those ranks.");
+  }
+  if (!undelivered.empty() && !merged) {
+    std::vector<std::string> named;
+    for (int r : undelivered) named.push_back(j.describe_rank(r));
+    b.add(Status::Unknown, "no facts arrived from " + join(named, "; ") + ": whether they reach " + where + " is unknown",
+          "See comm.barrier and launch.ranks for where those ranks stopped.");
+  }
+  if (hosts.size() > 1 && !target.empty() && j.reach_target && is_loopback_ip(j.reach_target->address)) {
+    b.add(Status::Fail,
+          "rank 0's NCCL bootstrap address " + target + " is loopback in a job across " + std::to_string(hosts.size()) +
+              " hosts: ranks on the other hosts connect to themselves",
+          "Set NCCL_SOCKET_IFNAME to the interface the nodes share (not lo), the same on every rank.");
+  }
+  std::size_t failed_count = 0;
+  for (const auto& entry : failed) failed_count += entry.second.size();
+  ev["failed"] = failed_count;
+  ev["no_result"] = no_result;
+  ev["undelivered"] = undelivered;
+  ev["slowest_ms"] = slowest;
+  if (b.status() == Status::Pass) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.1f", slowest);
+    b.note("all " + std::to_string(ok.size()) + " ranks opened a TCP connection to " + where + " (slowest " + ms + " ms)");
+  }
+  return b.build();
+}
+
+constexpr std::string_view kExplain = R"(What it reads
+  The address rank 0's NCCL would put into its unique id for the bootstrap: the first interface of
+  NCCL's selection on rank 0 (NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY, or the default order ib, the
+  NCCL_COMM_ID subnet, others, docker, lo, virbr) and its first address. Rank 0 listened there on an
+  ephemeral port; every rank opened one TCP connection to it with a non-blocking connect and a
+  deadline, and reported the result (error, local address used, time).
+
+Failures
+  FAIL     ranks cannot connect: names them, their hosts, the target and the error (no answer within
+           the deadline: a firewall drops it or no route; refused: a firewall rejects it; unreachable:
+           no route), and the interface rank 0 picked.
+  FAIL     rank 0 has no interface NCCL's bootstrap can use: NCCL fails before anything connects.
+           (Decided from rank 0's facts, replaying NCCL's selection: the job cannot start.)
+  FAIL     the bootstrap address is loopback in a job across several hosts.
+  UNKNOWN  no target was offered for another reason (quoted), or a rank delivered no result or no
+           facts at all (named).
+  SKIP     a single process; merged files without reach results (the test runs only live).
+
+Fix
+  NCCL_SOCKET_IFNAME=<the interface the nodes share>, the same on every rank (ip -br addr);
+  ip route get <rank 0's address> on a failing host; allow TCP between the nodes on rank 0's host
+  (NCCL's bootstrap uses ephemeral ports): nft list ruleset, iptables -S INPUT.)";
 
 }  // namespace
 

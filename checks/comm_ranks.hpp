@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+// Shared by comm.barrier and comm.allreduce: which of the ranks that did not arrive are stuck (silent,
+// or stopped in a phase before the collective) and which are alive and waiting in it, and what to
+// look at on the host of a stuck rank.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/job.hpp"
+#include "core/text.hpp"
+
+namespace preflight::comm {
+
+/// A rank waiting in a phase sends a heartbeat every half second; silent longer than this: stuck.
+inline constexpr double kSilentStuckS = 1.5;
+
+inline const RankStatus* status_of(const JobFacts& j, int rank) {
+  for (const RankStatus& s : j.status) {
+    if (s.rank == rank) return &s;
+  }
+  return nullptr;
+}
+
+struct Partition {
+  std::vector<int> stuck;  // never heard, silent, or stopped before `phase`
+  std::vector<int> alive;  // reached `phase` and still sending heartbeats
+};
+
+inline Partition partition(const JobFacts& j, const std::vector<int>& ranks, Phase phase) {
+  Partition p;
+  for (int r : ranks) {
+    const RankStatus* s = status_of(j, r);
+    const bool stuck = s == nullptr || !s->heard || s->silent_s > kSilentStuckS ||
+                       static_cast<int>(s->last_phase) < static_cast<int>(phase);
+    (stuck ? p.stuck : p.alive).push_back(r);
+  }
+  return p;
+}
+
+inline std::string describe(const JobFacts& j, const std::vector<int>& ranks) {
+  std::vector<std::string> parts;
+  for (int r : ranks) parts.push_back(j.describe_rank(r));
+  return join(parts, "; ");
+}
+
+/// What to look at on the host of a rank that stopped in `s.last_phase`.
+inline std::string look_at(const JobFacts& j, int rank) {
+  const RankStatus* s = status_of(j, rank);
+  if (s == nullptr || !s->heard) {
+    return "rank " + std::to_string(rank) + " was never heard from: check that the launcher started it (the mpirun/srun output, " +
+           "`squeue -s`, the node's health) and that MPI can reach its host";
+  }
+  const std::string where = "rank " + std::to_string(rank) + " on " + (s->host.empty() ? std::string("its host") : s->host);
+  const std::string bt = "`gdb -p " + std::to_string(s->pid) + " -batch -ex 'thread apply all bt'` and `cat /proc/" +
+                         std::to_string(s->pid) + "/stack` there";
+  switch (s->last_phase) {
+    case Phase::Init:
+    case Phase::Probe:
+      return where + " stopped while probing the node (GPU driver, topology, DNS): " + bt +
+             "; a process in state D inside the NVIDIA driver points at the GPU (`dmesg | grep -i xid`, `nvidia-smi -q`)";
+    case Phase::Reach:
+      return where + " stopped in the TCP reachability test: " + bt + "; see net.reachability";
+    case Phase::Gather:
+      return where + " stopped sending its facts to rank 0 (MPI between its host and rank 0's): " + bt;
+    case Phase::Barrier:
+    case Phase::Allreduce:
+      return where + " stopped in the " + to_string(s->last_phase) + " (MPI or NCCL between its host and the others): " + bt;
+    case Phase::Report:
+      return where + " had finished and waits for the report: " + bt;
+  }
+  return where + ": " + bt;
+}
+
+/// look_at() for the first few ranks (the remedy stays readable with many).
+inline std::string look_at_all(const JobFacts& j, const std::vector<int>& ranks, std::size_t most = 4) {
+  std::vector<std::string> parts;
+  for (std::size_t k = 0; k < ranks.size() && k < most; ++k) parts.push_back(look_at(j, ranks[k]));
+  std::string out = join(parts, ". ");
+  if (ranks.size() > most) out += ". The same for the other " + std::to_string(ranks.size() - most) + " ranks";
+  return out;
+}
+
+}  // namespace preflight::comm

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: MIT
+// comm.allreduce on hand-built jobs and node runs: every status, with the measured numbers.
+#include <gtest/gtest.h>
+
+#include "job_fixture.hpp"
+
+namespace preflight {
+namespace {
+
+using job_fixture::judge_job;
+using job_fixture::lose;
+
+const CheckSpec& spec() { return *find_check("comm.allreduce"); }
+
+void expect(const Verdict& v, Status s, const std::string& summary_has, const std::string& remedy_has = {}) {
+  EXPECT_EQ(v.status, s) << v.summary << " / " << v.remedy;
+  EXPECT_NE(v.summary.find(summary_has), std::string::npos) << v.summary;
+  EXPECT_NE(v.remedy.find(remedy_has), std::string::npos) << v.remedy;
+}
+
+// 16 ranks on 2 hosts over NCCL: 32 MiB, best of 5.
+JobFacts nccl_job() {
+  JobFacts j = job_fixture::job(2, 8);
+  CommResult& c = j.allreduce;
+  c.transport = "nccl";
+  c.bytes = 32u << 20;
+  c.ranks = 16;
+  c.repeats = 5;
+  c.seconds = 0.0005;
+  c.algbw_gbps = 67.11;
+  c.busbw_gbps = 125.83;
+  c.deadline_s = 10;
+  return j;
+}
+
+Options floor_at(double gbps) {
+  Options o;
+  o.min_busbw_gbps = gbps;
+  return o;
+}
+
+// The node profile: one process, an NCCL all_reduce across its 8 GPUs.
+JobFacts node_run() {
+  JobFacts j;
+  j.source = "none";
+  j.world_size = 1;
+  j.ranks.push_back(gpu_fixture::healthy(8));
+  CommResult& c = j.allreduce;
+  c.attempted = c.completed = true;
+  c.transport = "nccl";
+  c.bytes = 32u << 20;
+  c.ranks = 8;
+  c.repeats = 5;
+  c.seconds = 0.00015;
+  c.algbw_gbps = 223.7;
+  c.busbw_gbps = 391.5;
+  return j;
+}
+
+TEST(CommAllreduce, PassWithTheNumbers) {
+  const Verdict v = judge_job(spec(), nccl_job());
+  expect(v, Status::Pass,
+         "the all_reduce was correct on every participant: algbw 67.11 GB/s, busbw 125.83 GB/s for 32 MiB across 16 GPUs over "
+         "nccl (best of 5, 0.5 ms)");
+  for (const char* key : {"bytes", "ranks", "algbw_gbps", "busbw_gbps", "seconds", "transport", "repeats"}) {
+    EXPECT_TRUE(v.evidence.contains(key)) << key;
+  }
+  EXPECT_EQ(v.evidence["bytes"], 32u << 20);
+  expect(judge_job(spec(), nccl_job(), floor_at(100)), Status::Pass, "(≥ --min-busbw 100 GB/s)");
+}
+
+TEST(CommAllreduce, BelowTheFloorFails) {
+  const Verdict v = judge_job(spec(), nccl_job(), floor_at(300));
+  expect(v, Status::Fail,
+         "all_reduce busbw is below --min-busbw 300 GB/s: algbw 67.11 GB/s, busbw 125.83 GB/s for 32 MiB across 16 GPUs over nccl "
+         "(best of 5",
+         "all_reduce_perf -b 33554432 -e 33554432");
+  EXPECT_EQ(v.evidence["min_busbw_gbps"], 300.0);
+}
+
+TEST(CommAllreduce, MpiTransportSaysItMeasuredHostMemory) {
+  JobFacts j = nccl_job();
+  j.allreduce.transport = "mpi";
+  j.allreduce.busbw_gbps = 2.1;
+  j.allreduce.algbw_gbps = 1.12;
+  expect(judge_job(spec(), j), Status::Pass, "across 16 ranks over mpi");
+  expect(judge_job(spec(), j), Status::Pass, "measured over MPI in host memory (a CPU-only node): this is the hosts' network and memory, not a GPU fabric");
+  expect(judge_job(spec(), j, floor_at(10)), Status::Fail, "not a GPU fabric", "a floor meant for a GPU fabric does not apply");
+}
+
+TEST(CommAllreduce, FloorWithoutMeasurementIsUnknown) {
+  JobFacts j = nccl_job();
+  j.allreduce.repeats = 0;
+  j.allreduce.busbw_gbps = 0;
+  expect(judge_job(spec(), j, floor_at(100)), Status::Unknown, "its bandwidth was not measured (0 timed repeats)");
+}
+
+TEST(CommAllreduce, WrongResultFailsNamingRanks) {
+  JobFacts j = nccl_job();
+  j.allreduce.wrong = {9};
+  j.allreduce.errors = {"rank 9 (gpu-b): element 1048576 is 15, expected 16"};
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail,
+         "the all_reduce result was wrong on 1 of 16 participants: rank 9 (gpu-b, pid 1009, last phase report) (rank 9 (gpu-b): "
+         "element 1048576 is 15, expected 16) over nccl",
+         "NCCL_P2P_DISABLE=1");
+  JobFacts m = nccl_job();
+  m.allreduce.transport = "mpi";
+  m.allreduce.wrong = {1};
+  expect(judge_job(spec(), m), Status::Fail, "wrong on 1 of 16", "MPI delivered wrong sums");
+}
+
+TEST(CommAllreduce, WrongOnAGpuInTheNodeProfile) {
+  JobFacts j = node_run();
+  j.allreduce.wrong = {3};
+  j.allreduce.errors = {"GPU 3: element 7 is 0, expected 36"};
+  expect(judge_job(spec(), j, {}, Profile::Node), Status::Fail, "wrong on 1 of 8 participants: GPU 3 (GPU 3: element 7 is 0, expected 36)");
+}
+
+TEST(CommAllreduce, ExpiredNamesMissingRanks) {
+  JobFacts j = nccl_job();
+  j.allreduce.completed = false;
+  j.allreduce.expired = true;
+  j.allreduce.missing = {12};
+  j.status[12].last_phase = Phase::Allreduce;
+  j.status[12].silent_s = 6.1;
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail,
+         "the all_reduce did not complete within 10 s over nccl: 1 of 16 ranks did not finish: rank 12 (gpu-b, pid 1012, last "
+         "phase allreduce, silent 6.1 s)",
+         "rank 12 on gpu-b stopped in the allreduce");
+  EXPECT_NE(v.remedy.find("NCCL_DEBUG=INFO"), std::string::npos);
+}
+
+TEST(CommAllreduce, ExpiredWithEveryoneAlive) {
+  JobFacts j = nccl_job();
+  j.allreduce.completed = false;
+  j.allreduce.expired = true;
+  j.allreduce.missing = {8};
+  j.status[8].last_phase = Phase::Allreduce;
+  expect(judge_job(spec(), j), Status::Fail, "every rank reached it and is alive", "a firewall between the hosts");
+}
+
+TEST(CommAllreduce, ErrorFails) {
+  JobFacts j = nccl_job();
+  j.allreduce.completed = false;
+  j.allreduce.note = "ncclCommInitRank";
+  j.allreduce.errors = {"rank 5 (gpu-a): ncclSystemError: socket connect to 192.0.2.2 failed"};
+  expect(judge_job(spec(), j), Status::Fail,
+         "the all_reduce over nccl failed: ncclCommInitRank; rank 5 (gpu-a): ncclSystemError: socket connect to 192.0.2.2 failed",
+         "NCCL_DEBUG=INFO");
+}
+
+TEST(CommAllreduce, NotRunBecauseRanksWereMissing) {
+  JobFacts j = nccl_job();
+  lose(j, 15, Phase::Gather);
+  j.status[15].silent_s = 3;
+  j.allreduce = {};
+  j.allreduce.note = "the gather expired";
+  expect(judge_job(spec(), j), Status::Fail, "the all_reduce was not run: 1 of 16 ranks did not arrive earlier: rank 15 (gpu-b",
+         "stopped sending its facts to rank 0");
+}
+
+TEST(CommAllreduce, NodeProfile) {
+  expect(judge_job(spec(), node_run(), {}, Profile::Node), Status::Pass, "across 8 GPUs over nccl");
+  JobFacts none = node_run();
+  none.allreduce = {};
+  none.allreduce.note = "no GPU: CUDA reports 0 devices";
+  expect(judge_job(spec(), none, {}, Profile::Node), Status::Skip, "no all_reduce was run: no GPU: CUDA reports 0 devices");
+  JobFacts one = node_run();
+  one.allreduce.ranks = 1;
+  one.allreduce.busbw_gbps = 0;
+  expect(judge_job(spec(), one, floor_at(100), Profile::Node), Status::Pass, "correct on a single participant");
+}
+
+TEST(CommAllreduce, SkipForMergeAndNoJob) {
+  JobFacts m = nccl_job();
+  m.source = "merge";
+  expect(judge_job(spec(), m), Status::Skip, "the all_reduce runs only in a live job");
+  const RankFacts f;
+  const Options o;
+  expect(run_check(spec(), CheckContext{f, o, Profile::Node, nullptr, nullptr}), Status::Skip, "no all_reduce was run");
+}
+
+}  // namespace
+}  // namespace preflight

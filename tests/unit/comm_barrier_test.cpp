@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+// comm.barrier on hand-built jobs: every status, and the ranks named with host, pid and phase.
+#include <gtest/gtest.h>
+
+#include "job_fixture.hpp"
+
+namespace preflight {
+namespace {
+
+using job_fixture::judge_job;
+using job_fixture::lose;
+
+const CheckSpec& spec() { return *find_check("comm.barrier"); }
+
+void expect(const Verdict& v, Status s, const std::string& summary_has, const std::string& remedy_has = {}) {
+  EXPECT_EQ(v.status, s) << v.summary << " / " << v.remedy;
+  EXPECT_NE(v.summary.find(summary_has), std::string::npos) << v.summary;
+  EXPECT_NE(v.remedy.find(remedy_has), std::string::npos) << v.remedy;
+}
+
+RankStatus& status(JobFacts& j, int rank) { return j.status[static_cast<std::size_t>(rank)]; }
+
+TEST(CommBarrier, PassWithTheTime) {
+  JobFacts j = job_fixture::job(2, 4);
+  j.barrier.seconds = 0.0042;
+  j.barrier.deadline_s = 10;
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Pass, "a barrier across 8 ranks completed in 0.0042 s (deadline 10 s)");
+  EXPECT_EQ(v.evidence["transport"], "mpi");
+}
+
+TEST(CommBarrier, ExpiredNamesStuckRanksFirst) {
+  JobFacts j = job_fixture::job(2, 4);
+  j.barrier.completed = false;
+  j.barrier.expired = true;
+  j.barrier.deadline_s = 5;
+  j.barrier.missing = {2, 6};
+  status(j, 2).last_phase = Phase::Barrier;  // alive, waiting
+  status(j, 2).silent_s = 0.3;
+  status(j, 6).last_phase = Phase::Probe;     // stuck in a probe
+  status(j, 6).silent_s = 7.5;
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail,
+         "the barrier did not complete within 5 s: 2 of 8 ranks did not arrive: rank 6 (gpu-b, pid 1006, last phase probe, "
+         "silent 7.5 s); alive and waiting: rank 2 (gpu-a, pid 1002, last phase barrier)",
+         "rank 6 on gpu-b stopped while probing the node");
+  EXPECT_NE(v.remedy.find("gdb -p 1006"), std::string::npos) << v.remedy;
+  EXPECT_NE(v.remedy.find("NCCL_DEBUG=INFO"), std::string::npos) << v.remedy;
+  EXPECT_NE(v.remedy.find("py-spy dump"), std::string::npos) << v.remedy;
+  EXPECT_EQ(v.evidence["stuck"], nlohmann::json({6}));
+  EXPECT_EQ(v.evidence["missing"][1]["last_phase"], "probe");
+}
+
+TEST(CommBarrier, ExpiredWithSilentRankInTheBarrier) {
+  JobFacts j = job_fixture::job(2, 2);
+  j.barrier.completed = false;
+  j.barrier.expired = true;
+  j.barrier.deadline_s = 5;
+  j.barrier.missing = {3};
+  status(j, 3).last_phase = Phase::Barrier;
+  status(j, 3).silent_s = 4.0;  // reached the barrier, then went silent (SIGSTOP)
+  expect(judge_job(spec(), j), Status::Fail, "rank 3 (gpu-b, pid 1003, last phase barrier, silent 4.0 s)",
+         "rank 3 on gpu-b stopped in the barrier");
+}
+
+TEST(CommBarrier, ExpiredWithEveryRankAliveBlamesTheFabric) {
+  JobFacts j = job_fixture::job(2, 2);
+  j.barrier.completed = false;
+  j.barrier.expired = true;
+  j.barrier.deadline_s = 5;
+  j.barrier.missing = {2, 3};
+  for (int r : {2, 3}) status(j, r).last_phase = Phase::Barrier;
+  expect(judge_job(spec(), j), Status::Fail,
+         "every rank arrived and is alive (waiting: rank 2 (gpu-b, pid 1002, last phase barrier); rank 3 (gpu-b, pid 1003, "
+         "last phase barrier)): the fabric between ranks (MPI's transport), not a stuck rank",
+         "btl_tcp_if_include");
+}
+
+TEST(CommBarrier, NotRunBecauseRanksWereMissing) {
+  JobFacts j = job_fixture::job(2, 2);
+  lose(j, 3, Phase::Probe);
+  status(j, 3).silent_s = 9;
+  j.barrier = {};
+  j.barrier.note = "the gather expired";
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail,
+         "the barrier was not run: 1 of 4 ranks did not arrive earlier: rank 3 (gpu-b, pid 1003, last phase probe, silent 9.0 s) "
+         "(the gather expired)",
+         "gdb -p 1003");
+}
+
+TEST(CommBarrier, NeverHeardRank) {
+  JobFacts j = job_fixture::job(1, 2);
+  lose(j, 1, Phase::Init);
+  status(j, 1).heard = false;
+  status(j, 1).host.clear();
+  j.barrier = {};
+  expect(judge_job(spec(), j), Status::Fail, "rank 1 (never heard from)", "was never heard from: check that the launcher started it");
+}
+
+TEST(CommBarrier, NotRunForAnotherReasonIsUnknown) {
+  JobFacts j = job_fixture::job(1, 2);
+  j.barrier = {};
+  j.barrier.note = "the run's --timeout was spent before the barrier";
+  expect(judge_job(spec(), j), Status::Unknown, "the barrier was not run: the run's --timeout was spent before the barrier");
+}
+
+TEST(CommBarrier, ErrorFails) {
+  JobFacts j = job_fixture::job(2, 1);
+  j.barrier.completed = false;
+  j.barrier.note = "MPI_Ibarrier: MPI_ERR_OTHER: unknown error";
+  expect(judge_job(spec(), j), Status::Fail, "the barrier across 2 ranks failed: MPI_Ibarrier: MPI_ERR_OTHER: unknown error",
+         "same MPI build");
+}
+
+TEST(CommBarrier, SkipForOneProcessAndForMerge) {
+  JobFacts one;
+  expect(judge_job(spec(), one, {}, Profile::Job), Status::Skip, "a single process");
+  const RankFacts f;
+  const Options o;
+  expect(run_check(spec(), CheckContext{f, o, Profile::Job, nullptr, nullptr}), Status::Skip, "a single process");
+  JobFacts m = job_fixture::job(2, 2);
+  m.source = "merge";
+  expect(judge_job(spec(), m), Status::Skip, "the barrier runs only in a live job");
+}
+
+}  // namespace
+}  // namespace preflight
