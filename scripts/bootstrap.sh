@@ -18,6 +18,7 @@ packages=(
   libgtest-dev libgmock-dev libxml2-dev libxml2-utils
   libhwloc-dev hwloc libopenmpi-dev openmpi-bin
   python3 python3-jsonschema util-linux iproute2
+  slurm-wlm slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge
 )
 
 missing=()

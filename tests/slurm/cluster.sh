@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # A private single-node Slurm cluster in a temporary directory (sourced by slurm_test.sh).
 #
 #   slurm_cluster_start DIR   munged + slurmctld + slurmd, every file below DIR; returns 0 when the
@@ -10,6 +11,7 @@
 # (proctrack/linuxproc, task/none), so it runs in a container.
 
 slurm_cluster_pids=()
+slurm_node=""  # the node name in slurm.conf (this host's short name), set by slurm_cluster_start
 
 # slurm_free_ports N: N distinct TCP ports that are free on this machine now.
 slurm_free_ports() {
@@ -43,7 +45,7 @@ slurm_node_idle() {
 }
 
 slurm_cluster_start() {
-  local dir=$1 user cpus mem_mb ports
+  local dir=$1 user cpus mem_mb ctld_port slurmd_port
   user=$(id -un)
   slurm_node=$(hostname -s)
   cpus=$(nproc)
@@ -58,18 +60,11 @@ slurm_cluster_start() {
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed"
     --num-threads=2)
   [ "$(id -u)" -eq 0 ] && munge_args+=(--force)
-  if ! timeout 10 munged "${munge_args[@]}" >"$dir/log/munged.out" 2>&1; then
-    echo "munged did not start: $(tail -n 3 "$dir/log/munged.out" "$dir/log/munged.log" 2>/dev/null | tr '\n' ' ')" >&2
-    return 1
-  fi
-  # munged forks itself into the background and writes its pid file.
-  if ! slurm_wait_for 10 test -s "$dir/munge/munged.pid"; then
-    echo "munged wrote no pid file" >&2
-    return 1
-  fi
-  slurm_cluster_pids+=("$(cat "$dir/munge/munged.pid")")
+  # In the foreground under `timeout`, so that even a test killed outright leaves no daemon for long.
+  timeout 600 munged --foreground "${munge_args[@]}" >"$dir/log/munged.out" 2>&1 &
+  slurm_cluster_pids+=("$!")
   if ! slurm_wait_for 10 bash -c "munge -S '$dir/munge/munge.socket' -n | unmunge -S '$dir/munge/munge.socket'"; then
-    echo "munged does not answer on $dir/munge/munge.socket" >&2
+    echo "munged does not answer on $dir/munge/munge.socket: $(tail -n 3 "$dir/log/munged.out" "$dir/log/munged.log" 2>/dev/null | tr '\n' ' ')" >&2
     return 1
   fi
 
