@@ -39,4 +39,44 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s);
 /// CUDA build read from the "NCCL version X+cudaA.B" string inside the file. No NCCL init.
 Probed<NcclLibrary> run_nccl(const std::string& lib);
 
+/// `nccl-id --root ADDR:PORT [--lib PATH]`: NCCL_COMM_ID=ADDR:PORT (the bootstrap root, started by
+/// rank 0's init; without a root the id would point at a thread of this short-lived helper), then
+/// ncclGetUniqueId. Prints one JSON line: {"event":"id","id":<256 hex digits>,"lib","version","root"}
+/// or {"event":"error","step":"root"|"dlopen"|"dlsym"|"ncclGetUniqueId","error":..}. Returns 0.
+int run_nccl_id(const std::string& lib, const std::string& root);
+
+/// `nccl-allreduce`: one rank of an all_reduce.
+struct AllreduceArgs {
+  std::string id_hex;        ///< the unique id from nccl-id (256 hex digits)
+  std::string root;          ///< NCCL_COMM_ID (ADDR:PORT); empty: inherited from the environment
+  std::string lib;           ///< libnccl path; empty: the soname
+  int rank = 0;
+  int nranks = 1;
+  int device = 0;            ///< CUDA ordinal
+  std::uint64_t bytes = 0;   ///< message size (rounded down to whole elements)
+  int repeats = 5;           ///< timed iterations after one warm-up; the best is kept
+  double timeout_s = 30.0;   ///< the helper's own deadline, from its start
+};
+
+/// Whether `nranks` ranks use ncclInt64 (the exact sums overflow int32 beyond 2048 ranks).
+bool nccl_allreduce_uses_int64(int nranks);
+
+/// `nccl-allreduce --id HEX --rank R --nranks N --device D --bytes B [--repeats K] [--timeout S]
+/// [--lib PATH] [--root ADDR:PORT]`: the device's primary context, a send buffer with element i =
+/// (R+1)*((i%1021)+1) and a poisoned receive buffer, ncclCommInitRankConfig with blocking = 0
+/// polled through ncclCommGetAsyncError, one warm-up and K all_reduces (ncclSum) each between two
+/// events polled with cuEventQuery and ncclCommGetAsyncError, then every element checked against
+/// ((i%1021)+1)*N(N+1)/2. JSON Lines, flushed per line:
+///   {"event":"start",rank,nranks,device,bytes,count,dtype,repeats,timeout_s,lib,version}
+///   {"event":"progress","step":"init"|"ready"|"warmup"|"iteration"|"abort",...}
+///   {"event":"error","step":"args"|"root"|"cuda"|"dlopen"|"dlsym"|"init"|"allreduce"|"async"|
+///            "verify"|"finalize","error":..,"expired":bool[,"code","nccl_error"]
+///            [,"index","value","expected","wrong_elements" for verify]}
+///   {"event":"abort","result":"ncclSuccess","seconds":..}   after ncclCommAbort
+///   {"event":"done","ok":bool,bytes,repeats,time_s (best),algbw_gbps,busbw_gbps,...}
+///   {"event":"end"}
+/// Past the deadline (or on any NCCL error) the communicator is aborted and the helper exits at
+/// once. Returns the exit status.
+int run_nccl_allreduce(const AllreduceArgs& args);
+
 }  // namespace preflight::helper

@@ -7,9 +7,12 @@
 //   preflight-gpu-probe smoke --ordinal N --bytes B
 //   preflight-gpu-probe nccl --lib PATH        (PATH "": the soname libnccl.so.2)
 //   preflight-gpu-probe p2p --bytes B [--pair-timeout S]
+//   preflight-gpu-probe nccl-id --root ADDR:PORT [--lib PATH]
+//   preflight-gpu-probe nccl-allreduce --id HEX --rank R --nranks N --device D --bytes B
+//                       [--repeats K] [--timeout S] [--lib PATH] [--root ADDR:PORT]
 //
 // Each prints ONE JSON document on stdout and exits 0; driver errors are inside the document.
-// p2p prints JSON Lines instead (one event per line, flushed), so a run killed at its deadline
+// p2p and nccl-allreduce print JSON Lines instead (one event per line, flushed), so a run killed at its deadline
 // still names the copy in progress.
 // A usage error exits 2 with a message on stderr.
 #include <signal.h>
@@ -34,7 +37,10 @@ int usage(const std::string& why) {
             << "usage: preflight-gpu-probe driver\n"
             << "       preflight-gpu-probe smoke --ordinal N --bytes B\n"
             << "       preflight-gpu-probe nccl --lib PATH\n"
-            << "       preflight-gpu-probe p2p --bytes B [--pair-timeout S]\n";
+            << "       preflight-gpu-probe p2p --bytes B [--pair-timeout S]\n"
+            << "       preflight-gpu-probe nccl-id --root ADDR:PORT [--lib PATH]\n"
+            << "       preflight-gpu-probe nccl-allreduce --id HEX --rank R --nranks N --device D --bytes B\n"
+            << "                           [--repeats K] [--timeout S] [--lib PATH] [--root ADDR:PORT]\n";
   return 2;
 }
 
@@ -53,6 +59,7 @@ int main(int argc, char** argv) {
   if (argc < 2) return usage("missing subcommand");
   const std::string_view command = argv[1];
   std::string ordinal_text, bytes_text, lib, pair_timeout_text;
+  std::string id_text, rank_text, nranks_text, device_text, repeats_text, timeout_text, root;
   bool have_lib = false;
   for (int i = 2; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -63,6 +70,20 @@ int main(int argc, char** argv) {
       bytes_text = argv[++i];
     } else if (arg == "--pair-timeout") {
       pair_timeout_text = argv[++i];
+    } else if (arg == "--id") {
+      id_text = argv[++i];
+    } else if (arg == "--rank") {
+      rank_text = argv[++i];
+    } else if (arg == "--nranks") {
+      nranks_text = argv[++i];
+    } else if (arg == "--device") {
+      device_text = argv[++i];
+    } else if (arg == "--repeats") {
+      repeats_text = argv[++i];
+    } else if (arg == "--timeout") {
+      timeout_text = argv[++i];
+    } else if (arg == "--root") {
+      root = argv[++i];
     } else if (arg == "--lib") {
       lib = argv[++i];
       have_lib = true;
@@ -93,6 +114,40 @@ int main(int argc, char** argv) {
           return usage("--pair-timeout needs seconds (0 < S <= 3600)");
       }
       return preflight::helper::run_p2p(*bytes, pair_timeout);
+    }
+    if (command == "nccl-id") {
+      return preflight::helper::run_nccl_id(lib, root);
+    }
+    if (command == "nccl-allreduce") {
+      preflight::helper::AllreduceArgs a;
+      const auto rank = preflight::parse_int(rank_text);
+      const auto nranks = preflight::parse_int(nranks_text);
+      const auto device = preflight::parse_int(device_text);
+      const auto bytes = preflight::parse_size(bytes_text);
+      if (id_text.empty()) return usage("nccl-allreduce needs --id HEX (from nccl-id)");
+      if (!nranks || *nranks < 1 || *nranks > 1 << 20) return usage("nccl-allreduce needs --nranks N (N >= 1)");
+      if (!rank || *rank < 0 || *rank >= *nranks) return usage("nccl-allreduce needs --rank R (0 <= R < N)");
+      if (!device || *device < 0 || *device > 1 << 20) return usage("nccl-allreduce needs --device D (D >= 0)");
+      if (!bytes || *bytes == 0) return usage("nccl-allreduce needs --bytes B (64M, 1G, 4096)");
+      if (!repeats_text.empty()) {
+        const auto repeats = preflight::parse_int(repeats_text);
+        if (!repeats || *repeats < 0 || *repeats > 10000) return usage("--repeats needs 0..10000");
+        a.repeats = static_cast<int>(*repeats);
+      }
+      if (!timeout_text.empty()) {
+        char* end = nullptr;
+        a.timeout_s = std::strtod(timeout_text.c_str(), &end);
+        if (end == timeout_text.c_str() || *end != '\0' || !(a.timeout_s > 0.0) || a.timeout_s > 3600.0)
+          return usage("--timeout needs seconds (0 < S <= 3600)");
+      }
+      a.id_hex = id_text;
+      a.root = root;
+      a.lib = lib;
+      a.rank = static_cast<int>(*rank);
+      a.nranks = static_cast<int>(*nranks);
+      a.device = static_cast<int>(*device);
+      a.bytes = *bytes;
+      return preflight::helper::run_nccl_allreduce(a);
     }
     if (command == "nccl") {
       if (!have_lib) return usage("nccl needs --lib PATH (\"\" for the soname)");

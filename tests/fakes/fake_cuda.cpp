@@ -3,6 +3,9 @@
 // serving the scenario of $PREFLIGHT_FAKE_GPU (tests/fakes/README.md). Like the real driver it
 // reads CUDA_VISIBLE_DEVICES once, at the first cuInit, and cuInit fails with CUDA_ERROR_NO_DEVICE
 // when no device is visible. Device memory is host memory, so a write and read-back really happen.
+//
+// The fake libnccl enqueues its collectives on a stream through preflight_fake_cuda_stream_enqueue
+// (exported for it alone): modelled GPU time, and a completion test polled by cuEventQuery.
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -22,17 +25,24 @@ namespace fake = preflight::fake_gpu;
 struct preflight::cuda::CUctx_st {
   int device = 0;
 };
+/// Polled by cuEventQuery for work another fake enqueued: nonzero once that work is complete.
+using PreflightFakeCompletion = int (*)(void* arg);
+
 /// A stream whose work never completes once a "hang" peer copy was queued on it.
 struct preflight::cuda::CUstream_st {
   int device = 0;
   bool hung = false;
   double pending_ms = 0;  // the modelled duration of the copies queued since the last event
   std::chrono::steady_clock::time_point last{};
+  PreflightFakeCompletion waiter = nullptr;  // enqueued work not complete yet (the fake libnccl's)
+  void* waiter_arg = nullptr;
 };
 struct preflight::cuda::CUevent_st {
   bool recorded = false;
   bool hung = false;
   std::chrono::steady_clock::time_point when{};
+  PreflightFakeCompletion waiter = nullptr;  // the stream's pending work when recorded
+  void* waiter_arg = nullptr;
 };
 
 namespace {
@@ -348,6 +358,33 @@ PREFLIGHT_FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void* dst_host, CUdeviceptr src_d
   return CUDA_SUCCESS;
 }
 
+PREFLIGHT_FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst_device, const void* src_host, std::size_t byte_count) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  PREFLIGHT_FAKE_REQUIRE_CONTEXT();
+  if (src_host == nullptr || dst_device == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (byte_count == 0) return CUDA_SUCCESS;
+  auto* a = allocation_of(dst_device);
+  if (a == nullptr || dst_device + byte_count > a->first + a->second.bytes) return CUDA_ERROR_INVALID_VALUE;
+  materialize(dst_device);
+  std::memcpy(host(dst_device), src_host, byte_count);
+  return CUDA_SUCCESS;
+}
+
+/// For the fake libnccl: work on `stream` that takes `modelled_ms` of GPU time and, when `complete`
+/// is not null, is complete only once complete(arg) answers nonzero (cuEventQuery on an event
+/// recorded after it polls it, without the driver's lock held, in the querying thread).
+PREFLIGHT_FAKE_EXPORT void preflight_fake_cuda_stream_enqueue(CUstream stream, double modelled_ms,
+                                                              PreflightFakeCompletion complete, void* arg) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (stream == nullptr || s.streams.count(stream) == 0) return;
+  if (modelled_ms > 0) stream->pending_ms += modelled_ms;
+  if (complete != nullptr) {
+    stream->waiter = complete;
+    stream->waiter_arg = arg;
+  }
+}
+
 PREFLIGHT_FAKE_EXPORT CUresult cuDeviceCanAccessPeer(int* can_access_peer, CUdevice dev, CUdevice peer_dev) {
   PREFLIGHT_FAKE_REQUIRE_INIT();
   if (can_access_peer == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -467,6 +504,8 @@ PREFLIGHT_FAKE_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
   event->recorded = true;
   event->hung = stream != nullptr && stream->hung;
   event->when = std::chrono::steady_clock::now();
+  event->waiter = stream != nullptr ? stream->waiter : nullptr;
+  event->waiter_arg = stream != nullptr ? stream->waiter_arg : nullptr;
   if (stream != nullptr) {
     // Events on a stream time its copies at the modelled link speed, not at memcpy's.
     if (stream->pending_ms > 0) {
@@ -480,16 +519,35 @@ PREFLIGHT_FAKE_EXPORT CUresult cuEventRecord(CUevent event, CUstream stream) {
 }
 
 PREFLIGHT_FAKE_EXPORT CUresult cuEventQuery(CUevent event) {
-  PREFLIGHT_FAKE_REQUIRE_INIT();
-  if (s.events.count(event) == 0) return CUDA_ERROR_INVALID_VALUE;
-  return event->hung ? CUDA_ERROR_NOT_READY : CUDA_SUCCESS;
+  PreflightFakeCompletion waiter = nullptr;
+  void* arg = nullptr;
+  {
+    PREFLIGHT_FAKE_REQUIRE_INIT();
+    if (s.events.count(event) == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (event->hung) return CUDA_ERROR_NOT_READY;
+    if (event->waiter == nullptr) return CUDA_SUCCESS;
+    waiter = event->waiter;
+    arg = event->waiter_arg;
+  }
+  // Outside the lock: the completion test may call back into this library (cuMemcpyHtoD_v2).
+  if (waiter(arg) == 0) return CUDA_ERROR_NOT_READY;
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.events.count(event) != 0 && event->waiter == waiter && event->waiter_arg == arg) event->waiter = nullptr;
+  for (CUstream stream : s.streams) {
+    if (stream->waiter == waiter && stream->waiter_arg == arg) {
+      stream->waiter = nullptr;
+      stream->waiter_arg = nullptr;
+    }
+  }
+  return CUDA_SUCCESS;
 }
 
 PREFLIGHT_FAKE_EXPORT CUresult cuEventElapsedTime_v2(float* milliseconds, CUevent start, CUevent end) {
   PREFLIGHT_FAKE_REQUIRE_INIT();
   if (milliseconds == nullptr || s.events.count(start) == 0 || s.events.count(end) == 0) return CUDA_ERROR_INVALID_VALUE;
   if (!start->recorded || !end->recorded) return CUDA_ERROR_INVALID_VALUE;
-  if (start->hung || end->hung) return CUDA_ERROR_NOT_READY;
+  if (start->hung || end->hung || start->waiter != nullptr || end->waiter != nullptr) return CUDA_ERROR_NOT_READY;
   const double ms = std::chrono::duration<double, std::milli>(end->when - start->when).count();
   *milliseconds = static_cast<float>(std::max(ms, 0.0005));  // the timer's resolution is 0.5 us
   return CUDA_SUCCESS;
@@ -537,6 +595,7 @@ PREFLIGHT_FAKE_SAME_TYPE(cuMemAlloc_v2);
 PREFLIGHT_FAKE_SAME_TYPE(cuMemFree_v2);
 PREFLIGHT_FAKE_SAME_TYPE(cuMemsetD32_v2);
 PREFLIGHT_FAKE_SAME_TYPE(cuMemcpyDtoH_v2);
+PREFLIGHT_FAKE_SAME_TYPE(cuMemcpyHtoD_v2);
 PREFLIGHT_FAKE_SAME_TYPE(cuGetErrorName);
 PREFLIGHT_FAKE_SAME_TYPE(cuDeviceCanAccessPeer);
 PREFLIGHT_FAKE_SAME_TYPE(cuCtxEnablePeerAccess);

@@ -340,7 +340,7 @@ Scenario parse_scenario(const json& doc) {
   check_keys(doc, "scenario",
              {"description", "driver_version", "cuda_driver_version", "nccl_version", "gpus", "nvml_only_gpus", "faults",
               "cuInit", "nvmlInit", "ctx", "alloc", "memset", "copy", "topology", "p2p", "peer_access",
-              "peer_copy_faults", "nvml_missing"});
+              "peer_copy_faults", "nvml_missing", "allreduce"});
   Scenario s = default_scenario();
   s.source = "inline";
   if (doc.contains("description") && !doc.at("description").is_string()) fail("description: expected a string");
@@ -393,6 +393,31 @@ Scenario parse_scenario(const json& doc) {
       fail(where + ": " + v.dump() + " is not an index into gpus");
     return v.get<std::size_t>();
   };
+  if (doc.contains("allreduce")) {
+    const json& ar = doc.at("allreduce");
+    check_keys(ar, "allreduce", {"fault", "rank", "busbw_gbps", "error_code"});
+    if (ar.contains("fault")) {
+      const std::string f = get_label(ar.at("fault"), "allreduce.fault",
+                                      {"ok", "hang_init", "hang", "corrupt", "async_error", "init_error"});
+      using F = AllreduceScript::Fault;
+      s.allreduce.fault = f == "hang_init"     ? F::HangInit
+                          : f == "hang"        ? F::Hang
+                          : f == "corrupt"     ? F::Corrupt
+                          : f == "async_error" ? F::AsyncError
+                          : f == "init_error"  ? F::InitError
+                                               : F::Ok;
+    }
+    if (ar.contains("rank")) s.allreduce.rank = static_cast<int>(get_int(ar, "rank", "allreduce", 0));
+    if (ar.contains("busbw_gbps")) {
+      const json& v = ar.at("busbw_gbps");
+      if (!v.is_number() || !(v.get<double>() > 0)) fail("allreduce.busbw_gbps: expected a number > 0");
+      s.allreduce.busbw_gbps = v.get<double>();
+    }
+    if (ar.contains("error_code")) {
+      s.allreduce.error_code = static_cast<int>(get_int(ar, "error_code", "allreduce", 1));
+      if (s.allreduce.error_code == 7) fail("allreduce.error_code: 7 is ncclInProgress, not an error");
+    }
+  }
   if (doc.contains("topology")) {
     const json& rows = doc.at("topology");
     if (!rows.is_array() || rows.size() != n) fail("topology: expected " + std::to_string(n) + " rows (one per GPU)");

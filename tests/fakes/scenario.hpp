@@ -87,6 +87,22 @@ struct PeerCopyFault {
   int code = 0;
 };
 
+/// How the fake libnccl's communicators behave (the scenario's "allreduce" object).
+struct AllreduceScript {
+  /// HangInit: ncclCommInitRankConfig never completes (non-blocking: ncclCommGetAsyncError answers
+  /// ncclInProgress forever; blocking: the call never returns), and the other ranks wait for it.
+  /// Hang: the all_reduce is enqueued and never completes (its stream stays busy), nor do the
+  /// other ranks'. Corrupt: this rank's result has element 17 (or the last) inverted
+  /// (bitwise NOT). AsyncError: the all_reduce never completes and ncclCommGetAsyncError reports
+  /// `error_code`. InitError: ncclCommInitRankConfig returns `error_code`.
+  enum class Fault { Ok, HangInit, Hang, Corrupt, AsyncError, InitError } fault = Fault::Ok;
+  std::optional<int> rank;   ///< the rank that misbehaves; nullopt: every rank
+  double busbw_gbps = 100;   ///< an all_reduce of B bytes over N ranks is timed at B*2(N-1)/N / busbw
+  int error_code = 6;        ///< ncclRemoteError
+
+  bool applies_to(int r) const { return fault != Fault::Ok && (!rank || *rank == r); }
+};
+
 /// The NVSwitch bus ids NVLinks of "switch" GPUs lead to: 00000000:F0:00.0 ... F3.
 std::string nvswitch_bus_id(int link);
 
@@ -103,6 +119,7 @@ struct Scenario {
   std::optional<bool> peer_access;                 // nullopt: a pair can access when its P2P read status is OK
   std::vector<PeerCopyFault> peer_copy_faults;
   std::vector<std::string> nvml_missing;           // NVML functions that answer NVML_ERROR_FUNCTION_NOT_FOUND
+  AllreduceScript allreduce;                       // the fake libnccl's communicators
 
   /// The path label between GPUs a and b (indices into gpus): "X" for a == b.
   std::string path(std::size_t a, std::size_t b) const;

@@ -89,6 +89,7 @@ PREFLIGHT_CHECK_CU(cuMemAlloc_v2);
 PREFLIGHT_CHECK_CU(cuMemFree_v2);
 PREFLIGHT_CHECK_CU(cuMemsetD32_v2);
 PREFLIGHT_CHECK_CU(cuMemcpyDtoH_v2);
+PREFLIGHT_CHECK_CU(cuMemcpyHtoD_v2);
 PREFLIGHT_CHECK_CU(cuGetErrorName);
 PREFLIGHT_CHECK_CU(cuDeviceCanAccessPeer);
 PREFLIGHT_CHECK_CU(cuCtxEnablePeerAccess);
@@ -123,6 +124,44 @@ struct Translate<preflight::nccl::ncclResult_t> {
 static_assert(std::is_same_v<translate_t<preflight::nccl::PFN_ncclGetVersion>, decltype(&::ncclGetVersion)>);
 static_assert(std::is_same_v<translate_t<preflight::nccl::PFN_ncclGetErrorString>, decltype(&::ncclGetErrorString)>);
 static_assert(sizeof(preflight::nccl::ncclResult_t) == sizeof(::ncclResult_t));
+template <>
+struct Translate<preflight::nccl::ncclComm> {
+  using type = ::ncclComm;
+};
+template <>
+struct Translate<preflight::nccl::ncclUniqueId> {
+  using type = ::ncclUniqueId;
+};
+template <>
+struct Translate<preflight::nccl::ncclConfig_t> {
+  using type = ::ncclConfig_t;
+};
+template <>
+struct Translate<preflight::nccl::ncclDataType_t> {
+  using type = ::ncclDataType_t;
+};
+template <>
+struct Translate<preflight::nccl::ncclRedOp_t> {
+  using type = ::ncclRedOp_t;
+};
+#define PREFLIGHT_CHECK_NCCL(fn) \
+  static_assert(std::is_same_v<translate_t<preflight::nccl::PFN_##fn>, decltype(&::fn)>, #fn)
+PREFLIGHT_CHECK_NCCL(ncclGetLastError);
+PREFLIGHT_CHECK_NCCL(ncclGetUniqueId);
+PREFLIGHT_CHECK_NCCL(ncclCommInitRankConfig);
+PREFLIGHT_CHECK_NCCL(ncclCommGetAsyncError);
+PREFLIGHT_CHECK_NCCL(ncclCommFinalize);
+PREFLIGHT_CHECK_NCCL(ncclCommDestroy);
+PREFLIGHT_CHECK_NCCL(ncclCommAbort);
+#ifdef PREFLIGHT_HAVE_CUDA_H
+// cudaStream_t is struct CUstream_st*, the driver's CUstream.
+PREFLIGHT_CHECK_NCCL(ncclAllReduce);
+#endif
+#undef PREFLIGHT_CHECK_NCCL
+static_assert(std::is_same_v<translate_t<preflight::nccl::ncclComm_t>, ::ncclComm_t>);
+static_assert(sizeof(preflight::nccl::ncclUniqueId) == sizeof(::ncclUniqueId));
+static_assert(sizeof(preflight::nccl::ncclDataType_t) == sizeof(::ncclDataType_t));
+static_assert(sizeof(preflight::nccl::ncclRedOp_t) == sizeof(::ncclRedOp_t));
 #endif
 
 TEST(NvidiaAbi, CudaDriverApi) {
@@ -195,6 +234,64 @@ TEST(NvidiaAbi, Nccl) {
   EXPECT_EQ(+n::ncclInvalidUsage, +::ncclInvalidUsage);
   EXPECT_EQ(+n::ncclRemoteError, +::ncclRemoteError);
   EXPECT_EQ(+n::ncclInProgress, +::ncclInProgress);
+  EXPECT_EQ(n::kUniqueIdBytes, static_cast<std::size_t>(NCCL_UNIQUE_ID_BYTES));
+  EXPECT_EQ(sizeof(n::ncclUniqueId), sizeof(::ncclUniqueId));
+  EXPECT_EQ(+n::ncclInt32, +::ncclInt32);
+  EXPECT_EQ(+n::ncclInt64, +::ncclInt64);
+  EXPECT_EQ(+n::ncclUint32, +::ncclUint32);
+  EXPECT_EQ(+n::ncclUint64, +::ncclUint64);
+  EXPECT_EQ(+n::ncclFloat32, +::ncclFloat32);
+  EXPECT_EQ(+n::ncclFloat64, +::ncclFloat64);
+  EXPECT_EQ(+n::ncclSum, +::ncclSum);
+  EXPECT_EQ(n::kConfigUndefInt, NCCL_CONFIG_UNDEF_INT);
+  EXPECT_EQ(n::nccl_version(2, 28, 9), NCCL_VERSION(2, 28, 9));
+  EXPECT_EQ(n::nccl_version(2, 8, 4), NCCL_VERSION(2, 8, 4));
+  // ncclConfig_t: the same layout, field by field, as the installed header's. A newer nccl.h that
+  // grew the struct fails here: declare its fields and its version in nccl_api.hpp.
+  EXPECT_EQ(sizeof(n::ncclConfig_t), sizeof(::ncclConfig_t));
+#define PREFLIGHT_CHECK_FIELD(f)                                   \
+  EXPECT_EQ(offsetof(n::ncclConfig_t, f), offsetof(::ncclConfig_t, f)) << #f; \
+  EXPECT_EQ(sizeof(n::ncclConfig_t::f), sizeof(::ncclConfig_t::f)) << #f
+  PREFLIGHT_CHECK_FIELD(size);
+  PREFLIGHT_CHECK_FIELD(magic);
+  PREFLIGHT_CHECK_FIELD(version);
+  PREFLIGHT_CHECK_FIELD(blocking);
+  PREFLIGHT_CHECK_FIELD(cgaClusterSize);
+  PREFLIGHT_CHECK_FIELD(minCTAs);
+  PREFLIGHT_CHECK_FIELD(maxCTAs);
+  PREFLIGHT_CHECK_FIELD(netName);
+  PREFLIGHT_CHECK_FIELD(splitShare);
+  PREFLIGHT_CHECK_FIELD(trafficClass);
+  PREFLIGHT_CHECK_FIELD(commName);
+  PREFLIGHT_CHECK_FIELD(collnetEnable);
+  PREFLIGHT_CHECK_FIELD(CTAPolicy);
+  PREFLIGHT_CHECK_FIELD(shrinkShare);
+  PREFLIGHT_CHECK_FIELD(nvlsCTAs);
+  PREFLIGHT_CHECK_FIELD(nChannelsPerNetPeer);
+  PREFLIGHT_CHECK_FIELD(nvlinkCentricSched);
+#undef PREFLIGHT_CHECK_FIELD
+  // config_initializer() is NCCL_CONFIG_INITIALIZER, value for value.
+  const ::ncclConfig_t theirs = NCCL_CONFIG_INITIALIZER;
+  const n::ncclConfig_t ours = n::config_initializer();
+  EXPECT_EQ(ours.size, theirs.size);
+  EXPECT_EQ(ours.magic, theirs.magic);
+  EXPECT_EQ(ours.version, theirs.version);
+  EXPECT_EQ(ours.blocking, theirs.blocking);
+  EXPECT_EQ(ours.cgaClusterSize, theirs.cgaClusterSize);
+  EXPECT_EQ(ours.minCTAs, theirs.minCTAs);
+  EXPECT_EQ(ours.maxCTAs, theirs.maxCTAs);
+  EXPECT_EQ(ours.netName, theirs.netName);
+  EXPECT_EQ(ours.splitShare, theirs.splitShare);
+  EXPECT_EQ(ours.trafficClass, theirs.trafficClass);
+  EXPECT_EQ(ours.commName, theirs.commName);
+  EXPECT_EQ(ours.collnetEnable, theirs.collnetEnable);
+  EXPECT_EQ(ours.CTAPolicy, theirs.CTAPolicy);
+  EXPECT_EQ(ours.shrinkShare, theirs.shrinkShare);
+  EXPECT_EQ(ours.nvlsCTAs, theirs.nvlsCTAs);
+  EXPECT_EQ(ours.nChannelsPerNetPeer, theirs.nChannelsPerNetPeer);
+  EXPECT_EQ(ours.nvlinkCentricSched, theirs.nvlinkCentricSched);
+  EXPECT_STREQ(n::name_ncclCommInitRankConfig, "ncclCommInitRankConfig");
+  EXPECT_STREQ(n::name_ncclAllReduce, "ncclAllReduce");
 #endif
 }
 
