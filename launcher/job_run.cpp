@@ -11,9 +11,11 @@
 
 #include "core/text.hpp"
 #include "dist/payload.hpp"
+#include "dist/reach.hpp"
 #include "dist/transport.hpp"
 #include "launcher/job_report.hpp"
 #include "launcher/run.hpp"
+#include "probes/nccl_allreduce.hpp"
 
 namespace preflight {
 namespace {
@@ -65,25 +67,33 @@ struct Faults {
   }
 };
 
-/// One rank's all_reduce outcome, fixed-size for the gather to rank 0.
-struct VerifyRecord {
-  std::int32_t rank = 0;
-  std::int32_t ok = 0;
-  std::int32_t expired = 0;
-  std::int32_t repeats = 0;
-  std::int64_t first_wrong = -1;  // element index
-  std::int64_t expected = 0;
-  std::int64_t got = 0;
-  double seconds = 0;  // best timed iteration
-  char error[192] = {};
-};
+/// One rank's all_reduce outcome as a fixed-size record for the gather to rank 0: the outcome's
+/// JSON, padded with spaces (long messages are cut to fit).
+constexpr std::size_t kRecordBytes = 4096;
 
-std::string to_bytes(const VerifyRecord& r) { return std::string(reinterpret_cast<const char*>(&r), sizeof r); }
-VerifyRecord from_bytes(const std::string& s) {
-  VerifyRecord r;
-  if (s.size() == sizeof r) std::memcpy(&r, s.data(), sizeof r);
-  r.error[sizeof r.error - 1] = '\0';
-  return r;
+std::string to_record(NcclRankOutcome o) {
+  std::string text = nlohmann::json(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() > kRecordBytes) {
+    o.error = o.error.substr(0, 1000);
+    o.helper = o.helper.substr(0, 500);
+    text = nlohmann::json(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  text.resize(kRecordBytes, ' ');
+  return text;
+}
+
+NcclRankOutcome from_record(const std::string& record, int rank) {
+  try {
+    NcclRankOutcome o = nlohmann::json::parse(record).get<NcclRankOutcome>();
+    o.rank = rank;
+    return o;
+  } catch (const std::exception& e) {
+    NcclRankOutcome o;
+    o.rank = rank;
+    o.step = "gather";
+    o.error = std::string("its all_reduce record did not parse: ") + e.what();
+    return o;
+  }
 }
 
 /// The exact integers of the self-check: element 0 counts the ranks, element 1 sums their numbers
@@ -127,8 +137,11 @@ class JobRun {
     m_mine = judge_rank(m_options, m_profile, m_facts, leader, m_matrix);
 
     enter(Phase::Reach);
+    reach_rank0();
+
     enter(Phase::Gather);
     gather();
+    m_listener.reset();  // every rank has tried its connection by now
 
     enter(Phase::Barrier);
     barrier();
@@ -167,6 +180,74 @@ class JobRun {
     m_transport->announce(phase);
     if (m_faults.stop_rank == m_transport->rank() && m_faults.stop_phase == phase) ::raise(SIGSTOP);
     if (m_faults.kill_rank == m_transport->rank() && m_faults.kill_phase == phase) ::raise(SIGKILL);
+  }
+
+  /// Rank 0 listens on the address NCCL's bootstrap would use there; every rank (rank 0 too)
+  /// opens a bounded TCP connection to it. The result travels in the rank's facts.
+  void reach_rank0() {
+    if (!m_mpi) return;
+    std::string offer;
+    if (m_root) {
+      std::string why;
+      std::optional<ReachTarget> target = bootstrap_target(m_facts, why);
+      if (target) {
+        m_listener = std::make_unique<ReachListener>();
+        std::string error;
+        if (m_listener->listen(target->address, error)) {
+          target->port = m_listener->port();
+          m_job.reach_target = target;
+        } else {
+          m_job.reach_note = "rank 0 could not listen on " + target->address + ": " + error;
+          m_listener.reset();
+        }
+      } else {
+        m_job.reach_note = why;
+      }
+      nlohmann::json j = nlohmann::json::object();
+      if (m_job.reach_target) j["target"] = *m_job.reach_target;
+      offer = j.dump();
+    }
+    const std::optional<std::string> got = m_transport->broadcast(offer, m_deadlines.reach + grace());
+    if (!got) {
+      if (!m_root) give_up("rank 0 did not send its bootstrap address");
+      expire_missing(Phase::Reach, "reach: rank 0's bootstrap address did not reach every rank within " +
+                                       fmt_s(m_deadlines.reach));
+    }
+    std::optional<ReachTarget> target;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(*got);
+      if (j.contains("target")) target = j.at("target").get<ReachTarget>();
+    } catch (const std::exception&) {
+      target.reset();
+    }
+    if (!target) return;  // rank 0 had none: net.reachability says why (job.reach_note)
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.reach - Clock::now());
+    const auto timeout = std::clamp(left, std::chrono::milliseconds(200), std::chrono::milliseconds(2000));
+    m_facts.net.reach = reach(*target, timeout);
+  }
+
+  /// Ranks that did not get to `phase` or went silent in it (heartbeats stopped), for messages.
+  std::vector<int> missing_in(Phase phase) {
+    refresh_status();
+    std::vector<int> out;
+    for (const RankStatus& s : m_job.status) {
+      if (s.rank != 0 && (s.last_phase < phase || s.silent_s >= 1.5)) out.push_back(s.rank);
+    }
+    return out;
+  }
+
+  std::string describe(const std::vector<int>& ranks) const {
+    std::string names;
+    for (int r : ranks) names += (names.empty() ? "" : "; ") + m_job.describe_rank(r);
+    return names;
+  }
+
+  [[noreturn]] void expire_missing(Phase phase, const std::string& what) {
+    const std::vector<int> missing = missing_in(phase);
+    const std::string note = "not run: " + (missing.empty() ? what : describe(missing) + " did not get past " + to_string(phase));
+    m_job.barrier.note = note;
+    m_job.allreduce.note = note;
+    expire(what + (missing.empty() ? std::string() : ": " + describe(missing)));
   }
 
   std::string payload_bytes() {
@@ -268,116 +349,237 @@ class JobRun {
                           : ": " + names));
   }
 
+  /// The all_reduce of the job: NCCL in contained helpers when every rank has a GPU and an NCCL
+  /// (the library the job will load), MPI in host memory otherwise; in one process without MPI,
+  /// NCCL across the node's GPUs. Measured again (up to kBusbwRounds) before a result below
+  /// --min-busbw is reported.
   void allreduce() {
-    if (!m_mpi) return;
-    CommResult& a = m_job.allreduce;
-    const TimePoint t0 = Clock::now();
+    if (!m_mpi) {
+      local_allreduce();
+      return;
+    }
     const TimePoint deadline = m_deadlines.allreduce + grace();
-    const std::uint64_t bytes = std::max<std::uint64_t>(16, std::min(m_options.allreduce_bytes, kMpiAllreduceCap));
-    const std::size_t n = static_cast<std::size_t>(bytes / sizeof(std::int64_t));
-    const int size = m_transport->size();
-    const int rank = m_transport->rank();
-    std::vector<std::int64_t> buf(n);
-    int round = 0;
-    for (;;) {
-      VerifyRecord mine;
-      mine.rank = rank;
-      mine.ok = 1;
-      double best = 0;
-      for (int it = 0; it <= kTimedIterations && mine.ok != 0; ++it) {  // iteration 0 warms up
-        for (std::size_t i = 0; i < n; ++i) buf[i] = pattern(i, rank);
-        const TimePoint t = Clock::now();
-        if (!m_transport->allreduce_sum(buf, deadline)) {
-          mine.ok = 0;
-          mine.expired = 1;
-          std::snprintf(mine.error, sizeof mine.error, "all_reduce did not complete within its deadline");
-          break;
-        }
-        const double took = since(t);
-        if (it > 0) {
-          best = best == 0 ? took : std::min(best, took);
-          ++mine.repeats;
-        }
-        for (std::size_t i = 0; i < n; ++i) {
-          if (buf[i] != expected_sum(i, size)) {
-            mine.ok = 0;
-            mine.first_wrong = static_cast<std::int64_t>(i);
-            mine.expected = expected_sum(i, size);
-            mine.got = buf[i];
-            std::snprintf(mine.error, sizeof mine.error, "element %zu is %lld, expected %lld", i,
-                          static_cast<long long>(buf[i]), static_cast<long long>(mine.expected));
-            break;
-          }
-        }
+    for (int round = 1;; ++round) {
+      const TimePoint t0 = Clock::now();
+      std::string plan_text;
+      if (m_root) plan_text = make_plan().dump();
+      const std::optional<std::string> plan_got = m_transport->broadcast(plan_text, deadline);
+      if (!plan_got) {
+        if (!m_root) give_up("rank 0 did not send the all_reduce plan");
+        expire_allreduce(t0, m_options.allreduce_bytes, "mpi");
       }
-      mine.seconds = best;
-      if (mine.expired != 0 && !m_root) give_up("the all_reduce did not complete");
-      const std::optional<std::vector<std::string>> records = m_transport->gather(to_bytes(mine), deadline);
+      const nlohmann::json plan = nlohmann::json::parse(*plan_got, nullptr, false);
+      const std::string mode = plan.is_object() ? plan.value("mode", "") : "";
+      const std::uint64_t bytes = plan.is_object() ? plan.value("bytes", std::uint64_t{0}) : 0;
+      NcclRankOutcome mine;
+      if (mode == "nccl") {
+        mine = nccl_round(plan, bytes, deadline);
+      } else if (mode == "mpi") {
+        mine = mpi_round(bytes, deadline);
+      } else {
+        mine.ok = false;
+        mine.step = "plan";
+        mine.error = plan.is_object() ? plan.value("error", "no all_reduce plan") : "no all_reduce plan";
+      }
+      if (mine.expired && !m_root) give_up("the all_reduce did not complete");
+      const std::optional<std::vector<std::string>> records = m_transport->gather(to_record(mine), deadline);
       if (!records) {
         if (!m_root) give_up("rank 0 did not collect the all_reduce results");
-        a.attempted = true;
-        a.expired = true;
-        a.transport = "mpi";
-        a.bytes = bytes;
-        a.ranks = size;
-        a.seconds = since(t0);
-        a.deadline_s = duration<double>(m_deadlines.allreduce - t0).count();
-        refresh_status();
-        for (const RankStatus& s : m_job.status) {
-          if (s.rank != 0 && (s.last_phase < Phase::Allreduce || s.silent_s >= 1.5)) a.missing.push_back(s.rank);
-        }
-        std::string names;
-        for (int r : a.missing) names += (names.empty() ? "" : "; ") + m_job.describe_rank(r);
-        expire("all_reduce: did not complete within " + fmt_s(m_deadlines.allreduce) +
-               (names.empty() ? std::string(termination_requested() ? "" : "; every rank reached it and is alive")
-                          : ": " + names));
+        expire_allreduce(t0, bytes, mode);
       }
       bool again = false;
       if (m_root) {
-        judge_allreduce(*records, bytes, size, t0);
-        again = ++round < kBusbwRounds && a.completed && m_options.min_busbw_gbps && a.busbw_gbps < *m_options.min_busbw_gbps;
+        std::vector<NcclRankOutcome> outcomes;
+        for (std::size_t r = 0; r < records->size(); ++r) outcomes.push_back(from_record((*records)[r], static_cast<int>(r)));
+        judge_allreduce(outcomes, plan, mode, bytes, t0);
+        const CommResult& a = m_job.allreduce;
+        again = round < kBusbwRounds && a.completed && m_options.min_busbw_gbps && a.busbw_gbps < *m_options.min_busbw_gbps;
       }
       const std::optional<std::string> decision = m_transport->broadcast(again ? "again" : "done", deadline);
       if (!decision) {
         if (!m_root) give_up("rank 0 did not say whether to repeat the all_reduce");
-        expire("all_reduce: the ranks did not take the decision to repeat it within the deadline");
+        expire("all_reduce: the ranks did not take the decision to repeat it within " + fmt_s(m_deadlines.allreduce));
       }
       if (*decision != "again") return;
     }
   }
 
-  void judge_allreduce(const std::vector<std::string>& records, std::uint64_t bytes, int size, TimePoint t0) {
-    CommResult& a = m_job.allreduce;
-    const CommResult previous = a;
-    a = CommResult{};
-    a.attempted = true;
-    a.transport = m_mpi ? "mpi" : "none";
-    a.bytes = bytes;
-    a.ranks = size;
-    a.seconds = since(t0);
-    a.deadline_s = duration<double>(m_deadlines.allreduce - t0).count();
-    a.note = "MPI all_reduce of " + std::to_string(bytes) + " bytes of int64 between the ranks' host memory";
-    double slowest = 0;
-    for (const std::string& raw : records) {
-      const VerifyRecord r = from_bytes(raw);
-      a.repeats = std::max(a.repeats, static_cast<int>(r.repeats));
-      slowest = std::max(slowest, r.seconds);
-      if (r.ok == 0) {
-        a.wrong.push_back(r.rank);
-        a.errors.push_back(m_job.describe_rank(r.rank) + ": " + r.error);
+  /// Rank 0: which all_reduce the job runs. NCCL needs every rank to have the GPU of its local rank
+  /// and a loadable libnccl; then rank 0 makes the unique id for a root on its bootstrap address.
+  nlohmann::json make_plan() {
+    nlohmann::json plan = {{"mode", "mpi"}, {"bytes", std::max<std::uint64_t>(16, std::min(m_options.allreduce_bytes, kMpiAllreduceCap))}};
+    std::string why_not;
+    for (const RankFacts& f : m_job.ranks) {
+      const auto* devices = f.gpu.driver.cuda_devices.value();
+      if (devices == nullptr || devices->empty()) {
+        why_not = "rank " + std::to_string(f.placement.rank) + " (" + f.identity.hostname + ") has no CUDA device";
+        break;
+      }
+      if (static_cast<std::size_t>(f.placement.local_rank) >= devices->size()) {
+        why_not = "rank " + std::to_string(f.placement.rank) + " (" + f.identity.hostname + ") is local rank " +
+                  std::to_string(f.placement.local_rank) + " but sees " + std::to_string(devices->size()) + " GPU(s)";
+        break;
+      }
+      if (!f.gpu.nccl.ok()) {
+        why_not = "rank " + std::to_string(f.placement.rank) + " (" + f.identity.hostname + ") cannot load NCCL";
+        break;
       }
     }
-    a.completed = a.wrong.empty();
-    if (slowest > 0) {
-      a.algbw_gbps = static_cast<double>(bytes) / slowest / 1e9;
-      a.busbw_gbps = a.algbw_gbps * 2.0 * (size - 1) / std::max(size, 1);
+    if (!why_not.empty() || m_profile == Profile::Image) {
+      plan["why"] = why_not.empty() ? std::string("image profile") : why_not;
+      return plan;
     }
-    if (previous.attempted && previous.busbw_gbps > a.busbw_gbps) {
+    if (!m_job.reach_target) {
+      return {{"mode", "none"}, {"error", "rank 0 has no bootstrap address for NCCL's root: " + m_job.reach_note}};
+    }
+    std::string error;
+    const std::optional<std::string> root = free_root(m_job.reach_target->address, error);
+    if (!root) return {{"mode", "none"}, {"error", error}};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now());
+    const Probed<std::string> id = nccl_unique_id(nccl_library(m_facts), std::clamp(left / 4, std::chrono::milliseconds(200),
+                                                                                   std::chrono::milliseconds(10000)), *root);
+    if (!id.ok()) return {{"mode", "none"}, {"error", "ncclGetUniqueId: " + id.why()}};
+    return {{"mode", "nccl"}, {"bytes", m_options.allreduce_bytes}, {"id", *id.value()}, {"root", *root}};
+  }
+
+  std::string nccl_library(const RankFacts& f) const {
+    if (!m_options.nccl_lib.empty()) return m_options.nccl_lib;
+    const NcclLibrary* lib = f.gpu.nccl.value();
+    return lib != nullptr ? lib->path : std::string();
+  }
+
+  /// "ADDR:PORT" with a port free right now on `address` (NCCL's root binds it moments later).
+  static std::optional<std::string> free_root(const std::string& address, std::string& error) {
+    ReachListener probe;
+    if (!probe.listen(address, error)) return std::nullopt;
+    const int port = probe.port();
+    probe.close();
+    const bool v6 = address.find(':') != std::string::npos;
+    return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+  }
+
+  NcclRankOutcome nccl_round(const nlohmann::json& plan, std::uint64_t bytes, TimePoint deadline) {
+    NcclAllreduceRequest req;
+    req.id_hex = plan.value("id", "");
+    req.root = plan.value("root", "");
+    req.nccl_lib = nccl_library(m_facts);
+    req.rank = m_transport->rank();
+    req.nranks = m_transport->size();
+    req.device = m_facts.placement.local_rank;
+    req.bytes = bytes;
+    req.deadline = std::max(std::chrono::milliseconds(200), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                m_deadlines.allreduce - Clock::now()));
+    (void)deadline;
+    return run_nccl_allreduce(req);
+  }
+
+  /// MPI_Iallreduce of exact integers in host memory: one warm-up, then timed iterations; every
+  /// element checked on this rank.
+  NcclRankOutcome mpi_round(std::uint64_t bytes, TimePoint deadline) {
+    const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(bytes, 16) / sizeof(std::int64_t));
+    const int size = m_transport->size();
+    const int rank = m_transport->rank();
+    NcclRankOutcome o;
+    o.rank = rank;
+    o.bytes = n * sizeof(std::int64_t);
+    o.ok = true;
+    std::vector<std::int64_t> buf(n);
+    for (int it = 0; it <= kTimedIterations && o.ok; ++it) {  // iteration 0 warms up
+      for (std::size_t i = 0; i < n; ++i) buf[i] = pattern(i, rank);
+      const TimePoint t = Clock::now();
+      if (!m_transport->allreduce_sum(buf, deadline)) {
+        o.ok = false;
+        o.expired = true;
+        o.step = "allreduce";
+        o.error = "MPI all_reduce did not complete within its deadline";
+        return o;
+      }
+      const double took = since(t);
+      if (it > 0) {
+        o.seconds = o.seconds == 0 ? took : std::min(o.seconds, took);
+        ++o.repeats;
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        if (buf[i] == expected_sum(i, size)) continue;
+        o.ok = false;
+        o.wrong = true;
+        o.step = "verify";
+        o.wrong_index = static_cast<std::int64_t>(i);
+        o.wrong_value = buf[i];
+        o.expected_value = expected_sum(i, size);
+        o.error = "element " + std::to_string(i) + " is " + std::to_string(buf[i]) + ", expected " +
+                  std::to_string(o.expected_value) + (i < 2 ? " (the rank count/sum self-check)" : "");
+        break;
+      }
+    }
+    if (o.seconds > 0) {
+      o.algbw_gbps = static_cast<double>(o.bytes) / o.seconds / 1e9;
+      o.busbw_gbps = o.algbw_gbps * 2.0 * (size - 1) / std::max(size, 1);
+    }
+    return o;
+  }
+
+  void judge_allreduce(const std::vector<NcclRankOutcome>& outcomes, const nlohmann::json& plan, const std::string& mode,
+                       std::uint64_t bytes, TimePoint t0) {
+    CommResult& a = m_job.allreduce;
+    const CommResult previous = a;
+    const int repeats = outcomes.empty() ? 0 : outcomes.front().repeats;
+    a = combine_nccl_outcomes(outcomes, m_transport->size(), bytes, repeats, since(t0),
+                              duration<double>(m_deadlines.allreduce - t0).count());
+    a.attempted = true;
+    a.transport = mode == "nccl" ? "nccl" : "mpi";
+    if (mode == "mpi") {
+      a.note = "MPI all_reduce of " + std::to_string(bytes) + " bytes of int64 in host memory (" +
+               plan.value("why", std::string("no GPU")) + ")";
+    } else if (mode != "nccl") {
+      a.completed = false;
+      a.note = plan.is_object() ? plan.value("error", std::string("no plan")) : "no plan";
+    }
+    for (std::string& e : a.errors) {
+      for (int r : a.wrong) {
+        const std::string prefix = "rank " + std::to_string(r) + " ";
+        if (e.rfind(prefix, 0) == 0) e = m_job.describe_rank(r) + e.substr(prefix.size() - 1);
+      }
+    }
+    if (previous.attempted && previous.completed && previous.busbw_gbps > a.busbw_gbps) {
       // Keep the best round: a slow moment must not fail the run.
       a.algbw_gbps = previous.algbw_gbps;
       a.busbw_gbps = previous.busbw_gbps;
     }
-    a.repeats += previous.repeats;
+    if (previous.attempted) a.repeats += previous.repeats;
+  }
+
+  [[noreturn]] void expire_allreduce(TimePoint t0, std::uint64_t bytes, const std::string& mode) {
+    CommResult& a = m_job.allreduce;
+    a.attempted = true;
+    a.expired = true;
+    a.transport = mode == "nccl" ? "nccl" : "mpi";
+    a.bytes = bytes;
+    a.ranks = m_transport->size();
+    a.seconds = since(t0);
+    a.deadline_s = duration<double>(m_deadlines.allreduce - t0).count();
+    a.missing = missing_in(Phase::Allreduce);
+    expire("all_reduce: did not complete within " + fmt_s(m_deadlines.allreduce) +
+           (a.missing.empty() ? std::string(termination_requested() ? "" : "; every rank reached it and is alive")
+                              : ": " + describe(a.missing)));
+  }
+
+  /// One process without MPI (the node profile): NCCL across the node's GPUs, one helper each.
+  void local_allreduce() {
+    if (m_profile != Profile::Node) return;
+    const auto* devices = m_facts.gpu.driver.cuda_devices.value();
+    CommResult& a = m_job.allreduce;
+    if (devices == nullptr || devices->empty()) {
+      a.note = "no CUDA device on this node: the all_reduce across local GPUs needs one";
+      return;
+    }
+    if (!m_facts.gpu.nccl.ok()) {
+      a.note = "NCCL cannot be loaded here: " + m_facts.gpu.nccl.why();
+      return;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now());
+    a = nccl_allreduce_local_gpus(static_cast<int>(devices->size()), m_options.allreduce_bytes, 5, nccl_library(m_facts),
+                                  std::max(left, std::chrono::milliseconds(500)));
   }
 
   int report() {
@@ -462,6 +664,7 @@ class JobRun {
   Faults m_faults;
 
   std::unique_ptr<Transport> m_transport;
+  std::unique_ptr<ReachListener> m_listener;  // rank 0, from the reach phase to the end of the gather
   bool m_mpi = false;
   bool m_root = true;
   Phase m_phase = Phase::Init;
