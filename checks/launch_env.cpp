@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // launch.env (rank): do the launchers' variables in this process agree with each other and with
-// what the framework will read (RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE)? Single-process view;
-// the comparison with MPI's own rank and size belongs to the job-level checks, which receive every
-// launcher claim through the evidence.
+// what the framework will read (RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE)? Where the run
+// initialised MPI, every claim is also compared with MPI's own rank, size, local rank and local size.
 #include <nlohmann/json.hpp>
 
 #include "checks/check.hpp"
@@ -117,6 +116,61 @@ void check_alone(const LauncherClaim& framework, VerdictBuilder& b) {
         "preflight) so every rank is checked; or unset RANK/WORLD_SIZE for a single-process run.");
 }
 
+/// MPI's own numbers (MPI_Comm_rank/size on MPI_COMM_WORLD and the shared-memory split) against
+/// every claim about this process: a variable that disagrees is what the framework or script reads.
+void compare_with_mpi(const MpiView& mpi, const LaunchView& view, VerdictBuilder& b) {
+  struct Truth {
+    Field field;
+    std::int64_t value;
+    const char* what;
+  };
+  const Truth truths[] = {{&LauncherClaim::rank, mpi.rank, "rank"},
+                          {&LauncherClaim::size, mpi.size, "world size"},
+                          {&LauncherClaim::local_rank, mpi.local_rank, "local rank"},
+                          {&LauncherClaim::local_size, mpi.local_size, "local size"}};
+  std::vector<const LauncherClaim*> claims;
+  for (const LauncherClaim& c : view.launchers) {
+    if (c.role == ClaimRole::Active || c.role == ClaimRole::Peer) claims.push_back(&c);
+  }
+  claims.push_back(&view.framework);
+  // MPI alone in a world the launcher says is larger: MPI did not connect to the launcher, so its
+  // numbers are not the job's truth (each process became its own world of 1).
+  if (mpi.size == 1) {
+    for (const LauncherClaim* c : claims) {
+      if (!c->size || c->size->value <= 1) continue;
+      b.add(Status::Warn,
+            "MPI started as a world of 1 while " + shown(*c->size) + " (" + c->launcher +
+                "): MPI is not connected to the launcher, so every process is its own world",
+            "Start the job so MPI connects to the launcher: `srun --mpi=pmix …` (see `srun --mpi=list`), or the "
+            "mpirun of the MPI the program was built with; an MPI job started this way runs N separate worlds of 1.");
+      return;
+    }
+  }
+  std::vector<std::string> diff;
+  bool framework_differs = false;
+  for (const LauncherClaim* c : claims) {
+    for (const Truth& t : truths) {
+      const auto& claimed = (*c).*(t.field);
+      if (!claimed || claimed->value == t.value) continue;
+      diff.push_back(shown(*claimed) + " but MPI's " + t.what + " is " + std::to_string(t.value));
+      framework_differs = framework_differs || c == &view.framework;
+    }
+  }
+  if (diff.empty()) {
+    b.note("MPI agrees: rank " + std::to_string(mpi.rank) + " of " + std::to_string(mpi.size) + ", local " +
+           std::to_string(mpi.local_rank) + " of " + std::to_string(mpi.local_size));
+    return;
+  }
+  b.add(Status::Fail, "the environment disagrees with MPI (" + (mpi.library.empty() ? std::string("MPI_COMM_WORLD") : mpi.library.substr(0, mpi.library.find(','))) +
+                          "): " + join(diff, ", "),
+        framework_differs
+            ? "A rank variable was set once for every rank (`mpirun -x RANK=0`, an export in the job script or the "
+              "image): remove it, and derive RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE per rank from the launcher "
+              "(a wrapper: `export RANK=$OMPI_COMM_WORLD_RANK LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK` …)."
+            : "The launcher's variables do not describe this MPI process: another launcher's variables were exported "
+              "into the job (OMPI_*, PMI_*, PMIX_*, SLURM_*); start the job with one launcher and export none of them.");
+}
+
 Verdict run(const CheckContext& ctx) {
   const LaunchView view = detect_launchers(ctx.facts.env);
   VerdictBuilder b;
@@ -127,8 +181,13 @@ Verdict run(const CheckContext& ctx) {
   for (const LauncherClaim& claim : view.launchers) check_values(claim, b);
   if (!is_framework_launcher(active)) check_values(view.framework, b);
 
+  const std::optional<MpiView>& mpi = ctx.facts.placement.mpi;
+  if (mpi && !mpi->singleton) {
+    b.evidence()["mpi"] = *mpi;
+    compare_with_mpi(*mpi, view, b);
+  }
   if (active == nullptr) {
-    check_alone(view.framework, b);
+    if (!mpi || mpi->singleton) check_alone(view.framework, b);
     return b.build();
   }
   b.note(describe(*active));
@@ -148,7 +207,8 @@ extern const CheckSpec kLaunchEnv = {
     "launch.env",
     Scope::Rank,
     "launcher variables agree with each other and with RANK/WORLD_SIZE",
-    "Reads the variables each launcher sets in this rank's environment, and what torch.distributed will read:\n"
+    "Reads the variables each launcher sets in this rank's environment, and what torch.distributed will read;\n"
+    "under MPI also MPI's own view of this process (MPI_Comm_rank/size, MPI_Comm_split_type shared):\n"
     "  Open MPI   OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (not OMPI_UNIVERSE_SIZE: that is slots)\n"
     "  Slurm      SLURM_PROCID, SLURM_STEP_NUM_TASKS/SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, SLURM_NNODES,\n"
     "             SLURM_STEP_TASKS_PER_NODE/SLURM_TASKS_PER_NODE (\"8(x2)\") or SLURM_NTASKS_PER_NODE\n"
@@ -166,6 +226,9 @@ extern const CheckSpec kLaunchEnv = {
     "WARN  Slurm variables of the enclosing allocation under mpirun (SLURM_PROCID=0 on every rank): do not\n"
     "      derive the rank from them\n"
     "WARN  RANK/WORLD_SIZE say the job has several ranks, but preflight was started alone\n"
+    "FAIL  under MPI: a launcher's or the framework's rank, size, local rank or local size differs from MPI's own\n"
+    "      (MPI_Comm_rank/size and the shared-memory split): `mpirun -x RANK=0` makes ranks 1..N-1 read RANK=0\n"
+    "WARN  under MPI: MPI started as a world of 1 while a launcher claims more ranks (srun without --mpi=pmix)\n"
     "Not an error: torchrun under srun has SLURM_PROCID = the node's index (srun started the agent).\n"
     "Fix: start the job with one launcher; do not export rank variables in the job script; under mpirun set\n"
     "RANK=$OMPI_COMM_WORLD_RANK (etc.) in a per-rank wrapper if the framework needs them; start preflight the\n"

@@ -1,13 +1,203 @@
 // SPDX-License-Identifier: MIT
-// launch.ranks (job): placeholder, to be written.
+// launch.ranks (job): the world rank 0 gathered has the ranks and nodes expected, every rank exactly
+// once, spread evenly over the hosts. A host is its hostname with its boot id (NCCL's host identity).
+#include <algorithm>
+#include <map>
+
 #include "checks/check.hpp"
+#include "core/launch.hpp"
+#include "core/text.hpp"
 
 namespace preflight {
 namespace {
 
-constexpr std::string_view kExplain = "(to be written)";
+constexpr std::size_t kNamed = 8;  // ranks named one by one in a summary; the rest are counted
 
-Verdict run(const CheckContext&) { return Verdict::unknown("not implemented", "-"); }
+std::string host_key(const RankFacts& f) { return f.identity.hostname + "\n" + f.identity.boot_id; }
+std::string host_name(const RankFacts& f) { return f.identity.hostname.empty() ? "?" : f.identity.hostname; }
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+/// The job rank 0 sees; a one-rank stand-in when the caller gathered nothing.
+JobFacts alone(const RankFacts& f) {
+  JobFacts j;
+  j.world_size = std::max(1, f.placement.world_size);
+  j.ranks = {f};
+  RankStatus s;
+  s.rank = f.placement.rank;
+  s.host = f.identity.hostname;
+  s.pid = f.identity.pid;
+  s.last_phase = Phase::Report;
+  s.heard = s.delivered = true;
+  j.status = {s};
+  return j;
+}
+
+struct Host {
+  std::string name;
+  std::vector<int> ranks;
+};
+
+Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
+  VerdictBuilder b;
+  nlohmann::json& ev = b.evidence();
+  const int world = job.world_size;
+  ev["source"] = job.source;
+  ev["world_size"] = world;
+  ev["delivered"] = job.ranks.size();
+  ev["expect_world_size"] = o.expect_world_size ? nlohmann::json(*o.expect_world_size) : nlohmann::json();
+  ev["expect_nodes"] = o.expect_nodes ? nlohmann::json(*o.expect_nodes) : nlohmann::json();
+
+  // Hosts, in the order of their first rank.
+  std::vector<Host> hosts;
+  std::map<std::string, std::size_t> host_index;
+  std::map<int, std::vector<const RankFacts*>> by_rank;
+  for (const RankFacts& f : job.ranks) {
+    auto [it, inserted] = host_index.emplace(host_key(f), hosts.size());
+    if (inserted) hosts.push_back(Host{host_name(f), {}});
+    hosts[it->second].ranks.push_back(f.placement.rank);
+    by_rank[f.placement.rank].push_back(&f);
+  }
+  nlohmann::json hosts_ev = nlohmann::json::array();
+  for (const Host& h : hosts) hosts_ev.push_back({{"host", h.name}, {"ranks", h.ranks}});
+  ev["hosts"] = std::move(hosts_ev);
+
+  const std::string launcher = lead.placement.launcher;
+  const bool gathered = job.source != "none";
+  if (!gathered && world > 1) {
+    b.add(Status::Unknown,
+          "the launcher (" + launcher + ") claims a world of " + std::to_string(world) +
+              " ranks, but preflight ran as a single process: the ranks could not be gathered (no MPI or PMI "
+              "connection between them: e.g. srun without --mpi=pmix, or an mpirun of another MPI than preflight's)",
+          "Start preflight so its ranks connect: `srun --mpi=pmix …` (see `srun --mpi=list`), or `mpirun -np " +
+              std::to_string(world) + " …` of the MPI preflight was built with; where they cannot connect, run "
+              "`preflight --json-per-rank DIR` on every rank and then `preflight merge DIR/*.json`.");
+    return b.build();
+  }
+  if (gathered && job.source == "mpi" && world == 1) {
+    // MPI did not connect to the launcher: each process became its own world of 1.
+    const LaunchView view = detect_launchers(lead.env);
+    if (const LauncherClaim* active = view.active(); active != nullptr && active->size && active->size->value > 1) {
+      b.add(Status::Unknown,
+            "MPI started as a world of 1 while " + active->size->variable + "=" + std::to_string(active->size->value) +
+                " (" + active->launcher + "): the ranks could not be gathered (MPI is not connected to the launcher: "
+                "e.g. srun without --mpi=pmix)",
+            "Start preflight so its ranks connect: `srun --mpi=pmix …` (see `srun --mpi=list`), or the mpirun of the "
+            "MPI preflight was built with; where they cannot connect, run `preflight --json-per-rank DIR` on every rank "
+            "and then `preflight merge DIR/*.json`.");
+      return b.build();
+    }
+  }
+  if (!gathered && !o.expect_world_size && !o.expect_nodes) {
+    return Verdict::skip("preflight ran as a single process (no launcher, a world of 1): no ranks to compare; "
+                         "--expect-world-size and --expect-nodes check the world's size",
+                         std::move(ev));
+  }
+
+  // Duplicates: two delivered facts claim one rank.
+  for (const auto& [rank, claims] : by_rank) {
+    if (claims.size() < 2) continue;
+    std::vector<std::string> who;
+    for (const RankFacts* f : claims) who.push_back(host_name(*f) + " pid " + std::to_string(f->identity.pid));
+    b.add(Status::Fail,
+          "rank " + std::to_string(rank) + " was delivered " + std::to_string(claims.size()) + " times (" + join(who, ", ") + ")",
+          "Each rank must be one process: do not start preflight twice per rank (a wrapper that itself runs mpirun/srun, "
+          "or torchrun inside srun with --ntasks-per-node > 1), and in `preflight merge` give each rank's file once.");
+  }
+  // Ranks outside the world.
+  std::vector<int> outside;
+  for (const auto& [rank, claims] : by_rank) {
+    if (rank < 0 || rank >= world) outside.push_back(rank);
+  }
+  if (!outside.empty()) {
+    std::vector<std::string> names;
+    for (int r : outside) names.push_back(std::to_string(r));
+    b.add(Status::Fail, "facts arrived for rank(s) " + join(names, ", ") + " outside the world of " + std::to_string(world),
+          "The files or ranks come from different runs: rerun every rank in one job (merge only one run's files).");
+  }
+  // Missing ranks.
+  const std::vector<int> missing = job.undelivered();
+  ev["undelivered"] = missing;
+  if (!missing.empty()) {
+    std::vector<std::string> named;
+    for (std::size_t i = 0; i < missing.size() && i < kNamed; ++i) named.push_back(job.describe_rank(missing[i]));
+    if (missing.size() > kNamed) named.push_back("and " + std::to_string(missing.size() - kNamed) + " more");
+    b.add(Status::Fail,
+          plural(missing.size(), "rank", "ranks") + " of " + std::to_string(world) + " did not deliver facts: " + join(named, "; "),
+          "Look at the named rank's host: a process stuck in the phase named (a hung driver call, a full disk, a "
+          "SIGSTOP), killed (out of memory: `dmesg | grep -i oom`), or whose payload was refused (the detail); rerun "
+          "preflight on that host alone to see its own report.");
+  }
+  // World size and nodes against the expectations.
+  if (o.expect_world_size && *o.expect_world_size != world) {
+    b.add(Status::Fail,
+          "world size " + std::to_string(world) + " (" + (gathered ? job.source : std::string("a single process")) +
+              "), --expect-world-size " + std::to_string(*o.expect_world_size),
+          "Start the job with " + std::to_string(*o.expect_world_size) + " ranks (`mpirun -np " +
+              std::to_string(*o.expect_world_size) + " …`, `srun --ntasks=" + std::to_string(*o.expect_world_size) +
+              " …`), or correct --expect-world-size.");
+  }
+  const int nodes = static_cast<int>(hosts.size());
+  ev["nodes"] = nodes;
+  if (o.expect_nodes && *o.expect_nodes != nodes) {
+    std::vector<std::string> names;
+    for (const Host& h : hosts) names.push_back(h.name);
+    b.add(Status::Fail,
+          plural(static_cast<std::size_t>(nodes), "node", "nodes") + " (" + join(names, ", ") + "), --expect-nodes " +
+              std::to_string(*o.expect_nodes) + (missing.empty() ? "" : " (counting the ranks that delivered)"),
+          "Start the job on " + std::to_string(*o.expect_nodes) + " nodes (`srun --nodes=" + std::to_string(*o.expect_nodes) +
+              " …`, an mpirun hostfile with " + std::to_string(*o.expect_nodes) + " hosts), or correct --expect-nodes.");
+  }
+  // Uneven ranks per node (judged only on a complete world: a missing rank is reported above).
+  if (missing.empty() && hosts.size() > 1) {
+    std::map<std::size_t, std::vector<std::string>> by_count;
+    for (const Host& h : hosts) by_count[h.ranks.size()].push_back(h.name);
+    if (by_count.size() > 1) {
+      std::vector<std::string> parts;
+      for (const auto& [count, names] : by_count) parts.push_back(join(names, ", ") + ": " + plural(count, "rank", "ranks"));
+      b.add(Status::Warn, "uneven ranks per node: " + join(parts, "; "),
+            "Place the same number of ranks on every node (`mpirun --map-by ppr:N:node`, `srun --ntasks-per-node=N`): "
+            "the node with more ranks is the slowest and every collective waits for it, and LOCAL_RANK-based GPU "
+            "selection differs between nodes.");
+    }
+  }
+  if (b.status() == Status::Pass) {
+    b.note(plural(static_cast<std::size_t>(world), "rank", "ranks") + " on " + plural(hosts.size(), "node", "nodes") +
+           (hosts.size() > 1 || world > 1 ? ", " + std::to_string(hosts.empty() ? 0 : hosts.front().ranks.size()) + " per node"
+                                          : std::string()) +
+           ", each rank delivered once" + (gathered ? " (" + job.source + ")" : std::string()));
+  }
+  return b.build();
+}
+
+Verdict run(const CheckContext& ctx) {
+  if (ctx.job != nullptr) return judge(*ctx.job, ctx.facts, ctx.options);
+  return judge(alone(ctx.facts), ctx.facts, ctx.options);
+}
+
+constexpr std::string_view kExplain = R"(What it reads
+  The job rank 0 gathered (MPI) or `preflight merge` rebuilt: the world size, every rank's status
+  (delivered or not, host, pid, the last phase it reached), each delivered rank's rank number and
+  host identity (hostname + boot id, the identity NCCL uses); --expect-world-size and --expect-nodes.
+  Run alone (no gather), the launcher's claimed world size.
+
+Failures
+  FAIL     the world size differs from --expect-world-size.
+  FAIL     the number of nodes (distinct hostname + boot id) differs from --expect-nodes.
+  FAIL     a rank was delivered twice (two processes claim one rank), or a rank number lies outside
+           the world (files of different runs merged).
+  FAIL     ranks that did not deliver their facts, each named with its host, pid and last phase.
+  WARN     uneven ranks per node (hosts and counts named): the fullest node sets the pace.
+  UNKNOWN  the launcher claims more than one rank but preflight ran as a single process, or MPI
+           started as a world of 1: the ranks could not be gathered (no MPI/PMI connection, e.g. srun
+           without --mpi=pmix).
+  SKIP     a single process with no launcher and no expectation: nothing to compare.
+
+Fix
+  mpirun -np N --map-by ppr:R:node preflight   |   srun --mpi=pmix --nodes=M --ntasks-per-node=R preflight
+  Where ranks cannot connect: preflight --json-per-rank DIR on every rank, then preflight merge DIR/*.json.
+  A missing rank: read its host's dmesg (OOM, Xid) and rerun preflight there alone.)";
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // net.master: MASTER_ADDR resolves to an address the other ranks can reach, and MASTER_PORT is a
-// port that PyTorch's TCPStore can listen on at the master.
+// port that PyTorch's TCPStore can listen on at the master; in a job, every rank names the same pair.
 #include <algorithm>
 
 #include "checks/check.hpp"
@@ -21,15 +21,68 @@ nlohmann::json probed_json(const Probed<T>& p) {
   return nlohmann::json(p);
 }
 
+/// Every delivered rank must name the same rendezvous: a value that differs between ranks splits
+/// the job into groups that wait for each other until the rendezvous times out.
+void compare_ranks(const JobFacts& job, VerdictBuilder& b) {
+  struct Variable {
+    const char* name;
+    std::string MasterFacts::*field;
+  };
+  for (const Variable var : {Variable{"MASTER_ADDR", &MasterFacts::addr}, Variable{"MASTER_PORT", &MasterFacts::port}}) {
+    std::vector<std::pair<std::string, std::vector<const RankFacts*>>> groups;  // in order of first rank
+    for (const RankFacts& f : job.ranks) {
+      const std::string& value = f.net.master.*(var.field);
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == value; });
+      if (it == groups.end()) {
+        groups.emplace_back(value, std::vector<const RankFacts*>{&f});
+      } else {
+        it->second.push_back(&f);
+      }
+    }
+    if (groups.size() < 2) continue;
+    std::size_t major = 0;
+    for (std::size_t i = 1; i < groups.size(); ++i) {
+      if (groups[i].second.size() > groups[major].second.size()) major = i;
+    }
+    const auto shown = [](const std::string& v) { return v.empty() ? std::string("unset") : "'" + printable(v) + "'"; };
+    std::vector<std::string> parts;
+    nlohmann::json ev = nlohmann::json::object();
+    for (const auto& [value, members] : groups) {
+      std::vector<int> ranks;
+      std::vector<std::string> hosts;
+      for (const RankFacts* f : members) {
+        ranks.push_back(f->placement.rank);
+        const std::string h = f->identity.hostname.empty() ? "?" : f->identity.hostname;
+        if (std::find(hosts.begin(), hosts.end(), h) == hosts.end()) hosts.push_back(h);
+      }
+      ev[value.empty() ? "(unset)" : value] = ranks;
+      parts.push_back(shown(value) + " on " + (ranks.size() == 1 ? "rank " : "ranks ") + range_list(ranks) + " (" +
+                      join(hosts, ", ") + ")");
+    }
+    b.evidence()[std::string(var.name) + "_by_rank"] = std::move(ev);
+    const std::string& majority = groups[major].first;
+    b.add(Status::Fail,
+          std::string(var.name) + " differs between ranks: " + join(parts, "; ") +
+              ": the ranks rendezvous at different places and wait for each other until the timeout",
+          majority.empty()
+              ? std::string("Unset ") + var.name + " on every rank, or set it to one value for the whole job in the "
+                "job script, before the launcher starts the ranks."
+              : std::string("Set one value for the whole job, the majority's: `export ") + var.name + "=" + printable(majority) +
+                    "` in the job script before the launcher (mpirun -x " + var.name + ", srun --export=ALL), not per node.");
+  }
+}
+
 Verdict run(const CheckContext& ctx) {
   const RankFacts& f = ctx.facts;
   const MasterFacts& m = f.net.master;
+  VerdictBuilder b;
+  if (ctx.job != nullptr && ctx.job->ranks.size() > 1) compare_ranks(*ctx.job, b);
   if (m.addr.empty() && m.port.empty()) {
+    if (b.status() != Status::Pass) return b.build();
     return Verdict::skip("MASTER_ADDR and MASTER_PORT are not set (only torch.distributed's env:// rendezvous reads them)");
   }
   const bool multi = is_multi_node(f.placement);
   const bool torchrun = f.placement.launcher == "torchrun" || f.env.has("TORCHELASTIC_RUN_ID");
-  VerdictBuilder b;
   nlohmann::json& ev = b.evidence();
   ev["master_addr"] = m.addr;
   ev["master_port"] = m.port;
@@ -137,7 +190,8 @@ Verdict run(const CheckContext& ctx) {
 }
 
 constexpr std::string_view kExplain = R"(What it reads
-  MASTER_ADDR and MASTER_PORT from the environment; getaddrinfo(MASTER_ADDR) and getaddrinfo of the
+  MASTER_ADDR and MASTER_PORT from the environment (in a job: every rank's, compared; the rest is
+  judged on rank 0); getaddrinfo(MASTER_ADDR) and getaddrinfo of the
   hostname, each bounded by a deadline (DNS can block); this host's interface addresses; on the
   master (MASTER_ADDR is loopback or one of this host's addresses): the sockets in LISTEN state in
   /proc/net/tcp and /proc/net/tcp6, then a bind() with SO_REUSEADDR on MASTER_ADDR:MASTER_PORT that
@@ -154,6 +208,8 @@ Failures
            torchrun (TORCHELASTIC_RUN_ID set), where its agent's TCPStore listens there: PASS.
   FAIL     bind() is refused (EACCES: a port below 1024 without CAP_NET_BIND_SERVICE).
   WARN     MASTER_PORT is inside the ephemeral port range and not reserved.
+  FAIL     in a job: MASTER_ADDR or MASTER_PORT differ between ranks (set or unset); the ranks and hosts
+           of each value are named, and the majority's value is the fix.
   UNKNOWN  MASTER_ADDR was not resolved (--sysroot), or the port state could not be read.
 
 Fix

@@ -70,6 +70,29 @@ std::string pci_bus_id_of(const FileSystem& fs, const std::string& link) {
   return {};
 }
 
+// The last component of a symbolic link's target inside the root ("" when it is not a link).
+std::string link_basename(const FileSystem& fs, const std::string& link) {
+  char buf[4096];
+  const std::string host = fs.host_path(link);
+  const ssize_t n = ::readlink(host.c_str(), buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string_view target(buf, static_cast<std::size_t>(n));
+  while (!target.empty() && target.back() == '/') target.remove_suffix(1);
+  const std::size_t slash = target.rfind('/');
+  return std::string(slash == std::string_view::npos ? target : target.substr(slash + 1));
+}
+
+// The kernel driver of the interface's device and its module's version: device/driver names the
+// driver, device/driver/module the module that holds it (the same name for most NIC drivers).
+void read_driver(const FileSystem& fs, const std::string& dir, NetInterface& i) {
+  i.driver = link_basename(fs, dir + "/device/driver");
+  if (i.driver.empty()) return;
+  std::string module = link_basename(fs, dir + "/device/driver/module");
+  if (module.empty()) module = i.driver;
+  if (module.find('/') != std::string::npos || module == "." || module == "..") return;
+  i.driver_version = read_text(fs, "/sys/module/" + module + "/version");
+}
+
 void read_sysfs_attributes(const FileSystem& fs, NetInterface& i) {
   const std::string dir = "/sys/class/net/" + i.name;
   i.operstate = read_text(fs, dir + "/operstate");
@@ -81,6 +104,7 @@ void read_sysfs_attributes(const FileSystem& fs, NetInterface& i) {
   if (const auto rdma = fs.list(dir + "/device/infiniband"); rdma.ok() && !rdma.value()->empty()) {
     i.rdma_device = rdma.value()->front();
   }
+  read_driver(fs, dir, i);
 }
 
 int prefix_length(const sockaddr* mask) {

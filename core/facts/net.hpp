@@ -32,9 +32,12 @@ struct NetInterface {
   std::vector<NetAddress> addresses;  // in getifaddrs order
   std::string pci_bus_id;   // from the device link; empty for virtual interfaces
   std::string rdma_device;  // the RDMA device behind it, if any ("mlx5_0")
+  std::string driver;          // the device's kernel driver: basename of /sys/class/net/<if>/device/driver ("mlx5_core")
+  std::string driver_version;  // /sys/module/<module>/version, when the module publishes one
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetInterface, name, up, running, loopback, operstate, mtu, speed_mbps,
-                                                type, addresses, pci_bus_id, rdma_device)
+                                                type, addresses, pci_bus_id, rdma_device, driver,
+                                                driver_version)
 
 struct IbPort {
   int port = 1;

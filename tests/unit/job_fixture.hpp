@@ -3,6 +3,7 @@
 // facts a healthy GPU node's (gpu_facts_fixture.hpp), every rank delivered and at the report phase.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,24 @@ inline JobFacts job(int hosts, int ranks_per_host, int gpus_per_host = 8) {
   j.allreduce.attempted = j.allreduce.completed = true;
   j.allreduce.transport = "mpi";
   j.allreduce.ranks = j.world_size;
+  return j;
+}
+
+/// A single process without a launcher's gather (launcher/job_report.cpp's single_rank_job): the
+/// job holds only this rank; world_size is what the launcher claims.
+inline JobFacts single(RankFacts f) {
+  JobFacts j;
+  j.source = "none";
+  j.world_size = std::max(1, f.placement.world_size);
+  RankStatus s;
+  s.rank = f.placement.rank;
+  s.host = f.identity.hostname;
+  s.pid = f.identity.pid;
+  s.last_phase = Phase::Report;
+  s.heard = s.delivered = true;
+  j.status = {s};
+  j.ranks = {std::move(f)};
+  j.barrier.note = j.allreduce.note = "a single process: no launcher started other ranks";
   return j;
 }
 

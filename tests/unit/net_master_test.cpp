@@ -198,5 +198,71 @@ TEST(NetMaster, ExplainListsWhatItReadsFailuresAndFix) {
   }
 }
 
+// In a job, rank 0 judges the rendezvous and every rank's MASTER_ADDR/MASTER_PORT is compared.
+struct JobCase {
+  JobFacts job;
+  explicit JobCase(int hosts, int per_host) {
+    job.source = "mpi";
+    job.world_size = hosts * per_host;
+    for (int r = 0; r < job.world_size; ++r) {
+      Case c;
+      c.facts.identity.hostname = std::string("gpu-") + static_cast<char>('a' + r / per_host);
+      c.facts.placement.rank = r;
+      c.facts.placement.nodes = hosts;
+      c.m().addr_is_local = r < per_host;  // the master is gpu-a
+      job.ranks.push_back(c.facts);
+      RankStatus s;
+      s.rank = r;
+      s.delivered = s.heard = true;
+      job.status.push_back(s);
+    }
+  }
+  MasterFacts& m(int rank) { return job.ranks[static_cast<std::size_t>(rank)].net.master; }
+  Verdict run() const {
+    const Options options;
+    return run_check(*find_check("net.master"), CheckContext{job.ranks.front(), options, Profile::Job, nullptr, &job});
+  }
+};
+
+TEST(NetMaster, SameRendezvousOnEveryRankPasses) {
+  const Verdict v = JobCase(2, 2).run();
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+}
+
+TEST(NetMaster, AddressThatDiffersBetweenRanksFails) {
+  JobCase j(3, 2);
+  for (int r : {4, 5}) j.m(r).addr = "gpu-c.example";  // gpu-c's job script exported its own name
+  const Verdict v = j.run();
+  expect(v, Status::Fail,
+         "MASTER_ADDR differs between ranks: 'gpu-a.example' on ranks 0–3 (gpu-a, gpu-b); 'gpu-c.example' on ranks 4–5 (gpu-c)",
+         "export MASTER_ADDR=gpu-a.example");
+  EXPECT_EQ(v.evidence["MASTER_ADDR_by_rank"]["gpu-c.example"].size(), 2u);
+}
+
+TEST(NetMaster, PortThatDiffersOrIsUnsetOnSomeRanksFails) {
+  JobCase j(2, 2);
+  j.m(1).port = "29501";
+  j.m(3).port = "";
+  const Verdict v = j.run();
+  expect(v, Status::Fail, "MASTER_PORT differs between ranks: '29500' on ranks 0,2 (gpu-a, gpu-b); '29501' on rank 1 (gpu-a); unset on rank 3 (gpu-b)",
+         "export MASTER_PORT=29500");
+}
+
+TEST(NetMaster, UnsetOnRankZeroButSetElsewhereFails) {
+  JobCase j(2, 1);
+  j.m(0).addr.clear();
+  j.m(0).port.clear();
+  const Verdict v = j.run();
+  expect(v, Status::Fail, "MASTER_ADDR differs between ranks: unset on rank 0 (gpu-a); 'gpu-a.example' on rank 1 (gpu-b)");
+}
+
+TEST(NetMaster, OneRankJobIsJudgedAlone) {
+  JobCase j(1, 1);
+  EXPECT_EQ(j.run().status, Status::Pass);
+  j.m(0).addr.clear();
+  j.m(0).port.clear();
+  EXPECT_EQ(j.run().status, Status::Skip);
+}
+
 }  // namespace
 }  // namespace preflight

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "core/nccl_socket.hpp"
@@ -275,6 +277,81 @@ TEST(HostsFile, Lookup) {
   EXPECT_EQ(hosts_file_lookup(hosts, "ip6-localhost"), std::vector<std::string>{"::1"});
   EXPECT_TRUE(hosts_file_lookup(hosts, "line").empty());
   EXPECT_TRUE(hosts_file_lookup("", "x").empty());
+}
+
+// A sysfs tree built for the test: each interface's driver from its device's driver link, the
+// version from the module that holds it.
+struct DriverTree {
+  std::filesystem::path root;
+  DriverTree() {
+    char tmpl[] = "/tmp/preflight-net-driver-XXXXXX";
+    root = ::mkdtemp(tmpl);
+    const auto file = [&](const std::string& path, const std::string& text) {
+      std::filesystem::create_directories((root / path).parent_path());
+      std::ofstream(root / path) << text << "\n";
+    };
+    const auto link = [&](const std::string& path, const std::string& target) {
+      std::filesystem::create_directories((root / path).parent_path());
+      std::filesystem::create_directory_symlink(target, root / path);
+    };
+    for (const auto& [name, index] : {std::pair<std::string, int>{"lo", 1}, {"eth0", 2}, {"eth1", 3}, {"eth2", 4}}) {
+      file("sys/class/net/" + name + "/ifindex", std::to_string(index));
+      file("sys/class/net/" + name + "/operstate", "up");
+      file("sys/class/net/" + name + "/flags", "0x1003");
+    }
+    file("sys/devices/pci0000:00/0000:17:00.0/vendor", "0x15b3");
+    file("sys/devices/pci0000:00/0000:31:00.0/vendor", "0x8086");
+    file("sys/devices/pci0000:00/0000:00:05.0/virtio3/features", "0");
+    link("sys/class/net/eth0/device", "../../../devices/pci0000:00/0000:17:00.0");
+    link("sys/class/net/eth1/device", "../../../devices/pci0000:00/0000:31:00.0");
+    link("sys/class/net/eth2/device", "../../../devices/pci0000:00/0000:00:05.0/virtio3");
+    // mlx5_core: a driver in a module with a version; ixgbe: no version file; virtio_net: no module link.
+    link("sys/devices/pci0000:00/0000:17:00.0/driver", "../../../bus/pci/drivers/mlx5_core");
+    link("sys/devices/pci0000:00/0000:31:00.0/driver", "../../../bus/pci/drivers/ixgbe");
+    link("sys/devices/pci0000:00/0000:00:05.0/virtio3/driver", "../../../../bus/virtio/drivers/virtio_net");
+    file("sys/bus/virtio/drivers/virtio_net/uevent", "");
+    link("sys/bus/pci/drivers/mlx5_core/module", "../../../../module/mlx5_core");
+    link("sys/bus/pci/drivers/ixgbe/module", "../../../../module/ixgbe");
+    file("sys/module/mlx5_core/version", "24.10-1.1.4");
+    file("sys/module/ixgbe/refcnt", "1");
+    file("sys/module/virtio_net/version", "1.0.0");
+  }
+  ~DriverTree() {
+    std::error_code ec;
+    std::filesystem::remove_all(root, ec);
+  }
+};
+
+TEST(NetProbe, NicDriverAndModuleVersion) {
+  const DriverTree tree;
+  ProbeRun r;
+  r.run(tree.root.string());
+  const auto* ifs = r.facts.net.interfaces.value();
+  ASSERT_NE(ifs, nullptr) << r.facts.net.interfaces.why();
+  ASSERT_EQ(ifs->size(), 4u);
+  EXPECT_TRUE(find(*ifs, "lo")->driver.empty());  // no device link
+  EXPECT_TRUE(find(*ifs, "lo")->driver_version.empty());
+  EXPECT_EQ(find(*ifs, "eth0")->driver, "mlx5_core");
+  EXPECT_EQ(find(*ifs, "eth0")->driver_version, "24.10-1.1.4");
+  EXPECT_EQ(find(*ifs, "eth0")->pci_bus_id, "0000:17:00.0");
+  EXPECT_EQ(find(*ifs, "eth1")->driver, "ixgbe");
+  EXPECT_TRUE(find(*ifs, "eth1")->driver_version.empty());  // the module publishes no version
+  EXPECT_EQ(find(*ifs, "eth2")->driver, "virtio_net");       // no module link: the driver's name
+  EXPECT_EQ(find(*ifs, "eth2")->driver_version, "1.0.0");
+  // The facts serialise with the new fields.
+  const nlohmann::json j = *find(*ifs, "eth0");
+  EXPECT_EQ(j["driver"], "mlx5_core");
+  EXPECT_EQ(j["driver_version"], "24.10-1.1.4");
+}
+
+TEST(NetProbe, FixtureTreesWithoutDriverLinks) {
+  ProbeRun r;
+  r.run(kDir + "rdma-node");
+  ASSERT_TRUE(r.facts.net.interfaces.ok());
+  for (const NetInterface& i : *r.facts.net.interfaces.value()) {
+    EXPECT_TRUE(i.driver.empty()) << i.name;
+    EXPECT_TRUE(i.driver_version.empty()) << i.name;
+  }
 }
 
 }  // namespace

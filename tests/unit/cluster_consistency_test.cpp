@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include "job_fixture.hpp"
+
+namespace preflight {
+namespace {
+
+using gpu_fixture::has;
+using job_fixture::judge_job;
+
+const CheckSpec& spec() { return *find_check("cluster.consistency"); }
+
+NetInterface nic(const std::string& name, const std::string& driver, const std::string& version) {
+  NetInterface i;
+  i.name = name;
+  i.up = i.running = true;
+  i.pci_bus_id = "0000:17:00.0";
+  i.driver = driver;
+  i.driver_version = version;
+  return i;
+}
+
+/// Four hosts of two ranks, every rank with the same stack: NCCL 2.21.5, torch 2.5.1+cu124, one NIC.
+JobFacts stack_job() {
+  JobFacts j = job_fixture::job(4, 2);
+  for (RankFacts& f : j.ranks) {
+    NcclLibrary n;
+    n.version = "2.21.5";
+    n.version_code = 22105;
+    f.gpu.nccl = Probed<NcclLibrary>::ok(n, "ncclGetVersion");
+    f.gpu.runtime.runtimes = {gpu_fixture::cuda_runtime("12.4", "torch", "torch 2.5.1+cu124")};
+    FrameworkBuild fw;
+    fw.name = "torch";
+    fw.version = "2.5.1+cu124";
+    f.gpu.runtime.frameworks = {fw};
+    NetInterface lo;
+    lo.name = "lo";
+    lo.loopback = true;
+    f.net.interfaces = Probed<std::vector<NetInterface>>::ok({lo, nic("eth0", "mlx5_core", "24.10-1.1.4")}, "getifaddrs");
+  }
+  return j;
+}
+
+/// The ranks of host h (0-based) in stack_job.
+template <typename F>
+void on_host(JobFacts& j, int h, F change) {
+  for (RankFacts& f : j.ranks) {
+    if (f.placement.rank / 2 == h) change(f);
+  }
+}
+
+TEST(ClusterConsistency, PassWhenEverythingAgrees) {
+  const Verdict v = judge_job(spec(), stack_job());
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NCCL 2.21.5 on every rank")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NIC drivers mlx5_core 24.10-1.1.4 on every rank")) << v.summary;
+  EXPECT_EQ(v.evidence["NCCL"]["2.21.5"].size(), 8u);
+}
+
+TEST(ClusterConsistency, NcclDriftFailsNamingOddHostsAndMajority) {
+  JobFacts j = stack_job();
+  on_host(j, 2, [](RankFacts& f) { f.gpu.nccl.value()->version = "2.18.1"; });
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "NCCL drift: gpu-c (ranks 4–5) has 2.18.1, the majority (6 of 8 ranks) 2.21.5")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "hang or corrupt")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "libnccl.so.2")) << v.remedy;
+}
+
+TEST(ClusterConsistency, DriverAndCudaDriftFail) {
+  JobFacts j = stack_job();
+  on_host(j, 3, [](RankFacts& f) {
+    f.gpu.driver.nvml_driver_version = Probed<std::string>::ok("535.104.05", "nvmlSystemGetDriverVersion");
+    f.gpu.driver.cuda_driver_version = Probed<int>::ok(12020, "cuDriverGetVersion");
+  });
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "NVIDIA driver drift: gpu-d (ranks 6–7) has 535.104.05, the majority (6 of 8 ranks) 550.54.15"))
+      << v.summary;
+  EXPECT_TRUE(has(v.summary, "CUDA driver API drift: gpu-d (ranks 6–7) has 12.2")) << v.summary;
+}
+
+TEST(ClusterConsistency, CudaRuntimeDriftFails) {
+  JobFacts j = stack_job();
+  on_host(j, 0, [](RankFacts& f) { f.gpu.runtime.runtimes = {gpu_fixture::cuda_runtime("12.1", "torch")}; });
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "CUDA runtimes drift: gpu-a (ranks 0–1) has 12.1 (torch), the majority (6 of 8 ranks) 12.4 (torch)"))
+      << v.summary;
+}
+
+TEST(ClusterConsistency, KernelFrameworkAndNicDriftWarn) {
+  JobFacts j = stack_job();
+  on_host(j, 1, [](RankFacts& f) {
+    f.identity.kernel = "6.1.0-18-amd64";
+    f.gpu.runtime.frameworks.front().version = "2.4.0+cu124";
+    f.net.interfaces.value()->at(1).driver_version = "23.10-0.5.5";
+  });
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "kernel drift: gpu-b (ranks 2–3) has 6.1.0-18-amd64, the majority (6 of 8 ranks) 6.1.0-28-amd64"))
+      << v.summary;
+  EXPECT_TRUE(has(v.summary, "framework drift: gpu-b (ranks 2–3) has torch 2.4.0+cu124")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NIC drivers drift: gpu-b (ranks 2–3) has mlx5_core 23.10-0.5.5")) << v.summary;
+}
+
+TEST(ClusterConsistency, UnreadableVersionIsUnknownOnlyWhenNothingDiffers) {
+  JobFacts j = stack_job();
+  on_host(j, 1, [](RankFacts& f) {
+    f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::Timeout, "ncclGetVersion did not return within 5.0 s", "helper");
+  });
+  Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NCCL could not be read on gpu-b (ranks 2–3) (helper: ncclGetVersion did not return within 5.0 s")) << v.summary;
+  EXPECT_EQ(v.evidence["NCCL"]["(unreadable)"].size(), 2u);
+
+  on_host(j, 3, [](RankFacts& f) { f.identity.kernel = "6.12.0"; });
+  v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;  // the unreadable NCCL is not a mismatch
+  EXPECT_TRUE(has(v.summary, "kernel drift")) << v.summary;
+}
+
+TEST(ClusterConsistency, NotReadableAnywhereIsANote) {
+  JobFacts j = stack_job();
+  for (RankFacts& f : j.ranks) f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::NotFound, "no libnccl.so.2", "dlopen");
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NCCL not readable on any rank")) << v.summary;
+}
+
+TEST(ClusterConsistency, OneRankSkipsAndAnUngatheredWorldIsUnknown) {
+  RankFacts f = gpu_fixture::healthy();
+  EXPECT_EQ(judge_job(spec(), job_fixture::single(f)).status, Status::Skip);
+  f.placement.world_size = 4;
+  const Verdict v = judge_job(spec(), job_fixture::single(f));
+  EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_TRUE(has(v.summary, "only 1 of 4 ranks delivered facts")) << v.summary;
+  EXPECT_EQ(judge_job(spec(), stack_job(), {}, Profile::Image).status, Status::Skip);
+}
+
+TEST(ClusterConsistency, Explained) {
+  const std::string explain(spec().explain);
+  for (const char* part : {"What it reads", "Failures", "Fix", "FAIL", "WARN", "UNKNOWN", "SKIP"}) {
+    EXPECT_TRUE(has(explain, part)) << part;
+  }
+}
+
+}  // namespace
+}  // namespace preflight

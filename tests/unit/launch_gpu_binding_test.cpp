@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include "job_fixture.hpp"
+
+namespace preflight {
+namespace {
+
+using gpu_fixture::has;
+using job_fixture::judge_job;
+
+const CheckSpec& spec() { return *find_check("launch.gpu_binding"); }
+
+void set_env(RankFacts& f, const std::map<std::string, std::string>& vars) { f.env = EnvSnapshot(vars); }
+
+/// The rank sees only the CUDA devices at these NVML indices (as CUDA_VISIBLE_DEVICES does).
+void restrict_cuda(RankFacts& f, const std::vector<int>& nvml_indices) {
+  std::vector<CudaDevice> all = *f.gpu.driver.cuda_devices.value();
+  std::vector<CudaDevice> seen;
+  for (int i : nvml_indices) {
+    CudaDevice d = all[static_cast<std::size_t>(i)];
+    d.ordinal = static_cast<int>(seen.size());
+    seen.push_back(d);
+  }
+  f.gpu.driver.cuda_devices = Probed<std::vector<CudaDevice>>::ok(seen, "cuDeviceGet");
+}
+
+TEST(LaunchGpuBinding, PassOneRankPerGpu) {
+  const Verdict v = judge_job(spec(), job_fixture::job(2, 8));
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "16 ranks on 2 host(s), each with a GPU of its own")) << v.summary;
+  EXPECT_EQ(v.evidence["ranks"][3]["gpu"], gpu_fixture::uuid(3) + " (bus " + gpu_fixture::cuda_bus(3) + ")");
+}
+
+TEST(LaunchGpuBinding, PerRankVisibleDevicesPass) {
+  // srun --gpus-per-task=1: every rank sees one GPU of its own and uses device 0.
+  JobFacts j = job_fixture::job(1, 4);
+  for (RankFacts& f : j.ranks) {
+    const int l = f.placement.local_rank;
+    restrict_cuda(f, {l});
+    set_env(f, {{"CUDA_VISIBLE_DEVICES", std::to_string(l)}, {"LOCAL_RANK", "0"}});
+  }
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+}
+
+TEST(LaunchGpuBinding, TwoRanksOnOneGpuFail) {
+  // LOCAL_RANK=0 exported for every rank: all pick device 0.
+  JobFacts j = job_fixture::job(2, 2);
+  for (RankFacts& f : j.ranks) set_env(f, {{"LOCAL_RANK", "0"}});
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "ranks 0 (LOCAL_RANK=0), 1 (LOCAL_RANK=0) on gpu-a all use GPU " + gpu_fixture::uuid(0) +
+                                 " (bus " + gpu_fixture::cuda_bus(0) + ")"))
+      << v.summary;
+  EXPECT_TRUE(has(v.summary, "ranks 2 (LOCAL_RANK=0), 3 (LOCAL_RANK=0) on gpu-b")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "Duplicate GPU detected")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--gpus-per-task")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "torch.cuda.set_device(local_rank)")) << v.remedy;
+}
+
+TEST(LaunchGpuBinding, SameGpuOnDifferentHostsIsFine) {
+  JobFacts j = job_fixture::job(2, 1, 1);
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+}
+
+TEST(LaunchGpuBinding, LocalRankBeyondVisibleGpusFails) {
+  // Each rank restricted to one GPU, but the script selects LOCAL_RANK.
+  JobFacts j = job_fixture::job(1, 2);
+  for (RankFacts& f : j.ranks) {
+    restrict_cuda(f, {f.placement.local_rank});
+    set_env(f, {{"CUDA_VISIBLE_DEVICES", std::to_string(f.placement.local_rank)}});
+  }
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "rank 1 (gpu-a): local rank 1 but it sees 1 GPU(s) (CUDA_VISIBLE_DEVICES=1)")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "invalid device ordinal")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "torch.cuda.set_device(0)")) << v.remedy;
+}
+
+TEST(LaunchGpuBinding, BadLocalRankValueFails) {
+  JobFacts j = job_fixture::job(1, 1);
+  set_env(j.ranks[0], {{"LOCAL_RANK", "zero"}});
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "LOCAL_RANK='zero' is not a device index")) << v.summary;
+}
+
+TEST(LaunchGpuBinding, InvalidVisibleDevicesEntryFails) {
+  // 0,2,-1,1: the driver stops at -1, so ranks 2 and 3 have no GPU left.
+  JobFacts j = job_fixture::job(1, 4);
+  for (RankFacts& f : j.ranks) {
+    restrict_cuda(f, {0, 2});
+    set_env(f, {{"CUDA_VISIBLE_DEVICES", "0,2,-1,1"}});
+  }
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "rank 0 (gpu-a): CUDA_VISIBLE_DEVICES=0,2,-1,1 has an invalid entry '-1' (not an index or a "
+                             "GPU-/MIG- UUID) at position 3: the driver stops reading the list there, so only 2 GPU(s) are visible"))
+      << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 2 (gpu-a): local rank 2 but it sees 2 GPU(s)")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "gpu-a: 4 local ranks but only 2 GPU(s) visible to them")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "nvidia-smi -L")) << v.remedy;
+}
+
+TEST(LaunchGpuBinding, VisibleDevicesFromNvmlWhenCudaWasNotProbed) {
+  // Without CUDA's list the NVML list is filtered like the driver does: out of range, unknown UUID,
+  // ambiguous prefix, repeats.
+  struct Case {
+    std::string cvd;
+    std::string invalid;
+  };
+  for (const Case& c : std::vector<Case>{{"1,8", "'8' (the node has 8 GPUs (0..7))"},
+                                         {"GPU-ffff", "'GPU-ffff' (no GPU has that UUID)"},
+                                         {"GPU-6a2b", "'GPU-6a2b' (the UUID prefix matches 8 GPUs)"},
+                                         {"3, 3", "'3' (it repeats an earlier entry)"}}) {
+    JobFacts j = job_fixture::job(1, 1);
+    j.ranks[0].gpu.driver.cuda_devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::NotProbed, "not probed");
+    set_env(j.ranks[0], {{"CUDA_VISIBLE_DEVICES", c.cvd}});
+    const Verdict v = judge_job(spec(), j);
+    EXPECT_EQ(v.status, Status::Fail) << c.cvd;
+    EXPECT_TRUE(has(v.summary, "has an invalid entry " + c.invalid)) << v.summary;
+  }
+  // A valid UUID prefix selects that GPU.
+  JobFacts j = job_fixture::job(1, 1);
+  j.ranks[0].gpu.driver.cuda_devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::NotProbed, "not probed");
+  set_env(j.ranks[0], {{"CUDA_VISIBLE_DEVICES", gpu_fixture::uuid(5).substr(0, 13) + "," + gpu_fixture::uuid(6)}});
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;  // one rank, two GPUs visible
+  EXPECT_TRUE(has(v.summary, "gpu-a: 1 local rank(s) for 2 visible GPUs: 1 GPU(s) stay idle")) << v.summary;
+  EXPECT_EQ(v.evidence["ranks"][0]["gpu"], gpu_fixture::uuid(5) + " (bus " + gpu_fixture::nvml_bus(5) + ")");
+  EXPECT_EQ(v.evidence["ranks"][0]["source"], "NVML + CUDA_VISIBLE_DEVICES");
+}
+
+TEST(LaunchGpuBinding, EmptyVisibleDevicesLeavesNoGpu) {
+  JobFacts j = job_fixture::job(1, 1);
+  j.ranks[0].gpu.driver.cuda_devices =
+      Probed<std::vector<CudaDevice>>::error(ProbeErrc::ApiError, "cuInit: CUDA_ERROR_NO_DEVICE (100)", "cuInit");
+  set_env(j.ranks[0], {{"CUDA_VISIBLE_DEVICES", ""}});
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "local rank 0 but it sees 0 GPU(s) (CUDA_VISIBLE_DEVICES=)")) << v.summary;
+}
+
+TEST(LaunchGpuBinding, MoreLocalRanksThanGpusFails) {
+  const Verdict v = judge_job(spec(), job_fixture::job(1, 4, 2));
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "gpu-a: 4 local ranks but only 2 GPU(s) visible to them")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 2 (gpu-a): local rank 2 but it sees 2 GPU(s)")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--map-by ppr:2:node")) << v.remedy;
+}
+
+TEST(LaunchGpuBinding, FewerLocalRanksThanGpusWarns) {
+  const Verdict v = judge_job(spec(), job_fixture::job(2, 4));
+  EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_TRUE(has(v.summary, "gpu-a: 4 local rank(s) for 8 visible GPUs: 4 GPU(s) stay idle")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--map-by ppr:8:node")) << v.remedy;
+}
+
+TEST(LaunchGpuBinding, AloneOnANodePasses) {
+  // One process, no launcher: it uses GPU 0 of 8; the other GPUs are not "idle ranks".
+  RankFacts f = gpu_fixture::healthy();
+  f.identity.hostname = "gpu-a";
+  const Verdict v = judge_job(spec(), job_fixture::single(f));
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 0 (gpu-a) uses GPU " + gpu_fixture::uuid(0))) << v.summary;
+  // --ranks-per-node 16 on an 8-GPU node, still alone.
+  f.placement.local_ranks = 16;
+  EXPECT_EQ(judge_job(spec(), job_fixture::single(f)).status, Status::Fail);
+  const Options o;
+  EXPECT_EQ(run_check(spec(), CheckContext{gpu_fixture::healthy(), o, Profile::Job}).status, Status::Pass);
+}
+
+TEST(LaunchGpuBinding, NoDriverFails) {
+  RankFacts f = gpu_fixture::no_driver();
+  f.identity.hostname = "cpu-a";
+  const Verdict v = judge_job(spec(), job_fixture::single(f));
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "no NVIDIA driver on this node")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "the job needs a GPU")) << v.summary;
+}
+
+TEST(LaunchGpuBinding, UnprobedGpusAreUnknownAndNamed) {
+  JobFacts j = job_fixture::job(2, 1);
+  DriverFacts& d = j.ranks[1].gpu.driver;
+  d.cuda_devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::NotProbed, "the GPU helper did not run", "helper");
+  d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::NotProbed, "the GPU helper did not run", "helper");
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 1 (gpu-b): could not read the visible GPUs")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "the GPU helper did not run")) << v.summary;
+}
+
+TEST(LaunchGpuBinding, OneReasonIsNamedOnceForAllItsRanks) {
+  JobFacts j = job_fixture::job(2, 2);
+  for (RankFacts& f : j.ranks) {
+    RankFacts none = gpu_fixture::no_driver();
+    f.gpu = none.gpu;
+  }
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "ranks 0–3 (gpu-a, gpu-b): no NVIDIA driver on this node")) << v.summary;
+  EXPECT_EQ(v.summary.find("no NVIDIA driver", v.summary.find("no NVIDIA driver") + 1), std::string::npos) << v.summary;
+}
+
+TEST(LaunchGpuBinding, CrashedHelperFails) {
+  JobFacts j = job_fixture::job(1, 1);
+  DriverFacts& d = j.ranks[0].gpu.driver;
+  d.cuda_devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::Crashed, "cuInit crashed with SIGSEGV", "helper");
+  d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::Crashed, "cuInit crashed with SIGSEGV", "helper");
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "SIGSEGV")) << v.summary;
+}
+
+TEST(LaunchGpuBinding, SkippedInImageProfileAndExplained) {
+  EXPECT_EQ(judge_job(spec(), job_fixture::job(1, 2), {}, Profile::Image).status, Status::Skip);
+  const std::string explain(spec().explain);
+  for (const char* part : {"What it reads", "Failures", "Fix", "FAIL", "WARN", "UNKNOWN", "Duplicate GPU detected"}) {
+    EXPECT_TRUE(has(explain, part)) << part;
+  }
+}
+
+}  // namespace
+}  // namespace preflight

@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+#include <gtest/gtest.h>
+
+#include "job_fixture.hpp"
+
+namespace preflight {
+namespace {
+
+using gpu_fixture::has;
+using job_fixture::judge_job;
+
+const CheckSpec& spec() { return *find_check("launch.ranks"); }
+
+TEST(LaunchRanks, PassOnAWholeEvenWorld) {
+  Options o;
+  o.expect_world_size = 16;
+  o.expect_nodes = 2;
+  const Verdict v = judge_job(spec(), job_fixture::job(2, 8), o);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "16 ranks on 2 nodes, 8 per node, each rank delivered once (mpi)")) << v.summary;
+  EXPECT_EQ(v.evidence["nodes"], 2);
+  EXPECT_EQ(v.evidence["hosts"][1]["host"], "gpu-b");
+}
+
+TEST(LaunchRanks, WorldSizeAgainstExpectation) {
+  Options o;
+  o.expect_world_size = 32;
+  const Verdict v = judge_job(spec(), job_fixture::job(2, 8), o);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "world size 16 (mpi), --expect-world-size 32")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "mpirun -np 32")) << v.remedy;
+}
+
+TEST(LaunchRanks, NodesAgainstExpectation) {
+  Options o;
+  o.expect_nodes = 4;
+  const Verdict v = judge_job(spec(), job_fixture::job(2, 8), o);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "2 nodes (gpu-a, gpu-b), --expect-nodes 4")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "srun --nodes=4")) << v.remedy;
+}
+
+TEST(LaunchRanks, ANodeIsHostnameAndBootId) {
+  // Two containers with one hostname on two machines are two nodes; one hostname rebooted is not merged.
+  JobFacts j = job_fixture::job(2, 2);
+  for (RankFacts& f : j.ranks) f.identity.hostname = "worker";
+  Options o;
+  o.expect_nodes = 1;
+  const Verdict v = judge_job(spec(), j, o);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "2 nodes (worker, worker)")) << v.summary;
+}
+
+TEST(LaunchRanks, MissingRanksAreNamedWithHostPidAndPhase) {
+  JobFacts j = job_fixture::job(2, 4);
+  job_fixture::lose(j, 6, Phase::Probe);
+  j.status[6].silent_s = 6.2;
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "1 rank of 8 did not deliver facts: rank 6 (gpu-b, pid 1006, last phase probe, silent 6.2 s)"))
+      << v.summary;
+  EXPECT_TRUE(has(v.remedy, "dmesg")) << v.remedy;
+  EXPECT_EQ(v.evidence["undelivered"][0], 6);
+  // Uneven counts caused by the missing rank are not reported as a placement problem.
+  EXPECT_FALSE(has(v.summary, "uneven")) << v.summary;
+}
+
+TEST(LaunchRanks, ManyMissingRanksAreCounted) {
+  JobFacts j = job_fixture::job(2, 8);
+  for (int r = 4; r < 16; ++r) job_fixture::lose(j, r, Phase::Init);
+  j.status[10].heard = false;
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "12 ranks of 16 did not deliver facts")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "and 4 more")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 10 (never heard from)")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 4 (gpu-a, pid 1004, last phase init)")) << v.summary;
+}
+
+TEST(LaunchRanks, DuplicateRanksFail) {
+  JobFacts j = job_fixture::job(1, 4);
+  j.ranks[3].placement.rank = 2;  // two processes claim rank 2
+  j.ranks[3].identity.pid = 4242;
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "rank 2 was delivered 2 times (gpu-a pid 1002, gpu-a pid 4242)")) << v.summary;
+}
+
+TEST(LaunchRanks, RanksOutsideTheWorldFail) {
+  JobFacts j = job_fixture::job(1, 2);
+  j.ranks[1].placement.rank = 7;
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "rank(s) 7 outside the world of 2")) << v.summary;
+}
+
+TEST(LaunchRanks, UnevenRanksPerNodeWarns) {
+  JobFacts j = job_fixture::job(3, 4);
+  // Move gpu-c's first rank onto gpu-a: gpu-a 5, gpu-b 4, gpu-c 3.
+  j.ranks[8].identity.hostname = "gpu-a";
+  j.ranks[8].identity.boot_id = "boot-0";
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "uneven ranks per node: gpu-c: 3 ranks; gpu-b: 4 ranks; gpu-a: 5 ranks")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--ntasks-per-node")) << v.remedy;
+}
+
+TEST(LaunchRanks, UngatheredWorldIsUnknown) {
+  RankFacts f = gpu_fixture::healthy();
+  f.identity.hostname = "gpu-a";
+  f.placement.launcher = "slurm";
+  f.placement.world_size = 16;
+  f.placement.rank = 3;
+  const Verdict v = judge_job(spec(), job_fixture::single(f));
+  EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_TRUE(has(v.summary, "the launcher (slurm) claims a world of 16 ranks, but preflight ran as a single process")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "srun without --mpi=pmix")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "srun --mpi=pmix")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "preflight merge")) << v.remedy;
+}
+
+TEST(LaunchRanks, MpiWorldOfOneUnderALargerLauncherIsUnknown) {
+  JobFacts j = job_fixture::job(1, 1);
+  j.ranks[0].env = EnvSnapshot({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}});
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "MPI started as a world of 1 while SLURM_NTASKS=8 (slurm)")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "srun --mpi=pmix")) << v.remedy;
+  j.ranks[0].env = EnvSnapshot({});  // mpirun -np 1: a world of one, nothing claims more
+  EXPECT_EQ(judge_job(spec(), j).status, Status::Pass);
+}
+
+TEST(LaunchRanks, AloneWithoutExpectationsSkips) {
+  RankFacts f = gpu_fixture::healthy();
+  const Verdict v = judge_job(spec(), job_fixture::single(f));
+  EXPECT_EQ(v.status, Status::Skip);
+  EXPECT_TRUE(has(v.summary, "single process")) << v.summary;
+  // nullptr job: the same one-rank world.
+  const Options o;
+  EXPECT_EQ(run_check(spec(), CheckContext{f, o, Profile::Job}).status, Status::Skip);
+}
+
+TEST(LaunchRanks, AloneAgainstExpectations) {
+  RankFacts f = gpu_fixture::healthy();
+  f.identity.hostname = "gpu-a";
+  Options o;
+  o.expect_world_size = 1;
+  o.expect_nodes = 1;
+  EXPECT_EQ(judge_job(spec(), job_fixture::single(f), o).status, Status::Pass);
+  o.expect_world_size = 8;
+  const Verdict v = judge_job(spec(), job_fixture::single(f), o);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "world size 1 (a single process), --expect-world-size 8")) << v.summary;
+}
+
+TEST(LaunchRanks, SkippedInImageProfileAndExplained) {
+  const Verdict v = judge_job(spec(), job_fixture::job(1, 2), {}, Profile::Image);
+  EXPECT_EQ(v.status, Status::Skip);
+  const std::string explain(spec().explain);
+  for (const char* part : {"What it reads", "Failures", "Fix", "FAIL", "WARN", "UNKNOWN", "SKIP"}) {
+    EXPECT_TRUE(has(explain, part)) << part;
+  }
+}
+
+}  // namespace
+}  // namespace preflight
