@@ -45,7 +45,7 @@ class Transport {
   virtual bool send_payload(const std::string& bytes, TimePoint deadline) = 0;
   /// Rank 0: receives every other rank's payload until all arrived or the deadline passes;
   /// `arrived(rank, bytes, announced_size)` for each (a payload over `max_bytes` arrives empty with
-  /// its announced size, and is not buffered).
+  /// its announced size).
   virtual void collect_payloads(TimePoint deadline, std::size_t max_bytes,
                                 const std::function<void(int rank, std::string bytes, std::size_t announced)>& arrived) = 0;
 

@@ -49,6 +49,7 @@ po::options_description run_options() {
     ("topology-xml", po::value<std::string>(), "take the topology from an `lstopo --of xml` export")
     ("matrix", po::value<std::string>(), "compatibility data from DIR instead of the built-in copy")
     ("json-per-rank", po::value<std::string>(), "every rank also writes its own result file into DIR")
+    ("mpi", po::value<std::string>(), "auto | on | off: gather the ranks over MPI (auto: when mpirun/srun started preflight; on: also alone, as an MPI singleton)")
     ("config", po::value<std::string>(), "INI file with the same option names (command line wins)")
     ("verbose,v", po::bool_switch(), "evidence for every check, PASS included");
   // clang-format on
@@ -160,6 +161,10 @@ Options to_options(const po::variables_map& vm) {
   o.topology_xml = str(vm, "topology-xml").value_or("");
   o.matrix_dir = str(vm, "matrix").value_or("");
   o.json_per_rank_dir = str(vm, "json-per-rank").value_or("");
+  if (auto v = str(vm, "mpi")) {
+    if (*v != "auto" && *v != "on" && *v != "off") bad_value("mpi", *v, "auto, on or off");
+    o.mpi = *v;
+  }
   o.config_file = str(vm, "config").value_or("");
   return o;
 }
@@ -193,12 +198,17 @@ std::string help_text() {
          "  preflight [run] [options]   run the checks (default)\n"
          "  preflight list              list every check id with a one-line description\n"
          "  preflight explain CHECK_ID  what a check looks at, why it matters, how to fix each failure\n"
+         "  preflight merge [options] FILE...\n"
+         "                              one report from per-node (--json) or per-rank (--json-per-rank)\n"
+         "                              result files, with the job checks over their facts; a directory\n"
+         "                              stands for every *.json file in it\n"
          "  preflight --version | --help\n\n"
          "Examples:\n"
          "  preflight                                   check this node\n"
          "  mpirun -np 16 --map-by ppr:8:node preflight check the job, launched like the job\n"
          "  preflight --only 'shm.*,host.*' --ranks-per-node 8 --format json\n"
-         "  preflight --model-params 70B --zero-stage 2 --ranks-per-node 8 --only host.memory\n\n"
+         "  preflight --model-params 70B --zero-stage 2 --ranks-per-node 8 --only host.memory\n"
+         "  preflight merge --json cluster.json node-*.json\n\n"
       << run_options() << "\n"
       << generic_options() << "\n"
          "Exit codes: 0 no FAIL/UNKNOWN (WARN allowed unless --strict) · 1 a FAIL · 2 usage or\n"
@@ -214,7 +224,8 @@ Cli parse_cli(const std::vector<std::string>& argv) {
     if (cmd == "run") cli.command = Command::Run;
     else if (cmd == "list") cli.command = Command::List;
     else if (cmd == "explain") cli.command = Command::Explain;
-    else throw UsageError("unknown command '" + printable(cmd, 60) + "' (commands: run, list, explain; see --help)");
+    else if (cmd == "merge") cli.command = Command::Merge;
+    else throw UsageError("unknown command '" + printable(cmd, 60) + "' (commands: run, list, explain, merge; see --help)");
     rest.erase(rest.begin());
   }
 
@@ -254,6 +265,8 @@ Cli parse_cli(const std::vector<std::string>& argv) {
   if (vm.count("args")) cli.args = vm["args"].as<std::vector<std::string>>();
   if (cli.command == Command::Explain) {
     if (cli.args.size() != 1) throw UsageError("explain takes exactly one check id (see `preflight list`)");
+  } else if (cli.command == Command::Merge) {
+    if (cli.args.empty()) throw UsageError("merge needs at least one result file: preflight merge [options] FILE...");
   } else if (!cli.args.empty()) {
     throw UsageError("unexpected argument '" + printable(cli.args.front(), 60) + "'");
   }

@@ -7,15 +7,16 @@
 #include <vector>
 
 #include "core/options.hpp"
+#include "launcher/merge.hpp"  // merge_command, the entry point of Command::Merge
 
 namespace preflight {
 
-enum class Command { Run, List, Explain, Version, Help };
+enum class Command { Run, List, Explain, Merge, Version, Help };
 
 struct Cli {
   Command command = Command::Run;
   Options options;
-  std::vector<std::string> args;  // explain: the check id
+  std::vector<std::string> args;  // explain: the check id; merge: the result files
 };
 
 /// Bad option, bad value, unreadable or malformed config file: exit 2, nothing checked.

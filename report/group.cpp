@@ -4,6 +4,7 @@
 #include <map>
 #include <stdexcept>
 #include <tuple>
+#include <type_traits>
 
 #include "report/report.hpp"
 
@@ -26,43 +27,63 @@ std::size_t registry_position(const std::string& id) {
 }
 
 template <typename T>
-void add_unique(std::vector<T>& into, const std::vector<T>& from) {
-  into.insert(into.end(), from.begin(), from.end());
-  std::sort(into.begin(), into.end());
-  into.erase(std::unique(into.begin(), into.end()), into.end());
+void sort_unique(std::vector<T>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
 }  // namespace
 
-void to_json(nlohmann::json& j, const CheckResult& r) {
-  j = nlohmann::json{
-      {"id", r.id},
-      {"title", r.title},
-      {"status", to_string(r.verdict.status)},
-      {"summary", r.verdict.summary},
-      {"remedy", r.verdict.remedy},
-      {"scope", to_string(r.scope)},
-      {"hosts", r.hosts},
-      {"ranks", r.ranks},
-      {"evidence", r.verdict.evidence},
-  };
+namespace {
+
+// One implementation for both JSON types: "id" first, then the fields in reading order.
+template <typename Json>
+void check_to_json(Json& j, const CheckResult& r) {
+  j = Json::object();
+  j["id"] = r.id;
+  j["title"] = r.title;
+  j["status"] = to_string(r.verdict.status);
+  j["summary"] = r.verdict.summary;
+  j["remedy"] = r.verdict.remedy;
+  j["scope"] = to_string(r.scope);
+  j["hosts"] = r.hosts;
+  j["ranks"] = r.ranks;
+  j["evidence"] = Json(r.verdict.evidence);
 }
 
-void from_json(const nlohmann::json& j, CheckResult& r) {
-  r.id = j.at("id").get<std::string>();
+template <typename Json>
+void check_from_json(const Json& j, CheckResult& r) {
+  r.id = j.at("id").template get<std::string>();
   r.area = r.id.substr(0, r.id.find('.'));
   r.title = j.value("title", std::string());
-  const std::string status = j.at("status").get<std::string>();
+  const std::string status = j.at("status").template get<std::string>();
   const std::optional<Status> s = status_from_string(status);
   if (!s) throw std::invalid_argument("unknown status '" + status + "'");
   r.verdict.status = *s;
   r.verdict.summary = j.value("summary", std::string());
   r.verdict.remedy = j.value("remedy", std::string());
-  r.verdict.evidence = j.contains("evidence") ? j.at("evidence") : nlohmann::json::object();
-  r.scope = scope_from_string(j.at("scope").get<std::string>());
+  if (j.contains("evidence")) {
+    const Json& ev = j.at("evidence");
+    if (!ev.is_object()) throw std::invalid_argument("evidence of '" + r.id + "' is not an object");
+    if constexpr (std::is_same_v<Json, nlohmann::json>) {
+      r.verdict.evidence = ev;
+    } else {
+      r.verdict.evidence = nlohmann::json::parse(ev.dump());  // rare: the report's own ordered documents
+    }
+  } else {
+    r.verdict.evidence = nlohmann::json::object();
+  }
+  r.scope = scope_from_string(j.at("scope").template get<std::string>());
   r.hosts = j.value("hosts", std::vector<std::string>());
   r.ranks = j.value("ranks", std::vector<int>());
 }
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const CheckResult& r) { check_to_json(j, r); }
+void to_json(nlohmann::ordered_json& j, const CheckResult& r) { check_to_json(j, r); }
+void from_json(const nlohmann::json& j, CheckResult& r) { check_from_json(j, r); }
+void from_json(const nlohmann::ordered_json& j, CheckResult& r) { check_from_json(j, r); }
 
 std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool per_rank) {
   using Key = std::tuple<std::size_t, std::string, int, std::string, std::string, int>;
@@ -76,9 +97,14 @@ std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool pe
     if (it == groups.end()) {
       groups.emplace(std::move(key), std::move(r));
     } else {
-      add_unique(it->second.ranks, r.ranks);
-      add_unique(it->second.hosts, r.hosts);
+      // Appended now, sorted once below: sorting on every merge would be quadratic in the ranks.
+      it->second.ranks.insert(it->second.ranks.end(), r.ranks.begin(), r.ranks.end());
+      it->second.hosts.insert(it->second.hosts.end(), r.hosts.begin(), r.hosts.end());
     }
+  }
+  for (auto& [key, r] : groups) {
+    sort_unique(r.ranks);
+    sort_unique(r.hosts);
   }
   std::vector<std::pair<Key, CheckResult>> ordered(std::make_move_iterator(groups.begin()),
                                                     std::make_move_iterator(groups.end()));

@@ -3,27 +3,64 @@
 #include "report/report.hpp"
 
 namespace preflight {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json status_json(const RankStatus& s) {
+  return {
+      {"rank", s.rank},           {"host", s.host},
+      {"pid", s.pid},             {"last_phase", to_string(s.last_phase)},
+      {"heard", s.heard},         {"silent_s", s.silent_s},
+      {"delivered", s.delivered}, {"payload_error", s.payload_error},
+  };
+}
+
+json comm_json(const CommResult& c) {
+  json out = {
+      {"attempted", c.attempted}, {"completed", c.completed}, {"expired", c.expired},
+      {"transport", c.transport}, {"note", c.note},           {"seconds", c.seconds},
+      {"deadline_s", c.deadline_s}, {"missing", c.missing},   {"wrong", c.wrong},
+      {"errors", c.errors},
+  };
+  return out;
+}
+
+/// What the job adds: the collective phases, rank 0's reach target, the ranks that never delivered.
+json job_json(const Report& report) {
+  json barrier = comm_json(report.barrier);
+  json allreduce = comm_json(report.allreduce);
+  allreduce["bytes"] = report.allreduce.bytes;
+  allreduce["ranks"] = report.allreduce.ranks;
+  allreduce["repeats"] = report.allreduce.repeats;
+  allreduce["algbw_gbps"] = report.allreduce.algbw_gbps;
+  allreduce["busbw_gbps"] = report.allreduce.busbw_gbps;
+  json reach = nullptr;
+  if (report.reach_target) {
+    reach = {{"interface", report.reach_target->interface},
+             {"address", report.reach_target->address},
+             {"port", report.reach_target->port}};
+  }
+  json missing = json::array();
+  for (const RankStatus& s : report.missing) missing.push_back(status_json(s));
+  return {
+      {"barrier", barrier},
+      {"allreduce", allreduce},
+      {"reach_target", reach},
+      {"reach_note", report.reach_note},
+      {"missing", missing},
+  };
+}
+
+}  // namespace
 
 std::string render_json(const Report& report, const Options& options) {
-  using json = nlohmann::ordered_json;
   const Counts c = count(report);
   json counts = json::object();
   for (Status s : {Status::Pass, Status::Warn, Status::Fail, Status::Skip, Status::Unknown}) counts[to_string(s)] = c.of(s);
 
   json checks = json::array();
-  for (const CheckResult& r : report.results) {
-    checks.push_back({
-        {"id", r.id},
-        {"title", r.title},
-        {"status", to_string(r.verdict.status)},
-        {"summary", r.verdict.summary},
-        {"remedy", r.verdict.remedy},
-        {"scope", to_string(r.scope)},
-        {"hosts", r.hosts},
-        {"ranks", r.ranks},
-        {"evidence", json(r.verdict.evidence)},
-    });
-  }
+  for (const CheckResult& r : report.results) checks.push_back(json(r));
 
   json ranks = json::array();
   for (const RankFacts& f : report.ranks) {
@@ -40,7 +77,8 @@ std::string render_json(const Report& report, const Options& options) {
       {"schema", "preflight/v1"},
       {"tool", {{"name", "preflight"}, {"version", report.version}}},
       {"profile", to_string(report.profile)},
-      {"world", {{"size", report.world_size}, {"nodes", report.nodes}, {"launcher", report.launcher}}},
+      {"world",
+       {{"size", report.world_size}, {"nodes", report.nodes}, {"launcher", report.launcher}, {"source", report.source}}},
       {"duration_ms", static_cast<std::int64_t>(report.duration_ms + 0.5)},
       {"summary",
        {{"status", to_string(overall(report, options.strict))},
@@ -48,6 +86,8 @@ std::string render_json(const Report& report, const Options& options) {
         {"strict", options.strict},
         {"counts", counts}}},
       {"incidents", report.incidents},
+      {"notes", report.notes},
+      {"job", job_json(report)},
       {"checks", checks},
       {"ranks", ranks},
   };

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "checks/check.hpp"
 #include "core/facts.hpp"
+#include "core/job.hpp"
 #include "core/options.hpp"
 #include "core/verdict.hpp"
 
@@ -29,8 +31,12 @@ struct CheckResult {
 /// The JSON report's form of a check item: {"id","title","status","summary","remedy","scope",
 /// "hosts","ranks","evidence"}. from_json throws nlohmann::json::exception (or std::invalid_argument
 /// for an unknown status or scope) on malformed input.
+/// The ordered_json forms keep that key order in documents (the JSON report); the plain ones are
+/// for payloads.
 void to_json(nlohmann::json& j, const CheckResult& r);
 void from_json(const nlohmann::json& j, CheckResult& r);
+void to_json(nlohmann::ordered_json& j, const CheckResult& r);
+void from_json(const nlohmann::ordered_json& j, CheckResult& r);
 
 /// Identical verdicts of one check from many ranks become one result: the key is (id, status,
 /// summary, remedy); ranks and hosts are merged (sorted, unique) and the first rank's evidence is
@@ -49,6 +55,14 @@ struct Report {
   std::vector<std::string> incidents;   // what expired: "probe 'shm' did not finish within 60.0 s"
   std::vector<CheckResult> results;
   std::vector<RankFacts> ranks;
+  // The job the report covers (assemble_report copies them from JobFacts).
+  std::string source = "none";          // "mpi" (gathered), "merge" (files), "none" (one process)
+  std::vector<RankStatus> missing;      // ranks that did not deliver their facts, with what is known of them
+  std::optional<ReachTarget> reach_target;  // rank 0's NCCL bootstrap address tested by net.reachability
+  std::string reach_note;               // why there is no reach target
+  CommResult barrier;
+  CommResult allreduce;
+  std::vector<std::string> notes;       // what the reader must know that is no failure ("ranks renumbered ...")
 };
 
 struct Counts {

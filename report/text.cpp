@@ -81,6 +81,23 @@ std::string evidence_line(const nlohmann::json& evidence) {
   return out;
 }
 
+constexpr std::size_t kHostsNamed = 8;  // hosts named on a "where" line; the rest are counted
+
+/// Where a result applies in a job: "on 8/16 ranks: gpu-b ranks 8–15", "on 16/16 ranks",
+/// "for the job (16 ranks on 2 nodes)".
+std::string where(const CheckResult& r, const Report& report) {
+  const std::string world = std::to_string(report.world_size);
+  if (r.scope == Scope::Job) {
+    return "for the job (" + world + " ranks on " + std::to_string(report.nodes) + (report.nodes == 1 ? " node)" : " nodes)");
+  }
+  std::string out = "on " + std::to_string(r.ranks.size()) + "/" + world + " ranks";
+  if (r.ranks.size() == static_cast<std::size_t>(report.world_size) || r.ranks.empty()) return out;
+  std::vector<std::string> hosts(r.hosts.begin(), r.hosts.begin() + static_cast<std::ptrdiff_t>(std::min(r.hosts.size(), kHostsNamed)));
+  if (r.hosts.size() > kHostsNamed) hosts.push_back("and " + std::to_string(r.hosts.size() - kHostsNamed) + " more hosts");
+  out += ": " + join(hosts, ", ") + (r.ranks.size() == 1 ? " rank " : " ranks ") + range_list(r.ranks);
+  return out;
+}
+
 }  // namespace
 
 std::string render_text(const Report& report, const Options& options, bool color) {
@@ -89,7 +106,7 @@ std::string render_text(const Report& report, const Options& options, bool color
   out << "preflight " << report.version << " · profile " << to_string(report.profile) << " · "
       << (report.world_size > 1 ? std::to_string(report.world_size) + " ranks on " + std::to_string(report.nodes) + " node(s)"
                                 : "host " + host)
-      << " · launcher " << report.launcher << "\n";
+      << " · launcher " << report.launcher << (report.source == "merge" ? " · merged from result files" : "") << "\n";
 
   std::size_t id_width = 0;
   for (const CheckResult& r : report.results) id_width = std::max(id_width, r.id.size());
@@ -105,11 +122,11 @@ std::string render_text(const Report& report, const Options& options, bool color
     }
     const Status s = r.verdict.status;
     out << "  " << paint(pad(to_string(s), 9), color_of(s), color) << pad(r.id, id_width) << r.verdict.summary;
-    if (report.world_size > 1 && !r.ranks.empty()) {
-      out << "  [" << join(r.hosts, ",") << " rank " << range_list(r.ranks) << "]";
-    }
     out << "\n";
     const std::string indent(11 + id_width, ' ');
+    if (report.world_size > 1) {
+      out << indent << paint(to_string(s), color_of(s), color) << " " << where(r, report) << "\n";
+    }
     if (s != Status::Pass && !r.verdict.remedy.empty()) {
       out << indent << paint("fix: ", "\033[1m", color) << r.verdict.remedy << "\n";
     }
@@ -119,6 +136,7 @@ std::string render_text(const Report& report, const Options& options, bool color
     }
   }
 
+  for (const std::string& note : report.notes) out << "\n" << paint("NOTE ", "\033[1m", color) << note << "\n";
   for (const std::string& incident : report.incidents) {
     out << "\n" << paint("DEADLINE ", color_of(Status::Fail), color) << incident << "\n";
   }

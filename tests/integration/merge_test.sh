@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# `preflight merge`: results of separate single-node runs (distinct hosts through --sysroot) and
+# per-rank results (a torchrun world through its variables) merge into one report that validates
+# against the schema, with the exit code of its verdicts; bad files are refused with exit 2 naming
+# the file and the fault.
+source "$(dirname "$0")/lib.sh"
+py=${PYTHON3:-python3}
+schema="$PREFLIGHT_SOURCE_DIR/schema/preflight-v1.schema.json"
+
+# A host of its own: a --sysroot tree whose only fact is its hostname.
+host_tree() {
+  mkdir -p "$work/$1/proc/sys/kernel"
+  echo "$1" >"$work/$1/proc/sys/kernel/hostname"
+}
+
+validate() {  # validate FILE DESCRIPTION
+  if ! "$py" -c 'import jsonschema' 2>/dev/null; then echo "skip: $2 (python3-jsonschema is not installed)"; return; fi
+  if "$py" - "$schema" "$1" <<'PY'
+import json, sys, jsonschema
+schema = json.load(open(sys.argv[1]))
+doc = json.load(open(sys.argv[2]))
+errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(doc), key=str)
+for e in errors[:5]:
+    print("  |", "/".join(map(str, e.absolute_path)), e.message[:200], file=sys.stderr)
+sys.exit(1 if errors else 0)
+PY
+  then pass "$2 validates"; else fail "$2 does not validate"; fi
+}
+
+# Three single-node runs, each rank 0 of its own world, on hosts node-c, node-a, node-b.
+for h in node-c node-a node-b; do
+  host_tree "$h"
+  "$PREFLIGHT" --sysroot "$work/$h" --json "$work/$h.json" >/dev/null 2>&1
+  [ -s "$work/$h.json" ] || fail "no result file from the run on $h"
+done
+# A fourth run on the live machine, with its own environment.
+NCCL_P2P_DISABLE=true "$PREFLIGHT" --json "$work/live.json" >/dev/null 2>&1
+
+rc=0
+"$PREFLIGHT" merge --format json --json "$work/merged.json" --junit "$work/merged.xml" --prom "$work/merged.prom" \
+  "$work/node-c.json" "$work/node-a.json" "$work/node-b.json" "$work/live.json" >"$work/out" 2>"$work/err" || rc=$?
+validate "$work/out" "the merged report"
+cmp -s "$work/out" "$work/merged.json" && pass "--json FILE holds what --format json printed" || fail "--json FILE differs from stdout"
+expect_eq "$(json_get "d['summary']['exit_code']")" "$rc" "the merge's exit code vs its summary"
+expect_eq "$(json_get "d['world']['size'], d['world']['nodes'], d['world']['source']")" "4 4 merge" "world"
+expect_eq "$(json_get "[r['host'] for r in d['ranks']][:3]")" "['node-c', 'node-a', 'node-b']" "ranks in file order"
+expect_eq "$(json_get "[r['rank'] for r in d['ranks']]")" "[0, 1, 2, 3]" "renumbered ranks"
+expect_contains "$(json_get "' | '.join(d['notes'])")" "renumbered in the order the files were given" "the notes"
+expect_eq "$(json_get "[c['status'] for c in d['checks'] if c['id']=='launch.ranks']")" "['PASS']" "launch.ranks"
+expect_eq "$(json_get "[c['status'] for c in d['checks'] if c['id']=='comm.barrier']")" "['SKIP']" "comm.barrier"
+expect_eq "$(json_get "d['job']['missing']")" "[]" "job.missing"
+expect_eq "$(json_get "sorted(set(h for c in d['checks'] if c['scope']=='node' for h in c['hosts']))[:3]")" \
+  "['node-a', 'node-b', 'node-c']" "hosts of the node-scope results"
+grep -q '<testsuite' "$work/merged.xml" && pass "--junit written" || fail "--junit not written"
+grep -q '^preflight_check_status{' "$work/merged.prom" && pass "--prom written" || fail "--prom not written"
+
+# Text: the grouped lines, the note.
+rc=0
+"$PREFLIGHT" merge --color never "$work/node-c.json" "$work/node-a.json" "$work/node-b.json" >"$work/text" 2>&1 || rc=$?
+expect_contains "$(cat "$work/text")" "3 ranks on 3 node(s)" "the text header"
+expect_contains "$(cat "$work/text")" " on 3/3 ranks" "the text report"
+expect_contains "$(cat "$work/text")" "for the job (3 ranks on 3 nodes)" "the text report"
+expect_contains "$(cat "$work/text")" "NOTE merged 3 result files" "the text report"
+"$PREFLIGHT" merge --format json "$work/node-c.json" "$work/node-a.json" "$work/node-b.json" >"$work/out" 2>/dev/null
+expect_eq "$(json_get "d['summary']['exit_code']")" "$rc" "the text merge's exit code"
+"$PREFLIGHT" merge --strict --format json "$work/node-a.json" "$work/node-b.json" >"$work/out" 2>/dev/null
+expect_eq "$(json_get "d['summary']['strict']")" "True" "--strict in the merged summary"
+
+# Per-rank results of one world (torchrun's variables): ranks kept; a rank without a file is missing.
+for r in 0 1 2; do
+  host_tree "rank-$r"
+  TORCHELASTIC_RUN_ID=merge-test RANK=$r WORLD_SIZE=3 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 \
+    "$PREFLIGHT" --sysroot "$work/rank-$r" --json "$work/rank-$r.json" >/dev/null 2>&1
+done
+"$PREFLIGHT" merge --format json "$work/rank-2.json" "$work/rank-0.json" >"$work/out" 2>/dev/null
+validate "$work/out" "a merge with a missing rank"
+expect_eq "$(json_get "[r['rank'] for r in d['ranks']], d['world']['size']")" "[0, 2] 3" "per-rank files keep their ranks"
+expect_eq "$(json_get "[m['rank'] for m in d['job']['missing']]")" "[1]" "the rank no file holds"
+expect_eq "$(json_get "[c['status'] for c in d['checks'] if c['id']=='launch.ranks']")" "['FAIL']" "launch.ranks with a rank missing"
+expect_eq "$(json_get "d['summary']['exit_code']")" "1" "exit code with a rank missing"
+# A directory stands for its *.json files.
+mkdir "$work/ranks" && cp "$work"/rank-?.json "$work/ranks/"
+"$PREFLIGHT" merge --format json "$work/ranks" >"$work/out" 2>/dev/null
+expect_eq "$(json_get "[r['rank'] for r in d['ranks']], d['job']['missing']")" "[0, 1, 2] []" "a directory of per-rank files"
+
+# Bad files: exit 2, the file and the fault named, nothing printed on stdout.
+good="$work/node-a.json"
+head -c 3000 "$good" >"$work/truncated.json"
+printf 'PFLT\001\002\003 not json' >"$work/binary.json"
+sed 's|"schema": "preflight/v1"|"schema": "preflight/v9"|' "$good" >"$work/schema.json"
+sed 's|"version": "[0-9]*\.|"version": "97.|' "$good" >"$work/major.json"
+echo '[]' >"$work/array.json"
+truncate -s 65M "$work/huge.json"
+bad() {  # bad FILE WHAT
+  expect_rc 2 "merge of $(basename "$1")" -- "$PREFLIGHT" merge "$good" "$1"
+  expect_contains "$(cat "$work/err")" "$(basename "$1"): $2" "the error"
+  [ -s "$work/out" ] && fail "a refused merge printed a report"
+}
+bad "$work/truncated.json" "truncated"
+bad "$work/binary.json" "not valid JSON (corrupt at byte"
+bad "$work/schema.json" 'schema "preflight/v9", expected "preflight/v1"'
+bad "$work/major.json" "written by preflight 97."
+bad "$work/array.json" "not a preflight result: the JSON is array"
+bad "$work/huge.json" "is 65 MiB, over the 64 MiB a result file may have"
+bad "$work/none.json" "cannot read: No such file"
+bad "$work/node-a.json" "rank 0 of host node-a is also in"
+expect_rc 2 "merge without files" -- "$PREFLIGHT" merge
+expect_contains "$(cat "$work/err")" "merge needs at least one result file" "the error"
+expect_rc 2 "merge of an empty directory" -- "$PREFLIGHT" merge "$work/node-a"
+finish

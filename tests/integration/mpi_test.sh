@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# The distributed run under Open MPI's mpiexec (2, 4 and 8 ranks, oversubscribed, root-safe): one
+# report from rank 0, grouped; a rank stopped with SIGSTOP in a phase is named with its host, pid
+# and phase within the phase's deadline (exit 4); a rank killed with SIGKILL; `-x RANK=0`; the
+# fake 8-GPU node with CUDA_VISIBLE_DEVICES=0 on every rank; one rank with another driver; broken
+# payloads; an MPI singleton.
+source "$(dirname "$0")/lib.sh"
+command -v mpiexec >/dev/null || skip_all "mpiexec (openmpi-bin) is not installed"
+py=${PYTHON3:-python3}
+
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+# Every rank ends with the run's exit code, and mpiexec passes it on.
+mpi=(mpiexec --oversubscribe --bind-to none)
+quiet=(--color never --shm-dataloader-bytes 0)
+net_checks='launch.env,launch.ranks,comm.*,net.reachability,cluster.shm_namespace,shm.capacity'
+
+# --- the happy path at 2, 4 and 8 ranks: one JSON document, world.size N, every rank grouped ----
+for n in 2 4 8; do
+  expect_rc 0 "mpiexec -np $n" -- "${mpi[@]}" -np "$n" "$PREFLIGHT" --format json --only "$net_checks" "${quiet[@]}"
+  expect_eq "$(json_get "d['world']['size']")" "$n" "np $n world.size"
+  expect_eq "$(json_get "len(d['ranks'])")" "$n" "np $n ranks gathered"
+  for id in launch.env launch.ranks comm.barrier comm.allreduce net.reachability cluster.shm_namespace; do
+    expect_eq "$(json_get "sorted(set(c['status'] for c in d['checks'] if c['id']=='$id'))")" "['PASS']" "np $n $id"
+  done
+  expect_eq "$(json_get "[c['ranks'] for c in d['checks'] if c['id']=='shm.capacity']")" "[$(seq -s ', ' 0 $((n - 1)) | sed 's/^/[/;s/$/]/')]" \
+    "np $n shm.capacity (node scope) covers every rank of the host"
+done
+
+# The text report: one header from rank 0, grouped lines.
+expect_rc 0 "mpiexec -np 4 text" -- "${mpi[@]}" -np 4 "$PREFLIGHT" --only "$net_checks" "${quiet[@]}"
+expect_eq "$(grep -c '^preflight .* · 4 ranks on 1 node' "$work/out")" "1" "one report header for 4 ranks"
+expect_contains "$(cat "$work/out")" "4/4 ranks" "grouped shm.capacity line"
+
+if "$py" -c 'import jsonschema' 2>/dev/null; then
+  "${mpi[@]}" -np 4 "$PREFLIGHT" --format json --only "$net_checks" "${quiet[@]}" >"$work/job.json" 2>/dev/null
+  if "$py" - "$PREFLIGHT_SOURCE_DIR/schema/preflight-v1.schema.json" "$work/job.json" <<'PY'
+import json, sys, jsonschema
+jsonschema.validate(json.load(open(sys.argv[2])), json.load(open(sys.argv[1])))
+PY
+  then pass "the 4-rank JSON report validates against the schema"; else fail "the 4-rank JSON report does not validate"; fi
+fi
+
+# --- a rank stopped with SIGSTOP in a phase: named with host, pid and phase, exit 4, in time -------
+# --timeout 10: the gather ends at 6.5 s, the barrier at 7.5 s, the all_reduce at 9.0 s.
+stop_case() {
+  local phase=$1 deadline=$2 shown=$3 check=$4
+  local t0 t1 elapsed
+  t0=$(date +%s.%N)
+  expect_rc 4 "rank 2 stopped in $phase" -- timeout 60 "${mpi[@]}" -np 4 -x PREFLIGHT_TEST_STOP="2:$phase" "$PREFLIGHT" \
+    --format json --only 'launch.ranks,comm.*' --timeout 10 "${quiet[@]}"
+  t1=$(date +%s.%N)
+  elapsed=$("$py" -c "print(round($t1 - $t0, 2))")
+  if "$py" -c "import sys; sys.exit(0 if $elapsed <= $deadline + 1.5 else 1)"; then
+    pass "stopped in $phase: ended after $elapsed s (deadline $deadline s + 1 s, + launcher start)"
+  else
+    fail "stopped in $phase: ended after $elapsed s, deadline $deadline s"
+  fi
+  local incident
+  incident=$(json_get "' '.join(d['incidents'])")
+  expect_contains "$incident" "rank 2 (" "incident ($phase)"
+  expect_contains "$incident" "last phase $shown" "incident ($phase)"
+  expect_contains "$incident" "pid " "incident ($phase)"
+  expect_eq "$(check_status "$check")" "FAIL" "$check with rank 2 stopped in $phase"
+}
+stop_case probe 6.5 probe comm.barrier
+stop_case barrier 7.5 barrier comm.barrier
+stop_case allreduce 9.0 allreduce comm.allreduce
+
+# --- a rank killed with SIGKILL: Open MPI ends the job (SIGCONT, SIGTERM, SIGKILL); rank 0 reports
+# what it knows before that, and mpiexec names the killed rank itself ---------------------------
+rc=0
+timeout 60 "${mpi[@]}" -np 4 -x PREFLIGHT_TEST_KILL=2:barrier "$PREFLIGHT" --only 'launch.ranks,comm.*' --timeout 10 \
+  "${quiet[@]}" >"$work/out" 2>"$work/err" || rc=$?
+if [ "$rc" -ne 0 ]; then pass "rank 2 killed: mpiexec exit $rc"; else fail "rank 2 killed: mpiexec exit 0"; fi
+expect_contains "$(cat "$work/out")" "DEADLINE" "rank 0's report after a rank was killed"
+expect_contains "$(cat "$work/err" "$work/out")" "rank 2" "mpiexec's message naming the killed rank"
+
+# --- every rank claims RANK=0: launch.env FAIL ------------------------------------------------
+expect_rc 1 "mpiexec -np 4 -x RANK=0" -- "${mpi[@]}" -np 4 -x RANK=0 "$PREFLIGHT" --format json --only 'launch.env' "${quiet[@]}"
+expect_eq "$(json_get "sorted(r for c in d['checks'] if c['id']=='launch.env' and c['status']=='FAIL' for r in c['ranks'])")" \
+  "[1, 2, 3]" "launch.env FAIL on the ranks whose RANK disagrees with MPI"
+
+# --- the fake 8-GPU node, CUDA_VISIBLE_DEVICES=0 on every rank: launch.gpu_binding FAIL ----------
+if [ -n "${PREFLIGHT_FAKE_GPU_LIB_DIR:-}" ] && [ -d "$PREFLIGHT_FAKE_GPU_LIB_DIR" ]; then
+  expect_rc 1 "4 ranks on GPU 0" -- "${mpi[@]}" -np 4 -x LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" -x CUDA_VISIBLE_DEVICES=0 \
+    "$PREFLIGHT" --format json --only 'launch.gpu_binding' "${quiet[@]}"
+  expect_eq "$(check_status launch.gpu_binding)" "FAIL" "launch.gpu_binding"
+  summary=$(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.gpu_binding'][0]")
+  expect_contains "$summary" "rank 1 (" "launch.gpu_binding names the ranks"
+  expect_contains "$summary" "rank 3 (" "launch.gpu_binding names the ranks"
+  expect_contains "$summary" "CUDA_VISIBLE_DEVICES=0" "launch.gpu_binding names the variable"
+
+  # One rank (rank 3) with another driver and NCCL: cluster.consistency names it.
+  cat >"$work/odd.json" <<'JSON'
+{"description": "the odd host: an older driver and NCCL", "driver_version": "535.104.05", "cuda_driver_version": 12020, "nccl_version": 21805}
+JSON
+  expect_rc 1 "rank 3 with driver 535" -- "${mpi[@]}" -x LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" -np 3 "$PREFLIGHT" \
+    --format json --only 'cluster.consistency' "${quiet[@]}" : -x LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" \
+    -x PREFLIGHT_FAKE_GPU="$work/odd.json" -np 1 "$PREFLIGHT" --format json --only 'cluster.consistency' "${quiet[@]}"
+  expect_eq "$(check_status cluster.consistency)" "FAIL" "cluster.consistency"
+  summary=$(json_get "[c['summary'] for c in d['checks'] if c['id']=='cluster.consistency'][0]")
+  expect_contains "$summary" "535.104.05" "cluster.consistency names the odd driver"
+  expect_contains "$summary" "3" "cluster.consistency names the odd rank"
+
+  # The job's all_reduce through the (fake) NCCL, one helper per rank.
+  expect_rc 0 "NCCL all_reduce across 4 ranks" -- "${mpi[@]}" -np 4 -x LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" \
+    "$PREFLIGHT" --format json --only 'comm.allreduce' --allreduce-bytes 1M "${quiet[@]}"
+  expect_eq "$(json_get "d['job']['allreduce']['transport']")" "nccl" "all_reduce transport"
+  expect_eq "$(json_get "d['job']['allreduce']['ranks']")" "4" "all_reduce ranks"
+else
+  echo "note: no fake GPU libraries; GPU cases not run"
+fi
+
+# --- a rank sends a malformed payload: named, no crash ------------------------------------------
+for kind in garbage truncated wrong-rank oversized; do
+  expect_rc 1 "rank 1 sends a $kind payload" -- timeout 60 "${mpi[@]}" -np 3 -x PREFLIGHT_TEST_BAD_PAYLOAD="1:$kind" "$PREFLIGHT" \
+    --format json --only 'launch.ranks' --timeout 20 "${quiet[@]}"
+  expect_eq "$(check_status launch.ranks)" "FAIL" "launch.ranks with a $kind payload"
+  expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.ranks'][0]")" "rank 1" "launch.ranks ($kind)"
+done
+
+# --- an MPI singleton (no launcher, --mpi on) ---------------------------------------------------
+expect_rc 0 "--mpi on alone" -- "$PREFLIGHT" --mpi on --format json --only 'launch.env,comm.*' "${quiet[@]}"
+expect_eq "$(json_get "d['world']['size']")" "1" "singleton world.size"
+expect_eq "$(json_get "d['ranks'][0]['facts']['placement']['mpi']['singleton']")" "True" "placement.mpi.singleton"
+
+finish
