@@ -5,6 +5,7 @@
 // network instead — or fails when there is none.
 #include <algorithm>
 #include <map>
+#include <unordered_map>
 #include <sstream>
 
 #include "checks/check.hpp"
@@ -45,12 +46,14 @@ Verdict run(const CheckContext& ctx) {
   }
   // Hosts in the order of their first rank.
   std::vector<std::pair<std::string, std::vector<const RankFacts*>>> hosts;
+  std::unordered_map<std::string, std::size_t> host_index;
   for (const RankFacts* f : ranks) {
-    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& h) { return h.first == host_key(*f); });
-    if (it == hosts.end()) {
-      hosts.emplace_back(host_key(*f), std::vector<const RankFacts*>{f});
+    std::string key = host_key(*f);
+    const auto [it, added] = host_index.try_emplace(key, hosts.size());
+    if (added) {
+      hosts.emplace_back(std::move(key), std::vector<const RankFacts*>{f});
     } else {
-      it->second.push_back(f);
+      hosts[it->second].second.push_back(f);
     }
   }
   VerdictBuilder b;

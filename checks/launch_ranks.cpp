@@ -121,7 +121,13 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
   ev["undelivered"] = missing;
   if (!missing.empty()) {
     std::vector<std::string> named;
-    for (std::size_t i = 0; i < missing.size() && i < kNamed; ++i) named.push_back(job.describe_rank(missing[i]));
+    for (std::size_t i = 0; i < missing.size() && i < kNamed; ++i) {
+      std::string name = job.describe_rank(missing[i]);
+      for (const RankStatus& st : job.status) {
+        if (st.rank == missing[i] && !st.payload_error.empty()) name += ": its " + st.payload_error.substr(0, 300);
+      }
+      named.push_back(std::move(name));
+    }
     if (missing.size() > kNamed) named.push_back("and " + std::to_string(missing.size() - kNamed) + " more");
     b.add(Status::Fail,
           plural(missing.size(), "rank", "ranks") + " of " + std::to_string(world) + " did not deliver facts: " + join(named, "; "),

@@ -2,6 +2,8 @@
 #include "launcher/job_report.hpp"
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "checks/check.hpp"
 #include "launcher/run.hpp"
@@ -23,18 +25,51 @@ CheckResult result_of(const CheckSpec& spec, Verdict verdict) {
   return r;
 }
 
-bool same_host(const RankFacts& a, const RankFacts& b) {
-  return a.identity.hostname == b.identity.hostname && a.identity.boot_id == b.identity.boot_id;
-}
+/// The ranks of every host (hostname + boot id: NCCL's host identity), built once: the node
+/// count, the widening of node-scope results and the job results' host list all read it, so a
+/// report over thousands of ranks stays linear.
+class HostIndex {
+ public:
+  explicit HostIndex(const JobFacts& job) {
+    for (const RankFacts& f : job.ranks) {
+      const std::string key = f.identity.hostname + '\n' + f.identity.boot_id;
+      auto [it, added] = m_index.try_emplace(key, m_hosts.size());
+      if (added) m_hosts.push_back({f.identity.hostname, {}});
+      m_hosts[it->second].ranks.push_back(f.placement.rank);
+      m_host_of_rank[f.placement.rank] = it->second;
+    }
+  }
+  std::size_t nodes() const { return m_hosts.size(); }
+  /// The ranks on the host of `rank` (empty when the rank did not deliver).
+  const std::vector<int>* ranks_with(int rank) const {
+    const auto it = m_host_of_rank.find(rank);
+    return it == m_host_of_rank.end() ? nullptr : &m_hosts[it->second].ranks;
+  }
+  std::vector<std::string> hostnames() const {
+    std::vector<std::string> out;
+    std::unordered_set<std::string> seen;
+    for (const Host& h : m_hosts) {
+      if (seen.insert(h.name).second) out.push_back(h.name);
+    }
+    return out;
+  }
+
+ private:
+  struct Host {
+    std::string name;
+    std::vector<int> ranks;
+  };
+  std::vector<Host> m_hosts;
+  std::unordered_map<std::string, std::size_t> m_index;
+  std::unordered_map<int, std::size_t> m_host_of_rank;
+};
 
 /// A node-scope result judged on one rank applies to every rank of that host.
-void widen_to_host(CheckResult& r, const JobFacts& job) {
+void widen_to_host(CheckResult& r, const HostIndex& hosts) {
   if (r.scope != Scope::Node || r.ranks.empty()) return;
-  const RankFacts* judged = job.facts_of(r.ranks.front());
-  if (judged == nullptr) return;
-  for (const RankFacts& f : job.ranks) {
-    if (same_host(f, *judged)) r.ranks.push_back(f.placement.rank);
-  }
+  const std::vector<int>* ranks = hosts.ranks_with(r.ranks.front());
+  if (ranks == nullptr) return;
+  r.ranks.insert(r.ranks.end(), ranks->begin(), ranks->end());
   std::sort(r.ranks.begin(), r.ranks.end());
   r.ranks.erase(std::unique(r.ranks.begin(), r.ranks.end()), r.ranks.end());
 }
@@ -80,26 +115,24 @@ Report assemble_report(const Options& options, Profile profile, const JobFacts& 
   report.version = PREFLIGHT_VERSION;
   report.profile = profile;
   report.world_size = job.world_size;
-  int nodes = 0;
-  for (std::size_t i = 0; i < job.ranks.size(); ++i) {
-    bool first = true;
-    for (std::size_t k = 0; k < i; ++k) first = first && !same_host(job.ranks[k], job.ranks[i]);
-    nodes += first ? 1 : 0;
-  }
+  const HostIndex hosts(job);
+  const int nodes = static_cast<int>(hosts.nodes());
   const RankFacts* lead = job.ranks.empty() ? nullptr : &job.ranks.front();
   report.nodes = std::max(1, lead != nullptr && lead->placement.nodes && job.source == "none" ? *lead->placement.nodes : nodes);
   report.launcher = lead == nullptr || lead->placement.launcher.empty() ? "none" : lead->placement.launcher;
 
-  for (CheckResult& r : per_rank) widen_to_host(r, job);
+  for (CheckResult& r : per_rank) widen_to_host(r, hosts);
+  std::vector<int> all_ranks;
+  all_ranks.reserve(job.ranks.size());
+  for (const RankFacts& f : job.ranks) all_ranks.push_back(f.placement.rank);
+  const std::vector<std::string> all_hosts = hosts.hostnames();
   static const RankFacts kNoFacts;
   const CheckContext ctx{lead != nullptr ? *lead : kNoFacts, options, profile, matrix, &job};
   for (const CheckSpec* spec : all_checks()) {
     if (spec->scope != Scope::Job || !selected(options, spec->id)) continue;
     CheckResult r = result_of(*spec, run_check(*spec, ctx));
-    for (const RankFacts& f : job.ranks) r.ranks.push_back(f.placement.rank);
-    for (const RankFacts& f : job.ranks) {
-      if (std::find(r.hosts.begin(), r.hosts.end(), f.identity.hostname) == r.hosts.end()) r.hosts.push_back(f.identity.hostname);
-    }
+    r.ranks = all_ranks;
+    r.hosts = all_hosts;
     per_rank.push_back(std::move(r));
   }
   report.results = group_results(std::move(per_rank), options.verbose && job.world_size > 1);

@@ -14,6 +14,7 @@
 #include "dist/reach.hpp"
 #include "dist/transport.hpp"
 #include "launcher/job_report.hpp"
+#include "launcher/merge.hpp"
 #include "launcher/run.hpp"
 #include "probes/nccl_allreduce.hpp"
 
@@ -139,6 +140,8 @@ class JobRun {
     enter(Phase::Reach);
     reach_rank0();
 
+    write_own_file();
+
     enter(Phase::Gather);
     gather();
     m_listener.reset();  // every rank has tried its connection by now
@@ -180,6 +183,24 @@ class JobRun {
     m_transport->announce(phase);
     if (m_faults.stop_rank == m_transport->rank() && m_faults.stop_phase == phase) ::raise(SIGSTOP);
     if (m_faults.kill_rank == m_transport->rank() && m_faults.kill_phase == phase) ::raise(SIGKILL);
+  }
+
+  /// --json-per-rank DIR: this rank's own facts and verdicts, written before anything waits on
+  /// other ranks, so that a run that cannot gather still leaves every rank's result for `merge`.
+  void write_own_file() {
+    if (m_options.json_per_rank_dir.empty()) return;
+    JobFacts alone = single_rank_job(m_facts);
+    alone.world_size = m_mpi ? m_transport->size() : alone.world_size;
+    alone.source = m_mpi ? "mpi" : "none";
+    Report own = assemble_report(m_options, m_profile, alone, m_mine, m_matrix);
+    own.incidents = m_incidents;
+    own.deadline_expired = m_probe_expired;
+    own.duration_ms = since(m_start) * 1000.0;
+    try {
+      write_rank_json(m_options.json_per_rank_dir, own, m_options);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "preflight: rank %d: --json-per-rank: %s\n", m_transport->rank(), e.what());
+    }
   }
 
   /// Rank 0 listens on the address NCCL's bootstrap would use there; every rank (rank 0 too)

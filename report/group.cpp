@@ -88,15 +88,25 @@ void from_json(const nlohmann::ordered_json& j, CheckResult& r) { check_from_jso
 std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool per_rank) {
   using Key = std::tuple<std::size_t, std::string, int, std::string, std::string, int>;
   std::map<Key, CheckResult> groups;
+  std::map<Key, int> lowest;
   for (CheckResult& r : results) {
     const int first_rank = r.ranks.empty() ? -1 : *std::min_element(r.ranks.begin(), r.ranks.end());
-    // Worst status first within a check: severity descending.
-    Key key{registry_position(r.id), r.id, -severity(r.verdict.status), r.verdict.summary, r.verdict.remedy,
-            per_rank ? first_rank : 0};
+    // Worst status first within a check: severity descending. PASS and SKIP group by status
+    // alone (their summaries carry each rank's own numbers; the lowest rank's is shown); WARN,
+    // FAIL and UNKNOWN only with the same summary and remedy, since the difference is the news.
+    const bool by_status = r.verdict.status == Status::Pass || r.verdict.status == Status::Skip;
+    Key key{registry_position(r.id), r.id, -severity(r.verdict.status), by_status ? std::string() : r.verdict.summary,
+            by_status ? std::string() : r.verdict.remedy, per_rank ? first_rank : 0};
     auto it = groups.find(key);
     if (it == groups.end()) {
+      lowest[key] = first_rank;
       groups.emplace(std::move(key), std::move(r));
     } else {
+      int& low = lowest[key];
+      if (first_rank >= 0 && first_rank < low) {
+        it->second.verdict = std::move(r.verdict);  // the lowest rank speaks for the group
+        low = first_rank;
+      }
       // Appended now, sorted once below: sorting on every merge would be quadratic in the ranks.
       it->second.ranks.insert(it->second.ranks.end(), r.ranks.begin(), r.ranks.end());
       it->second.hosts.insert(it->second.hosts.end(), r.hosts.begin(), r.hosts.end());

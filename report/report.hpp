@@ -39,7 +39,7 @@ void to_json(nlohmann::ordered_json& j, const CheckResult& r);
 void from_json(const nlohmann::ordered_json& j, CheckResult& r);
 
 /// Identical verdicts of one check from many ranks become one result: the key is (id, status,
-/// summary, remedy); ranks and hosts are merged (sorted, unique) and the first rank's evidence is
+/// summary, remedy) — for PASS and SKIP (id, status), the lowest rank's summary shown; ranks and hosts are merged (sorted, unique) and the first rank's evidence is
 /// kept. Results come out in check-registry order, the worst group of a check first. With
 /// `per_rank` (-v) nothing is merged: one result per rank, in rank order.
 std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool per_rank = false);

@@ -21,17 +21,24 @@ expect_eq "$(check_status launch.env)" WARN "launch.env with stale SLURM_PROCID"
 
 MPIRUN=$(command -v mpirun || true)
 [ -n "$MPIRUN" ] || skip_all "mpirun is not installed (the single-process cases above passed)"
-# Each rank writes its own JSON file (mpirun's forwarding of large stdout can cut it short).
-clean "$MPIRUN" --allow-run-as-root --oversubscribe -np 2 -x RANK=0 \
-  bash -c 'exec "$0" --only launch.env --json "$1/rank.$OMPI_COMM_WORLD_RANK.json"' "$PREFLIGHT" "$work" \
-  >"$work/mpirun.out" 2>&1 || true
+# Rank 0 gathers every rank's launch.env verdict into one report (and --json-per-rank keeps each
+# rank's own file too).
+clean "$MPIRUN" --allow-run-as-root --oversubscribe -np 2 -x RANK=0 "$PREFLIGHT" --only launch.env \
+  --json "$work/job.json" --json-per-rank "$work/ranks" >"$work/mpirun.out" 2>&1 || true
+if [ ! -s "$work/job.json" ]; then
+  fail "no report from rank 0"
+  sed 's/^/  | /' "$work/mpirun.out" >&2
+else
+  cp "$work/job.json" "$work/out"
+  expect_eq "$(json_get "d['world']['launcher'], d['world']['size']")" "openmpi 2" "the job's world"
+  expect_eq "$(json_get "[c['status'] for c in d['checks'] if c['id']=='launch.env' and c['ranks']==[0]]")" "['PASS']" \
+    "mpirun -x RANK=0: rank 0"
+  expect_eq "$(json_get "[c['status'] for c in d['checks'] if c['id']=='launch.env' and c['ranks']==[1]]")" "['FAIL']" \
+    "mpirun -x RANK=0: rank 1"
+  expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['ranks']==[1]][0]")" "RANK=0 but" "rank 1 summary"
+fi
 for rank in 0 1; do
-  file="$work/rank.$rank.json"
-  if [ ! -s "$file" ]; then fail "no output from rank $rank"; sed 's/^/  | /' "$work/mpirun.out" >&2; continue; fi
-  cp "$file" "$work/out"
-  want=PASS; [ "$rank" -eq 1 ] && want=FAIL
-  expect_eq "$(check_status launch.env)" "$want" "mpirun -x RANK=0: rank $rank"
-  expect_eq "$(json_get "d['world']['launcher'], d['world']['size']")" "openmpi 2" "rank $rank world"
+  file="$work/ranks/preflight-rank-$rank.json"
+  if [ -s "$file" ]; then pass "--json-per-rank wrote rank $rank's file"; else fail "no $file"; fi
 done
-expect_contains "$(json_get "d['checks'][0]['summary']")" "RANK=0 but OMPI_COMM_WORLD_RANK=1" "rank 1 summary"
 finish
