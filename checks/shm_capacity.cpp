@@ -97,7 +97,11 @@ Verdict run(const CheckContext& ctx) {
           size_remedy(kNcclRecommendedShmBytes));
   }
   if (b.status() == Status::Pass) {
-    std::string alloc_text = shm.alloc.ok() ? "; allocation test of " + format_bytes(need.node_total) + " succeeded" : "";
+    const ShmAllocTest* alloc = shm.alloc.value();
+    std::string alloc_text = alloc != nullptr ? "; allocation test of " + format_bytes(alloc->requested_bytes) +
+                                                    (alloc->requested_bytes < need.node_total ? " (NCCL's segments)" : "") +
+                                                    " succeeded"
+                                              : "";
     b.note(shm.path + " is " + (usage->is_tmpfs && !usage->unlimited ? "tmpfs " : "") + size_text + "; " + need_text + alloc_text);
   }
   return b.build();
@@ -107,7 +111,10 @@ constexpr std::string_view kExplain = R"(What it reads
   The mount in effect at /dev/shm (/proc/self/mountinfo, the last entry: mounts stack), its file
   system type, size and free space (statfs/statvfs), whether this user can write it, and a real
   allocation test: local rank 0 creates /dev/shm/preflight-XXXXXX, unlinks it at once, and
-  fallocate()s what the whole node needs — the only way to see a cgroup-limited tmpfs honestly.
+  fallocate()s what NCCL will allocate there for the whole node at init — the only way to see a
+  cgroup-limited tmpfs honestly. The DataLoader budget is held against the free space only: it is
+  used later and gradually, and allocating gigabytes in a container whose memory limit is below
+  its /dev/shm would put the node's memory at risk for a test.
 
 What the node needs (per local rank, times the local ranks)
   proxy ops pool   32.6 MiB per NCCL communicator when ranks talk over the network (multi-node or

@@ -42,13 +42,16 @@ std::string host_name() {
   return buf.data();
 }
 
-/// Polls between MPI_Test calls: spin briefly, then sleep in short steps.
+/// Polls between MPI_Test calls: spin briefly, then sleep, doubling the sleep up to 5 ms, so that
+/// ranks waiting on a slower one (many per core when oversubscribed) leave it the CPU.
 void pause_briefly(int& polls) {
-  if (++polls < 200) {
+  ++polls;
+  if (polls < 50) {
     std::this_thread::yield();
-  } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    return;
   }
+  const int doublings = std::min(polls - 50, 6);
+  std::this_thread::sleep_for(std::chrono::microseconds(80) * (1 << doublings));
 }
 
 class MpiTransport final : public Transport {

@@ -64,12 +64,15 @@ class HostIndex {
   std::unordered_map<int, std::size_t> m_host_of_rank;
 };
 
-/// A node-scope result judged on one rank applies to every rank of that host.
+/// A node-scope result judged on one rank applies to every rank of that host (a result read from
+/// a file may already stand for several ranks: each one's host counts).
 void widen_to_host(CheckResult& r, const HostIndex& hosts) {
   if (r.scope != Scope::Node || r.ranks.empty()) return;
-  const std::vector<int>* ranks = hosts.ranks_with(r.ranks.front());
-  if (ranks == nullptr) return;
-  r.ranks.insert(r.ranks.end(), ranks->begin(), ranks->end());
+  const std::size_t judged = r.ranks.size();
+  for (std::size_t i = 0; i < judged; ++i) {
+    const std::vector<int>* ranks = hosts.ranks_with(r.ranks[i]);
+    if (ranks != nullptr) r.ranks.insert(r.ranks.end(), ranks->begin(), ranks->end());
+  }
   std::sort(r.ranks.begin(), r.ranks.end());
   r.ranks.erase(std::unique(r.ranks.begin(), r.ranks.end()), r.ranks.end());
 }
@@ -109,7 +112,7 @@ JobFacts single_rank_job(const RankFacts& facts) {
   return job;
 }
 
-Report assemble_report(const Options& options, Profile profile, const JobFacts& job, std::vector<CheckResult> per_rank,
+Report assemble_report(const Options& options, Profile profile, JobFacts job, std::vector<CheckResult> per_rank,
                        const CompatMatrix* matrix) {
   Report report;
   report.version = PREFLIGHT_VERSION;
@@ -136,7 +139,7 @@ Report assemble_report(const Options& options, Profile profile, const JobFacts& 
     per_rank.push_back(std::move(r));
   }
   report.results = group_results(std::move(per_rank), options.verbose && job.world_size > 1);
-  report.ranks = job.ranks;
+  report.ranks = std::move(job.ranks);  // the checks are done with them
   report.source = job.source;
   for (const RankStatus& s : job.status) {
     if (!s.delivered) report.missing.push_back(s);

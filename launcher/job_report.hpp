@@ -23,7 +23,7 @@ std::vector<CheckResult> judge_rank(const Options& options, Profile profile, con
 /// Rank 0's report: the per-rank results (node-scope ones widened to every rank of their host, then
 /// grouped) and the job-scope checks judged over `job`. `deadline_expired` and `incidents` as in
 /// Report. The first delivered rank's facts stand for `CheckContext::facts` of the job checks.
-Report assemble_report(const Options& options, Profile profile, const JobFacts& job, std::vector<CheckResult> per_rank,
+Report assemble_report(const Options& options, Profile profile, JobFacts job, std::vector<CheckResult> per_rank,
                        const CompatMatrix* matrix);
 
 /// A one-process job (no launcher, no MPI, or a run that could not gather): `facts` alone.

@@ -192,7 +192,7 @@ class JobRun {
     JobFacts alone = single_rank_job(m_facts);
     alone.world_size = m_mpi ? m_transport->size() : alone.world_size;
     alone.source = m_mpi ? "mpi" : "none";
-    Report own = assemble_report(m_options, m_profile, alone, m_mine, m_matrix);
+    Report own = assemble_report(m_options, m_profile, std::move(alone), m_mine, m_matrix);
     own.incidents = m_incidents;
     own.deadline_expired = m_probe_expired;
     own.duration_ms = since(m_start) * 1000.0;
@@ -322,6 +322,7 @@ class JobRun {
       m_job.ranks.push_back(std::move(decoded.payload->facts));
       for (CheckResult& r : decoded.payload->results) results.push_back(std::move(r));
       for (std::string& i : decoded.payload->incidents) m_incidents.push_back(std::move(i));
+      m_remote_expired = m_remote_expired || !decoded.payload->incidents.empty();
     });
     std::sort(m_job.ranks.begin(), m_job.ranks.end(),
               [](const RankFacts& a, const RankFacts& b) { return a.placement.rank < b.placement.rank; });
@@ -628,9 +629,10 @@ class JobRun {
   Report make_report(bool expired) {
     if (m_results.empty()) m_results = m_mine;
     if (m_job.ranks.empty()) m_job.ranks.push_back(m_facts);
+    if (!m_job.status.empty()) m_job.status.front().delivered = true;  // rank 0's own facts are always at hand
     Report r = assemble_report(m_options, m_profile, m_job, m_results, m_matrix);
     r.incidents = m_incidents;
-    r.deadline_expired = expired || m_probe_expired || !m_incidents.empty();
+    r.deadline_expired = expired || m_probe_expired || m_remote_expired;
     r.duration_ms = since(m_start) * 1000.0;
     return r;
   }
@@ -692,6 +694,7 @@ class JobRun {
   RankFacts m_facts;
   Profile m_profile = Profile::Node;
   bool m_probe_expired = false;
+  bool m_remote_expired = false;  // another rank's probes hit their deadline
   std::vector<CheckResult> m_mine;     // this rank's verdicts
   std::vector<CheckResult> m_results;  // rank 0: every rank's verdicts
   std::vector<std::string> m_incidents;

@@ -151,27 +151,6 @@ void write_atomically(const std::string& path, const std::string& contents) {
   }
 }
 
-/// A node-scope result judged on one rank applies to every rank of that host (hostname and boot
-/// id, NCCL's host identity): the same widening as assemble_report's, through a hash map.
-void widen_node_results(std::vector<CheckResult>& results, const JobFacts& job) {
-  std::unordered_map<std::string, std::vector<int>> ranks_of_host;
-  std::unordered_map<int, const std::vector<int>*> host_of_rank;
-  for (const RankFacts& f : job.ranks) ranks_of_host[f.identity.hostname + "\n" + f.identity.boot_id].push_back(f.placement.rank);
-  for (const RankFacts& f : job.ranks) {
-    host_of_rank.emplace(f.placement.rank, &ranks_of_host.at(f.identity.hostname + "\n" + f.identity.boot_id));
-  }
-  for (CheckResult& r : results) {
-    if (r.scope != Scope::Node) continue;
-    const std::size_t judged = r.ranks.size();
-    for (std::size_t i = 0; i < judged; ++i) {
-      const auto it = host_of_rank.find(r.ranks[i]);
-      if (it != host_of_rank.end()) r.ranks.insert(r.ranks.end(), it->second->begin(), it->second->end());
-    }
-    std::sort(r.ranks.begin(), r.ranks.end());
-    r.ranks.erase(std::unique(r.ranks.begin(), r.ranks.end()), r.ranks.end());
-  }
-}
-
 bool use_color(const Options& options) {
   if (options.color) return *options.color == 1;
   if (std::getenv("NO_COLOR") != nullptr) return false;
@@ -426,11 +405,7 @@ Report merge_report(const Options& options, const std::vector<std::string>& path
   MergedJob merged = merge_files(read_all(files), options);
   // --only/--skip select among the files' results as among the checks a run judges.
   std::erase_if(merged.per_rank, [&options](const CheckResult& r) { return !selected(options, r.id); });
-  // Widened and grouped here, in linear time, the results reach assemble_report as a few groups:
-  // its own widening looks every group up among all ranks.
-  widen_node_results(merged.per_rank, merged.job);
-  if (!options.verbose) merged.per_rank = group_results(std::move(merged.per_rank));
-  Report report = assemble_report(options, merged.profile, merged.job, std::move(merged.per_rank), matrix);
+  Report report = assemble_report(options, merged.profile, std::move(merged.job), std::move(merged.per_rank), matrix);
   report.notes.insert(report.notes.begin(), "merged " + std::to_string(files.size()) + " result file" +
                                                 (files.size() == 1 ? "" : "s"));
   report.notes.insert(report.notes.end(), merged.notes.begin(), merged.notes.end());

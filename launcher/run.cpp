@@ -55,7 +55,13 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono:
       std::lock_guard lock(state->mutex);
       state->published = work;
     }
+    {
+      std::lock_guard lock(state->mutex);
+      state->current = "shm (its allocation test)";
+    }
+    ctx.finish_background(work, deadline);
     std::lock_guard lock(state->mutex);
+    state->published = work;
     state->done = true;
     state->done_cv.notify_all();
   });

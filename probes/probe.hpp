@@ -4,6 +4,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -35,8 +38,20 @@ class ProbeContext {
   /// /proc/self/mountinfo, read and parsed once for all the probes that need it.
   const Probed<MountInfo>& mountinfo() const;
 
+  /// What background work writes into the facts once it is done.
+  using Finisher = std::function<void(RankFacts&)>;
+  /// Starts `work` on a thread of its own, next to the probes that come after it (the /dev/shm
+  /// allocation test, which is all kernel time). `work` must own what it captures. Its result is
+  /// applied by finish_background() at the end of the probes.
+  void in_background(std::function<Finisher()> work) const;
+  /// Waits for the background work until `until` and applies what finished, in start order; false
+  /// when something is still running (it is left behind, like a stuck probe).
+  bool finish_background(RankFacts& facts, std::chrono::steady_clock::time_point until) const;
+
  private:
+  struct Background;
   mutable std::optional<Probed<MountInfo>> m_mountinfo;
+  mutable std::vector<std::shared_ptr<Background>> m_background;
 };
 
 struct ProbeSpec {

@@ -2,6 +2,9 @@
 // The one table of probes, in run order.
 #include <algorithm>
 #include <array>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "probes/probe.hpp"
 
@@ -10,6 +13,7 @@ namespace {
 constexpr std::array<ProbeSpec, 14> kProbes = {{
     {"identity", &probe_identity},
     {"placement", &probe_placement},  // before shm: the shm need depends on the local rank count
+    {"shm", &probe_shm},              // early: its allocation test runs in the background
     {"cuda_runtime", &probe_cuda_runtime},  // files only; finds the libnccl candidates
     {"gpu_driver", &probe_gpu_driver},      // the contained GPU helper: NVML, CUDA driver, smoke test
     {"nccl", &probe_nccl},                  // the contained GPU helper loads the first candidate
@@ -21,7 +25,6 @@ constexpr std::array<ProbeSpec, 14> kProbes = {{
     {"memory", &probe_memory},
     {"limits", &probe_limits},
     {"nccl_conf", &probe_nccl_conf},
-    {"shm", &probe_shm},
 }};
 }  // namespace
 
@@ -35,6 +38,39 @@ std::chrono::milliseconds ProbeContext::helper_deadline() const {
     budget = std::min(budget, left * 2 / 5);
   }
   return std::max(budget, milliseconds(200));
+}
+
+struct ProbeContext::Background {
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  Finisher finisher;
+};
+
+void ProbeContext::in_background(std::function<Finisher()> work) const {
+  auto state = std::make_shared<Background>();
+  m_background.push_back(state);
+  std::thread([state, work = std::move(work)] {
+    Finisher f = work();
+    std::lock_guard lock(state->mutex);
+    state->finisher = std::move(f);
+    state->done = true;
+    state->done_cv.notify_all();
+  }).detach();
+}
+
+bool ProbeContext::finish_background(RankFacts& facts, std::chrono::steady_clock::time_point until) const {
+  bool all = true;
+  for (const std::shared_ptr<Background>& b : m_background) {
+    std::unique_lock lock(b->mutex);
+    if (!b->done_cv.wait_until(lock, until, [&] { return b->done; })) {
+      all = false;
+      continue;
+    }
+    if (b->finisher) b->finisher(facts);
+  }
+  m_background.clear();
+  return all;
 }
 
 const Probed<MountInfo>& ProbeContext::mountinfo() const {

@@ -2,6 +2,7 @@
 // /dev/shm: the effective mount, its size and free space, and a real allocation of what this
 // node's ranks need (probes.md §1.3). The test file is unlinked before it is sized, so nothing is
 // left behind even if preflight is killed mid-test.
+#include <algorithm>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -109,7 +110,16 @@ void probe_shm(const ProbeContext& ctx, RankFacts& facts) {
                                                 " is already below the need " + format_bytes(need.node_total),
                                             source);
   } else {
-    shm.alloc = Probed<ShmAllocTest>::ok(allocation_test(ctx.fs.host_path(shm.path), need.node_total), source);
+    shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Timeout, "the allocation test did not finish before the probes' deadline",
+                                            source);
+    // What NCCL allocates at init; the DataLoader budget is judged against the free space only.
+    const std::uint64_t dataloader = need.dataloader_per_rank * static_cast<std::uint64_t>(std::max(need.local_ranks, 0));
+    const std::uint64_t nccl_bytes = need.node_total > dataloader ? need.node_total - dataloader : 0;
+    ctx.in_background([dir = ctx.fs.host_path(shm.path), bytes = std::max<std::uint64_t>(nccl_bytes, 1u << 20),
+                       source]() -> ProbeContext::Finisher {
+      const ShmAllocTest t = allocation_test(dir, bytes);
+      return [t, source](RankFacts& f) { f.shm.alloc = Probed<ShmAllocTest>::ok(t, source); };
+    });
   }
 }
 
