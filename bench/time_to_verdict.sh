@@ -81,12 +81,12 @@ peak_rss() {
     "$tmp/rss.all"
 }
 
-# At many ranks the default /dev/shm need (about 289 MiB a rank, allocated for real by local rank 0)
-# can exceed what this machine can spare: shrink the DataLoader share then, and say so.
+# Local rank 0 allocates what NCCL needs in /dev/shm for real (about 40 MiB a rank at most); should
+# that ever exceed what this machine can spare, shrink the need and say so.
 mem_avail_mib=$(awk '/^MemAvailable:/ { printf "%d", $2 / 1024 }' /proc/meminfo)
 shm_args_for() {
   local n=$1
-  if [ -n "$mem_avail_mib" ] && [ $((n * 289)) -gt $((mem_avail_mib / 2)) ]; then
+  if [ -n "$mem_avail_mib" ] && [ $((n * 40)) -gt $((mem_avail_mib / 2)) ]; then
     echo "--shm-dataloader-bytes 0"
   fi
 }
