@@ -83,6 +83,16 @@ for id in shm.capacity host.memory host.limits env.nccl launch.env; do
   case "$st" in PASS|WARN|FAIL|UNKNOWN) pass "$id reported ($st)" ;; *) fail "$id missing without a driver" ;; esac
 done
 
+# comm.allreduce in the node profile: one NCCL helper per local GPU, in one communicator.
+with_gpu h100x8-healthy --only comm.allreduce --allreduce-bytes 1M --format json >"$work/out" 2>/dev/null
+expect_eq "$(check_status comm.allreduce)" PASS "comm.allreduce across the 8 fake GPUs"
+expect_eq "$(json_get "d['job']['allreduce']['transport'], d['job']['allreduce']['ranks']")" "nccl 8" "all_reduce over NCCL, 8 ranks"
+with_gpu allreduce-corrupt-rank1 --only comm.allreduce --allreduce-bytes 1M --format json >"$work/out" 2>/dev/null
+expect_eq "$(check_status comm.allreduce)" FAIL "comm.allreduce with GPU 1's result corrupted"
+expect_contains "$(summary_of comm.allreduce)" "1" "the corrupt GPU named"
+with_gpu allreduce-busbw-40 --only comm.allreduce --allreduce-bytes 1M --min-busbw 100 --format json >"$work/out" 2>/dev/null
+expect_eq "$(check_status comm.allreduce)" FAIL "comm.allreduce at 40 GB/s below --min-busbw 100"
+
 # The real NCCL of the CUDA toolkit, where installed.
 if [ -f /usr/local/cuda/lib64/libnccl.so.2 ]; then
   "$PREFLIGHT" --nccl-lib /usr/local/cuda/lib64/libnccl.so.2 --only nccl.library --format json >"$work/out" 2>/dev/null

@@ -107,6 +107,13 @@ JSON
     "$PREFLIGHT" --format json --only 'comm.allreduce' --allreduce-bytes 1M "${quiet[@]}"
   expect_eq "$(json_get "d['job']['allreduce']['transport']")" "nccl" "all_reduce transport"
   expect_eq "$(json_get "d['job']['allreduce']['ranks']")" "4" "all_reduce ranks"
+
+  # Below --min-busbw the job's all_reduce is measured again (3 rounds of 5) before it fails.
+  expect_rc 1 "NCCL all_reduce at 40 GB/s, --min-busbw 100" -- "${mpi[@]}" -np 2 -x LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" \
+    -x PREFLIGHT_FAKE_GPU="$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR/allreduce-busbw-40.json" "$PREFLIGHT" --format json \
+    --only 'comm.allreduce' --allreduce-bytes 1M --min-busbw 100 "${quiet[@]}"
+  expect_eq "$(check_status comm.allreduce)" "FAIL" "comm.allreduce below the floor"
+  expect_eq "$(json_get "d['job']['allreduce']['repeats'] >= 15")" "True" "measured again before failing"
 else
   echo "note: no fake GPU libraries; GPU cases not run"
 fi
