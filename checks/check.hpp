@@ -6,6 +6,7 @@
 
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "core/facts.hpp"
 #include "core/job.hpp"
@@ -30,6 +31,10 @@ struct CheckContext {
   const CompatMatrix* matrix = nullptr;  // --matrix DIR; nullptr: the built-in copy
   const JobFacts* job = nullptr;
 };
+
+/// The ranks a job-scope check judges: every delivered rank of the job, or this rank alone where
+/// nothing was gathered.
+std::vector<const RankFacts*> job_ranks(const CheckContext& ctx);
 
 /// The compatibility matrix a check judges against: --matrix DIR's, else the built-in one.
 const CompatMatrix& compat_matrix(const CheckContext& ctx);

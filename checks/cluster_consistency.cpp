@@ -175,12 +175,7 @@ void judge(const Item& item, const std::vector<const RankFacts*>& ranks, Verdict
 }
 
 Verdict run(const CheckContext& ctx) {
-  std::vector<const RankFacts*> ranks;
-  if (ctx.job != nullptr) {
-    for (const RankFacts& f : ctx.job->ranks) ranks.push_back(&f);
-  } else {
-    ranks.push_back(&ctx.facts);
-  }
+  const std::vector<const RankFacts*> ranks = job_ranks(ctx);
   const int world = ctx.job != nullptr ? ctx.job->world_size : std::max(1, ctx.facts.placement.world_size);
   if (ranks.size() < 2) {
     if (world > 1) {

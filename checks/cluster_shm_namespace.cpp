@@ -38,12 +38,7 @@ std::string mount_text(const RankFacts& f) {
 }
 
 Verdict run(const CheckContext& ctx) {
-  std::vector<const RankFacts*> ranks;
-  if (ctx.job != nullptr) {
-    for (const RankFacts& f : ctx.job->ranks) ranks.push_back(&f);
-  } else {
-    ranks.push_back(&ctx.facts);
-  }
+  const std::vector<const RankFacts*> ranks = job_ranks(ctx);
   // Hosts in the order of their first rank.
   std::vector<std::pair<std::string, std::vector<const RankFacts*>>> hosts;
   std::unordered_map<std::string, std::size_t> host_index;

@@ -173,12 +173,7 @@ void choose_index(RankView& v, VerdictBuilder& b) {
 }
 
 Verdict run(const CheckContext& ctx) {
-  std::vector<const RankFacts*> ranks;
-  if (ctx.job != nullptr) {
-    for (const RankFacts& f : ctx.job->ranks) ranks.push_back(&f);
-  } else {
-    ranks.push_back(&ctx.facts);
-  }
+  const std::vector<const RankFacts*> ranks = job_ranks(ctx);
   const bool gathered = ctx.job != nullptr && ctx.job->source != "none";
   VerdictBuilder b;
   nlohmann::json per_rank = nlohmann::json::array();

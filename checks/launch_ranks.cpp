@@ -19,20 +19,6 @@ std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-/// The job rank 0 sees; a one-rank stand-in when the caller gathered nothing.
-JobFacts alone(const RankFacts& f) {
-  JobFacts j;
-  j.world_size = std::max(1, f.placement.world_size);
-  j.ranks = {f};
-  RankStatus s;
-  s.rank = f.placement.rank;
-  s.host = f.identity.hostname;
-  s.pid = f.identity.pid;
-  s.last_phase = Phase::Report;
-  s.heard = s.delivered = true;
-  j.status = {s};
-  return j;
-}
 
 struct Host {
   std::string name;
@@ -179,7 +165,7 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
 
 Verdict run(const CheckContext& ctx) {
   if (ctx.job != nullptr) return judge(*ctx.job, ctx.facts, ctx.options);
-  return judge(alone(ctx.facts), ctx.facts, ctx.options);
+  return judge(single_rank_job(ctx.facts), ctx.facts, ctx.options);
 }
 
 constexpr std::string_view kExplain = R"(What it reads

@@ -87,6 +87,14 @@ const char* to_string(Scope s) {
   return "node";
 }
 
+std::vector<const RankFacts*> job_ranks(const CheckContext& ctx) {
+  std::vector<const RankFacts*> ranks;
+  if (ctx.job == nullptr) return {&ctx.facts};
+  ranks.reserve(ctx.job->ranks.size());
+  for (const RankFacts& f : ctx.job->ranks) ranks.push_back(&f);
+  return ranks;
+}
+
 const CompatMatrix& compat_matrix(const CheckContext& ctx) {
   return ctx.matrix != nullptr ? *ctx.matrix : builtin_compat_matrix();
 }

@@ -537,4 +537,25 @@ ContainedJson parse_contained_json(const ContainedResult& result) {
   return parsed;
 }
 
+EventLines for_each_event(std::string_view out,
+                          const std::function<bool(const std::string& event, const nlohmann::json& doc)>& on_event) {
+  EventLines read;
+  for (const std::string_view raw : split(out, '\n')) {
+    const std::string line(trim(raw));
+    if (line.empty()) continue;
+    ++read.lines;
+    const nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
+    if (doc.is_discarded() || !doc.is_object() || !doc.contains("event") || !doc.at("event").is_string()) {
+      ++read.bad;
+      continue;
+    }
+    try {
+      if (!on_event(doc.at("event").get<std::string>(), doc)) ++read.bad;
+    } catch (const nlohmann::json::exception&) {
+      ++read.bad;
+    }
+  }
+  return read;
+}
+
 }  // namespace preflight

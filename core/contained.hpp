@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,6 +43,16 @@ enum class ContainedOutcome {
 };
 
 const char* to_string(ContainedOutcome outcome);
+
+/// A helper's output as JSON Lines: `on_event(event, doc)` for every line that is a JSON object
+/// with a string "event". A line that is not, one the handler rejects (returns false), or one whose
+/// handler throws nlohmann::json::exception counts as bad.
+struct EventLines {
+  std::size_t lines = 0;  // non-empty lines
+  std::size_t bad = 0;
+};
+EventLines for_each_event(std::string_view out,
+                          const std::function<bool(const std::string& event, const nlohmann::json& doc)>& on_event);
 
 struct ContainedResult {
   ContainedOutcome outcome = ContainedOutcome::SpawnFailed;

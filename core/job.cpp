@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/job.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 
@@ -51,6 +52,24 @@ std::string JobFacts::describe_rank(int rank) const {
     return out + ")";
   }
   return "rank " + std::to_string(rank);
+}
+
+JobFacts single_rank_job(const RankFacts& facts) {
+  JobFacts job;
+  job.source = "none";
+  job.world_size = std::max(1, facts.placement.world_size);  // what the launcher claims; only this rank is known
+  job.ranks = {facts};
+  RankStatus s;
+  s.rank = facts.placement.rank;
+  s.host = facts.identity.hostname;
+  s.pid = facts.identity.pid;
+  s.last_phase = Phase::Report;
+  s.heard = true;
+  s.delivered = true;
+  job.status = {s};
+  job.barrier.note = "a single process: no launcher started other ranks";
+  job.allreduce.note = job.barrier.note;
+  return job;
 }
 
 }  // namespace preflight

@@ -89,4 +89,8 @@ struct JobFacts {
   std::string describe_rank(int rank) const;
 };
 
+/// A one-process job (no launcher, no MPI, or a run that could not gather): `facts` alone, with
+/// the world size the launcher claims.
+JobFacts single_rank_job(const RankFacts& facts);
+
 }  // namespace preflight

@@ -94,23 +94,6 @@ std::vector<CheckResult> judge_rank(const Options& options, Profile profile, con
   return out;
 }
 
-JobFacts single_rank_job(const RankFacts& facts) {
-  JobFacts job;
-  job.source = "none";
-  job.world_size = std::max(1, facts.placement.world_size);  // what the launcher claims; only this rank is known
-  job.ranks = {facts};
-  RankStatus s;
-  s.rank = facts.placement.rank;
-  s.host = facts.identity.hostname;
-  s.pid = facts.identity.pid;
-  s.last_phase = Phase::Report;
-  s.heard = true;
-  s.delivered = true;
-  job.status = {s};
-  job.barrier.note = "a single process: no launcher started other ranks";
-  job.allreduce.note = job.barrier.note;
-  return job;
-}
 
 Report assemble_report(const Options& options, Profile profile, JobFacts job, std::vector<CheckResult> per_rank,
                        const CompatMatrix* matrix) {

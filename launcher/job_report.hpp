@@ -26,7 +26,4 @@ std::vector<CheckResult> judge_rank(const Options& options, Profile profile, con
 Report assemble_report(const Options& options, Profile profile, JobFacts job, std::vector<CheckResult> per_rank,
                        const CompatMatrix* matrix);
 
-/// A one-process job (no launcher, no MPI, or a run that could not gather): `facts` alone.
-JobFacts single_rank_job(const RankFacts& facts);
-
 }  // namespace preflight

@@ -43,38 +43,25 @@ Copies parse_peer_copies(const ContainedResult& result, const std::vector<CudaDe
   int run_src = -1, run_dst = -1;
   bool ended = false;
   std::string fatal_step, fatal;
-  std::size_t lines = 0, bad_lines = 0;
-  for (const std::string_view raw : split(result.out, '\n')) {
-    const std::string line(trim(raw));
-    if (line.empty()) continue;
-    ++lines;
-    nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("event") || !doc.at("event").is_string()) {
-      ++bad_lines;
-      continue;
+  const EventLines read = for_each_event(result.out, [&](const std::string& event, const nlohmann::json& doc) {
+    if (event == "start") {
+      run_src = doc.at("src").get<int>();
+      run_dst = doc.at("dst").get<int>();
+      running = true;
+    } else if (event == "done") {
+      PeerCopy c = doc.get<PeerCopy>();
+      if (running && run_src == c.src && run_dst == c.dst) running = false;
+      copies.push_back(std::move(c));
+    } else if (event == "error") {
+      fatal_step = doc.value("failed_step", std::string("?"));
+      fatal = doc.value("error", std::string());
+    } else if (event == "end") {
+      ended = true;
+    } else {
+      return false;
     }
-    const std::string event = doc.at("event").get<std::string>();
-    try {
-      if (event == "start") {
-        run_src = doc.at("src").get<int>();
-        run_dst = doc.at("dst").get<int>();
-        running = true;
-      } else if (event == "done") {
-        PeerCopy c = doc.get<PeerCopy>();
-        if (running && run_src == c.src && run_dst == c.dst) running = false;
-        copies.push_back(std::move(c));
-      } else if (event == "error") {
-        fatal_step = doc.value("failed_step", std::string("?"));
-        fatal = doc.value("error", std::string());
-      } else if (event == "end") {
-        ended = true;
-      } else {
-        ++bad_lines;
-      }
-    } catch (const nlohmann::json::exception&) {
-      ++bad_lines;
-    }
-  }
+    return true;
+  });
   if (!fatal.empty() || !fatal_step.empty()) {
     return Copies::error(ProbeErrc::ApiError, source + ": " + fatal_step + ": " + fatal);
   }
@@ -105,8 +92,8 @@ Copies parse_peer_copies(const ContainedResult& result, const std::vector<CudaDe
       e.detail = source + " " + e.detail;
       return Copies::error(e);
     }
-    if (lines == 0) return Copies::error(ProbeErrc::ParseError, source + ": nothing on the helper's pipe");
-    if (bad_lines > 0 || !ended)
+    if (read.lines == 0) return Copies::error(ProbeErrc::ParseError, source + ": nothing on the helper's pipe");
+    if (read.bad > 0 || !ended)
       return Copies::error(ProbeErrc::ParseError, source + ": no peer copy result in the helper's output");
     return Copies::ok(std::move(copies), source);  // no pairs
   }

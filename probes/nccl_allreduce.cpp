@@ -117,59 +117,47 @@ NcclRankOutcome parse_nccl_rank_outcome(const ContainedResult& result, int rank,
   o.elapsed_s = result.elapsed_s;
   o.helper = result.describe();
   bool started = false, done = false, ended = false, have_error = false;
-  std::size_t bad_lines = 0;
-  for (const std::string_view raw : split(result.out, '\n')) {
-    const std::string line(trim(raw));
-    if (line.empty()) continue;
-    const nlohmann::json doc = nlohmann::json::parse(line, nullptr, false);
-    if (doc.is_discarded() || !doc.is_object() || !doc.contains("event") || !doc.at("event").is_string()) {
-      ++bad_lines;
-      continue;
-    }
-    const std::string event = doc.at("event").get<std::string>();
-    try {
-      if (event == "start") {
-        started = true;
-        o.lib = doc.value("lib", std::string());
-        o.nccl_version = doc.value("version", 0);
-        o.bytes = doc.value("bytes", std::uint64_t{0});
-      } else if (event == "progress") {
-        o.last_step = doc.value("step", std::string());
-      } else if (event == "error") {
-        const std::string step = doc.value("step", std::string("?"));
-        if (step == "verify") {
-          o.wrong = true;
-          o.wrong_index = doc.value("index", std::int64_t{-1});
-          o.wrong_value = doc.value("value", std::int64_t{0});
-          o.expected_value = doc.value("expected", std::int64_t{0});
-          o.wrong_elements = doc.value("wrong_elements", std::uint64_t{0});
-        }
-        if (!have_error) {  // the first error is the cause
-          have_error = true;
-          o.step = step;
-          o.error = doc.value("error", std::string());
-          o.expired = doc.value("expired", false);
-          o.nccl_error = doc.value("nccl_error", std::string());
-        }
-      } else if (event == "abort") {
-        o.aborted = true;
-      } else if (event == "done") {
-        done = true;
-        o.bytes = doc.value("bytes", o.bytes);
-        o.repeats = doc.value("repeats", 0);
-        o.seconds = doc.value("time_s", 0.0);
-        o.algbw_gbps = doc.value("algbw_gbps", 0.0);
-        o.busbw_gbps = doc.value("busbw_gbps", 0.0);
-        o.ok = doc.value("ok", false) && !have_error;
-      } else if (event == "end") {
-        ended = true;
-      } else {
-        ++bad_lines;
+  const EventLines read = for_each_event(result.out, [&](const std::string& event, const nlohmann::json& doc) {
+    if (event == "start") {
+      started = true;
+      o.lib = doc.value("lib", std::string());
+      o.nccl_version = doc.value("version", 0);
+      o.bytes = doc.value("bytes", std::uint64_t{0});
+    } else if (event == "progress") {
+      o.last_step = doc.value("step", std::string());
+    } else if (event == "error") {
+      const std::string step = doc.value("step", std::string("?"));
+      if (step == "verify") {
+        o.wrong = true;
+        o.wrong_index = doc.value("index", std::int64_t{-1});
+        o.wrong_value = doc.value("value", std::int64_t{0});
+        o.expected_value = doc.value("expected", std::int64_t{0});
+        o.wrong_elements = doc.value("wrong_elements", std::uint64_t{0});
       }
-    } catch (const nlohmann::json::exception&) {
-      ++bad_lines;
+      if (!have_error) {  // the first error is the cause
+        have_error = true;
+        o.step = step;
+        o.error = doc.value("error", std::string());
+        o.expired = doc.value("expired", false);
+        o.nccl_error = doc.value("nccl_error", std::string());
+      }
+    } else if (event == "abort") {
+      o.aborted = true;
+    } else if (event == "done") {
+      done = true;
+      o.bytes = doc.value("bytes", o.bytes);
+      o.repeats = doc.value("repeats", 0);
+      o.seconds = doc.value("time_s", 0.0);
+      o.algbw_gbps = doc.value("algbw_gbps", 0.0);
+      o.busbw_gbps = doc.value("busbw_gbps", 0.0);
+      o.ok = doc.value("ok", false) && !have_error;
+    } else if (event == "end") {
+      ended = true;
+    } else {
+      return false;
     }
-  }
+    return true;
+  });
   // What the helper could not say itself.
   if (result.outcome == ContainedOutcome::TimedOut && !ended) {
     o.ok = false;
@@ -197,7 +185,7 @@ NcclRankOutcome parse_nccl_rank_outcome(const ContainedResult& result, int rank,
   } else if (!done && !have_error) {
     o.ok = false;
     o.step = "helper";
-    o.error = !started ? "nothing from the helper" + std::string(bad_lines > 0 ? " but garbage" : "")
+    o.error = !started ? "nothing from the helper" + std::string(read.bad > 0 ? " but garbage" : "")
                        : "the helper's output ended without a result";
   }
   if (o.wrong || have_error) o.ok = false;

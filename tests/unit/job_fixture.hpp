@@ -58,23 +58,9 @@ inline JobFacts job(int hosts, int ranks_per_host, int gpus_per_host = 8) {
   return j;
 }
 
-/// A single process without a launcher's gather (launcher/job_report.cpp's single_rank_job): the
-/// job holds only this rank; world_size is what the launcher claims.
-inline JobFacts single(RankFacts f) {
-  JobFacts j;
-  j.source = "none";
-  j.world_size = std::max(1, f.placement.world_size);
-  RankStatus s;
-  s.rank = f.placement.rank;
-  s.host = f.identity.hostname;
-  s.pid = f.identity.pid;
-  s.last_phase = Phase::Report;
-  s.heard = s.delivered = true;
-  j.status = {s};
-  j.ranks = {std::move(f)};
-  j.barrier.note = j.allreduce.note = "a single process: no launcher started other ranks";
-  return j;
-}
+/// A single process without a launcher's gather: the job holds only this rank; world_size is
+/// what the launcher claims.
+inline JobFacts single(const RankFacts& f) { return single_rank_job(f); }
 
 /// Judges a job-scope check over `j` as rank 0 does.
 inline Verdict judge_job(const CheckSpec& spec, const JobFacts& j, const Options& o = {}, Profile p = Profile::Job) {
