@@ -164,7 +164,8 @@ Failures
            that all were alive (the fabric between them).
   FAIL     the collective returned an error (e.g. ncclCommInitRank failed), quoted.
   FAIL     it was not run because ranks were missing earlier: names them.
-  FAIL     busbw is below --min-busbw (the measured algbw, busbw, size, participants, transport).
+  FAIL     busbw is below --min-busbw (the measured algbw, busbw, size, participants, transport),
+           after the job measured it again (up to three rounds; the best round counts).
   UNKNOWN  --min-busbw is given but no timed repeat ran.
   SKIP     not run (no GPU in the node profile, or the reason given); results merged from files.
   Over MPI the figures are the hosts' network and memory, not a GPU fabric; the summary says so.

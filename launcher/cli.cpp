@@ -206,6 +206,8 @@ std::string help_text() {
          "Examples:\n"
          "  preflight                                   check this node\n"
          "  mpirun -np 16 --map-by ppr:8:node preflight check the job, launched like the job\n"
+         "  srun --mpi=pmix --ntasks-per-node=8 preflight --expect-nodes 2 --min-busbw 150\n"
+         "  mpirun -np 4 preflight --json-per-rank out/ every rank also keeps its own file (preflight merge out/)\n"
          "  preflight --only 'shm.*,host.*' --ranks-per-node 8 --format json\n"
          "  preflight --model-params 70B --zero-stage 2 --ranks-per-node 8 --only host.memory\n"
          "  preflight merge --json cluster.json node-*.json\n\n"
