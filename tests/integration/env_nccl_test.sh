@@ -26,7 +26,7 @@ expect() {  # expect NAME ACTUAL EXPECTED
 
 run() {  # run OUT ARGS... : the binary in a controlled environment, JSON to OUT; prints the exit code
   local out="$1"; shift
-  env -i PATH="$PATH" HOME=/nonexistent "$@" >"$out" 2>"$out.err"
+  env -i PATH="$PATH" HOME=/nonexistent "${keep_env[@]}" "$@" >"$out" 2>"$out.err"
   echo $?
 }
 

@@ -5,7 +5,7 @@
 source "$(dirname "$0")/lib.sh"
 
 # A clean environment: CTest may itself run inside a Slurm or MPI job.
-clean() { env -i PATH="$PATH" HOME="${HOME:-/nonexistent}" "$@"; }
+clean() { env -i PATH="$PATH" HOME="${HOME:-/nonexistent}" "${keep_env[@]}" "$@"; }
 
 expect_rc 1 "OMPI_COMM_WORLD_RANK=3 with RANK=0" -- \
   clean OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 RANK=0 WORLD_SIZE=4 "$PREFLIGHT" --only launch.env

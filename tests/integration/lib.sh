@@ -6,6 +6,14 @@ failures=0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# What `env -i` in a test must keep: the sanitizers' options and the Open MPI settings the sanitizer
+# build runs with (.ci/run).
+keep_env=()
+for v in ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS OMPI_MCA_mca_base_component_disable_dlclose \
+  PMIX_MCA_mca_base_component_disable_dlclose; do
+  [ -n "${!v:-}" ] && keep_env+=("$v=${!v}")
+done
+
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
 skip_all() { echo "SKIP: $*"; exit 77; }

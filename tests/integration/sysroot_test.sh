@@ -8,7 +8,7 @@ fx="$PREFLIGHT_FIXTURES_DIR/sysroot"
 crashed() { [ "$1" -ge 5 ]; }  # 5 = internal error; >= 128 = killed by a signal
 
 rc=0
-env -i PATH="$PATH" HOME=/root "$PREFLIGHT" --sysroot "$fx/garbage" --format json >"$work/out" 2>"$work/err" || rc=$?
+env -i PATH="$PATH" HOME=/root "${keep_env[@]}" "$PREFLIGHT" --sysroot "$fx/garbage" --format json >"$work/out" 2>"$work/err" || rc=$?
 crashed "$rc" && fail "garbage sysroot: exit $rc (crash or internal error)" || pass "garbage sysroot: exit $rc"
 expect_eq "$(check_status host.memory)" UNKNOWN "host.memory over a garbage /proc/meminfo"
 expect_eq "$(check_status host.limits)" UNKNOWN "host.limits over a garbage /proc/self/limits"
