@@ -7,13 +7,14 @@
 #include <chrono>
 #include <optional>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include "checks/check.hpp"
 #include "core/text.hpp"
 #include "launcher/cli.hpp"
 #include "launcher/job_run.hpp"
+#include "launcher/merge.hpp"
+#include "launcher/output.hpp"
 #include "launcher/run.hpp"
 #include "matrix/compat_matrix.hpp"
 
@@ -52,28 +53,6 @@ int explain_check(const std::string& id) {
   return 0;
 }
 
-bool use_color(const Options& options, const EnvSnapshot& env) {
-  if (options.color) return *options.color == 1;
-  if (env.has("NO_COLOR")) return false;
-  if (env.get("TERM").value_or("") == "dumb") return false;
-  return ::isatty(STDOUT_FILENO) == 1;
-}
-
-void write_file(const std::string& path, const std::string& contents) {
-  // Write next to the target, then rename: a reader never sees half a report.
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write '" + path + "'");
-    out << contents;
-    if (!out.flush()) throw std::runtime_error("cannot write '" + path + "'");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot write '" + path + "'");
-  }
-}
-
 void validate_paths(const Options& options) {
   if (!options.sysroot.empty()) {
     struct stat st {};
@@ -83,29 +62,7 @@ void validate_paths(const Options& options) {
   }
 }
 
-/// --matrix DIR, loaded and validated once before anything is probed (a bad file: exit 2).
-std::optional<CompatMatrix> load_matrix(const Options& options) {
-  if (options.matrix_dir.empty()) return std::nullopt;
-  try {
-    return load_from_dir(options.matrix_dir);
-  } catch (const MatrixError& e) {
-    throw UsageError(std::string("--matrix: ") + e.what());
-  }
-}
 
-/// Rank 0's output: the files asked for, then the chosen format on stdout.
-void emit_report(const Report& report, const Options& options, const EnvSnapshot& env) {
-  if (!options.json_file.empty()) write_file(options.json_file, render_json(report, options));
-  if (!options.junit_file.empty()) write_file(options.junit_file, render_junit(report, options));
-  if (!options.prom_file.empty()) write_file(options.prom_file, render_prometheus(report, options));
-  switch (options.format) {
-    case Format::Text: std::cout << render_text(report, options, use_color(options, env)); break;
-    case Format::Json: std::cout << render_json(report, options); break;
-    case Format::Junit: std::cout << render_junit(report, options); break;
-    case Format::Prometheus: std::cout << render_prometheus(report, options); break;
-  }
-  std::cout.flush();
-}
 
 int run_command(const Options& options, std::chrono::steady_clock::time_point start) {
   validate_paths(options);

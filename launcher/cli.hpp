@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "core/options.hpp"
-#include "launcher/merge.hpp"  // merge_command, the entry point of Command::Merge
 
 namespace preflight {
 

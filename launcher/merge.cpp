@@ -23,12 +23,15 @@
 #include "core/text.hpp"
 #include "launcher/cli.hpp"
 #include "launcher/job_report.hpp"
+#include "launcher/output.hpp"
 #include "launcher/run.hpp"
 #include "matrix/compat_matrix.hpp"
 
 #ifndef PREFLIGHT_VERSION
 #define PREFLIGHT_VERSION "0.0.0"
 #endif
+
+extern char** environ;
 
 namespace preflight {
 namespace {
@@ -128,35 +131,6 @@ std::vector<ResultFile> read_all(const std::vector<std::string>& paths) {
   out.reserve(n);
   for (std::optional<ResultFile>& file : parsed) out.push_back(std::move(*file));
   return out;
-}
-
-void write_atomically(const std::string& path, const std::string& contents) {
-  // A temporary name next to the target, then rename: a reader never sees half a report.
-  const std::filesystem::path target(path);
-  const std::filesystem::path tmp =
-      target.parent_path() / ("." + target.filename().string() + ".tmp." + std::to_string(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write '" + path + "': " + std::strerror(errno));
-    out << contents;
-    if (!out.flush()) {
-      std::remove(tmp.c_str());
-      throw std::runtime_error("cannot write '" + path + "'");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    std::remove(tmp.c_str());
-    throw std::runtime_error("cannot write '" + path + "': " + std::strerror(err));
-  }
-}
-
-bool use_color(const Options& options) {
-  if (options.color) return *options.color == 1;
-  if (std::getenv("NO_COLOR") != nullptr) return false;
-  const char* term = std::getenv("TERM");
-  if (term != nullptr && std::string_view(term) == "dumb") return false;
-  return ::isatty(STDOUT_FILENO) == 1;
 }
 
 }  // namespace
@@ -416,27 +390,11 @@ Report merge_report(const Options& options, const std::vector<std::string>& path
 
 int merge_command(const Options& options, const std::vector<std::string>& files) {
   const auto start = std::chrono::steady_clock::now();
-  std::optional<CompatMatrix> matrix;
-  if (!options.matrix_dir.empty()) {
-    try {
-      matrix = load_from_dir(options.matrix_dir);
-    } catch (const MatrixError& e) {
-      throw UsageError(std::string("--matrix: ") + e.what());
-    }
-  }
+  const std::optional<CompatMatrix> matrix = load_matrix(options);
   Report report = merge_report(options, files, matrix ? &*matrix : nullptr);
   report.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
-  if (!options.json_file.empty()) write_atomically(options.json_file, render_json(report, options));
-  if (!options.junit_file.empty()) write_atomically(options.junit_file, render_junit(report, options));
-  if (!options.prom_file.empty()) write_atomically(options.prom_file, render_prometheus(report, options));
-  switch (options.format) {
-    case Format::Text: std::cout << render_text(report, options, use_color(options)); break;
-    case Format::Json: std::cout << render_json(report, options); break;
-    case Format::Junit: std::cout << render_junit(report, options); break;
-    case Format::Prometheus: std::cout << render_prometheus(report, options); break;
-  }
-  std::cout.flush();
+  emit_report(report, options, EnvSnapshot::capture(environ));
   return exit_code(report, options.strict);
 }
 
