@@ -209,6 +209,8 @@ std::optional<std::vector<std::int64_t>> parse_tasks_per_node(std::string_view t
     }
     const auto count = parse_int(item);
     if (!count || *count < 0) return std::nullopt;
+    // No job has more nodes than one repeat may name: a longer list is garbage, not gigabytes.
+    if (out.size() + static_cast<std::size_t>(repeat) > kMaxTasksPerNodeEntries) return std::nullopt;
     out.insert(out.end(), static_cast<std::size_t>(repeat), *count);
   }
   return out;

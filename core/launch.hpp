@@ -55,7 +55,9 @@ LaunchView detect_launchers(const EnvSnapshot& env);
 /// Placement from the launchers and the options (--ranks-per-node, --expect-nodes win).
 Placement placement_from(const LaunchView& view, const Options& options);
 
-/// Slurm's tasks-per-node list, expanded: "8(x2),4" -> {8, 8, 4}. nullopt when malformed.
+/// Slurm's tasks-per-node list, expanded: "8(x2),4" -> {8, 8, 4}. nullopt when malformed or when
+/// it expands to more than kMaxTasksPerNodeEntries nodes.
+inline constexpr std::size_t kMaxTasksPerNodeEntries = 1'000'000;
 std::optional<std::vector<std::int64_t>> parse_tasks_per_node(std::string_view text);
 
 /// Evidence form: {"launcher", "role", "rank", "size", ..., "variables", "errors"}.

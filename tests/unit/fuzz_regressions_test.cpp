@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// Inputs the fuzz targets (tests/fuzz) found to crash, exhaust memory or break a parser's promise,
+// pinned so the fixes stay.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/launch.hpp"
+
+namespace preflight {
+namespace {
+
+std::string repeated(const std::string& item, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += (i ? "," : "") + item;
+  return out;
+}
+
+TEST(FuzzRegressions, TasksPerNodeThatExpandsToGigabytesIsMalformed) {
+  // fuzz_launch_env: 400 entries of "1(x1000000)" (4.4 KB; an environment value may hold 128 KiB)
+  // expanded to 400 million numbers before the fix.
+  EXPECT_FALSE(parse_tasks_per_node(repeated("1(x1000000)", 400)).has_value());
+  EXPECT_FALSE(parse_tasks_per_node("1(x1000000),2").has_value());
+  const auto one_million = parse_tasks_per_node("8(x999999),4");
+  ASSERT_TRUE(one_million.has_value());
+  EXPECT_EQ(one_million->size(), kMaxTasksPerNodeEntries);
+  EXPECT_EQ(one_million->back(), 4);
+  const LaunchView view = detect_launchers(EnvSnapshot(
+      {{"SLURM_PROCID", "0"}, {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", repeated("1(x1000000)", 400)}}));
+  ASSERT_FALSE(view.launchers.empty());
+  EXPECT_FALSE(view.launchers.front().errors.empty());
+}
+
+}  // namespace
+}  // namespace preflight
