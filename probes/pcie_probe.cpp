@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "core/pci_config.hpp"
@@ -146,13 +147,24 @@ void probe_pcie(const ProbeContext& ctx, RankFacts& facts) {
   const Probed<std::vector<std::string>> names = fs.list(kDevices);
   std::vector<PciFunction> functions;
   std::vector<AcsState> chain_errors;
+  // A device whose class or vendor cannot be read (other than gone since the listing) may be a GPU
+  // or NIC: the list is then not known to be complete, and "no GPU on the bus" would be a guess.
+  std::optional<ProbeError> unreadable;
+  std::string unreadable_source;
   if (const auto* list = names.value()) {
     for (const std::string& bdf : *list) {
       if (!is_pci_bdf(bdf)) continue;
       const std::string dir = std::string(kDevices) + "/" + bdf;
       const auto cls_text = fs.read_line(dir + "/class");
       const auto vendor_text = fs.read_line(dir + "/vendor");
-      if (!cls_text.ok() || !vendor_text.ok()) continue;
+      if (!cls_text.ok() || !vendor_text.ok()) {
+        const auto& bad = cls_text.ok() ? vendor_text : cls_text;
+        if (!unreadable && bad.error()->code != ProbeErrc::NotFound) {
+          unreadable = *bad.error();
+          unreadable_source = bad.source().empty() ? dir + (cls_text.ok() ? "/vendor" : "/class") : bad.source();
+        }
+        continue;
+      }
       const auto cls = parse_hex(*cls_text.value());
       const auto vendor = parse_hex(*vendor_text.value());
       if (!cls || !vendor) continue;
@@ -162,7 +174,12 @@ void probe_pcie(const ProbeContext& ctx, RankFacts& facts) {
       if (const auto d = fs.read_line(dir + "/device"); d.ok()) device = parse_hex(*d.value()).value_or(0);
       functions.push_back(read_function(fs, bdf, kind, *vendor, device, *cls, chain_errors));
     }
-    out.functions = Probed<std::vector<PciFunction>>::ok(functions, kDevices);
+    if (unreadable) {
+      out.functions = Probed<std::vector<PciFunction>>::error(
+          unreadable->code, "cannot tell which PCI devices are GPUs or NICs: " + unreadable->detail, unreadable_source);
+    } else {
+      out.functions = Probed<std::vector<PciFunction>>::ok(functions, kDevices);
+    }
   } else {
     out.functions = Probed<std::vector<PciFunction>>::error(*names.error(), names.source());
   }

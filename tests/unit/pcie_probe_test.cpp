@@ -144,6 +144,32 @@ TEST(PcieProbe, BrokenLinkAndUnreadableConfigAreRecorded) {
   EXPECT_NE(gone.detail.find("does not exist"), std::string::npos) << gone.detail;
 }
 
+TEST(PcieProbe, UnreadableClassFileIsAnErrorNotNoGpu) {
+  TempTree t;
+  build_two_socket(t.path());
+  // GPU 0000:83:00.0's class cannot be read (a directory in its place: a read fails as EISDIR, even
+  // for root; mode 000 does the same for an unprivileged user): it may be a GPU, so the device list
+  // is not known to be complete — an error, not "no GPU" or a list without it.
+  const auto cls = t.path() / "sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:00.0/0000:83:00.0/class";
+  std::filesystem::remove(cls);
+  std::filesystem::create_directory(cls);
+  const PcieFacts p = probe_tree(t.path());
+  ASSERT_FALSE(p.functions.ok());
+  EXPECT_NE(p.functions.error()->code, ProbeErrc::NotFound);
+  EXPECT_NE(p.functions.why().find("cannot tell which PCI devices are GPUs or NICs"), std::string::npos) << p.functions.why();
+  EXPECT_NE(p.functions.source().find("0000:83:00.0"), std::string::npos) << p.functions.source();
+}
+
+TEST(PcieProbe, DeviceWithoutClassFileIsSkipped) {
+  TempTree t;
+  build_two_socket(t.path());
+  // A listed device whose class file does not exist (removed since the listing): skipped as before.
+  std::filesystem::remove(t.path() / "sys/devices/pci0000:00/0000:00:17.0/class");
+  const PcieFacts p = probe_tree(t.path());
+  ASSERT_TRUE(p.functions.ok()) << p.functions.why();
+  EXPECT_EQ(p.functions.value()->size(), 6u);
+}
+
 TEST(PcieProbe, ResolvesLinksInsideTheRootOnly) {
   TempTree t;
   build_two_socket(t.path());
