@@ -44,7 +44,7 @@ timeout -k 2 "$((${timeout_s%.*} + 10))" "$preflight" "${args[@]}" "${extra[@]}"
 [ -s "$tmp/out" ] && [ "$json" != "$tmp/out" ] && cp "$tmp/out" "$json"
 
 # The most severe finding (FAIL, then UNKNOWN, then WARN), one line.
-line=$(python3 - "$tmp/out" "$rc" "$json" 2>/dev/null <<'PY'
+line=$(python3 - "$tmp/out" "$rc" "${PREFLIGHT_JSON:-}" 2>/dev/null <<'PY'
 import json, sys
 path, rc, kept = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 d = json.load(open(path))
@@ -57,7 +57,7 @@ if rc == 0 or not bad:
 else:
     c = bad[0]
     more = sum(1 for b in bad[1:] if b["status"] in ("FAIL", "UNKNOWN"))
-    tail = f" (+{more} more, see {kept})" if more else ""
+    tail = (f" (+{more} more, see {kept})" if kept else f" (+{more} more)") if more else ""
     summary = " ".join(str(c.get("summary", "")).split())
     print(f"preflight: {c['status']} {c['id']}: {summary}{tail}")
 PY
