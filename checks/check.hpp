@@ -50,6 +50,9 @@ struct CheckSpec {
   unsigned profiles;          // ProfileMask bits
   std::string_view skip_reason;  // why it does not run in the other profiles
   Verdict (*run)(const CheckContext&);
+  /// The probes (probes/registry.cpp) or job phases ("reach", "gather", "barrier", "allreduce")
+  /// whose facts it judges, comma-separated: their time is the check's time in the JUnit report.
+  std::string_view reads = {};
 
   /// "shm" of "shm.capacity": the group it is shown under.
   std::string_view area() const { return id.substr(0, id.find('.')); }

@@ -227,6 +227,6 @@ Fix
 
 extern const CheckSpec kClusterConsistency = {
     "cluster.consistency", Scope::Job, "driver, CUDA, NCCL, framework, kernel and NIC driver versions agree across ranks", kExplain,
-    kInJob, "an image build has no job to check", &run};
+    kInJob, "an image build has no job to check", &run, "gather"};
 
 }  // namespace preflight

@@ -180,6 +180,6 @@ Fix
 
 extern const CheckSpec kCommAllreduce = {
     "comm.allreduce", Scope::Job, "an all_reduce of exact integers is correct on every rank and fast enough", kExplain,
-    kInNode | kInJob, "an image build has no job to check", &run};
+    kInNode | kInJob, "an image build has no job to check", &run, "allreduce"};
 
 }  // namespace preflight

@@ -135,6 +135,6 @@ Fix
 
 extern const CheckSpec kCommBarrier = {
     "comm.barrier", Scope::Job, "a barrier across all ranks completes within its deadline", kExplain,
-    kInJob, "an image build has no job to check", &run};
+    kInJob, "an image build has no job to check", &run, "barrier"};
 
 }  // namespace preflight

@@ -198,6 +198,6 @@ Fix
 
 extern const CheckSpec kCudaArch = {
     "cuda.arch", Scope::Node, "each GPU's compute capability is supported by the CUDA runtimes and the framework's build",
-    kExplain, kInAll, "", &run};
+    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver"};
 
 }  // namespace preflight

@@ -208,6 +208,6 @@ Fix
 
 extern const CheckSpec kCudaRuntime = {
     "cuda.runtime", Scope::Node, "every CUDA runtime the job loads is supported by the driver (or --target-driver)",
-    kExplain, kInAll, "", &run};
+    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver"};
 
 }  // namespace preflight

@@ -297,6 +297,6 @@ Failures
 Fix
   The remedy names the exact assignment (export NCCL_P2P_DISABLE=1; unset NCCL_TIMEOUT) or the
   file and line to change.)",
-    kInAll, "", &run};
+    kInAll, "", &run, "nccl_conf"};
 
 }  // namespace preflight

@@ -135,6 +135,6 @@ Fix
 
 extern const CheckSpec kGpuBusy = {
     "gpu.busy", Scope::Node, "no other process or memory already on the GPUs this job will use", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run};
+    kInNode | kInJob, "an image build has no GPU", &run, "gpu_driver"};
 
 }  // namespace preflight

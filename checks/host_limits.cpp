@@ -167,7 +167,7 @@ extern const CheckSpec kHostLimits = {
     kInNode | kInJob,
     "resource limits in an image build are those of the build container; they are checked on the node the job "
     "runs on",
-    &run,
+    &run, "limits",
 };
 
 }  // namespace preflight

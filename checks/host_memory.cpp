@@ -267,7 +267,7 @@ extern const CheckSpec kHostMemory = {
     kExplain,
     kInNode | kInJob,
     "an image build's memory is not the job's: host memory is checked on the nodes that run it",
-    &run,
+    &run, "memory",
 };
 
 }  // namespace preflight

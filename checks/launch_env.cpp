@@ -235,7 +235,7 @@ extern const CheckSpec kLaunchEnv = {
     "way the job is started.",
     kInNode | kInJob,
     "an image build has no launcher; the launch environment is checked when the job starts",
-    &run,
+    &run, "placement",
 };
 
 }  // namespace preflight

@@ -313,6 +313,6 @@ Fix
 
 extern const CheckSpec kLaunchGpuBinding = {
     "launch.gpu_binding", Scope::Job, "every rank of a host has a GPU of its own that it can see", kExplain,
-    kInJob, "an image build has no job to check", &run};
+    kInJob, "an image build has no job to check", &run, "gpu_driver,gather"};
 
 }  // namespace preflight

@@ -195,6 +195,6 @@ Fix
 
 extern const CheckSpec kLaunchRanks = {
     "launch.ranks", Scope::Job, "the world has the expected ranks and nodes, each rank once, evenly spread", kExplain,
-    kInJob, "an image build has no job to check", &run};
+    kInJob, "an image build has no job to check", &run, "gather"};
 
 }  // namespace preflight

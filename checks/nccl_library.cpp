@@ -188,6 +188,6 @@ Fix
 
 extern const CheckSpec kNcclLibrary = {
     "nccl.library", Scope::Node, "the libnccl the job loads: its version, its CUDA build vs the driver, known-bad releases",
-    kExplain, kInAll, "", &run};
+    kExplain, kInAll, "", &run, "cuda_runtime,nccl"};
 
 }  // namespace preflight

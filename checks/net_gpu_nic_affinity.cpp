@@ -324,6 +324,6 @@ Fix
 
 extern const CheckSpec kNetGpuNicAffinity = {
     "net.gpu_nic_affinity", Scope::Node, "each GPU has a NIC on its own PCIe switch or socket", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run};
+    kInNode | kInJob, "an image build has no topology", &run, "topology,net"};
 
 }  // namespace preflight

@@ -248,6 +248,6 @@ Fix
 
 extern const CheckSpec kNetIb = {
     "net.ib", Scope::Node, "RDMA devices and ports ACTIVE; NCCL_IB_HCA selects what exists, exactly", kExplain,
-    kInNode | kInJob, "an image build's network is not the one the job will get", &run};
+    kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net"};
 
 }  // namespace preflight

@@ -221,6 +221,6 @@ Fix
 
 extern const CheckSpec kNetMaster = {
     "net.master", Scope::Job, "MASTER_ADDR resolves to a usable address and MASTER_PORT is free on the master", kExplain,
-    kInNode | kInJob, "an image build's network is not the one the job will get", &run};
+    kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net"};
 
 }  // namespace preflight

@@ -216,6 +216,6 @@ Fix
 
 extern const CheckSpec kNetReachability = {
     "net.reachability", Scope::Job, "every rank reaches rank 0's NCCL bootstrap address over TCP", kExplain,
-    kInJob, "an image build has no job to check", &run};
+    kInJob, "an image build has no job to check", &run, "reach"};
 
 }  // namespace preflight

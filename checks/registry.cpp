@@ -102,6 +102,10 @@ const CompatMatrix& compat_matrix(const CheckContext& ctx) {
 Verdict run_check(const CheckSpec& spec, const CheckContext& ctx) {
   const unsigned bit = ctx.profile == Profile::Node ? kInNode : ctx.profile == Profile::Job ? kInJob : kInImage;
   if ((spec.profiles & bit) == 0) {
+    if (ctx.profile == Profile::Node && (spec.profiles & kInJob) != 0) {
+      return Verdict::skip("no job to check: preflight runs alone (profile node); start it the way the job starts "
+                           "(mpirun, srun) to check the job");
+    }
     return Verdict::skip(std::string(spec.skip_reason.empty() ? "not part of this profile" : spec.skip_reason) +
                          " (profile " + to_string(ctx.profile) + ")");
   }

@@ -146,6 +146,6 @@ Fix
 
 extern const CheckSpec kShmCapacity = {
     "shm.capacity", Scope::Node, "/dev/shm exists, is tmpfs, writable and large enough for the node's ranks",
-    kExplain, kInNode | kInJob, "an image build's /dev/shm is not the one the job will get", &run};
+    kExplain, kInNode | kInJob, "an image build's /dev/shm is not the one the job will get", &run, "shm"};
 
 }  // namespace preflight

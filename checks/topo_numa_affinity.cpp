@@ -359,6 +359,6 @@ Fix
 
 extern const CheckSpec kTopoNumaAffinity = {
     "topo.numa_affinity", Scope::Rank, "the rank runs and allocates on its GPU's NUMA node", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run};
+    kInNode | kInJob, "an image build has no topology", &run, "affinity,topology"};
 
 }  // namespace preflight

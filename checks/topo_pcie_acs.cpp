@@ -273,6 +273,6 @@ Fix
 
 extern const CheckSpec kTopoPcieAcs = {
     "topo.pcie_acs", Scope::Node, "no PCIe ACS redirect or translated IOMMU between GPUs and NICs", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run};
+    kInNode | kInJob, "an image build has no topology", &run, "pcie"};
 
 }  // namespace preflight

@@ -3,6 +3,8 @@
 // JSON in one way, used for the report's "ranks[].facts", for gathering to rank 0 and for replay.
 #pragma once
 
+#include <map>
+
 #include <optional>
 #include <string>
 
@@ -70,8 +72,9 @@ struct RankFacts {
   PcieFacts pcie;                  // sysfs: bridge chains, ACS, IOMMU
   AffinityFacts affinity;          // this process's CPU and memory binding
   NetFacts net;
+  std::map<std::string, double> probe_seconds;  // how long each probe took on this rank
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankFacts, identity, placement, env, shm, memory, limits, nccl_conf, gpu,
-                                                topology, pcie, affinity, net)
+                                                topology, pcie, affinity, net, probe_seconds)
 
 }  // namespace preflight

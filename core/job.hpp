@@ -5,6 +5,8 @@
 // functions over it.
 #pragma once
 
+#include <map>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -80,6 +82,7 @@ struct JobFacts {
   CommResult barrier;
   CommResult allreduce;
   std::vector<std::string> files;  // merge: the files read, in rank order
+  std::map<std::string, double> phase_seconds;  // rank 0's time in each phase ("reach", "gather", ...)
 
   /// The facts of `rank`, or nullptr when it did not deliver.
   const RankFacts* facts_of(int rank) const;

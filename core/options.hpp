@@ -26,6 +26,7 @@ struct Options {
   bool strict = false;
   bool verbose = false;
   std::optional<int> color;  // unset: auto (TTY and no NO_COLOR); 0 never; 1 always
+  std::string progress = "auto";  // auto (stderr is a terminal) | always | never: the progress line
 
   std::optional<int> expect_gpus, expect_world_size, expect_nodes;
   std::optional<double> min_busbw_gbps;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/text.hpp"
 
+#include <cstdint>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -249,9 +251,17 @@ std::string printable(std::string_view raw, std::size_t max_len) {
       // Validate one UTF-8 sequence.
       std::size_t len = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
       bool valid = len > 0 && i + len <= raw.size();
+      std::uint32_t cp = len == 2 ? c & 0x1Fu : len == 3 ? c & 0x0Fu : c & 0x07u;
       for (std::size_t k = 1; valid && k < len; ++k) {
-        valid = (static_cast<unsigned char>(raw[i + k]) & 0xC0) == 0x80;
+        const auto cont = static_cast<unsigned char>(raw[i + k]);
+        valid = (cont & 0xC0) == 0x80;
+        cp = (cp << 6) | (cont & 0x3Fu);
       }
+      // Well-formed UTF-8 only: no overlong forms, no surrogates, nothing past U+10FFFF, and not
+      // the non-characters U+FFFE/U+FFFF (which XML cannot carry either).
+      static constexpr std::uint32_t kMinOf[5] = {0, 0, 0x80, 0x800, 0x10000};
+      valid = valid && cp >= kMinOf[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF) && cp != 0xFFFE &&
+              cp != 0xFFFF;
       if (valid) {
         out.append(raw.substr(i, len));
         i += len;

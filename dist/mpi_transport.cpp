@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -71,9 +72,13 @@ class MpiTransport final : public Transport {
   int size() const override { return m_view.size; }
   MpiView view() const override { return m_view; }
 
+  int ranks_arrived() const override { return m_arrived.load(std::memory_order_relaxed); }
+
   void announce(Phase phase) override {
     m_phase = phase;
     if (m_view.rank == 0) {
+      m_arrived.store(1, std::memory_order_relaxed);
+      count_arrived();
       RankStatus& s = m_status.front();
       s.host = m_host;
       s.pid = m_pid;
@@ -120,6 +125,8 @@ class MpiTransport final : public Transport {
     int remaining = m_view.size - 1;
     int polls = 0;
     auto beat = Clock::now();
+    m_collecting = true;
+    m_arrived.store(1, std::memory_order_relaxed);
     while (remaining > 0 && Clock::now() < deadline && !termination_requested()) {
       int flag = 0;
       MPI_Message msg = MPI_MESSAGE_NULL;
@@ -145,8 +152,10 @@ class MpiTransport final : public Transport {
       }
       // Over the hard cap the message is left unreceived: its sender gives up at its deadline.
       --remaining;
+      m_arrived.store(m_view.size - remaining, std::memory_order_relaxed);
       arrived(st.MPI_SOURCE, std::move(bytes), announced);
     }
+    m_collecting = false;
     drain_notices();
   }
 
@@ -267,7 +276,7 @@ class MpiTransport final : public Transport {
       int done = 0;
       MPI_Status st;
       MPI_Test(&m_recv_req, &done, &st);
-      if (done == 0) return;
+      if (done == 0) break;
       const int from = st.MPI_SOURCE;
       if (from > 0 && from < m_view.size) {
         RankStatus& s = m_status[static_cast<std::size_t>(from)];
@@ -283,6 +292,15 @@ class MpiTransport final : public Transport {
       }
       post_notice_receive();
     }
+    count_arrived();
+  }
+
+  /// Rank 0: the ranks whose last notice is from its current phase or later (the progress line).
+  void count_arrived() {
+    if (m_collecting || m_status.empty()) return;
+    int n = 0;
+    for (const RankStatus& s : m_status) n += s.last_phase >= m_phase ? 1 : 0;
+    m_arrived.store(std::max(n, 1), std::memory_order_relaxed);
   }
 
   bool all_notices_in() const {
@@ -310,6 +328,8 @@ class MpiTransport final : public Transport {
   std::vector<int> m_received;
   std::vector<int> m_expected;
   WireNotice m_incoming{};
+  std::atomic<int> m_arrived{0};
+  bool m_collecting = false;  // collect_payloads counts deliveries, not phases
   MPI_Request m_recv_req = MPI_REQUEST_NULL;
 };
 

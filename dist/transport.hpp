@@ -37,6 +37,10 @@ class Transport {
   /// Rank 0: what every rank last said (index = rank), after taking in the notices that arrived.
   /// Other ranks: empty.
   virtual std::vector<RankStatus> statuses() = 0;
+  /// Rank 0: the ranks (rank 0 included) that reached its current phase — in the gather, that
+  /// delivered their facts — as of the notices taken in so far. Safe to call from any thread (the
+  /// progress line reads it). Other ranks: 0.
+  virtual int ranks_arrived() const = 0;
 
   /// Rank 0's `data` to every rank. Returns what arrived (rank 0: its own data), nullopt at the deadline.
   virtual std::optional<std::string> broadcast(const std::string& data, TimePoint deadline) = 0;

@@ -28,6 +28,7 @@ po::options_description run_options() {
     ("timeout", po::value<std::string>(), "wall-clock budget for the whole run in seconds (default 60)")
     ("strict", po::bool_switch(), "WARN counts as FAIL for the exit code")
     ("color", po::value<std::string>(), "auto | always | never (auto: on a TTY unless NO_COLOR is set)")
+    ("progress", po::value<std::string>(), "auto | always | never: a progress line on stderr for phases longer than 1 s (auto: stderr is a TTY)")
     ("expect-gpus", po::value<std::string>(), "GPUs each node must show")
     ("expect-world-size", po::value<std::string>(), "ranks the job must have")
     ("expect-nodes", po::value<std::string>(), "nodes the job must span")
@@ -137,6 +138,10 @@ Options to_options(const po::variables_map& vm) {
     else if (*v == "never") o.color = 0;
     else if (*v != "auto") bad_value("color", *v, "auto, always or never");
   }
+  if (auto v = str(vm, "progress")) {
+    if (*v != "auto" && *v != "always" && *v != "never") bad_value("progress", *v, "auto, always or never");
+    o.progress = *v;
+  }
   if (vm.count("expect-gpus")) o.expect_gpus = int_in(vm, "expect-gpus", 0, 1 << 20, "a whole number ≥ 0");
   if (vm.count("expect-world-size")) o.expect_world_size = int_in(vm, "expect-world-size", 1, 1 << 24, "a whole number ≥ 1");
   if (vm.count("expect-nodes")) o.expect_nodes = int_in(vm, "expect-nodes", 1, 1 << 20, "a whole number ≥ 1");
@@ -203,14 +208,26 @@ std::string help_text() {
          "                              result files, with the job checks over their facts; a directory\n"
          "                              stands for every *.json file in it\n"
          "  preflight --version | --help\n\n"
-         "Examples:\n"
-         "  preflight                                   check this node\n"
+         "Examples (every option of `run` is used in one of them):\n"
+         "  preflight                                   check this node (profile node)\n"
          "  mpirun -np 16 --map-by ppr:8:node preflight check the job, launched like the job\n"
-         "  srun --mpi=pmix --ntasks-per-node=8 preflight --expect-nodes 2 --min-busbw 150\n"
-         "  mpirun -np 4 preflight --json-per-rank out/ every rank also keeps its own file (preflight merge out/)\n"
-         "  preflight --only 'shm.*,host.*' --ranks-per-node 8 --format json\n"
-         "  preflight --model-params 70B --zero-stage 2 --ranks-per-node 8 --only host.memory\n"
-         "  preflight merge --json cluster.json node-*.json\n\n"
+         "  srun --mpi=pmix --ntasks-per-node=8 preflight --expect-nodes 2 --expect-world-size 16 --expect-gpus 8\n"
+         "  preflight --min-busbw 150 --allreduce-bytes 256M     all_reduce floor and message size\n"
+         "  mpirun -np 4 preflight --json-per-rank out/ --mpi auto   every rank keeps its own file (preflight merge out/)\n"
+         "  preflight --only 'shm.*,host.*' --skip host.limits --format json\n"
+         "  preflight --json r.json --junit r.xml --prom /var/lib/node_exporter/preflight.prom   files for CI and dashboards\n"
+         "  preflight --format junit --strict           WARN fails too; JUnit XML on stdout\n"
+         "  preflight --format prometheus --timeout 45  a textfile on stdout, within 45 s\n"
+         "  preflight --profile image --target-driver 535.104.05 --target-gpu 9.0   gate an image build (no GPU)\n"
+         "  preflight --model-params 70B --zero-stage 2 --ranks-per-node 8 --host-bytes-per-rank 6G --only host.memory\n"
+         "  preflight --shm-dataloader-bytes 1G --nccl-communicators 2 --only shm.capacity\n"
+         "  preflight --site-packages /opt/venv/lib/python3.11/site-packages --python /opt/venv/bin/python\n"
+         "  preflight --cuda-runtime /opt/cuda/lib64/libcudart.so.12 --nccl-lib /opt/nccl/lib/libnccl.so.2\n"
+         "  preflight --sysroot /captures/node17 --topology-xml node17.xml   judge a captured node\n"
+         "  preflight --matrix /usr/share/preflight/matrix --config /etc/preflight/site.ini\n"
+         "  preflight -v --color never --progress never  evidence for every check, no colour, no progress line\n"
+         "  preflight merge --json cluster.json node-*.json\n"
+         "  preflight explain shm.capacity\n\n"
       << run_options() << "\n"
       << generic_options() << "\n"
          "Exit codes: 0 no FAIL/UNKNOWN (WARN allowed unless --strict) · 1 a FAIL · 2 usage or\n"

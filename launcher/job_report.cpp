@@ -2,11 +2,14 @@
 #include "launcher/job_report.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <map>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "checks/check.hpp"
 #include "launcher/run.hpp"
+#include "core/text.hpp"
 
 #ifndef PREFLIGHT_VERSION
 #define PREFLIGHT_VERSION "0.0.0"
@@ -15,6 +18,16 @@
 namespace preflight {
 namespace {
 
+/// The time of what a check reads (its probes on this rank, or rank 0's job phases).
+double time_of_reads(const CheckSpec& spec, const std::map<std::string, double>& measured) {
+  double total = 0;
+  for (std::string_view name : split(spec.reads, ',')) {
+    const auto it = measured.find(std::string(name));
+    if (it != measured.end()) total += it->second;
+  }
+  return total;
+}
+
 CheckResult result_of(const CheckSpec& spec, Verdict verdict) {
   CheckResult r;
   r.id = std::string(spec.id);
@@ -22,6 +35,14 @@ CheckResult result_of(const CheckSpec& spec, Verdict verdict) {
   r.title = std::string(spec.title);
   r.scope = spec.scope;
   r.verdict = std::move(verdict);
+  return r;
+}
+
+/// Runs the check and times it, with the time of what it reads.
+CheckResult judged(const CheckSpec& spec, const CheckContext& ctx, const std::map<std::string, double>& measured) {
+  const auto t0 = std::chrono::steady_clock::now();
+  CheckResult r = result_of(spec, run_check(spec, ctx));
+  r.seconds = time_of_reads(spec, measured) + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
@@ -86,7 +107,7 @@ std::vector<CheckResult> judge_rank(const Options& options, Profile profile, con
   for (const CheckSpec* spec : all_checks()) {
     if (spec->scope == Scope::Job || !selected(options, spec->id)) continue;
     if (spec->scope == Scope::Node && !node_leader) continue;
-    CheckResult r = result_of(*spec, run_check(*spec, ctx));
+    CheckResult r = judged(*spec, ctx, facts.probe_seconds);
     r.hosts = {facts.identity.hostname};
     r.ranks = {facts.placement.rank};
     out.push_back(std::move(r));
@@ -116,7 +137,7 @@ Report assemble_report(const Options& options, Profile profile, JobFacts job, st
   const CheckContext ctx{lead != nullptr ? *lead : kNoFacts, options, profile, matrix, &job};
   for (const CheckSpec* spec : all_checks()) {
     if (spec->scope != Scope::Job || !selected(options, spec->id)) continue;
-    CheckResult r = result_of(*spec, run_check(*spec, ctx));
+    CheckResult r = judged(*spec, ctx, job.phase_seconds);
     r.ranks = all_ranks;
     r.hosts = all_hosts;
     per_rank.push_back(std::move(r));

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "dist/transport.hpp"
 #include "launcher/job_report.hpp"
 #include "launcher/merge.hpp"
+#include "launcher/progress.hpp"
 #include "launcher/run.hpp"
 #include "probes/nccl_allreduce.hpp"
 
@@ -125,11 +127,19 @@ class JobRun {
   int run() {
     start_transport();
     m_root = m_transport->rank() == 0;
+    if (m_root) {
+      Transport* transport = m_transport.get();
+      m_progress = std::make_unique<ProgressLine>(progress_wanted(m_options, m_env), transport->size(),
+                                                  [transport] { return transport->ranks_arrived(); });
+    }
 
     enter(Phase::Probe);
     RankFacts seed;
     if (m_mpi) seed.placement.mpi = m_transport->view();
-    ProbeRun probes = run_probes(m_options, m_env, m_deadlines.probe, std::move(seed), [] { return termination_requested(); });
+    ProbeRun probes = run_probes(m_options, m_env, m_deadlines.probe, std::move(seed), [] { return termination_requested(); },
+                                 [this](const std::string& probe) {
+                                   if (m_progress) m_progress->detail("probe " + probe);
+                                 });
     m_probe_expired = probes.expired;
     if (probes.expired) m_incidents.push_back("rank " + std::to_string(m_transport->rank()) + ": " + probes.incident);
     m_facts = std::move(probes.facts);
@@ -179,7 +189,11 @@ class JobRun {
   Clock::duration grace() const { return m_root ? Clock::duration::zero() : m_deadlines.grace; }
 
   void enter(Phase phase) {
+    const TimePoint now = Clock::now();
+    if (m_phase != Phase::Init) m_phase_seconds[to_string(m_phase)] = duration<double>(now - m_phase_start).count();
+    m_phase_start = now;
     m_phase = phase;
+    if (m_progress) m_progress->phase(phase == Phase::Allreduce ? "all_reduce" : to_string(phase));
     m_transport->announce(phase);
     if (m_faults.stop_rank == m_transport->rank() && m_faults.stop_phase == phase) ::raise(SIGSTOP);
     if (m_faults.kill_rank == m_transport->rank() && m_faults.kill_phase == phase) ::raise(SIGKILL);
@@ -627,9 +641,14 @@ class JobRun {
   }
 
   Report make_report(bool expired) {
+    if (m_progress) m_progress->stop();  // the line is cleared before anything else prints
     if (m_results.empty()) m_results = m_mine;
     if (m_job.ranks.empty()) m_job.ranks.push_back(m_facts);
     if (!m_job.status.empty()) m_job.status.front().delivered = true;  // rank 0's own facts are always at hand
+    m_job.phase_seconds = m_phase_seconds;
+    if (m_phase != Phase::Init && m_phase != Phase::Report) {
+      m_job.phase_seconds[to_string(m_phase)] = duration<double>(Clock::now() - m_phase_start).count();  // cut short
+    }
     Report r = assemble_report(m_options, m_profile, m_job, m_results, m_matrix);
     r.incidents = m_incidents;
     r.deadline_expired = expired || m_probe_expired || m_remote_expired;
@@ -691,6 +710,9 @@ class JobRun {
   bool m_mpi = false;
   bool m_root = true;
   Phase m_phase = Phase::Init;
+  std::unique_ptr<ProgressLine> m_progress;  // rank 0
+  TimePoint m_phase_start = Clock::now();
+  std::map<std::string, double> m_phase_seconds;  // rank 0: how long each finished phase took
   RankFacts m_facts;
   Profile m_profile = Profile::Node;
   bool m_probe_expired = false;

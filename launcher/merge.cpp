@@ -24,6 +24,7 @@
 #include "launcher/cli.hpp"
 #include "launcher/job_report.hpp"
 #include "launcher/output.hpp"
+#include "launcher/progress.hpp"
 #include "launcher/run.hpp"
 #include "matrix/compat_matrix.hpp"
 
@@ -100,6 +101,9 @@ std::vector<std::string> expand(const std::vector<std::string>& paths) {
   return out;
 }
 
+/// Files read so far by the running merge (its progress line reads it from another thread).
+std::atomic<int> g_files_read{0};
+
 /// Reads every file on up to kMaxReaders threads; the first bad file in the order given is the
 /// error reported.
 std::vector<ResultFile> read_all(const std::vector<std::string>& paths) {
@@ -112,6 +116,7 @@ std::vector<ResultFile> read_all(const std::vector<std::string>& paths) {
     for (std::size_t i = next++; i < n && !failed; i = next++) {
       try {
         parsed[i] = read_result_file(paths[i]);
+        g_files_read.fetch_add(1, std::memory_order_relaxed);
       } catch (const std::exception& e) {
         errors[i] = e.what();
         failed = true;
@@ -144,6 +149,8 @@ ResultFile parse_result_file(const std::string& path, std::string_view text) {
       refuse(path, "truncated: the JSON ends after " + std::to_string(text.size()) + " bytes, before the document does");
     }
     refuse(path, "not valid JSON (corrupt at byte " + std::to_string(e.byte) + "): " + printable(e.what(), 160));
+  } catch (const json::exception& e) {  // out_of_range 406: a number no double holds ("1e309")
+    refuse(path, "not valid JSON: " + printable(e.what(), 160));
   }
   if (!doc.is_object()) refuse(path, "not a preflight result: the JSON is " + kind_of(doc) + ", not an object");
 
@@ -391,10 +398,16 @@ Report merge_report(const Options& options, const std::vector<std::string>& path
 int merge_command(const Options& options, const std::vector<std::string>& files) {
   const auto start = std::chrono::steady_clock::now();
   const std::optional<CompatMatrix> matrix = load_matrix(options);
+  const EnvSnapshot env = EnvSnapshot::capture(environ);
+  g_files_read = 0;
+  ProgressLine progress(progress_wanted(options, env), static_cast<int>(files.size()),
+                        [] { return g_files_read.load(std::memory_order_relaxed); }, STDERR_FILENO, "files read");
+  progress.phase("merge");
   Report report = merge_report(options, files, matrix ? &*matrix : nullptr);
+  progress.stop();
   report.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
-  emit_report(report, options, EnvSnapshot::capture(environ));
+  emit_report(report, options, env);
   return exit_code(report, options.strict);
 }
 

@@ -29,7 +29,8 @@ struct ProbeState {
 }  // namespace
 
 ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline,
-                    RankFacts seed, const std::function<bool()>& interrupted) {
+                    RankFacts seed, const std::function<bool()>& interrupted,
+                    const std::function<void(const std::string&)>& probing) {
   auto state = std::make_shared<ProbeState>();
   state->published = std::move(seed);
   state->published.env = env;
@@ -51,7 +52,10 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono:
       if (probe.name == hang) {
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
       }
+      const auto t0 = std::chrono::steady_clock::now();
       probe.run(ctx, work);
+      work.probe_seconds[std::string(probe.name)] =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard lock(state->mutex);
       state->published = work;
     }
@@ -78,6 +82,7 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono:
       stopped = true;
       break;
     }
+    if (probing) probing(state->current);
   }
   out.facts = state->published;
   if (finished) {

@@ -21,8 +21,10 @@ struct ProbeRun {
 };
 /// `seed`: facts known before the probes (MPI's view of this process in placement.mpi).
 /// `interrupted`: polled while waiting; true ends the wait early, as an expired deadline does.
+/// `probing`: told the name of the probe that runs, while waiting (the progress line).
 ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline,
-                    RankFacts seed = {}, const std::function<bool()>& interrupted = {});
+                    RankFacts seed = {}, const std::function<bool()>& interrupted = {},
+                    const std::function<void(const std::string&)>& probing = {});
 
 /// The profile in effect: --profile, else job when the launcher says world size > 1, else node.
 Profile effective_profile(const Options& options, const RankFacts& facts);

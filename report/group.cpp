@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Grouping of per-rank results and the JSON form of one check result.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -49,6 +50,7 @@ void check_to_json(Json& j, const CheckResult& r) {
   j["hosts"] = r.hosts;
   j["ranks"] = r.ranks;
   j["evidence"] = Json(r.verdict.evidence);
+  j["seconds"] = std::round(r.seconds * 1e4) / 1e4;
 }
 
 template <typename Json>
@@ -76,6 +78,7 @@ void check_from_json(const Json& j, CheckResult& r) {
   r.scope = scope_from_string(j.at("scope").template get<std::string>());
   r.hosts = j.value("hosts", std::vector<std::string>());
   r.ranks = j.value("ranks", std::vector<int>());
+  r.seconds = j.contains("seconds") && j.at("seconds").is_number() ? std::max(0.0, j.at("seconds").template get<double>()) : 0.0;
 }
 
 }  // namespace
@@ -102,6 +105,7 @@ std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool pe
       lowest[key] = first_rank;
       groups.emplace(std::move(key), std::move(r));
     } else {
+      it->second.seconds = std::max(it->second.seconds, r.seconds);
       int& low = lowest[key];
       if (first_rank >= 0 && first_rank < low) {
         it->second.verdict = std::move(r.verdict);  // the lowest rank speaks for the group

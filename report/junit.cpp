@@ -6,6 +6,9 @@
 // made printable first.
 #include <libxml/xmlwriter.h>
 
+#include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <memory>
 #include <stdexcept>
 
@@ -64,37 +67,81 @@ std::string body(const CheckResult& r) {
   return b;
 }
 
+/// Seconds with millisecond precision, as JUnit readers expect ("0.042").
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f", s > 0 ? s : 0.0);
+  return buf;
+}
+
+/// ISO 8601 UTC, seconds precision: when the run started.
+std::string timestamp_text(const Report& report) {
+  using namespace std::chrono;
+  const auto started = system_clock::now() - duration_cast<system_clock::duration>(duration<double, std::milli>(report.duration_ms));
+  const std::time_t t = system_clock::to_time_t(started);
+  std::tm tm{};
+  ::gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+bool is_failure(Status s, bool strict) { return s == Status::Fail || s == Status::Unknown || (s == Status::Warn && strict); }
+
 }  // namespace
 
 std::string render_junit(const Report& report, const Options& options) {
-  const Counts c = count(report);
-  const int warn_failures = options.strict ? c.of(Status::Warn) : 0;
-  const int failures = c.of(Status::Fail) + c.of(Status::Unknown) + warn_failures;
-  const std::string seconds = std::to_string(report.duration_ms / 1000.0);
+  // One testcase per check instance: a result judged on several hosts is one case per host.
+  int cases = 0, failures = 0, skipped = 0;
+  for (const CheckResult& r : report.results) {
+    const int n = r.hosts.empty() ? 1 : static_cast<int>(r.hosts.size());
+    cases += n;
+    if (is_failure(r.verdict.status, options.strict)) failures += n;
+    if (r.verdict.status == Status::Skip) skipped += n;
+  }
+  const std::string errors = report.deadline_expired ? "1" : "0";
+  const std::string seconds = seconds_text(report.duration_ms / 1000.0);
 
   Writer w;
   w.start("testsuites");
   w.attr("name", "preflight");
-  w.attr("tests", std::to_string(report.results.size()));
+  w.attr("tests", std::to_string(cases));
   w.attr("failures", std::to_string(failures));
-  w.attr("errors", report.deadline_expired ? "1" : "0");
+  w.attr("errors", errors);
+  w.attr("skipped", std::to_string(skipped));
   w.attr("time", seconds);
   w.start("testsuite");
   w.attr("name", std::string("preflight.") + to_string(report.profile));
-  w.attr("tests", std::to_string(report.results.size()));
+  w.attr("tests", std::to_string(cases));
   w.attr("failures", std::to_string(failures));
-  w.attr("errors", report.deadline_expired ? "1" : "0");
-  w.attr("skipped", std::to_string(c.of(Status::Skip)));
+  w.attr("errors", errors);
+  w.attr("skipped", std::to_string(skipped));
   w.attr("time", seconds);
+  w.attr("timestamp", timestamp_text(report));
   if (!report.ranks.empty()) w.attr("hostname", report.ranks.front().identity.hostname);
+  w.start("properties");
+  const auto property = [&w](const char* name, const std::string& value) {
+    w.start("property");
+    w.attr("name", name);
+    w.attr("value", value);
+    w.end();
+  };
+  property("preflight.version", report.version);
+  property("profile", to_string(report.profile));
+  property("world_size", std::to_string(report.world_size));
+  property("nodes", std::to_string(report.nodes));
+  property("launcher", report.launcher);
+  property("exit_code", std::to_string(exit_code(report, options.strict)));
+  property("strict", options.strict ? "true" : "false");
+  w.end();
   for (const CheckResult& r : report.results) {
     const Status s = r.verdict.status;
     for (const std::string& host : r.hosts.empty() ? std::vector<std::string>{"?"} : r.hosts) {
       w.start("testcase");
       w.attr("classname", r.area);
-      w.attr("name", r.id + "@" + host);
-      w.attr("time", "0");
-      if (s == Status::Fail || s == Status::Unknown || (s == Status::Warn && options.strict)) {
+      w.attr("name", r.id + "@" + (host.empty() ? std::string("?") : host));
+      w.attr("time", seconds_text(r.seconds));
+      if (is_failure(s, options.strict)) {
         w.start("failure");
         w.attr("type", to_string(s));
         w.attr("message", r.verdict.summary);

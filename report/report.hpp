@@ -26,6 +26,7 @@ struct CheckResult {
   Verdict verdict;
   std::vector<std::string> hosts;
   std::vector<int> ranks;
+  double seconds = 0;  // gathering its facts (the probes or phases it reads) and judging them; the slowest rank's when grouped
 };
 
 /// The JSON report's form of a check item: {"id","title","status","summary","remedy","scope",

@@ -98,6 +98,43 @@ std::string where(const CheckResult& r, const Report& report) {
   return out;
 }
 
+constexpr std::size_t kFixFirstShown = 10;
+
+/// "What to fix first": every FAIL, then UNKNOWN, then WARN (a WARN is a FAIL with --strict), in
+/// report order within a status (launcher, then driver, then what needs it: causes before their
+/// consequences), each with where it applies and its fix. Empty when there is nothing to fix.
+std::string fix_first(const Report& report, const Options& options, bool color) {
+  std::vector<const CheckResult*> todo;
+  for (const CheckResult& r : report.results) {
+    const Status s = r.verdict.status;
+    if (s == Status::Fail || s == Status::Unknown || s == Status::Warn) todo.push_back(&r);
+  }
+  if (todo.empty()) return {};
+  const auto rank_of = [&options](Status s) {
+    if (s == Status::Fail || (s == Status::Warn && options.strict)) return 0;
+    return s == Status::Unknown ? 1 : 2;
+  };
+  std::stable_sort(todo.begin(), todo.end(),
+                   [&](const CheckResult* a, const CheckResult* b) { return rank_of(a->verdict.status) < rank_of(b->verdict.status); });
+  std::ostringstream out;
+  out << "\n" << paint("WHAT TO FIX FIRST", "\033[1m", color) << "\n";
+  for (std::size_t i = 0; i < todo.size() && i < kFixFirstShown; ++i) {
+    const CheckResult& r = *todo[i];
+    const Status s = r.verdict.status;
+    const std::string number = std::to_string(i + 1) + ". ";
+    out << "  " << number << paint(to_string(s), color_of(s), color) << " " << r.id;
+    if (report.world_size > 1) out << " " << where(r, report);
+    out << ": " << r.verdict.summary << "\n";
+    const std::string indent(2 + number.size(), ' ');
+    out << indent << paint("fix: ", "\033[1m", color)
+        << (r.verdict.remedy.empty() ? std::string("see `preflight explain ") + r.id + "`" : r.verdict.remedy) << "\n";
+  }
+  if (todo.size() > kFixFirstShown) {
+    out << "  … and " << todo.size() - kFixFirstShown << " more, each with its fix above\n";
+  }
+  return out.str();
+}
+
 }  // namespace
 
 std::string render_text(const Report& report, const Options& options, bool color) {
@@ -140,6 +177,8 @@ std::string render_text(const Report& report, const Options& options, bool color
   for (const std::string& incident : report.incidents) {
     out << "\n" << paint("DEADLINE ", color_of(Status::Fail), color) << incident << "\n";
   }
+
+  out << fix_first(report, options, color);
 
   const Counts c = count(report);
   const Status all = overall(report, options.strict);

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: MIT
+#include "launcher/progress.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace preflight {
+namespace {
+
+constexpr auto kShowAfter = std::chrono::seconds(1);
+constexpr auto kRedraw = std::chrono::milliseconds(200);
+
+void write_all(int fd, const std::string& text) {
+  const char* p = text.data();
+  std::size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n <= 0) return;  // a terminal that went away: the line is cosmetic
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+}
+
+}  // namespace
+
+bool progress_wanted(const Options& options, const EnvSnapshot& env) {
+  if (options.progress == "always") return true;
+  if (options.progress == "never") return false;
+  if (env.get("TERM").value_or("") == "dumb") return false;
+  return ::isatty(STDERR_FILENO) == 1;
+}
+
+std::string progress_text(const std::string& phase, const std::string& detail, int arrived, int world, double seconds,
+                          const std::string& unit) {
+  char elapsed[32];
+  std::snprintf(elapsed, sizeof elapsed, "%.1f s", seconds);
+  std::string out = "preflight: " + phase;
+  if (!detail.empty()) out += " (" + detail + ")";
+  if (world > 1) out += " · " + std::to_string(arrived) + "/" + std::to_string(world) + " " + unit;
+  return out + " · " + elapsed;
+}
+
+ProgressLine::ProgressLine(bool enabled, int world, std::function<int()> arrived, int fd, std::string unit)
+    : m_enabled(enabled), m_world(world), m_arrived(std::move(arrived)), m_fd(fd), m_unit(std::move(unit)) {
+  if (m_enabled) m_thread = std::thread([this] { loop(); });
+}
+
+ProgressLine::~ProgressLine() { stop(); }
+
+void ProgressLine::phase(const std::string& name) {
+  std::lock_guard lock(m_mutex);
+  m_phase = name;
+  m_detail.clear();
+  m_since = std::chrono::steady_clock::now();
+}
+
+void ProgressLine::detail(const std::string& what) {
+  std::lock_guard lock(m_mutex);
+  m_detail = what;
+}
+
+void ProgressLine::stop() {
+  {
+    std::lock_guard lock(m_mutex);
+    if (m_stopped) return;
+    m_stopped = true;
+  }
+  m_cv.notify_all();
+  if (m_thread.joinable()) m_thread.join();
+  if (m_drawn) write_all(m_fd, "\r\033[K");
+}
+
+void ProgressLine::loop() {
+  std::unique_lock lock(m_mutex);
+  while (!m_cv.wait_for(lock, kRedraw, [this] { return m_stopped; })) {
+    const auto now = std::chrono::steady_clock::now();
+    if (m_phase.empty() || now - m_since < kShowAfter) continue;
+    const std::string line = progress_text(m_phase, m_detail, m_arrived ? m_arrived() : 0, m_world,
+                                           std::chrono::duration<double>(now - m_since).count(), m_unit);
+    write_all(m_fd, "\r\033[K" + line);
+    m_drawn = true;
+  }
+}
+
+}  // namespace preflight
