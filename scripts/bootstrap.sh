@@ -3,8 +3,9 @@
 # machine (`run`) or runs the whole test suite (`test`). Extra arguments after `run` go to preflight.
 #   scripts/bootstrap.sh run [preflight options]
 #   scripts/bootstrap.sh test
-# Environment: BUILD_DIR (default build), PREFLIGHT_SANITIZE=1 for an ASan+UBSan build,
-# CI=true for -Werror.
+# Environment: BUILD_DIR (default build), PREFLIGHT_SANITIZE=1 for an ASan+UBSan build
+# (PREFLIGHT_SANITIZE=thread: ThreadSanitizer), CI=true for -Werror, CTEST_ARGS for a subset of the
+# suite (e.g. CTEST_ARGS="-L unit").
 set -euo pipefail
 
 mode=${1:-run}
@@ -16,7 +17,7 @@ packages=(
   build-essential cmake ninja-build pkg-config
   libboost-program-options-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libxml2-dev libxml2-utils
-  libhwloc-dev hwloc libopenmpi-dev openmpi-bin
+  libhwloc-dev hwloc libopenmpi-dev openmpi-bin prometheus
   python3 python3-jsonschema util-linux iproute2
   slurm-wlm slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge
 )
@@ -35,7 +36,10 @@ fi
 
 cmake_args=(-S "$here" -B "$build_dir" -G Ninja)
 [ "${CI:-}" = "true" ] && cmake_args+=(-DPREFLIGHT_WERROR=ON)
-[ "${PREFLIGHT_SANITIZE:-0}" = "1" ] && cmake_args+=(-DPREFLIGHT_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+case "${PREFLIGHT_SANITIZE:-0}" in
+  1) cmake_args+=(-DPREFLIGHT_SANITIZE=ON -DPREFLIGHT_TSAN=OFF -DCMAKE_BUILD_TYPE=Debug) ;;
+  thread) cmake_args+=(-DPREFLIGHT_TSAN=ON -DPREFLIGHT_SANITIZE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+esac
 cmake "${cmake_args[@]}" >/dev/null
 cmake --build "$build_dir" -j "$(nproc)"
 
@@ -48,7 +52,8 @@ case "$mode" in
     ;;
   test)
     cd "$build_dir"
-    ctest --output-on-failure -j "$(nproc)"
+    # shellcheck disable=SC2086  # CTEST_ARGS is a list of ctest arguments
+    ctest --output-on-failure -j "$(nproc)" ${CTEST_ARGS:-}
     ;;
   *)
     echo "usage: $0 run|test" >&2
