@@ -6,6 +6,8 @@
 #include <string>
 
 #include "core/launch.hpp"
+#include "launcher/cli.hpp"
+#include "launcher/merge.hpp"
 
 namespace preflight {
 namespace {
@@ -29,6 +31,22 @@ TEST(FuzzRegressions, TasksPerNodeThatExpandsToGigabytesIsMalformed) {
       {{"SLURM_PROCID", "0"}, {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", repeated("1(x1000000)", 400)}}));
   ASSERT_FALSE(view.launchers.empty());
   EXPECT_FALSE(view.launchers.front().errors.empty());
+}
+
+std::string merge_refusal(const std::string& text) {
+  try {
+    parse_result_file("node-a.json", text);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+TEST(FuzzRegressions, ResultFileWithANumberBeyondDoubleIsRefusedByName) {
+  // fuzz_merge_json: nlohmann::json throws out_of_range (406), not parse_error, for a number no
+  // double holds; it escaped merge as an internal error (exit 5) instead of a refused file (exit 2).
+  EXPECT_EQ(merge_refusal("11e309\"").rfind("node-a.json: not valid JSON", 0), 0u) << merge_refusal("11e309\"");
+  EXPECT_EQ(merge_refusal("{\"schema\": \"preflight/v1\", \"world\": {\"size\": 1e400}}").rfind("node-a.json: not valid JSON", 0), 0u);
 }
 
 }  // namespace
