@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <boost/program_options.hpp>
@@ -13,6 +14,23 @@ namespace po = boost::program_options;
 
 namespace preflight {
 namespace {
+
+/// Boost's error_with_option_name::what() replaces each %name% placeholder of its message until none
+/// is left, so an option name or value that holds its own placeholder (a config-file key
+/// "%canonical_option%") never ends. The user's text goes into the message with '%' as "%25".
+struct OptionErrorText : po::error_with_option_name {
+  static std::string of(const po::error_with_option_name& e) {
+    po::error_with_option_name copy(e);
+    std::map<std::string, std::string> subs = copy.*(&OptionErrorText::m_substitutions);
+    for (auto& [name, value] : subs) {
+      std::string escaped;
+      for (char c : value) escaped += c == '%' ? std::string("%25") : std::string(1, c);
+      copy.set_substitute(name, escaped);
+    }
+    return copy.what();
+  }
+};
+std::string safe_what(const po::error_with_option_name& e) { return OptionErrorText::of(e); }
 
 po::options_description run_options() {
   po::options_description d("Options of `preflight run`");
@@ -269,6 +287,8 @@ Cli parse_cli(const std::vector<std::string>& argv) {
       po::store(from_file, vm);
     }
     po::notify(vm);
+  } catch (const po::error_with_option_name& e) {
+    throw UsageError(safe_what(e));
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }

@@ -3,6 +3,11 @@
 // pinned so the fixes stay.
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "core/launch.hpp"
@@ -47,6 +52,24 @@ TEST(FuzzRegressions, ResultFileWithANumberBeyondDoubleIsRefusedByName) {
   // double holds; it escaped merge as an internal error (exit 5) instead of a refused file (exit 2).
   EXPECT_EQ(merge_refusal("11e309\"").rfind("node-a.json: not valid JSON", 0), 0u) << merge_refusal("11e309\"");
   EXPECT_EQ(merge_refusal("{\"schema\": \"preflight/v1\", \"world\": {\"size\": 1e400}}").rfind("node-a.json: not valid JSON", 0), 0u);
+}
+
+TEST(FuzzRegressions, ConfigKeyHoldingBoostsPlaceholderIsAUsageError) {
+  // fuzz_config_file: Boost.Program_options' what() replaced "%canonical_option%" in its message
+  // with the option's name until none was left; an unknown key holding that text never finished.
+  char path[] = "/tmp/preflight-fuzz-config.XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  std::ofstream(path) << "x'%canonical_option%'y = 1\n";
+  std::string message;
+  try {
+    parse_cli({"preflight", "--config", path});
+  } catch (const UsageError& e) {
+    message = e.what();
+  }
+  std::remove(path);
+  EXPECT_NE(message.find("%25canonical_option%25"), std::string::npos) << message;
 }
 
 }  // namespace
