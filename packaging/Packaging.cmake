@@ -4,6 +4,7 @@
 #   libexec/preflight/preflight-gpu-probe           the contained GPU helper (helper_path() looks
 #                                                   next to the binary, then in ../libexec/preflight)
 #   share/preflight/preflight-v1.schema.json        the JSON Schema of --format json
+#   share/preflight/junit.xsd                       the JUnit XML schema of --format junit
 #   share/preflight/matrix/*.tsv, README.md         the compatibility data (--matrix /usr/share/preflight/matrix)
 #   share/man/man1/preflight.1.gz                   the manual page (plain preflight.1 without gzip)
 #   share/bash-completion/completions/preflight     bash completion
@@ -14,7 +15,7 @@ include(GNUInstallDirs)
 
 install(TARGETS preflight RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS preflight-gpu-probe RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/preflight)
-install(FILES schema/preflight-v1.schema.json DESTINATION ${CMAKE_INSTALL_DATADIR}/preflight)
+install(FILES schema/preflight-v1.schema.json schema/junit.xsd DESTINATION ${CMAKE_INSTALL_DATADIR}/preflight)
 
 file(GLOB PREFLIGHT_MATRIX_DATA CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/matrix/*.tsv)
 install(FILES ${PREFLIGHT_MATRIX_DATA} ${PROJECT_SOURCE_DIR}/matrix/README.md

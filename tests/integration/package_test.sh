@@ -50,7 +50,7 @@ grep -q '^ Description: pre-flight' "$work/info" && pass "Description" || fail "
 
 dpkg-deb -c "$deb" | awk '{print $NF}' | sed 's|^\./|/|' >"$work/contents"
 for f in /usr/bin/preflight /usr/libexec/preflight/preflight-gpu-probe /usr/share/bash-completion/completions/preflight \
-  /usr/share/preflight/preflight-v1.schema.json /usr/share/preflight/matrix/README.md; do
+  /usr/share/preflight/preflight-v1.schema.json /usr/share/preflight/junit.xsd /usr/share/preflight/matrix/README.md; do
   grep -qx "$f" "$work/contents" && pass "package has $f" || fail "package lacks $f"
 done
 for tsv in "$PREFLIGHT_SOURCE_DIR"/matrix/*.tsv; do

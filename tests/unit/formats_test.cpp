@@ -203,7 +203,7 @@ TEST(Prometheus, ExpositionFormatWithHostileLabels) {
   report.barrier.seconds = 0.004;
   const std::string text = render_prometheus(report, Options{});
   // Every line: a comment (HELP/TYPE) or `name{label="escaped",...} number`.
-  const std::regex sample(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\[\\"n]|[^"\\\n])*",?)*\})? -?[0-9.e+]+$)");
+  const std::regex sample(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\[\\"n]|[^"\\\n])*",?)*\})? [-+]?([0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?|Inf|NaN)$)");
   std::map<std::string, int> ones;
   std::istringstream in(text);
   std::string line;
