@@ -603,6 +603,7 @@ class JobRun {
   /// One process without MPI (the node profile): NCCL across the node's GPUs, one helper each.
   void local_allreduce() {
     if (m_profile != Profile::Node) return;
+    if (!selected(m_options, "comm.allreduce")) return;  // GPU work nobody asked for (--only/--skip)
     const auto* devices = m_facts.gpu.driver.cuda_devices.value();
     CommResult& a = m_job.allreduce;
     if (devices == nullptr || devices->empty()) {

@@ -140,21 +140,7 @@ else
 fi
 
 # --- /dev/shm missing, read-only, full (a private mount namespace; root only) --------------------
-in_shm() {  # in_shm none|ro|full PREFLIGHT-ARGS...
-  local how=$1
-  shift
-  unshare -m bash -c '
-    set -e
-    mount --make-rprivate / 2>/dev/null || true
-    case "$0" in
-      none) mount -t tmpfs -o size=1m tmpfs /dev ;;
-      ro) mount -t tmpfs -o size=8g,ro tmpfs /dev/shm ;;
-      full) mount -t tmpfs -o size=1g tmpfs /dev/shm  # 1 GiB, all of it taken (1 GiB of RAM while it runs)
-            fallocate -l 1g /dev/shm/filler 2>/dev/null || head -c 1G /dev/zero >/dev/shm/filler 2>/dev/null || true ;;
-    esac
-    exec "$PREFLIGHT" "$@"' "$how" "$@"
-}
-export -f in_shm
+export -f in_shm  # lib.sh
 if [ "$can_unshare" -eq 1 ]; then
   row "/dev/shm missing" shm.capacity FAIL 1 10 -- in_shm none --only shm.capacity --timeout 8 --format json
   row "/dev/shm read-only" shm.capacity FAIL 1 10 -- in_shm ro --only shm.capacity --timeout 8 --format json

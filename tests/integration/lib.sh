@@ -43,6 +43,24 @@ expect_contains() {
   case "$1" in *"$2"*) pass "$3 mentions '$2'" ;; *) fail "$3: '$1' does not mention '$2'" ;; esac
 }
 
+# in_shm SIZE|none|ro|full PREFLIGHT-ARGS...: runs preflight in a private mount namespace (root)
+# with /dev/shm replaced: a tmpfs of SIZE, none at all, read-only, or 1 GiB with all of it taken.
+in_shm() {
+  local how=$1
+  shift
+  unshare -m bash -c '
+    set -e
+    mount --make-rprivate / 2>/dev/null || true
+    case "$0" in
+      none) mount -t tmpfs -o size=1m tmpfs /dev ;;
+      ro) mount -t tmpfs -o size=8g,ro tmpfs /dev/shm ;;
+      full) mount -t tmpfs -o size=1g tmpfs /dev/shm  # 1 GiB of RAM while it runs
+            fallocate -l 1g /dev/shm/filler 2>/dev/null || head -c 1G /dev/zero >/dev/shm/filler 2>/dev/null || true ;;
+      *) mount -t tmpfs -o size="$0" tmpfs /dev/shm ;;
+    esac
+    exec "$PREFLIGHT" "$@"' "$how" "$@"
+}
+
 finish() {
   if [ "$failures" -gt 0 ]; then echo "$failures failure(s)"; exit 1; fi
   exit 0

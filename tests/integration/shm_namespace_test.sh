@@ -5,20 +5,6 @@ source "$(dirname "$0")/lib.sh"
 command -v unshare >/dev/null || skip_all "unshare (util-linux) is not installed"
 unshare -m true 2>/dev/null || skip_all "this container does not allow unshare -m"
 
-in_shm() {  # in_shm SIZE|none|ro PREFLIGHT-ARGS...: runs preflight with /dev/shm replaced.
-  local size=$1
-  shift
-  unshare -m bash -c '
-    set -e
-    mount --make-rprivate / 2>/dev/null || true
-    case "$0" in
-      none) mount -t tmpfs -o size=1m tmpfs /dev && : ;;
-      ro) mount -t tmpfs -o size=8g,ro tmpfs /dev/shm ;;
-      *) mount -t tmpfs -o size="$0" tmpfs /dev/shm ;;
-    esac
-    exec "$PREFLIGHT" "$@"' "$size" "$@"
-}
-
 expect_rc 1 "64 MiB /dev/shm, 8 ranks per node" -- in_shm 64m --only shm.capacity --ranks-per-node 8 --format json
 expect_eq "$(check_status shm.capacity)" FAIL "shm.capacity status"
 summary=$(json_get "d['checks'][0]['summary']")
