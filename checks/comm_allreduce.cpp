@@ -153,7 +153,8 @@ Verdict run(const CheckContext& ctx) {
 constexpr std::string_view kExplain = R"(What it reads
   How the all_reduce phase went: an element-wise sum of exact integers (every participant knows
   the expected result exactly), with NCCL across the GPUs (non-blocking communicators with a deadline
-  and abort) or MPI on CPU-only nodes; in the node profile (no launcher) across every local GPU.
+  and abort) or MPI on CPU-only nodes; in the node profile (no launcher) across every local GPU,
+  and only when this check is selected (--only/--skip): the GPUs are not exercised for nothing.
   Its message size, participants, the timed repeats (the best is kept), algbw (bytes / time) and
   busbw (algbw * 2(n-1)/n, the figure nccl-tests reports); --min-busbw GBPS.
 

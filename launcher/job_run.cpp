@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <map>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "core/text.hpp"
