@@ -107,4 +107,13 @@ if [ -n "${PREFLIGHT_FAKE_GPU_LIB_DIR:-}" ] && [ -d "$PREFLIGHT_FAKE_GPU_LIB_DIR
     echo "note: nobody cannot read $PREFLIGHT_FAKE_GPU_LIB_DIR; fake-GPU comparison not run"
   fi
 fi
+
+# The unit tests as nobody too: nothing in them may depend on root.
+if [ -n "${PREFLIGHT_UNIT_TESTS:-}" ] && "${as_nobody[@]}" test -x "$PREFLIGHT_UNIT_TESTS"; then
+  rc=0
+  (cd "$out" && "${as_nobody[@]}" "${base_env[@]}" TMPDIR="$out" "$PREFLIGHT_UNIT_TESTS" --gtest_brief=1) \
+    >"$work/unit.out" 2>&1 || rc=$?
+  if [ "$rc" -eq 0 ]; then pass "the unit tests pass as nobody ($(grep -o '[0-9]* tests from' "$work/unit.out" | head -1 | cut -d' ' -f1) tests)"
+  else fail "the unit tests fail as nobody (exit $rc)"; grep -E 'FAILED|Failure' "$work/unit.out" | head -20 >&2; fi
+fi
 finish
