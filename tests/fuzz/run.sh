@@ -32,8 +32,9 @@ if [[ "${1:-}" == "--one" ]]; then  # internal: one target; prints its result li
   if [[ $rc -eq 0 ]]; then
     printf '%-22s ok     %10s execs %8s exec/s\n' "$name" "${execs:-?}" "${rate:-?}"
   else
-    printf '%-22s FAILED (exit %d) %10s execs: see %s\n' "$name" "$rc" "${execs:-?}" "$log"
-    grep -m3 -E '^(==[0-9]+==ERROR|SUMMARY|fuzz invariant|.*runtime error)' "$log" | sed 's/^/    /' || true
+    cp "$log" "$ARTIFACT_DIR/$name.log"
+    printf '%-22s FAILED (exit %d) %10s execs: see %s\n' "$name" "$rc" "${execs:-?}" "$ARTIFACT_DIR/$name.log"
+    grep -m3 -E '^(==[0-9]+== ?ERROR|SUMMARY|fuzz invariant|.*runtime error)' "$log" | sed 's/^/    /' || true
     exit 1
   fi
   exit 0
