@@ -3,6 +3,8 @@
 
 #include <exception>
 
+#include "core/json_util.hpp"
+
 namespace preflight {
 namespace {
 constexpr char kMagic[4] = {'P', 'F', 'L', 'T'};
@@ -46,6 +48,9 @@ DecodedPayload decode_payload(std::string_view bytes, int from_rank, std::size_t
     RankPayload p;
     p.rank = doc.at("rank").get<int>();
     if (p.rank != from_rank) return fail("claims to come from rank " + std::to_string(p.rank));
+    if (const std::optional<std::string> bad = float_out_of_range(doc.at("facts"))) {
+      return fail("has a number out of range in its facts at " + bad->substr(0, 120));
+    }
     p.facts = doc.at("facts").get<RankFacts>();
     p.results = doc.at("results").get<std::vector<CheckResult>>();
     p.incidents = doc.at("incidents").get<std::vector<std::string>>();

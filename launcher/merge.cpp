@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/json_util.hpp"
 #include "core/text.hpp"
 #include "launcher/cli.hpp"
 #include "launcher/job_report.hpp"
@@ -195,6 +196,9 @@ ResultFile parse_result_file(const std::string& path, std::string_view text) {
     const int rank = rank_number(path, member(path, item, "rank", where.c_str()), where + ".rank");
     const json& facts = member(path, item, "facts", where.c_str());
     if (!facts.is_object()) refuse(path, where + ".facts is " + kind_of(facts) + ", not an object");
+    if (const std::optional<std::string> bad = float_out_of_range(facts)) {
+      refuse(path, where + ".facts (rank " + std::to_string(rank) + ") has a number out of range at " + printable(*bad, 160));
+    }
     RankFacts f;
     try {
       f = facts.get<RankFacts>();

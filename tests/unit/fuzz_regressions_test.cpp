@@ -6,11 +6,15 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <string>
 
+#include "core/json_util.hpp"
 #include "core/launch.hpp"
+#include "dist/payload.hpp"
 #include "launcher/cli.hpp"
 #include "launcher/merge.hpp"
 
@@ -52,6 +56,38 @@ TEST(FuzzRegressions, ResultFileWithANumberBeyondDoubleIsRefusedByName) {
   // double holds; it escaped merge as an internal error (exit 5) instead of a refused file (exit 2).
   EXPECT_EQ(merge_refusal("11e309\"").rfind("node-a.json: not valid JSON", 0), 0u) << merge_refusal("11e309\"");
   EXPECT_EQ(merge_refusal("{\"schema\": \"preflight/v1\", \"world\": {\"size\": 1e400}}").rfind("node-a.json: not valid JSON", 0), 0u);
+}
+
+TEST(FuzzRegressions, FloatInAnIntegerFieldOfAResultFileIsRefused) {
+  // fuzz_merge_json: a 123-digit "cc_major" is read as a double and cast to int by nlohmann::json
+  // (undefined behaviour; INT_MIN without sanitizers). Such a file is refused by name and place.
+  std::ifstream in(std::string(PREFLIGHT_SOURCE_DIR) + "/tests/fuzz/known/merge_json-float-to-int.json");
+  ASSERT_TRUE(in.good());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string why = merge_refusal(text);
+  EXPECT_EQ(why.rfind("node-a.json: ", 0), 0u) << why;
+  EXPECT_NE(why.find("has a number out of range at /gpu/"), std::string::npos) << why;
+}
+
+TEST(FuzzRegressions, FloatOutOfRangeNamesWhereItIs) {
+  EXPECT_EQ(float_out_of_range(nlohmann::json::parse(R"({"a": {"b": [1, 2.5, 1e10]}, "c": 3})")), "/a/b/2");
+  EXPECT_EQ(float_out_of_range(nlohmann::json::parse(R"({"x/y": {"~": -7.0}})")), "/x~1y/~0");
+  EXPECT_EQ(float_out_of_range(nlohmann::json::parse(R"({"seconds": 0.25, "gbps": 812.5, "n": 99999999999})")),
+            std::nullopt);  // integers of any size are nlohmann's to check; small floats are facts
+  EXPECT_EQ(float_out_of_range(nlohmann::json(std::nan(""))), "/");
+  EXPECT_EQ(float_out_of_range(nlohmann::json(-0.5)), std::nullopt);
+}
+
+TEST(FuzzRegressions, PayloadWithAFloatOutOfRangeInItsFactsIsRefused) {
+  RankPayload p;
+  p.rank = 3;
+  p.facts.probe_seconds["gpu_driver"] = 1e300;  // CBOR carries what JSON text would round off
+  const DecodedPayload decoded = decode_payload(encode_payload(p), 3);
+  EXPECT_FALSE(decoded.payload.has_value());
+  EXPECT_NE(decoded.error.find("number out of range in its facts at /probe_seconds/gpu_driver"), std::string::npos)
+      << decoded.error;
+  p.facts.probe_seconds["gpu_driver"] = 0.5;
+  EXPECT_TRUE(decode_payload(encode_payload(p), 3).payload.has_value());
 }
 
 TEST(FuzzRegressions, ConfigKeyHoldingBoostsPlaceholderIsAUsageError) {
