@@ -76,7 +76,7 @@ PY
 # The node profile's all_reduce across the fake GPUs: its bandwidth is a metric.
 if [ -n "${PREFLIGHT_FAKE_GPU_LIB_DIR:-}" ] && [ -d "${PREFLIGHT_FAKE_GPU_LIB_DIR:-}" ]; then
   LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" PREFLIGHT_FAKE_GPU="$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR/h100x8-healthy.json" \
-    "$PREFLIGHT" --only comm.allreduce --format prometheus >"$work/gpu.prom" 2>/dev/null
+    "$PREFLIGHT" --only comm.allreduce --allreduce-bytes 1M --format prometheus >"$work/gpu.prom" 2>/dev/null
   grep -q '^preflight_allreduce_busbw_gbps{host="[^"]*",transport="nccl"} [0-9]' "$work/gpu.prom" \
     && pass "all_reduce busbw exported" || { fail "preflight_allreduce_busbw_gbps missing"; cat "$work/gpu.prom" >&2; }
   if command -v promtool >/dev/null; then
