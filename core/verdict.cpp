@@ -15,7 +15,7 @@ const char* to_string(Status s) {
 }
 
 std::optional<Status> status_from_string(std::string_view text) {
-  for (Status s : {Status::Pass, Status::Warn, Status::Fail, Status::Skip, Status::Unknown}) {
+  for (Status s : kStatuses) {
     if (text == to_string(s)) return s;
   }
   return std::nullopt;

@@ -12,6 +12,8 @@ namespace preflight {
 
 /// Ordered by severity for "worst of": Pass < Skip < Warn < Unknown < Fail.
 enum class Status { Pass, Skip, Warn, Unknown, Fail };
+/// Every status, in the order reports list them.
+inline constexpr Status kStatuses[] = {Status::Pass, Status::Warn, Status::Fail, Status::Skip, Status::Unknown};
 
 const char* to_string(Status s);
 std::optional<Status> status_from_string(std::string_view text);

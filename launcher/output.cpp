@@ -19,11 +19,14 @@ namespace {
 bool use_color(const Options& options, const EnvSnapshot& env) {
   if (options.color) return *options.color == 1;
   if (env.has("NO_COLOR")) return false;
-  if (env.get("TERM").value_or("") == "dumb") return false;
-  return ::isatty(STDOUT_FILENO) == 1;
+  return is_terminal(STDOUT_FILENO, env);
 }
 
 }  // namespace
+
+bool is_terminal(int fd, const EnvSnapshot& env) {
+  return env.get("TERM").value_or("") != "dumb" && ::isatty(fd) == 1;
+}
 
 std::optional<CompatMatrix> load_matrix(const Options& options) {
   if (options.matrix_dir.empty()) return std::nullopt;

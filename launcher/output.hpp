@@ -20,6 +20,9 @@ std::optional<CompatMatrix> load_matrix(const Options& options);
 /// collector, a CI job) never sees half a file. Throws std::runtime_error naming the path.
 void write_atomically(const std::string& path, const std::string& contents);
 
+/// Whether `fd` is a terminal worth decorating (colour, the progress line): a TTY, TERM not "dumb".
+bool is_terminal(int fd, const EnvSnapshot& env);
+
 /// The files asked for (--json, --junit, --prom), then the chosen format on stdout; colour as
 /// --color says, else on a terminal without NO_COLOR.
 void emit_report(const Report& report, const Options& options, const EnvSnapshot& env);

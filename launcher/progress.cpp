@@ -5,6 +5,8 @@
 
 #include <cstdio>
 
+#include "launcher/output.hpp"
+
 namespace preflight {
 namespace {
 
@@ -27,8 +29,7 @@ void write_all(int fd, const std::string& text) {
 bool progress_wanted(const Options& options, const EnvSnapshot& env) {
   if (options.progress == "always") return true;
   if (options.progress == "never") return false;
-  if (env.get("TERM").value_or("") == "dumb") return false;
-  return ::isatty(STDERR_FILENO) == 1;
+  return is_terminal(STDERR_FILENO, env);
 }
 
 std::string progress_text(const std::string& phase, const std::string& detail, int arrived, int world, double seconds,

@@ -57,7 +57,7 @@ json job_json(const Report& report) {
 std::string render_json(const Report& report, const Options& options) {
   const Counts c = count(report);
   json counts = json::object();
-  for (Status s : {Status::Pass, Status::Warn, Status::Fail, Status::Skip, Status::Unknown}) counts[to_string(s)] = c.of(s);
+  for (Status s : kStatuses) counts[to_string(s)] = c.of(s);
 
   json checks = json::array();
   for (const CheckResult& r : report.results) checks.push_back(json(r));

@@ -33,7 +33,7 @@ std::string render_prometheus(const Report& report, const Options& options) {
          "1 for the status of the check on the host, 0 for the other statuses (PASS, WARN, FAIL, SKIP, UNKNOWN).");
   for (const CheckResult& r : report.results) {
     for (const std::string& host : r.hosts) {
-      for (Status s : {Status::Pass, Status::Warn, Status::Fail, Status::Skip, Status::Unknown}) {
+      for (Status s : kStatuses) {
         out << "preflight_check_status{check=\"" << label(r.id) << "\",host=\"" << label(host) << "\",status=\""
             << to_string(s) << "\"} " << (r.verdict.status == s ? 1 : 0) << "\n";
       }
@@ -51,7 +51,7 @@ std::string render_prometheus(const Report& report, const Options& options) {
 
   family(out, "preflight_checks", "gauge", "Check results of the last run by status.");
   const Counts c = count(report);
-  for (Status s : {Status::Pass, Status::Warn, Status::Fail, Status::Skip, Status::Unknown}) {
+  for (Status s : kStatuses) {
     out << "preflight_checks{host=\"" << host << "\",status=\"" << to_string(s) << "\"} " << c.of(s) << "\n";
   }
   family(out, "preflight_check_duration_seconds", "gauge",
