@@ -162,5 +162,12 @@ TEST(LaunchRanks, SkippedInImageProfileAndExplained) {
   }
 }
 
+TEST(LaunchRanks, SkippedInNodeProfileSaysThereIsNoJob) {
+  const Verdict v = judge_job(spec(), job_fixture::job(1, 2), {}, Profile::Node);
+  EXPECT_EQ(v.status, Status::Skip);
+  EXPECT_TRUE(has(v.summary, "no job to check: preflight runs alone (profile node)")) << v.summary;
+  EXPECT_FALSE(has(v.summary, "image build")) << v.summary;
+}
+
 }  // namespace
 }  // namespace preflight
