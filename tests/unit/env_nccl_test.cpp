@@ -70,6 +70,12 @@ TEST(EnvNcclCatalog, Suggestions) {
   EXPECT_EQ(close.front(), "NCCL_SOCKET_IFNAME");
   EXPECT_EQ(catalog.suggestions("NCCL_P2P_DISABEL", 2).front(), "NCCL_P2P_DISABLE");
   EXPECT_TRUE(catalog.suggestions("NCCL_COMPLETELY_DIFFERENT", 2).empty());
+  // A name longer or shorter than a catalog name by more than the distance allowed is never
+  // suggested it, however the letters compare: NCCL_SOCKET_IFNAME plus three letters, at 2.
+  EXPECT_TRUE(catalog.suggestions("NCCL_SOCKET_IFNAMEXYZ", 2).empty());
+  EXPECT_EQ(catalog.suggestions("NCCL_SOCKET_IFNAMEXY", 2).front(), "NCCL_SOCKET_IFNAME");
+  // A name of a hundred thousand letters in a known family: no suggestion (and no quadratic work).
+  EXPECT_TRUE(catalog.suggestions("NCCL_" + std::string(100000, 'A'), 12500).empty());
 }
 
 TEST(EnvNcclCatalog, MalformedCatalogIsRejected) {
