@@ -3,37 +3,19 @@
 // MPI on CPU-only nodes) or, in the node profile, across the node's local GPUs: correct on every
 // rank, finished before its deadline, and with a bus bandwidth (algbw * 2(n-1)/n, as nccl-tests
 // reports it) at or above --min-busbw.
-#include <cstdio>
-
 #include "checks/check.hpp"
 #include "checks/comm_ranks.hpp"
+#include "core/text.hpp"
 
 namespace preflight {
 namespace {
 
-// "%.2f", "%.3g" and "%g" of a number, for messages.
-std::string f2(double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.2f", v);
-  return buf;
-}
-std::string g3(double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-std::string g(double v) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 std::string measured(const CommResult& c) {
   const std::string who = c.transport == "nccl" ? std::to_string(c.ranks) + (c.ranks == 1 ? " GPU" : " GPUs")
                                                 : std::to_string(c.ranks) + (c.ranks == 1 ? " rank" : " ranks");
-  return "algbw " + f2(c.algbw_gbps) + " GB/s, busbw " + f2(c.busbw_gbps) + " GB/s for " +
+  return "algbw " + fixed(c.algbw_gbps, 2) + " GB/s, busbw " + fixed(c.busbw_gbps, 2) + " GB/s for " +
          format_bytes(c.bytes) + " across " + who + " over " + (c.transport.empty() ? std::string("?") : c.transport) +
-         " (best of " + std::to_string(c.repeats) + ", " + g3(c.seconds * 1e3) + " ms)";
+         " (best of " + std::to_string(c.repeats) + ", " + general(c.seconds * 1e3, 3) + " ms)";
 }
 
 constexpr std::string_view kMpiNote =
@@ -89,7 +71,7 @@ Verdict run(const CheckContext& ctx) {
 
   if (c.expired) {
     const comm::Partition p = comm::partition(j, c.missing, Phase::Allreduce);
-    std::string summary = "the all_reduce did not complete within " + g3(c.deadline_s > 0 ? c.deadline_s : c.seconds) + " s over " +
+    std::string summary = "the all_reduce did not complete within " + general(c.deadline_s > 0 ? c.deadline_s : c.seconds, 3) + " s over " +
                           (c.transport.empty() ? std::string("?") : c.transport);
     std::string remedy;
     if (c.missing.empty()) {
@@ -132,11 +114,11 @@ Verdict run(const CheckContext& ctx) {
   const std::optional<double> floor = ctx.options.min_busbw_gbps;
   if (floor && (c.repeats <= 0 || !(c.busbw_gbps > 0))) {
     return Verdict::unknown("the all_reduce was correct, but its bandwidth was not measured (" + std::to_string(c.repeats) +
-                                " timed repeats): --min-busbw " + g(*floor) + " GB/s cannot be judged",
+                                " timed repeats): --min-busbw " + general(*floor) + " GB/s cannot be judged",
                             "Give the run more time (--timeout) so the timed repeats can run.", ev);
   }
   if (floor && c.busbw_gbps < *floor) {
-    return Verdict::fail("all_reduce busbw is below --min-busbw " + g(*floor) + " GB/s: " + measured(c) + mpi_note,
+    return Verdict::fail("all_reduce busbw is below --min-busbw " + general(*floor) + " GB/s: " + measured(c) + mpi_note,
                          mpi ? "This was MPI over the hosts' network, not the GPUs: a floor meant for a GPU fabric does not "
                                "apply; lower --min-busbw for CPU-only nodes."
                              : "Find the slow link: compare with `all_reduce_perf -b " + std::to_string(c.bytes) + " -e " +
@@ -146,7 +128,7 @@ Verdict run(const CheckContext& ctx) {
                          ev);
   }
   return Verdict::pass("the all_reduce was correct on every participant: " + measured(c) +
-                           (floor ? " (≥ --min-busbw " + g(*floor) + " GB/s)" : std::string()) + mpi_note,
+                           (floor ? " (≥ --min-busbw " + general(*floor) + " GB/s)" : std::string()) + mpi_note,
                        ev);
 }
 

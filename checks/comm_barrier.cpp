@@ -2,19 +2,14 @@
 // comm.barrier (job): a barrier across every rank of the job, with a deadline. When it expires the
 // ranks that did not arrive are named with their host, pid and the last phase they reached: the
 // stuck ones (silent, or stopped before the barrier) first.
-#include <cstdio>
-
 #include "checks/check.hpp"
 #include "checks/comm_ranks.hpp"
+#include "core/text.hpp"
 
 namespace preflight {
 namespace {
 
-std::string secs(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g s", s);
-  return buf;
-}
+std::string secs(double s) { return general(s, 3) + " s"; }
 
 constexpr std::string_view kRealJob =
     " For the training job itself, run with NCCL_DEBUG=INFO (and TORCH_DISTRIBUTED_DEBUG=DETAIL) to see where it stops; "

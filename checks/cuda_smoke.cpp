@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // cuda.smoke: on this rank's GPU, in a contained helper process: init, context, allocate, write a
 // pattern, read it back. A crash (signal), a hang (deadline) or wrong data is a FAIL naming it.
-#include <cstdio>
 
 #include "checks/check.hpp"
 #include "checks/gpu_common.hpp"
@@ -12,11 +11,7 @@ namespace {
 
 constexpr std::string_view kNeedsGpu = "the job needs a GPU";
 
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, s < 10 ? "%.2f s" : "%.1f s", s);
-  return buf;
-}
+std::string seconds_text(double s) { return fixed(s, s < 10 ? 2 : 1) + " s"; }
 
 bool mentions(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
 

@@ -4,7 +4,6 @@
 // included. The model is in kExplain.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "checks/check.hpp"
 #include "core/text.hpp"
@@ -65,9 +64,7 @@ std::string format_params(std::uint64_t n) {
   static constexpr std::pair<double, const char*> kScales[] = {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}};
   for (const auto& [scale, suffix] : kScales) {
     if (static_cast<double>(n) >= scale) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.1f", static_cast<double>(n) / scale);
-      std::string s = buf;
+      std::string s = fixed(static_cast<double>(n) / scale, 1);
       if (s.ends_with(".0")) s.resize(s.size() - 2);
       return s + suffix;
     }

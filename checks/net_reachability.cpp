@@ -3,7 +3,6 @@
 // bootstrap address, the interface and address NCCL on rank 0 would put into its unique id. A rank
 // that cannot is a job that hangs or fails in ncclCommInitRank.
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <set>
 
@@ -182,9 +181,8 @@ Verdict run(const CheckContext& ctx) {
   ev["undelivered"] = undelivered;
   ev["slowest_ms"] = slowest;
   if (b.status() == Status::Pass) {
-    char ms[32];
-    std::snprintf(ms, sizeof ms, "%.1f", slowest);
-    b.note("all " + std::to_string(ok.size()) + " ranks opened a TCP connection to " + where + " (slowest " + ms + " ms)");
+    b.note("all " + std::to_string(ok.size()) + " ranks opened a TCP connection to " + where + " (slowest " +
+           fixed(slowest, 1) + " ms)");
   }
   return b.build();
 }

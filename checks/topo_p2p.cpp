@@ -5,7 +5,6 @@
 // against that topology. Without the driver, the matrix comes from the hwloc topology alone.
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -64,11 +63,7 @@ double floor_gbps(int nvlinks, const std::string& path) {
   return 1.5;
 }
 
-std::string gbps_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, v >= 100 ? "%.0f" : "%.1f", v);
-  return buf;
-}
+std::string gbps_text(double v) { return fixed(v, v >= 100 ? 0 : 1); }
 
 /// A GPU of the matrix, from NVML or from the topology.
 struct Node {

@@ -14,7 +14,6 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -81,12 +80,6 @@ void set_nonblocking(int fd) {
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-std::string one_decimal(double seconds) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", seconds);
-  return buf;
 }
 
 /// The environment for the helper: ours with `extra` applied ("NAME=value" sets, "NAME" removes).
@@ -442,15 +435,15 @@ std::string ContainedResult::describe() const {
       if (exit_code < 0) return "exited (status unknown)";
       return "exited with status " + std::to_string(exit_code);
     case ContainedOutcome::Signaled:
-      return "crashed with " + signal_name + " after " + one_decimal(elapsed_s) + " s";
+      return "crashed with " + signal_name + " after " + fixed(elapsed_s, 1) + " s";
     case ContainedOutcome::TimedOut:
-      return "did not finish within " + one_decimal(deadline_s) + " s (killed" +
+      return "did not finish within " + fixed(deadline_s, 1) + " s (killed" +
              (reaped ? std::string(")") : std::string(", but it did not die)"));
     case ContainedOutcome::SpawnFailed:
       return std::string("could not start: ") + std::strerror(spawn_errno);
     case ContainedOutcome::OutputTooLarge:
       return "wrote more than " + format_bytes(max_output) + " on its output (killed after " +
-             one_decimal(elapsed_s) + " s)";
+             fixed(elapsed_s, 1) + " s)";
   }
   return "unknown outcome";
 }

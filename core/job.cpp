@@ -3,7 +3,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
+
+#include "core/text.hpp"
 
 namespace preflight {
 namespace {
@@ -44,11 +45,7 @@ std::string JobFacts::describe_rank(int rank) const {
     if (!s.heard) return "rank " + std::to_string(rank) + " (never heard from)";
     std::string out = "rank " + std::to_string(rank) + " (" + (s.host.empty() ? std::string("?") : s.host) + ", pid " +
                       std::to_string(s.pid) + ", last phase " + to_string(s.last_phase);
-    if (s.silent_s >= 1.5) {
-      char buf[48];
-      std::snprintf(buf, sizeof buf, ", silent %.1f s", s.silent_s);
-      out += buf;
-    }
+    if (s.silent_s >= 1.5) out += ", silent " + fixed(s.silent_s, 1) + " s";
     return out + ")";
   }
   return "rank " + std::to_string(rank);

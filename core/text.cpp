@@ -126,6 +126,22 @@ std::string format_bytes(std::uint64_t bytes) {
   return buf;
 }
 
+std::string fixed(double v, int digits) {
+  char buf[64];
+  const int n = std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  if (n >= 0 && static_cast<std::size_t>(n) < sizeof buf) return buf;
+  std::string out(static_cast<std::size_t>(n > 0 ? n : 0) + 1, '\0');  // a huge number: %f has every digit
+  std::snprintf(out.data(), out.size(), "%.*f", digits, v);
+  out.pop_back();
+  return out;
+}
+
+std::string general(double v, int precision) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+  return buf;
+}
+
 bool glob_match(std::string_view pattern, std::string_view text) {
   std::size_t p = 0, t = 0, star = std::string_view::npos, mark = 0;
   while (t < text.size()) {

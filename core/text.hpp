@@ -28,6 +28,12 @@ std::optional<std::uint64_t> parse_size(std::string_view s);
 /// "64 MiB", "1.1 GiB", "512 B": binary units, at most one decimal.
 std::string format_bytes(std::uint64_t bytes);
 
+/// A number with `digits` decimals, as printf's "%.*f": fixed(1.25, 1) == "1.2", fixed(3, 0) == "3".
+std::string fixed(double v, int digits);
+
+/// A number with `precision` significant digits, as printf's "%.*g": general(0.0001234, 3) == "0.000123".
+std::string general(double v, int precision = 6);
+
 /// Shell-style glob on check ids: '*' any run, '?' one character.
 bool glob_match(std::string_view pattern, std::string_view text);
 

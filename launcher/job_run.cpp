@@ -693,9 +693,7 @@ class JobRun {
                     duration<double>(deadline - m_start).count(), since(m_start));
       return buf;
     }
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f s of the start", duration<double>(deadline - m_start).count());
-    return buf;
+    return fixed(duration<double>(deadline - m_start).count(), 1) + " s of the start";
   }
 
   const Options& m_options;

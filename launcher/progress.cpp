@@ -3,8 +3,7 @@
 
 #include <unistd.h>
 
-#include <cstdio>
-
+#include "core/text.hpp"
 #include "launcher/output.hpp"
 
 namespace preflight {
@@ -34,12 +33,10 @@ bool progress_wanted(const Options& options, const EnvSnapshot& env) {
 
 std::string progress_text(const std::string& phase, const std::string& detail, int arrived, int world, double seconds,
                           const std::string& unit) {
-  char elapsed[32];
-  std::snprintf(elapsed, sizeof elapsed, "%.1f s", seconds);
   std::string out = "preflight: " + phase;
   if (!detail.empty()) out += " (" + detail + ")";
   if (world > 1) out += " · " + std::to_string(arrived) + "/" + std::to_string(world) + " " + unit;
-  return out + " · " + elapsed;
+  return out + " · " + fixed(seconds, 1) + " s";
 }
 
 ProgressLine::ProgressLine(bool enabled, int world, std::function<int()> arrived, int fd, std::string unit)

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -36,11 +35,7 @@ ProbeError helper_failure(const ContainedResult& result, const ContainedJson& pa
 /// "exited with status 0 after 0.3 s", "crashed with SIGSEGV after 0.2 s".
 std::string describe_run(const ContainedResult& result) {
   std::string text = result.describe();
-  if (result.outcome == ContainedOutcome::Exited) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, " after %.1f s", result.elapsed_s);
-    text += buf;
-  }
+  if (result.outcome == ContainedOutcome::Exited) text += " after " + fixed(result.elapsed_s, 1) + " s";
   return text;
 }
 

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,12 +20,6 @@ namespace {
 
 constexpr char kHelper[] = "preflight-gpu-probe";
 using Copies = Probed<std::vector<PeerCopy>>;
-
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", s);
-  return buf;
-}
 
 std::string bus_of(const std::vector<CudaDevice>& devices, int ordinal) {
   for (const CudaDevice& d : devices)
@@ -75,7 +68,7 @@ Copies parse_peer_copies(const ContainedResult& result, const std::vector<CudaDe
     c.seconds = result.elapsed_s;
     if (result.outcome == ContainedOutcome::TimedOut) {
       c.failed_step = "deadline";
-      c.error = "did not finish within " + seconds_text(result.deadline_s) + " (the helper was killed)";
+      c.error = "did not finish within " + fixed(result.deadline_s, 1) + " s" + " (the helper was killed)";
     } else if (result.outcome == ContainedOutcome::Signaled) {
       c.failed_step = "crash";
       c.error = "the helper died of " + result.signal_name + " during this copy";
@@ -141,9 +134,7 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
   // the others done) before the run's deadline kills it.
   const double run_s = std::chrono::duration<double>(request.deadline).count();
   const double pair_s = std::max(0.1, std::min(5.0, run_s / 2));
-  char pair_text[32];
-  std::snprintf(pair_text, sizeof pair_text, "%.2f", pair_s);
-  request.args = {"p2p", "--bytes", kPeerCopyBytes, "--pair-timeout", pair_text};
+  request.args = {"p2p", "--bytes", kPeerCopyBytes, "--pair-timeout", fixed(pair_s, 2)};
   const std::string source = std::string(kHelper) + " p2p --bytes " + kPeerCopyBytes;
   const ContainedResult result = run_contained(request);
   d.helper += (d.helper.empty() ? "" : "; ") + std::string("p2p: ") + result.describe();

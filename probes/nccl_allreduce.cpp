@@ -28,18 +28,6 @@ std::string helper_of(const NcclHelperSetup& setup) {
   return setup.helper.empty() ? helper_path(kHelper) : setup.helper;
 }
 
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", s);
-  return buf;
-}
-
-std::string gbps_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB/s", v);
-  return buf;
-}
-
 std::string size_text(std::uint64_t bytes) {
   char buf[32];
   if (bytes >= (std::uint64_t{1} << 30) && bytes % (std::uint64_t{1} << 30) == 0) {
@@ -164,9 +152,9 @@ NcclRankOutcome parse_nccl_rank_outcome(const ContainedResult& result, int rank,
     if (!have_error) {
       o.expired = true;
       o.step = o.last_step.empty() ? (started ? "init" : "start") : o.last_step;
-      o.error = "the helper did not finish within " + seconds_text(result.deadline_s) + " (killed) during " + o.step;
+      o.error = "the helper did not finish within " + fixed(result.deadline_s, 1) + " s" + " (killed) during " + o.step;
     } else if (o.step != "verify") {
-      o.error += "; then the helper did not exit within " + seconds_text(result.deadline_s) + " (killed)";
+      o.error += "; then the helper did not exit within " + fixed(result.deadline_s, 1) + " s" + " (killed)";
     }
   } else if (result.outcome == ContainedOutcome::Signaled && !ended) {
     o.ok = false;
@@ -194,8 +182,7 @@ NcclRankOutcome parse_nccl_rank_outcome(const ContainedResult& result, int rank,
 
 NcclRankOutcome run_nccl_allreduce(const NcclAllreduceRequest& r) {
   const std::chrono::milliseconds own = nccl_helper_deadline(r.deadline);
-  char timeout_text[32];
-  std::snprintf(timeout_text, sizeof timeout_text, "%.3f", std::chrono::duration<double>(own).count());
+  const std::string timeout_text = fixed(std::chrono::duration<double>(own).count(), 3);
   ContainedRequest request;
   request.executable = helper_of(r.setup);
   request.args = {"nccl-allreduce", "--id",      r.id_hex,      "--rank",  std::to_string(r.rank),
@@ -249,7 +236,7 @@ CommResult combine_nccl_outcomes(const std::vector<NcclRankOutcome>& outcomes, i
   }
   if (c.completed) {
     c.note = std::to_string(nranks) + " rank" + (nranks == 1 ? "" : "s") + ", " + size_text(c.bytes) + ", best of " +
-             std::to_string(c.repeats) + ": algbw " + gbps_text(c.algbw_gbps) + ", busbw " + gbps_text(c.busbw_gbps);
+             std::to_string(c.repeats) + ": algbw " + fixed(c.algbw_gbps, 1) + " GB/s" + ", busbw " + fixed(c.busbw_gbps, 1) + " GB/s";
   } else if (!c.errors.empty()) {
     c.note = c.errors.front();
     if (c.errors.size() > 1) c.note += " (and " + std::to_string(c.errors.size() - 1) + " more)";

@@ -7,7 +7,6 @@
 #include <libxml/xmlwriter.h>
 
 #include <chrono>
-#include <cstdio>
 #include <ctime>
 #include <memory>
 #include <stdexcept>
@@ -68,11 +67,7 @@ std::string body(const CheckResult& r) {
 }
 
 /// Seconds with millisecond precision, as JUnit readers expect ("0.042").
-std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", s > 0 ? s : 0.0);
-  return buf;
-}
+std::string seconds_text(double s) { return fixed(s > 0 ? s : 0.0, 3); }
 
 /// ISO 8601 UTC, seconds precision: when the run started.
 std::string timestamp_text(const Report& report) {
@@ -86,7 +81,11 @@ std::string timestamp_text(const Report& report) {
   return buf;
 }
 
-bool is_failure(Status s, bool strict) { return s == Status::Fail || s == Status::Unknown || (s == Status::Warn && strict); }
+/// A failing case: a FAIL (a WARN under --strict) or an UNKNOWN, which fails the run too (exit 3).
+bool is_failure(Status s, bool strict) {
+  const Status counted = counted_as(s, strict);
+  return counted == Status::Fail || counted == Status::Unknown;
+}
 
 }  // namespace
 

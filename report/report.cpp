@@ -9,21 +9,24 @@ Counts count(const Report& report) {
   return c;
 }
 
+Status counted_as(Status s, bool strict) { return strict && s == Status::Warn ? Status::Fail : s; }
+
 int exit_code(const Report& report, bool strict) {
   if (report.deadline_expired) return 4;
-  const Counts c = count(report);
-  if (c.of(Status::Fail) > 0 || (strict && c.of(Status::Warn) > 0)) return 1;
-  if (c.of(Status::Unknown) > 0) return 3;
-  return 0;
+  bool unknown = false;
+  for (const CheckResult& r : report.results) {
+    const Status s = counted_as(r.verdict.status, strict);
+    if (s == Status::Fail) return 1;
+    unknown = unknown || s == Status::Unknown;
+  }
+  return unknown ? 3 : 0;
 }
 
 Status overall(const Report& report, bool strict) {
   Status s = Status::Pass;
   for (const CheckResult& r : report.results) {
-    Status st = r.verdict.status;
-    if (st == Status::Skip) continue;
-    if (strict && st == Status::Warn) st = Status::Fail;
-    s = worst(s, st);
+    if (r.verdict.status == Status::Skip) continue;
+    s = worst(s, counted_as(r.verdict.status, strict));
   }
   if (report.deadline_expired) s = worst(s, Status::Fail);
   return s;

@@ -73,6 +73,11 @@ struct Counts {
 
 Counts count(const Report& report);
 
+/// The status a result counts as: under --strict a WARN counts as a FAIL (SPEC §3); every other
+/// status, and every status without --strict, counts as itself. The exit code, the overall status,
+/// JUnit's failures and the text view's "what to fix first" all judge by it.
+Status counted_as(Status s, bool strict);
+
 /// SPEC §3: 0 clean (WARN allowed unless strict), 1 any FAIL (or WARN with strict), 3 UNKNOWN and
 /// no FAIL, 4 a deadline expired.
 int exit_code(const Report& report, bool strict);

@@ -3,7 +3,6 @@
 // non-PASS line, evidence with -v, and one summary line with the counts and the duration.
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -111,7 +110,7 @@ std::string fix_first(const Report& report, const Options& options, bool color) 
   }
   if (todo.empty()) return {};
   const auto rank_of = [&options](Status s) {
-    if (s == Status::Fail || (s == Status::Warn && options.strict)) return 0;
+    if (counted_as(s, options.strict) == Status::Fail) return 0;
     return s == Status::Unknown ? 1 : 2;
   };
   std::stable_sort(todo.begin(), todo.end(),
@@ -182,8 +181,7 @@ std::string render_text(const Report& report, const Options& options, bool color
 
   const Counts c = count(report);
   const Status all = overall(report, options.strict);
-  char duration[32];
-  std::snprintf(duration, sizeof duration, "%.2f s", report.duration_ms / 1000.0);
+  const std::string duration = fixed(report.duration_ms / 1000.0, 2) + " s";
   out << "\n"
       << paint(to_string(all), color_of(all), color) << ": " << c.of(Status::Pass) << " PASS · " << c.of(Status::Warn)
       << " WARN · " << c.of(Status::Fail) << " FAIL · " << c.of(Status::Skip) << " SKIP · " << c.of(Status::Unknown)

@@ -37,6 +37,15 @@ TEST(ExitCode, FollowsTheContract) {
   EXPECT_EQ(exit_code(report_with({}), false), 0);
 }
 
+TEST(ExitCode, StrictCountsAWarnAsAFailAndNothingElse) {
+  for (Status s : kStatuses) {
+    EXPECT_EQ(counted_as(s, false), s) << to_string(s);
+    EXPECT_EQ(counted_as(s, true), s == Status::Warn ? Status::Fail : s) << to_string(s);
+  }
+  // An UNKNOWN beside a WARN: exit 3 without --strict, 1 with it (the WARN is a FAIL).
+  EXPECT_EQ(exit_code(report_with({Status::Warn, Status::Unknown}), true), 1);
+}
+
 TEST(ExitCode, OverallStatusIgnoresSkipAndHonoursStrict) {
   EXPECT_EQ(overall(report_with({Status::Pass, Status::Skip}), false), Status::Pass);
   EXPECT_EQ(overall(report_with({Status::Warn}), false), Status::Warn);

@@ -49,6 +49,22 @@ TEST(Text, FormatBytes) {
   EXPECT_EQ(format_bytes(8ull << 30), "8 GiB");
 }
 
+TEST(Text, FixedAndGeneralNumbers) {
+  EXPECT_EQ(fixed(1.25, 1), "1.2");  // printf's rounding (1.25 is exact: to even)
+  EXPECT_EQ(fixed(0.0424, 3), "0.042");
+  EXPECT_EQ(fixed(99.96, 1), "100.0");
+  EXPECT_EQ(fixed(123.4, 0), "123");
+  EXPECT_EQ(fixed(-0.5, 2), "-0.50");
+  const std::string huge = fixed(1e300, 1);  // longer than any small buffer: every digit kept
+  EXPECT_EQ(huge.size(), 303u);
+  EXPECT_EQ(huge.substr(0, 2), "10");
+  EXPECT_EQ(huge.substr(huge.size() - 2), ".0");
+  EXPECT_EQ(general(0.000123456, 3), "0.000123");
+  EXPECT_EQ(general(12345678.0, 3), "1.23e+07");
+  EXPECT_EQ(general(25.0), "25");
+  EXPECT_EQ(general(0.5), "0.5");
+}
+
 TEST(Text, GlobMatch) {
   EXPECT_TRUE(glob_match("net.*", "net.ib"));
   EXPECT_TRUE(glob_match("*", "shm.capacity"));
