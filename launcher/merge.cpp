@@ -79,8 +79,9 @@ int rank_number(const std::string& path, const json& value, const std::string& w
 
 std::string host_of(const RankFacts& f) { return f.identity.hostname.empty() ? std::string("?") : f.identity.hostname; }
 
-/// A directory stands for every *.json file in it, by name.
-std::vector<std::string> expand(const std::vector<std::string>& paths) {
+}  // namespace
+
+std::vector<std::string> result_files(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const std::string& p : paths) {
     std::error_code ec;
@@ -102,12 +103,11 @@ std::vector<std::string> expand(const std::vector<std::string>& paths) {
   return out;
 }
 
-/// Files read so far by the running merge (its progress line reads it from another thread).
-std::atomic<int> g_files_read{0};
+namespace {
 
-/// Reads every file on up to kMaxReaders threads; the first bad file in the order given is the
-/// error reported.
-std::vector<ResultFile> read_all(const std::vector<std::string>& paths) {
+/// Reads every file on up to kMaxReaders threads, counting each one read in `files_read` (when
+/// given); the first bad file in the order given is the error reported.
+std::vector<ResultFile> read_all(const std::vector<std::string>& paths, std::atomic<int>* files_read) {
   const std::size_t n = paths.size();
   std::vector<std::optional<ResultFile>> parsed(n);
   std::vector<std::string> errors(n);
@@ -117,7 +117,7 @@ std::vector<ResultFile> read_all(const std::vector<std::string>& paths) {
     for (std::size_t i = next++; i < n && !failed; i = next++) {
       try {
         parsed[i] = read_result_file(paths[i]);
-        g_files_read.fetch_add(1, std::memory_order_relaxed);
+        if (files_read != nullptr) files_read->fetch_add(1, std::memory_order_relaxed);
       } catch (const std::exception& e) {
         errors[i] = e.what();
         failed = true;
@@ -384,10 +384,11 @@ MergedJob merge_files(std::vector<ResultFile> files, const Options& options) {
   return out;
 }
 
-Report merge_report(const Options& options, const std::vector<std::string>& paths, const CompatMatrix* matrix) {
-  const std::vector<std::string> files = expand(paths);
+Report merge_report(const Options& options, const std::vector<std::string>& paths, const CompatMatrix* matrix,
+                    std::atomic<int>* files_read) {
+  const std::vector<std::string> files = result_files(paths);
   if (files.empty()) throw UsageError("merge needs at least one result file: preflight merge FILE...");
-  MergedJob merged = merge_files(read_all(files), options);
+  MergedJob merged = merge_files(read_all(files, files_read), options);
   // --only/--skip select among the files' results as among the checks a run judges.
   std::erase_if(merged.per_rank, [&options](const CheckResult& r) { return !selected(options, r.id); });
   Report report = assemble_report(options, merged.profile, std::move(merged.job), std::move(merged.per_rank), matrix);
@@ -403,11 +404,13 @@ int merge_command(const Options& options, const std::vector<std::string>& files)
   const auto start = std::chrono::steady_clock::now();
   const std::optional<CompatMatrix> matrix = load_matrix(options);
   const EnvSnapshot env = EnvSnapshot::capture(environ);
-  g_files_read = 0;
-  ProgressLine progress(progress_wanted(options, env), static_cast<int>(files.size()),
-                        [] { return g_files_read.load(std::memory_order_relaxed); }, STDERR_FILENO, "files read");
+  // The count the progress line shows is of result files, a directory's counted one by one.
+  const std::vector<std::string> listed = result_files(files);
+  std::atomic<int> read{0};
+  ProgressLine progress(progress_wanted(options, env), static_cast<int>(listed.size()),
+                        [&read] { return read.load(std::memory_order_relaxed); }, STDERR_FILENO, "files read");
   progress.phase("merge");
-  Report report = merge_report(options, files, matrix ? &*matrix : nullptr);
+  Report report = merge_report(options, listed, matrix ? &*matrix : nullptr, &read);
   progress.stop();
   report.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 

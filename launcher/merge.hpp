@@ -6,6 +6,7 @@
 // writer of the per-rank files.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -60,9 +61,15 @@ struct MergedJob {
 /// files, or a file claims an implausible world. Linear in the ranks (hash lookups only).
 MergedJob merge_files(std::vector<ResultFile> files, const Options& options);
 
-/// Reads `paths` (a directory stands for every *.json in it, by name), in parallel, and merges
-/// them into the report, job-scope checks included. Throws UsageError for a bad file.
-Report merge_report(const Options& options, const std::vector<std::string>& paths, const CompatMatrix* matrix);
+/// The result files `paths` name: a file as it is, a directory as every *.json file in it (not
+/// hidden ones), by name. Throws UsageError for a directory that cannot be listed or holds none.
+std::vector<std::string> result_files(const std::vector<std::string>& paths);
+
+/// Reads `paths` (as result_files() lists them), in parallel, and merges them into the report,
+/// job-scope checks included; `files_read`, when given, counts the files read as they are (for a
+/// progress line on another thread). Throws UsageError for a bad file.
+Report merge_report(const Options& options, const std::vector<std::string>& paths, const CompatMatrix* matrix,
+                    std::atomic<int>* files_read = nullptr);
 
 /// The `preflight merge` command: the merged report printed and written like a run's, and the exit
 /// code of SPEC §3 (a bad file: UsageError, exit 2).

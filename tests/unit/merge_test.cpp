@@ -271,7 +271,11 @@ TEST(Merge, SixteenRanksOnTwoHostsGroupTheirVerdicts) {
   }
   Options o;
   o.only = {"shm.capacity", "host.limits", "launch.ranks"};
-  const Report report = merge_report(o, {dir.file("ranks")}, nullptr);
+  // The directory stands for its 16 files, each counted as it is read (the progress line's count).
+  EXPECT_EQ(result_files({dir.file("ranks")}).size(), 16u);
+  std::atomic<int> read{0};
+  const Report report = merge_report(o, {dir.file("ranks")}, nullptr, &read);
+  EXPECT_EQ(read.load(), 16);
   EXPECT_EQ(report.world_size, 16);
   EXPECT_EQ(report.nodes, 2);
   EXPECT_EQ(report.source, "merge");
