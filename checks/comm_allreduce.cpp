@@ -71,7 +71,8 @@ Verdict run(const CheckContext& ctx) {
 
   if (c.expired) {
     const comm::Partition p = comm::partition(j, c.missing, Phase::Allreduce);
-    std::string summary = "the all_reduce did not complete within " + general(c.deadline_s > 0 ? c.deadline_s : c.seconds, 3) + " s over " +
+    const double waited_s = c.deadline_s > 0 ? c.deadline_s : c.seconds;
+    std::string summary = "the all_reduce did not complete within " + general(waited_s, 3) + " s over " +
                           (c.transport.empty() ? std::string("?") : c.transport);
     std::string remedy;
     if (c.missing.empty()) {
@@ -118,7 +119,8 @@ Verdict run(const CheckContext& ctx) {
                             "Give the run more time (--timeout) so the timed repeats can run.", ev);
   }
   if (floor && c.busbw_gbps < *floor) {
-    return Verdict::fail("all_reduce busbw is below --min-busbw " + general(*floor) + " GB/s: " + measured(c) + mpi_note,
+    return Verdict::fail("all_reduce busbw is below --min-busbw " + general(*floor) + " GB/s: " + measured(c) +
+                             mpi_note,
                          mpi ? "This was MPI over the hosts' network, not the GPUs: a floor meant for a GPU fabric does not "
                                "apply; lower --min-busbw for CPU-only nodes."
                              : "Find the slow link: compare with `all_reduce_perf -b " + std::to_string(c.bytes) + " -e " +

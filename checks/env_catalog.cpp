@@ -82,7 +82,8 @@ std::vector<std::string> EnvCatalog::suggestions(std::string_view name, std::siz
     if (spec.is_prefix() || spec.no_effect || !spec.name.starts_with(family)) continue;
     // The distance is at least the difference in length: a long name (an environment variable's
     // name may be kilobytes) is not compared letter by letter with every name of its family.
-    const std::size_t gap = name.size() > spec.name.size() ? name.size() - spec.name.size() : spec.name.size() - name.size();
+    const std::size_t gap =
+        name.size() > spec.name.size() ? name.size() - spec.name.size() : spec.name.size() - name.size();
     if (gap > max_distance) continue;
     const std::size_t d = edit_distance(name, spec.name);
     if (d <= max_distance) scored.emplace_back(d, spec.name);

@@ -236,7 +236,8 @@ CommResult combine_nccl_outcomes(const std::vector<NcclRankOutcome>& outcomes, i
   }
   if (c.completed) {
     c.note = std::to_string(nranks) + " rank" + (nranks == 1 ? "" : "s") + ", " + size_text(c.bytes) + ", best of " +
-             std::to_string(c.repeats) + ": algbw " + fixed(c.algbw_gbps, 1) + " GB/s" + ", busbw " + fixed(c.busbw_gbps, 1) + " GB/s";
+             std::to_string(c.repeats) + ": algbw " + fixed(c.algbw_gbps, 1) + " GB/s, busbw " +
+             fixed(c.busbw_gbps, 1) + " GB/s";
   } else if (!c.errors.empty()) {
     c.note = c.errors.front();
     if (c.errors.size() > 1) c.note += " (and " + std::to_string(c.errors.size() - 1) + " more)";
