@@ -49,7 +49,9 @@ Value cuda_driver_of(const RankFacts& f) {
 
 Value runtimes_of(const RankFacts& f) {
   std::set<std::string> parts;
-  for (const CudaRuntime& r : f.gpu.runtime.runtimes) parts.insert(r.version + " (" + r.kind + ")");
+  for (const CudaRuntime& r : f.gpu.runtime.runtimes) {
+    if (!r.loaded_by.empty()) parts.insert(r.version + " (" + r.kind + ")");  // what the job loads
+  }
   if (parts.empty()) return known("none found");
   return known(join(std::vector<std::string>(parts.begin(), parts.end()), ", "));
 }
@@ -61,7 +63,8 @@ Value nccl_of(const RankFacts& f) {
 
 Value framework_of(const RankFacts& f) {
   std::set<std::string> parts;
-  for (const FrameworkBuild& fw : f.gpu.runtime.frameworks) parts.insert(fw.name + " " + fw.version);
+  for (const FrameworkBuild& fw : f.gpu.runtime.frameworks)
+    parts.insert(fw.name + " " + fw.version + (fw.build == "cpu" ? " (CPU-only)" : ""));
   if (parts.empty()) return known("none found");
   return known(join(std::vector<std::string>(parts.begin(), parts.end()), ", "));
 }

@@ -26,7 +26,9 @@ std::vector<CudaInUse> cudas_in_use(const RuntimeFacts& rt) {
     }
     out.push_back({mm, "CUDA " + mm.str() + " (" + from + ")"});
   };
-  for (const CudaRuntime& r : rt.runtimes) add(r.version, r.detail.empty() ? r.kind : r.detail);
+  for (const CudaRuntime& r : rt.runtimes) {
+    if (job_loads(r)) add(r.version, r.detail.empty() ? r.kind : r.detail);  // what the job loads, not all on disk
+  }
   for (const FrameworkBuild& fw : rt.frameworks) {
     if (!fw.cuda.empty()) add(fw.cuda, fw.name + " " + fw.version);
   }
@@ -169,7 +171,9 @@ Verdict run(const CheckContext& ctx) {
 
 constexpr std::string_view kExplain = R"EXPLAIN(What it reads
   Each GPU's compute capability (NVML, else the CUDA driver API; in the image profile each
-  --target-gpu such as 9.0), the CUDA of every runtime and framework cuda.runtime finds, the
+  --target-gpu such as 9.0), the CUDA of every runtime the job loads (cuda.runtime's model: the
+  framework's own libcudart, --cuda-runtime, else the loader path; a toolkit nothing of the job
+  loads is not judged here) and of each CUDA framework build, the
   framework's compiled architectures where discoverable (torch's arch list: sm_80, sm_90,
   compute_90), and the driver version (or --target-driver). Ranges come from
   matrix/cuda_compute_capability.tsv, architectures from matrix/gpu_arch.tsv.

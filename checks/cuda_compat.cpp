@@ -360,4 +360,45 @@ CudaJudgement judge_cuda_vs_driver(const Version& cuda, std::string_view what_vi
           "Install driver ≥ " + needs->str() + " (CUDA " + r2.str() + "), or use " + build_fix + "."};
 }
 
+GpuPresence gpu_presence(const CheckContext& ctx) {
+  GpuPresence p;
+  if (ctx.profile == Profile::Image) {
+    if (ctx.options.target_cpu_only) return GpuPresence{false, "--target-gpu none (a CPU-only image)"};
+    if (!ctx.options.target_gpus.empty()) return GpuPresence{true, "--target-gpu " + join(ctx.options.target_gpus, ",")};
+    return GpuPresence{true, "an image without --target-gpu none (the image profile assumes GPU nodes)"};
+  }
+  const DriverFacts& d = ctx.facts.gpu.driver;
+  if (const auto* gpus = d.nvml_gpus.value(); gpus != nullptr && !gpus->empty())
+    return GpuPresence{true, std::to_string(gpus->size()) + " GPU" + (gpus->size() == 1 ? "" : "s") + " (NVML)"};
+  if (const auto* devs = d.cuda_devices.value(); devs != nullptr && !devs->empty())
+    return GpuPresence{true, std::to_string(devs->size()) + " CUDA device" + (devs->size() == 1 ? "" : "s")};
+  if (const auto* fns = ctx.facts.pcie.functions.value()) {
+    std::size_t n = 0;
+    for (const PciFunction& f : *fns) {
+      if (f.kind == "gpu" && f.vendor_device.starts_with("10de:")) ++n;
+    }
+    if (n > 0) return GpuPresence{true, std::to_string(n) + " NVIDIA GPU" + (n == 1 ? "" : "s") + " on the PCI bus"};
+    if (d.nvml_gpus.value() != nullptr || d.cuda_devices.value() != nullptr)
+      return GpuPresence{false, "no GPU (NVML, CUDA and the PCI bus show none)"};
+    return GpuPresence{false, "no NVIDIA GPU on the PCI bus"};
+  }
+  return p;
+}
+
+std::vector<const FrameworkBuild*> cuda_frameworks(const RuntimeFacts& rt) {
+  std::vector<const FrameworkBuild*> out;
+  for (const FrameworkBuild& fw : rt.frameworks) {
+    if (!trimmed(fw.cuda).empty()) out.push_back(&fw);
+  }
+  return out;
+}
+
+std::vector<const FrameworkBuild*> cpu_frameworks(const RuntimeFacts& rt) {
+  std::vector<const FrameworkBuild*> out;
+  for (const FrameworkBuild& fw : rt.frameworks) {
+    if (trimmed(fw.cuda).empty() && fw.build != "rocm") out.push_back(&fw);
+  }
+  return out;
+}
+
 }  // namespace preflight

@@ -83,6 +83,21 @@ CudaJudgement judge_cuda_vs_driver(const Version& cuda, std::string_view what, c
                                    const GpusView& gpus, const CompatMatrix& m,
                                    std::string_view build_noun = "a framework build");
 
+/// Whether the job will have GPUs: the node's (NVML, else CUDA, else NVIDIA functions on the PCI
+/// bus), or in the image profile the --target-gpu list (--target-gpu none: a CPU-only image).
+struct GpuPresence {
+  std::optional<bool> has_gpus;  // nullopt: could not be told
+  std::string text;              // "8 GPUs (NVML)", "--target-gpu none (a CPU-only image)"
+};
+GpuPresence gpu_presence(const CheckContext& ctx);
+
+/// The one model of what the job loads (probes/cuda_runtime_probe.cpp resolves it): a runtime row
+/// the job loads (its framework's, --cuda-runtime, or the loader path when no framework is found).
+inline bool job_loads(const CudaRuntime& r) { return !r.loaded_by.empty(); }
+/// The CUDA builds of the frameworks found ("torch 2.5.1+cu124"), and the CPU-only ones.
+std::vector<const FrameworkBuild*> cuda_frameworks(const RuntimeFacts& rt);
+std::vector<const FrameworkBuild*> cpu_frameworks(const RuntimeFacts& rt);
+
 /// "5.0–12.1" for a compute-capability range row.
 std::string cc_range_text(const CcRangeRow& row);
 

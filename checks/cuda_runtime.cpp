@@ -18,7 +18,7 @@ std::string join_list(const std::vector<std::string>& items, std::string_view se
 
 std::string runtime_label(const CudaRuntime& r) {
   std::string s = "CUDA " + r.version + " (" + (r.detail.empty() ? r.kind : r.detail);
-  if (!r.path.empty()) s += " at " + r.path;
+  if (!r.path.empty() && s.find(r.path) == std::string::npos) s += " at " + r.path;
   return s + ")";
 }
 
@@ -98,6 +98,81 @@ void check_nvidia_require(const CheckContext& ctx, const DriverView& driver, con
   }
 }
 
+// "torch 2.5.1+cu124 uses its own CUDA 12.4.127": what the job loads instead, for the finding
+// about a runtime nothing of the job loads.
+std::string what_the_job_uses(const RuntimeFacts& rt) {
+  std::vector<std::string> parts;
+  for (const CudaRuntime& r : rt.runtimes) {
+    if (!job_loads(r)) continue;
+    if (r.kind == "torch") parts.push_back(r.loaded_by + " uses its own CUDA " + r.version);
+    else if (r.kind == "explicit") parts.push_back("the job loads CUDA " + r.version + " (--cuda-runtime " + r.path + ")");
+  }
+  if (parts.empty()) {
+    for (const FrameworkBuild* fw : cpu_frameworks(rt)) parts.push_back("torch " + fw->version + " is a CPU-only build");
+  }
+  return parts.empty() ? std::string("nothing of the job loads it") : join(parts, "; ");
+}
+
+// A runtime on the node that nothing of the job loads: reported, WARN at most.
+void judge_unloaded(const CudaRuntime& r, const Version& v, const DriverView& driver, const GpusView& gpus,
+                    const RuntimeFacts& rt, const CompatMatrix& m, VerdictBuilder& b, nlohmann::json& row) {
+  const CudaJudgement j = judge_cuda_vs_driver(v, runtime_label(r), driver, gpus, m);
+  row["status"] = to_string(j.status == Status::Fail ? Status::Warn : Status::Pass);
+  row["rule"] = j.rule;
+  row["loaded"] = false;
+  const std::string uses = what_the_job_uses(rt);
+  if (j.status != Status::Fail) {
+    b.note(runtime_label(r) + " is not loaded by the job (" + uses + ")");
+    return;
+  }
+  const std::optional<Version> need = m.min_driver_for(v);
+  const std::string what = r.kind == "toolkit" ? "the CUDA " + v.truncated(2).str() + " toolkit (" + r.path + ")"
+                                               : runtime_label(r);
+  b.add(Status::Warn,
+        what + " needs driver ≥ " + (need ? need->str() : std::string("?")) + ", newer than " + driver.label() +
+            ": what is built with it (nvcc, torch.utils.cpp_extension, Triton/JIT extensions) will fail; " + uses,
+        "Build extensions with a toolkit for CUDA ≤ " + (driver.cuda ? driver.cuda->str() : std::string("the driver's")) +
+            " (or install driver ≥ " + (need ? need->str() : std::string("its minimum")) + "); nothing needs to change for "
+            "the framework itself.");
+}
+
+// A CPU-only framework where the job will have GPUs: it cannot use them nor the NCCL backend.
+void judge_cpu_frameworks(const CheckContext& ctx, const RuntimeFacts& rt, const DriverView& driver,
+                          const CompatMatrix& m, VerdictBuilder& b) {
+  const std::vector<const FrameworkBuild*> cpu = cpu_frameworks(rt);
+  if (cpu.empty() || !cuda_frameworks(rt).empty()) return;
+  const GpuPresence gpus = gpu_presence(ctx);
+  for (const FrameworkBuild* fw : cpu) {
+    const std::string label = "torch " + fw->version + " (" + fw->path + ") is a CPU-only build (torch.version.cuda = None)";
+    if (gpus.has_gpus && !*gpus.has_gpus) {
+      b.note(label + ", and the job has " + gpus.text + ": consistent");
+      continue;
+    }
+    std::string fix;
+    const TorchBuildRow* build = driver.cuda ? m.torch_build_for(*driver.cuda) : nullptr;
+    if (build != nullptr) {
+      fix = "Install a CUDA build of torch for " + driver.label() + " in the job's environment: pip install torch "
+            "--index-url " + build->index_url + " (CUDA " + build->cuda.str() + " ≤ the driver's " + driver.cuda->str() + ")";
+    } else if (driver.cuda) {
+      fix = "No PyTorch CUDA build in the matrix runs on " + driver.label() + ": upgrade the driver, then install a "
+            "CUDA build of torch (https://pytorch.org/get-started/locally/)";
+    } else {
+      fix = "Install a CUDA build of torch matching the driver (pip install torch --index-url "
+            "https://download.pytorch.org/whl/cuXYZ, XYZ ≤ the driver's CUDA; https://pytorch.org/get-started/locally/)";
+    }
+    fix += "; a distribution's torch package may be a CPU build (Debian's python3-torch is).";
+    if (ctx.profile == Profile::Image) fix += " If the image is meant to run without GPUs, say so with --target-gpu none.";
+    if (!gpus.has_gpus) {
+      b.add(Status::Unknown, label + "; whether the job will have GPUs could not be told", fix);
+      continue;
+    }
+    b.add(Status::Fail,
+          label + ": the job cannot use " + gpus.text + " (torch.cuda.is_available() is False) nor the NCCL backend "
+              "(\"Distributed package doesn't have NCCL built in\")",
+          fix);
+  }
+}
+
 Verdict run(const CheckContext& ctx) {
   const CompatMatrix& m = compat_matrix(ctx);
   const RuntimeFacts& rt = ctx.facts.gpu.runtime;
@@ -108,7 +183,29 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["driver"] = driver.evidence();
   b.evidence()["searched"] = rt.searched;
   if (!rt.problems.empty()) b.evidence()["problems"] = rt.problems;
+  if (rt.python) b.evidence()["python"] = *rt.python;
+  if (!rt.frameworks.empty()) b.evidence()["frameworks"] = rt.frameworks;
 
+  if (rt.python && !rt.python->error.empty()) {
+    b.add(Status::Unknown, "the job's interpreter could not be asked where it imports from: " + rt.python->error,
+          "Check that " + rt.python->exe + " runs (" + rt.python->exe + " -c 'import sys; print(sys.path)'), or name "
+          "the environment with --site-packages DIR.");
+  }
+  judge_cpu_frameworks(ctx, rt, driver, m, b);
+
+  // A CUDA build of the framework whose own libcudart the loader cannot find: `import torch` fails.
+  for (const FrameworkBuild* fw : cuda_frameworks(rt)) {
+    if (fw->library.empty() || !fw->cudart_path.empty() || fw->cudart_soname.empty()) continue;
+    b.add(Status::Fail,
+          "torch " + fw->version + " needs " + fw->cudart_soname + " (" + fw->library + ") and the loader finds it "
+              "nowhere (" + join_list(fw->searched) + "): import torch fails with \"" + fw->cudart_soname +
+              ": cannot open shared object file\"",
+          "Reinstall the framework with its CUDA wheels (pip install --force-reinstall torch, which pulls "
+          "nvidia-cuda-runtime-cu" + std::to_string(Version::parse(trim_copy(fw->cuda))->major()) + "), or put the "
+          "directory holding " + fw->cudart_soname + " on LD_LIBRARY_PATH.");
+  }
+
+  const bool cpu_only_reported = !cpu_frameworks(rt).empty() && cuda_frameworks(rt).empty();
   if (rt.runtimes.empty()) {
     const std::string searched = rt.searched.empty() ? std::string("nothing") : join_list(rt.searched);
     if (!rt.problems.empty()) {
@@ -116,21 +213,28 @@ Verdict run(const CheckContext& ctx) {
             "no CUDA runtime found, but some files could not be read (" + join_list(rt.problems, "; ") + "); searched: " +
                 searched,
             "Make the named files readable to this user, or name the runtime with --cuda-runtime LIB.");
-    } else {
+    } else if (!cpu_only_reported) {
       b.add(Status::Warn, "no CUDA runtime found where the job will look (searched: " + searched + ")",
             "Install the framework's CUDA build (e.g. a torch cuXXX wheel) or a CUDA toolkit where the job runs, or "
             "point preflight at it: --site-packages DIR, --python EXE or --cuda-runtime LIB.");
     }
   } else if (!driver.cuda) {
     std::vector<std::string> names;
-    for (const CudaRuntime& r : rt.runtimes) names.push_back(runtime_label(r));
+    for (const CudaRuntime& r : rt.runtimes) {
+      if (job_loads(r)) names.push_back(runtime_label(r));
+    }
     b.evidence()["runtimes"] = rt.runtimes;
-    return Verdict::unknown(
-        "cannot judge " + join_list(names, ", ") + ": " + driver.why +
-            (driver.image ? std::string() : std::string("; driver.loaded reports the driver itself")),
-        driver.image ? "Pass --target-driver VERSION (the fleet's driver, e.g. --target-driver 535.104.05)."
-                     : "Make the NVIDIA driver visible to the job (see driver.loaded), then rerun.",
-        b.evidence());
+    if (names.empty() && b.status() == Status::Pass) {
+      b.add(Status::Skip, "the job loads no CUDA runtime (" + what_the_job_uses(rt) + ") and there is no driver to judge "
+            "the others against: " + driver.why);
+    } else if (!names.empty()) {
+      b.add(Status::Unknown,
+            "cannot judge " + join_list(names, ", ") + ": " + driver.why +
+                (driver.image ? std::string() : std::string("; driver.loaded reports the driver itself")),
+            driver.image ? "Pass --target-driver VERSION (the fleet's driver, e.g. --target-driver 535.104.05)."
+                         : "Make the NVIDIA driver visible to the job (see driver.loaded), then rerun.");
+    }
+    return b.build();
   }
 
   nlohmann::json judged = nlohmann::json::array();
@@ -139,10 +243,15 @@ Verdict run(const CheckContext& ctx) {
     nlohmann::json row = r;
     const std::optional<Version> v = Version::parse(trim_copy(r.version));
     if (!v) {
-      b.add(Status::Unknown,
-            "the CUDA runtime version '" + r.version + "' read from " + r.path + " (" + r.kind + ") is not a version",
-            "Check that file (a broken install?), or name the runtime with --cuda-runtime LIB.");
-      row["status"] = "UNKNOWN";
+      const Status s = job_loads(r) ? Status::Unknown : Status::Pass;
+      b.add(s, "the CUDA runtime version '" + r.version + "' read from " + r.path + " (" + r.kind + ") is not a version",
+            job_loads(r) ? "Check that file (a broken install?), or name the runtime with --cuda-runtime LIB." : "");
+      row["status"] = to_string(s);
+      judged.push_back(std::move(row));
+      continue;
+    }
+    if (!job_loads(r)) {
+      judge_unloaded(r, *v, driver, gpus, rt, m, b, row);
       judged.push_back(std::move(row));
       continue;
     }
@@ -151,6 +260,7 @@ Verdict run(const CheckContext& ctx) {
     if (j.rule == "minor-version") check_sass_under_minor_compat(*v, driver, gpus, rt, m, sass_checked, b);
     row["status"] = to_string(j.status);
     row["rule"] = j.rule;
+    row["loaded"] = true;
     if (const std::optional<Version> need = m.min_driver_for(*v)) row["min_driver"] = need->str();
     judged.push_back(std::move(row));
   }
@@ -161,14 +271,23 @@ Verdict run(const CheckContext& ctx) {
 }
 
 constexpr std::string_view kExplain = R"EXPLAIN(What it reads
-  Every CUDA runtime the job will load, found without running Python: the CUDA toolkit
-  (version.json), libcudart.so.* on the loader path, the framework's CUDA (torch/version.py), the
-  nvidia-cuda-runtime wheels, the container's CUDA_VERSION, and --cuda-runtime LIB. Against it:
-  the driver's CUDA (cuDriverGetVersion: 12020 = 12.2) and the driver version (NVML, else
-  /proc/driver/nvidia/version); in the image profile, --target-driver and the CUDA its branch
-  reports (matrix/driver_branch_cuda.tsv). Minimum drivers come from matrix/cuda_toolkit_driver.tsv
-  and matrix/cuda_minor_compat.tsv. Also NVIDIA_REQUIRE_CUDA, evaluated as the NVIDIA container
-  runtime does (unless NVIDIA_DISABLE_REQUIRE is set).
+  What the job loads, found without importing the framework: torch/version.py in the job's
+  environment (--python EXE is asked for its sys.path in a contained child with a deadline;
+  --site-packages DIR; else the virtualenv, conda, /usr/local and Debian/Ubuntu dist-packages
+  directories), then the libcudart torch's own library needs (torch/lib/libtorch_cuda.so: its
+  DT_NEEDED libcudart.so.N, resolved as ld.so does from its DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH,
+  ld.so.conf and the default directories; the nvidia-cuda-runtime wheel's version where that is
+  the file). --cuda-runtime LIB names a runtime the job loads. Only when neither exists does the
+  loader path (libcudart.so.* on LD_LIBRARY_PATH and ld.so.conf) and the CUDA toolkit
+  (/usr/local/cuda version.json, CUDA_HOME, the container's CUDA_VERSION) stand for what the job
+  loads. Every other runtime on the node (a toolkit beside a framework with its own runtime, a
+  wheel of another soname) is reported and WARNs at most. Each runtime is listed once: a toolkit's
+  library on the loader path is the toolkit's row. Against it: the driver's CUDA (cuDriverGetVersion:
+  12020 = 12.2) and the driver version (NVML, else /proc/driver/nvidia/version); in the image
+  profile, --target-driver and the CUDA its branch reports (matrix/driver_branch_cuda.tsv). Minimum
+  drivers come from matrix/cuda_toolkit_driver.tsv and matrix/cuda_minor_compat.tsv; the CUDA builds
+  of PyTorch from matrix/torch_cuda_builds.tsv. Also NVIDIA_REQUIRE_CUDA, evaluated as the NVIDIA
+  container runtime does (unless NVIDIA_DISABLE_REQUIRE is set).
 
 Rules (runtime R, driver's CUDA D)
   PASS     R <= D (backward compatibility).
@@ -189,8 +308,22 @@ Failures
            (it would need PTX JIT).
   FAIL     NVIDIA_REQUIRE_CUDA is not met by the driver, or is malformed: the container will not
            start.
+  FAIL     a CPU-only torch (torch.version.cuda = None; Debian's python3-torch is one) where the
+           job will have GPUs (NVML, CUDA or the PCI bus show them; in the image profile unless
+           --target-gpu none): the job cannot use them nor the NCCL backend. The fix names the
+           PyTorch CUDA build for the driver (pip install torch --index-url .../cu121 on CUDA 12.2).
+  FAIL     torch's library needs libcudart.so.N and the loader finds it nowhere (the directories
+           searched are named): import torch fails.
+  WARN     a runtime nothing of the job loads is newer than the driver (the CUDA 13.0 toolkit in
+           /usr/local/cuda beside a torch with its own 12.4): what is built with it (extensions,
+           JIT) will fail; never a FAIL.
   WARN     no CUDA runtime found where the job will look (the searched places are named). A job
            with no runtime cannot use the GPU; a CPU-only image is the one case where this is fine.
+  UNKNOWN  --python EXE could not be asked (it crashed, hung past its deadline, or answered
+           something else): named, never a guess at another environment.
+  UNKNOWN  a CPU-only torch where it cannot be told whether the job will have GPUs.
+  SKIP     the job loads no CUDA runtime (a CPU-only torch on a node without GPUs) and there is no
+           driver to judge the others against.
   UNKNOWN  no driver to judge against in the node/job profiles (driver.loaded reports the driver
            itself), or no --target-driver in the image profile.
   UNKNOWN  a runtime version that is not a version, or one the matrix does not know (newer than

@@ -88,6 +88,47 @@ Verdict run(const CheckContext& ctx) {
   VerdictBuilder b;
   b.evidence()["candidates"] = rt.nccl_candidates;
 
+  // What the job's framework loads decides which library is judged (the same model as cuda.runtime).
+  const std::vector<const FrameworkBuild*> cuda_fws = cuda_frameworks(rt);
+  const std::vector<const FrameworkBuild*> cpu_fws = cpu_frameworks(rt);
+  const LibraryCandidate* front = rt.nccl_candidates.empty() ? nullptr : &rt.nccl_candidates.front();
+  const std::string present = front == nullptr ? std::string("no libnccl.so.2 was found either")
+                                                : "the " + front->path + " on the node is not loaded by it";
+  if (cuda_fws.empty() && !cpu_fws.empty() && (front == nullptr || front->loaded_by.empty())) {
+    const FrameworkBuild& fw = *cpu_fws.front();
+    const GpuPresence gpus = gpu_presence(ctx);
+    const std::string what = "torch " + fw.version + " (" + fw.path + ") is a CPU-only build: it has no NCCL (" + present + ")";
+    if (gpus.has_gpus && !*gpus.has_gpus) return Verdict::skip(what + "; the job has " + gpus.text, b.evidence());
+    if (!gpus.has_gpus)
+      return Verdict::unknown(what + "; whether the job will have GPUs could not be told",
+                              "Install a CUDA build of torch (see cuda.runtime), which brings its NCCL.", b.evidence());
+    return Verdict::fail(what + ": init_process_group(\"nccl\") fails with \"Distributed package doesn't have NCCL "
+                             "built in\"",
+                         "Install a CUDA build of torch (cuda.runtime names the one for this driver); it brings its "
+                         "own NCCL (the nvidia-nccl wheel).",
+                         b.evidence());
+  }
+  for (const FrameworkBuild* fw : cuda_fws) {
+    if (fw->library.empty()) continue;  // not read from torch's own library: the candidates decide
+    if (fw->nccl_via.starts_with("linked in")) {
+      b.evidence()["framework_nccl"] = fw->nccl_via;
+      return Verdict::unknown("torch " + fw->version + " has NCCL linked into " + fw->library + " (" + fw->nccl_via +
+                                  "): its version cannot be read from files, and " + present,
+                              "Read it where the job runs: python -c 'import torch; print(torch.cuda.nccl.version())'; "
+                              "or name the library the job loads with --nccl-lib PATH.",
+                              b.evidence());
+    }
+    if (fw->nccl_path.empty()) {
+      return Verdict::fail("torch " + fw->version + " needs libnccl.so.2 (" + fw->library + ") and " + fw->nccl_via +
+                               ": import torch fails with \"libnccl.so.2: cannot open shared object file\"",
+                           "Reinstall torch with its NCCL wheel (pip install --force-reinstall torch, which pulls "
+                           "nvidia-nccl-cu" + std::to_string(Version::parse(std::string(trim(fw->cuda)))->major()) +
+                               "), or put the directory holding libnccl.so.2 on LD_LIBRARY_PATH.",
+                           b.evidence());
+    }
+  }
+  if (front != nullptr) b.evidence()["loaded_by"] = front->loaded_by;
+
   const NcclLibrary* lib = probed.value();
   if (lib == nullptr) {
     const ProbeError* err = probed.error();
@@ -128,7 +169,10 @@ Verdict run(const CheckContext& ctx) {
                                 std::to_string(lib->version_code) + ")",
                             "Check the library named (a broken build?), or name another with --nccl-lib.", b.evidence());
   }
-  const std::string lib_text = "NCCL " + version->str() + " from " + from;
+  std::string lib_text = "NCCL " + version->str() + " from " + from;
+  if (front != nullptr && !front->loaded_by.empty() && front->loaded_by != "--nccl-lib" &&
+      front->loaded_by.find("no framework") == std::string::npos)
+    lib_text += ", which " + front->loaded_by + " loads";
 
   const DriverView driver = driver_view(ctx, m);
   const GpusView gpus = gpu_view(ctx, m);
@@ -159,9 +203,11 @@ Verdict run(const CheckContext& ctx) {
 }
 
 constexpr std::string_view kExplain = R"EXPLAIN(What it reads
-  The libnccl.so.2 the job will load (the framework's wheel first, then the loader path, or
-  --nccl-lib), as the NCCL probe loaded it: its real path, ncclGetVersion, and the CUDA it was
-  built for ("NCCL version 2.28.9+cuda12.9"). Against it: the driver's CUDA (cuDriverGetVersion) and
+  The libnccl.so.2 the job will load, from the same model as cuda.runtime: --nccl-lib, else the
+  one torch's own library needs (DT_NEEDED libnccl.so.2 of torch/lib/libtorch_cuda.so, resolved as
+  ld.so does from its DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH, ld.so.conf; the nvidia-nccl wheel),
+  else, without a framework, the loader path. The NCCL probe loads it in a contained helper: its
+  real path, ncclGetVersion, and the CUDA it was built for ("NCCL version 2.28.9+cuda12.9"). Against it: the driver's CUDA (cuDriverGetVersion) and
   version, or --target-driver in the image profile; the GPUs' names for GPU-specific problems;
   NCCL_* variables for variable-specific problems; matrix/nccl_known_issues.tsv.
 
@@ -172,6 +218,13 @@ Failures
            rules as cuda.runtime: "NCCL 2.28.9 ... its CUDA 13.0 build needs driver >= 580.65.06;
            driver 535.104.05 (CUDA 12.2) supports CUDA <= 12.2").
   FAIL     the driver's CUDA is below 11.3, NCCL's CUDA_DRIVER_MIN_VERSION.
+  FAIL     the framework is a CPU-only torch where the job will have GPUs: it has no NCCL
+           (init_process_group("nccl") fails); a system libnccl is not loaded by it. SKIP where
+           the job has no GPUs (a CPU-only node, --target-gpu none), UNKNOWN where that cannot
+           be told.
+  FAIL     torch's library needs libnccl.so.2 and the loader finds it nowhere: import torch fails.
+  UNKNOWN  torch has NCCL linked in (no DT_NEEDED libnccl: conda builds, old "big" wheels): its
+           version cannot be read from files (torch.cuda.nccl.version() tells it).
   FAIL     a known problem whose trigger is set here (NCCL 2.26.2 with NCCL_CUMEM_ENABLE=0: a
            multi-node send/recv hang).
   WARN     its CUDA build runs through minor-version compatibility (same major, newer minor).

@@ -64,6 +64,28 @@ Probed<std::string> FileSystem::read(std::string_view path, std::size_t max_byte
   return Probed<std::string>::ok(std::move(data), source);
 }
 
+Probed<std::string> FileSystem::read_at(std::string_view path, std::uint64_t offset, std::size_t size) const {
+  const std::string source(path);
+  const int fd = ::open(host_path(path).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return Probed<std::string>::error(probe_error_from_errno(errno), source);
+  std::string data(size, '\0');
+  std::size_t got = 0;
+  while (got < size) {
+    const ssize_t n = ::pread(fd, data.data() + got, size - got, static_cast<off_t>(offset + got));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return Probed<std::string>::error(probe_error_from_errno(err), source);
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  data.resize(got);
+  return Probed<std::string>::ok(std::move(data), source);
+}
+
 Probed<std::string> FileSystem::read_line(std::string_view path) const {
   Probed<std::string> p = read(path, 64u << 10);
   if (std::string* v = p.value()) *v = std::string(trim(*v));

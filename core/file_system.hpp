@@ -28,6 +28,9 @@ class FileSystem {
   /// Errors keep the errno meaning: NotFound, PermissionDenied, Unreadable.
   Probed<std::string> read(std::string_view path, std::size_t max_bytes = 4u << 20) const;
 
+  /// Reads at most `size` bytes at `offset` (fewer at the end of the file; "" past it), for files
+  /// too large to read whole (the dynamic section of a shared library).
+  Probed<std::string> read_at(std::string_view path, std::uint64_t offset, std::size_t size) const;
   /// Reads a file whose contents are one line; trailing white space removed.
   Probed<std::string> read_line(std::string_view path) const;
 

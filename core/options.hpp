@@ -34,6 +34,7 @@ struct Options {
 
   std::string target_driver;             // image profile
   std::vector<std::string> target_gpus;  // compute capabilities "9.0"
+  bool target_cpu_only = false;          // --target-gpu none: a CPU-only image (no GPU targets)
   std::vector<std::string> site_packages;
   std::string python;
   std::vector<std::string> cuda_runtimes;

@@ -56,6 +56,15 @@ Verdict VerdictBuilder::build() const {
       v.summary += f.summary;
     }
   }
+  // A lesser finding whose remedy is printed is named too: no fix without its problem.
+  for (Status level : {Status::Fail, Status::Unknown, Status::Warn, Status::Skip}) {
+    if (level == m_status) continue;
+    for (const Finding& f : m_findings) {
+      if (f.status == level && !f.remedy.empty() && !f.summary.empty()) {
+        v.summary += (v.summary.empty() ? "" : "; ") + std::string("also ") + to_string(level) + ": " + f.summary;
+      }
+    }
+  }
   // The remedies of every non-PASS finding, worst first.
   for (Status level : {Status::Fail, Status::Unknown, Status::Warn, Status::Skip}) {
     for (const Finding& f : m_findings) {

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 #include "launcher/cli.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -121,6 +125,30 @@ double positive_double(const po::variables_map& vm, const char* name, const char
   }
 }
 
+// --python EXE as the shell would run it: a name without '/' looked up on PATH; the file must be an
+// executable regular file. Under --sysroot the path names a file of the captured tree (not run).
+std::string python_executable(const std::string& exe, const std::string& sysroot) {
+  if (exe.empty()) bad_value("python", exe, "an interpreter (a path, or a name on PATH)");
+  auto runnable = [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (!sysroot.empty()) {
+    if (exe.front() != '/') bad_value("python", exe, "an absolute path inside --sysroot");
+    return exe;
+  }
+  if (exe.find('/') != std::string::npos) {
+    if (!runnable(exe)) bad_value("python", exe, "an executable file (it does not exist or is not executable)");
+    return exe;
+  }
+  const char* path = std::getenv("PATH");
+  for (const std::string_view dir : split(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin", ':')) {
+    const std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + exe;
+    if (runnable(candidate)) return candidate;
+  }
+  bad_value("python", exe, "an interpreter on PATH or a path to one (not found on PATH)");
+}
+
 std::uint64_t size_value(const po::variables_map& vm, const char* name) {
   const std::string v = *str(vm, name);
   const auto n = parse_size(v);
@@ -189,6 +217,7 @@ Options to_options(const po::variables_map& vm) {
     o.mpi = *v;
   }
   o.config_file = str(vm, "config").value_or("");
+  if (vm.count("python")) o.python = python_executable(o.python, o.sysroot);
   return o;
 }
 

@@ -236,6 +236,22 @@ void parse_nccl_issues(const Parser& p, CompatMatrix& m) {
   m.nccl_issues = std::move(rows);
 }
 
+void parse_torch_builds(const Parser& p, CompatMatrix& m) {
+  std::vector<TorchBuildRow> rows;
+  p.each_row([&](const std::vector<std::string_view>& f, int line) {
+    TorchBuildRow r;
+    r.cuda = p.version(f[0], line, "a CUDA version (major.minor)", 2, 2);
+    r.index_url = std::string(f[1]);
+    if (!r.index_url.starts_with("https://")) p.fail(line, "'" + printable(f[1]) + "' is not an https:// index URL");
+    r.first_torch = p.version(f[2], line, "a torch version (X.Y.Z)", 3, 3);
+    r.source = std::string(f[3]);
+    r.line = line;
+    if (!rows.empty()) p.ascending(std::optional<Version>(rows.back().cuda), rows.back().line, r.cuda, line, r.cuda.str(), "CUDA");
+    rows.push_back(std::move(r));
+  });
+  m.torch_builds = std::move(rows);
+}
+
 struct FileSpec {
   std::string_view name;
   std::string_view header;
@@ -249,6 +265,7 @@ constexpr FileSpec kFiles[] = {
     {"cuda_compute_capability.tsv", "cuda_from\tcuda_to\tmin_cc\tmax_cc\tsource", parse_cc_ranges},
     {"gpu_arch.tsv", "cc\tarch\tfirst_cuda\tlast_cuda_major\tlast_driver_branch\tsource", parse_gpu_archs},
     {"nccl_known_issues.tsv", "id\tfrom\tbelow\tcondition\tproblem\tfix\tsource", parse_nccl_issues},
+    {"torch_cuda_builds.tsv", "cuda\tindex_url\tfirst_torch\tsource", parse_torch_builds},
 };
 
 const FileSpec& spec_for(std::string_view file) {
@@ -315,6 +332,14 @@ const GpuArchRow* CompatMatrix::arch_for_cc(const Version& cc) const {
     if (r.cc == cc.truncated(2)) return &r;
   }
   return nullptr;
+}
+
+const TorchBuildRow* CompatMatrix::torch_build_for(const Version& cuda) const {
+  const TorchBuildRow* best = nullptr;
+  for (const TorchBuildRow& r : torch_builds) {
+    if (r.cuda <= cuda.truncated(2)) best = &r;
+  }
+  return best;
 }
 
 std::vector<const NcclIssueRow*> CompatMatrix::nccl_issues_for(const Version& nccl) const {

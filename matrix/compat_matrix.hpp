@@ -77,6 +77,14 @@ struct NcclIssueRow {  // nccl_known_issues.tsv
   bool affects(const Version& nccl) const { return from <= nccl && nccl < below; }
 };
 
+struct TorchBuildRow {  // torch_cuda_builds.tsv
+  Version cuda;           // major.minor
+  std::string index_url;  // pip install torch --index-url <index_url>
+  Version first_torch;
+  std::string source;
+  int line = 0;
+};
+
 class CompatMatrix {
  public:
   std::vector<ToolkitDriverRow> toolkit_driver;
@@ -85,6 +93,7 @@ class CompatMatrix {
   std::vector<CcRangeRow> cc_ranges;
   std::vector<GpuArchRow> gpu_archs;
   std::vector<NcclIssueRow> nccl_issues;
+  std::vector<TorchBuildRow> torch_builds;
 
   /// The toolkit row for a CUDA version: the exact release for a full toolkit version ("12.4.1"),
   /// otherwise the GA row of its major.minor ("12.4", or a component version like "12.4.127").
@@ -103,6 +112,8 @@ class CompatMatrix {
   const CcRangeRow* cc_range_for(const Version& cuda) const;
   /// The architecture row of a compute capability (exact major.minor); nullptr if unknown.
   const GpuArchRow* arch_for_cc(const Version& cc) const;
+  /// The newest published CUDA build of PyTorch whose CUDA is <= cuda (major.minor); nullptr if none.
+  const TorchBuildRow* torch_build_for(const Version& cuda) const;
   /// Known problems of an NCCL release, in file order.
   std::vector<const NcclIssueRow*> nccl_issues_for(const Version& nccl) const;
 };

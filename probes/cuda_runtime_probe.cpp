@@ -1,21 +1,26 @@
 // SPDX-License-Identifier: MIT
-// The CUDA runtimes, frameworks and NCCL libraries the job will load, found from files only (no
-// Python, no dlopen): explicit --cuda-runtime files, the toolkit's version.json/version.txt, the
-// libcudart.so.* and libnccl.so.2 files on the loader path (LD_LIBRARY_PATH, /etc/ld.so.conf and its
-// includes, the default directories), Python environments (torch/version.py, the nvidia/* wheel
-// layouts of CUDA 11/12 and 13 and their *.dist-info versions) and the container variables
-// (CUDA_VERSION, NVIDIA_REQUIRE_CUDA). version-matrix.md §5. Every file goes through ctx.fs, and
-// symbolic links are resolved inside the sysroot, so --sysroot and the fixtures work.
+// The CUDA runtimes, frameworks and NCCL libraries on the node, and which of them the job loads,
+// found from files (no framework import, no dlopen): Python environments (torch/version.py; the
+// libcudart and libnccl torch's own library needs, resolved by soname the way ld.so would from its
+// DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH, ld.so.conf and the default directories; the nvidia/* wheel
+// layouts of CUDA 11/12 and 13 and their *.dist-info versions), explicit --cuda-runtime files, the
+// toolkit's version.json/version.txt, the libcudart.so.* and libnccl.so.2 files on the loader path
+// and the container variables (CUDA_VERSION, NVIDIA_REQUIRE_CUDA). version-matrix.md §5. --python
+// EXE is asked for its sys.path in a contained child with a deadline. Every file goes through
+// ctx.fs, and symbolic links are resolved inside the sysroot, so --sysroot and the fixtures work.
 #include <limits.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/contained.hpp"
 #include "core/cuda_discovery.hpp"
+#include "core/elf_dynamic.hpp"
 #include "core/text.hpp"
 #include "core/version.hpp"
 #include "probes/probe.hpp"
@@ -92,18 +97,50 @@ std::string resolve(const FileSystem& fs, const std::string& path) {
   return out;
 }
 
+constexpr const char* kDefaultDirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
+
+// The version in a libcudart file name: "libcudart.so.12.4.127" -> "12.4.127"; the hashed copy a
+// wheel bundles, "libcudart-e409450e.so.11.0" -> "11.0".
+std::optional<std::string> cudart_name_version(const std::string& name) {
+  if (auto v = soname_version(name, "libcudart.so")) return v;
+  if (!name.starts_with("libcudart-")) return std::nullopt;
+  const std::size_t so = name.find(".so.");
+  if (so == std::string::npos) return std::nullopt;
+  const std::string v = name.substr(so + 4);
+  if (!Version::parse(v)) return std::nullopt;
+  return v;
+}
+
+// The SONAME of a CUDA version's libcudart: libcudart.so.12 from CUDA 12 on, libcudart.so.11.0 for
+// all of CUDA 11, libcudart.so.10.2 before (the minor was part of it).
+std::string cudart_soname_for(const Version& cuda) {
+  if (cuda.major() >= 12) return "libcudart.so." + std::to_string(cuda.major());
+  if (cuda.major() == 11) return "libcudart.so.11.0";
+  return "libcudart.so." + cuda.truncated(2).str();
+}
+
+// What --python EXE is asked: where it imports from, without importing any framework.
+constexpr const char* kAskPython =
+    "import json, site, sys\n"
+    "try:\n    s = site.getsitepackages()\nexcept Exception:\n    s = []\n"
+    "try:\n    u = site.getusersitepackages() if site.ENABLE_USER_SITE else ''\nexcept Exception:\n    u = ''\n"
+    "print(json.dumps({'version': sys.version.split()[0], 'prefix': sys.prefix, 'path': sys.path, "
+    "'site': s, 'user_site': u}))\n";
+
 class Discovery {
  public:
   Discovery(const ProbeContext& ctx, RuntimeFacts& out) : m_ctx(ctx), m_out(out) {}
 
   void run() {
     if (auto v = m_ctx.env.get("NVIDIA_REQUIRE_CUDA")) m_out.nvidia_require_cuda = *v;
-    if (!m_ctx.options.nccl_lib.empty()) add_nccl(m_ctx.options.nccl_lib, "--nccl-lib");
+    if (!m_ctx.options.nccl_lib.empty()) add_nccl(m_ctx.options.nccl_lib, "--nccl-lib", "--nccl-lib");
+    loader_dirs();
+    python_environments();  // the frameworks first: what they load decides, and their NCCL comes first
     explicit_runtimes();
     toolkits();
-    python_environments();  // wheel NCCL candidates come before the loader path's
     loader_path();
     container();
+    assign_loaded_by();
   }
 
  private:
@@ -116,15 +153,25 @@ class Discovery {
       m_out.searched.push_back(dir);
   }
 
-  void add_runtime(CudaRuntime r) {
-    const bool file_kind = r.kind != "container";
-    if (file_kind && !m_runtime_paths.insert(resolve(fs(), r.path)).second) return;  // found twice
+  // Adds a runtime unless its file is one already listed (each runtime once); returns its index.
+  std::size_t add_runtime(CudaRuntime r) {
+    if (r.kind != "container") {
+      const std::string real = resolve(fs(), r.path);
+      if (auto it = m_runtime_index.find(real); it != m_runtime_index.end()) return it->second;
+      m_runtime_index[real] = m_out.runtimes.size();
+    }
     m_out.runtimes.push_back(std::move(r));
+    return m_out.runtimes.size() - 1;
   }
 
-  void add_nccl(const std::string& path, const std::string& source) {
-    if (!m_nccl_paths.insert(path).second) return;
-    m_out.nccl_candidates.push_back(LibraryCandidate{path, source});
+  void add_nccl(const std::string& path, const std::string& source, const std::string& loaded_by = {}) {
+    const std::string real = resolve(fs(), path);
+    for (LibraryCandidate& c : m_out.nccl_candidates) {
+      if (resolve(fs(), c.path) != real) continue;
+      if (c.loaded_by.empty()) c.loaded_by = loaded_by;
+      return;
+    }
+    m_out.nccl_candidates.push_back(LibraryCandidate{path, source, loaded_by});
   }
 
   Probed<std::vector<std::string>> list(const std::string& dir) const { return fs().list(resolve(fs(), dir)); }
@@ -136,13 +183,17 @@ class Discovery {
   // The version a versioned library name stands for: its own name's, else its link target's
   // (libcudart.so.12 -> libcudart.so.12.4.127), whichever has more components.
   std::string library_version(const std::string& path, std::string_view stem) const {
-    std::string best = soname_version(base_name(path), stem).value_or("");
+    auto of = [stem](const std::string& name) -> std::string {
+      if (stem == "libcudart.so") return cudart_name_version(name).value_or("");
+      return soname_version(name, stem).value_or("");
+    };
+    std::string best = of(base_name(path));
     std::string current = path;
     for (int hop = 0; hop < 8; ++hop) {
       const std::string target = read_link(fs(), resolve(fs(), parent_dir(current)) + "/" + base_name(current));
       if (target.empty()) break;
       current = target.front() == '/' ? target : join_path(parent_dir(current), target);
-      const std::string v = soname_version(base_name(current), stem).value_or("");
+      const std::string v = of(base_name(current));
       if (Version::parse(v) && (best.empty() || Version::parse(v)->size() > Version::parse(best)->size())) best = v;
     }
     return best;
@@ -159,8 +210,43 @@ class Discovery {
         problem("--cuda-runtime " + lib, "no version in the file name (expected libcudart.so.X[.Y.Z])");
         continue;
       }
-      add_runtime(CudaRuntime{v, "explicit", lib, "--cuda-runtime"});
+      const std::size_t i = add_runtime(CudaRuntime{v, "explicit", lib, "--cuda-runtime", "--cuda-runtime"});
+      if (m_out.runtimes[i].loaded_by.empty()) m_out.runtimes[i].loaded_by = "--cuda-runtime";
     }
+  }
+
+  // The toolkit's own libcudart files (lib64, lib, targets/*/lib): listed as the toolkit's row, so
+  // the same file found again on the loader path is not a second runtime.
+  std::vector<std::string> toolkit_libraries(const std::string& root) const {
+    std::vector<std::string> dirs = {join_path(root, "lib64"), join_path(root, "lib")};
+    if (const auto targets = list(join_path(root, "targets")); targets.ok()) {
+      for (const std::string& t : *targets.value()) dirs.push_back(join_path(root, "targets/" + t + "/lib"));
+    }
+    std::vector<std::string> out;
+    for (const std::string& dir : dirs) {
+      const auto names = list(dir);
+      if (!names.ok()) continue;
+      for (const std::string& name : *names.value()) {
+        if (soname_version(name, "libcudart.so")) out.push_back(join_path(dir, name));
+      }
+    }
+    return out;
+  }
+
+  void add_toolkit(const std::string& root, CudaRuntime r) {
+    const std::vector<std::string> libs = toolkit_libraries(root);
+    for (const std::string& lib : libs) {  // a framework already loads this toolkit's runtime: one row
+      if (auto it = m_runtime_index.find(resolve(fs(), lib)); it != m_runtime_index.end()) {
+        CudaRuntime& known = m_out.runtimes[it->second];
+        if (known.detail.find("toolkit at") == std::string::npos) known.detail += " (the CUDA toolkit at " + root + ")";
+        m_runtime_index.emplace(resolve(fs(), r.path), it->second);
+        m_toolkit_rows.insert(it->second);
+        return;
+      }
+    }
+    const std::size_t i = add_runtime(std::move(r));
+    for (const std::string& lib : libs) m_runtime_index.emplace(resolve(fs(), lib), i);
+    m_toolkit_rows.insert(i);
   }
 
   void toolkit_at(const std::string& root, const std::string& why) {
@@ -170,7 +256,7 @@ class Discovery {
     if (text.ok()) {
       const Probed<std::string> v = parse_cuda_version_json(*text.value());
       if (v.ok())
-        add_runtime(CudaRuntime{*v.value(), "toolkit", json, why + ", version.json " + v.source()});
+        add_toolkit(root, CudaRuntime{*v.value(), "toolkit", json, why + ", version.json " + v.source(), ""});
       else
         problem(json, v.error()->detail);
       return;
@@ -183,7 +269,7 @@ class Discovery {
     if (text.ok()) {
       const Probed<std::string> v = parse_cuda_version_txt(*text.value());
       if (v.ok())
-        add_runtime(CudaRuntime{*v.value(), "toolkit", txt, why + ", version.txt"});
+        add_toolkit(root, CudaRuntime{*v.value(), "toolkit", txt, why + ", version.txt", ""});
       else
         problem(txt, v.error()->detail);
       return;
@@ -199,7 +285,8 @@ class Discovery {
     for (const std::string& name : *names.value()) {
       const auto d = parse_dist_info_name(name);
       if (!d || d->project.rfind("nvidia-cuda-runtime", 0) != 0 || !Version::parse(d->version)) continue;
-      add_runtime(CudaRuntime{d->version, "toolkit", join_path(dist_dir, name), why + ", " + d->project + " dist-info"});
+      add_toolkit(root, CudaRuntime{d->version, "toolkit", join_path(dist_dir, name),
+                                    why + ", " + d->project + " dist-info", ""});
       return;
     }
   }
@@ -216,6 +303,17 @@ class Discovery {
   }
 
   // ---- the loader path ----
+
+  // LD_LIBRARY_PATH and the ld.so.conf directories, read once: the framework's libraries are
+  // resolved against them, and the loader-path scan lists what they hold.
+  void loader_dirs() {
+    if (auto v = m_ctx.env.get("LD_LIBRARY_PATH")) {
+      for (const std::string& dir : split_library_path(*v)) {
+        if (dir.front() == '/') m_ld_library_path.push_back(dir);
+      }
+    }
+    ld_so_conf("/etc/ld.so.conf", 0, m_conf_dirs);
+  }
 
   void scan_library_dir(const std::string& dir, const std::string& source) {
     searched(dir);
@@ -243,7 +341,12 @@ class Discovery {
         if (path.empty()) path = join_path(dir, name);
         if (version.empty() || Version::parse(*v)->size() > Version::parse(version)->size()) version = *v;
       }
-      add_runtime(CudaRuntime{version, "loader", path, source});
+      const std::size_t before = m_out.runtimes.size();
+      const std::size_t i = add_runtime(CudaRuntime{version, "loader", path, source, ""});
+      if (i < before && m_out.runtimes[i].kind == "toolkit" &&
+          m_out.runtimes[i].detail.find("on the loader path") == std::string::npos) {
+        m_out.runtimes[i].detail += "; its " + soname + " is on the loader path (" + source + ")";
+      }
     }
     const auto& all = *names.value();
     if (std::find(all.begin(), all.end(), "libnccl.so.2") != all.end()) add_nccl(join_path(dir, "libnccl.so.2"), source);
@@ -280,16 +383,9 @@ class Discovery {
   }
 
   void loader_path() {
-    if (auto v = m_ctx.env.get("LD_LIBRARY_PATH")) {
-      for (const std::string& dir : split_library_path(*v)) {
-        if (dir.front() == '/') scan_library_dir(dir, "LD_LIBRARY_PATH");
-      }
-    }
-    std::vector<std::string> conf_dirs;
-    ld_so_conf("/etc/ld.so.conf", 0, conf_dirs);
-    for (const std::string& dir : conf_dirs) scan_library_dir(dir, "ld.so.conf");
-    for (const char* dir : {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"})
-      scan_library_dir(dir, "default");
+    for (const std::string& dir : m_ld_library_path) scan_library_dir(dir, "LD_LIBRARY_PATH");
+    for (const std::string& dir : m_conf_dirs) scan_library_dir(dir, "ld.so.conf");
+    for (const char* dir : kDefaultDirs) scan_library_dir(dir, "default");
   }
 
   // ---- Python environments ----
@@ -306,6 +402,73 @@ class Discovery {
     return out;
   }
 
+  // --python EXE asked in a contained child: its sys.path (import order), then any
+  // site.getsitepackages() entry not on it. Never imports a framework.
+  void ask_interpreter(const std::string& exe, std::vector<std::string>& dirs) {
+    PythonInterpreter py;
+    py.exe = exe;
+    char buf[PATH_MAX];
+    py.real = ::realpath(exe.c_str(), buf) != nullptr ? std::string(buf) : exe;
+    ContainedRequest request;
+    request.executable = exe;
+    request.args = {"-c", kAskPython};
+    request.deadline = m_ctx.helper_deadline();
+    request.max_output = 1u << 20;
+    const ContainedResult result = run_contained(request);
+    const ContainedJson parsed = parse_contained_json(result);
+    const std::string what = "--python " + exe + " (" + exe + " -c: sys.path as JSON)";
+    if (!parsed.ok()) {
+      py.error = what + ": " + parsed.error;
+      problem("--python " + exe, parsed.error);
+      m_out.python = std::move(py);
+      return;
+    }
+    try {
+      const nlohmann::json& doc = parsed.value;
+      py.version = doc.value("version", std::string());
+      py.prefix = doc.value("prefix", std::string());
+      std::vector<std::string> entries;
+      for (const auto& e : doc.at("path")) entries.push_back(e.get<std::string>());
+      for (const auto& e : doc.value("site", nlohmann::json::array())) entries.push_back(e.get<std::string>());
+      for (const std::string& e : entries) {
+        if (e.empty() || e.front() != '/' || e.ends_with(".zip")) continue;  // "" is the script's directory
+        if (std::find(py.paths.begin(), py.paths.end(), e) != py.paths.end()) continue;
+        py.paths.push_back(e);
+      }
+    } catch (const nlohmann::json::exception& e) {
+      py.error = what + ": its answer is not the expected document: " + e.what();
+      problem("--python " + exe, py.error);
+      m_out.python = std::move(py);
+      return;
+    }
+    dirs.insert(dirs.end(), py.paths.begin(), py.paths.end());
+    m_out.python = std::move(py);
+    m_one_interpreter = true;
+  }
+
+  // Under --sysroot the interpreter cannot run: its prefix's lib/python3.*/{site,dist}-packages.
+  void guess_interpreter_dirs(const std::string& exe, std::vector<std::string>& dirs) {
+    const std::string bin = parent_dir(exe);
+    if (base_name(bin) != "bin") {
+      problem("--python " + exe, "not in a <prefix>/bin directory; use --site-packages");
+      return;
+    }
+    const std::string prefix = parent_dir(bin);
+    std::vector<std::string> found;
+    for (const char* leaf : {"site-packages", "dist-packages"}) {
+      if (auto xy = python_version_from_name(base_name(exe))) {
+        found.push_back(prefix + "/lib/python" + *xy + "/" + leaf);
+      } else {
+        for (const std::string& d : python_lib_dirs(prefix, leaf)) found.push_back(d);
+      }
+    }
+    if (prefix == "/usr" || prefix == "/usr/local") found.emplace_back("/usr/lib/python3/dist-packages");
+    found.erase(std::remove_if(found.begin(), found.end(), [&](const std::string& d) { return !exists(d); }),
+                found.end());
+    if (found.empty()) problem("--python " + exe, "no " + prefix + "/lib/python3.*/{site,dist}-packages");
+    dirs.insert(dirs.end(), found.begin(), found.end());
+  }
+
   std::vector<std::string> environments() {
     std::vector<std::string> dirs;
     for (const std::string& d : m_ctx.options.site_packages) {
@@ -313,25 +476,12 @@ class Discovery {
       dirs.push_back(d);
     }
     if (!m_ctx.options.python.empty()) {
-      const std::string& exe = m_ctx.options.python;
-      const std::string bin = parent_dir(exe);
-      if (base_name(bin) != "bin") {
-        problem("--python " + exe, "not in a <prefix>/bin directory; use --site-packages");
-      } else {
-        const std::string prefix = parent_dir(bin);
-        std::vector<std::string> found;
-        if (auto xy = python_version_from_name(base_name(exe))) {
-          found.push_back(prefix + "/lib/python" + *xy + "/site-packages");
-        } else {
-          found = python_lib_dirs(prefix, "site-packages");
-        }
-        found.erase(std::remove_if(found.begin(), found.end(), [&](const std::string& d) { return !exists(d); }),
-                    found.end());
-        if (found.empty()) problem("--python " + exe, "no " + prefix + "/lib/python3.*/site-packages");
-        dirs.insert(dirs.end(), found.begin(), found.end());
-      }
+      if (fs().is_live())
+        ask_interpreter(m_ctx.options.python, dirs);
+      else
+        guess_interpreter_dirs(m_ctx.options.python, dirs);
     }
-    if (!dirs.empty()) return dirs;
+    if (!dirs.empty() || m_out.python) return dirs;
     for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
       if (auto prefix = m_ctx.env.get(var); prefix && !prefix->empty() && prefix->front() == '/') {
         for (const std::string& d : python_lib_dirs(*prefix, "site-packages")) dirs.push_back(d);
@@ -384,6 +534,116 @@ class Discovery {
     return nullptr;
   }
 
+  // The dynamic section of torch's CUDA library: the first of them that reads as ELF.
+  std::optional<ElfDynamic> torch_library(const std::string& lib_dir, FrameworkBuild& fw) {
+    for (const char* name : {"libtorch_cuda.so", "libtorch_global_deps.so", "libc10_cuda.so"}) {
+      const std::string path = join_path(lib_dir, name);
+      if (!exists(path)) continue;
+      const std::string real = resolve(fs(), path);
+      const Probed<ElfDynamic> elf =
+          parse_elf_dynamic([&](std::uint64_t offset, std::size_t size) -> std::optional<std::string> {
+            Probed<std::string> bytes = fs().read_at(real, offset, size);
+            if (!bytes.ok()) return std::nullopt;
+            return std::move(*bytes.value());
+          });
+      if (!elf.ok()) {
+        problem(path, elf.error()->detail);
+        continue;
+      }
+      fw.library = path;
+      return *elf.value();
+    }
+    return std::nullopt;
+  }
+
+  struct Found {
+    std::string path;
+    std::string via;
+  };
+
+  // The first directory of `order` holding `soname`, as ld.so would open it.
+  std::optional<Found> find_library(const std::string& soname, const std::vector<LoaderDir>& order,
+                                     std::vector<std::string>* looked = nullptr) const {
+    for (const LoaderDir& d : order) {
+      if (looked != nullptr) looked->push_back(d.dir);
+      const std::string path = join_path(d.dir, soname);
+      if (exists(path)) return Found{path, d.via};
+    }
+    return std::nullopt;
+  }
+
+  // Resolves the libcudart and libnccl a CUDA build of torch loads, and adds them as the job's.
+  void resolve_torch(const std::string& site, const std::vector<Dist>& dists, FrameworkBuild& fw,
+                     const std::string& requires_text) {
+    const std::string lib_dir = site + "/torch/lib";
+    const std::string major = std::to_string(Version::parse(fw.cuda)->major());
+    const std::string who = "torch " + fw.version;
+    std::optional<ElfDynamic> elf = torch_library(lib_dir, fw);
+    std::string object = fw.library.empty() ? std::string() : base_name(fw.library);
+    std::string nccl_soname = "libnccl.so.2";
+    if (elf) {
+      for (const std::string& n : elf->needed) {
+        if (n.starts_with("libcudart") && fw.cudart_soname.empty()) fw.cudart_soname = n;
+        if (n.starts_with("libnccl")) nccl_soname = n;
+      }
+      if (std::none_of(elf->needed.begin(), elf->needed.end(), [](const std::string& n) { return n.starts_with("libnccl"); }))
+        nccl_soname.clear();
+    } else {
+      // No library readable (a partial install, a capture without torch/lib): the layouts of the
+      // pip wheels (DT_RPATH $ORIGIN/../../nvidia/<package>/lib and $ORIGIN) and of conda
+      // ($ORIGIN/../../../..: the environment's lib directory).
+      elf = ElfDynamic{};
+      elf->rpath = {"$ORIGIN/../../nvidia/cuda_runtime/lib", "$ORIGIN/../../nvidia/cu" + major + "/lib",
+                    "$ORIGIN/../../nvidia/nccl/lib", "$ORIGIN", "$ORIGIN/../../../.."};
+      object = "torch's libraries (the wheel layout; none could be read)";
+      fw.cudart_soname = cudart_soname_for(*Version::parse(fw.cuda));
+      if (const auto names = list(lib_dir); names.ok()) {  // a copy bundled under a hashed name
+        for (const std::string& n : *names.value()) {
+          if (n.starts_with("libcudart-") && cudart_name_version(n)) fw.cudart_soname = n;
+        }
+      }
+    }
+    const std::vector<std::string> defaults(std::begin(kDefaultDirs), std::end(kDefaultDirs));
+    const std::vector<LoaderDir> order = loader_search_order(*elf, lib_dir, object, m_ld_library_path, m_conf_dirs, defaults);
+
+    CudaRuntime r{fw.cuda, "torch", fw.path, "", who};
+    std::string loads;
+    if (fw.cudart_soname.empty()) {
+      fw.cudart_via = "linked in (" + object + " needs no libcudart)";
+      r.path = fw.library;
+      loads = "its CUDA " + fw.cuda + " runtime linked in";
+    } else if (const auto found = find_library(fw.cudart_soname, order, &fw.searched)) {
+      fw.cudart_path = found->path;
+      fw.cudart_via = found->via;
+      r.path = found->path;
+      std::string from = found->path;
+      const Dist* wheel = found->path.starts_with(site + "/nvidia/") ? find_dist(dists, "nvidia-cuda-runtime", major) : nullptr;
+      if (wheel != nullptr) {
+        r.version = wheel->name.version;
+        from = wheel->name.project + " " + wheel->name.version + " at " + found->path;
+      } else if (const std::string v = library_version(found->path, "libcudart.so");
+                 Version::parse(v) && Version::parse(v)->size() >= 2) {
+        r.version = v;
+      }
+      loads = fw.cudart_soname + " from " + from + " (" + found->via + ")";
+    } else {
+      loads = fw.cudart_soname + ", which the loader finds nowhere (" + join(fw.searched, ", ") + ")";
+    }
+    r.detail = who + " (built for CUDA " + fw.cuda + ") loads " + loads + requires_text;
+    add_runtime(std::move(r));
+
+    if (nccl_soname.empty()) {
+      fw.nccl_via = "linked in (" + object + " needs no libnccl)";
+    } else if (const auto found = find_library(nccl_soname, order)) {
+      fw.nccl_path = found->path;
+      fw.nccl_via = found->via;
+      const Dist* wheel = found->path.starts_with(site + "/nvidia/") ? find_dist(dists, "nvidia-nccl", "") : nullptr;
+      add_nccl(found->path, wheel != nullptr ? "wheel " + wheel->name.project + " " + wheel->name.version : found->via, who);
+    } else {
+      fw.nccl_via = "not found: the loader finds " + nccl_soname + " nowhere";
+    }
+  }
+
   void torch(const std::string& site, const std::vector<Dist>& dists) {
     const std::string file = site + "/torch/version.py";
     const Probed<std::string> text = read(file, 1u << 20);
@@ -391,25 +651,40 @@ class Discovery {
       if (text.error()->code != ProbeErrc::NotFound) problem(file, text.error()->detail);
       return;
     }
+    if (m_one_interpreter && m_torch_found) {  // `import torch` gets the first one on sys.path
+      problem(file, "shadowed: " + m_out.frameworks.front().path + " comes first on the interpreter's sys.path");
+      return;
+    }
     const Probed<TorchVersionPy> parsed = parse_torch_version_py(*text.value());
     if (!parsed.ok()) {
       problem(file, parsed.error()->detail);
       return;
     }
+    m_torch_found = true;
     const TorchVersionPy& t = *parsed.value();
-    m_out.frameworks.push_back(FrameworkBuild{"torch", t.version, t.cuda, {}, file});
-    if (t.cuda.empty()) return;  // a CPU (or ROCm) build loads no CUDA runtime
-    std::string detail = "torch " + t.version;
+    FrameworkBuild fw;
+    fw.name = "torch";
+    fw.version = t.version;
+    fw.cuda = t.cuda;
+    fw.path = file;
+    fw.build = !t.cuda.empty() ? "cuda" : !t.hip.empty() ? "rocm" : "cpu";
+    if (fw.build != "cuda") {  // a CPU (or ROCm) build loads no CUDA runtime and no NCCL
+      fw.nccl_via = "none";
+      m_out.frameworks.push_back(std::move(fw));
+      return;
+    }
+    std::string requires_text;
     for (const Dist& d : dists) {
       if (d.name.project != "torch") continue;
       const Probed<std::string> meta = read(d.dir + "/METADATA");
       if (meta.ok()) {
         const std::vector<std::string> pins = requires_dist_pins(*meta.value(), "nvidia-");
-        if (!pins.empty()) detail += "; requires " + join(pins, ", ");
+        if (!pins.empty()) requires_text = "; requires " + join(pins, ", ");
       }
       break;
     }
-    add_runtime(CudaRuntime{t.cuda, "torch", file, detail});
+    resolve_torch(site, dists, fw, requires_text);
+    m_out.frameworks.push_back(std::move(fw));
   }
 
   void wheel_cudart(const std::string& site, const std::string& rel_dir, const std::vector<Dist>& dists) {
@@ -421,11 +696,12 @@ class Discovery {
       if (!file_version) continue;
       const std::string major = std::to_string(Version::parse(*file_version)->major());
       const std::string path = join_path(dir, name);
+      if (m_runtime_index.count(resolve(fs(), path)) != 0) continue;  // the framework's own
       if (const Dist* d = find_dist(dists, "nvidia-cuda-runtime", major)) {
-        add_runtime(CudaRuntime{d->name.version, "wheel", path, d->name.project + " " + d->name.version});
+        add_runtime(CudaRuntime{d->name.version, "wheel", path, d->name.project + " " + d->name.version, ""});
       } else {
         problem(path, "no nvidia-cuda-runtime " + major + ".x *.dist-info beside it; version from the file name");
-        add_runtime(CudaRuntime{*file_version, "wheel", path, "file name only"});
+        add_runtime(CudaRuntime{*file_version, "wheel", path, "file name only", ""});
       }
     }
   }
@@ -463,14 +739,50 @@ class Discovery {
       problem("CUDA_VERSION", "not a version: \"" + printable(*v, 40) + "\"");
       return;
     }
+    // The image's toolkit, already listed from its version.json: one runtime, not two.
+    const Version mm = Version::parse(*v)->truncated(2);
+    for (const std::size_t i : m_toolkit_rows) {
+      CudaRuntime& r = m_out.runtimes[i];
+      const auto rv = Version::parse(trim(r.version));
+      if (rv && rv->truncated(2) == mm) {
+        r.detail += "; CUDA_VERSION " + *v;
+        return;
+      }
+    }
     std::string detail = "CUDA_VERSION";
     if (auto cudart = m_ctx.env.get("NV_CUDA_CUDART_VERSION")) detail += ", NV_CUDA_CUDART_VERSION " + *cudart;
-    add_runtime(CudaRuntime{*v, "container", "CUDA_VERSION", detail});
+    add_runtime(CudaRuntime{*v, "container", "CUDA_VERSION", detail, ""});
+  }
+
+  // ---- what the job loads ----
+
+  // The framework's runtimes and --cuda-runtime decide; only when neither exists does the loader
+  // path (and the toolkit the job's binaries are built with) stand for what the job loads. A
+  // framework without CUDA (a CPU build) loads none of them.
+  void assign_loaded_by() {
+    const bool framework = !m_out.frameworks.empty();
+    const bool explicit_runtime = std::any_of(m_out.runtimes.begin(), m_out.runtimes.end(),
+                                              [](const CudaRuntime& r) { return r.kind == "explicit"; });
+    if (!framework && !explicit_runtime) {
+      for (CudaRuntime& r : m_out.runtimes) {
+        if (r.loaded_by.empty()) r.loaded_by = "no framework found: whatever the job's own binaries load";
+      }
+    }
+    if (!framework) {
+      for (LibraryCandidate& c : m_out.nccl_candidates) {
+        if (c.loaded_by.empty()) c.loaded_by = "no framework found: the loader path";
+      }
+    }
   }
 
   const ProbeContext& m_ctx;
   RuntimeFacts& m_out;
-  std::set<std::string> m_runtime_paths, m_nccl_paths, m_scanned_dirs, m_scanned_sites;
+  std::map<std::string, std::size_t> m_runtime_index;  // real path -> row of m_out.runtimes
+  std::set<std::string> m_scanned_dirs, m_scanned_sites;
+  std::set<std::size_t> m_toolkit_rows;  // rows that stand for a CUDA toolkit (its own, or a framework's it serves)
+  std::vector<std::string> m_ld_library_path, m_conf_dirs;
+  bool m_one_interpreter = false;  // the directories are one interpreter's sys.path
+  bool m_torch_found = false;
 };
 
 }  // namespace

@@ -113,31 +113,59 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DriverFacts, kernel_module_versi
                                                 cuda_driver_version, loaded_libraries, nvml_gpus, cuda_devices,
                                                 smoke, helper, gpu_pairs, peer_copies)
 
-/// A CUDA runtime the job will load, and where it was found.
+/// A CUDA runtime found on the node, and whether the job loads it. Each runtime appears once: a
+/// toolkit's libcudart on the loader path is the toolkit's row, a wheel's libcudart that torch
+/// loads is torch's row.
 struct CudaRuntime {
   std::string version;  // "12.4" or "12.4.127"
   std::string kind;     // "toolkit", "loader", "wheel", "torch", "container", "explicit"
-  std::string path;     // the file it was read from
-  std::string detail;   // "torch 2.5.1+cu124", "nvidia-cuda-runtime-cu12 12.4.127"
+  std::string path;     // the file it was read from (the libcudart the framework loads, for "torch")
+  std::string detail;   // "torch 2.5.1+cu124 loads libcudart.so.12 from nvidia-cuda-runtime-cu12 12.4.127 (…)"
+  // Who of the job loads it: "torch 2.5.1+cu124", "--cuda-runtime", "the loader path" (no framework
+  // found: whatever the job's binaries load). Empty: nothing of the job loads it (a toolkit beside a
+  // framework with its own runtime, a wheel of another soname): reported, never decisive.
+  std::string loaded_by;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CudaRuntime, version, kind, path, detail)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CudaRuntime, version, kind, path, detail, loaded_by)
 
-/// A framework build found in a Python environment.
+/// A framework build found in a Python environment, and the CUDA runtime and NCCL it loads,
+/// resolved by soname the way ld.so would from its own library's DT_RPATH/DT_RUNPATH.
 struct FrameworkBuild {
   std::string name;      // "torch"
   std::string version;   // "2.5.1+cu124"
   std::string cuda;      // "12.4" (torch.version.cuda); empty for a CPU build
   std::vector<std::string> arch_list;  // compiled architectures where discoverable: "sm_80", "sm_90"
-  std::string path;
+  std::string path;      // torch/version.py
+  std::string build;     // "cuda", "cpu" (cuda = None, hip = None) or "rocm"
+  std::string library;   // the torch library whose dynamic section was read ("…/torch/lib/libtorch_cuda.so")
+  std::string cudart_soname;  // "libcudart.so.12" (DT_NEEDED, else from torch.version.cuda)
+  std::string cudart_path;    // where the loader finds it; "" when it finds it nowhere (or it is linked in)
+  std::string cudart_via;     // "DT_RPATH of libtorch_cuda.so: $ORIGIN/../../nvidia/cuda_runtime/lib", "linked in"
+  std::string nccl_path;      // the libnccl.so.2 it loads; "" for none
+  std::string nccl_via;       // how: as cudart_via; "linked in" (static NCCL); "none" (a CPU build)
+  std::vector<std::string> searched;  // where the loader looked for cudart_soname, in order
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrameworkBuild, name, version, cuda, arch_list, path)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrameworkBuild, name, version, cuda, arch_list, path, build, library,
+                                                cudart_soname, cudart_path, cudart_via, nccl_path, nccl_via, searched)
 
 /// A library file the job may load, and why it would be that one.
 struct LibraryCandidate {
   std::string path;
-  std::string source;  // "--nccl-lib", "wheel nvidia-nccl-cu12 2.21.5", "LD_LIBRARY_PATH", "ld.so.cache"
+  std::string source;     // "--nccl-lib", "wheel nvidia-nccl-cu12 2.21.5", "LD_LIBRARY_PATH", "ld.so.cache"
+  std::string loaded_by;  // "torch 2.5.1+cu124", "--nccl-lib", "the loader path"; "" when nothing of the job does
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LibraryCandidate, path, source)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LibraryCandidate, path, source, loaded_by)
+
+/// What --python EXE said when asked (EXE -c: sys.path and site.getsitepackages() as JSON).
+struct PythonInterpreter {
+  std::string exe;       // as given, PATH lookup resolved
+  std::string real;      // its real path (symlinks resolved)
+  std::string version;   // "3.11.2"
+  std::string prefix;    // sys.prefix
+  std::vector<std::string> paths;  // the directories searched, in import order
+  std::string error;     // why it could not be asked (crash, deadline, not JSON): the check is UNKNOWN
+};
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PythonInterpreter, exe, real, version, prefix, paths, error)
 
 struct RuntimeFacts {
   std::vector<CudaRuntime> runtimes;
@@ -146,9 +174,10 @@ struct RuntimeFacts {
   std::vector<std::string> searched;  // where it looked: site-packages dirs, loader paths
   std::vector<std::string> problems;  // unreadable or malformed files met on the way (named)
   std::string nvidia_require_cuda;    // NVIDIA_REQUIRE_CUDA as set in the image
+  std::optional<PythonInterpreter> python;  // --python EXE, asked
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RuntimeFacts, runtimes, nccl_candidates, frameworks, searched, problems,
-                                                nvidia_require_cuda)
+                                                nvidia_require_cuda, python)
 
 struct NcclLibrary {
   std::string path;        // the file actually loaded (real path)

@@ -73,3 +73,34 @@ TEST(Cli, ParameterCounts) {
 
 }  // namespace
 }  // namespace preflight
+
+namespace preflight {
+namespace {
+
+std::string usage_error(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// --python names the interpreter the job runs: resolved on PATH like the shell does, and refused
+// at option parsing when it cannot run (a usage error, exit 2, not an UNKNOWN after every probe).
+TEST(Cli, PythonIsAnExecutableResolvedOnPath) {
+  EXPECT_EQ(parse({"--python", "sh"}).options.python.substr(0, 1), "/");  // found on PATH
+  EXPECT_EQ(parse({"--python", "/bin/sh"}).options.python, "/bin/sh");
+  EXPECT_NE(usage_error({"--python", "/nonexistent/bin/python3"}).find("--python '/nonexistent/bin/python3'"),
+            std::string::npos);
+  EXPECT_NE(usage_error({"--python", "/etc/hostname"}).find("not executable"), std::string::npos);
+  EXPECT_NE(usage_error({"--python", "/"}).find("not executable"), std::string::npos);  // a directory
+  EXPECT_NE(usage_error({"--python", "no-such-python-anywhere"}).find("not found on PATH"), std::string::npos);
+  EXPECT_NE(usage_error({"--python", ""}).find("--python"), std::string::npos);
+  // Under --sysroot it names a file of the captured tree, which is not run.
+  EXPECT_EQ(parse({"--sysroot", "/tmp", "--python", "/opt/venv/bin/python"}).options.python, "/opt/venv/bin/python");
+  EXPECT_NE(usage_error({"--sysroot", "/tmp", "--python", "python3"}).find("absolute"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace preflight

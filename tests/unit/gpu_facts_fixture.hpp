@@ -48,6 +48,7 @@ inline CudaRuntime cuda_runtime(const std::string& version, const std::string& k
   r.kind = kind;
   r.detail = detail;
   r.path = path;
+  r.loaded_by = detail.empty() ? kind : detail;  // a runtime the job loads (clear it for one it does not)
   return r;
 }
 

@@ -61,8 +61,12 @@ TEST(VerdictBuilder, WorstStatusWinsAndKeepsEveryRemedy) {
   b.add(Status::Fail, "other broken thing", "fix broken");
   const Verdict v = b.build();
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_EQ(v.summary, "broken thing; other broken thing");
+  EXPECT_EQ(v.summary, "broken thing; other broken thing; also WARN: slow thing");  // every printed fix's problem
   EXPECT_EQ(v.remedy, "fix broken fix slow");
+  VerdictBuilder only_notes;  // a lesser finding without a fix is not repeated
+  only_notes.add(Status::Warn, "w", "fix w");
+  only_notes.add(Status::Skip, "s");
+  EXPECT_EQ(only_notes.build().summary, "w");
 }
 
 TEST(Selection, OnlyAndSkipGlobs) {

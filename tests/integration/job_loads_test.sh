@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# What the job loads, through the real binary: site-packages trees of CPU-only, cu121, cu124 and
+# cu130 torch whose libtorch_cuda.so is linked here by the real linker (DT_NEEDED libcudart.so.N
+# and libnccl.so.2, DT_RPATH or DT_RUNPATH into the nvidia/* wheels), the wheels' libnccl.so.2 being
+# the project's fake NCCL (the NCCL probe dlopens it for real), beside a CUDA 13 toolkit tree on the
+# loader path, on the fake 8-GPU node of driver 535.104.05 (CUDA 12.2). Then --python: fake
+# interpreters that answer, hang or crash, and Debian's real python3-torch where it is installed.
+source "$(dirname "$0")/lib.sh"
+: "${PREFLIGHT_FAKE_GPU_LIB_DIR:?}" "${PREFLIGHT_FAKE_GPU_SCENARIOS_DIR:?}"
+S=$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR
+CC=${CC:-cc}
+command -v "$CC" >/dev/null || skip_all "no C compiler ($CC) to link the torch library fixtures"
+
+summary_of() { json_get "[c['summary'] for c in d['checks'] if c['id']=='$1'][0]"; }
+remedy_of() { json_get "[c['remedy'] for c in d['checks'] if c['id']=='$1'][0]"; }
+on_node() {  # on_node SCENARIO PREFLIGHT-ARGS...: the fake GPU node
+  local scenario=$1
+  shift
+  LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" PREFLIGHT_FAKE_GPU="$S/$scenario.json" "$PREFLIGHT" "$@"
+}
+
+root=$work/root
+site=/venv/lib/python3.11/site-packages
+echo 'int stub_symbol(void) { return 0; }' >"$work/stub.c"
+echo 'int torch_cuda_symbol(void) { return 0; }' >"$work/torch.c"
+
+# stub_lib DIR SONAME: a shared library named and SONAMEd SONAME.
+stub_lib() {
+  mkdir -p "$1"
+  "$CC" -shared -fPIC -o "$1/$2" -Wl,-soname,"$2" "$work/stub.c"
+}
+
+# torch_tree SITE VERSION CUDA rpath|runpath [static-nccl]: a pip torch as the PyPI wheels lay it out.
+torch_tree() {
+  local s=$root$1 version=$2 cuda=$3 how=$4 static=${5:-}
+  local major=${cuda%%.*} rt=nvidia/cuda_runtime/lib dist="nvidia_cuda_runtime_cu${cuda%%.*}"
+  [ "$major" = 13 ] && rt=nvidia/cu13/lib dist=nvidia_cuda_runtime
+  mkdir -p "$s/torch/lib" "$s/nvidia/nccl/lib" "$s/${dist}-${cuda}.77.dist-info" "$s/nvidia_nccl_cu${major}-2.21.5.dist-info"
+  printf "__version__ = '%s'\ncuda: Optional[str] = '%s'\nhip = None\n" "$version" "$cuda" >"$s/torch/version.py"
+  stub_lib "$s/$rt" "libcudart.so.$major"
+  cp "$PREFLIGHT_FAKE_GPU_LIB_DIR/libnccl.so.2" "$s/nvidia/nccl/lib/libnccl.so.2"
+  local tags=--disable-new-dtags
+  [ "$how" = runpath ] && tags=--enable-new-dtags
+  local libs=("$s/$rt/libcudart.so.$major")
+  [ -z "$static" ] && libs+=("$s/nvidia/nccl/lib/libnccl.so.2")
+  "$CC" -shared -fPIC -o "$s/torch/lib/libtorch_cuda.so" "$work/torch.c" -Wl,--no-as-needed "${libs[@]}" \
+    -Wl,"$tags" -Wl,-rpath,"\$ORIGIN/../../$rt:\$ORIGIN/../../nvidia/nccl/lib:\$ORIGIN"
+}
+
+# A CUDA 13.0 toolkit at /usr/local/cuda, its library directory in ld.so.conf.d.
+mkdir -p "$root/usr/local/cuda-13.0/lib" "$root/etc/ld.so.conf.d"
+printf '{"cuda": {"version": "13.0.2"}, "cuda_cudart": {"version": "13.0.96"}}\n' >"$root/usr/local/cuda-13.0/version.json"
+stub_lib "$root/usr/local/cuda-13.0/lib" libcudart.so.13
+ln -s /usr/local/cuda-13.0 "$root/usr/local/cuda"
+echo 'include /etc/ld.so.conf.d/*.conf' >"$root/etc/ld.so.conf"
+echo /usr/local/cuda-13.0/lib >"$root/etc/ld.so.conf.d/zz-cuda-13-0.conf"
+
+# 1. torch 2.5.1+cu124 loads its own libcudart.so.12: the toolkit's CUDA 13 (another soname) never
+#    decides a FAIL; one row each; the torch finding is in the summary with its remedy.
+torch_tree $site 2.5.1+cu124 12.4 rpath
+expect_rc 0 "cu124 beside a CUDA 13 toolkit, driver 535" -- on_node driver535-cuda122 --sysroot "$root" \
+  --site-packages $site --only cuda.runtime,nccl.library,cuda.arch --format json -v
+expect_eq "$(check_status cuda.runtime)" WARN "cuda.runtime"
+expect_contains "$(summary_of cuda.runtime)" "CUDA 12.4.77 (torch 2.5.1+cu124 (built for CUDA 12.4) loads libcudart.so.12" \
+  "cuda.runtime"
+expect_contains "$(summary_of cuda.runtime)" "minor-version compatibility" "cuda.runtime"
+expect_contains "$(summary_of cuda.runtime)" "the CUDA 13.0 toolkit (/usr/local/cuda/version.json) needs driver ≥ 580.65.06" \
+  "cuda.runtime"
+expect_contains "$(summary_of cuda.runtime)" "torch 2.5.1+cu124 uses its own CUDA 12.4.77" "cuda.runtime"
+expect_eq "$(json_get "len([c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence']['runtimes'])")" 2 \
+  "runtimes listed"
+expect_eq "$(check_status nccl.library)" PASS "nccl.library"
+expect_contains "$(summary_of nccl.library)" "$site/nvidia/nccl/lib/libnccl.so.2" "nccl.library (the wheel's, dlopened)"
+expect_contains "$(summary_of nccl.library)" "which torch 2.5.1+cu124 loads" "nccl.library"
+
+# The same on a driver that runs CUDA 12.4 (the default fake node, 550.54.15): PASS for torch, the
+# toolkit still named as a WARN.
+expect_rc 0 "cu124 beside a CUDA 13 toolkit, driver 550" -- on_node h100x8-healthy --sysroot "$root" \
+  --site-packages $site --only cuda.runtime --format json
+expect_eq "$(check_status cuda.runtime)" WARN "cuda.runtime (driver 550)"
+expect_contains "$(summary_of cuda.runtime)" "toolkit" "cuda.runtime (driver 550)"
+
+# 2. With DT_RUNPATH, LD_LIBRARY_PATH comes first: the fake GPU directory's libnccl.so.2 is the one.
+rm -rf "$root$site"
+torch_tree $site 2.5.1+cu124 12.4 runpath
+expect_rc 0 "cu124 with DT_RUNPATH" -- on_node driver535-cuda122 --sysroot "$root" --site-packages $site \
+  --only nccl.library --format json
+expect_contains "$(summary_of nccl.library)" "$PREFLIGHT_FAKE_GPU_LIB_DIR/libnccl.so.2" "nccl.library (LD_LIBRARY_PATH)"
+
+# 3. cu121 on driver 535 runs (backward compatibility); cu130 does not.
+rm -rf "$root$site"
+torch_tree $site 2.4.1 12.1 rpath
+expect_rc 0 "cu121, driver 535" -- on_node driver535-cuda122 --sysroot "$root" --site-packages $site \
+  --only cuda.runtime --format json
+expect_eq "$(check_status cuda.runtime)" WARN "cuda.runtime (cu121: only the toolkit warns)"
+expect_contains "$(summary_of cuda.runtime)" "torch 2.4.1 uses its own CUDA 12.1.77" "cuda.runtime (cu121)"
+rm -rf "$root$site"
+torch_tree $site 2.9.0+cu130 13.0 rpath
+expect_rc 1 "cu130, driver 535" -- on_node driver535-cuda122 --sysroot "$root" --site-packages $site \
+  --only cuda.runtime --format json
+expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime (cu130)"
+expect_contains "$(summary_of cuda.runtime)" "CUDA 13.0.77 (torch 2.9.0+cu130" "cuda.runtime (cu130)"
+
+# 4. NCCL linked into torch: the system's libnccl is not what it uses; UNKNOWN, never PASS.
+rm -rf "$root$site"
+torch_tree $site 2.1.0 12.1 rpath static
+expect_rc 3 "cu121 with NCCL linked in" -- on_node driver535-cuda122 --sysroot "$root" --site-packages $site \
+  --only nccl.library --format json
+expect_eq "$(check_status nccl.library)" UNKNOWN "nccl.library (static NCCL)"
+
+# 5. A CPU-only torch on a GPU node: FAIL naming the build to install; nccl.library says it has none.
+rm -rf "$root$site"
+mkdir -p "$root$site/torch"
+printf "__version__ = '2.5.1+cpu'\ncuda: Optional[str] = None\nhip: Optional[str] = None\n" >"$root$site/torch/version.py"
+expect_rc 1 "CPU-only torch on the GPU node" -- on_node driver535-cuda122 --sysroot "$root" --site-packages $site \
+  --only cuda.runtime,nccl.library --format json
+expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime (CPU-only)"
+expect_contains "$(summary_of cuda.runtime)" "torch 2.5.1+cpu ($site/torch/version.py) is a CPU-only build" "cuda.runtime"
+expect_contains "$(remedy_of cuda.runtime)" "https://download.pytorch.org/whl/cu121" "cuda.runtime remedy"
+expect_eq "$(check_status nccl.library)" FAIL "nccl.library (CPU-only)"
+expect_contains "$(summary_of nccl.library)" "it has no NCCL" "nccl.library (CPU-only)"
+
+# 6. --python asks the interpreter: one that answers with the tree's directory, one that hangs (its
+#    deadline follows --timeout), one that crashes, one that does not exist (a usage error).
+mkdir -p "$work/bin"
+cat >"$work/bin/python-answers" <<PY
+#!/bin/sh
+echo '{"version": "3.11.2", "prefix": "/venv", "path": ["", "/usr/lib/python311.zip", "$root$site"], "site": [], "user_site": ""}'
+PY
+printf '#!/bin/sh\nexec sleep 60\n' >"$work/bin/python-hangs"
+printf '#!/bin/sh\nkill -SEGV $$\n' >"$work/bin/python-crashes"
+chmod +x "$work/bin/"python-*
+expect_rc 1 "--python that answers" -- on_node driver535-cuda122 --python "$work/bin/python-answers" \
+  --only cuda.runtime --format json -v
+expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime (--python: the CPU-only torch it imports)"
+expect_contains "$(summary_of cuda.runtime)" "torch 2.5.1+cpu ($root$site/torch/version.py) is a CPU-only build" \
+  "cuda.runtime (--python)"
+start=$(date +%s)
+expect_rc 3 "--python that hangs" -- on_node driver535-cuda122 --python "$work/bin/python-hangs" --timeout 6 \
+  --only cuda.runtime --format json
+elapsed=$(($(date +%s) - start))
+[ "$elapsed" -lt 15 ] && pass "a hung interpreter ends within the run's budget (${elapsed} s)" || fail "took ${elapsed} s"
+expect_eq "$(check_status cuda.runtime)" UNKNOWN "cuda.runtime (hung interpreter)"
+expect_contains "$(summary_of cuda.runtime)" "--python $work/bin/python-hangs" "cuda.runtime (hung interpreter)"
+expect_rc 3 "--python that crashes" -- on_node driver535-cuda122 --python "$work/bin/python-crashes" \
+  --only cuda.runtime --format json
+expect_contains "$(summary_of cuda.runtime)" "SIGSEGV" "cuda.runtime (crashed interpreter)"
+expect_rc 2 "--python that does not exist" -- "$PREFLIGHT" --python /nonexistent/bin/python3 --only cuda.runtime
+expect_contains "$(cat "$work/err")" "--python '/nonexistent/bin/python3'" "usage error"
+
+# 7. Debian's python3-torch (a CPU build) through its real interpreter, where it is installed.
+py=${PYTHON3:-/usr/bin/python3}
+if [ -f /usr/lib/python3/dist-packages/torch/version.py ] && [ -x "$py" ]; then
+  expect_rc 1 "--python $py with Debian's torch" -- on_node driver535-cuda122 --python "$py" \
+    --only cuda.runtime,nccl.library --format json -v
+  expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime (Debian's torch)"
+  expect_contains "$(summary_of cuda.runtime)" "/usr/lib/python3/dist-packages/torch/version.py) is a CPU-only build" \
+    "cuda.runtime (Debian's torch)"
+  expect_eq "$(check_status nccl.library)" FAIL "nccl.library (Debian's torch)"
+  expect_contains "$(json_get "[c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence']['python']['paths']")" \
+    "/usr/lib/python3/dist-packages" "the interpreter's own sys.path"
+else
+  echo "note: python3-torch not installed; the Debian case is not run"
+fi
+
+finish
