@@ -80,7 +80,10 @@ Verdict run(const CheckContext& ctx) {
       std::string what = err.detail;
       if (!mentions(what, "within")) what = "did not finish within its deadline (" + what + ")";
       Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
-      v.summary = "the CUDA smoke test " + what + (d.smoke.source().empty() ? "" : " [" + d.smoke.source() + "]");
+      // The probe's message names the helper, its deadline and --timeout: it stands on its own.
+      const bool named = what.starts_with("the GPU smoke test helper");
+      v.summary = (named ? what : "the CUDA smoke test " + what) +
+                  (d.smoke.source().empty() ? "" : " [" + d.smoke.source() + "]");
       v.evidence.update(ev);
       return v;
     }

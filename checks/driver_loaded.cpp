@@ -84,24 +84,31 @@ Verdict run(const CheckContext& ctx) {
 
   // The libraries: each must load and answer.
   struct Lib {
-    const char* name;
+    std::string name;
     const ProbeError* err;
     std::string why;
   };
-  for (const Lib& lib : {Lib{"libnvidia-ml.so.1 (NVML)", d.nvml_driver_version.error(), d.nvml_driver_version.why()},
-                         Lib{"libcuda.so.1", d.cuda_driver_version.error(), d.cuda_driver_version.why()}}) {
+  std::vector<Lib> libs = {Lib{"libnvidia-ml.so.1 (NVML)", d.nvml_driver_version.error(), d.nvml_driver_version.why()},
+                           Lib{"libcuda.so.1", d.cuda_driver_version.error(), d.cuda_driver_version.why()}};
+  // One helper run that died (a deadline, a crash) fails both the same way: say it once.
+  if (libs[0].err != nullptr && libs[1].err != nullptr && libs[0].err->code == libs[1].err->code &&
+      libs[0].why == libs[1].why) {
+    libs[0].name += " and libcuda.so.1";
+    libs.pop_back();
+  }
+  for (const Lib& lib : libs) {
     if (lib.err == nullptr) continue;
     switch (lib.err->code) {
       case ProbeErrc::LibraryMissing:
         b.add(Status::Fail,
-              std::string(lib.name) + " cannot be loaded (" + lib.why + ")" +
+              lib.name + " cannot be loaded (" + lib.why + ")" +
                   (km ? "; the nvidia kernel module " + *km + " is loaded" : std::string()),
               "Install the driver's user-space libraries of the same release as the kernel module (Debian/Ubuntu: "
               "libnvidia-compute-<branch>, RHEL: nvidia-driver-cuda-libs), or in a container use the NVIDIA "
               "container runtime (`docker run --gpus all …`) so the host's libraries are mounted in.");
         break;
       case ProbeErrc::Timeout:
-        b.add(Status::Fail, std::string(lib.name) + ": " + lib.why,
+        b.add(Status::Fail, lib.name + ": " + lib.why,
               "If the GPUs are only slow to initialise (persistence mode off: the first cuInit sets up every GPU, "
               "seconds each on a node of 8), give the helper longer with a larger --timeout (the driver helper "
               "gets 25% of it) and enable persistence mode (`systemctl enable --now nvidia-persistenced`, or "
@@ -110,7 +117,7 @@ Verdict run(const CheckContext& ctx) {
               "reboot.");
         break;
       case ProbeErrc::Crashed:
-        b.add(Status::Fail, std::string(lib.name) + ": " + lib.why,
+        b.add(Status::Fail, lib.name + ": " + lib.why,
               "The job's first GPU call will do the same. Check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; "
               "a CUDA library that does not belong to the running driver (a forward-compatibility libcuda or a "
               "copy in the image, see the loaded files) crashes like this: remove it from LD_LIBRARY_PATH; a "
@@ -118,20 +125,20 @@ Verdict run(const CheckContext& ctx) {
         break;
       case ProbeErrc::ApiError:
         if (is_version_mismatch_error(lib.err->detail)) {
-          b.add(Status::Fail, "driver/library version mismatch: " + std::string(lib.name) + " returned " + lib.err->detail +
+          b.add(Status::Fail, "driver/library version mismatch: " + lib.name + " returned " + lib.err->detail +
                                   (km ? " (kernel module " + *km + ")" : std::string()),
                 std::string(kRebootRemedy));
         } else {
-          b.add(Status::Fail, std::string(lib.name) + " failed to initialise: " + lib.why, api_error_remedy(lib.err->detail));
+          b.add(Status::Fail, lib.name + " failed to initialise: " + lib.why, api_error_remedy(lib.err->detail));
         }
         break;
       case ProbeErrc::ParseError:
-        b.add(Status::Fail, std::string(lib.name) + ": the GPU helper's answer was garbage (" + lib.why + ")",
+        b.add(Status::Fail, lib.name + ": the GPU helper's answer was garbage (" + lib.why + ")",
               "Run `nvidia-smi` and check `dmesg | grep -i NVRM`; if the driver is healthy, report it as a preflight "
               "bug with the --json output.");
         break;
       default:
-        b.add(Status::Unknown, std::string(lib.name) + " was not read: " + lib.why,
+        b.add(Status::Unknown, lib.name + " was not read: " + lib.why,
               "Run preflight on the node itself so its GPU helper can load the driver's libraries.");
         break;
     }

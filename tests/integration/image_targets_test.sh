@@ -55,13 +55,18 @@ expect_rc 0 "--target-gpu none (a CPU-only image)" -- image --target-driver 550.
 expect_eq "$(check_status cuda.arch)" SKIP "cuda.arch of a CPU-only image"
 
 # Values that do not parse: exit 2 at option parsing, naming the option and the accepted spellings.
+opt() {  # opt NAME VALUE: the option and its value as two words, or NAME=VALUE for a value with a leading '-'
+  case $2 in -*) args=("--$1=$2") ;; *) args=("--$1" "$2") ;; esac
+}
 for bad in abc -535 535.104.05.1 '' r535; do
-  expect_rc 2 "--target-driver '$bad'" -- image "--target-driver=$bad" --target-gpu 9.0
+  opt target-driver "$bad"
+  expect_rc 2 "--target-driver '$bad'" -- image "${args[@]}" --target-gpu 9.0
   expect_contains "$(cat "$work/err")" "--target-driver '$bad'" "stderr"
   expect_contains "$(cat "$work/err")" "535, 535.104 or 535.104.05" "stderr"
 done
 for bad in nine 9 sm_9.0 1000 ampere ''; do
-  expect_rc 2 "--target-gpu '$bad'" -- image --target-driver 550.54.15 "--target-gpu=$bad"
+  opt target-gpu "$bad"
+  expect_rc 2 "--target-gpu '$bad'" -- image --target-driver 550.54.15 "${args[@]}"
   expect_contains "$(cat "$work/err")" "--target-gpu '$bad'" "stderr"
   expect_contains "$(cat "$work/err")" "9.0, sm_90, 90, 9.0a" "stderr"
 done

@@ -108,7 +108,8 @@ TEST(Cli, TargetGpuThatDoesNotParseIsAUsageError) {
   for (const char* bad : {"nine", "9", "9.", ".0", "9.00", "sm_9.0", "sm_", "1000", "0.5", "05", "sm_90x", "9.0b",
                           "-9.0", "9,0;", "ampere", "", ","}) {
     EXPECT_FALSE(parse_target_gpu(bad).has_value()) << bad;
-    const std::string e = usage_error({"--profile", "image", std::string("--target-gpu=") + bad});
+    const std::string e = bad[0] == '-' ? usage_error({"--profile", "image", std::string("--target-gpu=") + bad})
+                                        : usage_error({"--profile", "image", "--target-gpu", bad});
     EXPECT_TRUE(e.starts_with("--target-gpu '")) << bad << ": " << e;
     EXPECT_TRUE(e.find("9.0, sm_90, 90, 9.0a") != std::string::npos) << e;
     EXPECT_TRUE(e.find("none for a CPU-only image") != std::string::npos) << e;
@@ -123,7 +124,8 @@ TEST(Cli, TargetDriverIsCheckedAtOptionParsing) {
   for (const char* bad : {"abc", "", " ", "-535", "535.", ".535", "535..104", "535.104.05.1", "r535", "R535", "535a",
                           "0", "0.1", "5 35", "1e3", "9999999.1"}) {
     EXPECT_FALSE(is_target_driver(bad)) << bad;
-    const std::string e = usage_error({"--profile", "image", std::string("--target-driver=") + bad});
+    const std::string e = bad[0] == '-' ? usage_error({"--profile", "image", std::string("--target-driver=") + bad})
+                                        : usage_error({"--profile", "image", "--target-driver", bad});
     EXPECT_TRUE(e.starts_with("--target-driver '")) << bad << ": " << e;
     EXPECT_TRUE(e.find("535, 535.104 or 535.104.05") != std::string::npos) << e;
   }

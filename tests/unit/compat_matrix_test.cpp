@@ -162,7 +162,9 @@ TEST(CompatMatrixBuiltin, FirstDriverBranchPerArchitecture) {
   // Every first branch is the first branch whose CUDA reaches the architecture's first CUDA.
   for (const GpuArchRow& row : m.gpu_archs) {
     if (!row.first_driver_branch) {
-      if (row.first_cuda) EXPECT_LT(*row.first_cuda, m.driver_branches.front().cuda) << row.cc.str();
+      if (row.first_cuda) {
+        EXPECT_LT(*row.first_cuda, m.driver_branches.front().cuda) << row.cc.str();
+      }
       continue;
     }
     ASSERT_TRUE(row.first_cuda) << row.cc.str();
@@ -171,7 +173,9 @@ TEST(CompatMatrixBuiltin, FirstDriverBranchPerArchitecture) {
     EXPECT_EQ(branch->branch, *row.first_driver_branch) << row.cc.str() << ": not a branch of the table";
     EXPECT_GE(branch->cuda, *row.first_cuda) << row.cc.str();
     for (const DriverBranchRow& older : m.driver_branches) {
-      if (older.branch < branch->branch) EXPECT_LT(older.cuda, *row.first_cuda) << row.cc.str() << " R" << older.branch;
+      if (older.branch < branch->branch) {
+        EXPECT_LT(older.cuda, *row.first_cuda) << row.cc.str() << " R" << older.branch;
+      }
     }
   }
 }

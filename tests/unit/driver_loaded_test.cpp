@@ -101,6 +101,18 @@ TEST(DriverLoaded, HelperHangIsNamed) {
   EXPECT_FALSE(has(v.remedy, "crashes like this")) << v.remedy;
 }
 
+TEST(DriverLoaded, OneExpiredHelperIsReportedOnceForBothLibraries) {
+  RankFacts f = healthy();
+  const std::string why = "the GPU driver helper (NVML, cuInit, device query) did not finish within its deadline of "
+                          "2.0 s (25% of --timeout 8 s) and was killed after 2.0 s";
+  f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::Timeout, why, "helper");
+  f.gpu.driver.cuda_driver_version = Probed<int>::error(ProbeErrc::Timeout, why, "helper");
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(v.summary.starts_with("libnvidia-ml.so.1 (NVML) and libcuda.so.1: ")) << v.summary;
+  EXPECT_EQ(v.summary.find("25% of --timeout 8 s"), v.summary.rfind("25% of --timeout 8 s")) << v.summary;
+}
+
 TEST(DriverLoaded, SlowInitWithinTheDeadlinePassesWithTheTimeNoted) {
   RankFacts f = healthy();
   f.gpu.driver.cuda_init_seconds = 12.34;
