@@ -62,6 +62,9 @@ Verdict run(const CheckContext& ctx) {
   for (const CudaInUse& c : cudas) cuda_list.push_back(c.label);
   b.evidence()["cuda"] = std::move(cuda_list);
 
+  if (gpus.cpu_only) {
+    return Verdict::skip("a CPU-only image (--target-gpu none): no GPU architecture to judge", b.evidence());
+  }
   if (!gpus.known) {
     return Verdict::unknown("no GPU compute capability to judge: " + gpus.why,
                             driver.image ? "Pass --target-gpu CC[,CC] (the fleet's GPUs, e.g. --target-gpu 9.0)."
@@ -75,6 +78,17 @@ Verdict run(const CheckContext& ctx) {
   }
 
   bool judged_something = false;
+  // A driver newer than the matrix: which architectures it supports is not known (never guessed).
+  if (driver.newer_than_matrix) {
+    judged_something = true;
+    b.add(Status::Unknown, "cannot tell which GPU architectures " + driver.label() + " supports: " + driver.why,
+          driver.missing_remedy());
+  } else if (driver.image && !driver.version) {
+    judged_something = true;
+    b.add(Status::Unknown,
+          "whether the fleet's driver supports the target GPUs' architectures is not judged: " + driver.why,
+          driver.missing_remedy());
+  }
   for (const GpuView& g : gpus.gpus) {
     if (!g.cc) {
       b.add(Status::Unknown, g.label + ": its compute capability could not be read",
@@ -93,6 +107,28 @@ Verdict run(const CheckContext& ctx) {
             "Use a driver of branch R" + std::to_string(*arch->last_driver_branch) + " or older" +
                 (arch->last_cuda_major ? " with a CUDA " + std::to_string(*arch->last_cuda_major) + ".x build" : std::string()) +
                 ", or newer GPUs.");
+    }
+
+    // The driver branch predates the architecture (Blackwell on R535/R550): the driver does not
+    // initialise the GPU at all (no CUDA device), whatever the runtime.
+    if (arch != nullptr && arch->first_driver_branch && driver.version &&
+        driver.version->major() < *arch->first_driver_branch) {
+      judged_something = true;
+      const std::string first = "R" + std::to_string(*arch->first_driver_branch);
+      const std::string first_cuda = arch->first_cuda ? " (CUDA " + arch->first_cuda->str() + ")" : std::string();
+      b.add(Status::Fail,
+            g.label + " is not supported by " + driver.label() + ": " + arch->arch + " CC " + cc.str() +
+                " needs driver branch " + first + first_cuda + " or newer, the first that supports it; the driver "
+                "does not initialise the GPU (no CUDA device)",
+            "Install a driver of branch " + first + " or newer on the nodes with these GPUs" +
+                (driver.image ? " (and judge the image with that --target-driver)" : std::string()) +
+                (arch->arch == "Blackwell" ? "; Blackwell needs the open GPU kernel modules" : std::string()) + ".");
+    } else if (arch == nullptr && driver.image && driver.version) {
+      judged_something = true;
+      b.add(Status::Unknown,
+            g.label + " is not in matrix/gpu_arch.tsv: which driver branch supports it is unknown",
+            "Check the compute capability given to --target-gpu, or pass --matrix DIR with a gpu_arch.tsv row for CC " +
+                cc.str() + ".");
     }
 
     for (const CudaInUse& c : cudas) {
@@ -176,7 +212,8 @@ constexpr std::string_view kExplain = R"EXPLAIN(What it reads
   loads is not judged here) and of each CUDA framework build, the
   framework's compiled architectures where discoverable (torch's arch list: sm_80, sm_90,
   compute_90), and the driver version (or --target-driver). Ranges come from
-  matrix/cuda_compute_capability.tsv, architectures from matrix/gpu_arch.tsv.
+  matrix/cuda_compute_capability.tsv, architectures and the first and last driver branch of each
+  from matrix/gpu_arch.tsv, the newest known branch from matrix/driver_branch_cuda.tsv.
 
 Failures
   FAIL     a GPU below a runtime's range: "GPU 0 (Tesla V100-SXM2-16GB, CC 7.0) is not supported by
@@ -184,6 +221,11 @@ Failures
            Kepler (< 5.0). No kernel runs: cudaErrorNoKernelImageForDevice (209).
   FAIL     the driver branch dropped the GPU's architecture (Volta/Pascal/Maxwell after R580,
            Kepler after R470).
+  FAIL     the driver branch predates the GPU's architecture (matrix/gpu_arch.tsv's
+           first_driver_branch: Hopper and Ada R520, Blackwell 10.0/12.0 R570, 10.3/12.1 R575):
+           "target GPU CC 10.0 (Blackwell) is not supported by the target driver 550.54.15 (CUDA
+           12.4): Blackwell CC 10.0 needs driver branch R570 (CUDA 12.8) or newer". The driver does
+           not initialise the GPU at all.
   FAIL     the framework's arch list has neither SASS for the GPU (sm_XY, or sm_XW of the same
            major with W <= Y) nor PTX it can JIT (compute_XY <= the GPU's CC).
   WARN     the framework has only PTX for the GPU: JIT at first start, and no PTX JIT under
@@ -191,12 +233,20 @@ Failures
   WARN     a GPU newer than a runtime knows (above its range): only PTX kernels run.
   UNKNOWN  no GPU list (no driver; the image profile without --target-gpu), a GPU whose compute
            capability cannot be read, or a CUDA version the table does not know.
-  SKIP     no CUDA runtime or framework found to judge against (cuda.runtime reports that).
+  UNKNOWN  a driver newer than the matrix's newest branch whose CUDA is not reported by the
+           driver itself (--target-driver 700 with R620 the newest): "driver 700 is newer than this
+           matrix (newest R620): update the matrix or pass --matrix". Never extrapolated.
+  UNKNOWN  in the image profile, a --target-gpu compute capability gpu_arch.tsv does not list
+           (the driver branch that supports it is unknown), or no usable --target-driver (the
+           driver side is not judged).
+  SKIP     no CUDA runtime or framework found to judge against (cuda.runtime reports that), or a
+           CPU-only image (--target-gpu none).
 
 Fix
   A build for a CUDA that supports the GPU (a CUDA 12.x build for CC < 7.5), a build compiled
-  for the GPU's sm_XY (TORCH_CUDA_ARCH_LIST for source builds), a driver branch that still
-  supports the architecture, or newer GPUs.)EXPLAIN";
+  for the GPU's sm_XY (TORCH_CUDA_ARCH_LIST for source builds), a driver branch that supports
+  the architecture (still, or already), or newer GPUs; for a driver newer than the matrix, a
+  newer preflight or --matrix DIR.)EXPLAIN";
 
 }  // namespace
 

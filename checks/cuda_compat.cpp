@@ -93,6 +93,23 @@ std::string DriverView::label() const {
   return "the driver" + cuda_text;
 }
 
+std::string newer_than_matrix_text(const Version& driver, const CompatMatrix& m) {
+  const DriverBranchRow* newest = m.newest_branch();
+  return "driver " + driver.str() + " is newer than this matrix (newest R" +
+         (newest ? std::to_string(newest->branch) : std::string("?")) + "): update the matrix or pass --matrix";
+}
+
+std::string DriverView::missing_remedy() const {
+  if (newer_than_matrix) {
+    return "Use a preflight whose matrix knows this driver's branch, or pass --matrix DIR with a "
+           "driver_branch_cuda.tsv that has a row for branch R" +
+           (version ? std::to_string(version->major()) : std::string("?")) +
+           " (the CUDA it reports, from NVIDIA's release notes); nothing newer than the matrix is guessed.";
+  }
+  return image ? "Pass --target-driver VERSION (the fleet's driver, e.g. --target-driver 535.104.05)."
+               : "Make the NVIDIA driver visible to the job (driver.loaded names what is missing), then rerun.";
+}
+
 nlohmann::json DriverView::evidence() const {
   nlohmann::json j = nlohmann::json::object();
   j["from"] = image ? "--target-driver" : "node";
@@ -100,6 +117,7 @@ nlohmann::json DriverView::evidence() const {
   if (cuda) j["driver_cuda"] = cuda->str();
   if (!cuda_source.empty()) j["driver_cuda_source"] = cuda_source;
   if (!why.empty()) j["driver_missing"] = why;
+  if (newer_than_matrix) j["driver_newer_than_matrix"] = true;
   if (!compat_lib.empty()) j["cuda_compat_lib"] = compat_lib;
   if (compat_cuda) j["cuda_compat_cuda"] = compat_cuda->str();
   return j;
@@ -122,6 +140,9 @@ DriverView driver_view(const CheckContext& ctx, const CompatMatrix& m) {
     v.cuda = m.cuda_reported_by_driver(*v.version);
     if (const DriverBranchRow* row = m.branch_for_driver(*v.version)) {
       v.cuda_source = "matrix: branch R" + std::to_string(row->branch);
+    } else if (m.newer_than_matrix(*v.version)) {
+      v.newer_than_matrix = true;
+      v.why = newer_than_matrix_text(*v.version, m);
     } else {
       v.why = "--target-driver " + v.version->str() + " is older than every driver branch in the matrix";
     }
@@ -148,6 +169,10 @@ DriverView driver_view(const CheckContext& ctx, const CompatMatrix& m) {
     if (row != nullptr) {
       v.cuda = row->cuda;
       v.cuda_source = "matrix: branch R" + std::to_string(row->branch) + " (a cuda-compat libcuda is loaded)";
+    } else if (v.version && m.newer_than_matrix(*v.version)) {
+      v.newer_than_matrix = true;
+      v.why = "a cuda-compat libcuda (" + v.compat_lib + ") is loaded over kernel-mode " +
+              newer_than_matrix_text(*v.version, m);
     } else {
       v.why = "a cuda-compat libcuda (" + v.compat_lib +
               ") is loaded and the kernel-mode driver version could not be read: " + d.nvml_driver_version.why() +
@@ -159,6 +184,9 @@ DriverView driver_view(const CheckContext& ctx, const CompatMatrix& m) {
   } else if (row != nullptr) {
     v.cuda = row->cuda;
     v.cuda_source = "matrix: branch R" + std::to_string(row->branch);
+  } else if (v.version && m.newer_than_matrix(*v.version)) {
+    v.newer_than_matrix = true;
+    v.why = newer_than_matrix_text(*v.version, m) + " (cuDriverGetVersion: " + d.cuda_driver_version.why() + ")";
   } else {
     std::string why = "no driver to judge against (cuDriverGetVersion: " + d.cuda_driver_version.why() +
                       "; NVML driver version: " + d.nvml_driver_version.why() +
@@ -171,6 +199,12 @@ DriverView driver_view(const CheckContext& ctx, const CompatMatrix& m) {
 GpusView gpu_view(const CheckContext& ctx, const CompatMatrix& m) {
   GpusView g;
   if (ctx.profile == Profile::Image) {
+    if (ctx.options.target_cpu_only) {
+      g.known = true;
+      g.cpu_only = true;
+      g.why = "--target-gpu none: a CPU-only image";
+      return g;
+    }
     if (ctx.options.target_gpus.empty()) {
       g.why = "no --target-gpu given (the image profile judges against the fleet's compute capabilities)";
       return g;
@@ -276,9 +310,7 @@ CudaJudgement judge_cuda_vs_driver(const Version& cuda, std::string_view what_vi
             "cuda_toolkit_driver.tsv."};
   }
   if (!driver.cuda) {
-    return {Status::Unknown, "unknown", "cannot judge " + what + ": " + driver.why,
-            driver.image ? "Pass --target-driver VERSION (the fleet's driver, e.g. --target-driver 535.104.05)."
-                         : "Make the NVIDIA driver visible to the job (driver.loaded names what is missing), then rerun."};
+    return {Status::Unknown, "unknown", "cannot judge " + what + ": " + driver.why, driver.missing_remedy()};
   }
   const Version& d = *driver.cuda;
   const std::string label = driver.label();

@@ -25,6 +25,9 @@ struct DriverView {
   std::string cuda_source;         // "cuDriverGetVersion", "matrix: branch R535"
   std::string why;                 // why `cuda` is missing (empty when known)
   bool image = false;              // from --target-driver
+  // The driver is newer than the matrix's newest branch (700 when R620 is the newest) and nothing
+  // else says what it supports: `cuda` stays unknown, never extrapolated; `why` says so.
+  bool newer_than_matrix = false;
   // A cuda-compat libcuda the loader resolved (forward compatibility), and the CUDA it reports.
   std::string compat_lib;
   std::optional<Version> compat_cuda;
@@ -32,7 +35,13 @@ struct DriverView {
   /// "driver 535.104.05 (CUDA 12.2)", "the target driver 535.104.05 (CUDA 12.2)", "the driver (CUDA 12.2)".
   std::string label() const;
   nlohmann::json evidence() const;
+  /// The fix when `cuda` is unknown: pass --target-driver, update the matrix, or make the driver
+  /// visible.
+  std::string missing_remedy() const;
 };
+
+/// "driver 700 is newer than this matrix (newest R620): update the matrix or pass --matrix".
+std::string newer_than_matrix_text(const Version& driver, const CompatMatrix& m);
 
 DriverView driver_view(const CheckContext& ctx, const CompatMatrix& m);
 
@@ -46,7 +55,8 @@ struct GpuView {
 struct GpusView {
   std::vector<GpuView> gpus;
   bool known = false;
-  std::string why;  // why the GPU list is missing
+  bool cpu_only = false;  // --target-gpu none: a CPU-only image, no GPU to judge (gpus empty, known)
+  std::string why;        // why the GPU list is missing
 };
 
 GpusView gpu_view(const CheckContext& ctx, const CompatMatrix& m);

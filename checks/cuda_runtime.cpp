@@ -230,9 +230,9 @@ Verdict run(const CheckContext& ctx) {
     } else if (!names.empty()) {
       b.add(Status::Unknown,
             "cannot judge " + join_list(names, ", ") + ": " + driver.why +
-                (driver.image ? std::string() : std::string("; driver.loaded reports the driver itself")),
-            driver.image ? "Pass --target-driver VERSION (the fleet's driver, e.g. --target-driver 535.104.05)."
-                         : "Make the NVIDIA driver visible to the job (see driver.loaded), then rerun.");
+                (driver.image || driver.newer_than_matrix ? std::string()
+                                                          : std::string("; driver.loaded reports the driver itself")),
+            driver.missing_remedy());
     }
     return b.build();
   }
@@ -326,6 +326,10 @@ Failures
            driver to judge the others against.
   UNKNOWN  no driver to judge against in the node/job profiles (driver.loaded reports the driver
            itself), or no --target-driver in the image profile.
+  UNKNOWN  a --target-driver (or a node's driver whose cuDriverGetVersion is unreadable) newer
+           than the matrix's newest branch: "driver 700 is newer than this matrix (newest R620):
+           update the matrix or pass --matrix". A driver of the newest branch itself (620.x) is
+           judged; a newer one is never extrapolated to PASS.
   UNKNOWN  a runtime version that is not a version, or one the matrix does not know (newer than
            the table, or no such release): never PASS.
   UNKNOWN  no runtime found while some files on the way could not be read.

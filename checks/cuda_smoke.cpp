@@ -80,7 +80,10 @@ Verdict run(const CheckContext& ctx) {
       std::string what = err.detail;
       if (!mentions(what, "within")) what = "did not finish within its deadline (" + what + ")";
       Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
-      v.summary = "the CUDA smoke test " + what + (d.smoke.source().empty() ? "" : " [" + d.smoke.source() + "]");
+      // The probe's message names the helper, its deadline and --timeout: it stands on its own.
+      const bool named = what.starts_with("the GPU smoke test helper");
+      v.summary = (named ? what : "the CUDA smoke test " + what) +
+                  (d.smoke.source().empty() ? "" : " [" + d.smoke.source() + "]");
       v.evidence.update(ev);
       return v;
     }
@@ -125,7 +128,9 @@ Failures
            0x5AA5F00D"): a faulty GPU or memory — drain the node.
   FAIL     the helper crashed ("driver helper crashed with SIGSEGV after 0.2 s"): the job's first GPU
            call dies the same way (exit -11).
-  FAIL     the helper did not finish within its deadline: the job would hang on its first GPU call.
+  FAIL     the helper did not finish within its deadline (15% of --timeout plus the cuInit time the
+           driver helper measured; the message names it and its length): a GPU that never answers
+           hangs the job's first GPU call; one only slow to initialise needs a larger --timeout.
   FAIL     no CUDA device is visible, or no driver at all (node and job profiles: the job needs a GPU).
   UNKNOWN  the smoke test did not run (nothing to judge; never PASS).
   SKIP     in the image profile: an image build has no GPU.

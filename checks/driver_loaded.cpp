@@ -36,6 +36,9 @@ std::string version_in_name(std::string_view path) {
 
 bool mentions(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
 
+/// A first cuInit slower than this is worth naming (persistence mode off on a large node).
+constexpr double kSlowInitSeconds = 5.0;
+
 /// NVML_ERROR_LIB_RM_VERSION_MISMATCH (18) and CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803).
 bool is_version_mismatch_error(std::string_view detail) {
   return mentions(detail, "MISMATCH") || mentions(detail, "mismatch") || mentions(detail, "(803)") ||
@@ -81,25 +84,40 @@ Verdict run(const CheckContext& ctx) {
 
   // The libraries: each must load and answer.
   struct Lib {
-    const char* name;
+    std::string name;
     const ProbeError* err;
     std::string why;
   };
-  for (const Lib& lib : {Lib{"libnvidia-ml.so.1 (NVML)", d.nvml_driver_version.error(), d.nvml_driver_version.why()},
-                         Lib{"libcuda.so.1", d.cuda_driver_version.error(), d.cuda_driver_version.why()}}) {
+  std::vector<Lib> libs = {Lib{"libnvidia-ml.so.1 (NVML)", d.nvml_driver_version.error(), d.nvml_driver_version.why()},
+                           Lib{"libcuda.so.1", d.cuda_driver_version.error(), d.cuda_driver_version.why()}};
+  // One helper run that died (a deadline, a crash) fails both the same way: say it once.
+  if (libs[0].err != nullptr && libs[1].err != nullptr && libs[0].err->code == libs[1].err->code &&
+      libs[0].why == libs[1].why) {
+    libs[0].name += " and libcuda.so.1";
+    libs.pop_back();
+  }
+  for (const Lib& lib : libs) {
     if (lib.err == nullptr) continue;
     switch (lib.err->code) {
       case ProbeErrc::LibraryMissing:
         b.add(Status::Fail,
-              std::string(lib.name) + " cannot be loaded (" + lib.why + ")" +
+              lib.name + " cannot be loaded (" + lib.why + ")" +
                   (km ? "; the nvidia kernel module " + *km + " is loaded" : std::string()),
               "Install the driver's user-space libraries of the same release as the kernel module (Debian/Ubuntu: "
               "libnvidia-compute-<branch>, RHEL: nvidia-driver-cuda-libs), or in a container use the NVIDIA "
               "container runtime (`docker run --gpus all …`) so the host's libraries are mounted in.");
         break;
-      case ProbeErrc::Crashed:
       case ProbeErrc::Timeout:
-        b.add(Status::Fail, std::string(lib.name) + ": " + lib.why,
+        b.add(Status::Fail, lib.name + ": " + lib.why,
+              "If the GPUs are only slow to initialise (persistence mode off: the first cuInit sets up every GPU, "
+              "seconds each on a node of 8), give the helper longer with a larger --timeout (the driver helper "
+              "gets 25% of it) and enable persistence mode (`systemctl enable --now nvidia-persistenced`, or "
+              "`nvidia-smi -pm 1`). If it never finishes at any --timeout, the job's first GPU call hangs too: "
+              "check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; a wedged GPU needs `nvidia-smi -r` or a "
+              "reboot.");
+        break;
+      case ProbeErrc::Crashed:
+        b.add(Status::Fail, lib.name + ": " + lib.why,
               "The job's first GPU call will do the same. Check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; "
               "a CUDA library that does not belong to the running driver (a forward-compatibility libcuda or a "
               "copy in the image, see the loaded files) crashes like this: remove it from LD_LIBRARY_PATH; a "
@@ -107,20 +125,20 @@ Verdict run(const CheckContext& ctx) {
         break;
       case ProbeErrc::ApiError:
         if (is_version_mismatch_error(lib.err->detail)) {
-          b.add(Status::Fail, "driver/library version mismatch: " + std::string(lib.name) + " returned " + lib.err->detail +
+          b.add(Status::Fail, "driver/library version mismatch: " + lib.name + " returned " + lib.err->detail +
                                   (km ? " (kernel module " + *km + ")" : std::string()),
                 std::string(kRebootRemedy));
         } else {
-          b.add(Status::Fail, std::string(lib.name) + " failed to initialise: " + lib.why, api_error_remedy(lib.err->detail));
+          b.add(Status::Fail, lib.name + " failed to initialise: " + lib.why, api_error_remedy(lib.err->detail));
         }
         break;
       case ProbeErrc::ParseError:
-        b.add(Status::Fail, std::string(lib.name) + ": the GPU helper's answer was garbage (" + lib.why + ")",
+        b.add(Status::Fail, lib.name + ": the GPU helper's answer was garbage (" + lib.why + ")",
               "Run `nvidia-smi` and check `dmesg | grep -i NVRM`; if the driver is healthy, report it as a preflight "
               "bug with the --json output.");
         break;
       default:
-        b.add(Status::Unknown, std::string(lib.name) + " was not read: " + lib.why,
+        b.add(Status::Unknown, lib.name + " was not read: " + lib.why,
               "Run preflight on the node itself so its GPU helper can load the driver's libraries.");
         break;
     }
@@ -165,6 +183,13 @@ Verdict run(const CheckContext& ctx) {
   }
   if (!compat.empty()) b.evidence()["forward_compat_libcuda"] = compat;
 
+  // How long the driver took to initialise: slow without persistence mode (every GPU is set up
+  // again by each process), which is why the helpers' deadlines grow with --timeout.
+  const std::optional<double> init_s = d.cuda_init_seconds;
+  if (init_s) b.evidence()["cuda_init_seconds"] = *init_s;
+  if (d.nvml_init_seconds) b.evidence()["nvml_init_seconds"] = *d.nvml_init_seconds;
+  const bool slow_init = init_s && *init_s > kSlowInitSeconds;
+
   // Persistence mode (DCGM warns too): without it every process start re-initialises the GPUs.
   if (const std::vector<NvmlGpu>* gpus = d.nvml_gpus.value()) {
     std::vector<std::string> off;
@@ -175,7 +200,10 @@ Verdict run(const CheckContext& ctx) {
       b.evidence()["persistence_mode_off"] = off;
       b.add(Status::Warn,
             "persistence mode is off on GPU " + join(off, ", ") +
-                ": every process start re-initialises the GPU (seconds per rank, and state lost between jobs)",
+                (slow_init ? ": cuInit took " + fixed(*init_s, 1) + " s here, and every process of the job pays it "
+                             "again (each start re-initialises the GPUs; state is lost between jobs)"
+                           : ": every process start re-initialises the GPU (seconds per rank, and state lost "
+                             "between jobs)"),
             "Run nvidia-persistenced on the node (`systemctl enable --now nvidia-persistenced`; or "
             "`nvidia-smi -pm 1` as root).");
     }
@@ -186,6 +214,9 @@ Verdict run(const CheckContext& ctx) {
     if (cuda) s += " (CUDA " + cuda_version_text(*cuda) + ")";
     s += km ? ", kernel module matches" : ", kernel module version not readable (NVML works, so the module is loaded)";
     if (!compat.empty()) s += "; forward-compatibility libcuda in use";
+    if (init_s && *init_s >= 1.0) {
+      s += "; cuInit took " + fixed(*init_s, 1) + " s" + (slow_init ? " (slow, but within the helper's deadline)" : "");
+    }
     s += d.loaded_libraries.empty() ? std::string("; no library file reported")
                                     : "; loaded " + join(cuda_files.empty() ? d.loaded_libraries : cuda_files, ", ");
     b.note(std::move(s));
@@ -198,7 +229,8 @@ constexpr std::string_view kExplain = R"EXPLAIN(What it reads
   preflight down): the libraries it loaded with dlopen (libnvidia-ml.so.1, libcuda.so.1, by soname
   through the normal loader search, so LD_LIBRARY_PATH counts) and their real paths; the user-space
   driver version (nvmlSystemGetDriverVersion) and the driver's CUDA version (cuDriverGetVersion);
-  NVML's persistence mode of each GPU. From the node: the kernel module's version
+  NVML's persistence mode of each GPU; how long nvmlInit_v2 and cuInit took (the helper times
+  them). From the node: the kernel module's version
   (/proc/driver/nvidia/version, else /sys/module/nvidia/version).
 
 Failures
@@ -213,13 +245,19 @@ Failures
   FAIL     NVML or CUDA initialisation returns an error, named (NVML_ERROR_DRIVER_NOT_LOADED: the
            module is not loaded; NVML_ERROR_NO_PERMISSION: /dev/nvidia* not accessible; 802: fabric
            manager not running).
-  FAIL     the helper crashed or hung in the driver ("cuInit crashed with SIGSEGV after 0.2 s").
+  FAIL     the helper crashed in the driver ("cuInit crashed with SIGSEGV after 0.2 s").
+  FAIL     the helper did not finish within its deadline: the message names the deadline (the
+           driver helper gets 25% of --timeout, no fixed cap), how long it ran, and that a
+           larger --timeout gives it longer. A slow but healthy first cuInit (persistence mode
+           off, many GPUs) needs a larger --timeout; one that never returns is a hung driver.
   WARN     two different libcuda files were loaded: the job may get either.
-  WARN     persistence mode is off on a GPU.
+  WARN     persistence mode is off on a GPU (with the cuInit time when it took over 5 s: every
+           process of the job pays it again).
   UNKNOWN  the helper did not run (nothing to judge).
-  PASS     names the driver, its CUDA version and every library file loaded; a forward-compatibility
-           libcuda (/usr/local/cuda/compat) is reported as evidence — cuda.runtime judges whether it
-           applies to the GPUs.
+  PASS     names the driver, its CUDA version, every library file loaded and how long cuInit took
+           when it took a second or more (a slow init that finishes within the deadline is not a
+           failure); a forward-compatibility libcuda (/usr/local/cuda/compat) is reported as
+           evidence — cuda.runtime judges whether it applies to the GPUs.
   SKIP     in the image profile: an image build has no driver (cuda.runtime judges the image against
            --target-driver).
 

@@ -75,10 +75,13 @@ Verdict missing_gpu_fact(const ProbeError& err, std::string_view source, std::st
                            std::move(ev));
     case ProbeErrc::Timeout:
       return Verdict::fail(std::string(what) + " could not be read: " + where + err.detail + tail,
-                           "The driver hangs: the job would hang on its first GPU call. Check `nvidia-smi` (a hang "
-                           "there too means a wedged GPU or driver), `dmesg | grep -i -e NVRM -e Xid` (Xid 79: fell "
-                           "off the bus), and that nvidia-persistenced / nvidia-fabricmanager run; drain the node and "
-                           "reset the GPU (`nvidia-smi -r`) or reboot it.",
+                           "The driver did not answer within the helper's deadline (a share of --timeout, named "
+                           "above). GPUs that are only slow to initialise (persistence mode off: every process sets "
+                           "them up again) need a larger --timeout, and nvidia-persistenced removes the delay. One "
+                           "that never answers means the job would hang on its first GPU call: check `nvidia-smi` (a "
+                           "hang there too means a wedged GPU or driver), `dmesg | grep -i -e NVRM -e Xid` (Xid 79: "
+                           "fell off the bus), and that nvidia-persistenced / nvidia-fabricmanager run; drain the "
+                           "node and reset the GPU (`nvidia-smi -r`) or reboot it.",
                            std::move(ev));
     case ProbeErrc::LibraryMissing:
       return Verdict::fail(std::string(what) + " could not be read: " + where + err.detail + tail,

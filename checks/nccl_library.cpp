@@ -231,7 +231,9 @@ Failures
   WARN     a known problem of the release (2.19.x cuMem deadlocks, 2.18.1 on H100, ...): the
            matrix names the condition, the problem and the fix.
   UNKNOWN  the probe did not run, the version or the CUDA build could not be read, or there is no
-           driver to judge against (driver.loaded reports it; image profile: --target-driver).
+           driver to judge against (driver.loaded reports it; image profile: --target-driver), or
+           the driver is newer than the matrix's newest branch ("driver 700 is newer than this
+           matrix (newest R620): update the matrix or pass --matrix").
 
 Fix
   Install an NCCL built for CUDA <= the driver's (or a newer driver), upgrade past releases with

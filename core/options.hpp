@@ -32,9 +32,14 @@ struct Options {
   std::optional<double> min_busbw_gbps;
   std::uint64_t allreduce_bytes = 32u << 20;
 
-  std::string target_driver;             // image profile
-  std::vector<std::string> target_gpus;  // compute capabilities "9.0"
-  bool target_cpu_only = false;          // --target-gpu none: a CPU-only image (no GPU targets)
+  // Image profile. --target-driver as given, checked at option parsing (535, 535.104, 535.104.05).
+  std::string target_driver;
+  // --target-gpu, normalised to "M.m" compute capabilities ("sm_90a", "90", "compute_90" -> "9.0";
+  // "100", "sm_100" -> "10.0"), in the order given, without repeats.
+  std::vector<std::string> target_gpus;
+  // --target-gpu none: a CPU-only image, no GPU target (target_gpus is then empty). Distinct from
+  // no --target-gpu at all (GPU targets unknown).
+  bool target_cpu_only = false;
   std::vector<std::string> site_packages;
   std::string python;
   std::vector<std::string> cuda_runtimes;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -377,7 +378,7 @@ Cuda open_cuda() {
   return c;
 }
 
-Probed<std::vector<CudaDevice>> cuda_devices(const Cuda& c) {
+Probed<std::vector<CudaDevice>> cuda_devices(const Cuda& c, std::optional<double>& init_seconds) {
   using namespace cuda;
   using Result = Probed<std::vector<CudaDevice>>;
   const std::string source = c.source("cuInit/cuDeviceGet*");
@@ -393,7 +394,10 @@ Probed<std::vector<CudaDevice>> cuda_devices(const Cuda& c) {
     return Result::error(ProbeErrc::ApiError, "cuInit/cuDeviceGetCount/cuDeviceGet not exported by " + c.lib.path(),
                          source);
   }
-  if (const CUresult rc = init(0); rc != CUDA_SUCCESS) return Result::error(ProbeErrc::ApiError, c.failure("cuInit", rc), source);
+  const auto init_start = std::chrono::steady_clock::now();
+  const CUresult init_rc = init(0);
+  init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
+  if (init_rc != CUDA_SUCCESS) return Result::error(ProbeErrc::ApiError, c.failure("cuInit", init_rc), source);
   int count = 0;
   if (const CUresult rc = get_count(&count); rc != CUDA_SUCCESS) {
     return Result::error(ProbeErrc::ApiError, c.failure("cuDeviceGetCount", rc), source);
@@ -455,6 +459,7 @@ nlohmann::json run_driver() {
   Probed<std::vector<NvmlGpu>> gpus;
   Probed<std::vector<CudaDevice>> devices;
   Probed<std::vector<GpuPair>> pairs;
+  std::optional<double> nvml_init_seconds, cuda_init_seconds;
 
   // NVML: the kernel driver's view, every GPU of the node.
   Nvml n{DynLib::open(nvml::soname)};
@@ -466,7 +471,11 @@ nlohmann::json run_driver() {
     loaded.push_back(n.lib.path());
     n.error_string = n.lib.get<nvml::PFN_nvmlErrorString>(nvml::name_nvmlErrorString);
     const auto init = n.lib.get<nvml::PFN_nvmlInit_v2>(nvml::name_nvmlInit_v2);
+    const auto init_start = std::chrono::steady_clock::now();
     const nvml::nvmlReturn_t rc = init != nullptr ? init() : nvml::NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (init != nullptr) {
+      nvml_init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - init_start).count();
+    }
     if (rc != nvml::NVML_SUCCESS) {
       const std::string why = n.failure("nvmlInit_v2", rc);
       nvml_driver_version = Probed<std::string>::error(ProbeErrc::ApiError, why, n.lib.path());
@@ -509,7 +518,7 @@ nlohmann::json run_driver() {
       cuda_driver_version =
           Probed<int>::error(ProbeErrc::ApiError, "cuDriverGetVersion not exported by " + c.lib.path(), c.lib.path());
     }
-    devices = cuda_devices(c);
+    devices = cuda_devices(c, cuda_init_seconds);
   }
 
   nlohmann::json doc = nlohmann::json::object();
@@ -519,6 +528,8 @@ nlohmann::json run_driver() {
   doc["nvml_gpus"] = gpus;
   doc["cuda_devices"] = devices;
   doc["gpu_pairs"] = pairs;
+  if (nvml_init_seconds) doc["nvml_init_seconds"] = *nvml_init_seconds;
+  if (cuda_init_seconds) doc["cuda_init_seconds"] = *cuda_init_seconds;
   return doc;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -56,8 +57,9 @@ po::options_description run_options() {
     ("expect-nodes", po::value<std::string>(), "nodes the job must span")
     ("min-busbw", po::value<std::string>(), "all_reduce bus bandwidth floor in GB/s")
     ("allreduce-bytes", po::value<std::string>(), "all_reduce message size (e.g. 32M)")
-    ("target-driver", po::value<std::string>(), "image profile: the fleet's driver version, e.g. 535.104.05")
-    ("target-gpu", po::value<std::vector<std::string>>()->composing(), "image profile: compute capabilities CC[,CC], e.g. 9.0")
+    ("target-driver", po::value<std::string>(), "image profile: the fleet's driver version: 535, 535.104 or 535.104.05")
+    ("target-gpu", po::value<std::vector<std::string>>()->composing(),
+     "image profile: the fleet's GPUs CC[,CC]: 9.0, sm_90, 90, 9.0a, compute_90, 10.0, 100; none for a CPU-only image")
     ("site-packages", po::value<std::vector<std::string>>()->composing(), "where the training framework lives (repeatable)")
     ("python", po::value<std::string>(), "the Python interpreter of the job")
     ("cuda-runtime", po::value<std::vector<std::string>>()->composing(), "a CUDA runtime library the job will load (repeatable)")
@@ -193,8 +195,32 @@ Options to_options(const po::variables_map& vm) {
   if (vm.count("expect-nodes")) o.expect_nodes = int_in(vm, "expect-nodes", 1, 1 << 20, "a whole number ≥ 1");
   if (vm.count("min-busbw")) o.min_busbw_gbps = positive_double(vm, "min-busbw", "a bandwidth in GB/s");
   if (vm.count("allreduce-bytes")) o.allreduce_bytes = size_value(vm, "allreduce-bytes");
-  o.target_driver = str(vm, "target-driver").value_or("");
-  o.target_gpus = comma_list(vm, "target-gpu");
+  if (auto v = str(vm, "target-driver")) {
+    if (!is_target_driver(*v)) bad_value("target-driver", *v, "a driver version such as 535, 535.104 or 535.104.05");
+    o.target_driver = std::string(trim(*v));
+  }
+  if (vm.count("target-gpu")) {
+    constexpr char kSpellings[] =
+        "compute capabilities CC[,CC] such as 9.0, sm_90, 90, 9.0a, sm_90a, compute_90, 10.0, 100, sm_100 or 120, "
+        "or none for a CPU-only image";
+    const std::vector<std::string> items = comma_list(vm, "target-gpu");
+    if (items.empty()) bad_value("target-gpu", "", kSpellings);
+    for (const std::string& item : items) {
+      if (to_lower(item) == "none") {
+        if (items.size() > 1) {
+          throw UsageError("--target-gpu none (a CPU-only image) cannot be combined with GPU targets ('" +
+                           printable(join(items, ","), 60) + "')");
+        }
+        o.target_cpu_only = true;
+        continue;
+      }
+      const std::optional<std::string> cc = parse_target_gpu(item);
+      if (!cc) bad_value("target-gpu", item, kSpellings);
+      if (std::find(o.target_gpus.begin(), o.target_gpus.end(), *cc) == o.target_gpus.end()) {
+        o.target_gpus.push_back(*cc);
+      }
+    }
+  }
   o.site_packages = comma_list(vm, "site-packages");
   o.python = str(vm, "python").value_or("");
   o.cuda_runtimes = comma_list(vm, "cuda-runtime");
@@ -241,6 +267,46 @@ std::optional<std::uint64_t> parse_count(std::string_view text) {
   } catch (const std::logic_error&) {
     return std::nullopt;
   }
+}
+
+std::optional<std::string> parse_target_gpu(std::string_view text) {
+  std::string t = to_lower(trim(text));
+  for (std::string_view prefix : {"sm_", "compute_"}) {
+    if (t.starts_with(prefix)) {
+      t.erase(0, prefix.size());
+      if (t.find('.') != std::string::npos) return std::nullopt;  // sm_9.0 is no spelling
+      break;
+    }
+  }
+  if (t.ends_with("+ptx")) t.erase(t.size() - 4);
+  if (!t.empty() && (t.back() == 'a' || t.back() == 'f')) t.pop_back();
+  const auto digits = [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  std::string major, minor;
+  if (const std::size_t dot = t.find('.'); dot != std::string::npos) {
+    major = t.substr(0, dot);
+    minor = t.substr(dot + 1);
+    if (major.size() > 2 || minor.size() != 1) return std::nullopt;
+  } else {
+    if (t.size() < 2 || t.size() > 3) return std::nullopt;  // "9" is ambiguous, "1000" no GPU
+    major = t.substr(0, t.size() - 1);
+    minor = t.substr(t.size() - 1);
+  }
+  if (!digits(major) || !digits(minor) || major.front() == '0') return std::nullopt;
+  return major + "." + minor;
+}
+
+bool is_target_driver(std::string_view text) {
+  text = trim(text);
+  const std::vector<std::string_view> parts = split(text, '.');
+  if (text.empty() || parts.size() > 3) return false;
+  for (std::string_view p : parts) {
+    if (p.empty() || p.size() > 6 || !std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return false;
+    }
+  }
+  return parse_uint(parts.front()).value_or(0) > 0;
 }
 
 std::string help_text() {

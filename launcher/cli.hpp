@@ -29,4 +29,13 @@ std::string help_text();
 /// "7B", "7e9", "1.5T", "70000000000": a parameter count (decimal suffixes K, M, B/G, T).
 std::optional<std::uint64_t> parse_count(std::string_view text);
 
+/// A --target-gpu entry as users write it, normalised to "M.m": "9.0", "9.0a", "sm_90", "sm_90a",
+/// "compute_90", "90", "8.6+PTX", "10.0", "100", "sm_100f", "120" (any case). nullopt for anything
+/// else ("none" is handled by the caller).
+std::optional<std::string> parse_target_gpu(std::string_view text);
+
+/// A --target-driver value: 1 to 3 dot-separated numbers with a non-zero major ("535", "535.104",
+/// "535.104.05").
+bool is_target_driver(std::string_view text);
+
 }  // namespace preflight

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 
+#include "core/deadlines.hpp"
 #include "core/text.hpp"
 #include "dist/payload.hpp"
 #include "dist/reach.hpp"
@@ -727,14 +728,14 @@ class JobRun {
 PhaseDeadlines PhaseDeadlines::from(TimePoint start, double timeout_s) {
   PhaseDeadlines d;
   const auto at = [&](double fraction) { return start + seconds(timeout_s * fraction); };
-  d.init = at(0.30);
-  d.probe = at(0.50);
-  d.reach = at(0.55);
-  d.gather = at(0.65);
-  d.barrier = at(0.75);
-  d.allreduce = at(0.90);
+  d.init = at(PhaseShares::init);
+  d.probe = at(PhaseShares::probe);
+  d.reach = at(PhaseShares::reach);
+  d.gather = at(PhaseShares::gather);
+  d.barrier = at(PhaseShares::barrier);
+  d.allreduce = at(PhaseShares::allreduce);
   d.end = at(1.0);
-  d.grace = seconds(std::max(2.0, timeout_s * 0.1));
+  d.grace = seconds(std::max(PhaseShares::min_grace_seconds, timeout_s * PhaseShares::grace));
   return d;
 }
 

@@ -16,7 +16,8 @@ namespace preflight {
 
 class CompatMatrix;
 
-/// Where each phase must end, as fractions of --timeout from the start of the run. Non-root ranks
+/// Where each phase must end, as fractions of --timeout from the start of the run (the shares are
+/// core/deadlines.hpp's PhaseShares). Non-root ranks
 /// wait `grace` longer than rank 0 at every step, so rank 0 always reports before anyone gives up.
 struct PhaseDeadlines {
   std::chrono::steady_clock::time_point init, probe, reach, gather, barrier, allreduce, end;

@@ -199,10 +199,15 @@ void parse_gpu_archs(const Parser& p, CompatMatrix& m) {
     r.cc = p.version(f[0], line, "a compute capability (major.minor)", 2, 2);
     r.arch = std::string(f[1]);
     r.first_cuda = p.optional_version(f[2], line, "a CUDA version (major.minor, or -)", 2, 2);
-    r.last_cuda_major = p.optional_number(f[3], line, "a CUDA major version (or -)");
-    r.last_driver_branch = p.optional_number(f[4], line, "a driver branch (or -)");
-    r.source = std::string(f[5]);
+    r.first_driver_branch = p.optional_number(f[3], line, "a driver branch (or -)");
+    r.last_cuda_major = p.optional_number(f[4], line, "a CUDA major version (or -)");
+    r.last_driver_branch = p.optional_number(f[5], line, "a driver branch (or -)");
+    r.source = std::string(f[6]);
     r.line = line;
+    if (r.first_driver_branch && r.last_driver_branch && *r.last_driver_branch < *r.first_driver_branch) {
+      p.fail(line, "last driver branch R" + std::to_string(*r.last_driver_branch) + " is older than the first, R" +
+                       std::to_string(*r.first_driver_branch));
+    }
     if (!rows.empty()) p.ascending(std::optional<Version>(rows.back().cc), rows.back().line, r.cc, line, r.cc.str(), "compute capability");
     rows.push_back(std::move(r));
   });
@@ -263,7 +268,8 @@ constexpr FileSpec kFiles[] = {
     {"cuda_minor_compat.tsv", "major\tmin_driver\tnote\tsource", parse_minor_compat},
     {"driver_branch_cuda.tsv", "branch\tcuda\tnote\tsource", parse_driver_branches},
     {"cuda_compute_capability.tsv", "cuda_from\tcuda_to\tmin_cc\tmax_cc\tsource", parse_cc_ranges},
-    {"gpu_arch.tsv", "cc\tarch\tfirst_cuda\tlast_cuda_major\tlast_driver_branch\tsource", parse_gpu_archs},
+    {"gpu_arch.tsv", "cc\tarch\tfirst_cuda\tfirst_driver_branch\tlast_cuda_major\tlast_driver_branch\tsource",
+     parse_gpu_archs},
     {"nccl_known_issues.tsv", "id\tfrom\tbelow\tcondition\tproblem\tfix\tsource", parse_nccl_issues},
     {"torch_cuda_builds.tsv", "cuda\tindex_url\tfirst_torch\tsource", parse_torch_builds},
 };
@@ -307,7 +313,17 @@ std::optional<Version> CompatMatrix::minor_compat_min_driver(unsigned major) con
   return std::nullopt;
 }
 
+const DriverBranchRow* CompatMatrix::newest_branch() const {
+  return driver_branches.empty() ? nullptr : &driver_branches.back();
+}
+
+bool CompatMatrix::newer_than_matrix(const Version& driver) const {
+  const DriverBranchRow* newest = newest_branch();
+  return newest != nullptr && driver.major() > newest->branch;
+}
+
 const DriverBranchRow* CompatMatrix::branch_for_driver(const Version& driver) const {
+  if (newer_than_matrix(driver)) return nullptr;
   const DriverBranchRow* best = nullptr;
   for (const DriverBranchRow& r : driver_branches) {
     if (r.branch <= driver.major()) best = &r;

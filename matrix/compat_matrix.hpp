@@ -59,6 +59,10 @@ struct GpuArchRow {  // gpu_arch.tsv
   Version cc;
   std::string arch;
   std::optional<Version> first_cuda;
+  /// The first driver branch that supports the GPU (R570 for Blackwell 10.0); nullopt: the
+  /// architecture predates every branch of driver_branch_cuda.tsv (R410), so all of them do
+  /// (up to last_driver_branch).
+  std::optional<unsigned> first_driver_branch;
   std::optional<unsigned> last_cuda_major;     // nullopt: still supported
   std::optional<unsigned> last_driver_branch;  // nullopt: still supported
   std::string source;
@@ -103,11 +107,17 @@ class CompatMatrix {
   std::optional<Version> min_driver_for(const Version& cuda) const;
   /// The minor-version-compatibility minimum of a CUDA major family (nullopt: none, e.g. CUDA 10).
   std::optional<Version> minor_compat_min_driver(unsigned major) const;
-  /// The branch row of a driver: the highest branch at or below the driver's major number
-  /// (nullptr below the oldest branch). For a driver newer than every branch, the newest row.
+  /// The branch row of a driver: the highest branch at or below the driver's major number.
+  /// nullptr below the oldest branch, and for a driver newer than the newest branch (621 or 700
+  /// when R620 is the newest: nothing is known of it, so nothing is extrapolated); a driver of the
+  /// newest branch itself (620.x) is known.
   const DriverBranchRow* branch_for_driver(const Version& driver) const;
   /// branch_for_driver(driver)->cuda: the CUDA version such a driver reports (at least).
   std::optional<Version> cuda_reported_by_driver(const Version& driver) const;
+  /// The newest branch of driver_branch_cuda.tsv (nullptr only for an empty table).
+  const DriverBranchRow* newest_branch() const;
+  /// The driver's major number is above the newest branch.
+  bool newer_than_matrix(const Version& driver) const;
   /// The compute-capability range of a CUDA version (by major.minor); nullptr if none covers it.
   const CcRangeRow* cc_range_for(const Version& cuda) const;
   /// The architecture row of a compute capability (exact major.minor); nullptr if unknown.

@@ -22,8 +22,13 @@ constexpr char kHelper[] = "preflight-gpu-probe";
 constexpr char kSmokeBytes[] = "64M";
 
 /// Why a helper run gave no usable document, with the subcommand named:
-/// "preflight-gpu-probe driver (NVML, cuInit) crashed with SIGSEGV after 0.2 s".
-ProbeError helper_failure(const ContainedResult& result, const ContainedJson& parsed, const std::string& what) {
+/// "preflight-gpu-probe driver (NVML, cuInit) crashed with SIGSEGV after 0.2 s"; an expired
+/// deadline says which one, after how long, and that --timeout raises it.
+ProbeError helper_failure(const ContainedResult& result, const ContainedJson& parsed, const std::string& what,
+                          const HelperDeadline& deadline) {
+  if (result.outcome == ContainedOutcome::TimedOut) {
+    return {ProbeErrc::Timeout, deadline.expired(result.elapsed_s)};
+  }
   if (!result.clean()) {
     ProbeError e = result.to_probe_error();
     e.detail = what + " " + e.detail;
@@ -71,6 +76,8 @@ std::string apply_driver_document(const nlohmann::json& doc, DriverFacts& driver
     d.loaded_libraries = doc.at("loaded_libraries").get<std::vector<std::string>>();
     d.nvml_gpus = doc.at("nvml_gpus").get<Probed<std::vector<NvmlGpu>>>();
     d.cuda_devices = doc.at("cuda_devices").get<Probed<std::vector<CudaDevice>>>();
+    if (doc.contains("nvml_init_seconds")) d.nvml_init_seconds = doc.at("nvml_init_seconds").get<double>();
+    if (doc.contains("cuda_init_seconds")) d.cuda_init_seconds = doc.at("cuda_init_seconds").get<double>();
     d.gpu_pairs = doc.contains("gpu_pairs")
                       ? doc.at("gpu_pairs").get<Probed<std::vector<GpuPair>>>()
                       : Probed<std::vector<GpuPair>>::error(ProbeErrc::Unsupported, "the helper reported no GPU pairs");
@@ -80,6 +87,8 @@ std::string apply_driver_document(const nlohmann::json& doc, DriverFacts& driver
     driver.nvml_gpus = std::move(d.nvml_gpus);
     driver.cuda_devices = std::move(d.cuda_devices);
     driver.gpu_pairs = std::move(d.gpu_pairs);
+    driver.nvml_init_seconds = d.nvml_init_seconds;
+    driver.cuda_init_seconds = d.cuda_init_seconds;
     return {};
   } catch (const nlohmann::json::exception& e) {
     return std::string("the helper's document is not the driver report: ") + e.what();
@@ -110,14 +119,16 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
   ContainedRequest request;
   request.executable = helper;
   request.args = {"driver"};
-  request.deadline = ctx.helper_deadline();
+  const HelperDeadline driver_deadline = ctx.helper_deadline(Helper::GpuDriver);
+  request.deadline = driver_deadline.limit;
   const ContainedResult result = run_contained(request);
   d.helper = "driver: " + describe_run(result);
   const ContainedJson parsed = parse_contained_json(result);
   std::string bad = parsed.ok() ? apply_driver_document(parsed.value, d) : std::string();
   if (!parsed.ok() || !bad.empty()) {
     const ProbeError e = parsed.ok() ? ProbeError{ProbeErrc::ParseError, source + ": " + bad}
-                                     : helper_failure(result, parsed, source + " (NVML, cuInit, device query)");
+                                     : helper_failure(result, parsed, source + " (NVML, cuInit, device query)",
+                                                      driver_deadline);
     d.nvml_driver_version = Probed<std::string>::error(e, helper);
     d.cuda_driver_version = Probed<int>::error(e, helper);
     d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(e, helper);
@@ -145,13 +156,17 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
   ContainedRequest smoke;
   smoke.executable = helper;
   smoke.args = {"smoke", "--ordinal", std::to_string(ordinal), "--bytes", kSmokeBytes};
-  smoke.deadline = ctx.helper_deadline();
+  // A new process initialises CUDA again: the smoke test also gets the cuInit time just measured.
+  const HelperDeadline smoke_deadline = ctx.helper_deadline(Helper::GpuSmoke, d.cuda_init_seconds.value_or(0.0));
+  smoke.deadline = smoke_deadline.limit;
   const ContainedResult sresult = run_contained(smoke);
   d.helper += "; smoke: " + describe_run(sresult);
   const ContainedJson sparsed = parse_contained_json(sresult);
   if (!sparsed.ok()) {
     d.smoke = Probed<SmokeResult>::error(
-        helper_failure(sresult, sparsed, smoke_source + " (context, cuMemAlloc, cuMemsetD32, cuMemcpyDtoH)"), helper);
+        helper_failure(sresult, sparsed, smoke_source + " (context, cuMemAlloc, cuMemsetD32, cuMemcpyDtoH)",
+                       smoke_deadline),
+        helper);
     return;
   }
   try {

@@ -129,16 +129,28 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
   }
   ContainedRequest request;
   request.executable = helper_path(kHelper);
-  request.deadline = ctx.helper_deadline();
-  // Each copy gets at most half the run, so a hung copy is reported by the helper itself (with
-  // the others done) before the run's deadline kills it.
-  const double run_s = std::chrono::duration<double>(request.deadline).count();
-  const double pair_s = std::max(0.1, std::min(5.0, run_s / 2));
+  // A new process initialises CUDA again: the copies also get the cuInit time the driver helper
+  // measured. Each copy gets at most half of the deadline, so a hung copy is reported by the
+  // helper itself (with the others done) before our deadline kills it.
+  const HelperDeadline deadline = ctx.helper_deadline(Helper::GpuP2p, d.cuda_init_seconds.value_or(0.0));
+  request.deadline = deadline.limit;
+  const double copies_s = std::max(deadline.seconds() - deadline.allowance_s, deadline.seconds() / 2);
+  const double pair_s = std::max(0.1, copies_s / 2);
   request.args = {"p2p", "--bytes", kPeerCopyBytes, "--pair-timeout", fixed(pair_s, 2)};
   const std::string source = std::string(kHelper) + " p2p --bytes " + kPeerCopyBytes;
   const ContainedResult result = run_contained(request);
   d.helper += (d.helper.empty() ? "" : "; ") + std::string("p2p: ") + result.describe();
   d.peer_copies = parse_peer_copies(result, *devices, source);
+  if (result.outcome == ContainedOutcome::TimedOut) {
+    const std::string why = deadline.expired(result.elapsed_s);
+    if (std::vector<PeerCopy>* copies = d.peer_copies.value()) {
+      for (PeerCopy& c : *copies) {
+        if (c.failed_step == "deadline") c.error = why;
+      }
+    } else if (d.peer_copies.error() != nullptr) {
+      d.peer_copies = Copies::error(ProbeErrc::Timeout, source + ": " + why);
+    }
+  }
 }
 
 }  // namespace preflight

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/deadlines.hpp"
 #include "core/text.hpp"
 
 namespace preflight {
@@ -43,8 +44,7 @@ std::string size_text(std::uint64_t bytes) {
 }  // namespace
 
 std::chrono::milliseconds nccl_helper_deadline(std::chrono::milliseconds deadline) {
-  const auto margin = std::clamp(deadline / 4, std::chrono::milliseconds(200), std::chrono::milliseconds(5000));
-  return std::max(std::chrono::milliseconds(100), deadline - margin);
+  return nccl_own_deadline(deadline);
 }
 
 Probed<std::string> nccl_local_root() {

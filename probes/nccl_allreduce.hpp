@@ -79,7 +79,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclRankOutcome, rank, device, o
                                                 nccl_version, last_step, elapsed_s, helper)
 
 /// The helper's own deadline inside `deadline`: it aborts the communicator itself and reports,
-/// with the rest (a quarter, 0.2 s to 5 s) left for ncclCommAbort and the exit.
+/// with the rest (20% of it, at least 0.2 s; core/deadlines.hpp) left for ncclCommAbort and the exit.
 std::chrono::milliseconds nccl_helper_deadline(std::chrono::milliseconds deadline);
 
 /// A root for one node: "127.0.0.1:<a port free now>" (bound, read, closed).

@@ -30,12 +30,14 @@ void probe_nccl(const ProbeContext& ctx, RankFacts& facts) {
   // a file on this machine.
   const bool in_sysroot = !ctx.fs.is_live() && source != "--nccl-lib" && !path.empty() && path.front() == '/';
   request.args = {"nccl", "--lib", in_sysroot ? ctx.fs.host_path(path) : path};
-  request.deadline = ctx.helper_deadline();
+  const HelperDeadline deadline = ctx.helper_deadline(Helper::Nccl);
+  request.deadline = deadline.limit;
   const ContainedResult result = run_contained(request);
   const ContainedJson parsed = parse_contained_json(result);
   if (!parsed.ok()) {
     ProbeError e = result.clean() ? ProbeError{ProbeErrc::ParseError, parsed.error} : result.to_probe_error();
     e.detail = what + (result.clean() ? ": " : " ") + e.detail;
+    if (result.outcome == ContainedOutcome::TimedOut) e.detail = what + ": " + deadline.expired(result.elapsed_s);
     facts.gpu.nccl = Probed<NcclLibrary>::error(std::move(e), helper);
     return;
   }

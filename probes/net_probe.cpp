@@ -443,7 +443,8 @@ void probe_master(const ProbeContext& ctx, RankFacts& facts) {
   m.addr = ctx.env.get("MASTER_ADDR").value_or("");
   m.port = ctx.env.get("MASTER_PORT").value_or("");
   const bool live = ctx.fs.is_live();
-  const auto limit = ctx.helper_deadline();
+  const HelperDeadline lookup = ctx.helper_deadline(Helper::NameLookup);
+  const auto limit = lookup.limit;
   const auto deadline = std::chrono::steady_clock::now() + limit;
 
   std::optional<BoundedLookup> addr_lookup, host_lookup;
@@ -467,6 +468,14 @@ void probe_master(const ProbeContext& ctx, RankFacts& facts) {
   }
   if (addr_lookup) m.resolved = addr_lookup->wait(deadline, limit);
   if (host_lookup) m.hostname_resolves_to = host_lookup->wait(deadline, limit);
+  // An expired lookup says which deadline it was and that --timeout raises it.
+  for (Probed<std::vector<std::string>>* p : {&m.resolved, &m.hostname_resolves_to}) {
+    if (p->error() != nullptr && p->error()->code == ProbeErrc::Timeout) {
+      *p = Probed<std::vector<std::string>>::error(
+          ProbeErrc::Timeout, "did not resolve within " + lookup.describe() + ": a longer --timeout gives it longer",
+          p->source());
+    }
+  }
 
   // On the master: a resolved address is loopback or one of this host's interface addresses.
   std::string local_address;

@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "core/deadlines.hpp"
 #include "core/env.hpp"
 #include "core/facts.hpp"
 #include "core/file_system.hpp"
@@ -30,10 +31,10 @@ class ProbeContext {
   const Options& options;
   std::chrono::steady_clock::time_point deadline;  // the end of the probe phase (--timeout)
 
-  /// The deadline for one contained helper run: at most 10 s and at most 40% of what is left of
-  /// the probe phase (at least 0.2 s), so an expired helper is reported as a fact before the
-  /// run's own deadline ends the probes.
-  std::chrono::milliseconds helper_deadline() const;
+  /// The deadline for one contained helper run: its share of --timeout (core/deadlines.hpp), plus
+  /// `allowance_s` of measured cuInit time, cut to what is left of the probe phase so an expired
+  /// helper is reported as a fact before the run's own deadline ends the probes.
+  HelperDeadline helper_deadline(Helper helper, double allowance_s = 0) const;
 
   /// /proc/self/mountinfo, read and parsed once for all the probes that need it.
   const Probed<MountInfo>& mountinfo() const;

@@ -30,14 +30,13 @@ constexpr std::array<ProbeSpec, 14> kProbes = {{
 
 std::span<const ProbeSpec> all_probes() { return kProbes; }
 
-std::chrono::milliseconds ProbeContext::helper_deadline() const {
+HelperDeadline ProbeContext::helper_deadline(Helper helper, double allowance_s) const {
   using std::chrono::milliseconds;
-  milliseconds budget(static_cast<long long>(std::min(options.timeout_s, 10.0) * 1000.0));
+  milliseconds left = milliseconds::max();
   if (deadline != std::chrono::steady_clock::time_point::max()) {
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
-    budget = std::min(budget, left * 2 / 5);
+    left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now());
   }
-  return std::max(budget, milliseconds(200));
+  return preflight::helper_deadline(helper, options.timeout_s, left, allowance_s);
 }
 
 struct ProbeContext::Background {

@@ -108,10 +108,15 @@ struct DriverFacts {
   std::string helper;  // how the contained helper ended: "exited with status 0 after 0.3 s"
   Probed<std::vector<GpuPair>> gpu_pairs;     // NVML's P2P matrix (every pair of NVML GPUs)
   Probed<std::vector<PeerCopy>> peer_copies;  // the real peer copies (pairs where P2P is claimed)
+  // How long the driver helper's initialisation took (seconds; unset: not reached or not reported).
+  // Without persistence mode the first init of every process sets up each GPU: seconds on 8 GPUs.
+  std::optional<double> nvml_init_seconds;  // nvmlInit_v2
+  std::optional<double> cuda_init_seconds;  // cuInit(0)
 };
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DriverFacts, kernel_module_version, nvml_driver_version,
                                                 cuda_driver_version, loaded_libraries, nvml_gpus, cuda_devices,
-                                                smoke, helper, gpu_pairs, peer_copies)
+                                                smoke, helper, gpu_pairs, peer_copies, nvml_init_seconds,
+                                                cuda_init_seconds)
 
 /// A CUDA runtime found on the node, and whether the job loads it. Each runtime appears once: a
 /// toolkit's libcudart on the loader path is the toolkit's row, a wheel's libcudart that torch

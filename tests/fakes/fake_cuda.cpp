@@ -14,6 +14,7 @@
 #include <mutex>
 #include <map>
 #include <set>
+#include <thread>
 #include <type_traits>
 
 #include "probes/nvidia/cuda_api.hpp"
@@ -170,6 +171,15 @@ PREFLIGHT_FAKE_EXPORT CUresult cuInit(unsigned int flags) {
   std::lock_guard lock(s.mutex);
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (s.initialised) return CUDA_SUCCESS;
+  // A slow but healthy first init (persistence mode off on a big node): PREFLIGHT_FAKE_CUINIT_DELAY_S
+  // seconds (fractions allowed) before the first cuInit of the process returns.
+  if (const char* delay = std::getenv("PREFLIGHT_FAKE_CUINIT_DELAY_S"); delay != nullptr && *delay != '\0') {
+    char* end = nullptr;
+    const double seconds = std::strtod(delay, &end);
+    if (end != nullptr && *end == '\0' && seconds > 0 && seconds < 3600) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    }
+  }
   s.loaded = fake::load_scenario_from_env();
   if (!s.loaded.error.empty()) {
     std::fprintf(stderr, "fake libcuda.so.1: %s\n", s.loaded.error.c_str());

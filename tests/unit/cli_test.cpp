@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/text.hpp"
+
 namespace preflight {
 namespace {
 
@@ -57,6 +59,75 @@ TEST(Cli, BadValuesAreUsageErrors) {
            {"--model-params", "many"}, {"--model-params", "0"}, {"--allreduce-bytes", "1Q"}, {"--color", "blue"},
            {"--profile", "cluster"}, {"--min-busbw", "-3"}, {"--no-such-option"}, {"--timeout"}}) {
     EXPECT_THROW(parse(args), UsageError) << args.front();
+  }
+}
+
+std::string usage_error(std::vector<std::string> args) {
+  try {
+    parse(std::move(args));
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Cli, TargetGpuAcceptsTheSpellingsUsersType) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"9.0", "9.0"},      {"sm_90", "9.0"},   {"90", "9.0"},      {"9.0a", "9.0"},    {"sm_90a", "9.0"},
+      {"compute_90", "9.0"}, {"SM_90", "9.0"}, {"10.0", "10.0"},   {"100", "10.0"},    {"sm_100", "10.0"},
+      {"sm_100f", "10.0"}, {"sm_100a", "10.0"}, {"120", "12.0"},   {"12.1", "12.1"},   {"75", "7.5"},
+      {"8.6+PTX", "8.6"},  {" 8.0 ", "8.0"},   {"sm_103", "10.3"}, {"compute_120a", "12.0"}};
+  for (const auto& [text, cc] : cases) {
+    EXPECT_EQ(parse_target_gpu(text).value_or("nullopt"), cc) << text;
+    const Cli c = parse({"--profile", "image", "--target-gpu", text});
+    EXPECT_EQ(c.options.target_gpus, std::vector<std::string>{cc}) << text;
+    EXPECT_FALSE(c.options.target_cpu_only);
+  }
+  // Normalised, in order, without repeats.
+  EXPECT_EQ(parse({"--target-gpu", "sm_90,9.0a,100", "--target-gpu", "8.0"}).options.target_gpus,
+            (std::vector<std::string>{"9.0", "10.0", "8.0"}));
+}
+
+TEST(Cli, TargetGpuNoneIsACpuOnlyImage) {
+  for (const char* none : {"none", "NONE", "None"}) {
+    const Cli c = parse({"--profile", "image", "--target-gpu", none});
+    EXPECT_TRUE(c.options.target_cpu_only) << none;
+    EXPECT_TRUE(c.options.target_gpus.empty()) << none;
+  }
+  EXPECT_FALSE(parse({"--profile", "image"}).options.target_cpu_only);  // not given: unknown, not CPU-only
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--target-gpu", "none,9.0"},
+           {"--target-gpu", "9.0", "--target-gpu", "none"},
+           {"--target-gpu", "none,none"}}) {
+    const std::string e = usage_error(args);
+    EXPECT_TRUE(e.starts_with("--target-gpu none (a CPU-only image) cannot be combined")) << e;
+  }
+}
+
+TEST(Cli, TargetGpuThatDoesNotParseIsAUsageError) {
+  for (const char* bad : {"nine", "9", "9.", ".0", "9.00", "sm_9.0", "sm_", "1000", "0.5", "05", "sm_90x", "9.0b",
+                          "-9.0", "9,0;", "ampere", "", ","}) {
+    EXPECT_FALSE(parse_target_gpu(bad).has_value()) << bad;
+    const std::string e = bad[0] == '-' ? usage_error({"--profile", "image", std::string("--target-gpu=") + bad})
+                                        : usage_error({"--profile", "image", "--target-gpu", bad});
+    EXPECT_TRUE(e.starts_with("--target-gpu '")) << bad << ": " << e;
+    EXPECT_TRUE(e.find("9.0, sm_90, 90, 9.0a") != std::string::npos) << e;
+    EXPECT_TRUE(e.find("none for a CPU-only image") != std::string::npos) << e;
+  }
+}
+
+TEST(Cli, TargetDriverIsCheckedAtOptionParsing) {
+  for (const char* good : {"535", "535.104", "535.104.05", "700", " 550.54.15 "}) {
+    EXPECT_TRUE(is_target_driver(good)) << good;
+    EXPECT_EQ(parse({"--profile", "image", "--target-driver", good}).options.target_driver, std::string(trim(good)));
+  }
+  for (const char* bad : {"abc", "", " ", "-535", "535.", ".535", "535..104", "535.104.05.1", "r535", "R535", "535a",
+                          "0", "0.1", "5 35", "1e3", "9999999.1"}) {
+    EXPECT_FALSE(is_target_driver(bad)) << bad;
+    const std::string e = bad[0] == '-' ? usage_error({"--profile", "image", std::string("--target-driver=") + bad})
+                                        : usage_error({"--profile", "image", "--target-driver", bad});
+    EXPECT_TRUE(e.starts_with("--target-driver '")) << bad << ": " << e;
+    EXPECT_TRUE(e.find("535, 535.104 or 535.104.05") != std::string::npos) << e;
   }
 }
 

@@ -85,8 +85,23 @@ TEST(CompatMatrixBuiltin, CudaReportedByDriver) {
   EXPECT_EQ(reported("470.82.01"), "11.4");
   EXPECT_EQ(reported("450.80.02"), "11.0");
   EXPECT_EQ(reported("620.70.06"), "13.5");
+  EXPECT_EQ(reported("620"), "13.5");  // the newest branch itself is known
   EXPECT_EQ(reported("390.157"), "none");
   EXPECT_EQ(m.branch_for_driver(v("537.13"))->branch, 535u);  // between branches: the one below
+}
+
+TEST(CompatMatrixBuiltin, DriversNewerThanTheNewestBranchAreNotExtrapolated) {
+  const CompatMatrix& m = builtin_compat_matrix();
+  ASSERT_NE(m.newest_branch(), nullptr);
+  EXPECT_EQ(m.newest_branch()->branch, 620u);
+  for (const char* driver : {"621", "621.10.01", "700", "700.1.2", "999"}) {
+    EXPECT_TRUE(m.newer_than_matrix(v(driver))) << driver;
+    EXPECT_EQ(m.branch_for_driver(v(driver)), nullptr) << driver;
+    EXPECT_FALSE(m.cuda_reported_by_driver(v(driver))) << driver;
+  }
+  for (const char* driver : {"620", "620.70.06", "620.999.99", "535.104.05", "390.157"}) {
+    EXPECT_FALSE(m.newer_than_matrix(v(driver))) << driver;
+  }
 }
 
 TEST(CompatMatrixBuiltin, ComputeCapabilityRanges) {
@@ -124,6 +139,45 @@ TEST(CompatMatrixBuiltin, GpuArchitectures) {
   EXPECT_EQ(hopper->first_cuda->str(), "11.8");
   EXPECT_EQ(m.arch_for_cc(v("10.0"))->first_cuda->str(), "12.8");
   EXPECT_EQ(m.arch_for_cc(v("8.8")), nullptr);
+}
+
+TEST(CompatMatrixBuiltin, FirstDriverBranchPerArchitecture) {
+  const CompatMatrix& m = builtin_compat_matrix();
+  const auto first = [&](const char* cc) {
+    const GpuArchRow* row = m.arch_for_cc(v(cc));
+    if (row == nullptr) return std::string("no row");
+    return row->first_driver_branch ? "R" + std::to_string(*row->first_driver_branch) : std::string("-");
+  };
+  EXPECT_EQ(first("7.0"), "-");  // Volta predates R410, the oldest branch of the table
+  EXPECT_EQ(first("3.7"), "-");
+  EXPECT_EQ(first("7.5"), "R410");
+  EXPECT_EQ(first("8.0"), "R450");
+  EXPECT_EQ(first("8.6"), "R455");
+  EXPECT_EQ(first("8.9"), "R520");
+  EXPECT_EQ(first("9.0"), "R520");
+  EXPECT_EQ(first("10.0"), "R570");
+  EXPECT_EQ(first("12.0"), "R570");
+  EXPECT_EQ(first("10.3"), "R575");
+  EXPECT_EQ(first("12.1"), "R575");
+  // Every first branch is the first branch whose CUDA reaches the architecture's first CUDA.
+  for (const GpuArchRow& row : m.gpu_archs) {
+    if (!row.first_driver_branch) {
+      if (row.first_cuda) {
+        EXPECT_LT(*row.first_cuda, m.driver_branches.front().cuda) << row.cc.str();
+      }
+      continue;
+    }
+    ASSERT_TRUE(row.first_cuda) << row.cc.str();
+    const DriverBranchRow* branch = m.branch_for_driver(Version::of({*row.first_driver_branch}));
+    ASSERT_NE(branch, nullptr) << row.cc.str();
+    EXPECT_EQ(branch->branch, *row.first_driver_branch) << row.cc.str() << ": not a branch of the table";
+    EXPECT_GE(branch->cuda, *row.first_cuda) << row.cc.str();
+    for (const DriverBranchRow& older : m.driver_branches) {
+      if (older.branch < branch->branch) {
+        EXPECT_LT(older.cuda, *row.first_cuda) << row.cc.str() << " R" << older.branch;
+      }
+    }
+  }
 }
 
 TEST(CompatMatrixBuiltin, NcclKnownIssues) {
@@ -168,6 +222,22 @@ TEST(CompatMatrixValidation, BadVersionNamesFileAndLine) {
             "matrix/cuda_compute_capability.tsv:2: '7' is not a compute capability (major.minor)");
   EXPECT_EQ(parse_error("cuda_toolkit_driver.tsv", kToolkitHeader + "12.4.0\tBeta\t550.54.14\t" + kUrl + "\n"),
             "matrix/cuda_toolkit_driver.tsv:3: 'Beta' is not a release label (GA, RC or Update N)");
+}
+
+TEST(CompatMatrixValidation, GpuArchFirstDriverBranch) {
+  const std::string header = "cc\tarch\tfirst_cuda\tfirst_driver_branch\tlast_cuda_major\tlast_driver_branch\tsource\n";
+  EXPECT_EQ(parse_error("gpu_arch.tsv", header + "10.0\tBlackwell\t12.8\tR570\t-\t-\t" + kUrl + "\n"),
+            "matrix/gpu_arch.tsv:2: 'R570' is not a driver branch (or -)");
+  EXPECT_EQ(parse_error("gpu_arch.tsv", header + "7.0\tVolta\t9.0\t590\t12\t580\t" + kUrl + "\n"),
+            "matrix/gpu_arch.tsv:2: last driver branch R580 is older than the first, R590");
+  // The old five-column layout is refused with the header it expects.
+  EXPECT_TRUE(parse_error("gpu_arch.tsv", "cc\tarch\tfirst_cuda\tlast_cuda_major\tlast_driver_branch\tsource\n")
+                  .starts_with("matrix/gpu_arch.tsv:1: expected the header"));
+  CompatMatrix m;
+  parse_matrix_file("gpu_arch.tsv", header + "10.0\tBlackwell\t12.8\t570\t-\t-\t" + kUrl + "\n", "gpu_arch.tsv", m);
+  ASSERT_EQ(m.gpu_archs.size(), 1u);
+  EXPECT_EQ(m.gpu_archs[0].first_driver_branch, 570u);
+  EXPECT_FALSE(m.gpu_archs[0].last_driver_branch);
 }
 
 TEST(CompatMatrixValidation, MissingSourceUrl) {

@@ -77,6 +77,97 @@ TEST(CudaArchCheck, ImageProfileUsesTargetGpus) {
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
 }
 
+Options image(const std::string& driver, std::vector<std::string> gpus) {
+  Options o;
+  o.target_driver = driver;
+  o.target_gpus = std::move(gpus);
+  return o;
+}
+
+TEST(CudaArchCheck, BlackwellOnADriverBranchThatPredatesItFails) {
+  RankFacts f;  // the image profile: no driver, no GPUs
+  f.gpu.runtime.runtimes = {runtime("12.8", "torch 2.7.0+cu128")};
+  for (const char* driver : {"550.54.15", "535.104.05", "560.35.03", "565"}) {
+    for (const char* cc : {"10.0", "12.0"}) {
+      const Verdict v = judge(f, image(driver, {cc}), Profile::Image);
+      EXPECT_EQ(v.status, Status::Fail) << driver << " " << cc << ": " << v.summary;
+      EXPECT_TRUE(has(v.summary, "target GPU CC " + std::string(cc) + " (Blackwell) is not supported by the target "
+                                 "driver " + driver))
+          << v.summary;
+      EXPECT_TRUE(has(v.summary, "needs driver branch R570 (CUDA 12.8) or newer")) << v.summary;
+      EXPECT_TRUE(has(v.remedy, "branch R570 or newer")) << v.remedy;
+    }
+  }
+  // 10.3 and 12.1 came with CUDA 12.9: R570 is still too old, R575 is the first.
+  for (const char* cc : {"10.3", "12.1"}) {
+    const Verdict v = judge(f, image("570.124.06", {cc}), Profile::Image);
+    EXPECT_EQ(v.status, Status::Fail) << cc << ": " << v.summary;
+    EXPECT_TRUE(has(v.summary, "needs driver branch R575 (CUDA 12.9)")) << v.summary;
+  }
+  // Hopper needs R520: R515 predates it.
+  Verdict v = judge(f, image("515.105.01", {"9.0"}), Profile::Image);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "Hopper CC 9.0 needs driver branch R520 (CUDA 11.8)")) << v.summary;
+  // From the first branch on, the driver side passes.
+  v = judge(f, image("570.124.06", {"10.0", "12.0", "9.0"}), Profile::Image);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  f.gpu.runtime.runtimes = {runtime("12.9", "torch 2.8.0+cu129")};
+  v = judge(f, image("575.57.08", {"10.3", "12.1"}), Profile::Image);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+}
+
+TEST(CudaArchCheck, NodeGpuNewerThanItsDriverBranchFails) {
+  RankFacts f = node_facts({gpu(0, "NVIDIA B200", 10, 0)}, "550.54.15", 12040);
+  f.gpu.runtime.runtimes = {runtime("12.8", "torch 2.7.0+cu128")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "GPU 0 (NVIDIA B200, CC 10.0) is not supported by driver 550.54.15")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "R570")) << v.summary;
+}
+
+TEST(CudaArchCheck, TargetDriverNewerThanTheMatrixIsUnknown) {
+  RankFacts f;
+  f.gpu.runtime.runtimes = {runtime("13.0", "torch 2.9.0+cu130")};
+  Verdict v = judge(f, image("700", {"9.0"}), Profile::Image);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "driver 700 is newer than this matrix (newest R620): update the matrix or pass --matrix"))
+      << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--matrix")) << v.remedy;
+  // The newest branch itself is known.
+  v = judge(f, image("620.70.06", {"9.0"}), Profile::Image);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  // A dropped architecture stays a FAIL whatever else is unknown.
+  v = judge(f, image("700", {"7.0"}), Profile::Image);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+}
+
+TEST(CudaArchCheck, TargetGpuTheMatrixDoesNotListIsUnknown) {
+  RankFacts f;
+  f.gpu.runtime.runtimes = {runtime("13.0", "torch 2.9.0+cu130")};
+  const Verdict v = judge(f, image("580.95.05", {"9.9"}), Profile::Image);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "not in matrix/gpu_arch.tsv")) << v.summary;
+}
+
+TEST(CudaArchCheck, ImageWithoutTargetDriverIsUnknownNotPass) {
+  RankFacts f;
+  f.gpu.runtime.runtimes = {runtime("12.8", "torch 2.7.0+cu128")};
+  const Verdict v = judge(f, image("", {"10.0"}), Profile::Image);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "--target-driver")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--target-driver")) << v.remedy;
+}
+
+TEST(CudaArchCheck, CpuOnlyImageSkips) {
+  RankFacts f;
+  f.gpu.runtime.runtimes = {runtime("13.0", "torch 2.9.0+cu130")};
+  Options o = image("580.95.05", {});
+  o.target_cpu_only = true;
+  const Verdict v = judge(f, o, Profile::Image);
+  EXPECT_EQ(v.status, Status::Skip) << v.summary;
+  EXPECT_TRUE(has(v.summary, "--target-gpu none")) << v.summary;
+}
+
 TEST(CudaArchCheck, MissingGpusAreUnknownNeverPass) {
   RankFacts f;
   f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};

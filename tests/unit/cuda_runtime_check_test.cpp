@@ -110,6 +110,38 @@ TEST(CudaRuntimeCheck, ImageProfileWithoutOrWithBadTargetDriverIsUnknown) {
   EXPECT_TRUE(has(v.summary, "five-three-five")) << v.summary;
 }
 
+TEST(CudaRuntimeCheck, TargetDriverNewerThanTheMatrixIsUnknownNeverExtrapolated) {
+  RankFacts f;
+  f.gpu.runtime.runtimes = {cuda_runtime("13.0", "torch", "torch 2.9.0+cu130")};
+  for (const char* driver : {"700", "621", "621.10.01", "999.1"}) {
+    const Verdict v = judge(f, image_options(driver), Profile::Image);
+    EXPECT_EQ(v.status, Status::Unknown) << driver << ": " << v.summary;
+    EXPECT_TRUE(has(v.summary, "driver " + std::string(driver) + " is newer than this matrix (newest R620): update the "
+                               "matrix or pass --matrix"))
+        << v.summary;
+    EXPECT_FALSE(has(v.summary, "13.5")) << v.summary;  // the newest branch's CUDA is not carried over
+    EXPECT_TRUE(has(v.remedy, "--matrix")) << v.remedy;
+  }
+  // A driver of the newest branch itself is known.
+  const Verdict v = judge(f, image_options("620.70.06"), Profile::Image);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "the target driver 620.70.06 (CUDA 13.5)")) << v.summary;
+}
+
+TEST(CudaRuntimeCheck, NodeDriverNewerThanTheMatrixWithoutCudaApiIsUnknown) {
+  RankFacts f = node_facts("700.10.01", 13090);
+  f.gpu.driver.cuda_driver_version = Probed<int>::error(ProbeErrc::Timeout, "did not finish");
+  f.gpu.runtime.runtimes = {cuda_runtime("13.0", "torch", "torch 2.9.0+cu130")};
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "newer than this matrix (newest R620)")) << v.summary;
+  // The driver's own cuDriverGetVersion is the truth: no matrix needed.
+  f = node_facts("700.10.01", 13090);
+  f.gpu.runtime.runtimes = {cuda_runtime("13.0", "torch", "torch 2.9.0+cu130")};
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+}
+
 TEST(CudaRuntimeCheck, NoDriverInNodeProfileIsUnknownNeverPass) {
   RankFacts f;  // nothing probed
   f.gpu.runtime.runtimes = {cuda_runtime("12.1", "torch", "torch 2.5.1+cu121")};

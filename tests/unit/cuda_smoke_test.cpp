@@ -2,6 +2,8 @@
 // cuda.smoke on hand-built facts: every status, the numbers and words asserted.
 #include <gtest/gtest.h>
 
+#include "core/deadlines.hpp"
+
 #include "gpu_facts_fixture.hpp"
 
 namespace preflight {
@@ -63,6 +65,17 @@ TEST(CudaSmoke, HangFailsNamingTheDeadline) {
   const Verdict v = judge_smoke(f);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "the CUDA smoke test did not finish within 10.0 s")) << v.summary;
+}
+
+TEST(CudaSmoke, ExpiredShareOfTimeoutIsNamedWithTheOption) {
+  RankFacts f = healthy();
+  const std::string expired = helper_deadline(Helper::GpuSmoke, 6, std::chrono::milliseconds::max()).expired(0.9);
+  f.gpu.driver.smoke = Probed<SmokeResult>::error(ProbeErrc::Timeout, expired, "driver helper");
+  const Verdict v = judge_smoke(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(v.summary.starts_with("the GPU smoke test helper")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "its deadline of 0.9 s (15% of --timeout 6 s)")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--timeout")) << v.remedy;
 }
 
 TEST(CudaSmoke, HangWithoutDeadlineInDetailStillSaysDidNotFinish) {

@@ -94,6 +94,49 @@ TEST(DriverLoaded, HelperHangIsNamed) {
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "did not finish within 10.0 s")) << v.summary;
+  // A deadline is not a crash: the fix speaks of --timeout and persistence mode, not of a library
+  // that "crashes like this".
+  EXPECT_TRUE(has(v.remedy, "--timeout")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "persistence")) << v.remedy;
+  EXPECT_FALSE(has(v.remedy, "crashes like this")) << v.remedy;
+}
+
+TEST(DriverLoaded, OneExpiredHelperIsReportedOnceForBothLibraries) {
+  RankFacts f = healthy();
+  const std::string why = "the GPU driver helper (NVML, cuInit, device query) did not finish within its deadline of "
+                          "2.0 s (25% of --timeout 8 s) and was killed after 2.0 s";
+  f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::Timeout, why, "helper");
+  f.gpu.driver.cuda_driver_version = Probed<int>::error(ProbeErrc::Timeout, why, "helper");
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(v.summary.starts_with("libnvidia-ml.so.1 (NVML) and libcuda.so.1: ")) << v.summary;
+  EXPECT_EQ(v.summary.find("25% of --timeout 8 s"), v.summary.rfind("25% of --timeout 8 s")) << v.summary;
+}
+
+TEST(DriverLoaded, SlowInitWithinTheDeadlinePassesWithTheTimeNoted) {
+  RankFacts f = healthy();
+  f.gpu.driver.cuda_init_seconds = 12.34;
+  f.gpu.driver.nvml_init_seconds = 3.2;
+  Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "cuInit took 12.3 s (slow, but within the helper's deadline)")) << v.summary;
+  EXPECT_DOUBLE_EQ(v.evidence["cuda_init_seconds"].get<double>(), 12.34);
+  EXPECT_DOUBLE_EQ(v.evidence["nvml_init_seconds"].get<double>(), 3.2);
+  f.gpu.driver.cuda_init_seconds = 0.05;  // fast: not worth a word
+  v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_FALSE(has(v.summary, "cuInit")) << v.summary;
+}
+
+TEST(DriverLoaded, SlowInitWithPersistenceModeOffWarnsWithTheTime) {
+  RankFacts f = healthy(2);
+  (*f.gpu.driver.nvml_gpus.value())[0].persistence_mode = false;
+  f.gpu.driver.cuda_init_seconds = 9.0;
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "persistence mode is off on GPU 0")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "cuInit took 9.0 s")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "nvidia-persistenced")) << v.remedy;
 }
 
 TEST(DriverLoaded, OnlyLibcudaMissingFails) {

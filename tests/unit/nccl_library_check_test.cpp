@@ -140,6 +140,19 @@ TEST(NcclLibraryCheck, ImageProfileJudgesAgainstTargetDriver) {
   EXPECT_EQ(judge(f, o, Profile::Image).status, Status::Unknown);
 }
 
+TEST(NcclLibraryCheck, TargetDriverNewerThanTheMatrixIsUnknown) {
+  RankFacts f;
+  f.gpu.nccl = nccl("2.28.9", "13.0", 22809);
+  Options o;
+  o.target_driver = "700";
+  o.target_gpus = {"9.0"};
+  const Verdict v = judge(f, o, Profile::Image);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "driver 700 is newer than this matrix (newest R620): update the matrix or pass --matrix"))
+      << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--matrix")) << v.remedy;
+}
+
 TEST(NcclLibraryCheck, DriverBelowNcclMinimumFails) {
   RankFacts f = node_facts("460.106.00", 11020);
   f.gpu.nccl = nccl("2.10.3", "11.0", 21003);

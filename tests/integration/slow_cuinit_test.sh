@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# A slow but healthy first cuInit (persistence mode off on a big node) is not a hang: the driver
+# helper's deadline is a share of --timeout with no fixed cap (25%: 30 s at --timeout 120), so an
+# 11 s init is PASS with the time noted (the old 10 s cap reported it as a hang), WARN where
+# persistence mode is off; with a short --timeout the expired deadline is named with its length
+# and --timeout, not blamed on a crashing library.
+source "$(dirname "$0")/lib.sh"
+: "${PREFLIGHT_FAKE_GPU_LIB_DIR:?}" "${PREFLIGHT_FAKE_GPU_SCENARIOS_DIR:?}"
+S=$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR
+slow() {  # slow SECONDS SCENARIO PREFLIGHT-ARGS...
+  local delay=$1 scenario=$2
+  shift 2
+  LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" PREFLIGHT_FAKE_GPU="$scenario" PREFLIGHT_FAKE_CUINIT_DELAY_S="$delay" \
+    "$PREFLIGHT" --only driver.loaded,cuda.smoke --format json "$@"
+}
+summary_of() { json_get "[c['summary'] for c in d['checks'] if c['id']=='$1'][0]"; }
+remedy_of() { json_get "[c['remedy'] for c in d['checks'] if c['id']=='$1'][0]"; }
+
+# 11 s of cuInit, --timeout 120: PASS, the time noted; the smoke test (a new process) too.
+expect_rc 0 "11 s cuInit, --timeout 120" -- slow 11 "$S/h100x8-healthy.json" --timeout 120
+expect_eq "$(check_status driver.loaded)" PASS "driver.loaded"
+expect_contains "$(summary_of driver.loaded)" "cuInit took 11." "driver.loaded summary"
+expect_contains "$(summary_of driver.loaded)" "within the helper's deadline" "driver.loaded summary"
+expect_eq "$(check_status cuda.smoke)" PASS "cuda.smoke after the slow init"
+init_s=$(json_get "round([c for c in d['checks'] if c['id']=='driver.loaded'][0]['evidence']['cuda_init_seconds'])")
+expect_eq "$init_s" 11 "the cuInit time in the evidence"
+
+# Persistence mode off and a 6 s init: WARN naming both.
+printf '{"gpus": [{"cc": "9.0", "persistence": false}, {"cc": "9.0", "persistence": false}]}' >"$work/pm-off.json"
+expect_rc 0 "6 s cuInit, persistence off, --timeout 60" -- slow 6 "$work/pm-off.json" --timeout 60
+expect_eq "$(check_status driver.loaded)" WARN "driver.loaded"
+expect_contains "$(summary_of driver.loaded)" "persistence mode is off on GPU 0, 1" "driver.loaded summary"
+expect_contains "$(summary_of driver.loaded)" "cuInit took 6." "driver.loaded summary"
+
+# A short --timeout: the driver helper's deadline (25% of 8 s) expires, and the message says so.
+expect_rc 1 "3 s cuInit, --timeout 8" -- slow 3 "$S/h100x8-healthy.json" --timeout 8
+expect_eq "$(check_status driver.loaded)" FAIL "driver.loaded"
+expect_contains "$(summary_of driver.loaded)" \
+  "did not finish within its deadline of 2.0 s (25% of --timeout 8 s)" "driver.loaded summary"
+expect_contains "$(summary_of driver.loaded)" "raise --timeout" "driver.loaded summary"
+expect_contains "$(remedy_of driver.loaded)" "--timeout" "driver.loaded remedy"
+case "$(remedy_of driver.loaded)" in
+  *"crashes like this"*) fail "a deadline blamed on a crashing library" ;;
+  *) pass "no crash blamed" ;;
+esac
+finish

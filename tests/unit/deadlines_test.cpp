@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+// core/deadlines: every helper deadline is a stated share of --timeout with no fixed cap, cut only
+// by what is left of the probe phase; the message of an expired one names it, its length, its
+// share and --timeout.
+#include "core/deadlines.hpp"
+
+#include <gtest/gtest.h>
+
+#include "probes/probe.hpp"
+
+namespace preflight {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+
+bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+constexpr milliseconds kNoEnd = milliseconds::max();
+
+TEST(Deadlines, HelperSharesAreStatedAndFitTheProbePhaseOneByOne) {
+  EXPECT_DOUBLE_EQ(helper_share(Helper::GpuDriver), 0.25);
+  EXPECT_DOUBLE_EQ(helper_share(Helper::GpuSmoke), 0.15);
+  EXPECT_DOUBLE_EQ(helper_share(Helper::Nccl), 0.05);
+  EXPECT_DOUBLE_EQ(helper_share(Helper::GpuP2p), 0.15);
+  EXPECT_DOUBLE_EQ(helper_share(Helper::NameLookup), 0.10);
+  for (Helper h : {Helper::GpuDriver, Helper::GpuSmoke, Helper::Nccl, Helper::GpuP2p, Helper::NameLookup}) {
+    EXPECT_LT(helper_share(h), PhaseShares::probe);
+    EXPECT_FALSE(helper_name(h).empty());
+  }
+  EXPECT_DOUBLE_EQ(PhaseShares::probe, 0.50);
+  EXPECT_LT(PhaseShares::init, PhaseShares::probe);
+  EXPECT_LT(PhaseShares::barrier, PhaseShares::allreduce);
+}
+
+TEST(Deadlines, DriverHelperFollowsTimeoutWithoutACap) {
+  // The old rule was min(10 s, 40% of what is left): 2 s at --timeout 10, still 10 s at 300.
+  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 10, kNoEnd).limit, 2500ms);
+  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 60, kNoEnd).limit, 15000ms);
+  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 300, kNoEnd).limit, 75000ms);
+  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 3600, kNoEnd).limit, 900000ms);
+  // With the probe phase's remainder in view (50% of --timeout, nothing spent yet) it is not cut.
+  const HelperDeadline d = helper_deadline(Helper::GpuDriver, 300, 150000ms);
+  EXPECT_EQ(d.limit, 75000ms);
+  EXPECT_FALSE(d.cut);
+  EXPECT_DOUBLE_EQ(d.seconds(), 75.0);
+}
+
+TEST(Deadlines, OtherHelpersTakeTheirShares) {
+  EXPECT_EQ(helper_deadline(Helper::GpuSmoke, 300, kNoEnd).limit, 45000ms);
+  EXPECT_EQ(helper_deadline(Helper::Nccl, 300, kNoEnd).limit, 15000ms);
+  EXPECT_EQ(helper_deadline(Helper::GpuP2p, 300, kNoEnd).limit, 45000ms);
+  EXPECT_EQ(helper_deadline(Helper::NameLookup, 60, kNoEnd).limit, 6000ms);
+}
+
+TEST(Deadlines, SmokeAndPeerCopiesGetTheMeasuredInitOnTop) {
+  const HelperDeadline d = helper_deadline(Helper::GpuSmoke, 60, kNoEnd, 7.5);
+  EXPECT_EQ(d.limit, 16500ms);
+  EXPECT_DOUBLE_EQ(d.allowance_s, 7.5);
+  EXPECT_TRUE(has(d.describe(), "plus the 7.5 s cuInit took in the driver helper")) << d.describe();
+  EXPECT_EQ(helper_deadline(Helper::GpuP2p, 60, kNoEnd, -1).limit, 9000ms);  // no negative allowance
+}
+
+TEST(Deadlines, CutToWhatIsLeftOfTheProbePhase) {
+  // 4 s left at --timeout 60: less the 5% reserve (3 s) leaves 1 s.
+  HelperDeadline d = helper_deadline(Helper::GpuDriver, 60, 4000ms);
+  EXPECT_TRUE(d.cut);
+  EXPECT_EQ(d.limit, 1000ms);
+  EXPECT_TRUE(has(d.describe(), "what was left of the probe phase")) << d.describe();
+  EXPECT_TRUE(has(d.describe(), "--timeout 60 s")) << d.describe();
+  // Never below 0.2 s, even with nothing left.
+  d = helper_deadline(Helper::GpuDriver, 10, 0ms);
+  EXPECT_EQ(d.limit, kHelperMin);
+}
+
+TEST(Deadlines, ExpiredMessageNamesTheDeadlineItsLengthAndTimeout) {
+  const HelperDeadline d = helper_deadline(Helper::GpuDriver, 10, kNoEnd);
+  const std::string m = d.expired(2.51);
+  EXPECT_TRUE(has(m, "the GPU driver helper (NVML, cuInit, device query)")) << m;
+  EXPECT_TRUE(has(m, "its deadline of 2.5 s (25% of --timeout 10 s)")) << m;
+  EXPECT_TRUE(has(m, "killed after 2.5 s")) << m;
+  EXPECT_TRUE(has(m, "raise --timeout")) << m;
+  EXPECT_TRUE(has(m, "--timeout 40 gives it 10.0 s")) << m;
+  EXPECT_FALSE(has(m, "crash")) << m;
+}
+
+TEST(Deadlines, ProbeContextUsesTheRunsTimeout) {
+  const FileSystem fs("");
+  const EnvSnapshot env{};
+  Options o;
+  o.timeout_s = 300;
+  const ProbeContext unbounded(fs, env, o);
+  EXPECT_EQ(unbounded.helper_deadline(Helper::GpuDriver).limit, 75000ms);
+  const ProbeContext bounded(fs, env, o, std::chrono::steady_clock::now() + 150s);
+  const HelperDeadline d = bounded.helper_deadline(Helper::GpuDriver);
+  EXPECT_EQ(d.limit, 75000ms);
+  EXPECT_FALSE(d.cut);
+  o.timeout_s = 10;
+  const ProbeContext short_run(fs, env, o, std::chrono::steady_clock::now() + 5s);
+  EXPECT_EQ(short_run.helper_deadline(Helper::GpuDriver).limit, 2500ms);
+}
+
+TEST(Deadlines, NcclHelperAbortsItselfAtEightyPercent) {
+  EXPECT_EQ(nccl_own_deadline(10s), 8000ms);
+  EXPECT_EQ(nccl_own_deadline(600s), 480s);
+  EXPECT_EQ(nccl_own_deadline(500ms), 300ms);  // the abort keeps at least 0.2 s
+  EXPECT_EQ(nccl_own_deadline(250ms), 100ms);
+}
+
+}  // namespace
+}  // namespace preflight
