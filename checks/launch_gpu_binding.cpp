@@ -92,7 +92,8 @@ Verdict run(const CheckContext& ctx) {
       m.ranks.push_back(f);
     } else if (!g.ordinal && !g.visible->empty() && !g.bad_local_rank) {
       b.add(Status::Fail,
-            who(*f) + ": " + g.index_text + " but it sees " + std::to_string(g.visible->size()) + " GPUs" + cvd_text(*f) +
+            who(*f) + ": " + g.index_text + " but it sees " + std::to_string(g.visible->size()) + " GPU(s)" +
+                cvd_text(*f) +
                 ": torch.cuda.set_device(" + std::to_string(g.index) + ") fails with \"invalid device ordinal\"",
             kBindRemedy);
     } else if (!g.ordinal && g.visible->empty() && !(g.cvd && cvd_hides_all(*g.cvd))) {

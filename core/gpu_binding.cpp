@@ -95,7 +95,9 @@ CvdParse apply_cvd(std::string_view cvd, const std::vector<NvmlGpu>& nvml) {
 }
 
 std::optional<BoundGpu> RankGpus::gpu() const {
-  if (!ordinal || !visible || *ordinal < 0 || static_cast<std::size_t>(*ordinal) >= visible->size()) return std::nullopt;
+  if (!ordinal || !visible || *ordinal < 0 || static_cast<std::size_t>(*ordinal) >= visible->size()) {
+    return std::nullopt;
+  }
   return (*visible)[static_cast<std::size_t>(*ordinal)];
 }
 
