@@ -519,9 +519,18 @@ class JobRun {
       const auto* nvml = f.gpu.driver.nvml_gpus.value();
       any_gpu = any_gpu || (devices != nullptr && !devices->empty()) || (nvml != nullptr && !nvml->empty());
     }
+    std::map<std::string, int> user_of;  // host + GPU -> the rank that uses it
     for (const RankFacts& f : m_job.ranks) {
       const std::string who = "rank " + std::to_string(f.placement.rank) + " (" + f.identity.hostname + ")";
       const RankGpus g = rank_gpus(f);
+      if (const std::optional<BoundGpu> gpu = g.gpu()) {
+        const auto [it, fresh] = user_of.emplace(host_key(f) + "\n" + gpu->key(), f.placement.rank);
+        if (!fresh) {
+          why_not = who + " and rank " + std::to_string(it->second) + " use the same GPU " + gpu->text() +
+                    " (NCCL refuses: \"Duplicate GPU detected\")";
+          break;
+        }
+      }
       if (!g.ordinal) {
         const auto* devices = f.gpu.driver.cuda_devices.value();
         why_not = who + " has no GPU to use: " +
