@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // topo.numa_affinity on hand-built facts: a two-socket node with 8 GPUs (GPUs 0-3 on NUMA 0, CPUs
 // 0-15; GPUs 4-7 on NUMA 1, CPUs 16-31) and every status, with the binding each one prints.
+#include <cctype>
+
 #include <gtest/gtest.h>
 
 #include "gpu_facts_fixture.hpp"
@@ -254,6 +256,8 @@ TEST(TopoNumaAffinity, PprCountsTheGpusSharingTheSocket) {
     PciEndpoint g;
     g.kind = "gpu";
     g.bus_id = cuda_bus(i);
+    // lower case, as the hwloc probe stores it
+    for (char& ch : g.bus_id) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     g.path = {{"machine", "Machine:0"}, {"package", i < 4 ? "Package:0" : "Package:1"},
               {"numa", "NUMANode:" + std::to_string(i / 2)}};
     t.gpus.push_back(g);
