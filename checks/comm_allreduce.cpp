@@ -115,8 +115,8 @@ Verdict run(const CheckContext& ctx) {
     std::string summary = "the NCCL all_reduce across the node's " + std::to_string(c.ranks) + " GPUs (one contained " +
                           "helper per GPU) did not finish: stopped after " + general(c.seconds, 3) + " s";
     if (!hung.empty()) {
-      summary += "; the helper" + std::string(hung.size() == 1 ? " of " : "s of ") + gpu_list(hung) + " hung ("  + std::to_string(hung.size()) + " of " +
-                 std::to_string(c.ranks) + ")";
+      summary += "; the helper" + std::string(hung.size() == 1 ? " of " : "s of ") + gpu_list(hung) + " hung (" +
+                 std::to_string(hung.size()) + " of " + std::to_string(c.ranks) + ")";
       if (static_cast<int>(hung.size()) == c.ranks) summary += ": every communicator was aborted after its deadline";
     }
     if (!c.errors.empty()) summary += " (" + join(helper_errors(c.errors), "; ") + ")";
@@ -194,7 +194,8 @@ constexpr std::string_view kExplain = R"(What it reads
   How the all_reduce phase went: an element-wise sum of exact integers (every participant knows
   the expected result exactly), with NCCL across the GPUs (non-blocking communicators with a deadline
   and abort; each rank's helper on the GPU launch.gpu_binding says it uses: its only visible GPU,
-  else the one at LOCAL_RANK) or MPI on CPU-only nodes (no rank has a GPU); in the node profile (no launcher) across every local GPU,
+  else the one at LOCAL_RANK) or MPI on CPU-only nodes (no rank has a GPU); in the node profile
+  (no launcher) across every local GPU,
   and only when this check is selected (--only/--skip): the GPUs are not exercised for nothing.
   Its message size, participants, the timed repeats (the best is kept), algbw (bytes / time) and
   busbw (algbw * 2(n-1)/n, the figure nccl-tests reports); --min-busbw GBPS.

@@ -48,7 +48,8 @@ std::string cvd_note(const std::vector<const RankFacts*>& host) {
     values.push_back(cvd ? "'" + printable(*cvd) + "'" : std::string("unset"));
   }
   if (!any) return {};
-  const bool same = std::all_of(values.begin(), values.end(), [&](const std::string& v) { return v == values.front(); });
+  const bool same =
+      std::all_of(values.begin(), values.end(), [&](const std::string& v) { return v == values.front(); });
   if (same) {
     const std::string raw = *host.front()->env.get("CUDA_VISIBLE_DEVICES");
     return " (CUDA_VISIBLE_DEVICES=" + (trim(raw).empty() ? std::string("''") : printable(raw)) + ")";

@@ -55,7 +55,8 @@ std::optional<Verdict> judge_view(RankView& v, VerdictBuilder& b) {
     const std::size_t n = d.nvml_gpus.value() != nullptr ? d.nvml_gpus.value()->size() : 0;
     b.add(Status::Fail,
           who(f) + ": CUDA_VISIBLE_DEVICES=" + printable(*g.cvd) + " has an invalid entry " + *g.parsed->invalid +
-              " at position " + std::to_string(g.parsed->position) + ": the driver stops reading the list there, so only " +
+              " at position " + std::to_string(g.parsed->position) +
+              ": the driver stops reading the list there, so only " +
               std::to_string(g.parsed->visible.size()) + " GPU(s) are visible",
           "Fix CUDA_VISIBLE_DEVICES: list valid indices (0.." + std::to_string(static_cast<long>(n) - 1) +
               ") or full GPU UUIDs from `nvidia-smi -L`, each once, separated by commas without a space; or let the "
@@ -151,8 +152,9 @@ Verdict run(const CheckContext& ctx) {
       if (users.size() < 2) continue;
       std::vector<std::string> names;
       for (const RankView* u : users) names.push_back(std::to_string(u->facts->placement.rank) + " (" +
-                        (u->gpus.visible && u->gpus.visible->size() == 1 ? "the only GPU it sees"
-                                                                           : u->gpus.index_text) + ")");
+                        (u->gpus.visible && u->gpus.visible->size() == 1
+                             ? (u->gpus.cvd ? "CUDA_VISIBLE_DEVICES=" + printable(*u->gpus.cvd) : "its only GPU")
+                             : u->gpus.index_text) + ")");
       b.add(Status::Fail,
             "ranks " + join(names, ", ") + " on " + host + " all use GPU " + users.front()->gpu->text() +
                 ": NCCL fails with \"Duplicate GPU detected\" (and without NCCL they share one GPU's memory)",
@@ -180,7 +182,8 @@ Verdict run(const CheckContext& ctx) {
 
   if (b.status() == Status::Pass) {
     if (views.size() == 1 && views.front().gpu) {
-      b.note(who(*views.front().facts) + " uses GPU " + views.front().gpu->text() + " (" + views.front().gpus.choice + ")");
+      b.note(who(*views.front().facts) + " uses GPU " + views.front().gpu->text() + " (" + views.front().gpus.choice +
+             ")");
     } else {
       b.note(std::to_string(views.size()) + " ranks on " + std::to_string(hosts.size()) +
              " host(s), each with a GPU of its own");

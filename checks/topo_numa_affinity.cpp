@@ -226,7 +226,8 @@ std::string binding_remedy(const RankFacts& f, const std::vector<CudaDevice>& de
   }
   if (!plain.empty()) lines.push_back("Bind local rank " + std::to_string(pl.local_rank) + " to its GPU's CPUs: " + plain);
   if (pl.launcher != "openmpi" && pl.launcher != "slurm") {
-    lines.push_back("Under " + mpirun_binding(f, per_socket) + "; under Slurm: `srun --cpu-bind=ldoms --gpu-bind=closest ...`");
+    lines.push_back("Under " + mpirun_binding(f, per_socket) +
+                    "; under Slurm: `srun --cpu-bind=ldoms --gpu-bind=closest ...`");
   }
   return join(lines, ". ") + ".";
 }

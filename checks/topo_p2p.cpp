@@ -373,8 +373,9 @@ Verdict run(const CheckContext& ctx) {
     }
     b.evidence()["job_gpus"] = job_count;
     if (!uncovered.empty()) {
-      const std::string why = copies != nullptr ? "the helper did not copy between them (" + d.peer_copies.source() + ")"
-                                                : d.peer_copies.why();
+      const std::string why = copies != nullptr
+                                  ? "the helper did not copy between them (" + d.peer_copies.source() + ")"
+                                  : d.peer_copies.why();
       b.add(Status::Unknown,
             std::to_string(uncovered.size()) + " pair(s) of the job's " + std::to_string(job_count) +
                 " GPUs claim P2P but their peer copies did not run: " + first_of(uncovered, 4) + " — " + why,

@@ -101,8 +101,8 @@ void widen_to_host(CheckResult& r, const HostIndex& hosts) {
 /// The node-scope checks that judge a node from every rank's view (CheckSpec::node_view): on a
 /// host with several delivered ranks, the result its local rank 0 judged alone is replaced by one
 /// judged with every delivered rank of that host.
-void rejudge_node_views(const Options& options, Profile profile, const JobFacts& job, std::vector<CheckResult>& per_rank,
-                        const CompatMatrix* matrix) {
+void rejudge_node_views(const Options& options, Profile profile, const JobFacts& job,
+                        std::vector<CheckResult>& per_rank, const CompatMatrix* matrix) {
   std::map<std::string, std::vector<const RankFacts*>> by_host;
   for (const RankFacts& f : job.ranks) by_host[f.identity.hostname + '\n' + f.identity.boot_id].push_back(&f);
   std::erase_if(by_host, [](const auto& kv) { return kv.second.size() < 2; });

@@ -126,7 +126,9 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
       const std::optional<std::string> cvd = union_cvd(*mpi->node_cvd, *nvml);
       if (!cvd) {
         extra_env.push_back("CUDA_VISIBLE_DEVICES");  // a rank sees every GPU: so does the helper
-        for (const NvmlGpu& g : *nvml) union_devices.push_back(CudaDevice{g.index, g.name, g.uuid, g.pci_bus_id, 0, 0, 0});
+        for (const NvmlGpu& g : *nvml) {
+          union_devices.push_back(CudaDevice{g.index, g.name, g.uuid, g.pci_bus_id, 0, 0, 0});
+        }
         scope_note = " (every GPU of the node: a rank has CUDA_VISIBLE_DEVICES unset)";
       } else {
         extra_env.push_back("CUDA_VISIBLE_DEVICES=" + *cvd);

@@ -88,9 +88,11 @@ if [ -n "${PREFLIGHT_FAKE_GPU_LIB_DIR:-}" ] && [ -d "$PREFLIGHT_FAKE_GPU_LIB_DIR
     "$PREFLIGHT" --format json --only 'launch.gpu_binding' "${quiet[@]}"
   expect_eq "$(check_status launch.gpu_binding)" "FAIL" "launch.gpu_binding"
   summary=$(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.gpu_binding'][0]")
-  expect_contains "$summary" "rank 1 (" "launch.gpu_binding names the ranks"
-  expect_contains "$summary" "rank 3 (" "launch.gpu_binding names the ranks"
-  expect_contains "$summary" "CUDA_VISIBLE_DEVICES=0" "launch.gpu_binding names the variable"
+  # Each rank uses its only GPU, and it is the same one for all: a duplicate, named by rank.
+  expect_contains "$summary" "ranks 0 (CUDA_VISIBLE_DEVICES=0), 1 (CUDA_VISIBLE_DEVICES=0)" \
+    "launch.gpu_binding names the ranks"
+  expect_contains "$summary" "3 (CUDA_VISIBLE_DEVICES=0) on " "launch.gpu_binding names the ranks"
+  expect_contains "$summary" "Duplicate GPU detected" "launch.gpu_binding says what NCCL does"
 
   # The per-rank binding preflight recommends: a wrapper gives local rank l CUDA_VISIBLE_DEVICES=l.
   # The node's GPUs are the union of the ranks' (4 of 8), every rank has a GPU of its own, the

@@ -131,7 +131,8 @@ TEST(ClusterConsistency, NotReadableAnywhereIsUnknown) {
 
   JobFacts k = stack_job();
   for (RankFacts& f : k.ranks) {
-    f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::Crashed, "helper died of SIGSEGV", "helper");
+    f.gpu.driver.nvml_driver_version =
+        Probed<std::string>::error(ProbeErrc::Crashed, "helper died of SIGSEGV", "helper");
     f.gpu.driver.kernel_module_version = Probed<std::string>::error(ProbeErrc::NotFound, "no such file", "/proc");
   }
   v = judge_job(spec(), k);

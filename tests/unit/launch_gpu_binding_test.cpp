@@ -115,8 +115,8 @@ TEST(LaunchGpuBinding, SameGpuByUuidAndIndexFails) {
   set_env(j.ranks[1], {{"CUDA_VISIBLE_DEVICES", gpu_fixture::uuid(0)}});
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
-  EXPECT_TRUE(has(v.summary, "ranks 0 (the only GPU it sees), 1 (the only GPU it sees) on gpu-a all use GPU " +
-                                 gpu_fixture::uuid(0)))
+  EXPECT_TRUE(has(v.summary, "ranks 0 (CUDA_VISIBLE_DEVICES=0), 1 (CUDA_VISIBLE_DEVICES=" + gpu_fixture::uuid(0) +
+                                 ") on gpu-a all use GPU " + gpu_fixture::uuid(0)))
       << v.summary;
 }
 
