@@ -30,7 +30,14 @@ struct CheckContext {
   Profile profile;
   const CompatMatrix* matrix = nullptr;  // --matrix DIR; nullptr: the built-in copy
   const JobFacts* job = nullptr;
+  /// Node-scope checks that judge the node from every rank's view (CheckSpec::node_view): the
+  /// delivered ranks on this host, rank order, `facts` among them. nullptr: `facts` alone.
+  const std::vector<const RankFacts*>* host_ranks = nullptr;
 };
+
+/// The ranks on this node whose views a node-scope check judges: every delivered rank of the host
+/// where rank 0 judges the node with them (CheckSpec::node_view), else this rank alone.
+std::vector<const RankFacts*> node_ranks(const CheckContext& ctx);
 
 /// The ranks a job-scope check judges: every delivered rank of the job, or this rank alone where
 /// nothing was gathered.
@@ -53,6 +60,10 @@ struct CheckSpec {
   /// The probes (probes/registry.cpp) or job phases ("reach", "gather", "barrier", "allreduce")
   /// whose facts it judges, comma-separated: their time is the check's time in the JUnit report.
   std::string_view reads = {};
+  /// True for node-scope checks whose verdict depends on what every rank of the node sees (the
+  /// GPUs of each rank's CUDA_VISIBLE_DEVICES): in a gathered job rank 0 judges them once per host
+  /// with every delivered rank of that host (CheckContext::host_ranks).
+  bool node_view = false;
 
   /// "shm" of "shm.capacity": the group it is shown under.
   std::string_view area() const { return id.substr(0, id.find('.')); }

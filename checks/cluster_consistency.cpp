@@ -150,7 +150,8 @@ void judge(const Item& item, const std::vector<const RankFacts*>& ranks, Verdict
   }
   b.evidence()[item.name] = std::move(ev);
   if (groups.empty()) {
-    b.note(std::string(item.name) + " not readable on any rank (" + why + ")");
+    // Nothing to compare is not agreement: UNKNOWN (unless a drift elsewhere already fails the job).
+    unknowns.push_back(std::string(item.name) + " not readable on any rank (" + why + "): it cannot be compared");
     return;
   }
   // The majority: the largest group; on a tie, the one holding the lowest rank.
@@ -218,8 +219,9 @@ Failures
            versions in one communicator can hang or corrupt data, mixed drivers behave differently.
            The odd hosts and ranks are named with their value, and the majority's value.
   WARN     framework, kernel or NIC driver versions differ.
-  UNKNOWN  a version could not be read on some ranks while nothing else differs (not a mismatch;
-           otherwise it is noted).
+  UNKNOWN  a version could not be read on some ranks, or on every rank ("NVIDIA driver not readable
+           on any rank": nothing to compare is not agreement), while nothing else differs (not a
+           mismatch; otherwise it is noted).
   SKIP     a world of one rank.
 
 Fix

@@ -3,6 +3,8 @@
 // MPI on CPU-only nodes) or, in the node profile, across the node's local GPUs: correct on every
 // rank, finished before its deadline, and with a bus bandwidth (algbw * 2(n-1)/n, as nccl-tests
 // reports it) at or above --min-busbw.
+#include <algorithm>
+
 #include "checks/check.hpp"
 #include "checks/comm_ranks.hpp"
 #include "core/text.hpp"
@@ -25,6 +27,35 @@ constexpr std::string_view kNcclDebug =
     " Rerun the job's first collective with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the transport NCCL picks; "
     "see net.socket_ifname, net.ib and topo.p2p for the cause.";
 
+/// "rank 3 (GPU 3): allreduce: …" of a node-local all_reduce as "GPU 3's helper: allreduce: …":
+/// in the node profile the participants are the local GPUs' helpers, not ranks of a launcher.
+std::string helper_error(const std::string& e) {
+  if (!e.starts_with("rank ")) return e;
+  const auto open = e.find(" (GPU ");
+  const auto close = e.find("): ");
+  if (open == std::string::npos || close == std::string::npos || close < open) return e;
+  return "GPU " + e.substr(open + 6, close - open - 6) + "'s helper: " + e.substr(close + 3);
+}
+
+std::vector<std::string> helper_errors(const std::vector<std::string>& errors) {
+  std::vector<std::string> out;
+  for (const std::string& e : errors) out.push_back(helper_error(e));
+  return out;
+}
+
+std::string gpu_list(const std::vector<int>& gpus) {
+  std::vector<int> sorted = gpus;
+  std::sort(sorted.begin(), sorted.end());
+  return (sorted.size() == 1 ? "GPU " : "GPUs ") + range_list(sorted);
+}
+
+constexpr std::string_view kLocalHangRemedy =
+    "A collective that hangs between the GPUs of one node is almost always the peer path between them: see "
+    "topo.p2p (its real peer copies name the pair) and topo.pcie_acs (ACS or an IOMMU redirecting peer traffic); "
+    "rerun with NCCL_P2P_DISABLE=1 — if it then completes, P2P/NVLink between these GPUs is broken "
+    "(`nvidia-smi topo -p2p rw`, `nvidia-smi nvlink --status`, the fabric manager on NVSwitch systems); check "
+    "`dmesg | grep -i -e xid -e nvrm` for the GPUs named, and drain the node until it passes.";
+
 Verdict run(const CheckContext& ctx) {
   const JobFacts* job = ctx.job;
   if (job == nullptr) return Verdict::skip("no all_reduce was run in this process (nothing was gathered)");
@@ -39,6 +70,16 @@ Verdict run(const CheckContext& ctx) {
                              {"min_busbw_gbps", ctx.options.min_busbw_gbps ? nlohmann::json(*ctx.options.min_busbw_gbps)
                                                                            : nlohmann::json(nullptr)}};
   const bool live_job = j.source == "mpi" && j.world_size > 1;
+
+  // The NCCL all_reduce the job needs could not run (GPUs exist but a rank has no GPU of its own, or
+  // NCCL cannot be loaded): a failure with its reason, never a host-memory stand-in.
+  if (c.blocked) {
+    return Verdict::fail(c.note.empty() ? std::string("the NCCL all_reduce could not run") : c.note,
+                         "Fix what is named first (launch.gpu_binding, gpu.count or nccl.library say how); the job's "
+                         "own first NCCL collective fails the same way.",
+                         ev);
+  }
+  const bool node_local = c.transport == "nccl" && !live_job;  // the node profile: one helper per local GPU
 
   if (!c.attempted) {
     const std::vector<int> missing = c.missing.empty() ? (live_job ? j.undelivered() : std::vector<int>{}) : c.missing;
@@ -69,6 +110,19 @@ Verdict run(const CheckContext& ctx) {
                          ev);
   }
 
+  if (c.expired && node_local) {
+    std::vector<int> hung = c.missing;
+    std::string summary = "the NCCL all_reduce across the node's " + std::to_string(c.ranks) + " GPUs (one contained " +
+                          "helper per GPU) did not finish: stopped after " + general(c.seconds, 3) + " s";
+    if (!hung.empty()) {
+      summary += "; the helper" + std::string(hung.size() == 1 ? " of " : "s of ") + gpu_list(hung) + " hung (" +
+                 std::to_string(hung.size()) + " of " + std::to_string(c.ranks) + ")";
+      if (static_cast<int>(hung.size()) == c.ranks) summary += ": every communicator was aborted after its deadline";
+    }
+    if (!c.errors.empty()) summary += " (" + join(helper_errors(c.errors), "; ") + ")";
+    return Verdict::fail(summary, std::string(kLocalHangRemedy), ev);
+  }
+
   if (c.expired) {
     const comm::Partition p = comm::partition(j, c.missing, Phase::Allreduce);
     const double waited_s = c.deadline_s > 0 ? c.deadline_s : c.seconds;
@@ -93,8 +147,10 @@ Verdict run(const CheckContext& ctx) {
   }
 
   if (!c.completed || !c.errors.empty()) {
-    std::string what = c.note;
-    if (!c.errors.empty()) what += (what.empty() ? "" : "; ") + join(c.errors, "; ");
+    std::string what = node_local ? helper_error(c.note) : c.note;
+    if (!c.errors.empty() && !(c.errors.size() == 1 && c.errors.front() == c.note)) {
+      what += (what.empty() ? "" : "; ") + join(node_local ? helper_errors(c.errors) : c.errors, "; ");
+    }
     return Verdict::fail("the all_reduce over " + (c.transport.empty() ? std::string("?") : c.transport) + " failed: " +
                              (what.empty() ? std::string("no error message") : what),
                          c.transport == "nccl"
@@ -137,7 +193,9 @@ Verdict run(const CheckContext& ctx) {
 constexpr std::string_view kExplain = R"(What it reads
   How the all_reduce phase went: an element-wise sum of exact integers (every participant knows
   the expected result exactly), with NCCL across the GPUs (non-blocking communicators with a deadline
-  and abort) or MPI on CPU-only nodes; in the node profile (no launcher) across every local GPU,
+  and abort; each rank's helper on the GPU launch.gpu_binding says it uses: its only visible GPU,
+  else the one at LOCAL_RANK) or MPI on CPU-only nodes (no rank has a GPU); in the node profile
+  (no launcher) across every local GPU,
   and only when this check is selected (--only/--skip): the GPUs are not exercised for nothing.
   Its message size, participants, the timed repeats (the best is kept), algbw (bytes / time) and
   busbw (algbw * 2(n-1)/n, the figure nccl-tests reports); --min-busbw GBPS.
@@ -146,7 +204,13 @@ Failures
   FAIL     the result was wrong on some ranks or GPUs (named, with what was wrong): silent data
            corruption in the GPU path or the host.
   FAIL     the deadline expired: names the ranks that did not finish (host, pid, last phase), or says
-           that all were alive (the fabric between them).
+           that all were alive (the fabric between them). In the node profile the participants are the
+           local GPUs' contained helpers, not ranks: it names the GPUs whose helper hung, says when every
+           communicator was aborted, gives the time it really ran, and points at the peer path
+           (topo.p2p, topo.pcie_acs, NCCL_P2P_DISABLE=1 to confirm).
+  FAIL     GPUs exist but the NCCL all_reduce cannot run: a rank has no GPU of its own (see
+           launch.gpu_binding), a rank or the node cannot load NCCL (nccl.library). Never replaced by
+           an all_reduce in host memory: MPI stands in only where no rank has a GPU at all.
   FAIL     the collective returned an error (e.g. ncclCommInitRank failed), quoted.
   FAIL     it was not run because ranks were missing earlier: names them.
   FAIL     busbw is below --min-busbw (the measured algbw, busbw, size, participants, transport),

@@ -5,6 +5,7 @@
 
 #include "checks/check.hpp"
 #include "checks/gpu_common.hpp"
+#include "core/gpu_binding.hpp"
 #include "core/text.hpp"
 
 namespace preflight {
@@ -30,24 +31,62 @@ Verdict run(const CheckContext& ctx) {
   }
 
   VerdictBuilder b;
-  // The GPUs this job will use: the CUDA-visible ones, matched to NVML by UUID. Without CUDA's
-  // view, every GPU NVML sees (stricter, never blind).
+  // The GPUs this job will use: the union of the GPUs CUDA enumerates in each of the node's ranks
+  // (CUDA_VISIBLE_DEVICES applies), matched to NVML by UUID. Without CUDA's view, NVML's list
+  // filtered by CUDA_VISIBLE_DEVICES as the driver filters it, else every GPU NVML sees (stricter,
+  // never blind). A job that will see no GPU has no GPU to call free.
+  const std::vector<const RankFacts*> host = node_ranks(ctx);
   std::vector<const NvmlGpu*> used;
-  const std::vector<CudaDevice>* cuda = d.cuda_devices.value();
-  if (cuda != nullptr) {
-    const bool cuda_sees_mig = std::any_of(cuda->begin(), cuda->end(),
-                                           [](const CudaDevice& c) { return uuid_key(c.uuid).starts_with("mig-"); });
-    for (const NvmlGpu& g : *nvml) {
-      const bool visible = std::any_of(cuda->begin(), cuda->end(), [&](const CudaDevice& c) { return same_gpu(g, c); });
-      if (visible || (cuda_sees_mig && g.mig_enabled.value_or(false))) used.push_back(&g);
+  std::vector<std::string> judged;
+  std::vector<int> blind;
+  bool all_nvml = false;
+  for (const RankFacts* f : host) {
+    const RankGpus view = rank_gpus(*f);
+    const std::vector<CudaDevice>* cuda = f->gpu.driver.cuda_devices.value();
+    const bool cuda_sees_mig = cuda != nullptr && std::any_of(cuda->begin(), cuda->end(), [](const CudaDevice& c) {
+                                 return uuid_key(c.uuid).starts_with("mig-");
+                               });
+    if (!view.visible) {
+      all_nvml = true;
+      continue;
     }
-    b.evidence()["gpus_judged"] = "the GPUs visible to CUDA";
-  } else {
+    if (view.visible->empty() && !cuda_sees_mig) blind.push_back(f->placement.rank);
+    for (const NvmlGpu& g : *nvml) {
+      const bool visible = std::any_of(view.visible->begin(), view.visible->end(), [&](const BoundGpu& c) {
+        return (!c.uuid.empty() && !g.uuid.empty()) ? uuid_key(c.uuid) == uuid_key(g.uuid)
+                                                    : !c.bus.empty() && bus_key(c.bus) == bus_key(g.pci_bus_id);
+      });
+      if ((visible || (cuda_sees_mig && g.mig_enabled.value_or(false))) &&
+          std::find(used.begin(), used.end(), &g) == used.end()) {
+        used.push_back(&g);
+      }
+    }
+  }
+  if (all_nvml) {
+    used.clear();
     for (const NvmlGpu& g : *nvml) used.push_back(&g);
     b.evidence()["gpus_judged"] = "every GPU NVML sees (CUDA's view not available: " + d.cuda_devices.why() + ")";
+  } else {
+    b.evidence()["gpus_judged"] = host.size() > 1 ? "the GPUs visible to CUDA in the node's ranks"
+                                                  : "the GPUs visible to CUDA";
+  }
+  if (!all_nvml && blind.size() == host.size()) {
+    const auto cvd = ctx.facts.env.get("CUDA_VISIBLE_DEVICES");
+    return Verdict::fail(
+        "the job will see no GPU" +
+            (cvd ? " (CUDA_VISIBLE_DEVICES='" + printable(*cvd) + "')" : std::string(" (CUDA lists no device)")) +
+            ": no GPU of the job to check for other processes (NVML sees " + std::to_string(nvml->size()) +
+            " GPUs); " + std::string(kNeedsGpu),
+        "See gpu.count: give the job its GPUs (unset or correct CUDA_VISIBLE_DEVICES, the scheduler's GPU "
+        "request), then rerun preflight to check them.",
+        b.evidence());
   }
 
-  const int own_pid = ctx.facts.identity.pid;
+  // This job's own processes (every rank of the node) are not another job's.
+  std::vector<int> own_pids;
+  for (const RankFacts* f : host) {
+    if (f->identity.pid != 0) own_pids.push_back(f->identity.pid);
+  }
   nlohmann::json per_gpu = nlohmann::json::array();
   std::vector<std::string> foreign, unexplained, foreign_pids;
   std::uint64_t max_used = 0;
@@ -57,8 +96,9 @@ Verdict run(const CheckContext& ctx) {
     nlohmann::json procs = nlohmann::json::array();
     for (const GpuProcess& p : g->processes) {
       listed += p.used_bytes;
-      procs.push_back({{"pid", p.pid}, {"used_bytes", p.used_bytes}, {"own", p.pid == own_pid}});
-      if (p.pid == own_pid && own_pid != 0) continue;
+      const bool own = std::find(own_pids.begin(), own_pids.end(), p.pid) != own_pids.end();
+      procs.push_back({{"pid", p.pid}, {"used_bytes", p.used_bytes}, {"own", own}});
+      if (own) continue;
       holders.push_back("pid " + std::to_string(p.pid) +
                         (p.used_bytes > 0 ? " holds " + mib_text(p.used_bytes) : std::string(" (memory not reported)")));
       foreign_pids.push_back(std::to_string(p.pid));
@@ -79,7 +119,8 @@ Verdict run(const CheckContext& ctx) {
     }
   }
   b.evidence()["gpus"] = std::move(per_gpu);
-  b.evidence()["own_pid"] = own_pid;
+  b.evidence()["own_pid"] = ctx.facts.identity.pid;
+  b.evidence()["own_pids"] = own_pids;
 
   if (!foreign.empty()) {
     const std::string pid = foreign_pids.front();
@@ -111,8 +152,10 @@ constexpr std::string_view kExplain = R"EXPLAIN(What it reads
   From the contained GPU helper, per GPU NVML sees: the running compute processes (pid and used
   memory; inside a container the pids are the host's) and the memory in use and in total. The
   GPUs judged are the ones the job will use: those CUDA enumerates (CUDA_VISIBLE_DEVICES applies),
-  matched to NVML by UUID; when CUDA's view is missing, every GPU NVML sees. This rank's own pid is
-  not counted.
+  matched to NVML by UUID; in a job, rank 0 judges each node once with the union of the GPUs its
+  ranks see (a per-rank CUDA_VISIBLE_DEVICES counts every rank's GPU). When CUDA's view is missing,
+  NVML's list filtered by CUDA_VISIBLE_DEVICES, else every GPU NVML sees. The pids of the job's
+  own ranks on the node are not counted.
 
 Failures
   FAIL     a process that is not this job's is on a GPU the job will use, named with its memory
@@ -122,6 +165,8 @@ Failures
            in another container or pid namespace, or memory the driver has not released.
   FAIL     the GPUs could not be listed because the helper crashed, hung or NVML returned an error,
            or there is no driver at all (node and job profiles: the job needs a GPU).
+  FAIL     the job will see no GPU (CUDA_VISIBLE_DEVICES empty, "none" or "NoDevFiles", or CUDA
+           lists no device): there is no GPU of the job to call free; see gpu.count.
   UNKNOWN  NVML's list was not gathered (the helper did not run).
   SKIP     in the image profile: an image build has no GPU.
 
@@ -135,6 +180,6 @@ Fix
 
 extern const CheckSpec kGpuBusy = {
     "gpu.busy", Scope::Node, "no other process or memory already on the GPUs this job will use", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run, "gpu_driver"};
+    kInNode | kInJob, "an image build has no GPU", &run, "gpu_driver", true};
 
 }  // namespace preflight

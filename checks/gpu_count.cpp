@@ -2,9 +2,11 @@
 // gpu.count: the GPUs this node's ranks can use (CUDA's view, which honours CUDA_VISIBLE_DEVICES)
 // against --expect-gpus and the local ranks, and GPUs NVML sees that CUDA does not.
 #include <algorithm>
+#include <map>
 
 #include "checks/check.hpp"
 #include "checks/gpu_common.hpp"
+#include "core/gpu_binding.hpp"
 #include "core/text.hpp"
 
 namespace preflight {
@@ -34,31 +36,80 @@ std::string models(const std::vector<CudaDevice>& devs) {
   return join(parts, ", ");
 }
 
+std::string rank_name(const RankFacts& f) { return "rank " + std::to_string(f.placement.rank); }
+
+/// " (CUDA_VISIBLE_DEVICES=0,1)", or the per-rank values when the node's ranks differ.
+std::string cvd_note(const std::vector<const RankFacts*>& host) {
+  std::vector<std::string> values;
+  bool any = false;
+  for (const RankFacts* f : host) {
+    const auto cvd = f->env.get("CUDA_VISIBLE_DEVICES");
+    any = any || cvd.has_value();
+    values.push_back(cvd ? "'" + printable(*cvd) + "'" : std::string("unset"));
+  }
+  if (!any) return {};
+  const bool same =
+      std::all_of(values.begin(), values.end(), [&](const std::string& v) { return v == values.front(); });
+  if (same) {
+    const std::string raw = *host.front()->env.get("CUDA_VISIBLE_DEVICES");
+    return " (CUDA_VISIBLE_DEVICES=" + (trim(raw).empty() ? std::string("''") : printable(raw)) + ")";
+  }
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < host.size() && i < 8; ++i) parts.push_back(rank_name(*host[i]) + " " + values[i]);
+  if (host.size() > 8) parts.push_back("…");
+  return " (per-rank CUDA_VISIBLE_DEVICES: " + join(parts, ", ") + ")";
+}
+
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
   if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return *none;
 
+  // The node's ranks (rank 0 judges a gathered job's node with all of them): the GPUs the node's
+  // job uses are the union of what each rank sees.
+  const std::vector<const RankFacts*> host = node_ranks(ctx);
+  const bool several = host.size() > 1;
   const std::optional<std::string> cvd = ctx.facts.env.get("CUDA_VISIBLE_DEVICES");
-  const int local_ranks = std::max(1, ctx.facts.placement.local_ranks);
+  const int local_ranks = several ? static_cast<int>(host.size()) : std::max(1, ctx.facts.placement.local_ranks);
   VerdictBuilder b;
   b.evidence()["local_ranks"] = local_ranks;
   b.evidence()["expect_gpus"] = ctx.options.expect_gpus ? nlohmann::json(*ctx.options.expect_gpus) : nlohmann::json();
   b.evidence()["CUDA_VISIBLE_DEVICES"] = cvd ? nlohmann::json(*cvd) : nlohmann::json();
-
-  const std::vector<CudaDevice>* cuda = d.cuda_devices.value();
-  if (cuda == nullptr) {
-    const ProbeError& err = *d.cuda_devices.error();
-    const bool no_device = err.code == ProbeErrc::ApiError &&
-                           (err.detail.find("NO_DEVICE") != std::string::npos || err.detail.find("(100)") != std::string::npos);
-    if (!no_device) {
-      Verdict v = missing_gpu_fact(err, d.cuda_devices.source(), "the CUDA devices",
-                                   job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
-      v.evidence.update(b.evidence());
-      return v;
+  if (several) {
+    nlohmann::json per = nlohmann::json::object();
+    for (const RankFacts* f : host) {
+      const auto v = f->env.get("CUDA_VISIBLE_DEVICES");
+      per[std::to_string(f->placement.rank)] = v ? nlohmann::json(*v) : nlohmann::json();
     }
-    static const std::vector<CudaDevice> kNone;
-    cuda = &kNone;
+    b.evidence()["CUDA_VISIBLE_DEVICES_per_rank"] = std::move(per);
   }
+
+  std::vector<CudaDevice> seen_union;  // the node's GPUs the ranks see, by UUID, first appearance first
+  std::vector<const RankFacts*> blind;  // ranks that see no GPU
+  for (const RankFacts* f : host) {
+    const DriverFacts& rd = f->gpu.driver;
+    const std::vector<CudaDevice>* cuda = rd.cuda_devices.value();
+    if (cuda == nullptr) {
+      const ProbeError& err = *rd.cuda_devices.error();
+      if (!no_device_error(err)) {
+        Verdict v = missing_gpu_fact(err, rd.cuda_devices.source(), "the CUDA devices",
+                                     job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+        if (several) v.summary = rank_name(*f) + ": " + v.summary;
+        v.evidence.update(b.evidence());
+        return v;
+      }
+      blind.push_back(f);
+      continue;
+    }
+    if (cuda->empty()) blind.push_back(f);
+    for (const CudaDevice& c : *cuda) {
+      const bool known = std::any_of(seen_union.begin(), seen_union.end(), [&](const CudaDevice& u) {
+        return !c.uuid.empty() && !u.uuid.empty() ? uuid_key(c.uuid) == uuid_key(u.uuid)
+                                                  : bus_key(c.pci_bus_id) == bus_key(u.pci_bus_id);
+      });
+      if (!known) seen_union.push_back(c);
+    }
+  }
+  const std::vector<CudaDevice>* cuda = &seen_union;
   b.evidence()["cuda_devices"] = *cuda;
   const std::vector<NvmlGpu>* nvml = d.nvml_gpus.value();
   if (nvml != nullptr) {
@@ -73,7 +124,51 @@ Verdict run(const CheckContext& ctx) {
   }
 
   const std::size_t visible = cuda->size();
-  const std::string cvd_text = cvd ? " (CUDA_VISIBLE_DEVICES=" + *cvd + ")" : std::string();
+  const std::string cvd_text = cvd_note(host);
+  const std::string counted = several ? " to the node's " + std::to_string(host.size()) + " ranks" : std::string();
+
+  // CUDA_VISIBLE_DEVICES as the driver reads it: an invalid entry ends the list there, and an
+  // empty / none / NoDevFiles value hides every GPU. Found here for every profile (this check sees
+  // the node's environment), with the ranks whose value it is.
+  bool hidden_by_value = false;  // the value hides every GPU: said once, not again as "no GPU visible"
+  if (nvml != nullptr) {
+    std::map<std::string, std::vector<int>> invalid_by_value;
+    for (const RankFacts* f : host) {
+      const auto v = f->env.get("CUDA_VISIBLE_DEVICES");
+      if (!v) continue;
+      const CvdParse parsed = apply_cvd(*v, *nvml);
+      if (parsed.invalid || parsed.no_gpu) invalid_by_value[*v].push_back(f->placement.rank);
+    }
+    for (const auto& [value, ranks] : invalid_by_value) {
+      const CvdParse parsed = apply_cvd(value, *nvml);
+      const std::string whose = several ? (ranks.size() == 1 ? "rank " : "ranks ") + range_list(ranks) + ": " : "";
+      if (parsed.no_gpu) {
+        hidden_by_value = hidden_by_value || !several;
+        b.add(Status::Fail,
+              whose + "CUDA_VISIBLE_DEVICES='" + printable(value) + "' hides every GPU: the job will see no GPU (NVML "
+                  "sees " + gpus(nvml->size()) + "); " + std::string(kNeedsGpu),
+              "Unset CUDA_VISIBLE_DEVICES or list the GPUs the job should use (`nvidia-smi -L`); 'NoDevFiles' or "
+              "'none' come from a scheduler or container runtime that gave the job no GPU: request GPUs "
+              "(Slurm --gpus / --gres, `docker run --gpus all`).");
+        continue;
+      }
+      b.add(Status::Fail,
+            whose + "CUDA_VISIBLE_DEVICES=" + printable(value) + " has an invalid entry " + *parsed.invalid +
+                " at position " + std::to_string(parsed.position) + ": the driver stops reading the list there, so " +
+                "only " + gpus(parsed.visible.size()) + (parsed.visible.size() == 1 ? " is" : " are") +
+                " visible and the rest of the list is ignored",
+            "Fix CUDA_VISIBLE_DEVICES: list valid indices (0.." + std::to_string(static_cast<long>(nvml->size()) - 1) +
+                ") or full GPU UUIDs from `nvidia-smi -L`, each once, separated by commas; or let the scheduler set "
+                "it (`srun --gpus-per-task=1`).");
+    }
+  }
+  if (several && visible > 0) {
+    for (const RankFacts* f : blind) {
+      b.add(Status::Fail, rank_name(*f) + " sees no GPU" + cvd_note({f}) + "; " + std::string(kNeedsGpu),
+            "Give every rank a GPU: a per-rank CUDA_VISIBLE_DEVICES that names a valid GPU, or the scheduler's "
+            "per-task GPU binding (`srun --gpus-per-task=1`).");
+    }
+  }
 
   // GPUs NVML sees that CUDA does not.
   std::vector<const NvmlGpu*> hidden, mig;
@@ -85,9 +180,11 @@ Verdict run(const CheckContext& ctx) {
     }
   }
 
-  if (visible == 0) {
+  if (visible == 0 && hidden_by_value) {
+    // said above
+  } else if (visible == 0) {
     std::string why = nvml != nullptr ? "; NVML sees " + gpus(nvml->size()) : std::string();
-    b.add(Status::Fail, "no GPU visible to CUDA" + cvd_text + why + "; " + std::string(kNeedsGpu),
+    b.add(Status::Fail, "no GPU visible to CUDA" + counted + cvd_text + why + "; " + std::string(kNeedsGpu),
           cvd ? "CUDA_VISIBLE_DEVICES=" + *cvd +
                     " selects no usable GPU: unset it or list valid indices/UUIDs (`nvidia-smi -L`)."
               : "Give the job GPUs: `docker run --gpus all …`, the scheduler's GPU request (Slurm --gpus / --gres), "
@@ -96,7 +193,7 @@ Verdict run(const CheckContext& ctx) {
     if (ctx.options.expect_gpus && static_cast<std::size_t>(*ctx.options.expect_gpus) != visible) {
       const int expect = *ctx.options.expect_gpus;
       b.add(Status::Fail,
-            gpus(visible) + " visible to CUDA" + cvd_text + ", --expect-gpus " + std::to_string(expect) +
+            gpus(visible) + " visible to CUDA" + counted + cvd_text + ", --expect-gpus " + std::to_string(expect) +
                 (nvml != nullptr ? " (NVML sees " + std::to_string(nvml->size()) + ")" : std::string()),
             static_cast<std::size_t>(expect) > visible
                 ? "Find the missing GPUs: `nvidia-smi -L` (absent there too: `dmesg | grep -i -e NVRM -e Xid`, a GPU "
@@ -128,8 +225,8 @@ Verdict run(const CheckContext& ctx) {
       const bool intended = ctx.options.expect_gpus && static_cast<std::size_t>(*ctx.options.expect_gpus) == visible;
       std::string why;
       std::string remedy;
-      if (cvd) {
-        why = "CUDA_VISIBLE_DEVICES=" + *cvd + " hides them";
+      if (!cvd_text.empty()) {
+        why = several ? "the ranks' CUDA_VISIBLE_DEVICES hide them" : "CUDA_VISIBLE_DEVICES=" + *cvd + " hides them";
         remedy = "If the job should use them, unset CUDA_VISIBLE_DEVICES or list them in it (the scheduler sets it "
                  "from its GPU request: ask for more GPUs); otherwise state --expect-gpus " +
                  std::to_string(visible) + ".";
@@ -157,7 +254,7 @@ Verdict run(const CheckContext& ctx) {
   }
 
   if (b.status() == Status::Pass) {
-    std::string s = gpus(visible) + " visible to CUDA (" + models(*cuda) + ")" + cvd_text;
+    std::string s = gpus(visible) + " visible to CUDA" + counted + " (" + models(*cuda) + ")" + cvd_text;
     if (ctx.options.expect_gpus) s += ", as --expect-gpus says";
     if (nvml != nullptr && hidden.empty()) s += "; NVML sees the same " + std::to_string(nvml->size());
     if (nvml == nullptr) s += "; NVML's view not available (" + d.nvml_gpus.why() + ")";
@@ -171,14 +268,24 @@ constexpr std::string_view kExplain = R"EXPLAIN(What it reads
   From the contained GPU helper: the devices the CUDA driver API enumerates in a process with the
   job's environment (this honours CUDA_VISIBLE_DEVICES), and every GPU NVML sees on the node
   (index, UUID, PCI bus id, MIG mode), joined by UUID (by PCI bus id where a UUID is missing).
-  Also --expect-gpus, the node's local rank count, and CUDA_VISIBLE_DEVICES.
+  Also --expect-gpus, the node's local rank count, and CUDA_VISIBLE_DEVICES. In a job, rank 0
+  judges each node once with every rank of that node: the node's GPUs are the union (by UUID) of
+  the GPUs each rank sees, so a per-rank CUDA_VISIBLE_DEVICES ($OMPI_COMM_WORLD_LOCAL_RANK, Slurm's
+  --gpus-per-task) counts every rank's GPU, not local rank 0's alone. This check owns
+  CUDA_VISIBLE_DEVICES as the driver reads it in every profile (it sees the node's environment);
+  launch.gpu_binding names the rank whose value it is in a job.
 
 Failures
   FAIL     no GPU visible to CUDA, or no driver at all (node and job profiles: the job needs a GPU).
+  FAIL     CUDA_VISIBLE_DEVICES is empty, "none" or "NoDevFiles": the job will see no GPU.
+  FAIL     CUDA_VISIBLE_DEVICES has an invalid entry (not a number, out of range, an unknown or
+           ambiguous UUID prefix, a repeat): the driver stops reading the list there ("0,1,99":
+           only GPUs 0 and 1 are visible), so the job silently gets fewer GPUs.
   FAIL     the number of GPUs CUDA sees differs from --expect-gpus ("4 GPUs visible to CUDA,
            --expect-gpus 8").
   FAIL     more local ranks than visible GPUs ("8 local ranks but 4 GPUs visible"): ranks would
            share a GPU (NCCL refuses or hangs) or fail to get one.
+  FAIL     in a job, a rank of the node sees no GPU while the others do.
   FAIL     CUDA could not enumerate devices: the helper crashed, hung or the driver returned an error.
   WARN     NVML sees GPUs that CUDA does not: hidden by CUDA_VISIBLE_DEVICES, by MIG mode (CUDA sees
            MIG instances), or by /dev/nvidia* permissions or the container's device cgroup. Not a
@@ -196,6 +303,6 @@ Fix
 
 extern const CheckSpec kGpuCount = {
     "gpu.count", Scope::Node, "GPUs visible to CUDA vs --expect-gpus and local ranks; GPUs NVML sees but CUDA does not",
-    kExplain, kInNode | kInJob, "an image build has no GPU", &run, "gpu_driver"};
+    kExplain, kInNode | kInJob, "an image build has no GPU", &run, "gpu_driver", true};
 
 }  // namespace preflight

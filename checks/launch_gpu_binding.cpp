@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 // launch.gpu_binding (job): every rank of a host will use a GPU of its own. The GPU a rank uses is
-// chosen as the frameworks choose it: the device at index LOCAL_RANK (else the launcher's local rank)
-// among the GPUs visible to the rank — CUDA's list when the driver probe ran, else NVML's list
-// filtered by CUDA_VISIBLE_DEVICES the way the driver filters it.
+// chosen as the frameworks choose it (core/gpu_binding.hpp): the only GPU it sees (a per-rank
+// CUDA_VISIBLE_DEVICES or the scheduler's binding), else the device at index LOCAL_RANK (else the
+// launcher's local rank) among the GPUs visible to it — CUDA's list when the driver probe ran,
+// else NVML's list filtered by CUDA_VISIBLE_DEVICES the way the driver filters it.
 #include <algorithm>
 #include <map>
 
 #include "checks/check.hpp"
 #include "checks/gpu_common.hpp"
+#include "core/gpu_binding.hpp"
 #include "core/text.hpp"
 
 namespace preflight {
@@ -19,157 +21,54 @@ constexpr const char* kBindRemedy =
     "mpirun a per-rank wrapper `export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK`, and in the training "
     "script `torch.cuda.set_device(local_rank)` with LOCAL_RANK set per rank (torchrun sets it).";
 
-struct Gpu {
-  std::string uuid;
-  std::string bus;
-  std::string key() const { return uuid.empty() ? "bus:" + bus_key(bus) : uuid_key(uuid); }
-  std::string text() const {
-    if (uuid.empty()) return "bus " + bus;
-    return uuid + (bus.empty() ? std::string() : " (bus " + bus + ")");
-  }
-};
-
-/// CUDA_VISIBLE_DEVICES applied to NVML's list as the driver applies it: comma-separated ordinals or
-/// GPU-<uuid prefix> entries (white space around an entry ignored), empty means none; the list ends
-/// at the first invalid entry (not a number, out of range, an unknown or ambiguous prefix, a repeat).
-struct CvdParse {
-  std::vector<std::size_t> visible;  // indices into the NVML list
-  std::optional<std::string> invalid;  // the first invalid entry and why
-  std::size_t position = 0;            // its 1-based position
-  bool unverifiable = false;           // MIG-… entries: not in NVML's GPU list
-};
-
-CvdParse apply_cvd(std::string_view cvd, const std::vector<NvmlGpu>& nvml) {
-  CvdParse out;
-  if (trim(cvd).empty()) return out;
-  std::size_t pos = 0;
-  for (std::string_view raw : split(cvd, ',')) {
-    ++pos;
-    const std::string_view entry = trim(raw);
-    constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-    std::size_t chosen = kNone;
-    std::string why;
-    if (entry.starts_with("MIG-")) {
-      out.unverifiable = true;
-      return out;
-    }
-    if (entry.size() > 4 && entry.starts_with("GPU-")) {
-      const std::string want = to_lower(entry);
-      int matches = 0;
-      for (std::size_t i = 0; i < nvml.size(); ++i) {
-        if (to_lower(nvml[i].uuid).starts_with(want)) {
-          chosen = i;
-          ++matches;
-        }
-      }
-      if (matches == 0) why = "no GPU has that UUID";
-      if (matches > 1) {
-        chosen = kNone;
-        why = "the UUID prefix matches " + std::to_string(matches) + " GPUs";
-      }
-    } else if (const auto n = parse_int(entry); n && *n >= 0) {
-      if (static_cast<std::uint64_t>(*n) < nvml.size()) {
-        chosen = static_cast<std::size_t>(*n);
-      } else {
-        why = "the node has " + std::to_string(nvml.size()) + " GPUs (0.." + std::to_string(static_cast<long>(nvml.size()) - 1) + ")";
-      }
-    } else {
-      why = "not an index or a GPU-/MIG- UUID";
-    }
-    if (chosen != kNone && std::find(out.visible.begin(), out.visible.end(), chosen) != out.visible.end()) {
-      chosen = kNone;
-      why = "it repeats an earlier entry";
-    }
-    if (chosen == kNone) {
-      out.invalid = "'" + printable(entry) + "' (" + why + ")";
-      out.position = pos;
-      return out;
-    }
-    out.visible.push_back(chosen);
-  }
-  return out;
-}
-
 struct RankView {
   const RankFacts* facts = nullptr;
-  std::optional<std::vector<Gpu>> visible;  // nullopt: not known
-  std::string source;
-  int index = 0;             // LOCAL_RANK or the local rank
-  std::string index_text;    // "LOCAL_RANK=3" / "local rank 3"
-  std::optional<Gpu> gpu;    // the GPU it will use
+  RankGpus gpus;
+  std::optional<BoundGpu> gpu;  // the GPU it will use
 };
 
 std::string who(const RankFacts& f) {
   return "rank " + std::to_string(f.placement.rank) + " (" + (f.identity.hostname.empty() ? "?" : f.identity.hostname) + ")";
 }
-std::string host_key(const RankFacts& f) { return f.identity.hostname + "\n" + f.identity.boot_id; }
 
 std::string cvd_text(const RankFacts& f) {
   const auto cvd = f.env.get("CUDA_VISIBLE_DEVICES");
   return cvd ? " (CUDA_VISIBLE_DEVICES=" + printable(*cvd) + ")" : std::string();
 }
 
-/// The rank's visible GPUs, or the verdict that says why they are not known.
-std::optional<Verdict> visible_gpus(RankView& v, VerdictBuilder& b) {
+/// Findings about the rank's CUDA_VISIBLE_DEVICES and LOCAL_RANK; the verdict that says why its
+/// GPUs are not known, when they are not.
+std::optional<Verdict> judge_view(RankView& v, VerdictBuilder& b) {
   const RankFacts& f = *v.facts;
   const DriverFacts& d = f.gpu.driver;
-  const auto cvd = f.env.get("CUDA_VISIBLE_DEVICES");
-  const std::vector<NvmlGpu>* nvml = d.nvml_gpus.value();
-  std::optional<CvdParse> parsed;
-  if (cvd && nvml != nullptr) parsed = apply_cvd(*cvd, *nvml);
-
-  if (const std::vector<CudaDevice>* cuda = d.cuda_devices.value()) {
-    std::vector<Gpu> list;
-    for (const CudaDevice& c : *cuda) list.push_back(Gpu{c.uuid, c.pci_bus_id});
-    v.visible = std::move(list);
-    v.source = d.cuda_devices.source().empty() ? "CUDA" : d.cuda_devices.source();
-  } else if (const ProbeError* err = d.cuda_devices.error();
-             err != nullptr && err->code == ProbeErrc::ApiError &&
-             (err->detail.find("NO_DEVICE") != std::string::npos || err->detail.find("(100)") != std::string::npos)) {
-    v.visible = std::vector<Gpu>{};
-    v.source = "CUDA: " + err->detail;
-  } else if (nvml != nullptr && (!parsed || !parsed->unverifiable)) {
-    std::vector<Gpu> list;
-    if (parsed) {
-      for (std::size_t i : parsed->visible) list.push_back(Gpu{(*nvml)[i].uuid, (*nvml)[i].pci_bus_id});
-    } else {
-      for (const NvmlGpu& g : *nvml) list.push_back(Gpu{g.uuid, g.pci_bus_id});
-    }
-    v.visible = std::move(list);
-    v.source = cvd ? "NVML + CUDA_VISIBLE_DEVICES" : "NVML";
+  const RankGpus& g = v.gpus;
+  if (g.bad_local_rank) {
+    b.add(Status::Fail, who(f) + ": LOCAL_RANK='" + printable(*g.bad_local_rank) + "' is not a device index",
+          "Unset LOCAL_RANK or let the launcher set it (torchrun does; under mpirun use $OMPI_COMM_WORLD_LOCAL_RANK).");
   }
-
-  if (parsed && parsed->invalid) {
+  if (g.cvd && cvd_hides_all(*g.cvd)) {
     b.add(Status::Fail,
-          who(f) + ": CUDA_VISIBLE_DEVICES=" + printable(*cvd) + " has an invalid entry " + *parsed->invalid +
-              " at position " + std::to_string(parsed->position) + ": the driver stops reading the list there, so only " +
-              std::to_string(parsed->visible.size()) + " GPU(s) are visible",
-          "Fix CUDA_VISIBLE_DEVICES: list valid indices (0.." + std::to_string(static_cast<long>(nvml->size()) - 1) +
+          who(f) + ": CUDA_VISIBLE_DEVICES='" + printable(*g.cvd) + "' hides every GPU: the rank will see no GPU",
+          "Unset CUDA_VISIBLE_DEVICES or list the rank's GPU in it (`nvidia-smi -L`); with Slurm request GPUs "
+          "(`srun --gpus-per-task=1`): NoDevFiles/none means the scheduler or container gave the job none.");
+  } else if (g.parsed && g.parsed->invalid) {
+    const std::size_t n = d.nvml_gpus.value() != nullptr ? d.nvml_gpus.value()->size() : 0;
+    b.add(Status::Fail,
+          who(f) + ": CUDA_VISIBLE_DEVICES=" + printable(*g.cvd) + " has an invalid entry " + *g.parsed->invalid +
+              " at position " + std::to_string(g.parsed->position) +
+              ": the driver stops reading the list there, so only " +
+              std::to_string(g.parsed->visible.size()) + " GPU(s) are visible",
+          "Fix CUDA_VISIBLE_DEVICES: list valid indices (0.." + std::to_string(static_cast<long>(n) - 1) +
               ") or full GPU UUIDs from `nvidia-smi -L`, each once, separated by commas without a space; or let the "
               "scheduler set it (`srun --gpus-per-task=1`).");
   }
-  if (v.visible) return std::nullopt;
+  if (g.visible) return std::nullopt;
 
   if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return none;
   const ProbeError& err = d.cuda_devices.error() != nullptr ? *d.cuda_devices.error()
                                                             : ProbeError{ProbeErrc::NotProbed, "no GPU list"};
   return missing_gpu_fact(err, d.cuda_devices.source(), "the visible GPUs",
                           job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
-}
-
-void choose_index(RankView& v, VerdictBuilder& b) {
-  const RankFacts& f = *v.facts;
-  v.index = f.placement.local_rank;
-  v.index_text = "local rank " + std::to_string(v.index);
-  if (const auto lr = f.env.get("LOCAL_RANK")) {
-    if (const auto n = parse_int(*lr); n && *n >= 0 && *n <= 1'000'000) {
-      v.index = static_cast<int>(*n);
-      v.index_text = "LOCAL_RANK=" + std::to_string(v.index);
-    } else {
-      b.add(Status::Fail, who(f) + ": LOCAL_RANK='" + printable(*lr) + "' is not a device index",
-            "Unset LOCAL_RANK or let the launcher set it (torchrun does; under mpirun use $OMPI_COMM_WORLD_LOCAL_RANK).");
-    }
-  }
 }
 
 Verdict run(const CheckContext& ctx) {
@@ -186,27 +85,31 @@ Verdict run(const CheckContext& ctx) {
   for (const RankFacts* f : ranks) {
     RankView v;
     v.facts = f;
-    choose_index(v, b);
-    if (std::optional<Verdict> missing = visible_gpus(v, b)) {
+    v.gpus = rank_gpus(*f);
+    const RankGpus& g = v.gpus;
+    if (std::optional<Verdict> missing = judge_view(v, b)) {
       Missing& m = missing_by_text[{missing->summary, missing->remedy}];
       m.status = missing->status;
       m.ranks.push_back(f);
-    } else if (v.index >= static_cast<int>(v.visible->size())) {
+    } else if (!g.ordinal && !g.visible->empty() && !g.bad_local_rank) {
       b.add(Status::Fail,
-            who(*f) + ": " + v.index_text + " but it sees " + std::to_string(v.visible->size()) + " GPU(s)" + cvd_text(*f) +
-                ": torch.cuda.set_device(" + std::to_string(v.index) + ") fails with \"invalid device ordinal\"",
-            v.visible->size() == 1
-                ? "Each rank sees one GPU (the scheduler bound it): select device 0 (`torch.cuda.set_device(0)`), not "
-                  "LOCAL_RANK; or stop restricting CUDA_VISIBLE_DEVICES per rank."
-                : std::string(kBindRemedy));
+            who(*f) + ": " + g.index_text + " but it sees " + std::to_string(g.visible->size()) + " GPU(s)" +
+                cvd_text(*f) +
+                ": torch.cuda.set_device(" + std::to_string(g.index) + ") fails with \"invalid device ordinal\"",
+            kBindRemedy);
+    } else if (!g.ordinal && g.visible->empty() && !(g.cvd && cvd_hides_all(*g.cvd))) {
+      b.add(Status::Fail, who(*f) + ": it sees no GPU" + cvd_text(*f) + "; " + std::string(kNeedsGpu),
+            "See gpu.count on its host: give the rank a GPU (the container's --gpus, the scheduler's GPU request, "
+            "a valid CUDA_VISIBLE_DEVICES).");
     } else {
-      v.gpu = (*v.visible)[static_cast<std::size_t>(v.index)];
+      v.gpu = g.gpu();
     }
     per_rank.push_back({{"rank", f->placement.rank},
                         {"host", f->identity.hostname},
-                        {"index", v.index_text},
-                        {"visible", v.visible ? nlohmann::json(v.visible->size()) : nlohmann::json()},
-                        {"source", v.source},
+                        {"index", g.index_text},
+                        {"choice", g.choice},
+                        {"visible", g.visible ? nlohmann::json(g.visible->size()) : nlohmann::json()},
+                        {"source", g.source},
                         {"gpu", v.gpu ? nlohmann::json(v.gpu->text()) : nlohmann::json()}});
     views.push_back(std::move(v));
   }
@@ -235,12 +138,12 @@ Verdict run(const CheckContext& ctx) {
   for (const auto& [key, members] : hosts) {
     const std::string host = members.front()->facts->identity.hostname.empty() ? "?" : members.front()->facts->identity.hostname;
     std::map<std::string, std::vector<const RankView*>> by_gpu;
-    std::map<std::string, Gpu> union_gpus;
+    std::map<std::string, BoundGpu> union_gpus;
     bool all_known = true;
     for (const RankView* v : members) {
       if (v->gpu) by_gpu[v->gpu->key()].push_back(v);
-      if (v->visible) {
-        for (const Gpu& g : *v->visible) union_gpus.emplace(g.key(), g);
+      if (v->gpus.visible) {
+        for (const BoundGpu& g : *v->gpus.visible) union_gpus.emplace(g.key(), g);
       } else {
         all_known = false;
       }
@@ -248,7 +151,10 @@ Verdict run(const CheckContext& ctx) {
     for (const auto& [gkey, users] : by_gpu) {
       if (users.size() < 2) continue;
       std::vector<std::string> names;
-      for (const RankView* u : users) names.push_back(std::to_string(u->facts->placement.rank) + " (" + u->index_text + ")");
+      for (const RankView* u : users) names.push_back(std::to_string(u->facts->placement.rank) + " (" +
+                        (u->gpus.visible && u->gpus.visible->size() == 1
+                             ? (u->gpus.cvd ? "CUDA_VISIBLE_DEVICES=" + printable(*u->gpus.cvd) : "its only GPU")
+                             : u->gpus.index_text) + ")");
       b.add(Status::Fail,
             "ranks " + join(names, ", ") + " on " + host + " all use GPU " + users.front()->gpu->text() +
                 ": NCCL fails with \"Duplicate GPU detected\" (and without NCCL they share one GPU's memory)",
@@ -276,8 +182,8 @@ Verdict run(const CheckContext& ctx) {
 
   if (b.status() == Status::Pass) {
     if (views.size() == 1 && views.front().gpu) {
-      b.note(who(*views.front().facts) + " uses GPU " + views.front().gpu->text() + " (" + views.front().index_text + " of " +
-             std::to_string(views.front().visible->size()) + " visible)");
+      b.note(who(*views.front().facts) + " uses GPU " + views.front().gpu->text() + " (" + views.front().gpus.choice +
+             ")");
     } else {
       b.note(std::to_string(views.size()) + " ranks on " + std::to_string(hosts.size()) +
              " host(s), each with a GPU of its own");
@@ -290,23 +196,29 @@ constexpr std::string_view kExplain = R"(What it reads
   Every rank's GPUs as the CUDA driver lists them in that rank (CUDA_VISIBLE_DEVICES applied), else
   NVML's list filtered by the rank's CUDA_VISIBLE_DEVICES as the driver filters it; the rank's
   LOCAL_RANK (else the launcher's local rank); its host (hostname + boot id). The GPU a rank will use
-  is the one at index LOCAL_RANK among those it sees (torch.cuda.set_device(local_rank)).
+  is the only GPU it sees when it sees exactly one (a per-rank CUDA_VISIBLE_DEVICES, as the wrapper
+  `export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK` or `srun --gpus-per-task=1` makes it),
+  else the one at index LOCAL_RANK among those it sees (torch.cuda.set_device(local_rank)). Any
+  CUDA_VISIBLE_DEVICES that gives every rank a distinct GPU passes. The all_reduce of the job starts
+  each rank's NCCL helper on that same GPU.
 
 Failures
   FAIL     two ranks of one host use the same GPU (by UUID, else PCI bus id): NCCL aborts with
            "Duplicate GPU detected"; the ranks, host and GPU are named.
-  FAIL     LOCAL_RANK (or the local rank) is not below the number of GPUs the rank sees:
-           "invalid device ordinal".
+  FAIL     a rank sees several GPUs and LOCAL_RANK (or the local rank) is not below their number:
+           "invalid device ordinal"; the rank is named with what it sees.
   FAIL     CUDA_VISIBLE_DEVICES has an invalid entry (not a number, out of range, an unknown or
-           ambiguous UUID prefix, a repeat): the driver truncates the list there.
-  FAIL     more local ranks on a host than GPUs visible to them.
+           ambiguous UUID prefix, a repeat): the driver truncates the list there; rank and entry named.
+  FAIL     CUDA_VISIBLE_DEVICES is empty, "none" or "NoDevFiles": the rank sees no GPU.
+  FAIL     a rank sees no GPU at all, or LOCAL_RANK is not a number.
+  FAIL     more local ranks on a host than GPUs visible to them (the union of their GPUs).
   FAIL     no NVIDIA driver, or the GPU list could not be read for a reason the job meets too.
   WARN     fewer local ranks than visible GPUs: GPUs stay idle.
   UNKNOWN  the GPU list was not probed (not permitted, not run).
 
 Fix
   srun --gpus-per-task=1 …   |   export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK (per-rank wrapper)
-  torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+  torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))  (with every GPU visible to every rank)
   One rank per GPU: mpirun --map-by ppr:<GPUs>:node, srun --ntasks-per-node=<GPUs>.)";
 
 }  // namespace

@@ -95,6 +95,11 @@ std::vector<const RankFacts*> job_ranks(const CheckContext& ctx) {
   return ranks;
 }
 
+std::vector<const RankFacts*> node_ranks(const CheckContext& ctx) {
+  if (ctx.host_ranks == nullptr || ctx.host_ranks->empty()) return {&ctx.facts};
+  return *ctx.host_ranks;
+}
+
 const CompatMatrix& compat_matrix(const CheckContext& ctx) {
   return ctx.matrix != nullptr ? *ctx.matrix : builtin_compat_matrix();
 }

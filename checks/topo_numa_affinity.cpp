@@ -124,7 +124,7 @@ std::optional<Locality> locality_of(const RankFacts& f, const CudaDevice& dev, c
   return out;
 }
 
-/// How many of the node's GPUs share this NUMA node (for --map-by ppr:N:package).
+/// How many of the node's GPUs share this NUMA node.
 int gpus_on_node(const RankFacts& f, int node) {
   int n = 0;
   if (const auto* gpus = f.gpu.driver.nvml_gpus.value()) {
@@ -138,8 +138,61 @@ int gpus_on_node(const RankFacts& f, int node) {
   return std::max(n, 1);
 }
 
+/// The package (socket) above a GPU in hwloc's topology: "Package:1"; empty when not recorded.
+std::string package_of(const PciEndpoint& e) {
+  for (const TopoHop& h : e.path) {
+    if (h.kind == "package") return h.id;
+  }
+  return {};
+}
+
+/// How many of the node's GPUs share the socket of the GPU at `bus` (the N of --map-by ppr:N:socket):
+/// hwloc's topology says which package each GPU hangs under; without it, the GPUs of its NUMA node
+/// (one NUMA node per socket), and the source says which.
+int gpus_per_socket(const RankFacts& f, const std::string& bus, const Locality& loc) {
+  if (const TopologyFacts* t = f.topology.value(); t != nullptr && t->this_system) {
+    if (const PciEndpoint* e = find_endpoint(t->gpus, bus)) {
+      const std::string pkg = package_of(*e);
+      if (!pkg.empty()) {
+        int n = 0;
+        for (const PciEndpoint& g : t->gpus) n += package_of(g) == pkg ? 1 : 0;
+        return std::max(n, 1);
+      }
+    }
+  }
+  return loc.node ? gpus_on_node(f, *loc.node) : 1;
+}
+
+/// Open MPI's major version from MPI_Get_library_version ("Open MPI v4.1.4, package: ..."); nullopt
+/// when the job did not run under Open MPI's library or the line does not say.
+std::optional<int> open_mpi_major(const RankFacts& f) {
+  if (!f.placement.mpi) return std::nullopt;
+  const std::string& lib = f.placement.mpi->library;
+  const auto at = lib.find("Open MPI v");
+  if (at == std::string::npos) return std::nullopt;
+  const std::string_view rest = std::string_view(lib).substr(at + 10);
+  const auto dot = rest.find_first_not_of("0123456789");
+  const std::optional<std::int64_t> major = parse_int(rest.substr(0, dot));
+  if (!major || *major < 1 || *major > 1000) return std::nullopt;
+  return static_cast<int>(*major);
+}
+
+/// The mpirun line that puts N ranks on each socket, bound to it, in the spelling of the Open MPI
+/// detected: 4.x knows the object as `socket` (`package` is an error there), 5.x as `package`.
+std::string mpirun_binding(const RankFacts& f, int per_socket) {
+  const std::string n = std::to_string(per_socket);
+  const std::optional<int> major = open_mpi_major(f);
+  const auto line = [&](const char* obj) {
+    return std::string("`mpirun --map-by ppr:") + n + ":" + obj + " --bind-to " + obj + " ...`";
+  };
+  if (major && *major >= 5) return "Open MPI " + std::to_string(*major) + ": " + line("package");
+  if (major) return "Open MPI " + std::to_string(*major) + ".x: " + line("socket");
+  return "Open MPI 4.x: " + line("socket") + " (Open MPI 5: " + line("package") + ")";
+}
+
 /// The exact binding lines, the launcher's first.
-std::string binding_remedy(const RankFacts& f, const std::vector<CudaDevice>& devs, const Locality& loc) {
+std::string binding_remedy(const RankFacts& f, const std::vector<CudaDevice>& devs, const Locality& loc,
+                           const std::string& bus) {
   const Placement& pl = f.placement;
   std::vector<std::string> lines;
   std::string plain;
@@ -149,11 +202,11 @@ std::string binding_remedy(const RankFacts& f, const std::vector<CudaDevice>& de
   } else {
     plain = "`taskset -c " + cpu_list(loc.cpus) + " <cmd>`";
   }
+  const int per_socket = gpus_per_socket(f, bus, loc);
   if (pl.launcher == "openmpi") {
-    const int per = loc.node ? gpus_on_node(f, *loc.node) : 1;
-    lines.push_back("Open MPI: `mpirun --map-by ppr:" + std::to_string(per) +
-                    ":package --bind-to package ...` (one rank per GPU, the GPU chosen by OMPI_COMM_WORLD_LOCAL_RANK in "
-                    "the same order; Open MPI 4.x spells it ppr:" + std::to_string(per) + ":socket)");
+    lines.push_back(mpirun_binding(f, per_socket) + " (" + std::to_string(per_socket) +
+                    " ranks per socket, one per GPU on it; each rank's GPU chosen by OMPI_COMM_WORLD_LOCAL_RANK in "
+                    "the same order)");
   } else if (pl.launcher == "slurm") {
     std::vector<std::string> ldoms;
     for (int r = 0; r < std::max(pl.local_ranks, 1); ++r) {
@@ -173,8 +226,8 @@ std::string binding_remedy(const RankFacts& f, const std::vector<CudaDevice>& de
   }
   if (!plain.empty()) lines.push_back("Bind local rank " + std::to_string(pl.local_rank) + " to its GPU's CPUs: " + plain);
   if (pl.launcher != "openmpi" && pl.launcher != "slurm") {
-    lines.push_back("Under Open MPI: `mpirun --map-by ppr:" + std::to_string(loc.node ? gpus_on_node(f, *loc.node) : 1) +
-                    ":package --bind-to package ...`; under Slurm: `srun --cpu-bind=ldoms --gpu-bind=closest ...`");
+    lines.push_back("Under " + mpirun_binding(f, per_socket) +
+                    "; under Slurm: `srun --cpu-bind=ldoms --gpu-bind=closest ...`");
   }
   return join(lines, ". ") + ".";
 }
@@ -236,6 +289,8 @@ Verdict run(const CheckContext& ctx) {
   ev["gpu_local_cpus"] = cpu_list(loc->cpus);
   ev["gpu_numa_node"] = loc->node ? nlohmann::json(*loc->node) : nlohmann::json(nullptr);
   ev["locality_source"] = loc->source;
+  ev["gpus_per_socket"] = gpus_per_socket(f, bus, *loc);
+  ev["mpirun_binding"] = mpirun_binding(f, gpus_per_socket(f, bus, *loc));  // right for the Open MPI detected
 
   if (const MemPolicy* m = f.affinity.mempolicy.value()) {
     ev["mempolicy"] = {{"mode", m->mode}, {"nodes", cpu_list(m->nodes)}};
@@ -247,7 +302,7 @@ Verdict run(const CheckContext& ctx) {
     return Verdict::unknown("the CPUs " + who + " may run on are not known: " + f.affinity.cpus.why(),
                             "Run preflight on the node itself, inside the job's launcher (not with --sysroot), so it "
                             "sees the rank's real binding. The binding for its " + gpu_name + ": " +
-                                binding_remedy(f, *devs, *loc),
+                                binding_remedy(f, *devs, *loc, bus),
                             ev);
   }
   const std::vector<int> cpus = sorted_unique(*a);
@@ -264,7 +319,7 @@ Verdict run(const CheckContext& ctx) {
   if (node_count >= 0) ev["numa_nodes"] = node_count;
 
   const std::string node_text = loc->node ? " (NUMA " + std::to_string(*loc->node) + ")" : std::string();
-  const std::string remedy = binding_remedy(f, *devs, *loc);
+  const std::string remedy = binding_remedy(f, *devs, *loc, bus);
   const std::vector<int> common = intersect(cpus, loc->cpus);
   const bool single_numa = node_count == 1;
   const bool unbound = online && subset(*online, cpus);
@@ -351,9 +406,12 @@ Failures
 
 Fix
   Every non-PASS result prints the binding to use for this rank: numactl --cpunodebind=N
-  --membind=N <cmd>, or taskset -c <cpus> <cmd>; under Open MPI mpirun --map-by ppr:<GPUs per
-  socket>:package --bind-to package (4.x: socket); under Slurm srun --cpu-bind=map_ldom:<nodes> or
-  --cpu-bind=ldoms --gpu-bind=closest. Choose the GPU by the local rank in the same order.)text";
+  --membind=N <cmd>, or taskset -c <cpus> <cmd>; under Open MPI mpirun --map-by ppr:<N>:socket
+  --bind-to socket on 4.x and ppr:<N>:package --bind-to package on 5.x (the version detected from
+  MPI_Get_library_version decides; both when it is not known), N = the GPUs sharing the socket
+  of the rank's GPU (hwloc's package above it, else its NUMA node); the evidence holds that line
+  (mpirun_binding) on PASS too. Under Slurm srun --cpu-bind=map_ldom:<nodes> or --cpu-bind=ldoms
+  --gpu-bind=closest. Choose the GPU by the local rank in the same order.)text";
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 
 #include "checks/check.hpp"
 #include "checks/gpu_common.hpp"
+#include "core/gpu_binding.hpp"
 #include "core/env_grammar.hpp"
 #include "core/pci_topology.hpp"
 #include "core/text.hpp"
@@ -343,6 +344,44 @@ Verdict run(const CheckContext& ctx) {
               "See cuda.smoke and driver.loaded for the driver's state, then rerun preflight.");
       }
     }
+    // Every pair of the job's GPUs (the union of what the node's ranks see) that NVML says can do
+    // P2P must have had its real copy: a check whose real test did not run is never PASS.
+    const std::optional<std::vector<BoundGpu>> job_gpus = union_visible(node_ranks(ctx));
+    auto in_job = [&](std::size_t i) {
+      if (!job_gpus) return true;
+      return std::any_of(job_gpus->begin(), job_gpus->end(), [&](const BoundGpu& g) {
+        const NvmlGpu& n = (*nvml)[i];
+        return (!g.uuid.empty() && !n.uuid.empty()) ? uuid_key(g.uuid) == uuid_key(n.uuid)
+                                                    : !g.bus.empty() && bus_key(g.bus) == nodes[i].bus;
+      });
+    };
+    const std::vector<PeerCopy>* copies = d.peer_copies.value();
+    auto copied = [&](std::size_t a, std::size_t c) {
+      if (copies == nullptr) return false;
+      return std::any_of(copies->begin(), copies->end(), [&](const PeerCopy& pc) {
+        const std::string s1 = bus_key(pc.src_bus_id), s2 = bus_key(pc.dst_bus_id);
+        return (s1 == nodes[a].bus && s2 == nodes[c].bus) || (s1 == nodes[c].bus && s2 == nodes[a].bus);
+      });
+    };
+    std::vector<std::string> uncovered;
+    std::size_t job_count = 0;
+    for (std::size_t i = 0; i < nodes.size(); ++i) job_count += in_job(i) ? 1 : 0;
+    for (const auto& [ab, p] : info) {
+      const bool claimed = p.read == "OK" || p.write == "OK";
+      if (!claimed || !in_job(ab.first) || !in_job(ab.second) || copied(ab.first, ab.second)) continue;
+      uncovered.push_back(gpu_name(nodes, ab.first) + "–" + gpu_name(nodes, ab.second));
+    }
+    b.evidence()["job_gpus"] = job_count;
+    if (!uncovered.empty()) {
+      const std::string why = copies != nullptr
+                                  ? "the helper did not copy between them (" + d.peer_copies.source() + ")"
+                                  : d.peer_copies.why();
+      b.add(Status::Unknown,
+            std::to_string(uncovered.size()) + " pair(s) of the job's " + std::to_string(job_count) +
+                " GPUs claim P2P but their peer copies did not run: " + first_of(uncovered, 4) + " — " + why,
+            "Rerun preflight so its helper sees every GPU the job uses (it runs the copies across the union of "
+            "the node's ranks' CUDA_VISIBLE_DEVICES); until a copy has run on these pairs their P2P is unverified.");
+    }
   }
 
   // 3. NCCL's settings against the paths.
@@ -504,6 +543,10 @@ Failures
            is judged on its own, without this machine's driver.)
   UNKNOWN  the matrix could not be gathered (NVML's list or pair matrix not read), or the peer
            copies could not be run.
+  UNKNOWN  pairs of the job's GPUs that NVML says can do P2P had no real peer copy (the helper saw
+           fewer GPUs, or was not run): never PASS on a test that did not run. The job's GPUs are the
+           union of what the node's ranks see; in a job the node's local rank 0 runs the copies with
+           CUDA_VISIBLE_DEVICES set to that union, whatever its own value is.
   SKIP     fewer than 2 GPUs; in the image profile (no topology).
 
 Fix
@@ -518,6 +561,6 @@ Fix
 
 extern const CheckSpec kTopoP2p = {
     "topo.p2p", Scope::Node, "GPU peer-to-peer paths carry real copies; NCCL_P2P settings fit the topology", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run, "gpu_p2p,topology"};
+    kInNode | kInJob, "an image build has no topology", &run, "gpu_p2p,topology", true};
 
 }  // namespace preflight

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/env.hpp"
 #include "core/facts/affinity.hpp"
@@ -40,8 +41,13 @@ struct MpiView {
   int nodes = 1;        // distinct shared-memory domains (hosts) in the world
   bool singleton = false;  // MPI initialised without a launcher
   std::string library;     // MPI_Get_library_version, first line: "Open MPI v4.1.4, ..."
+  /// CUDA_VISIBLE_DEVICES of every rank on this host (in local rank order; nullopt entries: unset),
+  /// exchanged before the probes so that local rank 0's node-level GPU work (the peer copies) sees
+  /// the union of the GPUs the node's ranks use. nullopt: not exchanged.
+  std::optional<std::vector<std::optional<std::string>>> node_cvd;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MpiView, rank, size, local_rank, local_size, nodes, singleton, library)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MpiView, rank, size, local_rank, local_size, nodes, singleton, library,
+                                                node_cvd)
 
 /// Where this rank sits in the job, as far as this rank can tell (launcher variables and options;
 /// MPI's own view replaces it when the job runs under MPI).

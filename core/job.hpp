@@ -47,6 +47,7 @@ struct CommResult {
   bool expired = false;         // the deadline passed first
   std::string transport;        // "mpi", "nccl"
   std::string note;             // why not attempted, or what went wrong ("ncclCommInitRank: ...")
+  bool blocked = false;         // the test the job needs could not run (GPUs exist, NCCL cannot): `note` says why
   double seconds = 0;           // wall time of the phase on rank 0
   double deadline_s = 0;        // the phase's own budget
   std::vector<int> missing;     // ranks that did not arrive before the deadline
@@ -59,7 +60,7 @@ struct CommResult {
   double algbw_gbps = 0;        // bytes / time, GB/s (1e9)
   double busbw_gbps = 0;        // algbw * 2(n-1)/n
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CommResult, attempted, completed, expired, transport, note, seconds,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CommResult, attempted, completed, expired, transport, note, blocked, seconds,
                                                 deadline_s, missing, wrong, errors, bytes, ranks, repeats, algbw_gbps,
                                                 busbw_gbps)
 

@@ -98,6 +98,35 @@ void widen_to_host(CheckResult& r, const HostIndex& hosts) {
   r.ranks.erase(std::unique(r.ranks.begin(), r.ranks.end()), r.ranks.end());
 }
 
+/// The node-scope checks that judge a node from every rank's view (CheckSpec::node_view): on a
+/// host with several delivered ranks, the result its local rank 0 judged alone is replaced by one
+/// judged with every delivered rank of that host.
+void rejudge_node_views(const Options& options, Profile profile, const JobFacts& job,
+                        std::vector<CheckResult>& per_rank, const CompatMatrix* matrix) {
+  std::map<std::string, std::vector<const RankFacts*>> by_host;
+  for (const RankFacts& f : job.ranks) by_host[f.identity.hostname + '\n' + f.identity.boot_id].push_back(&f);
+  std::erase_if(by_host, [](const auto& kv) { return kv.second.size() < 2; });
+  if (by_host.empty()) return;
+  std::unordered_map<int, const std::vector<const RankFacts*>*> host_of;
+  for (const auto& [key, members] : by_host) {
+    for (const RankFacts* f : members) host_of[f->placement.rank] = &members;
+  }
+  for (const CheckSpec* spec : all_checks()) {
+    if (spec->scope != Scope::Node || !spec->node_view || !selected(options, spec->id)) continue;
+    std::erase_if(per_rank, [&](const CheckResult& r) {
+      return r.id == spec->id && !r.ranks.empty() && host_of.count(r.ranks.front()) > 0;
+    });
+    for (const auto& [key, members] : by_host) {
+      const RankFacts& lead = *members.front();
+      const CheckContext ctx{lead, options, profile, matrix, &job, &members};
+      CheckResult r = judged(*spec, ctx, lead.probe_seconds);
+      r.hosts = {lead.identity.hostname};
+      for (const RankFacts* f : members) r.ranks.push_back(f->placement.rank);
+      per_rank.push_back(std::move(r));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<CheckResult> judge_rank(const Options& options, Profile profile, const RankFacts& facts, bool node_leader,
@@ -128,6 +157,7 @@ Report assemble_report(const Options& options, Profile profile, JobFacts job, st
   report.nodes = std::max(1, lead != nullptr && lead->placement.nodes && job.source == "none" ? *lead->placement.nodes : nodes);
   report.launcher = lead == nullptr || lead->placement.launcher.empty() ? "none" : lead->placement.launcher;
 
+  rejudge_node_views(options, profile, job, per_rank, matrix);
   for (CheckResult& r : per_rank) widen_to_host(r, hosts);
   std::vector<int> all_ranks;
   all_ranks.reserve(job.ranks.size());

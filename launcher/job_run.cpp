@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "core/deadlines.hpp"
+#include "core/gpu_binding.hpp"
 #include "core/text.hpp"
 #include "dist/payload.hpp"
 #include "dist/reach.hpp"
@@ -134,9 +135,12 @@ class JobRun {
                                                   [transport] { return transport->ranks_arrived(); });
     }
 
-    enter(Phase::Probe);
     RankFacts seed;
-    if (m_mpi) seed.placement.mpi = m_transport->view();
+    if (m_mpi) {
+      seed.placement.mpi = m_transport->view();
+      if (seed.placement.mpi->local_size > 1) seed.placement.mpi->node_cvd = exchange_visible_devices();
+    }
+    enter(Phase::Probe);
     ProbeRun probes = run_probes(m_options, m_env, m_deadlines.probe, std::move(seed), [] { return termination_requested(); },
                                  [this](const std::string& probe) {
                                    if (m_progress) m_progress->detail("probe " + probe);
@@ -185,6 +189,66 @@ class JobRun {
     }
     m_transport = make_local_transport();
     m_job.source = "none";
+  }
+
+  /// Every rank's CUDA_VISIBLE_DEVICES to the other ranks of its host (through rank 0), before the
+  /// probes: local rank 0 runs the node's peer copies across the union of the GPUs they will use.
+  /// nullopt when the exchange did not complete in time (the peer copies then see local rank 0's
+  /// GPUs only, and topo.p2p says which pairs were not copied).
+  std::optional<std::vector<std::optional<std::string>>> exchange_visible_devices() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    nlohmann::json mine = {{"host", std::string(host)}, {"local_rank", m_transport->view().local_rank}};
+    const std::optional<std::string> cvd = m_env.get("CUDA_VISIBLE_DEVICES");
+    constexpr std::size_t kRecord = 2048;
+    mine["cvd"] = cvd ? nlohmann::json(*cvd) : nlohmann::json();
+    std::string record = mine.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (record.size() > kRecord) {
+      mine["cvd"] = "?";  // too long to exchange: the union cannot be formed from it
+      mine["too_long"] = true;
+      record = mine.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    record.resize(kRecord, ' ');
+    const TimePoint deadline = std::max(m_deadlines.init, Clock::now() + std::chrono::seconds(2));
+    const std::optional<std::vector<std::string>> all = m_transport->gather(record, deadline + grace());
+    std::string table;
+    if (m_root && all) {
+      // host -> values in local rank order
+      std::map<std::string, std::map<int, nlohmann::json>> by_host;
+      bool usable = true;
+      for (const std::string& r : *all) {
+        const nlohmann::json j = nlohmann::json::parse(r, nullptr, false);
+        if (!j.is_object() || j.value("too_long", false)) {
+          usable = false;
+          continue;
+        }
+        by_host[j.value("host", "")][j.value("local_rank", 0)] = j.contains("cvd") ? j["cvd"] : nlohmann::json();
+      }
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& [h, values] : by_host) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& [lr, v] : values) list.push_back(v);
+        out[h] = std::move(list);
+      }
+      if (usable) table = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    const std::optional<std::string> got = m_transport->broadcast(table, deadline + grace());
+    if (!got) {
+      if (!m_root) give_up("rank 0 did not send the node's CUDA_VISIBLE_DEVICES table");
+      expire("init: the ranks' CUDA_VISIBLE_DEVICES exchange did not complete within " + fmt_s(deadline));
+    }
+    const nlohmann::json t = nlohmann::json::parse(*got, nullptr, false);
+    if (!t.is_object() || !t.contains(std::string(host)) || !t[std::string(host)].is_array()) return std::nullopt;
+    std::vector<std::optional<std::string>> values;
+    for (const nlohmann::json& v : t[std::string(host)]) {
+      if (v.is_string()) {
+        values.emplace_back(v.get<std::string>());
+      } else {
+        values.emplace_back(std::nullopt);
+      }
+    }
+    if (static_cast<int>(values.size()) != m_transport->view().local_size) return std::nullopt;
+    return values;
   }
 
   Clock::duration grace() const { return m_root ? Clock::duration::zero() : m_deadlines.grace; }
@@ -445,26 +509,54 @@ class JobRun {
   /// and a loadable libnccl; then rank 0 makes the unique id for a root on its bootstrap address.
   nlohmann::json make_plan() {
     nlohmann::json plan = {{"mode", "mpi"}, {"bytes", std::max<std::uint64_t>(16, std::min(m_options.allreduce_bytes, kMpiAllreduceCap))}};
+    // NCCL runs when every rank has a GPU of its own to use (core/gpu_binding.hpp: the one the
+    // frameworks pick) and a loadable libnccl. MPI in host memory stands in only where no rank's
+    // node has a GPU at all (a CPU-only job); with GPUs present, an all_reduce that cannot run
+    // over NCCL is a failure with its reason, never a substitute.
     std::string why_not;
+    bool any_gpu = false;
     for (const RankFacts& f : m_job.ranks) {
       const auto* devices = f.gpu.driver.cuda_devices.value();
-      if (devices == nullptr || devices->empty()) {
-        why_not = "rank " + std::to_string(f.placement.rank) + " (" + f.identity.hostname + ") has no CUDA device";
-        break;
+      const auto* nvml = f.gpu.driver.nvml_gpus.value();
+      any_gpu = any_gpu || (devices != nullptr && !devices->empty()) || (nvml != nullptr && !nvml->empty());
+    }
+    std::map<std::string, int> user_of;  // host + GPU -> the rank that uses it
+    for (const RankFacts& f : m_job.ranks) {
+      const std::string who = "rank " + std::to_string(f.placement.rank) + " (" + f.identity.hostname + ")";
+      const RankGpus g = rank_gpus(f);
+      if (const std::optional<BoundGpu> gpu = g.gpu()) {
+        const auto [it, fresh] = user_of.emplace(host_key(f) + "\n" + gpu->key(), f.placement.rank);
+        if (!fresh) {
+          why_not = who + " and rank " + std::to_string(it->second) + " use the same GPU " + gpu->text() +
+                    " (NCCL refuses: \"Duplicate GPU detected\")";
+          break;
+        }
       }
-      if (static_cast<std::size_t>(f.placement.local_rank) >= devices->size()) {
-        why_not = "rank " + std::to_string(f.placement.rank) + " (" + f.identity.hostname + ") is local rank " +
-                  std::to_string(f.placement.local_rank) + " but sees " + std::to_string(devices->size()) + " GPU(s)";
+      if (!g.ordinal) {
+        const auto* devices = f.gpu.driver.cuda_devices.value();
+        why_not = who + " has no GPU to use: " +
+                  (!g.why_none.empty() ? g.why_none
+                   : devices == nullptr ? "no CUDA device (" + f.gpu.driver.cuda_devices.why() + ")"
+                                        : std::string("no CUDA device"));
         break;
       }
       if (!f.gpu.nccl.ok()) {
-        why_not = "rank " + std::to_string(f.placement.rank) + " (" + f.identity.hostname + ") cannot load NCCL";
+        why_not = who + " cannot load NCCL (" + f.gpu.nccl.why() + ")";
         break;
       }
     }
-    if (!why_not.empty() || m_profile == Profile::Image) {
-      plan["why"] = why_not.empty() ? std::string("image profile") : why_not;
+    if (m_profile == Profile::Image) {
+      plan["why"] = "image profile";
       return plan;
+    }
+    if (!why_not.empty() && !any_gpu) {
+      plan["why"] = "no rank has a GPU: " + why_not;
+      return plan;
+    }
+    if (!why_not.empty()) {
+      return {{"mode", "none"},
+              {"error", "the NCCL all_reduce across the job's GPUs cannot run: " + why_not +
+                            " (see launch.gpu_binding, gpu.count and nccl.library)"}};
     }
     if (!m_job.reach_target) {
       return {{"mode", "none"}, {"error", "rank 0 has no bootstrap address for NCCL's root: " + m_job.reach_note}};
@@ -502,7 +594,7 @@ class JobRun {
     req.nccl_lib = nccl_library(m_facts);
     req.rank = m_transport->rank();
     req.nranks = m_transport->size();
-    req.device = m_facts.placement.local_rank;
+    req.device = rank_gpus(m_facts).ordinal.value_or(m_facts.placement.local_rank);  // as launch.gpu_binding judges it
     req.bytes = bytes;
     req.deadline = std::max(std::chrono::milliseconds(200), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                 m_deadlines.allreduce - Clock::now()));
@@ -564,12 +656,14 @@ class JobRun {
     a = combine_nccl_outcomes(outcomes, m_transport->size(), bytes, repeats, since(t0),
                               duration<double>(m_deadlines.allreduce - t0).count());
     a.attempted = true;
-    a.transport = mode == "nccl" ? "nccl" : "mpi";
+    a.transport = mode == "mpi" ? "mpi" : "nccl";
     if (mode == "mpi") {
       a.note = "MPI all_reduce of " + std::to_string(bytes) + " bytes of int64 in host memory (" +
                plan.value("why", std::string("no GPU")) + ")";
     } else if (mode != "nccl") {
       a.completed = false;
+      a.blocked = true;
+      a.errors.clear();  // each rank only echoes the plan's error
       a.note = plan.is_object() ? plan.value("error", std::string("no plan")) : "no plan";
     }
     for (std::string& e : a.errors) {
@@ -612,7 +706,11 @@ class JobRun {
       return;
     }
     if (!m_facts.gpu.nccl.ok()) {
-      a.note = "NCCL cannot be loaded here: " + m_facts.gpu.nccl.why();
+      a.blocked = true;
+      a.transport = "nccl";
+      a.ranks = static_cast<int>(devices->size());
+      a.note = "the NCCL all_reduce across the node's " + std::to_string(devices->size()) +
+               " GPUs cannot run: NCCL cannot be loaded here (" + m_facts.gpu.nccl.why() + "; see nccl.library)";
       return;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now());

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/gpu_binding.hpp"
 #include "core/text.hpp"
 #include "probes/probe.hpp"
 
@@ -108,6 +109,43 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
     return;
   }
   const std::vector<CudaDevice>* devices = d.cuda_devices.value();
+  // In a job with several ranks on this host, local rank 0 copies between the union of the GPUs
+  // the node's ranks see (their CUDA_VISIBLE_DEVICES, exchanged before the probes), whatever its
+  // own value is; the other local ranks leave the node-level copies to it.
+  std::vector<std::string> extra_env;
+  std::vector<CudaDevice> union_devices;
+  std::string scope_note;
+  const std::optional<MpiView>& mpi = facts.placement.mpi;
+  if (mpi && mpi->local_size > 1) {
+    if (mpi->local_rank != 0) {
+      d.peer_copies = Copies::error(ProbeErrc::Unsupported, "run once per node, by local rank 0");
+      return;
+    }
+    const std::vector<NvmlGpu>* nvml = d.nvml_gpus.value();
+    if (mpi->node_cvd && nvml != nullptr) {
+      const std::optional<std::string> cvd = union_cvd(*mpi->node_cvd, *nvml);
+      if (!cvd) {
+        extra_env.push_back("CUDA_VISIBLE_DEVICES");  // a rank sees every GPU: so does the helper
+        for (const NvmlGpu& g : *nvml) {
+          union_devices.push_back(CudaDevice{g.index, g.name, g.uuid, g.pci_bus_id, 0, 0, 0});
+        }
+        scope_note = " (every GPU of the node: a rank has CUDA_VISIBLE_DEVICES unset)";
+      } else {
+        extra_env.push_back("CUDA_VISIBLE_DEVICES=" + *cvd);
+        for (std::string_view u : split(*cvd, ',')) {
+          for (const NvmlGpu& g : *nvml) {
+            if (g.uuid == u) {
+              union_devices.push_back(
+                  CudaDevice{static_cast<int>(union_devices.size()), g.name, g.uuid, g.pci_bus_id, 0, 0, 0});
+            }
+          }
+        }
+        scope_note = " (the union of the node's " + std::to_string(mpi->node_cvd->size()) +
+                     " ranks' CUDA_VISIBLE_DEVICES)";
+      }
+      devices = &union_devices;
+    }
+  }
   if (devices == nullptr) {
     d.peer_copies = Copies::error(d.cuda_devices.error()->code, "not run: " + d.cuda_devices.why());
     return;
@@ -115,7 +153,7 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
   if (devices->size() < 2) {
     d.peer_copies = Copies::error(ProbeErrc::Unsupported, "fewer than 2 GPUs visible (" +
                                                               std::to_string(devices->size()) + " CUDA device" +
-                                                              (devices->size() == 1 ? ")" : "s)"));
+                                                              (devices->size() == 1 ? ")" : "s)") + scope_note);
     return;
   }
   if (const SmokeResult* smoke = d.smoke.value(); smoke != nullptr && !smoke->ok) {
@@ -134,10 +172,11 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
   // helper itself (with the others done) before our deadline kills it.
   const HelperDeadline deadline = ctx.helper_deadline(Helper::GpuP2p, d.cuda_init_seconds.value_or(0.0));
   request.deadline = deadline.limit;
+  request.extra_env = extra_env;
   const double copies_s = std::max(deadline.seconds() - deadline.allowance_s, deadline.seconds() / 2);
   const double pair_s = std::max(0.1, copies_s / 2);
   request.args = {"p2p", "--bytes", kPeerCopyBytes, "--pair-timeout", fixed(pair_s, 2)};
-  const std::string source = std::string(kHelper) + " p2p --bytes " + kPeerCopyBytes;
+  const std::string source = std::string(kHelper) + " p2p --bytes " + kPeerCopyBytes + scope_note;
   const ContainedResult result = run_contained(request);
   d.helper += (d.helper.empty() ? "" : "; ") + std::string("p2p: ") + result.describe();
   d.peer_copies = parse_peer_copies(result, *devices, source);

@@ -99,4 +99,21 @@ if [ -f /usr/local/cuda/lib64/libnccl.so.2 ]; then
   expect_contains "$(summary_of nccl.library)" "NCCL 2.28.9" "real NCCL"
   expect_contains "$(summary_of nccl.library)" "libnccl.so.2" "the file it loaded"
 fi
+# CUDA_VISIBLE_DEVICES as the driver reads it, in the node profile: 0,1,99 stops at 99 (only 0 and
+# 1 visible) and is named; empty, none and NoDevFiles leave the job without a GPU, and gpu.busy does
+# not call the job's GPUs free.
+expect_rc 1 "CUDA_VISIBLE_DEVICES=0,1,99" -- env CUDA_VISIBLE_DEVICES=0,1,99 \
+  LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" "$PREFLIGHT" --only gpu.count --expect-gpus 2 --format json
+expect_eq "$(check_status gpu.count)" FAIL "gpu.count with 0,1,99"
+expect_contains "$(summary_of gpu.count)" "invalid entry '99'" "gpu.count names the entry"
+expect_contains "$(summary_of gpu.count)" "only 2 GPUs are visible" "gpu.count says what the driver kept"
+for value in "" none NoDevFiles; do
+  expect_rc 1 "CUDA_VISIBLE_DEVICES='$value'" -- env CUDA_VISIBLE_DEVICES="$value" \
+    LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" "$PREFLIGHT" --only 'gpu.count,gpu.busy' --format json
+  expect_eq "$(check_status gpu.count)" FAIL "gpu.count with '$value'"
+  expect_contains "$(summary_of gpu.count)" "the job will see no GPU" "gpu.count with '$value'"
+  expect_eq "$(check_status gpu.busy)" FAIL "gpu.busy with '$value'"
+  expect_contains "$(summary_of gpu.busy)" "the job will see no GPU" "gpu.busy with '$value'"
+done
+
 finish

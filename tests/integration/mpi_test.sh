@@ -2,8 +2,10 @@
 # The distributed run under Open MPI's mpiexec (2, 4 and 8 ranks, oversubscribed, root-safe): one
 # report from rank 0, grouped; a rank stopped with SIGSTOP in a phase is named with its host, pid
 # and phase within the phase's deadline (exit 4); a rank killed with SIGKILL; `-x RANK=0`; the
-# fake 8-GPU node with CUDA_VISIBLE_DEVICES=0 on every rank; one rank with another driver; broken
-# payloads; an MPI singleton.
+# fake 8-GPU node with CUDA_VISIBLE_DEVICES=0 on every rank and with the per-rank wrapper
+# (CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK); GPUs without NCCL; the binding line of
+# topo.numa_affinity run as mpiexec options; one rank with another driver; broken payloads; an MPI
+# singleton.
 source "$(dirname "$0")/lib.sh"
 command -v mpiexec >/dev/null || skip_all "mpiexec (openmpi-bin) is not installed"
 py=${PYTHON3:-python3}
@@ -86,9 +88,65 @@ if [ -n "${PREFLIGHT_FAKE_GPU_LIB_DIR:-}" ] && [ -d "$PREFLIGHT_FAKE_GPU_LIB_DIR
     "$PREFLIGHT" --format json --only 'launch.gpu_binding' "${quiet[@]}"
   expect_eq "$(check_status launch.gpu_binding)" "FAIL" "launch.gpu_binding"
   summary=$(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.gpu_binding'][0]")
-  expect_contains "$summary" "rank 1 (" "launch.gpu_binding names the ranks"
-  expect_contains "$summary" "rank 3 (" "launch.gpu_binding names the ranks"
-  expect_contains "$summary" "CUDA_VISIBLE_DEVICES=0" "launch.gpu_binding names the variable"
+  # Each rank uses its only GPU, and it is the same one for all: a duplicate, named by rank.
+  expect_contains "$summary" "ranks 0 (CUDA_VISIBLE_DEVICES=0), 1 (CUDA_VISIBLE_DEVICES=0)" \
+    "launch.gpu_binding names the ranks"
+  expect_contains "$summary" "3 (CUDA_VISIBLE_DEVICES=0) on " "launch.gpu_binding names the ranks"
+  expect_contains "$summary" "Duplicate GPU detected" "launch.gpu_binding says what NCCL does"
+
+  # The per-rank binding preflight recommends: a wrapper gives local rank l CUDA_VISIBLE_DEVICES=l.
+  # The node's GPUs are the union of the ranks' (4 of 8), every rank has a GPU of its own, the
+  # NCCL all_reduce runs on each rank's only GPU, and the peer copies cover the 4 GPUs.
+  cat >"$work/per-rank.sh" <<'SH'
+#!/bin/sh
+export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK
+exec "$@"
+SH
+  chmod +x "$work/per-rank.sh"
+  gpu_checks='gpu.count,gpu.busy,launch.gpu_binding,comm.allreduce,topo.p2p'
+  fake=(-x LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR")
+  expect_rc 0 "per-rank CUDA_VISIBLE_DEVICES wrapper, 4 ranks" -- "${mpi[@]}" -np 4 "${fake[@]}" "$work/per-rank.sh" \
+    "$PREFLIGHT" --format json --only "$gpu_checks" --expect-gpus 4 --allreduce-bytes 1M "${quiet[@]}"
+  for id in gpu.count gpu.busy launch.gpu_binding comm.allreduce topo.p2p; do
+    expect_eq "$(json_get "sorted(set(c['status'] for c in d['checks'] if c['id']=='$id'))")" "['PASS']" \
+      "per-rank wrapper $id"
+  done
+  summary_of() { json_get "[c['summary'] for c in d['checks'] if c['id']=='$1'][0]"; }
+  expect_contains "$(summary_of gpu.count)" "4 GPUs visible to CUDA to the node's 4 ranks" "gpu.count counts the union"
+  expect_contains "$(summary_of launch.gpu_binding)" "each with a GPU of its own" "launch.gpu_binding"
+  expect_eq "$(json_get "d['job']['allreduce']['transport']")" "nccl" "per-rank wrapper all_reduce transport"
+  expect_eq "$(json_get "d['job']['allreduce']['ranks']")" "4" "per-rank wrapper all_reduce ranks"
+  expect_contains "$(summary_of comm.allreduce)" "over nccl" "comm.allreduce"
+  expect_contains "$(summary_of topo.p2p)" "12 peer copies verified" "topo.p2p copies across the ranks' GPUs"
+  # Without --expect-gpus the 4 GPUs no rank sees are a warning of gpu.count, not a failure.
+  expect_rc 0 "per-rank wrapper without --expect-gpus" -- "${mpi[@]}" -np 4 "${fake[@]}" \
+    "$work/per-rank.sh" "$PREFLIGHT" --format json --only 'gpu.count' "${quiet[@]}"
+  expect_eq "$(check_status gpu.count)" "WARN" "gpu.count, 4 of 8 GPUs used"
+
+  # GPUs but no loadable NCCL: comm.allreduce fails with the reason, never an MPI stand-in PASS.
+  mkdir -p "$work/bad-nccl" && echo 'not a library' >"$work/bad-nccl/libnccl.so.2"
+  expect_rc 1 "GPUs without a loadable NCCL" -- "${mpi[@]}" -np 2 "${fake[@]}" "$PREFLIGHT" --format json \
+    --only 'comm.allreduce' --nccl-lib "$work/bad-nccl/libnccl.so.2" "${quiet[@]}"
+  expect_eq "$(check_status comm.allreduce)" "FAIL" "comm.allreduce without NCCL"
+  expect_contains "$(summary_of comm.allreduce)" "cannot load NCCL" "comm.allreduce names why"
+  expect_eq "$(json_get "d['job']['allreduce']['transport']")" "nccl" "no MPI stand-in"
+  expect_eq "$(json_get "d['job']['allreduce'].get('blocked')")" "True" "the all_reduce was blocked, not run"
+
+  # topo.numa_affinity's binding line is valid for the Open MPI installed here: run it.
+  # (its verdict depends on how this machine binds the ranks; the line is in the evidence either way)
+  "${mpi[@]}" -np 2 "${fake[@]}" -x PREFLIGHT_FAKE_GPU="$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR/numa-gpu0-cpu1.json" \
+    "$PREFLIGHT" --format json --only 'topo.numa_affinity' "${quiet[@]}" \
+    >"$work/out" 2>"$work/err" || true
+  line=$(json_get "[c['evidence'].get('mpirun_binding','') for c in d['checks'] if c['id']=='topo.numa_affinity'][0]")
+  expect_contains "$line" "Open MPI 4.x: " "topo.numa_affinity evidence (the version detected)"
+  expect_contains "$line" "mpirun --map-by ppr:1:socket --bind-to socket" "topo.numa_affinity evidence"
+  args=$(printf '%s' "$line" | sed -n 's/.*`mpirun \(--map-by [^ ]* --bind-to [^ ]*\) \.\.\.`.*/\1/p')
+  if [ -n "$args" ]; then
+    # shellcheck disable=SC2086  # the suggested options, word-split as a shell would
+    expect_rc 0 "the suggested mpirun $args" -- mpiexec $args -np 1 true
+  else
+    fail "no mpirun options in '$line'"
+  fi
 
   # One rank (rank 3) with another driver and NCCL: cluster.consistency names it.
   cat >"$work/odd.json" <<'JSON'

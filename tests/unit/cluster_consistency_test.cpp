@@ -121,12 +121,28 @@ TEST(ClusterConsistency, UnreadableVersionIsUnknownOnlyWhenNothingDiffers) {
   EXPECT_TRUE(has(v.summary, "kernel drift")) << v.summary;
 }
 
-TEST(ClusterConsistency, NotReadableAnywhereIsANote) {
+TEST(ClusterConsistency, NotReadableAnywhereIsUnknown) {
+  // Nothing to compare is not agreement: a version no rank could read is UNKNOWN, never PASS.
   JobFacts j = stack_job();
   for (RankFacts& f : j.ranks) f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::NotFound, "no libnccl.so.2", "dlopen");
-  const Verdict v = judge_job(spec(), j);
-  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "NCCL not readable on any rank")) << v.summary;
+
+  JobFacts k = stack_job();
+  for (RankFacts& f : k.ranks) {
+    f.gpu.driver.nvml_driver_version =
+        Probed<std::string>::error(ProbeErrc::Crashed, "helper died of SIGSEGV", "helper");
+    f.gpu.driver.kernel_module_version = Probed<std::string>::error(ProbeErrc::NotFound, "no such file", "/proc");
+  }
+  v = judge_job(spec(), k);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NVIDIA driver not readable on any rank")) << v.summary;
+
+  // A drift elsewhere still decides the verdict; the unreadable version is then noted.
+  on_host(k, 1, [](RankFacts& f) { f.identity.kernel = "6.12.0"; });
+  v = judge_job(spec(), k);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
 }
 
 TEST(ClusterConsistency, OneRankSkipsAndAnUngatheredWorldIsUnknown) {

@@ -182,5 +182,67 @@ TEST(CommAllreduce, SkipForMergeAndNoJob) {
   expect(run_check(spec(), CheckContext{f, o, Profile::Node, nullptr, nullptr}), Status::Skip, "no all_reduce was run");
 }
 
+
+TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
+  // Every helper of the node's 8 GPUs hung and aborted its communicator: no launcher, no ranks of
+  // a world of 1, and the time it really ran (not a deadline longer than the run).
+  JobFacts j = node_run();
+  CommResult& c = j.allreduce;
+  c.completed = false;
+  c.expired = true;
+  c.seconds = 4.2;
+  c.deadline_s = 55;
+  c.missing = {0, 1, 2, 3, 4, 5, 6, 7};
+  for (int g = 0; g < 8; ++g) {
+    c.errors.push_back("rank " + std::to_string(g) + " (GPU " + std::to_string(g) +
+                       "): allreduce: did not finish within 4.0 s [communicator aborted]");
+  }
+  Verdict v = judge_job(spec(), j, {}, Profile::Node);
+  expect(v, Status::Fail, "the NCCL all_reduce across the node's 8 GPUs (one contained helper per GPU) did not finish: "
+                          "stopped after 4.2 s; the helpers of GPUs 0–7 hung (8 of 8): every communicator was aborted",
+         "topo.p2p");
+  EXPECT_TRUE(v.summary.find("GPU 3's helper: allreduce: did not finish within 4.0 s [communicator aborted]") !=
+              std::string::npos) << v.summary;
+  for (const char* wrong : {"of 1 ranks", "launcher", "MPI can reach", "55"}) {
+    EXPECT_EQ(v.summary.find(wrong), std::string::npos) << wrong << ": " << v.summary;
+    EXPECT_EQ(v.remedy.find(wrong), std::string::npos) << wrong << ": " << v.remedy;
+  }
+  EXPECT_NE(v.remedy.find("NCCL_P2P_DISABLE=1"), std::string::npos) << v.remedy;
+  // One GPU's helper hung: that GPU is named.
+  c.missing = {5};
+  c.errors = {"rank 5 (GPU 5): allreduce: did not finish within 4.0 s"};
+  v = judge_job(spec(), j, {}, Profile::Node);
+  expect(v, Status::Fail, "the helper of GPU 5 hung (1 of 8)");
+  EXPECT_EQ(v.summary.find("every communicator"), std::string::npos) << v.summary;
+  // An error (no hang) names the GPU's helper too.
+  c.expired = false;
+  c.missing.clear();
+  c.errors = {"rank 2 (GPU 2): init: ncclCommInitRank: unhandled system error"};
+  c.note = c.errors.front();
+  v = judge_job(spec(), j, {}, Profile::Node);
+  expect(v, Status::Fail, "GPU 2's helper: init: ncclCommInitRank: unhandled system error");
+  EXPECT_EQ(v.summary.find("rank 2"), std::string::npos) << v.summary;
+}
+
+TEST(CommAllreduce, NcclThatCannotRunIsNeverAnMpiPass) {
+  // GPUs exist but a rank has no GPU of its own, or NCCL cannot be loaded: FAIL with the reason,
+  // in the job and in the node profile (where it was a SKIP).
+  JobFacts j = nccl_job();
+  CommResult& c = j.allreduce;
+  c = CommResult{};
+  c.attempted = true;
+  c.blocked = true;
+  c.transport = "nccl";
+  c.note = "the NCCL all_reduce across the job's GPUs cannot run: rank 1 (gpu-a) has no GPU to use: local rank 1 but "
+           "it sees 0 GPUs (see launch.gpu_binding, gpu.count and nccl.library)";
+  expect(judge_job(spec(), j), Status::Fail, "rank 1 (gpu-a) has no GPU to use", "launch.gpu_binding");
+  JobFacts n = node_run();
+  n.allreduce = CommResult{};
+  n.allreduce.blocked = true;
+  n.allreduce.transport = "nccl";
+  n.allreduce.note = "the NCCL all_reduce across the node's 8 GPUs cannot run: NCCL cannot be loaded here";
+  expect(judge_job(spec(), n, {}, Profile::Node), Status::Fail, "NCCL cannot be loaded here", "nccl.library");
+}
+
 }  // namespace
 }  // namespace preflight

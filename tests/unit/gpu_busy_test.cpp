@@ -106,5 +106,55 @@ TEST(GpuBusy, SkipsInImageProfile) {
   EXPECT_EQ(v.status, Status::Skip);
 }
 
+
+TEST(GpuBusy, AJobThatSeesNoGpuIsNeverFree) {
+  // CUDA_VISIBLE_DEVICES= / none / NoDevFiles: no GPU of the job to call free.
+  for (const std::string value : {"", "none", "NoDevFiles"}) {
+    RankFacts f = healthy(8);
+    f.env.set("CUDA_VISIBLE_DEVICES", value);
+    f.gpu.driver.cuda_devices =
+        Probed<std::vector<CudaDevice>>::error(ProbeErrc::ApiError, "cuInit: CUDA_ERROR_NO_DEVICE (100)", "cuda");
+    for (const Profile p : {Profile::Node, Profile::Job}) {
+      const Verdict v = judge_busy(f, p);
+      EXPECT_EQ(v.status, Status::Fail) << value;
+      EXPECT_TRUE(has(v.summary, "the job will see no GPU (CUDA_VISIBLE_DEVICES='" + value + "')")) << v.summary;
+      EXPECT_FALSE(has(v.summary, "no other process")) << v.summary;
+    }
+  }
+}
+
+TEST(GpuBusy, JobNodeJudgesTheUnionOfItsRanksGpus) {
+  // Four ranks, each seeing its own GPU (per-rank CUDA_VISIBLE_DEVICES): an orphan on GPU 2 is on
+  // the job's GPUs although local rank 0 sees only GPU 0; the ranks' own processes are not foreign.
+  std::vector<RankFacts> ranks;
+  for (int l = 0; l < 4; ++l) {
+    RankFacts f = healthy(8);
+    f.identity.hostname = "gpu-a";
+    f.identity.pid = 1000 + l;
+    f.placement.rank = l;
+    f.placement.local_rank = l;
+    std::vector<CudaDevice>& cuda = *f.gpu.driver.cuda_devices.value();
+    CudaDevice mine = cuda[static_cast<std::size_t>(l)];
+    mine.ordinal = 0;
+    cuda = {mine};
+    f.env.set("CUDA_VISIBLE_DEVICES", std::to_string(l));
+    nvml_gpu(f, 1).processes.push_back({1001, 500 * kMiB});  // rank 1's own process
+    nvml_gpu(f, 2).processes.push_back({4242, 30000 * kMiB});
+    nvml_gpu(f, 6).processes.push_back({5151, 20000 * kMiB});  // not a GPU of this job
+    ranks.push_back(std::move(f));
+  }
+  std::vector<const RankFacts*> host;
+  for (const RankFacts& f : ranks) host.push_back(&f);
+  EXPECT_EQ(judge_busy(ranks.front(), Profile::Job).status, Status::Pass);  // local rank 0 alone: GPU 0 only
+  const Options o;
+  CheckContext ctx{ranks.front(), o, Profile::Job};
+  ctx.host_ranks = &host;
+  const Verdict v = run_check(kGpuBusy, ctx);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "GPU 2 (00000000:1A:00.0): pid 4242 holds 30000 MiB")) << v.summary;
+  EXPECT_FALSE(has(v.summary, "pid 1001")) << v.summary;
+  EXPECT_FALSE(has(v.summary, "pid 5151")) << v.summary;
+}
+
 }  // namespace
 }  // namespace preflight

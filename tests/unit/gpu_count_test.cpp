@@ -151,5 +151,110 @@ TEST(GpuCount, SkipsInImageProfile) {
   EXPECT_EQ(v.status, Status::Skip);
 }
 
+
+// ---- the node of a job, judged from every rank's view --------------------------------------------
+
+/// `n` ranks of one host, rank l seeing only NVML GPU `gpu_of(l)` through CUDA_VISIBLE_DEVICES=l
+/// (the per-rank wrapper `export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK`).
+std::vector<RankFacts> per_rank_node(int n, int gpus = 8) {
+  std::vector<RankFacts> out;
+  for (int l = 0; l < n; ++l) {
+    RankFacts f = healthy(gpus);
+    f.identity.hostname = "gpu-a";
+    f.identity.boot_id = "boot-0";
+    f.identity.pid = 1000 + l;
+    f.placement.rank = l;
+    f.placement.local_rank = l;
+    f.placement.local_ranks = n;
+    std::vector<CudaDevice>& cuda = *f.gpu.driver.cuda_devices.value();
+    CudaDevice mine = cuda[static_cast<std::size_t>(l)];
+    mine.ordinal = 0;
+    cuda = {mine};
+    f.env.set("CUDA_VISIBLE_DEVICES", std::to_string(l));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+Verdict judge_node(const std::vector<RankFacts>& ranks, const Options& o = {}, Profile p = Profile::Job) {
+  std::vector<const RankFacts*> host;
+  for (const RankFacts& f : ranks) host.push_back(&f);
+  CheckContext ctx{ranks.front(), o, p};
+  ctx.host_ranks = &host;
+  return run_check(kGpuCount, ctx);
+}
+
+TEST(GpuCount, JobNodeCountsTheUnionOfItsRanksGpus) {
+  const std::vector<RankFacts> ranks = per_rank_node(4);
+  // Local rank 0 alone sees one GPU for 4 local ranks; the node's ranks together use 4.
+  EXPECT_EQ(judge_count(ranks.front(), {}, Profile::Job).status, Status::Fail);
+  Verdict v = judge_node(ranks, expect(4));
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "4 GPUs visible to CUDA to the node's 4 ranks (4 × NVIDIA H100 80GB HBM3)")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "per-rank CUDA_VISIBLE_DEVICES: rank 0 '0', rank 1 '1'")) << v.summary;
+  EXPECT_FALSE(has(v.summary, "local ranks but")) << v.summary;
+  // Without --expect-gpus the other 4 GPUs of the node are hidden from the job: a warning, not a failure.
+  v = judge_node(ranks);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NVML sees 8 GPUs, CUDA 4")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "the ranks' CUDA_VISIBLE_DEVICES hide them")) << v.summary;
+  // Two ranks on one GPU still leave fewer GPUs than ranks.
+  std::vector<RankFacts> shared = per_rank_node(4);
+  shared[3] = shared[2];
+  shared[3].placement.rank = shared[3].placement.local_rank = 3;
+  v = judge_node(shared);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "4 local ranks but 3 GPUs visible")) << v.summary;
+}
+
+TEST(GpuCount, JobNodeRankWithoutAGpuFails) {
+  std::vector<RankFacts> ranks = per_rank_node(4);
+  ranks[2].env.set("CUDA_VISIBLE_DEVICES", "");
+  ranks[2].gpu.driver.cuda_devices =
+      Probed<std::vector<CudaDevice>>::error(ProbeErrc::ApiError, "cuInit: CUDA_ERROR_NO_DEVICE (100)", "cuda");
+  const Verdict v = judge_node(ranks, expect(3));
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 2: CUDA_VISIBLE_DEVICES='' hides every GPU")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 2 sees no GPU (CUDA_VISIBLE_DEVICES='')")) << v.summary;
+}
+
+TEST(GpuCount, InvalidEntryIsFoundInTheNodeProfile) {
+  // 0,1,99: the driver stops at 99, so CUDA lists GPUs 0 and 1 only — the invalid entry is named.
+  RankFacts f = cuda_sees(8, 2);
+  f.env.set("CUDA_VISIBLE_DEVICES", "0,1,99");
+  Verdict v = judge_count(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "CUDA_VISIBLE_DEVICES=0,1,99 has an invalid entry '99' (the node has 8 GPUs (0..7)) at "
+                             "position 3: the driver stops reading the list there, so only 2 GPUs are visible"))
+      << v.summary;
+  EXPECT_TRUE(has(v.remedy, "list valid indices (0..7)")) << v.remedy;
+  // The same with --expect-gpus 2 (the hiding looks intended) and for a repeat or an unknown UUID.
+  EXPECT_EQ(judge_count(f, expect(2)).status, Status::Fail);
+  f.env.set("CUDA_VISIBLE_DEVICES", "0,1,1");
+  v = judge_count(f, expect(2));
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "'1' (it repeats an earlier entry)")) << v.summary;
+  f.env.set("CUDA_VISIBLE_DEVICES", "0,1,GPU-ffff");
+  EXPECT_TRUE(has(judge_count(f, expect(2)).summary, "'GPU-ffff' (no GPU has that UUID)"));
+  // Valid lists stay as they were.
+  f.env.set("CUDA_VISIBLE_DEVICES", "0,1");
+  EXPECT_EQ(judge_count(f, expect(2)).status, Status::Pass);
+}
+
+TEST(GpuCount, EmptyOrNoneMeansTheJobSeesNoGpu) {
+  for (const std::string value : {"", "none", "NoDevFiles"}) {
+    RankFacts f = healthy(8);
+    f.env.set("CUDA_VISIBLE_DEVICES", value);
+    f.gpu.driver.cuda_devices =
+        Probed<std::vector<CudaDevice>>::error(ProbeErrc::ApiError, "cuInit: CUDA_ERROR_NO_DEVICE (100)", "cuda");
+    for (const Profile p : {Profile::Node, Profile::Job}) {
+      const Verdict v = judge_count(f, {}, p);
+      EXPECT_EQ(v.status, Status::Fail) << value;
+      EXPECT_TRUE(has(v.summary, "CUDA_VISIBLE_DEVICES='" + value + "' hides every GPU: the job will see no GPU (NVML "
+                                 "sees 8 GPUs)")) << v.summary;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace preflight

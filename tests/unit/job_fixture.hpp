@@ -32,7 +32,7 @@ inline JobFacts job(int hosts, int ranks_per_host, int gpus_per_host = 8) {
       f.placement.local_ranks = ranks_per_host;
       f.placement.nodes = hosts;
       f.placement.launcher = "openmpi";
-      f.placement.mpi = MpiView{rank, j.world_size, l, ranks_per_host, hosts, false, "Open MPI v4.1.4"};
+      f.placement.mpi = MpiView{rank, j.world_size, l, ranks_per_host, hosts, false, "Open MPI v4.1.4", {}};
       FsUsage shm;
       shm.is_tmpfs = true;
       shm.total_bytes = 64ull << 30;

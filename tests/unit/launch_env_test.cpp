@@ -186,7 +186,8 @@ Env open_mpi(int rank, int size) {
 }
 
 TEST(LaunchEnvMpi, AgreementPasses) {
-  const Verdict v = check_mpi(with(open_mpi(1, 4), {{"RANK", "1"}}), MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4"});
+  const Verdict v =
+      check_mpi(with(open_mpi(1, 4), {{"RANK", "1"}}), MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}});
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_NE(v.summary.find("MPI agrees: rank 1 of 4, local 1 of 4"), std::string::npos) << v.summary;
   EXPECT_EQ(v.evidence["mpi"]["rank"], 1);
@@ -194,7 +195,8 @@ TEST(LaunchEnvMpi, AgreementPasses) {
 
 TEST(LaunchEnvMpi, RankExportedToEveryRankFails) {
   // mpirun -x RANK=0 -np 4: rank 1 reads RANK=0.
-  const Verdict v = check_mpi(with(open_mpi(1, 4), {{"RANK", "0"}}), MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4"});
+  const Verdict v =
+      check_mpi(with(open_mpi(1, 4), {{"RANK", "0"}}), MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}});
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_NE(v.summary.find("the environment disagrees with MPI (Open MPI v4.1.4): RANK=0 but MPI's rank is 1"), std::string::npos)
       << v.summary;
@@ -203,7 +205,7 @@ TEST(LaunchEnvMpi, RankExportedToEveryRankFails) {
 
 TEST(LaunchEnvMpi, LauncherVariablesOfAnotherJobFail) {
   // The launcher's own variables say rank 0 of 2 (exported into the image), MPI says 3 of 8.
-  const Verdict v = check_mpi(open_mpi(0, 2), MpiView{3, 8, 3, 8, 1, false, ""});
+  const Verdict v = check_mpi(open_mpi(0, 2), MpiView{3, 8, 3, 8, 1, false, "", {}});
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_NE(v.summary.find("OMPI_COMM_WORLD_RANK=0 but MPI's rank is 3"), std::string::npos) << v.summary;
   EXPECT_NE(v.summary.find("OMPI_COMM_WORLD_SIZE=2 but MPI's world size is 8"), std::string::npos) << v.summary;
@@ -214,7 +216,7 @@ TEST(LaunchEnvMpi, LauncherVariablesOfAnotherJobFail) {
 
 TEST(LaunchEnvMpi, FrameworkVariablesWithoutALauncherFail) {
   // MPI ran (e.g. a PMI the environment does not show), the framework's variables disagree.
-  const Verdict v = check_mpi({{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "4"}}, MpiView{2, 4, 2, 4, 1, false, ""});
+  const Verdict v = check_mpi({{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "4"}}, MpiView{2, 4, 2, 4, 1, false, "", {}});
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_NE(v.summary.find("LOCAL_RANK=0 but MPI's local rank is 2"), std::string::npos) << v.summary;
   EXPECT_EQ(v.summary.find("started alone"), std::string::npos) << v.summary;
@@ -224,20 +226,20 @@ TEST(LaunchEnvMpi, MpiWorldOfOneUnderALargerLauncherWarns) {
   // srun without --mpi=pmix: every task's MPI is a world of 1 while Slurm says 4.
   const Verdict v = check_mpi({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "2"}, {"SLURM_JOB_ID", "7"},
                                {"SLURM_STEP_ID", "0"}},
-                              MpiView{0, 1, 0, 1, 1, false, ""});
+                              MpiView{0, 1, 0, 1, 1, false, "", {}});
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_NE(v.summary.find("MPI started as a world of 1 while SLURM_NTASKS=4 (slurm)"), std::string::npos) << v.summary;
   EXPECT_NE(v.remedy.find("srun --mpi=pmix"), std::string::npos) << v.remedy;
 }
 
 TEST(LaunchEnvMpi, SingletonMpiIsNotTheTruth) {
-  const Verdict v = check_mpi({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, MpiView{0, 1, 0, 1, 1, true, ""});
+  const Verdict v = check_mpi({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, MpiView{0, 1, 0, 1, 1, true, "", {}});
   EXPECT_EQ(v.status, Status::Warn) << v.summary;  // alone, as without MPI
 }
 
 TEST(LaunchEnvMpi, StaleSlurmVariablesAreNotComparedWithMpi) {
   const Verdict v = check_mpi(with(open_mpi(2, 4), {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", "7"}}),
-                              MpiView{2, 4, 2, 4, 1, false, ""});
+                              MpiView{2, 4, 2, 4, 1, false, "", {}});
   EXPECT_NE(v.status, Status::Fail) << v.summary;
   EXPECT_EQ(v.summary.find("disagrees with MPI"), std::string::npos) << v.summary;
 }

@@ -65,18 +65,89 @@ TEST(LaunchGpuBinding, SameGpuOnDifferentHostsIsFine) {
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
 }
 
-TEST(LaunchGpuBinding, LocalRankBeyondVisibleGpusFails) {
-  // Each rank restricted to one GPU, but the script selects LOCAL_RANK.
-  JobFacts j = job_fixture::job(1, 2);
+TEST(LaunchGpuBinding, PerRankWrapperWithoutLocalRankPasses) {
+  // mpirun -np 4 with `export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK`: rank l sees only
+  // GPU l (as its ordinal 0) and the script uses its only GPU, whatever LOCAL_RANK says.
+  for (const bool with_local_rank : {false, true}) {
+    JobFacts j = job_fixture::job(1, 4);
+    for (RankFacts& f : j.ranks) {
+      const int l = f.placement.local_rank;
+      restrict_cuda(f, {l});
+      std::map<std::string, std::string> env = {{"CUDA_VISIBLE_DEVICES", std::to_string(l)}};
+      if (with_local_rank) env["LOCAL_RANK"] = std::to_string(l);
+      set_env(f, env);
+    }
+    const Verdict v = judge_job(spec(), j);
+    EXPECT_EQ(v.status, Status::Pass) << v.summary;
+    EXPECT_TRUE(has(v.summary, "4 ranks on 1 host(s), each with a GPU of its own")) << v.summary;
+    EXPECT_EQ(v.evidence["ranks"][3]["gpu"], gpu_fixture::uuid(3) + " (bus " + gpu_fixture::cuda_bus(3) + ")");
+    EXPECT_EQ(v.evidence["ranks"][3]["choice"], "the only GPU it sees");
+  }
+}
+
+TEST(LaunchGpuBinding, PerRankUuidsAndReorderedListsPass) {
+  // Any CUDA_VISIBLE_DEVICES that gives every rank a distinct GPU: UUIDs per rank, or one reordered
+  // list for all with LOCAL_RANK indexing it.
+  JobFacts j = job_fixture::job(1, 4);
   for (RankFacts& f : j.ranks) {
-    restrict_cuda(f, {f.placement.local_rank});
-    set_env(f, {{"CUDA_VISIBLE_DEVICES", std::to_string(f.placement.local_rank)}});
+    const int l = f.placement.local_rank;
+    restrict_cuda(f, {7 - l});
+    set_env(f, {{"CUDA_VISIBLE_DEVICES", gpu_fixture::uuid(7 - l)}});
+  }
+  Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  JobFacts k = job_fixture::job(1, 4);
+  for (RankFacts& f : k.ranks) {
+    restrict_cuda(f, {6, 4, 2, 0});
+    set_env(f, {{"CUDA_VISIBLE_DEVICES", "6,4,2,0"}, {"LOCAL_RANK", std::to_string(f.placement.local_rank)}});
+  }
+  v = judge_job(spec(), k);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.evidence["ranks"][1]["gpu"], gpu_fixture::uuid(4) + " (bus " + gpu_fixture::cuda_bus(4) + ")");
+}
+
+TEST(LaunchGpuBinding, SameGpuByUuidAndIndexFails) {
+  // Rank 0 names GPU 0 by index, rank 1 by UUID: one GPU, caught by UUID.
+  JobFacts j = job_fixture::job(1, 2, 8);
+  restrict_cuda(j.ranks[0], {0});
+  set_env(j.ranks[0], {{"CUDA_VISIBLE_DEVICES", "0"}});
+  restrict_cuda(j.ranks[1], {0});
+  set_env(j.ranks[1], {{"CUDA_VISIBLE_DEVICES", gpu_fixture::uuid(0)}});
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "ranks 0 (CUDA_VISIBLE_DEVICES=0), 1 (CUDA_VISIBLE_DEVICES=" + gpu_fixture::uuid(0) +
+                                 ") on gpu-a all use GPU " + gpu_fixture::uuid(0)))
+      << v.summary;
+}
+
+TEST(LaunchGpuBinding, LocalRankBeyondVisibleGpusFails) {
+  // Every rank sees GPUs 0 and 1 and indexes them with its local rank: ranks 2 and 3 have none.
+  JobFacts j = job_fixture::job(1, 4);
+  for (RankFacts& f : j.ranks) {
+    restrict_cuda(f, {0, 1});
+    set_env(f, {{"CUDA_VISIBLE_DEVICES", "0,1"}});
   }
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "rank 1 (gpu-a): local rank 1 but it sees 1 GPU(s) (CUDA_VISIBLE_DEVICES=1)")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 2 (gpu-a): local rank 2 but it sees 2 GPU(s) (CUDA_VISIBLE_DEVICES=0,1)"))
+      << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 3 (gpu-a): local rank 3 but it sees 2 GPU(s)")) << v.summary;
   EXPECT_TRUE(has(v.summary, "invalid device ordinal")) << v.summary;
-  EXPECT_TRUE(has(v.remedy, "torch.cuda.set_device(0)")) << v.remedy;
+  EXPECT_FALSE(has(v.summary, "rank 1 (gpu-a): local rank 1")) << v.summary;
+}
+
+TEST(LaunchGpuBinding, NoneAndNoDevFilesHideEveryGpu) {
+  for (const std::string value : {"none", "NoDevFiles", ""}) {
+    JobFacts j = job_fixture::job(1, 2);
+    for (RankFacts& f : j.ranks) {
+      f.gpu.driver.cuda_devices =
+          Probed<std::vector<CudaDevice>>::error(ProbeErrc::ApiError, "cuInit: CUDA_ERROR_NO_DEVICE (100)", "cuInit");
+      set_env(f, {{"CUDA_VISIBLE_DEVICES", value}});
+    }
+    const Verdict v = judge_job(spec(), j);
+    EXPECT_EQ(v.status, Status::Fail) << value;
+    EXPECT_TRUE(has(v.summary, "rank 1 (gpu-a): CUDA_VISIBLE_DEVICES='" + value + "' hides every GPU")) << v.summary;
+  }
 }
 
 TEST(LaunchGpuBinding, BadLocalRankValueFails) {
@@ -140,7 +211,8 @@ TEST(LaunchGpuBinding, EmptyVisibleDevicesLeavesNoGpu) {
   set_env(j.ranks[0], {{"CUDA_VISIBLE_DEVICES", ""}});
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "local rank 0 but it sees 0 GPU(s) (CUDA_VISIBLE_DEVICES=)")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 0 (gpu-a): CUDA_VISIBLE_DEVICES='' hides every GPU: the rank will see no GPU"))
+      << v.summary;
 }
 
 TEST(LaunchGpuBinding, MoreLocalRanksThanGpusFails) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // topo.numa_affinity on hand-built facts: a two-socket node with 8 GPUs (GPUs 0-3 on NUMA 0, CPUs
 // 0-15; GPUs 4-7 on NUMA 1, CPUs 16-31) and every status, with the binding each one prints.
+#include <cctype>
+
 #include <gtest/gtest.h>
 
 #include "gpu_facts_fixture.hpp"
@@ -55,14 +57,16 @@ TEST(TopoNumaAffinity, WrongSocketFailsWithTheBinding) {
                              "16-31 (NUMA 1)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=1 --membind=1 <cmd>")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "taskset -c 16-31 <cmd>")) << v.remedy;
-  EXPECT_TRUE(has(v.remedy, "mpirun --map-by ppr:4:package --bind-to package")) << v.remedy;
+  // No MPI library detected: both spellings, Open MPI 4.x's first.
+  EXPECT_TRUE(has(v.remedy, "Open MPI 4.x: `mpirun --map-by ppr:4:socket --bind-to socket ...` (Open MPI 5: `mpirun "
+                            "--map-by ppr:4:package --bind-to package ...`)")) << v.remedy;
 }
 
 TEST(TopoNumaAffinity, TheLauncherDecidesTheFirstLine) {
   RankFacts f = node(5, range(0, 15));
   f.placement.launcher = "openmpi";
   Verdict v = judge_numa(f);
-  EXPECT_EQ(v.remedy.rfind("Open MPI: `mpirun --map-by ppr:4:package --bind-to package ...`", 0), 0u) << v.remedy;
+  EXPECT_EQ(v.remedy.rfind("Open MPI 4.x: `mpirun --map-by ppr:4:socket --bind-to socket ...`", 0), 0u) << v.remedy;
   f.placement.launcher = "slurm";
   v = judge_numa(f);
   EXPECT_EQ(v.remedy.rfind("Slurm: `srun --cpu-bind=map_ldom:0,0,0,0,1,1,1,1 ...`", 0), 0u) << v.remedy;
@@ -215,6 +219,59 @@ TEST(TopoNumaAffinity, SysrootHasNoProcessBindingUnknown) {
 
 TEST(TopoNumaAffinity, ImageProfileSkips) {
   EXPECT_EQ(judge_numa(node(0, range(0, 15)), Profile::Image).status, Status::Skip);
+}
+
+
+TEST(TopoNumaAffinity, BindingIsSpelledForTheOpenMpiDetected) {
+  // Open MPI 4.1.4 rejects `package` ("The specified binding policy is not recognized"): 4.x says
+  // socket, 5.x package. The line is in the evidence on PASS too.
+  RankFacts f = node(5, range(0, 15));
+  f.placement.launcher = "openmpi";
+  f.placement.mpi = MpiView{13, 16, 5, 8, 2, false, "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4", {}};
+  Verdict v = judge_numa(f);
+  EXPECT_EQ(v.remedy.rfind("Open MPI 4.x: `mpirun --map-by ppr:4:socket --bind-to socket ...` (4 ranks per socket", 0),
+            0u) << v.remedy;
+  EXPECT_FALSE(has(v.remedy, "package")) << v.remedy;
+  EXPECT_EQ(v.evidence["mpirun_binding"], "Open MPI 4.x: `mpirun --map-by ppr:4:socket --bind-to socket ...`");
+  f.placement.mpi->library = "Open MPI v5.0.3, package: Open MPI builder Distribution, ident: 5.0.3";
+  v = judge_numa(f);
+  EXPECT_EQ(v.remedy.rfind("Open MPI 5: `mpirun --map-by ppr:4:package --bind-to package ...`", 0), 0u) << v.remedy;
+  EXPECT_FALSE(has(v.remedy, "socket ...")) << v.remedy;
+  RankFacts ok = node(5, range(16, 23));
+  ok.placement.mpi = MpiView{13, 16, 5, 8, 2, false, "Open MPI v4.1.4", {}};
+  v = judge_numa(ok);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.evidence["mpirun_binding"], "Open MPI 4.x: `mpirun --map-by ppr:4:socket --bind-to socket ...`");
+}
+
+TEST(TopoNumaAffinity, PprCountsTheGpusSharingTheSocket) {
+  // Sub-NUMA clustering: 4 NUMA nodes on 2 sockets, GPUs 0-3 under Package:0 (2 per NUMA node).
+  // ppr:N:socket places N ranks per socket: N is the socket's 4 GPUs, not its NUMA node's 2.
+  RankFacts f = node(5, range(0, 15));
+  for (NvmlGpu& g : *f.gpu.driver.nvml_gpus.value()) g.numa_node = g.index / 2;
+  TopologyFacts t;
+  t.source = "this machine (hwloc 2.9.0)";
+  t.packages = 2;
+  for (int i = 0; i < 8; ++i) {
+    PciEndpoint g;
+    g.kind = "gpu";
+    g.bus_id = cuda_bus(i);
+    // lower case, as the hwloc probe stores it
+    for (char& ch : g.bus_id) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    g.path = {{"machine", "Machine:0"}, {"package", i < 4 ? "Package:0" : "Package:1"},
+              {"numa", "NUMANode:" + std::to_string(i / 2)}};
+    t.gpus.push_back(g);
+  }
+  f.topology = Probed<TopologyFacts>::ok(t, "hwloc");
+  f.placement.mpi = MpiView{13, 16, 5, 8, 2, false, "Open MPI v4.1.4", {}};
+  f.placement.launcher = "openmpi";
+  Verdict v = judge_numa(f);
+  EXPECT_TRUE(has(v.remedy, "mpirun --map-by ppr:4:socket --bind-to socket")) << v.remedy;
+  EXPECT_EQ(v.evidence["gpus_per_socket"], 4);
+  // Without hwloc's packages: the GPUs of the rank's NUMA node.
+  f.topology = Probed<TopologyFacts>{};
+  v = judge_numa(f);
+  EXPECT_TRUE(has(v.remedy, "mpirun --map-by ppr:2:socket --bind-to socket")) << v.remedy;
 }
 
 }  // namespace

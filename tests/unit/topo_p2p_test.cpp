@@ -478,6 +478,58 @@ TEST(TopoP2pCheck, SkipsWithFewerThanTwoGpusAndInTheImageProfile) {
   EXPECT_EQ(judge_p2p(p2p_node(2, 18), Profile::Image).status, Status::Skip);
 }
 
+
+TEST(TopoP2pCheck, PairsClaimingP2pWithoutCopiesAreNeverPass) {
+  // Local rank 0 saw one GPU (CUDA_VISIBLE_DEVICES=0), so its helper copied nothing, while the
+  // node's four ranks use GPUs 0-3 whose pairs NVML says can do P2P.
+  std::vector<RankFacts> ranks;
+  for (int l = 0; l < 4; ++l) {
+    RankFacts f = p2p_node(8, 18);
+    f.identity.hostname = "gpu-a";
+    f.placement.rank = f.placement.local_rank = l;
+    std::vector<CudaDevice>& cuda = *f.gpu.driver.cuda_devices.value();
+    CudaDevice mine = cuda[static_cast<std::size_t>(l)];
+    mine.ordinal = 0;
+    cuda = {mine};
+    f.env.set("CUDA_VISIBLE_DEVICES", std::to_string(l));
+    f.gpu.driver.peer_copies =
+        Probed<std::vector<PeerCopy>>::error(ProbeErrc::Unsupported, "fewer than 2 GPUs visible (1 CUDA device)");
+    ranks.push_back(std::move(f));
+  }
+  std::vector<const RankFacts*> host;
+  for (const RankFacts& f : ranks) host.push_back(&f);
+  const Options o;
+  CheckContext ctx{ranks.front(), o, Profile::Job};
+  ctx.host_ranks = &host;
+  Verdict v = run_check(kTopoP2p, ctx);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "6 pair(s) of the job's 4 GPUs claim P2P but their peer copies did not run")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "fewer than 2 GPUs visible")) << v.summary;
+  // The same node where local rank 0's helper copied across the union: PASS with the copies.
+  std::vector<PeerCopy> copies;
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b)
+      if (a != b) copies.push_back(good_copy(a, b, 350));
+  ranks.front().gpu.driver.peer_copies = Probed<std::vector<PeerCopy>>::ok(copies, "test");
+  v = run_check(kTopoP2p, ctx);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "12 peer copies verified")) << v.summary;
+  // A single process whose only GPU has no peer: nothing to copy, PASS with the note.
+  RankFacts alone = ranks[1];
+  alone.gpu.driver.peer_copies =
+      Probed<std::vector<PeerCopy>>::error(ProbeErrc::Unsupported, "fewer than 2 GPUs visible (1 CUDA device)");
+  v = judge_p2p(alone);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "peer copies not run: fewer than 2 GPUs visible")) << v.summary;
+  // CUDA_VISIBLE_DEVICES=0,1 in the node profile with no copies run: UNKNOWN for that one pair.
+  RankFacts two = p2p_node(8, 18);
+  two.gpu.driver.cuda_devices.value()->resize(2);
+  two.gpu.driver.peer_copies = Probed<std::vector<PeerCopy>>::error(ProbeErrc::Unsupported, "not run");
+  v = judge_p2p(two);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_TRUE(has(v.summary, "1 pair(s) of the job's 2 GPUs claim P2P")) << v.summary;
+}
+
 TopologyFacts two_socket_topology(bool this_system) {
   TopologyFacts t;
   t.source = this_system ? "this machine (hwloc 2.9.0)" : "--topology-xml node17.xml";
