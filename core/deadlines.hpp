@@ -8,7 +8,8 @@
 //   non-root ranks wait a grace of 10% (at least 2 s) longer at every step.
 // Contained helpers inside the probe phase (each its share of --timeout, run one after another):
 //   GPU driver helper (NVML, cuInit, device query) 25%, smoke test 15%, NCCL library probe 5%,
-//   peer copies 15% (each copy at most half of it), name lookups (MASTER_ADDR, hostname) 10%.
+//   peer copies 15% (each copy at most half of it), name lookups (MASTER_ADDR, hostname) 10%,
+//   the job's interpreter asked for its sys.path (--python EXE) 10%.
 //   A helper that hangs uses its share; the others normally take a fraction of theirs.
 //   The smoke test and the peer copies start a new process that initialises CUDA again, so they
 //   also get the cuInit time the driver helper measured. A helper never runs past the probe
@@ -35,7 +36,7 @@ struct PhaseShares {
   static constexpr double min_grace_seconds = 2.0;
 };
 
-enum class Helper { GpuDriver, GpuSmoke, Nccl, GpuP2p, NameLookup };
+enum class Helper { GpuDriver, GpuSmoke, Nccl, GpuP2p, NameLookup, Python };
 
 /// The share of --timeout a helper gets (0.25 for the GPU driver helper).
 double helper_share(Helper helper);

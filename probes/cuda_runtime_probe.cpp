@@ -412,13 +412,15 @@ class Discovery {
     ContainedRequest request;
     request.executable = exe;
     request.args = {"-c", kAskPython};
-    request.deadline = m_ctx.helper_deadline();
+    const HelperDeadline deadline = m_ctx.helper_deadline(Helper::Python);
+    request.deadline = deadline.limit;
     request.max_output = 1u << 20;
     const ContainedResult result = run_contained(request);
     const ContainedJson parsed = parse_contained_json(result);
     const std::string what = "--python " + exe + " (" + exe + " -c: sys.path as JSON)";
     if (!parsed.ok()) {
-      py.error = what + ": " + parsed.error;
+      py.error = what + ": " +
+                 (result.outcome == ContainedOutcome::TimedOut ? deadline.expired(result.elapsed_s) : parsed.error);
       problem("--python " + exe, parsed.error);
       m_out.python = std::move(py);
       return;
@@ -581,6 +583,7 @@ class Discovery {
     std::optional<ElfDynamic> elf = torch_library(lib_dir, fw);
     std::string object = fw.library.empty() ? std::string() : base_name(fw.library);
     std::string nccl_soname = "libnccl.so.2";
+    bool convention = false;  // no library read: the layouts' search path stands in for DT_RPATH
     if (elf) {
       for (const std::string& n : elf->needed) {
         if (n.starts_with("libcudart") && fw.cudart_soname.empty()) fw.cudart_soname = n;
@@ -595,7 +598,8 @@ class Discovery {
       elf = ElfDynamic{};
       elf->rpath = {"$ORIGIN/../../nvidia/cuda_runtime/lib", "$ORIGIN/../../nvidia/cu" + major + "/lib",
                     "$ORIGIN/../../nvidia/nccl/lib", "$ORIGIN", "$ORIGIN/../../../.."};
-      object = "torch's libraries (the wheel layout; none could be read)";
+      object = "torch/lib";
+      convention = true;
       fw.cudart_soname = cudart_soname_for(*Version::parse(fw.cuda));
       if (const auto names = list(lib_dir); names.ok()) {  // a copy bundled under a hashed name
         for (const std::string& n : *names.value()) {
@@ -604,7 +608,13 @@ class Discovery {
       }
     }
     const std::vector<std::string> defaults(std::begin(kDefaultDirs), std::end(kDefaultDirs));
-    const std::vector<LoaderDir> order = loader_search_order(*elf, lib_dir, object, m_ld_library_path, m_conf_dirs, defaults);
+    std::vector<LoaderDir> order = loader_search_order(*elf, lib_dir, object, m_ld_library_path, m_conf_dirs, defaults);
+    if (convention) {
+      for (LoaderDir& d : order) {
+        if (d.via.starts_with("DT_RPATH of "))
+          d.via = "the wheel layout (no torch library readable): " + d.via.substr(d.via.find(": ") + 2);
+      }
+    }
 
     CudaRuntime r{fw.cuda, "torch", fw.path, "", who};
     std::string loads;

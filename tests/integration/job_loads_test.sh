@@ -120,6 +120,17 @@ expect_contains "$(remedy_of cuda.runtime)" "https://download.pytorch.org/whl/cu
 expect_eq "$(check_status nccl.library)" FAIL "nccl.library (CPU-only)"
 expect_contains "$(summary_of nccl.library)" "it has no NCCL" "nccl.library (CPU-only)"
 
+# ... and in an image: a FAIL unless the image is declared CPU-only (--target-gpu none).
+expect_rc 1 "CPU-only torch in a GPU image" -- "$PREFLIGHT" --profile image --target-driver 535.104.05 \
+  --target-gpu 9.0 --sysroot "$root" --site-packages $site --only cuda.runtime,nccl.library --format json
+expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime (CPU-only torch, GPU image)"
+expect_contains "$(remedy_of cuda.runtime)" "--target-gpu none" "cuda.runtime remedy (image)"
+expect_rc 0 "CPU-only torch in a CPU-only image" -- "$PREFLIGHT" --profile image --target-driver 535.104.05 \
+  --target-gpu none --sysroot "$root" --site-packages $site --only cuda.runtime,nccl.library,cuda.arch --format json
+expect_eq "$(check_status nccl.library)" SKIP "nccl.library (CPU-only image)"
+expect_eq "$(check_status cuda.arch)" SKIP "cuda.arch (CPU-only image)"
+expect_contains "$(summary_of cuda.runtime)" "is a CPU-only build" "cuda.runtime (CPU-only image)"
+
 # 6. --python asks the interpreter: one that answers with the tree's directory, one that hangs (its
 #    deadline follows --timeout), one that crashes, one that does not exist (a usage error).
 mkdir -p "$work/bin"

@@ -2,6 +2,10 @@
 #include "launcher/cli.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "core/text.hpp"
 
@@ -148,15 +152,6 @@ TEST(Cli, ParameterCounts) {
 namespace preflight {
 namespace {
 
-std::string usage_error(std::vector<std::string> args) {
-  try {
-    parse(std::move(args));
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 // --python names the interpreter the job runs: resolved on PATH like the shell does, and refused
 // at option parsing when it cannot run (a usage error, exit 2, not an UNKNOWN after every probe).
 TEST(Cli, PythonIsAnExecutableResolvedOnPath) {
@@ -164,7 +159,11 @@ TEST(Cli, PythonIsAnExecutableResolvedOnPath) {
   EXPECT_EQ(parse({"--python", "/bin/sh"}).options.python, "/bin/sh");
   EXPECT_NE(usage_error({"--python", "/nonexistent/bin/python3"}).find("--python '/nonexistent/bin/python3'"),
             std::string::npos);
-  EXPECT_NE(usage_error({"--python", "/etc/hostname"}).find("not executable"), std::string::npos);
+  const std::string plain = ::testing::TempDir() + "cli_test_not_executable";
+  std::ofstream(plain) << "#!/bin/sh\n";
+  ::chmod(plain.c_str(), 0644);
+  EXPECT_NE(usage_error({"--python", plain}).find("not executable"), std::string::npos);
+  ::unlink(plain.c_str());
   EXPECT_NE(usage_error({"--python", "/"}).find("not executable"), std::string::npos);  // a directory
   EXPECT_NE(usage_error({"--python", "no-such-python-anywhere"}).find("not found on PATH"), std::string::npos);
   EXPECT_NE(usage_error({"--python", ""}).find("--python"), std::string::npos);

@@ -20,9 +20,11 @@ RuntimeFacts probe(const std::string& fixture, std::map<std::string, std::string
   return facts.gpu.runtime;
 }
 
+// "kind version path", and " [not loaded]" for a runtime nothing of the job loads.
 std::vector<std::string> runtimes(const RuntimeFacts& r) {
   std::vector<std::string> out;
-  for (const CudaRuntime& c : r.runtimes) out.push_back(c.kind + " " + c.version + " " + c.path);
+  for (const CudaRuntime& c : r.runtimes)
+    out.push_back(c.kind + " " + c.version + " " + c.path + (c.loaded_by.empty() ? " [not loaded]" : ""));
   return out;
 }
 
@@ -42,17 +44,23 @@ bool searched(const RuntimeFacts& r, const std::string& dir) {
 TEST(CudaRuntimeProbe, Cu118SystemDistPackages) {
   const RuntimeFacts r = probe("cu118", {});
   const std::string site = "/usr/local/lib/python3.10/dist-packages";
+  // torch's runtime is the wheel's libcudart.so.11.0 (CUDA 11's SONAME): one row, the wheel's version.
   EXPECT_EQ(runtimes(r), (std::vector<std::string>{
-                             "torch 11.8 " + site + "/torch/version.py",
-                             "wheel 11.8.89 " + site + "/nvidia/cuda_runtime/lib/libcudart.so.11.0",
+                             "torch 11.8.89 " + site + "/nvidia/cuda_runtime/lib/libcudart.so.11.0",
                          }));
   ASSERT_EQ(r.frameworks.size(), 1u);
   EXPECT_EQ(r.frameworks[0].name, "torch");
   EXPECT_EQ(r.frameworks[0].version, "2.5.1+cu118");
   EXPECT_EQ(r.frameworks[0].cuda, "11.8");
   EXPECT_EQ(r.runtimes[0].detail,
-            "torch 2.5.1+cu118; requires nvidia-cuda-runtime-cu11==11.8.89, nvidia-nccl-cu11==2.21.5");
-  EXPECT_EQ(r.runtimes[1].detail, "nvidia-cuda-runtime-cu11 11.8.89");
+            "torch 2.5.1+cu118 (built for CUDA 11.8) loads libcudart.so.11.0 from nvidia-cuda-runtime-cu11 11.8.89 at " +
+                site + "/nvidia/cuda_runtime/lib/libcudart.so.11.0 (the wheel layout (no torch library readable): "
+                "$ORIGIN/../../nvidia/cuda_runtime/lib); requires nvidia-cuda-runtime-cu11==11.8.89, "
+                "nvidia-nccl-cu11==2.21.5");
+  EXPECT_EQ(r.runtimes[0].loaded_by, "torch 2.5.1+cu118");
+  EXPECT_EQ(r.frameworks[0].build, "cuda");
+  EXPECT_EQ(r.frameworks[0].cudart_soname, "libcudart.so.11.0");
+  EXPECT_TRUE(r.frameworks[0].library.empty());  // no torch/lib in the fixture: the wheel layout stands in
   EXPECT_EQ(nccl(r), (std::vector<std::string>{site + "/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu11 2.21.5)"}));
   EXPECT_TRUE(searched(r, site));
   EXPECT_TRUE(searched(r, "/usr/lib/python3/dist-packages"));
@@ -65,8 +73,7 @@ TEST(CudaRuntimeProbe, Cu121VirtualEnv) {
   const RuntimeFacts r = probe("cu121", {{"VIRTUAL_ENV", "/opt/venv"}});
   const std::string site = "/opt/venv/lib/python3.11/site-packages";
   EXPECT_EQ(runtimes(r), (std::vector<std::string>{
-                             "torch 12.1 " + site + "/torch/version.py",
-                             "wheel 12.1.105 " + site + "/nvidia/cuda_runtime/lib/libcudart.so.12",
+                             "torch 12.1.105 " + site + "/nvidia/cuda_runtime/lib/libcudart.so.12",
                          }));
   ASSERT_EQ(r.frameworks.size(), 1u);
   EXPECT_EQ(r.frameworks[0].version, "2.4.1");  // the PyPI default build has no +cu121 tag
@@ -81,8 +88,7 @@ TEST(CudaRuntimeProbe, Cu124SitePackagesOptionAndNcclLib) {
   o.nccl_lib = "/opt/nccl/libnccl.so.2";  // does not exist: still the first candidate
   const RuntimeFacts r = probe("cu124", {}, o);
   EXPECT_EQ(runtimes(r), (std::vector<std::string>{
-                             "torch 12.4 /site/torch/version.py",
-                             "wheel 12.4.127 /site/nvidia/cuda_runtime/lib/libcudart.so.12",
+                             "torch 12.4.127 /site/nvidia/cuda_runtime/lib/libcudart.so.12",
                          }));
   EXPECT_EQ(r.frameworks.at(0).version, "2.5.1+cu124");
   EXPECT_EQ(nccl(r), (std::vector<std::string>{
@@ -98,8 +104,7 @@ TEST(CudaRuntimeProbe, Cu128CondaAndPython) {
   const RuntimeFacts conda = probe("cu128", {{"CONDA_PREFIX", "/opt/conda"}});
   const std::string site = "/opt/conda/lib/python3.12/site-packages";
   const std::vector<std::string> want{
-      "torch 12.8 " + site + "/torch/version.py",
-      "wheel 12.8.90 " + site + "/nvidia/cuda_runtime/lib/libcudart.so.12",
+      "torch 12.8.90 " + site + "/nvidia/cuda_runtime/lib/libcudart.so.12",
   };
   EXPECT_EQ(runtimes(conda), want);
   EXPECT_EQ(conda.frameworks.at(0).version, "2.9.1+cu128");
@@ -116,17 +121,17 @@ TEST(CudaRuntimeProbe, Cu128CondaAndPython) {
   bad.python = "/usr/bin/python3.9";
   const RuntimeFacts r = probe("cu128", {}, bad);
   EXPECT_TRUE(r.runtimes.empty());
-  EXPECT_EQ(r.problems, (std::vector<std::string>{"--python /usr/bin/python3.9: no /usr/lib/python3.*/site-packages"}));
+  EXPECT_EQ(r.problems, (std::vector<std::string>{"--python /usr/bin/python3.9: no /usr/lib/python3.*/{site,dist}-packages"}));
 }
 
 TEST(CudaRuntimeProbe, Cu130UserSiteCuda13Layout) {
   const RuntimeFacts r = probe("cu130", {{"HOME", "/home/user"}});
   const std::string site = "/home/user/.local/lib/python3.12/site-packages";
   EXPECT_EQ(runtimes(r), (std::vector<std::string>{
-                             "torch 13.0 " + site + "/torch/version.py",
-                             "wheel 13.0.96 " + site + "/nvidia/cu13/lib/libcudart.so.13",
+                             "torch 13.0.96 " + site + "/nvidia/cu13/lib/libcudart.so.13",
                          }));
-  EXPECT_EQ(r.runtimes[1].detail, "nvidia-cuda-runtime 13.0.96");
+  EXPECT_NE(r.runtimes[0].detail.find("loads libcudart.so.13 from nvidia-cuda-runtime 13.0.96 at"), std::string::npos)
+      << r.runtimes[0].detail;
   EXPECT_EQ(r.frameworks.at(0).version, "2.11.0");
   EXPECT_EQ(r.frameworks.at(0).cuda, "13.0");
   EXPECT_EQ(nccl(r), (std::vector<std::string>{site + "/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu13 2.28.9)"}));
@@ -140,13 +145,15 @@ TEST(CudaRuntimeProbe, ToolkitLoaderPathAndLdSoConf) {
   const RuntimeFacts r = probe("toolkit", {{"LD_LIBRARY_PATH", "/opt/extra/lib:/usr/local/cuda/lib64:"},
                                            {"CUDA_HOME", "/usr/local/cuda-12.6/"}},
                                o);
+  // --cuda-runtime names the toolkit's own library: one row; it decides, the loader path's other
+  // libcudart does not.
   EXPECT_EQ(runtimes(r), (std::vector<std::string>{
                              "explicit 12.6.77 /usr/local/cuda/lib64/libcudart.so.12",
-                             "toolkit 12.6.77 /usr/local/cuda/version.json",
-                             "loader 12.4.127 /opt/extra/lib/libcudart.so.12.4.127",
+                             "loader 12.4.127 /opt/extra/lib/libcudart.so.12.4.127 [not loaded]",
                          }));
-  EXPECT_EQ(r.runtimes[1].detail, "/usr/local/cuda, version.json cuda_cudart.version");
-  EXPECT_EQ(r.runtimes[2].detail, "LD_LIBRARY_PATH");
+  EXPECT_EQ(r.runtimes[0].detail, "--cuda-runtime (the CUDA toolkit at /usr/local/cuda)");
+  EXPECT_EQ(r.runtimes[0].loaded_by, "--cuda-runtime");
+  EXPECT_EQ(r.runtimes[1].detail, "LD_LIBRARY_PATH");
   EXPECT_EQ(nccl(r), (std::vector<std::string>{
                          "/opt/extra/lib/libnccl.so.2 (--nccl-lib)",
                          "/usr/lib/x86_64-linux-gnu/libnccl.so.2 (ld.so.conf)",
@@ -159,11 +166,11 @@ TEST(CudaRuntimeProbe, ToolkitLoaderPathAndLdSoConf) {
 
 TEST(CudaRuntimeProbe, ToolkitViaLdSoConfOnly) {
   const RuntimeFacts r = probe("toolkit", {});
-  EXPECT_EQ(runtimes(r), (std::vector<std::string>{
-                             "toolkit 12.6.77 /usr/local/cuda/version.json",
-                             "loader 12.6.77 /usr/local/cuda/lib64/libcudart.so.12",
-                         }));
-  EXPECT_EQ(r.runtimes[1].detail, "ld.so.conf");
+  // The toolkit and its library on the loader path are one runtime; without a framework it decides.
+  EXPECT_EQ(runtimes(r), (std::vector<std::string>{"toolkit 12.6.77 /usr/local/cuda/version.json"}));
+  EXPECT_EQ(r.runtimes[0].detail,
+            "/usr/local/cuda, version.json cuda_cudart.version; its libcudart.so.12 is on the loader path (ld.so.conf)");
+  EXPECT_FALSE(r.runtimes[0].loaded_by.empty());
   EXPECT_EQ(nccl(r), (std::vector<std::string>{"/usr/lib/x86_64-linux-gnu/libnccl.so.2 (ld.so.conf)"}));
 }
 
@@ -172,10 +179,7 @@ TEST(CudaRuntimeProbe, OldToolkitVersionTxt) {
   EXPECT_EQ(runtimes(probe("toolkit_old", {})),
             (std::vector<std::string>{"toolkit 10.2.89 /usr/local/cuda/version.txt"}));
   EXPECT_EQ(runtimes(probe("toolkit_old", {{"LD_LIBRARY_PATH", "/usr/local/cuda/lib64"}})),
-            (std::vector<std::string>{
-                "toolkit 10.2.89 /usr/local/cuda/version.txt",
-                "loader 10.2.89 /usr/local/cuda/lib64/libcudart.so.10.2",
-            }));
+            (std::vector<std::string>{"toolkit 10.2.89 /usr/local/cuda/version.txt"}));
 }
 
 const char kNgcRequire[] =
@@ -192,13 +196,12 @@ TEST(CudaRuntimeProbe, NgcContainer) {
                                         "torch/lib:/usr/local/cuda/compat/lib:/usr/local/nvidia/lib:"
                                         "/usr/local/nvidia/lib64:/usr/local/cuda/lib64"}});
   const std::string site = "/usr/local/lib/python3.12/dist-packages";
-  EXPECT_EQ(runtimes(r), (std::vector<std::string>{
-                             "toolkit 12.8.57 /usr/local/cuda/version.json",
-                             "torch 12.8 " + site + "/torch/version.py",
-                             "loader 12.8.57 /usr/local/cuda/lib64/libcudart.so.12",
-                             "container 12.8.0.038 CUDA_VERSION",
-                         }));
-  EXPECT_EQ(r.runtimes[3].detail, "CUDA_VERSION, NV_CUDA_CUDART_VERSION 12.8.57-1");
+  // torch loads the image's toolkit runtime (LD_LIBRARY_PATH): the toolkit, its library and
+  // CUDA_VERSION are that one runtime.
+  EXPECT_EQ(runtimes(r), (std::vector<std::string>{"torch 12.8.57 /usr/local/cuda/lib64/libcudart.so.12"}));
+  EXPECT_NE(r.runtimes[0].detail.find("(the CUDA toolkit at /usr/local/cuda); CUDA_VERSION 12.8.0.038"),
+            std::string::npos)
+      << r.runtimes[0].detail;
   EXPECT_EQ(r.frameworks.at(0).version, "2.6.0a0+ecf3bae40a.nv25.01");
   EXPECT_EQ(r.nvidia_require_cuda, kNgcRequire);
   EXPECT_EQ(nccl(r), (std::vector<std::string>{"/usr/lib/x86_64-linux-gnu/libnccl.so.2 (default)"}));
@@ -211,12 +214,12 @@ TEST(CudaRuntimeProbe, GarbageIsReportedNeverThrown) {
   const RuntimeFacts r = probe("garbage", {{"CUDA_VERSION", "twelve"}}, o);
   EXPECT_EQ(runtimes(r), (std::vector<std::string>{"wheel 12 /site/nvidia/cuda_runtime/lib/libcudart.so.12"}));
   ASSERT_EQ(r.problems.size(), 5u);
-  EXPECT_EQ(r.problems[0], "/usr/local/cuda/version.json: not valid JSON");
+  EXPECT_EQ(r.problems[0], "/etc/ld.so.conf: binary contents");
   EXPECT_EQ(r.problems[1], "/site/torch/version.py: binary contents, not Python source");
   EXPECT_EQ(r.problems[2],
             "/site/nvidia/cuda_runtime/lib/libcudart.so.12: no nvidia-cuda-runtime 12.x *.dist-info beside it; "
             "version from the file name");
-  EXPECT_EQ(r.problems[3], "/etc/ld.so.conf: binary contents");
+  EXPECT_EQ(r.problems[3], "/usr/local/cuda/version.json: not valid JSON");
   EXPECT_EQ(r.problems[4], "CUDA_VERSION: not a version: \"twelve\"");
   EXPECT_TRUE(r.frameworks.empty());
 }
@@ -236,7 +239,7 @@ TEST(CudaRuntimeProbe, SameSitePackagesTwiceIsScannedOnce) {
   Options o;
   o.site_packages = {"/site", "/site/", "/site/nvidia/.."};
   const RuntimeFacts r = probe("cu124", {}, o);
-  EXPECT_EQ(r.runtimes.size(), 2u);
+  EXPECT_EQ(r.runtimes.size(), 1u);
   EXPECT_EQ(r.nccl_candidates.size(), 1u);
   EXPECT_EQ(r.frameworks.size(), 1u);
 }
@@ -261,8 +264,9 @@ TEST(CudaRuntimeProbe, ToolkitFromWheelDistInfo) {
   const RuntimeFacts r = probe("toolkit_wheels", {{"LD_LIBRARY_PATH", "/usr/local/cuda/lib64"}});
   EXPECT_EQ(runtimes(r), (std::vector<std::string>{
                              "toolkit 13.0.96 /usr/local/cuda/dist-info/nvidia_cuda_runtime-13.0.96.dist-info",
-                             "loader 13 /usr/local/cuda/lib64/libcudart.so.13",
                          }));
+  EXPECT_NE(r.runtimes[0].detail.find("its libcudart.so.13 is on the loader path (LD_LIBRARY_PATH)"), std::string::npos)
+      << r.runtimes[0].detail;
   EXPECT_TRUE(r.problems.empty());
 }
 

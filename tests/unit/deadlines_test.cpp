@@ -24,7 +24,9 @@ TEST(Deadlines, HelperSharesAreStatedAndFitTheProbePhaseOneByOne) {
   EXPECT_DOUBLE_EQ(helper_share(Helper::Nccl), 0.05);
   EXPECT_DOUBLE_EQ(helper_share(Helper::GpuP2p), 0.15);
   EXPECT_DOUBLE_EQ(helper_share(Helper::NameLookup), 0.10);
-  for (Helper h : {Helper::GpuDriver, Helper::GpuSmoke, Helper::Nccl, Helper::GpuP2p, Helper::NameLookup}) {
+  EXPECT_DOUBLE_EQ(helper_share(Helper::Python), 0.10);
+  for (Helper h : {Helper::GpuDriver, Helper::GpuSmoke, Helper::Nccl, Helper::GpuP2p, Helper::NameLookup,
+                   Helper::Python}) {
     EXPECT_LT(helper_share(h), PhaseShares::probe);
     EXPECT_FALSE(helper_name(h).empty());
   }

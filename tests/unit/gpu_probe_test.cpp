@@ -446,7 +446,7 @@ TEST(NcclProbe, FirstCandidateWithItsSource) {
   HelperDirGuard guard(PREFLIGHT_GPU_HELPER_DIR);
   ProbeRun run;
   run.options.profile = Profile::Image;  // NCCL is read in every profile
-  run.facts.gpu.runtime.nccl_candidates = {{kRealNccl, "--nccl-lib"}, {"/nonexistent/libnccl.so.2", "loader"}};
+  run.facts.gpu.runtime.nccl_candidates = {{kRealNccl, "--nccl-lib", ""}, {"/nonexistent/libnccl.so.2", "loader", ""}};
   probe_nccl(ProbeContext(run.fs, run.env, run.options), run.facts);
   const Probed<NcclLibrary>& lib = run.facts.gpu.nccl;
   ASSERT_TRUE(lib.ok()) << lib.why();

@@ -88,8 +88,8 @@ void pip_torch(Tree& t, const std::string& site, const std::string& version, con
 
 // /usr/local/cuda -> cuda-13.0 with version.json 13.0.96 and lib64 on the loader path (ld.so.conf).
 void cuda13_toolkit(Tree& t) {
-  t.file("/usr/local/cuda-13.0/version.json", R"({"cuda": {"name": "CUDA SDK", "version": "13.0.2"},
-    "cuda_cudart": {"name": "CUDA Runtime (cudart)", "version": "13.0.96"}})");
+  t.file("/usr/local/cuda-13.0/version.json", R"J({"cuda": {"name": "CUDA SDK", "version": "13.0.2"},
+    "cuda_cudart": {"name": "CUDA Runtime (cudart)", "version": "13.0.96"}})J");
   t.file("/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13.0.96");
   t.link("/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcudart.so.13", "libcudart.so.13.0.96");
   t.link("/usr/local/cuda-13.0/lib64", "targets/x86_64-linux/lib");

@@ -64,8 +64,8 @@ TEST(NcclLibraryCheck, VersionFromCodeWhenTheStringIsMissing) {
 
 TEST(NcclLibraryCheck, LibraryMissingFailsNamingTheCandidates) {
   RankFacts f = node_facts();
-  f.gpu.runtime.nccl_candidates = {{"/venv/site-packages/nvidia/nccl/lib/libnccl.so.2", "wheel nvidia-nccl-cu12 2.21.5"},
-                                   {"/usr/lib/x86_64-linux-gnu/libnccl.so.2", "ld.so.cache"}};
+  f.gpu.runtime.nccl_candidates = {{"/venv/site-packages/nvidia/nccl/lib/libnccl.so.2", "wheel nvidia-nccl-cu12 2.21.5", ""},
+                                   {"/usr/lib/x86_64-linux-gnu/libnccl.so.2", "ld.so.cache", ""}};
   f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::LibraryMissing, "libnccl.so.2: cannot open shared object file");
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
