@@ -18,12 +18,14 @@ namespace {
 struct Value {
   std::optional<std::string> text;
   std::string why;
+  bool absent = false;  // not installed at all (the library does not exist): a CPU-only node
 };
 
 Value known(std::string text) { return Value{std::move(text), {}}; }
 template <typename T>
 Value unread(const Probed<T>& p) {
-  return Value{std::nullopt, p.why()};
+  const ProbeError* e = p.error();
+  return Value{std::nullopt, p.why(), e != nullptr && (e->code == ProbeErrc::LibraryMissing || e->code == ProbeErrc::NotFound)};
 }
 
 struct Item {
@@ -38,7 +40,9 @@ Value driver_of(const RankFacts& f) {
   const DriverFacts& d = f.gpu.driver;
   if (const std::string* v = d.nvml_driver_version.value()) return known(*v);
   if (const std::string* v = d.kernel_module_version.value()) return known(*v);
-  return unread(d.nvml_driver_version);
+  Value v = unread(d.nvml_driver_version);
+  v.absent = v.absent && unread(d.kernel_module_version).absent;  // no library and no kernel module
+  return v;
 }
 
 Value cuda_driver_of(const RankFacts& f) {
@@ -128,12 +132,14 @@ void judge(const Item& item, const std::vector<const RankFacts*>& ranks, Verdict
   std::map<std::string, std::vector<const RankFacts*>> groups;
   std::vector<const RankFacts*> unreadable;
   std::string why;
+  bool all_absent = true;
   for (const RankFacts* f : ranks) {
     const Value v = item.read(*f);
     if (v.text) {
       groups[*v.text].push_back(f);
     } else {
       unreadable.push_back(f);
+      all_absent = all_absent && v.absent;
       if (why.empty()) why = v.why;
     }
   }
@@ -149,6 +155,10 @@ void judge(const Item& item, const std::vector<const RankFacts*>& ranks, Verdict
     ev["(unreadable)"] = numbers;
   }
   b.evidence()[item.name] = std::move(ev);
+  if (groups.empty() && all_absent) {  // installed nowhere (a CPU-only job): every rank agrees
+    b.note(std::string(item.name) + " is installed on no rank (" + why + ")");
+    return;
+  }
   if (groups.empty()) {
     // Nothing to compare is not agreement: UNKNOWN (unless a drift elsewhere already fails the job).
     unknowns.push_back(std::string(item.name) + " not readable on any rank (" + why + "): it cannot be compared");
@@ -221,7 +231,8 @@ Failures
   WARN     framework, kernel or NIC driver versions differ.
   UNKNOWN  a version could not be read on some ranks, or on every rank ("NVIDIA driver not readable
            on any rank": nothing to compare is not agreement), while nothing else differs (not a
-           mismatch; otherwise it is noted).
+           mismatch; otherwise it is noted). Where it is installed on no rank at all (no library, no
+           kernel module: a CPU-only job), every rank agrees and it is noted.
   SKIP     a world of one rank.
 
 Fix

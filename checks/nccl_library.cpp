@@ -102,8 +102,8 @@ Verdict run(const CheckContext& ctx) {
     if (!gpus.has_gpus)
       return Verdict::unknown(what + "; whether the job will have GPUs could not be told",
                               "Install a CUDA build of torch (see cuda.runtime), which brings its NCCL.", b.evidence());
-    return Verdict::fail(what + ": init_process_group(\"nccl\") fails with \"Distributed package doesn't have NCCL "
-                             "built in\"",
+    return Verdict::fail(what + "; the job will have " + gpus.text + ": init_process_group(\"nccl\") fails with "
+                             "\"Distributed package doesn't have NCCL built in\"",
                          "Install a CUDA build of torch (cuda.runtime names the one for this driver); it brings its "
                          "own NCCL (the nvidia-nccl wheel).",
                          b.evidence());

@@ -305,7 +305,7 @@ class JobRun {
       }
       nlohmann::json j = nlohmann::json::object();
       if (m_job.reach_target) j["target"] = *m_job.reach_target;
-      offer = j.dump();
+      offer = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     const std::optional<std::string> got = m_transport->broadcast(offer, m_deadlines.reach + grace());
     if (!got) {
@@ -463,7 +463,7 @@ class JobRun {
     for (int round = 1;; ++round) {
       const TimePoint t0 = Clock::now();
       std::string plan_text;
-      if (m_root) plan_text = make_plan().dump();
+      if (m_root) plan_text = make_plan().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
       const std::optional<std::string> plan_got = m_transport->broadcast(plan_text, deadline);
       if (!plan_got) {
         if (!m_root) give_up("rank 0 did not send the all_reduce plan");

@@ -238,7 +238,8 @@ class Discovery {
     for (const std::string& lib : libs) {  // a framework already loads this toolkit's runtime: one row
       if (auto it = m_runtime_index.find(resolve(fs(), lib)); it != m_runtime_index.end()) {
         CudaRuntime& known = m_out.runtimes[it->second];
-        if (known.detail.find("toolkit at") == std::string::npos) known.detail += " (the CUDA toolkit at " + root + ")";
+        if (known.kind != "toolkit" && known.detail.find("toolkit at") == std::string::npos)
+          known.detail += " (the CUDA toolkit at " + root + ")";
         m_runtime_index.emplace(resolve(fs(), r.path), it->second);
         m_toolkit_rows.insert(it->second);
         return;
@@ -770,7 +771,9 @@ class Discovery {
   // path (and the toolkit the job's binaries are built with) stand for what the job loads. A
   // framework without CUDA (a CPU build) loads none of them.
   void assign_loaded_by() {
-    const bool framework = !m_out.frameworks.empty();
+    // An interpreter that could not be asked leaves the job's framework unknown: nothing found on
+    // the node stands in for it (cuda.runtime is UNKNOWN, naming the interpreter).
+    const bool framework = !m_out.frameworks.empty() || (m_out.python && !m_out.python->error.empty());
     const bool explicit_runtime = std::any_of(m_out.runtimes.begin(), m_out.runtimes.end(),
                                               [](const CudaRuntime& r) { return r.kind == "explicit"; });
     if (!framework && !explicit_runtime) {

@@ -124,10 +124,21 @@ TEST(ClusterConsistency, UnreadableVersionIsUnknownOnlyWhenNothingDiffers) {
 TEST(ClusterConsistency, NotReadableAnywhereIsUnknown) {
   // Nothing to compare is not agreement: a version no rank could read is UNKNOWN, never PASS.
   JobFacts j = stack_job();
-  for (RankFacts& f : j.ranks) f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::NotFound, "no libnccl.so.2", "dlopen");
+  for (RankFacts& f : j.ranks) f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::Timeout, "the helper hung", "helper");
   Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "NCCL not readable on any rank")) << v.summary;
+
+  // Installed on no rank at all (a CPU-only job: no library, no kernel module): every rank agrees.
+  JobFacts cpu = stack_job();
+  for (RankFacts& f : cpu.ranks) {
+    const RankFacts none = gpu_fixture::no_driver();
+    f.gpu.driver = none.gpu.driver;
+    f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::LibraryMissing, "libnccl.so.2: cannot open", "dlopen");
+  }
+  v = judge_job(spec(), cpu);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.evidence.dump(), "(unreadable)")) << v.evidence.dump();
 
   JobFacts k = stack_job();
   for (RankFacts& f : k.ranks) {
