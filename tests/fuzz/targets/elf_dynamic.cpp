@@ -11,11 +11,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   const Probed<ElfDynamic> e = parse_elf_dynamic(bytes);
   if (const ElfDynamic* d = e.value()) {
-    std::size_t total = d->soname.size();
-    for (const std::string& s : d->needed) total += s.size();
-    for (const std::string& s : d->rpath) total += s.size();
-    for (const std::string& s : d->runpath) total += s.size();
-    FUZZ_CHECK(total <= size);
+    // Several entries may name one string; each is a string of the input.
+    FUZZ_CHECK(d->soname.size() <= size);
+    for (const std::string& s : d->needed) FUZZ_CHECK(s.size() <= size && s.find('\0') == std::string::npos);
+    for (const std::string& s : d->rpath) FUZZ_CHECK(s.size() <= size);
+    for (const std::string& s : d->runpath) FUZZ_CHECK(s.size() <= size);
     const auto order = loader_search_order(*d, "/site/torch/lib", "libx.so", {"/ld"}, {"/conf"}, {"/usr/lib"});
     for (const LoaderDir& l : order) FUZZ_CHECK(!l.dir.empty() && l.dir.front() == '/');
   } else {
