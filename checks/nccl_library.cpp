@@ -112,8 +112,8 @@ Verdict run(const CheckContext& ctx) {
     if (fw->library.empty()) continue;  // not read from torch's own library: the candidates decide
     if (fw->nccl_via.starts_with("linked in")) {
       b.evidence()["framework_nccl"] = fw->nccl_via;
-      return Verdict::unknown("torch " + fw->version + " has NCCL linked into " + fw->library + " (" + fw->nccl_via +
-                                  "): its version cannot be read from files, and " + present,
+      return Verdict::unknown("torch " + fw->version + " has NCCL linked into " + fw->library +
+                                  " (it needs no libnccl.so.2): its version cannot be read from files, and " + present,
                               "Read it where the job runs: python -c 'import torch; print(torch.cuda.nccl.version())'; "
                               "or name the library the job loads with --nccl-lib PATH.",
                               b.evidence());
