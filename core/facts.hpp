@@ -29,7 +29,7 @@ struct Identity {
   std::string kernel;   // uname -r
   int pid = 0;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Identity, hostname, boot_id, kernel, pid)
+PREFLIGHT_JSON_DECLARE(Identity)
 
 /// MPI's own view of this process (MPI_COMM_WORLD and the shared-memory split): the launcher's
 /// truth that launch.env compares the environment variables with.
@@ -46,8 +46,7 @@ struct MpiView {
   /// the union of the GPUs the node's ranks use. nullopt: not exchanged.
   std::optional<std::vector<std::optional<std::string>>> node_cvd;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MpiView, rank, size, local_rank, local_size, nodes, singleton, library,
-                                                node_cvd)
+PREFLIGHT_JSON_DECLARE(MpiView)
 
 /// Where this rank sits in the job, as far as this rank can tell (launcher variables and options;
 /// MPI's own view replaces it when the job runs under MPI).
@@ -62,8 +61,7 @@ struct Placement {
   std::string source;            // where local_ranks came from: "--ranks-per-node", "OMPI_COMM_WORLD_LOCAL_SIZE", ...
   std::optional<MpiView> mpi;    // set when the run initialised MPI: rank/world_size/local_* above are MPI's then
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Placement, rank, world_size, local_rank, local_ranks, nodes, node_rank, launcher,
-                                                source, mpi)
+PREFLIGHT_JSON_DECLARE(Placement)
 
 struct RankFacts {
   Identity identity;
@@ -80,7 +78,6 @@ struct RankFacts {
   NetFacts net;
   std::map<std::string, double> probe_seconds;  // how long each probe took on this rank
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RankFacts, identity, placement, env, shm, memory, limits, nccl_conf, gpu,
-                                                topology, pcie, affinity, net, probe_seconds)
+PREFLIGHT_JSON_DECLARE(RankFacts)
 
 }  // namespace preflight

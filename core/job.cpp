@@ -69,4 +69,8 @@ JobFacts single_rank_job(const RankFacts& facts) {
   return job;
 }
 
+PREFLIGHT_JSON_DEFINE(CommResult, attempted, completed, expired, transport, note, blocked, seconds, deadline_s,
+                      missing, wrong, errors, bytes, ranks, repeats, algbw_gbps, busbw_gbps)
+PREFLIGHT_JSON_DEFINE(ReachTarget, interface, address, port)
+
 }  // namespace preflight

@@ -60,9 +60,7 @@ struct CommResult {
   double algbw_gbps = 0;        // bytes / time, GB/s (1e9)
   double busbw_gbps = 0;        // algbw * 2(n-1)/n
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CommResult, attempted, completed, expired, transport, note, blocked, seconds,
-                                                deadline_s, missing, wrong, errors, bytes, ranks, repeats, algbw_gbps,
-                                                busbw_gbps)
+PREFLIGHT_JSON_DECLARE(CommResult)
 
 /// Rank 0's NCCL bootstrap address, as NCCL would pick it, with a port rank 0 listened on for the
 /// reachability test.
@@ -71,7 +69,7 @@ struct ReachTarget {
   std::string address;    // "192.0.2.2" (IPv6 without brackets)
   int port = 0;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReachTarget, interface, address, port)
+PREFLIGHT_JSON_DECLARE(ReachTarget)
 
 struct JobFacts {
   std::string source = "none";   // "mpi" (gathered live), "merge" (files), "none" (one process, no gather)

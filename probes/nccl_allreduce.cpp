@@ -303,4 +303,8 @@ CommResult nccl_allreduce_local_gpus(int gpus, std::uint64_t bytes, int repeats,
   return combine_nccl_outcomes(outcomes, gpus, bytes, repeats, elapsed(), deadline_s);
 }
 
+PREFLIGHT_JSON_DEFINE(NcclRankOutcome, rank, device, ok, expired, crashed, wrong, aborted, step, error, nccl_error,
+                      wrong_index, wrong_value, expected_value, wrong_elements, bytes, repeats, seconds, algbw_gbps,
+                      busbw_gbps, lib, nccl_version, last_step, elapsed_s, helper)
+
 }  // namespace preflight

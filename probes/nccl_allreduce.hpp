@@ -18,6 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_util.hpp"
+
 #include "core/contained.hpp"
 #include "core/job.hpp"
 #include "core/probed.hpp"
@@ -73,10 +75,7 @@ struct NcclRankOutcome {
   double elapsed_s = 0;   ///< wall time of the helper
   std::string helper;     ///< run_contained's describe()
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclRankOutcome, rank, device, ok, expired, crashed, wrong, aborted,
-                                                step, error, nccl_error, wrong_index, wrong_value, expected_value,
-                                                wrong_elements, bytes, repeats, seconds, algbw_gbps, busbw_gbps, lib,
-                                                nccl_version, last_step, elapsed_s, helper)
+PREFLIGHT_JSON_DECLARE(NcclRankOutcome)
 
 /// The helper's own deadline inside `deadline`: it aborts the communicator itself and reports,
 /// with the rest (20% of it, at least 0.2 s; core/deadlines.hpp) left for ncclCommAbort and the exit.

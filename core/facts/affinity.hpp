@@ -16,13 +16,13 @@ struct MemPolicy {
   std::string mode;        // "default", "preferred", "bind", "interleave", "local", "preferred_many", "weighted_interleave"
   std::vector<int> nodes;  // the policy's node mask (empty for default/local)
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemPolicy, mode, nodes)
+PREFLIGHT_JSON_DECLARE(MemPolicy)
 
 struct NodeCpus {
   int node = 0;
   std::vector<int> cpus;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NodeCpus, node, cpus)
+PREFLIGHT_JSON_DECLARE(NodeCpus)
 
 struct AffinityFacts {
   Probed<std::vector<int>> cpus;          // sched_getaffinity(0)
@@ -31,6 +31,6 @@ struct AffinityFacts {
   Probed<std::vector<int>> mems_allowed;  // /proc/self/status Mems_allowed_list
   Probed<std::vector<NodeCpus>> numa_nodes;  // /sys/devices/system/node/node*/cpulist
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AffinityFacts, cpus, mempolicy, online_cpus, mems_allowed, numa_nodes)
+PREFLIGHT_JSON_DECLARE(AffinityFacts)
 
 }  // namespace preflight

@@ -20,7 +20,7 @@ struct GpuProcess {
   int pid = 0;
   std::uint64_t used_bytes = 0;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuProcess, pid, used_bytes)
+PREFLIGHT_JSON_DECLARE(GpuProcess)
 
 /// A GPU as NVML sees it (every GPU of the node, in PCI order, regardless of CUDA_VISIBLE_DEVICES).
 struct NvmlGpu {
@@ -40,9 +40,7 @@ struct NvmlGpu {
   int nvlinks_active = 0;         // NVLinks in state enabled
   std::vector<std::string> nvlink_remotes;  // per active link, the remote end's PCI bus id (peer GPU or NVSwitch)
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NvmlGpu, index, name, uuid, pci_bus_id, cc_major, cc_minor,
-                                                memory_total, memory_used, persistence_mode, mig_enabled, processes,
-                                                cpu_affinity, numa_node, nvlinks_active, nvlink_remotes)
+PREFLIGHT_JSON_DECLARE(NvmlGpu)
 
 /// One pair of GPUs as NVML sees it (a < b, NVML indexes).
 struct GpuPair {
@@ -54,7 +52,7 @@ struct GpuPair {
   std::string p2p_write;
   std::string p2p_nvlink;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuPair, a, b, path, nvlinks, p2p_read, p2p_write, p2p_nvlink)
+PREFLIGHT_JSON_DECLARE(GpuPair)
 
 /// A real peer copy src -> dst with peer access enabled, run by the contained helper.
 struct PeerCopy {
@@ -70,8 +68,7 @@ struct PeerCopy {
   double seconds = 0;
   double gbps = 0;          // bytes / seconds / 1e9
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PeerCopy, src, dst, src_bus_id, dst_bus_id, can_access, ok, failed_step,
-                                                error, bytes, seconds, gbps)
+PREFLIGHT_JSON_DECLARE(PeerCopy)
 
 /// A device as the CUDA driver API sees it in this process (honours CUDA_VISIBLE_DEVICES).
 struct CudaDevice {
@@ -83,8 +80,7 @@ struct CudaDevice {
   int cc_minor = 0;
   std::uint64_t memory_total = 0;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CudaDevice, ordinal, name, uuid, pci_bus_id, cc_major, cc_minor,
-                                                memory_total)
+PREFLIGHT_JSON_DECLARE(CudaDevice)
 
 /// The smoke test on this rank's GPU: context, allocate, write a pattern, read it back.
 struct SmokeResult {
@@ -95,7 +91,7 @@ struct SmokeResult {
   std::string error;        // "CUDA_ERROR_NO_DEVICE (100)", "word 17 is 0x00000000, wrote 0x5AA5F00D"
   double seconds = 0;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(SmokeResult, ordinal, bytes, ok, failed_step, error, seconds)
+PREFLIGHT_JSON_DECLARE(SmokeResult)
 
 struct DriverFacts {
   Probed<std::string> kernel_module_version;  // /proc/driver/nvidia/version, else /sys/module/nvidia/version
@@ -113,10 +109,7 @@ struct DriverFacts {
   std::optional<double> nvml_init_seconds;  // nvmlInit_v2
   std::optional<double> cuda_init_seconds;  // cuInit(0)
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(DriverFacts, kernel_module_version, nvml_driver_version,
-                                                cuda_driver_version, loaded_libraries, nvml_gpus, cuda_devices,
-                                                smoke, helper, gpu_pairs, peer_copies, nvml_init_seconds,
-                                                cuda_init_seconds)
+PREFLIGHT_JSON_DECLARE(DriverFacts)
 
 /// A CUDA runtime found on the node, and whether the job loads it. Each runtime appears once: a
 /// toolkit's libcudart on the loader path is the toolkit's row, a wheel's libcudart that torch
@@ -131,7 +124,7 @@ struct CudaRuntime {
   // framework with its own runtime, a wheel of another soname): reported, never decisive.
   std::string loaded_by;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CudaRuntime, version, kind, path, detail, loaded_by)
+PREFLIGHT_JSON_DECLARE(CudaRuntime)
 
 /// A framework build found in a Python environment, and the CUDA runtime and NCCL it loads,
 /// resolved by soname the way ld.so would from its own library's DT_RPATH/DT_RUNPATH.
@@ -150,8 +143,7 @@ struct FrameworkBuild {
   std::string nccl_via;       // how: as cudart_via; "linked in" (static NCCL); "none" (a CPU build)
   std::vector<std::string> searched;  // where the loader looked for cudart_soname, in order
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FrameworkBuild, name, version, cuda, arch_list, path, build, library,
-                                                cudart_soname, cudart_path, cudart_via, nccl_path, nccl_via, searched)
+PREFLIGHT_JSON_DECLARE(FrameworkBuild)
 
 /// A library file the job may load, and why it would be that one.
 struct LibraryCandidate {
@@ -159,7 +151,7 @@ struct LibraryCandidate {
   std::string source;     // "--nccl-lib", "wheel nvidia-nccl-cu12 2.21.5", "LD_LIBRARY_PATH", "ld.so.cache"
   std::string loaded_by;  // "torch 2.5.1+cu124", "--nccl-lib", "the loader path"; "" when nothing of the job does
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LibraryCandidate, path, source, loaded_by)
+PREFLIGHT_JSON_DECLARE(LibraryCandidate)
 
 /// What --python EXE said when asked (EXE -c: sys.path and site.getsitepackages() as JSON).
 struct PythonInterpreter {
@@ -170,7 +162,7 @@ struct PythonInterpreter {
   std::vector<std::string> paths;  // the directories searched, in import order
   std::string error;     // why it could not be asked (crash, deadline, not JSON): the check is UNKNOWN
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PythonInterpreter, exe, real, version, prefix, paths, error)
+PREFLIGHT_JSON_DECLARE(PythonInterpreter)
 
 struct RuntimeFacts {
   std::vector<CudaRuntime> runtimes;
@@ -181,8 +173,7 @@ struct RuntimeFacts {
   std::string nvidia_require_cuda;    // NVIDIA_REQUIRE_CUDA as set in the image
   std::optional<PythonInterpreter> python;  // --python EXE, asked
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(RuntimeFacts, runtimes, nccl_candidates, frameworks, searched, problems,
-                                                nvidia_require_cuda, python)
+PREFLIGHT_JSON_DECLARE(RuntimeFacts)
 
 struct NcclLibrary {
   std::string path;        // the file actually loaded (real path)
@@ -191,13 +182,13 @@ struct NcclLibrary {
   std::string version;     // "2.28.9"
   std::string cuda_build;  // "12.9" from the "NCCL version 2.28.9+cuda12.9" string
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclLibrary, path, source, version_code, version, cuda_build)
+PREFLIGHT_JSON_DECLARE(NcclLibrary)
 
 struct GpuStackFacts {
   DriverFacts driver;
   RuntimeFacts runtime;
   Probed<NcclLibrary> nccl;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuStackFacts, driver, runtime, nccl)
+PREFLIGHT_JSON_DECLARE(GpuStackFacts)
 
 }  // namespace preflight

@@ -17,7 +17,7 @@ struct Rlimit {
   std::optional<std::uint64_t> soft;  // nullopt: unlimited
   std::optional<std::uint64_t> hard;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Rlimit, soft, hard)
+PREFLIGHT_JSON_DECLARE(Rlimit)
 
 struct LimitsFacts {
   Probed<Rlimit> memlock;  // bytes
@@ -27,6 +27,6 @@ struct LimitsFacts {
   Probed<std::string> core_pattern;               // /proc/sys/kernel/core_pattern
   Probed<std::vector<std::string>> rdma_devices;  // /sys/class/infiniband/*
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(LimitsFacts, memlock, nofile, core, cap_ipc_lock, core_pattern, rdma_devices)
+PREFLIGHT_JSON_DECLARE(LimitsFacts)
 
 }  // namespace preflight

@@ -18,7 +18,7 @@ struct MemInfo {
   std::uint64_t swap_total = 0;
   std::uint64_t swap_free = 0;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemInfo, mem_total, mem_available, swap_total, swap_free)
+PREFLIGHT_JSON_DECLARE(MemInfo)
 
 /// The memory limit of this process's cgroup (v2 memory.max / v1 memory.limit_in_bytes), walked up
 /// to the root: the smallest limit on the path wins.
@@ -31,12 +31,12 @@ struct CgroupMemory {
   std::optional<std::uint64_t> swap_limit;     // swap beyond `limit`: memory.swap.max, v1 memsw - limit;
                                                // nullopt: unlimited or not accounted
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(CgroupMemory, version, path, limit, usage, inactive_file, swap_limit)
+PREFLIGHT_JSON_DECLARE(CgroupMemory)
 
 struct MemoryFacts {
   Probed<MemInfo> meminfo;
   Probed<CgroupMemory> cgroup;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MemoryFacts, meminfo, cgroup)
+PREFLIGHT_JSON_DECLARE(MemoryFacts)
 
 }  // namespace preflight

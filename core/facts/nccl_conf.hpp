@@ -17,20 +17,20 @@ struct ConfEntry {
   std::string value;
   int line = 0;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfEntry, name, value, line)
+PREFLIGHT_JSON_DECLARE(ConfEntry)
 
 struct ConfFileContents {
   std::vector<ConfEntry> entries;
   std::vector<int> malformed_lines;  // lines NCCL skips (no '=', empty name)
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfFileContents, entries, malformed_lines)
+PREFLIGHT_JSON_DECLARE(ConfFileContents)
 
 struct ConfFile {
   std::string path;  // as NCCL would open it
   std::string role;  // "NCCL_CONF_FILE", "user", "system"
   Probed<ConfFileContents> contents;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ConfFile, path, role, contents)
+PREFLIGHT_JSON_DECLARE(ConfFile)
 
 struct NcclConfFacts {
   std::vector<ConfFile> files;  // in NCCL's order of precedence (first wins after the environment)
@@ -38,6 +38,6 @@ struct NcclConfFacts {
   // (no passwd entry: NSS may still know one), or "" (no user file: NCCL_CONF_FILE set, or no home).
   std::string home_from;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NcclConfFacts, files, home_from)
+PREFLIGHT_JSON_DECLARE(NcclConfFacts)
 
 }  // namespace preflight

@@ -18,7 +18,7 @@ struct NetAddress {
   std::string address;  // "10.0.0.5", "fe80::1"
   int prefix = 0;       // netmask length
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetAddress, family, address, prefix)
+PREFLIGHT_JSON_DECLARE(NetAddress)
 
 struct NetInterface {
   std::string name;
@@ -35,9 +35,7 @@ struct NetInterface {
   std::string driver;          // the device's kernel driver: basename of /sys/class/net/<if>/device/driver ("mlx5_core")
   std::string driver_version;  // /sys/module/<module>/version, when the module publishes one
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetInterface, name, up, running, loopback, operstate, mtu, speed_mbps,
-                                                type, addresses, pci_bus_id, rdma_device, driver,
-                                                driver_version)
+PREFLIGHT_JSON_DECLARE(NetInterface)
 
 struct IbPort {
   int port = 1;
@@ -48,14 +46,14 @@ struct IbPort {
   std::vector<std::string> gids;     // non-zero GIDs
   std::vector<std::string> netdevs;  // RoCE: the netdevs of the GIDs
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IbPort, port, state, phys_state, rate, link_layer, gids, netdevs)
+PREFLIGHT_JSON_DECLARE(IbPort)
 
 struct IbDevice {
   std::string name;        // "mlx5_0"
   std::string pci_bus_id;  // "0000:17:00.0"
   std::vector<IbPort> ports;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IbDevice, name, pci_bus_id, ports)
+PREFLIGHT_JSON_DECLARE(IbDevice)
 
 struct MasterFacts {
   std::string addr;  // MASTER_ADDR as set ("" when unset)
@@ -68,8 +66,7 @@ struct MasterFacts {
   Probed<std::vector<int>> ephemeral_range;  // /proc/sys/net/ipv4/ip_local_port_range: {low, high}
   Probed<std::string> reserved_ports;        // /proc/sys/net/ipv4/ip_local_reserved_ports
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MasterFacts, addr, port, resolved, addr_is_local, hostname_resolves_to,
-                                                port_listening, bind_test, ephemeral_range, reserved_ports)
+PREFLIGHT_JSON_DECLARE(MasterFacts)
 
 /// The reachability test of a job: this rank opened a TCP connection (bounded in time) to rank 0's
 /// NCCL bootstrap address, from the interface NCCL would use here.
@@ -81,7 +78,7 @@ struct ReachResult {
   std::string error;         // "connect: Connection refused", "no answer within 2.0 s", ...
   double ms = 0;             // time to connect (or to give up)
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ReachResult, attempted, ok, target, source, error, ms)
+PREFLIGHT_JSON_DECLARE(ReachResult)
 
 struct NetFacts {
   Probed<std::vector<NetInterface>> interfaces;
@@ -90,6 +87,6 @@ struct NetFacts {
   Probed<bool> gpudirect_rdma;  // nvidia_peermem / nv_mem loaded
   std::optional<ReachResult> reach;  // job runs: the connection test to rank 0 (nullopt: not run)
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NetFacts, interfaces, ib_devices, master, gpudirect_rdma, reach)
+PREFLIGHT_JSON_DECLARE(NetFacts)
 
 }  // namespace preflight

@@ -28,8 +28,7 @@ struct PciFunction {
   std::optional<int> iommu_group;
   std::string driver;              // "nvidia", "mlx5_core"
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PciFunction, bus_id, kind, vendor_device, class_code, root, chain,
-                                                numa_node, local_cpus, iommu_group, driver)
+PREFLIGHT_JSON_DECLARE(PciFunction)
 
 /// The ACS capability of one bridge on those chains.
 struct AcsState {
@@ -41,14 +40,14 @@ struct AcsState {
   int config_bytes = 0;    // how much of the config space could be read
   std::string detail;      // why "unreadable"
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(AcsState, bus_id, state, cap, ctrl, config_bytes, detail)
+PREFLIGHT_JSON_DECLARE(AcsState)
 
 struct IommuGroup {
   int group = 0;
   std::string type;  // /sys/kernel/iommu_groups/N/type: "identity", "DMA", "DMA-FQ", "blocked", "unmanaged", "" unknown
   std::vector<std::string> devices;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IommuGroup, group, type, devices)
+PREFLIGHT_JSON_DECLARE(IommuGroup)
 
 struct IommuFacts {
   Probed<std::vector<std::string>> units;  // /sys/class/iommu/* ("dmar0", "ivhd0"); empty: no IOMMU driver
@@ -56,13 +55,13 @@ struct IommuFacts {
   std::vector<IommuGroup> groups;          // the groups of the GPUs and NICs
   std::optional<bool> hypervisor;          // a VM (cpuinfo "hypervisor" flag): ACS is expected there
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(IommuFacts, units, cmdline, groups, hypervisor)
+PREFLIGHT_JSON_DECLARE(IommuFacts)
 
 struct PcieFacts {
   Probed<std::vector<PciFunction>> functions;  // the GPUs and NICs
   std::vector<AcsState> bridges;                // every bridge on their chains, in chain order
   IommuFacts iommu;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PcieFacts, functions, bridges, iommu)
+PREFLIGHT_JSON_DECLARE(PcieFacts)
 
 }  // namespace preflight

@@ -20,7 +20,7 @@ struct MountEntry {
   bool read_only = false;
   std::optional<std::uint64_t> size_option;  // tmpfs "size=" in bytes, when given
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(MountEntry, mount_point, fstype, source, options, read_only, size_option)
+PREFLIGHT_JSON_DECLARE(MountEntry)
 
 /// statfs/statvfs/stat of the path.
 struct FsUsage {
@@ -32,7 +32,7 @@ struct FsUsage {
   std::uint64_t st_dev = 0;  // NCCL compares this between ranks of one host
   bool writable = true;      // access(W_OK)
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(FsUsage, total_bytes, free_bytes, unlimited, is_tmpfs, fs_magic, st_dev, writable)
+PREFLIGHT_JSON_DECLARE(FsUsage)
 
 /// The real allocation test: mkstemp + unlink + fallocate(requested) + close.
 struct ShmAllocTest {
@@ -42,7 +42,7 @@ struct ShmAllocTest {
   std::string step;        // "mkstemp", "fallocate"
   std::string error;       // strerror text
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ShmAllocTest, requested_bytes, ok, err, step, error)
+PREFLIGHT_JSON_DECLARE(ShmAllocTest)
 
 struct ShmFacts {
   std::string path = "/dev/shm";
@@ -50,6 +50,6 @@ struct ShmFacts {
   Probed<FsUsage> usage;
   Probed<ShmAllocTest> alloc;
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(ShmFacts, path, mount, usage, alloc)
+PREFLIGHT_JSON_DECLARE(ShmFacts)
 
 }  // namespace preflight

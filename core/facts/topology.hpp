@@ -19,14 +19,14 @@ struct NumaNode {
   std::uint64_t memory_bytes = 0;
   std::string subtype;          // "" or hwloc's subtype ("GPUMemory")
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NumaNode, os_index, cpus, memory_bytes, subtype)
+PREFLIGHT_JSON_DECLARE(NumaNode)
 
 /// One object on the way from the machine down to a PCI device.
 struct TopoHop {
   std::string kind;  // "machine", "package", "group", "die", "numa", "host_bridge", "pci_bridge"
   std::string id;    // unique within the topology: "Package:0", "HostBridge:0000:00", "0000:00:01.0"
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TopoHop, kind, id)
+PREFLIGHT_JSON_DECLARE(TopoHop)
 
 /// A GPU, NIC or NVSwitch found in the topology.
 struct PciEndpoint {
@@ -41,8 +41,7 @@ struct PciEndpoint {
   std::vector<int> local_cpus;  // that ancestor's cpuset (PU OS indexes)
   std::vector<TopoHop> path;    // from the machine down to the device's parent (the device excluded)
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(PciEndpoint, kind, bus_id, vendor_device, class_id, name, os_devices,
-                                                rdma_devices, numa_nodes, local_cpus, path)
+PREFLIGHT_JSON_DECLARE(PciEndpoint)
 
 /// One entry of hwloc's "NVLinkBandwidth" matrix (recorded in XML exports of NVIDIA machines).
 struct TopoLink {
@@ -51,7 +50,7 @@ struct TopoLink {
   std::string b_kind;  // "gpu", "nvswitch", "cpu", "other"
   std::uint64_t bandwidth = 0;  // MB/s, as hwloc records it
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TopoLink, a, b, b_kind, bandwidth)
+PREFLIGHT_JSON_DECLARE(TopoLink)
 
 struct TopologyFacts {
   std::string source;       // "this machine (hwloc 2.9.0)", "--topology-xml /path/node17.xml"
@@ -64,7 +63,6 @@ struct TopologyFacts {
   std::vector<TopoLink> nvlinks;  // from GPUs (a) to anything (b) with bandwidth > 0; empty: not recorded
   std::vector<std::string> notes;  // oddities found: GPUs outside the allowed CPU set, zeroed PCI ids
 };
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(TopologyFacts, source, this_system, packages, cpus, numa_nodes, gpus,
-                                                nics, nvlinks, notes)
+PREFLIGHT_JSON_DECLARE(TopologyFacts)
 
 }  // namespace preflight
