@@ -164,6 +164,12 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
 }
 
 Verdict run(const CheckContext& ctx) {
+  // Alone (profile node) the check runs for the expectations only: --expect-world-size 4 on one
+  // process is a world of 1, a FAIL, not "no job to check".
+  if (ctx.profile == Profile::Node && !ctx.options.expect_world_size && !ctx.options.expect_nodes) {
+    return Verdict::skip("no job to check: preflight runs alone (profile node); start it the way the job starts "
+                         "(mpirun, srun) to check the job, or give --expect-world-size / --expect-nodes");
+  }
   if (ctx.job != nullptr) return judge(*ctx.job, ctx.facts, ctx.options);
   return judge(single_rank_job(ctx.facts), ctx.facts, ctx.options);
 }
@@ -184,7 +190,8 @@ Failures
   UNKNOWN  the launcher claims more than one rank but preflight ran as a single process, or MPI
            started as a world of 1: the ranks could not be gathered (no MPI/PMI connection, e.g. srun
            without --mpi=pmix).
-  SKIP     a single process with no launcher and no expectation: nothing to compare.
+  SKIP     a single process with no launcher and no expectation: nothing to compare. Alone (profile
+           node) with --expect-world-size or --expect-nodes it is judged: a world of 1 on 1 node.
 
 Fix
   mpirun -np N --map-by ppr:R:node preflight   |   srun --mpi=pmix --nodes=M --ntasks-per-node=R preflight
@@ -195,6 +202,6 @@ Fix
 
 extern const CheckSpec kLaunchRanks = {
     "launch.ranks", Scope::Job, "the world has the expected ranks and nodes, each rank once, evenly spread", kExplain,
-    kInJob, "an image build has no job to check", &run, "gather"};
+    kInNode | kInJob, "an image build has no job to check", &run, "gather"};
 
 }  // namespace preflight

@@ -278,7 +278,17 @@ std::string printable(std::string_view raw, std::size_t max_len) {
       static constexpr std::uint32_t kMinOf[5] = {0, 0, 0x80, 0x800, 0x10000};
       valid = valid && cp >= kMinOf[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF) && cp != 0xFFFE &&
               cp != 0xFFFF;
-      if (valid) {
+      const bool c1_control = valid && cp >= 0x80 && cp <= 0x9F;
+      const bool bidi = valid && ((cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069));
+      if (c1_control) {
+        for (std::size_t k = 0; k < len; ++k) escape(static_cast<unsigned char>(raw[i + k]));
+        i += len;
+      } else if (bidi) {
+        char buf[12];
+        std::snprintf(buf, sizeof buf, "\\u{%04X}", static_cast<unsigned>(cp));
+        out += buf;
+        i += len;
+      } else if (valid) {
         out.append(raw.substr(i, len));
         i += len;
       } else {
@@ -290,5 +300,7 @@ std::string printable(std::string_view raw, std::size_t max_len) {
   }
   return out;
 }
+
+std::string terminal_safe(std::string_view raw) { return printable(raw, std::string_view::npos); }
 
 }  // namespace preflight

@@ -54,8 +54,12 @@ std::optional<std::vector<int>> parse_cpu_mask(std::string_view text);
 /// Levenshtein distance, for "did you mean".
 std::size_t edit_distance(std::string_view a, std::string_view b);
 
-/// Makes arbitrary bytes safe for a one-line message: control characters and invalid
-/// UTF-8 become \xNN escapes; the result is cut to max_len characters with "…".
+/// Makes arbitrary bytes safe for a one-line message on a terminal: control characters (C0, DEL and
+/// the C1 controls U+0080..U+009F, which some terminals take as escape sequences) and invalid UTF-8
+/// become \xNN escapes, the bidirectional overrides and isolates (U+202A..U+202E, U+2066..U+2069)
+/// \u{NNNN}; the result is cut to max_len characters with "…". Escaping twice changes nothing.
 std::string printable(std::string_view raw, std::size_t max_len = 120);
+/// printable() without a length limit: for text that is shown whole (the text report).
+std::string terminal_safe(std::string_view raw);
 
 }  // namespace preflight

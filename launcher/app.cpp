@@ -6,10 +6,13 @@
 
 #include <chrono>
 #include <optional>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "checks/check.hpp"
+#include "core/launch.hpp"
 #include "core/text.hpp"
 #include "launcher/cli.hpp"
 #include "launcher/job_run.hpp"
@@ -26,17 +29,29 @@ namespace {
 constexpr int kExitUsage = 2;
 constexpr int kExitInternal = 5;
 
+/// Text for stdout (help, list, explain): exit 5 when it cannot be written, `code` otherwise (a
+/// reader that closed the pipe early, `preflight list | head -3`, is not an error).
+int print(const std::string& text, int code = 0) {
+  const int err = write_all(STDOUT_FILENO, text);
+  if (err != 0 && err != EPIPE) {
+    std::cerr << "preflight: error: cannot write to standard output: " << std::strerror(err) << "\n";
+    return kExitInternal;
+  }
+  return code;
+}
+
 int list_checks() {
   std::size_t width = 0;
   for (const CheckSpec* spec : all_checks()) width = std::max(width, spec->id.size());
+  std::string out;
   for (const CheckSpec* spec : all_checks()) {
     std::string id(spec->id);
     id.resize(width + 2, ' ');
     std::string scope = to_string(spec->scope);
     scope.resize(6, ' ');
-    std::cout << id << scope << spec->title << "\n";
+    out += id + scope + std::string(spec->title) + "\n";
   }
-  return 0;
+  return print(out);
 }
 
 int explain_check(const std::string& id) {
@@ -47,10 +62,16 @@ int explain_check(const std::string& id) {
     std::cerr << "preflight: error: no check '" << printable(id, 60) << "' (checks: " << known << ")\n";
     return kExitUsage;
   }
-  std::cout << spec->id << " — " << spec->title << "\n"
-            << "scope: " << to_string(spec->scope) << "\n\n"
-            << spec->explain << "\n";
-  return 0;
+  return print(std::string(spec->id) + " — " + std::string(spec->title) + "\nscope: " + to_string(spec->scope) + "\n\n" +
+               std::string(spec->explain) + "\n");
+}
+
+/// Whether this process writes the report: alone, or the rank a launcher numbers 0 (the others
+/// never open the report files, so only rank 0's node needs the paths).
+bool writes_the_report(const EnvSnapshot& env) {
+  const LaunchView view = detect_launchers(env);
+  const LauncherClaim* active = view.active();
+  return active == nullptr || !active->rank || active->rank->value == 0;
 }
 
 void validate_paths(const Options& options) {
@@ -62,14 +83,13 @@ void validate_paths(const Options& options) {
   }
 }
 
-
-
 int run_command(const Options& options, std::chrono::steady_clock::time_point start) {
   validate_paths(options);
-  const std::optional<CompatMatrix> matrix = load_matrix(options);
   const EnvSnapshot env = EnvSnapshot::capture(environ);
+  if (writes_the_report(env)) check_report_files(options);  // before anything is probed
+  const std::optional<CompatMatrix> matrix = load_matrix(options);
   return run_job(options, start, env, matrix ? &*matrix : nullptr,
-                 [&](const Report& report) { emit_report(report, options, env); });
+                 [&](const Report& report, int code) { return emit_report(report, options, env, code); });
 }
 
 }  // namespace
@@ -80,11 +100,9 @@ int app_main(int argc, char** argv) {
     const Cli cli = parse_cli(std::vector<std::string>(argv, argv + argc));
     switch (cli.command) {
       case Command::Help:
-        std::cout << help_text();
-        return 0;
+        return print(help_text());
       case Command::Version:
-        std::cout << "preflight " << PREFLIGHT_VERSION << "\n";
-        return 0;
+        return print(std::string("preflight ") + PREFLIGHT_VERSION + "\n");
       case Command::List:
         return list_checks();
       case Command::Explain:

@@ -13,7 +13,9 @@
 
 #include <boost/program_options.hpp>
 
+#include "checks/check.hpp"
 #include "core/text.hpp"
+#include "launcher/run.hpp"
 
 namespace po = boost::program_options;
 
@@ -158,6 +160,80 @@ std::uint64_t size_value(const po::variables_map& vm, const char* name) {
   return *n;
 }
 
+/// "did you mean shm.capacity?" for a glob that matches no check: the closest id when one is close
+/// (a typo), else the areas the ids are in.
+std::string did_you_mean(const std::string& glob) {
+  std::string best;
+  std::size_t best_distance = std::string::npos;
+  std::vector<std::string> areas;
+  for (const CheckSpec* spec : all_checks()) {
+    const std::string id(spec->id);
+    const std::size_t d = edit_distance(to_lower(glob), id);
+    if (d < best_distance) {
+      best_distance = d;
+      best = id;
+    }
+    const std::string area = id.substr(0, id.find('.')) + ".*";
+    if (std::find(areas.begin(), areas.end(), area) == areas.end()) areas.push_back(area);
+  }
+  if (best_distance <= std::max<std::size_t>(2, glob.size() / 4)) return "did you mean " + best + "?";
+  return "check ids are AREA.NAME, areas " + join(areas, ", ") + "; see `preflight list`";
+}
+
+/// --only and --skip are checked against the registry: a glob that matches no check is a typo
+/// (a gate that runs nothing must not pass), and so is a selection that leaves no check.
+void validate_selection(const Options& o) {
+  const auto matches_some = [](const std::string& glob) {
+    for (const CheckSpec* spec : all_checks()) {
+      if (glob_match(glob, spec->id)) return true;
+    }
+    return false;
+  };
+  for (const auto& [option, globs] : {std::pair{"only", &o.only}, std::pair{"skip", &o.skip}}) {
+    for (const std::string& glob : *globs) {
+      if (!matches_some(glob)) {
+        throw UsageError(std::string("--") + option + " '" + printable(glob, 60) + "' matches no check (" +
+                         did_you_mean(glob) + ")");
+      }
+    }
+  }
+  for (const CheckSpec* spec : all_checks()) {
+    if (selected(o, spec->id)) return;
+  }
+  throw UsageError("--only '" + printable(join(o.only, ","), 60) + "' with --skip '" + printable(join(o.skip, ","), 60) +
+                   "' selects no check");
+}
+
+/// The config file as Boost reads it, after the two rules of ours: a UTF-8 byte order mark at the
+/// start is dropped, and a value written in matching double or single quotes loses them
+/// (`only = "shm.*"` is `only = shm.*`; nothing inside is unescaped).
+po::parsed_options read_config_file(const std::string& path, const po::options_description& options) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw UsageError("--config '" + printable(path, 200) + "': is a directory, not a file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("--config '" + printable(path, 200) + "': cannot read the file");
+  constexpr std::size_t kMaxConfigBytes = 1 << 20;
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) throw UsageError("--config '" + printable(path, 200) + "': cannot read the file");
+  if (text.size() > kMaxConfigBytes) throw UsageError("--config '" + printable(path, 200) + "': larger than 1 MiB");
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+  std::istringstream stream(text);
+  po::parsed_options parsed = po::parse_config_file(stream, options, /*allow_unregistered=*/false);
+  for (po::option& opt : parsed.options) {
+    for (std::string& value : opt.value) {
+      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+        value = value.substr(1, value.size() - 2);
+      }
+    }
+    opt.original_tokens = opt.value;
+  }
+  return parsed;
+}
+
 Options to_options(const po::variables_map& vm) {
   Options o;
   if (auto v = str(vm, "profile")) {
@@ -168,6 +244,14 @@ Options to_options(const po::variables_map& vm) {
   }
   o.only = comma_list(vm, "only");
   o.skip = comma_list(vm, "skip");
+  if (vm.count("only") && o.only.empty()) {
+    throw UsageError("--only '" + printable(join(vm["only"].as<std::vector<std::string>>(), ","), 60) +
+                     "' selects no check: give check ids or globs such as 'net.*' (see `preflight list`)");
+  }
+  if (vm.count("skip") && o.skip.empty()) {
+    throw UsageError("--skip '" + printable(join(vm["skip"].as<std::vector<std::string>>(), ","), 60) +
+                     "' names no check: give check ids or globs such as 'net.*' (see `preflight list`)");
+  }
   if (auto v = str(vm, "format")) {
     if (*v == "text") o.format = Format::Text;
     else if (*v == "json") o.format = Format::Json;
@@ -178,7 +262,12 @@ Options to_options(const po::variables_map& vm) {
   o.json_file = str(vm, "json").value_or("");
   o.junit_file = str(vm, "junit").value_or("");
   o.prom_file = str(vm, "prom").value_or("");
-  if (vm.count("timeout")) o.timeout_s = positive_double(vm, "timeout", "a positive number of seconds");
+  if (vm.count("timeout")) {
+    o.timeout_s = positive_double(vm, "timeout", "a positive number of seconds");
+    if (o.timeout_s > kMaxTimeoutSeconds) {
+      bad_value("timeout", *str(vm, "timeout"), "a positive number of seconds up to " + general(kMaxTimeoutSeconds) + " (24 h)");
+    }
+  }
   o.strict = vm["strict"].as<bool>();
   o.verbose = vm["verbose"].as<bool>();
   if (auto v = str(vm, "color")) {
@@ -343,6 +432,11 @@ std::string help_text() {
          "  preflight explain shm.capacity\n\n"
       << run_options() << "\n"
       << generic_options() << "\n"
+         "Config file (--config FILE): one `name = value` per line with the long option names (only = net.*),\n"
+         "`#` starts a comment, a value in matching double or single quotes loses them (nothing inside is\n"
+         "unescaped), a UTF-8 byte order mark is ignored; the command line wins over the file.\n"
+         "--only and --skip are checked against the check ids: a glob that matches no check, or a selection\n"
+         "that leaves none, is a usage error (exit 2). --timeout is at most 86400 s.\n\n"
          "Exit codes: 0 no FAIL/UNKNOWN (WARN allowed unless --strict) · 1 a FAIL · 2 usage or\n"
          "configuration error · 3 an UNKNOWN, no FAIL · 4 a deadline expired · 5 internal error\n";
   return out.str();
@@ -372,12 +466,10 @@ Cli parse_cli(const std::vector<std::string>& argv) {
     po::store(po::command_line_parser(rest).options(all).positional(positional).run(), vm);
     if (vm.count("config")) {
       const std::string path = vm["config"].as<std::string>();
-      std::ifstream in(path);
-      if (!in) throw UsageError("--config '" + printable(path, 200) + "': cannot read the file");
       // The command line wins: drop the file's value of every option the command line already set
       // (store() alone would merge list options such as --only).
       const po::options_description file_options = run_options();  // parsed_options points into it
-      po::parsed_options from_file = po::parse_config_file(in, file_options, /*allow_unregistered=*/false);
+      po::parsed_options from_file = read_config_file(path, file_options);
       std::erase_if(from_file.options, [&vm](const po::option& o) { return vm.count(o.string_key) != 0 && !vm[o.string_key].defaulted(); });
       po::store(from_file, vm);
     }
@@ -405,6 +497,7 @@ Cli parse_cli(const std::vector<std::string>& argv) {
     throw UsageError("unexpected argument '" + printable(cli.args.front(), 60) + "'");
   }
   cli.options = to_options(vm);
+  if (cli.command == Command::Run || cli.command == Command::Merge) validate_selection(cli.options);
   return cli;
 }
 

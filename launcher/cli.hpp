@@ -23,6 +23,9 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// The longest --timeout accepted (24 h): the budget's shares stay well inside what a deadline can hold.
+inline constexpr double kMaxTimeoutSeconds = 86400;
+
 Cli parse_cli(const std::vector<std::string>& argv);
 std::string help_text();
 

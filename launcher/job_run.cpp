@@ -20,6 +20,7 @@
 #include "launcher/merge.hpp"
 #include "launcher/progress.hpp"
 #include "launcher/run.hpp"
+#include "launcher/test_faults.hpp"
 #include "probes/nccl_allreduce.hpp"
 
 namespace preflight {
@@ -30,47 +31,6 @@ using std::chrono::duration_cast;
 
 Clock::duration seconds(double s) { return duration_cast<Clock::duration>(duration<double>(s)); }
 double since(TimePoint t) { return duration<double>(Clock::now() - t).count(); }
-
-/// Test faults, read from the environment of one rank: PREFLIGHT_TEST_STOP=RANK:PHASE stops that
-/// rank with SIGSTOP right after it announced PHASE (PREFLIGHT_TEST_KILL: SIGKILL); PREFLIGHT_TEST_BAD_PAYLOAD=RANK:KIND makes that
-/// rank send a broken payload (garbage, oversized, truncated, wrong-rank).
-struct Faults {
-  int stop_rank = -1;
-  Phase stop_phase = Phase::Init;
-  int kill_rank = -1;
-  Phase kill_phase = Phase::Init;
-  int bad_rank = -1;
-  std::string bad_kind;
-
-  static Faults from(const EnvSnapshot& env) {
-    Faults f;
-    const auto parse = [&env](const char* name, int& rank, std::string& what) {
-      const std::string v = env.get(name).value_or("");
-      const auto colon = v.find(':');
-      if (colon == std::string::npos) return;
-      const auto r = parse_int(std::string_view(v).substr(0, colon));
-      if (!r) return;
-      rank = static_cast<int>(*r);
-      what = v.substr(colon + 1);
-    };
-    std::string phase;
-    parse("PREFLIGHT_TEST_STOP", f.stop_rank, phase);
-    if (auto p = phase_from_string(phase)) {
-      f.stop_phase = *p;
-    } else {
-      f.stop_rank = -1;
-    }
-    parse("PREFLIGHT_TEST_BAD_PAYLOAD", f.bad_rank, f.bad_kind);
-    std::string kill_phase;
-    parse("PREFLIGHT_TEST_KILL", f.kill_rank, kill_phase);
-    if (auto p = phase_from_string(kill_phase)) {
-      f.kill_phase = *p;
-    } else {
-      f.kill_rank = -1;
-    }
-    return f;
-  }
-};
 
 /// One rank's all_reduce outcome as a fixed-size record for the gather to rank 0: the outcome's
 /// JSON, padded with spaces (long messages are cut to fit).
@@ -122,9 +82,9 @@ constexpr int kBusbwRounds = 3;  // a result below --min-busbw is measured again
 class JobRun {
  public:
   JobRun(const Options& options, TimePoint start, const EnvSnapshot& env, const CompatMatrix* matrix,
-         const std::function<void(const Report&)>& emit)
+         const EmitReport& emit)
       : m_options(options), m_start(start), m_env(env), m_matrix(matrix), m_emit(emit),
-        m_deadlines(PhaseDeadlines::from(start, options.timeout_s)), m_faults(Faults::from(env)) {}
+        m_deadlines(PhaseDeadlines::from(start, options.timeout_s)), m_faults(test_faults(env)) {}
 
   int run() {
     start_transport();
@@ -723,8 +683,7 @@ class JobRun {
     if (m_root) {
       refresh_status();
       Report r = make_report(false);
-      code = exit_code(r, m_options.strict);
-      m_emit(r);
+      code = m_emit(r, exit_code(r, m_options.strict));
     }
     const std::optional<std::string> agreed =
         m_transport->broadcast(std::to_string(code), m_deadlines.end + grace() + std::chrono::seconds(2));
@@ -768,7 +727,7 @@ class JobRun {
   /// Rank 0 at an expired deadline: the report with what is known, then the end of the job.
   [[noreturn]] void expire(const std::string& what) {
     m_incidents.push_back(what);
-    m_emit(make_report(true));
+    m_emit(make_report(true), 4);  // a report that cannot be written does not change the deadline's code
     std::fflush(nullptr);
     m_transport->abort(4);
     ::_exit(4);  // abort() does not return; the compiler cannot see that through the interface
@@ -799,9 +758,9 @@ class JobRun {
   TimePoint m_start;
   const EnvSnapshot& m_env;
   const CompatMatrix* m_matrix;
-  const std::function<void(const Report&)>& m_emit;
+  const EmitReport& m_emit;
   PhaseDeadlines m_deadlines;
-  Faults m_faults;
+  TestFaults m_faults;
 
   std::unique_ptr<Transport> m_transport;
   std::unique_ptr<ReachListener> m_listener;  // rank 0, from the reach phase to the end of the gather
@@ -838,7 +797,7 @@ PhaseDeadlines PhaseDeadlines::from(TimePoint start, double timeout_s) {
 }
 
 int run_job(const Options& options, TimePoint start, const EnvSnapshot& env, const CompatMatrix* matrix,
-            const std::function<void(const Report&)>& emit) {
+            const EmitReport& emit) {
   JobRun run(options, start, env, matrix, emit);
   return run.run();
 }

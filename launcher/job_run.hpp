@@ -25,10 +25,14 @@ struct PhaseDeadlines {
   static PhaseDeadlines from(std::chrono::steady_clock::time_point start, double timeout_s);
 };
 
-/// Runs the checks on this rank and, on rank 0, hands the finished report to `emit` (which prints
-/// and writes the files). Returns the exit code every rank ends with (SPEC §3); after an expired
-/// deadline it does not return (the job is aborted with exit code 4).
+/// What rank 0 does with the finished report and its exit code (prints it, writes the files):
+/// returns the exit code the run ends with (5 when the report could not be written).
+using EmitReport = std::function<int(const Report&, int code)>;
+
+/// Runs the checks on this rank and, on rank 0, hands the finished report to `emit`. Returns the
+/// exit code every rank ends with (SPEC §3), rank 0's after `emit`; after an expired deadline it
+/// does not return (the job is aborted with exit code 4).
 int run_job(const Options& options, std::chrono::steady_clock::time_point start, const EnvSnapshot& env,
-            const CompatMatrix* matrix, const std::function<void(const Report&)>& emit);
+            const CompatMatrix* matrix, const EmitReport& emit);
 
 }  // namespace preflight

@@ -402,6 +402,7 @@ Report merge_report(const Options& options, const std::vector<std::string>& path
 
 int merge_command(const Options& options, const std::vector<std::string>& files) {
   const auto start = std::chrono::steady_clock::now();
+  check_report_files(options);  // before any file is read
   const std::optional<CompatMatrix> matrix = load_matrix(options);
   const EnvSnapshot env = EnvSnapshot::capture(environ);
   // The count the progress line shows is of result files, a directory's counted one by one.
@@ -414,8 +415,7 @@ int merge_command(const Options& options, const std::vector<std::string>& files)
   progress.stop();
   report.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 
-  emit_report(report, options, env);
-  return exit_code(report, options.strict);
+  return emit_report(report, options, env, exit_code(report, options.strict));
 }
 
 void write_rank_json(const std::string& dir, const Report& report, const Options& options) {

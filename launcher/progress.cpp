@@ -12,17 +12,6 @@ namespace {
 constexpr auto kShowAfter = std::chrono::seconds(1);
 constexpr auto kRedraw = std::chrono::milliseconds(200);
 
-void write_all(int fd, const std::string& text) {
-  const char* p = text.data();
-  std::size_t left = text.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, p, left);
-    if (n <= 0) return;  // a terminal that went away: the line is cosmetic
-    p += n;
-    left -= static_cast<std::size_t>(n);
-  }
-}
-
 }  // namespace
 
 bool progress_wanted(const Options& options, const EnvSnapshot& env) {
@@ -66,7 +55,7 @@ void ProgressLine::stop() {
   }
   m_cv.notify_all();
   if (m_thread.joinable()) m_thread.join();
-  if (m_drawn) write_all(m_fd, "\r\033[K");
+  if (m_drawn) (void)write_all(m_fd, "\r\033[K");  // a terminal that went away: the line is cosmetic
 }
 
 void ProgressLine::loop() {
@@ -76,7 +65,7 @@ void ProgressLine::loop() {
     if (m_phase.empty() || now - m_since < kShowAfter) continue;
     const std::string line = progress_text(m_phase, m_detail, m_arrived ? m_arrived() : 0, m_world,
                                            std::chrono::duration<double>(now - m_since).count(), m_unit);
-    write_all(m_fd, "\r\033[K" + line);
+    (void)write_all(m_fd, "\r\033[K" + line);
     m_drawn = true;
   }
 }

@@ -10,6 +10,7 @@
 
 #include "checks/check.hpp"
 #include "launcher/job_report.hpp"
+#include "launcher/test_faults.hpp"
 #include "core/text.hpp"
 #include "probes/probe.hpp"
 
@@ -42,8 +43,8 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono:
       std::lock_guard lock(state->mutex);
       work = state->published;
     }
-    // Fault injection for the deadline tests: PREFLIGHT_TEST_HANG_PROBE=NAME makes that probe hang.
-    const std::string hang = env.get("PREFLIGHT_TEST_HANG_PROBE").value_or("");
+    // Fault injection for the deadline tests (the test binary only: launcher/test_faults.hpp).
+    const std::string hang = test_faults(env).hang_probe;
     for (const ProbeSpec& probe : all_probes()) {
       {
         std::lock_guard lock(state->mutex);

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Text report: a header, the results grouped by area in an aligned table, the remedy under every
-// non-PASS line, evidence with -v, and one summary line with the counts and the duration.
+// non-PASS line, evidence with -v, and one summary line with the counts and the duration. Every
+// string taken from the results (ids, summaries, remedies, evidence keys and values, host names,
+// notes: a merge file's or another rank's as much as this rank's) goes through terminal_safe():
+// nothing in a report can move the cursor, retitle the terminal or hide text.
 #include <algorithm>
 #include <cctype>
 #include <sstream>
@@ -47,8 +50,8 @@ std::string table_lines(const nlohmann::json& evidence, const std::string& inden
     if (!row.is_array()) return {};
     std::vector<std::string> cells;
     for (const nlohmann::json& cell : row) {
-      cells.push_back(cell.is_string() ? cell.get<std::string>()
-                                       : cell.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      cells.push_back(terminal_safe(cell.is_string() ? cell.get<std::string>()
+                                                     : cell.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     }
     if (widths.size() < cells.size()) widths.resize(cells.size(), 0);
     for (std::size_t i = 0; i < cells.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
@@ -64,7 +67,7 @@ std::string table_lines(const nlohmann::json& evidence, const std::string& inden
     out += line + "\n";
   }
   if (evidence.contains("table_legend") && evidence.at("table_legend").is_string()) {
-    out += indent + evidence.at("table_legend").get<std::string>() + "\n";
+    out += indent + terminal_safe(evidence.at("table_legend").get<std::string>()) + "\n";
   }
   return out;
 }
@@ -74,8 +77,9 @@ std::string evidence_line(const nlohmann::json& evidence) {
   for (const auto& [key, value] : evidence.items()) {
     if (key == "table" || key == "table_legend") continue;  // rendered as a table
     if (!out.empty()) out += ", ";
-    out += key + "=" + (value.is_string() ? value.get<std::string>()
-                                          : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    out += terminal_safe(key) + "=" +
+           terminal_safe(value.is_string() ? value.get<std::string>()
+                                           : value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   return out;
 }
@@ -91,7 +95,9 @@ std::string where(const CheckResult& r, const Report& report) {
   }
   std::string out = "on " + std::to_string(r.ranks.size()) + "/" + world + " ranks";
   if (r.ranks.size() == static_cast<std::size_t>(report.world_size) || r.ranks.empty()) return out;
-  std::vector<std::string> hosts(r.hosts.begin(), r.hosts.begin() + static_cast<std::ptrdiff_t>(std::min(r.hosts.size(), kHostsNamed)));
+  std::vector<std::string> hosts;
+  for (std::size_t i = 0; i < r.hosts.size() && i < kHostsNamed; ++i) hosts.push_back(terminal_safe(r.hosts[i]));
+  if (r.hosts.size() > kHostsNamed) hosts.push_back("and " + std::to_string(r.hosts.size() - kHostsNamed) + " more hosts");
   if (r.hosts.size() > kHostsNamed) hosts.push_back("and " + std::to_string(r.hosts.size() - kHostsNamed) + " more hosts");
   out += ": " + join(hosts, ", ") + (r.ranks.size() == 1 ? " rank " : " ranks ") + range_list(r.ranks);
   return out;
@@ -121,12 +127,12 @@ std::string fix_first(const Report& report, const Options& options, bool color) 
     const CheckResult& r = *todo[i];
     const Status s = r.verdict.status;
     const std::string number = std::to_string(i + 1) + ". ";
-    out << "  " << number << paint(to_string(s), color_of(s), color) << " " << r.id;
+    out << "  " << number << paint(to_string(s), color_of(s), color) << " " << terminal_safe(r.id);
     if (report.world_size > 1) out << " " << where(r, report);
-    out << ": " << r.verdict.summary << "\n";
+    out << ": " << terminal_safe(r.verdict.summary) << "\n";
     const std::string indent(2 + number.size(), ' ');
     out << indent << paint("fix: ", "\033[1m", color)
-        << (r.verdict.remedy.empty() ? std::string("see `preflight explain ") + r.id + "`" : r.verdict.remedy) << "\n";
+        << terminal_safe(r.verdict.remedy.empty() ? "see `preflight explain " + r.id + "`" : r.verdict.remedy) << "\n";
   }
   if (todo.size() > kFixFirstShown) {
     out << "  … and " << todo.size() - kFixFirstShown << " more, each with its fix above\n";
@@ -138,33 +144,34 @@ std::string fix_first(const Report& report, const Options& options, bool color) 
 
 std::string render_text(const Report& report, const Options& options, bool color) {
   std::ostringstream out;
-  const std::string host = report.ranks.empty() ? std::string("?") : report.ranks.front().identity.hostname;
-  out << "preflight " << report.version << " · profile " << to_string(report.profile) << " · "
+  const std::string host = report.ranks.empty() ? std::string("?") : terminal_safe(report.ranks.front().identity.hostname);
+  out << "preflight " << terminal_safe(report.version) << " · profile " << to_string(report.profile) << " · "
       << (report.world_size > 1 ? std::to_string(report.world_size) + " ranks on " + std::to_string(report.nodes) + " node(s)"
                                 : "host " + host)
-      << " · launcher " << report.launcher << (report.source == "merge" ? " · merged from result files" : "") << "\n";
+      << " · launcher " << terminal_safe(report.launcher) << (report.source == "merge" ? " · merged from result files" : "") << "\n";
 
   std::size_t id_width = 0;
-  for (const CheckResult& r : report.results) id_width = std::max(id_width, r.id.size());
+  for (const CheckResult& r : report.results) id_width = std::max(id_width, terminal_safe(r.id).size());
   id_width += 2;
 
   std::string area;
   for (const CheckResult& r : report.results) {
     if (r.area != area) {
       area = r.area;
-      std::string heading = area;
+      std::string heading = terminal_safe(area);
       std::transform(heading.begin(), heading.end(), heading.begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
       out << "\n" << paint(heading, "\033[1m", color) << "\n";
     }
     const Status s = r.verdict.status;
-    out << "  " << paint(pad(to_string(s), 9), color_of(s), color) << pad(r.id, id_width) << r.verdict.summary;
+    out << "  " << paint(pad(to_string(s), 9), color_of(s), color) << pad(terminal_safe(r.id), id_width)
+        << terminal_safe(r.verdict.summary);
     out << "\n";
     const std::string indent(11 + id_width, ' ');
     if (report.world_size > 1) {
       out << indent << paint(to_string(s), color_of(s), color) << " " << where(r, report) << "\n";
     }
     if (s != Status::Pass && !r.verdict.remedy.empty()) {
-      out << indent << paint("fix: ", "\033[1m", color) << r.verdict.remedy << "\n";
+      out << indent << paint("fix: ", "\033[1m", color) << terminal_safe(r.verdict.remedy) << "\n";
     }
     out << table_lines(r.verdict.evidence, indent);
     if (options.verbose && !r.verdict.evidence.empty()) {
@@ -172,9 +179,11 @@ std::string render_text(const Report& report, const Options& options, bool color
     }
   }
 
-  for (const std::string& note : report.notes) out << "\n" << paint("NOTE ", "\033[1m", color) << note << "\n";
+  for (const std::string& note : report.notes) {
+    out << "\n" << paint("NOTE ", "\033[1m", color) << terminal_safe(note) << "\n";
+  }
   for (const std::string& incident : report.incidents) {
-    out << "\n" << paint("DEADLINE ", color_of(Status::Fail), color) << incident << "\n";
+    out << "\n" << paint("DEADLINE ", color_of(Status::Fail), color) << terminal_safe(incident) << "\n";
   }
 
   out << fix_first(report, options, color);

@@ -64,12 +64,57 @@ expect_eq "$(json_get "sorted(c['id'] for c in d['checks'])")" "['host.limits', 
 "$PREFLIGHT" --skip 'host.*,env.*,cuda.*,gpu.*,driver.*,nccl.*,net.*,topo.*,cluster.*,comm.*,launch.gpu*,launch.ranks' --format json >"$work/out" 2>/dev/null
 expect_eq "$(json_get "sorted(c['id'] for c in d['checks'])")" "['launch.env', 'shm.capacity']" "--skip host.*,env.*,…"
 
+# A gate that checked nothing never passes: a glob matching no check, an empty selection, a
+# selection that leaves nothing, are usage errors with a suggestion.
+expect_rc 2 "--only with a typo" -- "$PREFLIGHT" --only shm.capacty
+expect_contains "$(cat "$work/err")" "did you mean shm.capacity?" "--only shm.capacty"
+[ -s "$work/out" ] && fail "--only shm.capacty printed a report"
+expect_rc 2 "--only 'foo*'" -- "$PREFLIGHT" --only 'foo*'
+expect_contains "$(cat "$work/err")" "matches no check" "--only foo*"
+expect_rc 2 "--only X --skip X" -- "$PREFLIGHT" --only shm.capacity --skip shm.capacity
+expect_contains "$(cat "$work/err")" "selects no check" "--only X --skip X"
+expect_rc 2 "--only ''" -- "$PREFLIGHT" --only ''
+expect_rc 2 "--only ','" -- "$PREFLIGHT" --only ','
+expect_rc 2 "--skip with a typo" -- "$PREFLIGHT" --skip 'nett.*'
+expect_contains "$(cat "$work/err")" "--skip 'nett.*' matches no check" "--skip nett.*"
+expect_rc 2 "merge --only with a typo" -- "$PREFLIGHT" merge --only shm.capacty "$work/none.json"
+# Config values: matching quotes are removed, a UTF-8 BOM is accepted, a directory is refused.
+printf '\xef\xbb\xbfonly = "host.limits"\nformat = \x27json\x27\n' >"$work/quoted.ini"
+expect_rc 0 "a config file with a BOM and quoted values" -- "$PREFLIGHT" --config "$work/quoted.ini"
+expect_eq "$(json_get "[c['id'] for c in d['checks']]")" "['host.limits']" "only = \"host.limits\""
+printf 'only = "shm.capacty"\n' >"$work/typo.ini"
+expect_rc 2 "a config file selecting no check" -- "$PREFLIGHT" --config "$work/typo.ini"
+expect_rc 2 "--config DIR" -- "$PREFLIGHT" --config "$work"
+expect_contains "$(cat "$work/err")" "is a directory" "--config DIR"
+# --timeout has a maximum (an overflowing one no longer turns into a negative deadline).
+expect_rc 2 "--timeout 1e12" -- "$PREFLIGHT" --timeout 1e12
+expect_contains "$(cat "$work/err")" "up to 86400" "--timeout 1e12"
+expect_rc 2 "--timeout 86401" -- "$PREFLIGHT" --timeout 86401
+expect_rc 0 "--timeout 86400" -- "$PREFLIGHT" --timeout 86400 --only host.limits
+# Expectations given to a single process are judged, not skipped.
+expect_rc 1 "--expect-world-size 4 alone" -- "$PREFLIGHT" --expect-world-size 4 --only launch.ranks --format json
+expect_eq "$(check_status launch.ranks)" FAIL "launch.ranks with --expect-world-size 4 on one process"
+expect_rc 1 "--expect-nodes 2 alone" -- "$PREFLIGHT" --expect-nodes 2 --only launch.ranks --format json
+expect_eq "$(check_status launch.ranks)" FAIL "launch.ranks with --expect-nodes 2 on one process"
+expect_rc 0 "--expect-world-size 1 alone" -- "$PREFLIGHT" --expect-world-size 1 --expect-nodes 1 --only launch.ranks --format json
+expect_eq "$(check_status launch.ranks)" PASS "launch.ranks with --expect-world-size 1 on one process"
+# The test faults are not in the binary users run: the variables change nothing there.
+if grep -a -q PREFLIGHT_TEST_ "$PREFLIGHT"; then fail "preflight holds the test faults' variable names"; else pass "no test fault in preflight"; fi
+start=$(date +%s%N)
+expect_rc 0 "PREFLIGHT_TEST_HANG_PROBE in a user's environment" -- \
+  env PREFLIGHT_TEST_HANG_PROBE=limits PREFLIGHT_TEST_STOP=0:probe "$PREFLIGHT" --timeout 2 --only host.limits --format json
+[ "$(check_status host.limits)" != UNKNOWN ] && pass "host.limits judged with a stray PREFLIGHT_TEST_HANG_PROBE" \
+  || fail "host.limits did not run with a stray PREFLIGHT_TEST_HANG_PROBE"
+[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 2000 ] || fail "a stray PREFLIGHT_TEST_HANG_PROBE made the run wait"
+
 # --json FILE writes the same document while stdout stays text.
 "$PREFLIGHT" --only host.limits --json "$work/report.json" >"$work/out" 2>/dev/null
 expect_contains "$(head -1 "$work/out")" "preflight 0." "stdout is the text report"
 "${PYTHON3:-python3}" -c "import json; d=json.load(open('$work/report.json')); assert d['schema']=='preflight/v1'" \
   && pass "--json FILE holds the JSON report" || fail "--json FILE is not the JSON report"
-expect_rc 5 "--json into a missing directory is an internal error, said once" -- "$PREFLIGHT" --only host.limits --json /nonexistent/dir/r.json
+expect_rc 2 "--json into a missing directory is refused before anything is probed" -- "$PREFLIGHT" --only host.limits --json /nonexistent/dir/r.json
+expect_contains "$(cat "$work/err")" "--json '/nonexistent/dir/r.json'" "stderr names the path"
+[ "$(wc -l <"$work/err")" -eq 1 ] || fail "--json into a missing directory: error is not one line"
 
 # Colour: never on a pipe, never with NO_COLOR, always with --color always.
 "$PREFLIGHT" --only host.limits >"$work/out" 2>/dev/null
@@ -81,7 +126,7 @@ grep -q $'\033\[' "$work/out" || fail "no colour with --color always"
 
 # A probe that hangs: the run ends at --timeout with exit 4 and names the probe.
 start=$(date +%s%N)
-expect_rc 4 "a probe that hangs past --timeout" -- env PREFLIGHT_TEST_HANG_PROBE=memory "$PREFLIGHT" --timeout 1 --format json
+expect_rc 4 "a probe that hangs past --timeout" -- env PREFLIGHT_TEST_HANG_PROBE=memory "$PREFLIGHT_FAULTS" --timeout 1 --format json
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ "$elapsed_ms" -lt 3000 ] && pass "ended after ${elapsed_ms} ms" || fail "took ${elapsed_ms} ms for --timeout 1"
 expect_contains "$(json_get "d['incidents'][0]")" "probe 'memory'" "incident"

@@ -115,7 +115,7 @@ else
   skip_row "GPU fault rows" "no fake GPU libraries (PREFLIGHT_FAKE_GPU_LIB_DIR)"
 fi
 row "a probe hangs (PREFLIGHT_TEST_HANG_PROBE=memory)" host.memory UNKNOWN 4 4 -- env PREFLIGHT_TEST_HANG_PROBE=memory \
-  "$PREFLIGHT" --timeout 2 --format json
+  "$PREFLIGHT_FAULTS" --timeout 2 --format json
 
 # --- a distributed run: a rank stopped in each phase, killed, or sending a malformed payload -----
 if [ "$have_mpi" -eq 1 ]; then
@@ -127,13 +127,13 @@ if [ "$have_mpi" -eq 1 ]; then
     allreduce:comm.allreduce:12; do
     IFS=: read -r phase check bound <<<"$spec"
     row "rank 2 of 3 stopped (SIGSTOP) in $phase" "$check" FAIL 4 "$bound" -- "${mpi[@]}" -np 3 \
-      -x PREFLIGHT_TEST_STOP="2:$phase" "$PREFLIGHT" --format json --only "$mpi_checks" --timeout 10 "${quiet[@]}"
+      -x PREFLIGHT_TEST_STOP="2:$phase" "$PREFLIGHT_FAULTS" --format json --only "$mpi_checks" --timeout 10 "${quiet[@]}"
   done
   row "rank 2 of 3 killed (SIGKILL) in barrier" - - '!0' 12 -- "${mpi[@]}" -np 3 -x PREFLIGHT_TEST_KILL=2:barrier \
-    "$PREFLIGHT" --format json --only "$mpi_checks" --timeout 10 "${quiet[@]}"
+    "$PREFLIGHT_FAULTS" --format json --only "$mpi_checks" --timeout 10 "${quiet[@]}"
   for kind in garbage truncated wrong-rank oversized; do
     row "rank 1 of 3 sends a $kind payload" launch.ranks FAIL 1 12 -- "${mpi[@]}" -np 3 \
-      -x PREFLIGHT_TEST_BAD_PAYLOAD="1:$kind" "$PREFLIGHT" --format json --only launch.ranks --timeout 10 "${quiet[@]}"
+      -x PREFLIGHT_TEST_BAD_PAYLOAD="1:$kind" "$PREFLIGHT_FAULTS" --format json --only launch.ranks --timeout 10 "${quiet[@]}"
   done
 else
   skip_row "MPI rows" "mpiexec (openmpi-bin) is not installed"

@@ -1,7 +1,9 @@
 # Shared helpers for the integration tests (sourced). CTest provides PREFLIGHT (the binary),
+# PREFLIGHT_FAULTS (the same with the PREFLIGHT_TEST_* faults read: tests/faults/main.cpp),
 # PREFLIGHT_SOURCE_DIR, PREFLIGHT_FIXTURES_DIR and PYTHON3 (Debian's, with python3-jsonschema).
 set -uo pipefail
 : "${PREFLIGHT:?PREFLIGHT must point at the preflight binary}"
+PREFLIGHT_FAULTS=${PREFLIGHT_FAULTS:-$(dirname "$PREFLIGHT")/preflight-faults}
 failures=0
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -48,7 +48,7 @@ stop_case() {
   local phase=$1 deadline=$2 shown=$3 check=$4
   local t0 t1 elapsed
   t0=$(date +%s.%N)
-  expect_rc 4 "rank 2 stopped in $phase" -- timeout 60 "${mpi[@]}" -np 4 -x PREFLIGHT_TEST_STOP="2:$phase" "$PREFLIGHT" \
+  expect_rc 4 "rank 2 stopped in $phase" -- timeout 60 "${mpi[@]}" -np 4 -x PREFLIGHT_TEST_STOP="2:$phase" "$PREFLIGHT_FAULTS" \
     --format json --only 'launch.ranks,comm.*' --timeout 10 "${quiet[@]}"
   t1=$(date +%s.%N)
   elapsed=$("$py" -c "print(round($t1 - $t0, 2))")
@@ -71,7 +71,7 @@ stop_case allreduce 9.0 allreduce comm.allreduce
 # --- a rank killed with SIGKILL: Open MPI ends the job (SIGCONT, SIGTERM, SIGKILL); rank 0 reports
 # what it knows before that, and mpiexec names the killed rank itself ---------------------------
 rc=0
-timeout 60 "${mpi[@]}" -np 4 -x PREFLIGHT_TEST_KILL=2:barrier "$PREFLIGHT" --only 'launch.ranks,comm.*' --timeout 10 \
+timeout 60 "${mpi[@]}" -np 4 -x PREFLIGHT_TEST_KILL=2:barrier "$PREFLIGHT_FAULTS" --only 'launch.ranks,comm.*' --timeout 10 \
   "${quiet[@]}" >"$work/out" 2>"$work/err" || rc=$?
 if [ "$rc" -ne 0 ]; then pass "rank 2 killed: mpiexec exit $rc"; else fail "rank 2 killed: mpiexec exit 0"; fi
 expect_contains "$(cat "$work/out")" "DEADLINE" "rank 0's report after a rank was killed"
@@ -178,7 +178,7 @@ fi
 
 # --- a rank sends a malformed payload: named, no crash ------------------------------------------
 for kind in garbage truncated wrong-rank oversized; do
-  expect_rc 1 "rank 1 sends a $kind payload" -- timeout 60 "${mpi[@]}" -np 3 -x PREFLIGHT_TEST_BAD_PAYLOAD="1:$kind" "$PREFLIGHT" \
+  expect_rc 1 "rank 1 sends a $kind payload" -- timeout 60 "${mpi[@]}" -np 3 -x PREFLIGHT_TEST_BAD_PAYLOAD="1:$kind" "$PREFLIGHT_FAULTS" \
     --format json --only 'launch.ranks' --timeout 20 "${quiet[@]}"
   expect_eq "$(check_status launch.ranks)" "FAIL" "launch.ranks with a $kind payload"
   expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.ranks'][0]")" "rank 1" "launch.ranks ($kind)"

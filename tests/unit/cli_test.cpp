@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 
 #include "core/text.hpp"
@@ -73,6 +74,56 @@ std::string usage_error(std::vector<std::string> args) {
     return e.what();
   }
   return "no error";
+}
+
+TEST(Cli, ASelectionThatMatchesNoCheckIsAUsageError) {
+  EXPECT_EQ(usage_error({"--only", "shm.capacty"}), "--only 'shm.capacty' matches no check (did you mean shm.capacity?)");
+  EXPECT_NE(usage_error({"--only", "foo*"}).find("matches no check (check ids are AREA.NAME, areas "), std::string::npos);
+  EXPECT_NE(usage_error({"--only", ""}).find("selects no check"), std::string::npos);
+  EXPECT_NE(usage_error({"--only", " , "}).find("selects no check"), std::string::npos);
+  EXPECT_NE(usage_error({"--skip", ""}).find("names no check"), std::string::npos);
+  EXPECT_EQ(usage_error({"--skip", "nett.*"}).find("--skip 'nett.*' matches no check"), 0u);
+  EXPECT_EQ(usage_error({"--only", "shm.capacity", "--skip", "shm.*"}),
+            "--only 'shm.capacity' with --skip 'shm.*' selects no check");
+  EXPECT_EQ(usage_error({"merge", "--only", "shm.capacty", "f.json"}).find("--only 'shm.capacty' matches no check"), 0u);
+  // Globs that match something, and --skip of part of --only, are fine.
+  EXPECT_EQ(usage_error({"--only", "net.*,shm.capacity", "--skip", "net.ib"}), "no error");
+  EXPECT_EQ(usage_error({"--only", "*"}), "no error");
+  // list and explain take no selection to check.
+  EXPECT_EQ(parse({"list", "--only", "nothing.here"}).command, Command::List);
+}
+
+TEST(Cli, TimeoutHasAMaximum) {
+  EXPECT_DOUBLE_EQ(parse({"--timeout", "86400"}).options.timeout_s, kMaxTimeoutSeconds);
+  EXPECT_NE(usage_error({"--timeout", "1e12"}).find("up to 86400 (24 h)"), std::string::npos);
+  EXPECT_NE(usage_error({"--timeout", "86400.5"}).find("up to 86400"), std::string::npos);
+  EXPECT_NE(usage_error({"--timeout", "1e999"}).find("--timeout '1e999'"), std::string::npos);
+}
+
+std::string write_config(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + "preflight-cli-" + std::to_string(::getpid()) + "-" + name;
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST(Cli, ConfigValuesLoseMatchingQuotesAndABom) {
+  const std::string path = write_config("quoted.ini",
+                                        "\xEF\xBB\xBF# site\nonly = \"shm.capacity\"\nformat = 'json'\n"
+                                        "json = \"/tmp/a b.json\"\nsysroot = \"/x'\n");
+  const Cli c = parse({"--config", path});
+  EXPECT_EQ(c.options.only, std::vector<std::string>{"shm.capacity"});
+  EXPECT_EQ(c.options.format, Format::Json);
+  EXPECT_EQ(c.options.json_file, "/tmp/a b.json");
+  EXPECT_EQ(c.options.sysroot, "\"/x'");  // quotes that do not match stay
+  std::remove(path.c_str());
+  const std::string typo = write_config("typo.ini", "only = \"shm.capacty\"\n");
+  EXPECT_NE(usage_error({"--config", typo}).find("did you mean shm.capacity?"), std::string::npos);
+  std::remove(typo.c_str());
+}
+
+TEST(Cli, ConfigThatIsADirectoryIsAUsageError) {
+  EXPECT_NE(usage_error({"--config", ::testing::TempDir()}).find("is a directory, not a file"), std::string::npos);
+  EXPECT_NE(usage_error({"--config", "/nonexistent/preflight.ini"}).find("cannot read the file"), std::string::npos);
 }
 
 TEST(Cli, TargetGpuAcceptsTheSpellingsUsersType) {

@@ -153,6 +153,22 @@ TEST(LaunchRanks, AloneAgainstExpectations) {
   EXPECT_TRUE(has(v.summary, "world size 1 (a single process), --expect-world-size 8")) << v.summary;
 }
 
+TEST(LaunchRanks, AloneInTheNodeProfileJudgesTheExpectations) {
+  // `preflight --expect-world-size 4` on one process (profile node): a world of 1 is a FAIL.
+  RankFacts f = gpu_fixture::healthy();
+  Options o;
+  o.expect_world_size = 4;
+  const Verdict v = run_check(spec(), CheckContext{f, o, Profile::Node});
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "--expect-world-size 4")) << v.summary;
+  o.expect_world_size.reset();
+  o.expect_nodes = 2;
+  EXPECT_EQ(run_check(spec(), CheckContext{f, o, Profile::Node}).status, Status::Fail);
+  o.expect_nodes = 1;
+  o.expect_world_size = 1;
+  EXPECT_EQ(run_check(spec(), CheckContext{f, o, Profile::Node}).status, Status::Pass);
+}
+
 TEST(LaunchRanks, SkippedInImageProfileAndExplained) {
   const Verdict v = judge_job(spec(), job_fixture::job(1, 2), {}, Profile::Image);
   EXPECT_EQ(v.status, Status::Skip);

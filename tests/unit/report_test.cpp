@@ -93,6 +93,39 @@ TEST(Render, TextHasAlignedRowsRemediesAndASummaryLine) {
   EXPECT_NE(render_text(r, o, true).find("\033["), std::string::npos);
 }
 
+TEST(Render, TextEscapesControlBytesFromEveryString) {
+  // A merge file or another rank can carry any bytes: none of them may reach the terminal raw.
+  Report r = report_with({Status::Warn});
+  CheckResult& c = r.results.front();
+  c.id = "env.nccl\x1b[2J";
+  c.verdict.summary = "NCCL_\x1b]0;owned\x07X is set";
+  c.verdict.remedy = "unset \xc2\x9b" "31m NCCL_X \xe2\x80\xae";
+  c.verdict.evidence = {{"NAME\x1b[1m", "value\r"}, {"table", {{"a\x1b", "b"}}}};
+  c.hosts = {"gpu\x1b[0m-a"};
+  c.ranks = {1};
+  r.world_size = 2;
+  r.notes = {"note \x1b[31m"};
+  r.incidents = {"rank 1 \x08\x08"};
+  r.ranks.front().identity.hostname = "host\x1b]2;x\x07";
+  Options o;
+  o.verbose = true;
+  const std::string text = render_text(r, o, false);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x08'), std::string::npos) << text;
+  EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos) << text;    // C1 CSI
+  EXPECT_EQ(text.find("\xe2\x80\xae"), std::string::npos) << text;  // right-to-left override
+  EXPECT_NE(text.find("env.nccl\\x1B[2J"), std::string::npos) << text;
+  EXPECT_NE(text.find("NAME\\x1B[1m=value\\x0D"), std::string::npos) << text;
+  EXPECT_NE(text.find("\\u{202E}"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpu\\x1B[0m-a rank 1"), std::string::npos) << text;
+  // Colour is the renderer's own: still there with --color always, around escaped text.
+  const std::string colored = render_text(r, o, true);
+  EXPECT_NE(colored.find("\033[33m"), std::string::npos);
+  EXPECT_EQ(colored.find("\x1b[2J"), std::string::npos);
+}
+
 TEST(Render, JsonCarriesTheContractFields) {
   Report r = report_with({Status::Fail, Status::Pass});
   r.ranks.front().env.set("WEIRD", std::string("\xff\xfe bytes", 8));  // invalid UTF-8 must not throw
