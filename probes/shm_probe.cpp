@@ -88,6 +88,28 @@ ShmAllocTest allocation_test(const std::string& dir, std::uint64_t bytes) {
   return t;
 }
 
+/// The last /proc/mounts line for `path` (fstab format): what hwloc-gather-topology saves instead of
+/// /proc/self/mountinfo.
+Probed<MountEntry> proc_mounts_entry(const FileSystem& fs, const std::string& path) {
+  const std::string source = "/proc/mounts";
+  const Probed<std::string> text = fs.read(source);
+  if (!text.ok()) return Probed<MountEntry>::error(*text.error(), source);
+  std::optional<MountEntry> found;
+  for (std::string_view line : split(*text.value(), '\n')) {
+    const std::vector<std::string_view> f = split_ws(line);
+    if (f.size() < 4 || unescape_mount_path(f[1]) != path) continue;
+    MountInfoLine m;
+    m.source = unescape_mount_path(f[0]);
+    m.mount_point = unescape_mount_path(f[1]);
+    m.fstype = std::string(f[2]);
+    m.super_options = std::string(f[3]);  // one list: mount and super options together
+    found = to_mount_entry(m);
+    found->options = m.super_options;
+  }
+  if (!found) return Probed<MountEntry>::error(ProbeErrc::NotFound, "no mount at " + path, source);
+  return Probed<MountEntry>::ok(*found, source);
+}
+
 /// /dev/shm of a --sysroot tree: never statfs() of the tree's directory (that is this machine's
 /// disk). The capture's recorded statfs; else the captured mount's size= (mountinfo): a size below
 /// the need is a certain shortfall (the free space is at most the size); otherwise the free space
@@ -123,7 +145,7 @@ Probed<FsUsage> sysroot_usage(const ProbeContext& ctx, const Probed<MountEntry>&
   u.is_tmpfs = true;
   u.fs_magic = TMPFS_MAGIC;
   u.writable = !m->read_only;
-  return Probed<FsUsage>::ok(u, "/proc/self/mountinfo: " + path + " tmpfs size=" + format_bytes(*m->size_option) +
+  return Probed<FsUsage>::ok(u, mount.source() + ": " + path + " tmpfs size=" + format_bytes(*m->size_option) +
                                     " (no statfs in the tree: the free space is at most the size)");
 }
 
@@ -132,6 +154,10 @@ Probed<FsUsage> sysroot_usage(const ProbeContext& ctx, const Probed<MountEntry>&
 void probe_shm(const ProbeContext& ctx, RankFacts& facts) {
   ShmFacts& shm = facts.shm;
   shm.mount = probe_mount(ctx.mountinfo(), shm.path);
+  if (!ctx.fs.is_live() && !shm.mount.ok()) {
+    // A tree without /proc/self/mountinfo (hwloc-gather-topology saves /proc/mounts).
+    if (Probed<MountEntry> m = proc_mounts_entry(ctx.fs, shm.path); m.ok()) shm.mount = std::move(m);
+  }
   const ShmNeed need = shm_need(facts.placement, ctx.options, facts.env);
   shm.usage = ctx.fs.is_live() ? probe_usage(ctx.fs, shm.path) : sysroot_usage(ctx, shm.mount, shm.path, need.node_total);
 

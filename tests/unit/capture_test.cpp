@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "checks/check.hpp"
 #include "core/capture.hpp"
 #include "launcher/capture.hpp"
 #include "probes/probe.hpp"
@@ -273,6 +274,28 @@ TEST(CaptureShm, TheCapturedMountsSizeBelowTheNeedIsACertainShortfall) {
   ASSERT_FALSE(big.shm.usage.ok());
   EXPECT_EQ(big.shm.usage.error()->code, ProbeErrc::Unsupported);
   EXPECT_NE(big.shm.usage.why().find("free space is not known"), std::string::npos) << big.shm.usage.why();
+}
+
+TEST(CaptureShm, AnHwlocGatherTreeHasProcMountsOnly) {
+  Scratch s("mounts");
+  // hwloc-gather-topology saves /proc/mounts, not /proc/self/mountinfo.
+  s.write(s.cap() + "/proc/mounts",
+          "/dev/sda1 / ext4 rw,relatime 0 0\n"
+          "tmpfs /dev/shm tmpfs rw,nosuid,nodev,size=1048576k 0 0\n"
+          "shm /dev/shm tmpfs rw,nosuid,nodev,noexec,relatime,size=65536k 0 0\n");
+  const FileSystem tree(s.cap());
+  const EnvSnapshot env;
+  const Options options;
+  RankFacts facts;
+  probe_shm(ProbeContext(tree, env, options), facts);
+  ASSERT_TRUE(facts.shm.mount.ok()) << facts.shm.mount.why();
+  EXPECT_EQ(facts.shm.mount.value()->source, "shm");  // the last mount stacked there is in effect
+  ASSERT_TRUE(facts.shm.usage.ok()) << facts.shm.usage.why();
+  EXPECT_EQ(facts.shm.usage.value()->total_bytes, 64u << 20);
+  EXPECT_EQ(facts.shm.usage.source().rfind("/proc/mounts", 0), 0u) << facts.shm.usage.source();
+  const Verdict v = run_check(*find_check("shm.capacity"), CheckContext{facts, options, Profile::Node});
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_NE(v.summary.find("64 MiB"), std::string::npos) << v.summary;
 }
 
 TEST(CaptureTar, ATreeBecomesAnArchiveTarReads) {
