@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "core/text.hpp"
 
 namespace preflight {
@@ -220,6 +222,23 @@ void FsRecorder::directory(std::string_view path, const std::vector<std::string>
   m_recorded.insert(std::string(path));
 }
 
+void FsRecorder::failed(std::string_view path, const ProbeError& error) {
+  std::lock_guard lock(m_mutex);
+  if (m_paused || m_failed.size() >= 100000) return;
+  m_failed[std::string(path)] = error;
+  // An empty stand-in left by a listing would read as "": the recorded error stands instead.
+  const std::string live = materialize(path, false);
+  struct stat st {};
+  if (!live.empty() && m_written.count(live) == 0 && ::lstat(dest(live).c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    ::unlink(dest(live).c_str());
+  }
+}
+
+std::map<std::string, ProbeError> FsRecorder::failures() const {
+  std::lock_guard lock(m_mutex);
+  return m_failed;
+}
+
 void FsRecorder::path(std::string_view path) {
   std::lock_guard lock(m_mutex);
   if (m_paused) return;
@@ -229,6 +248,31 @@ void FsRecorder::path(std::string_view path) {
 FileSystem::FileSystem(std::string root, std::shared_ptr<FsRecorder> recorder)
     : m_root(std::move(root)), m_recorder(std::move(recorder)) {
   while (!m_root.empty() && m_root.back() == '/') m_root.pop_back();
+  if (m_root.empty()) return;
+  // A capture's manifest names the files that could not be read on the node, and why.
+  std::string text;
+  if (const int fd = ::open((m_root + "/preflight-capture.json").c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); fd >= 0) {
+    char buf[65536];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (64u << 20);) text.append(buf, static_cast<std::size_t>(n));
+    ::close(fd);
+  }
+  if (text.empty()) return;
+  const nlohmann::json doc = nlohmann::json::parse(text, nullptr, false);
+  if (!doc.is_object() || !doc.contains("unreadable") || !doc.at("unreadable").is_object()) return;
+  auto failures = std::make_shared<std::map<std::string, ProbeError>>();
+  for (const auto& [path, e] : doc.at("unreadable").items()) {
+    if (!e.is_object()) continue;
+    const ProbeErrc code = probe_errc_from_string(e.value("error", std::string("unreadable")));
+    failures->emplace(path, ProbeError{code == ProbeErrc::NotFound ? ProbeErrc::Unreadable : code,
+                                       e.value("detail", std::string("unreadable")) + " (on the captured node)"});
+  }
+  m_failures = std::move(failures);
+}
+
+const ProbeError* FileSystem::recorded_failure(std::string_view path) const {
+  if (m_failures == nullptr) return nullptr;
+  const auto it = m_failures->find(std::string(path));
+  return it == m_failures->end() ? nullptr : &it->second;
 }
 
 FsRecorder* FileSystem::active_recorder() const {
@@ -258,7 +302,15 @@ Probed<std::string> FileSystem::read(std::string_view path, std::size_t max_byte
   const std::string real = rooted(m_root, path);
   const std::string source(path);
   const int fd = ::open(real.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return Probed<std::string>::error(probe_error_from_errno(errno), source);
+  if (fd < 0) {
+    const ProbeError e = probe_error_from_errno(errno);
+    if (e.code == ProbeErrc::NotFound) {
+      if (const ProbeError* f = recorded_failure(path)) return Probed<std::string>::error(*f, source);
+    } else if (FsRecorder* r = active_recorder()) {
+      r->failed(path, e);
+    }
+    return Probed<std::string>::error(e, source);
+  }
   std::string data;
   char buf[8192];
   for (;;) {
@@ -267,6 +319,7 @@ Probed<std::string> FileSystem::read(std::string_view path, std::size_t max_byte
       if (errno == EINTR) continue;
       const int err = errno;
       ::close(fd);
+      if (FsRecorder* r = active_recorder()) r->failed(path, probe_error_from_errno(err));
       return Probed<std::string>::error(probe_error_from_errno(err), source);
     }
     if (n == 0) break;
@@ -313,7 +366,15 @@ Probed<std::vector<std::string>> FileSystem::list(std::string_view path) const {
   using Result = Probed<std::vector<std::string>>;
   const std::string real = rooted(m_root, path);
   DIR* dir = ::opendir(real.c_str());
-  if (dir == nullptr) return Result::error(probe_error_from_errno(errno), std::string(path));
+  if (dir == nullptr) {
+    const ProbeError e = probe_error_from_errno(errno);
+    if (e.code == ProbeErrc::NotFound) {
+      if (const ProbeError* f = recorded_failure(path)) return Result::error(*f, std::string(path));
+    } else if (FsRecorder* r = active_recorder()) {
+      r->failed(path, e);
+    }
+    return Result::error(e, std::string(path));
+  }
   std::vector<std::string> names;
   while (const dirent* entry = ::readdir(dir)) {
     const std::string_view name = entry->d_name;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -34,6 +35,10 @@ class FsRecorder {
   void file(std::string_view path, const std::string& data);
   void directory(std::string_view path, const std::vector<std::string>& names);
   void path(std::string_view path);
+  /// A read or listing that failed live for another reason than "does not exist" (EACCES, EIO,
+  /// EINVAL): a tree reading the capture gets the same error back, not "does not exist".
+  void failed(std::string_view path, const ProbeError& error);
+  std::map<std::string, ProbeError> failures() const;
 
   /// The live paths recorded (files, directories, links), sorted.
   std::vector<std::string> recorded() const;
@@ -52,6 +57,7 @@ class FsRecorder {
   bool m_paused = false;
   std::set<std::string> m_recorded;
   std::set<std::string> m_written;  // regular files holding real contents
+  std::map<std::string, ProbeError> m_failed;
   std::vector<std::string> m_problems;
 };
 
@@ -85,9 +91,12 @@ class FileSystem {
 
  private:
   FsRecorder* active_recorder() const;
+  /// Under a root that is a capture: the error it recorded for `path`, if any.
+  const ProbeError* recorded_failure(std::string_view path) const;
 
   std::string m_root;
   std::shared_ptr<FsRecorder> m_recorder;
+  std::shared_ptr<const std::map<std::string, ProbeError>> m_failures;  // a capture's "unreadable"
 };
 
 /// Maps an errno from open/read to a ProbeError with a readable detail.

@@ -352,6 +352,9 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
     problems.push_back("topology.xml: " + error);
   }
 
+  // What could not be read on this node, and why: the judge gets the same error, not "missing".
+  nlohmann::json unreadable = nlohmann::json::object();
+  for (const auto& [path, e] : recorder->failures()) unreadable[path] = {{"error", to_string(e.code)}, {"detail", e.detail}};
   nlohmann::json manifest = {
       {"format", std::string(kCaptureFormat)},
       {"version", kCaptureFormatVersion},
@@ -362,6 +365,7 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
       {"facts", held},
       {"files", recorder->recorded()},
       {"dropped_env_values", env_doc.at("dropped_values")},
+      {"unreadable", unreadable},
       {"problems", problems},
   };
   if (probes.expired) manifest["incident"] = probes.incident;

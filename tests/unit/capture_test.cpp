@@ -163,6 +163,36 @@ TEST(FsRecorder, NothingIsRecordedWhenPausedFromATreeOrForPartialReads) {
   EXPECT_TRUE(fs::is_empty(s.cap()));
 }
 
+TEST(FsRecorder, AReadThatFailedOnTheNodeFailsTheSameWayFromTheCapture) {
+  Scratch s("failed");
+  // A directory where a file is expected: read() fails with EISDIR, for root too.
+  fs::create_directories(s.live() + "/sys/class/net/eth0/speed");
+  s.write(s.live() + "/sys/class/net/eth0/mtu", "1500\n");
+  auto rec = std::make_shared<FsRecorder>(s.cap());
+  const FileSystem live("", rec);
+  ASSERT_TRUE(live.list(s.live() + "/sys/class/net/eth0").ok());
+  const Probed<std::string> failed = live.read(s.live() + "/sys/class/net/eth0/speed");
+  ASSERT_FALSE(failed.ok());
+  ASSERT_EQ(rec->failures().count(s.live() + "/sys/class/net/eth0/speed"), 1u);
+  EXPECT_EQ(rec->failures().at(s.live() + "/sys/class/net/eth0/speed").code, failed.error()->code);
+}
+
+TEST(FsRecorder, ACapturesRecordedFailureIsReturnedNotNotFound) {
+  Scratch s("recorded");
+  s.write(s.cap() + "/preflight-capture.json",
+          nlohmann::json{{"format", "preflight-capture"},
+                         {"version", 1},
+                         {"unreadable", {{"/sys/bus/pci/devices/0000:00:01.0/config",
+                                          {{"error", "permission_denied"}, {"detail", "permission denied"}}}}}}
+              .dump());
+  const FileSystem tree(s.cap());
+  const Probed<std::string> r = tree.read("/sys/bus/pci/devices/0000:00:01.0/config");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error()->code, ProbeErrc::PermissionDenied);
+  EXPECT_NE(r.why().find("on the captured node"), std::string::npos) << r.why();
+  EXPECT_EQ(tree.read("/sys/bus/pci/devices/0000:00:02.0/config").error()->code, ProbeErrc::NotFound);
+}
+
 TEST(CaptureSecrets, NamesMatchingTokenSecretPasswordKeyAreSecretInAnyCase) {
   for (const char* name : {"HF_TOKEN", "wandb_api_key", "AWS_SECRET_ACCESS_KEY", "DB_Password", "MyKeyFile", "GITHUB_TOKEN"}) {
     EXPECT_TRUE(is_secret_name(name)) << name;
