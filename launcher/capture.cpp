@@ -393,7 +393,7 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
   if (!tar_file.empty()) where += (where.empty() ? "" : " and ") + std::string("'") + printable(tar_file, 200) + "'";
   std::vector<std::string> names;
   for (const auto& [name, _] : held.items()) names.push_back(name);
-  std::cout << "preflight: captured " << recorder->recorded().size() << " files and the facts " << join(names, ", ")
+  std::cout << "preflight: captured " << recorder->recorded().size() << " paths and the facts " << join(names, ", ")
             << " into " << where << "; judge it with `preflight --sysroot DIR`"
             << (tar_file.empty() ? "" : " (after `tar -xf FILE -C DIR`)") << "\n";
   if (!problems.empty()) std::cerr << "preflight: " << problems.size() << " problem(s) while capturing: see preflight-capture.json\n";

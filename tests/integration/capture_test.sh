@@ -89,6 +89,20 @@ else
   echo "SKIP: the 64 MiB /dev/shm capture needs root and unshare"
 fi
 
+# --- a capture cut short by its deadline: what was read is kept and the manifest says so ---------
+rc=0
+start=$(date +%s%N)
+PREFLIGHT_TEST_HANG_PROBE=limits "$PREFLIGHT" capture "$work/cut" --timeout 2 >"$work/out" 2>"$work/err" || rc=$?
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+expect_eq "$rc" 4 "a capture whose probe hangs: exit"
+[ "$elapsed_ms" -lt 6000 ] && pass "it ended after ${elapsed_ms} ms" || fail "it took ${elapsed_ms} ms"
+expect_contains "$(cat "$work/err")" "incomplete" "stderr"
+expect_eq "$("$py" -c "import json; print(json.load(open('$work/cut/preflight-capture.json'))['complete'])")" False "manifest complete"
+rc=0
+"$PREFLIGHT" --sysroot "$work/cut" --only host.limits --format json >"$work/out" 2>"$work/err" || rc=$?
+expect_eq "$rc" 3 "the cut capture judged: exit"
+expect_eq "$(check_status host.limits)" UNKNOWN "host.limits (its probe never ran on the node)"
+
 # --- this healthy machine, captured and judged here: the live run's verdicts ----------------------
 rc=0
 "${base_env[@]}" "$PREFLIGHT" capture "$work/here" >"$work/out" 2>"$work/err" || rc=$?
