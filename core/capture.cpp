@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/json_util.hpp"
 #include "core/text.hpp"
 
 namespace preflight {
@@ -119,6 +120,11 @@ CapturedFacts load_capture(const FileSystem& fs) {
     nlohmann::json fact = nlohmann::json::parse(*text.value(), nullptr, false);
     if (fact.is_discarded()) {
       out.problems[std::string(f.name)] = std::string(f.path.substr(1)) + " is not JSON";
+      continue;
+    }
+    // Outside input, as merge's files are: a number no fact field can hold safely is refused.
+    if (const std::optional<std::string> bad = float_out_of_range(fact)) {
+      out.problems[std::string(f.name)] = std::string(f.path.substr(1)) + " holds a number out of range at " + *bad;
       continue;
     }
     out.facts.emplace(std::string(f.name), std::move(fact));

@@ -259,6 +259,15 @@ TEST_F(CaptureTree, AMalformedFactIsAParseError) {
   EXPECT_EQ(shm.error()->code, ProbeErrc::ParseError);
 }
 
+TEST_F(CaptureTree, ANumberNoFieldCanHoldIsRefused) {
+  manifest({{"format", "preflight-capture"}, {"version", 1}, {"facts", {{"gpu", {{"file", "facts/gpu.json"}}}}}});
+  s.write(s.cap() + "/facts/gpu.json", R"({"nvml_gpus": {"value": [{"cc_major": 1e300}]}})");
+  const CapturedFacts c = load_capture(FileSystem(s.cap()));
+  EXPECT_EQ(c.get("gpu"), nullptr);
+  EXPECT_NE(c.missing("gpu", "GPU helper report").find("out of range"), std::string::npos)
+      << c.missing("gpu", "GPU helper report");
+}
+
 TEST_F(CaptureTree, AManifestOfAnotherFormatOrANewerVersionHoldsNothing) {
   for (const nlohmann::json& doc : {nlohmann::json{{"format", "other"}, {"version", 1}},
                                      nlohmann::json{{"format", "preflight-capture"}, {"version", kCaptureFormatVersion + 1}},
