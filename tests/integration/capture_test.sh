@@ -122,6 +122,36 @@ n=$("$py" -c "import json; print(len(json.load(open('$work/live.json'))['checks'
 expect_rc 0 "the capture judged as JSON names its topology" -- "$PREFLIGHT" --sysroot "$work/here" --only net.gpu_nic_affinity --format json
 expect_contains "$(json_get "d['ranks'][0]['facts']['topology'].get('source', '')")" "$work/here/topology.xml" "topology source"
 
+# --- the fake 8-GPU node, captured with its libraries and judged without them ---------------------
+# The judge has no driver and no NCCL: every GPU verdict must come from the capture (no helper
+# runs under --sysroot), and match the live run on the fake node; the all_reduce, which needs the
+# node's own GPUs, is not run from a capture.
+if [ -n "${PREFLIGHT_FAKE_GPU_LIB_DIR:-}" ] && [ -f "$PREFLIGHT_FAKE_GPU_LIB_DIR/libnccl.so.2" ]; then
+  fake=(env LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" PREFLIGHT_FAKE_GPU="$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR/h100x8-healthy.json")
+  rc=0
+  "${base_env[@]}" "${fake[@]}" "$PREFLIGHT" capture "$work/gpunode" >"$work/out" 2>"$work/err" || rc=$?
+  expect_eq "$rc" 0 "capture of the fake GPU node: exit"
+  "${base_env[@]}" "${fake[@]}" "$PREFLIGHT" --format json >"$work/gpulive.json" 2>/dev/null
+  "${base_env[@]}" "$PREFLIGHT" --sysroot "$work/gpunode" --format json >"$work/gpujudged.json" 2>/dev/null
+  diff=$("$py" - "$work/gpulive.json" "$work/gpujudged.json" <<'PY'
+import json, sys
+live = {c['id']: c['status'] for c in json.load(open(sys.argv[1]))['checks']}
+judged = {c['id']: c['status'] for c in json.load(open(sys.argv[2]))['checks']}
+print('; '.join(f"{k}: live {v}, judged {judged.get(k)}" for k, v in sorted(live.items())
+                if k != 'comm.allreduce' and judged.get(k) != v))
+PY
+)
+  expect_eq "$diff" "" "fake GPU node: checks whose verdict differs between the live run and its capture"
+  cp "$work/gpujudged.json" "$work/out"
+  expect_eq "$(check_status gpu.count)" "$(cd "$work" && cp gpulive.json out && check_status gpu.count)" "gpu.count"
+  cp "$work/gpujudged.json" "$work/out"
+  expect_eq "$(check_status comm.allreduce)" SKIP "comm.allreduce from a capture"
+  expect_contains "$(summary_of comm.allreduce)" "not run under --sysroot" "comm.allreduce summary"
+  expect_contains "$(summary_of nccl.library)" "$PREFLIGHT_FAKE_GPU_LIB_DIR/libnccl.so.2" "nccl.library names the node's library"
+else
+  echo "SKIP: no fake GPU libraries"
+fi
+
 # A plain tree of this machine: what it cannot hold is "not in the capture", never FAIL for it.
 cp -a "$work/here" "$work/hereplain" && rm -rf "$work/hereplain/preflight-capture.json" "$work/hereplain/facts" "$work/hereplain/topology.xml"
 rc=0
