@@ -424,6 +424,12 @@ Cli parse_cli(const std::vector<std::string>& argv) {
     }
     if (vm.count("tar") && cli.tar_file.empty()) throw UsageError("--tar '': expected a file name");
     if (vm.count("sysroot")) throw UsageError("capture records the live node: --sysroot cannot be given to it");
+    for (const char* report_only : {"json", "junit", "prom", "format", "json-per-rank", "only", "skip", "strict"}) {
+      if (vm.count(report_only) && !vm[report_only].defaulted()) {
+        throw UsageError(std::string("--") + report_only + " is an option of a run, not of capture (a capture judges nothing: "
+                         "judge it with --sysroot DIR)");
+      }
+    }
   } else if (!cli.args.empty()) {
     throw UsageError("unexpected argument '" + printable(cli.args.front(), 60) + "'");
   }

@@ -27,6 +27,8 @@ expect_eq "$(cat "$work/exists.tar")" x "the file is left as it was"
 expect_rc 2 "--tar with a directory that does not exist" -- "$PREFLIGHT" capture --tar "$work/no/dir/c.tar"
 expect_rc 2 "--tar is an option of capture only" -- "$PREFLIGHT" --tar "$work/x.tar"
 expect_rc 2 "capture with --sysroot" -- "$PREFLIGHT" capture "$work/c0" --sysroot /
+expect_rc 2 "capture with --json (a capture judges nothing)" -- "$PREFLIGHT" capture "$work/c0" --json "$work/c0.json"
+[ ! -e "$work/c0" ] && [ ! -e "$work/c0.json" ] && pass "nothing was written" || fail "a refused capture wrote something"
 if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
   mkdir -p "$work/ro"
   rc=0
