@@ -217,6 +217,8 @@ Failures
            after the job measured it again (up to three rounds; the best round counts).
   UNKNOWN  --min-busbw is given but no timed repeat ran.
   SKIP     not run (no GPU in the node profile, or the reason given); results merged from files.
+  SKIP     under --sysroot: the GPUs judged are the captured node's, and an all_reduce needs the
+           node's own (it is never run on the judging machine's GPUs).
   Over MPI the figures are the hosts' network and memory, not a GPU fabric; the summary says so.
 
 Fix

@@ -335,6 +335,11 @@ Failures
   UNKNOWN  no runtime found while some files on the way could not be read.
   UNKNOWN  the driver version is unreadable where minor-version compatibility decides.
 
+Under --sysroot
+  A `preflight capture` holds what discovery found on the node (no library is copied) and the
+  driver as the node's helper reported it: judged as on the node. Any other tree is searched file
+  by file, and its driver is "not in the capture" (UNKNOWN): no helper runs on the judging machine.
+
 Fix
   Either side can move: install a driver >= the runtime's minimum (named), or use a framework build
   for CUDA <= the driver's CUDA (e.g. pip install torch --index-url

@@ -253,7 +253,9 @@ Failures
   WARN     two different libcuda files were loaded: the job may get either.
   WARN     persistence mode is off on a GPU (with the cuInit time when it took over 5 s: every
            process of the job pays it again).
-  UNKNOWN  the helper did not run (nothing to judge).
+  UNKNOWN  the helper did not run (nothing to judge). Under --sysroot no helper runs: a
+           `preflight capture` tree holds the helper's report from the captured node (judged as
+           if live); any other tree holds none ("not in the capture").
   PASS     names the driver, its CUDA version, every library file loaded and how long cuInit took
            when it took a second or more (a slow init that finishes within the deadline is not a
            failure); a forward-compatibility libcuda (/usr/local/cuda/compat) is reported as

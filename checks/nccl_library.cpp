@@ -142,6 +142,12 @@ Verdict run(const CheckContext& ctx) {
         return Verdict::fail("libnccl.so.2 not found where the job looks (searched: " + candidates_text(rt) + "): " +
                                  probed.why(),
                              std::string(kInstallNccl), b.evidence());
+      case ProbeErrc::Unsupported:
+        // --sysroot: a captured node's library is read by the capture's helper, never loaded here.
+        return Verdict::unknown("the NCCL library was not read: " + probed.why(),
+                                "Capture the node with `preflight capture` (it records the library's version), or "
+                                "run preflight on the node.",
+                                b.evidence());
       case ProbeErrc::ParseError:
         return Verdict::unknown("the NCCL version could not be read: " + probed.why(),
                                 "Check the library named (a broken or stripped build?), or name another with --nccl-lib.",
@@ -214,6 +220,8 @@ constexpr std::string_view kExplain = R"EXPLAIN(What it reads
 Failures
   FAIL     libnccl.so.2 not found where the job looks (the searched candidates are named).
   FAIL     it could not be loaded: dlopen error, a crash or hang in ncclGetVersion, an API error.
+  UNKNOWN  --sysroot: the tree holds no report of the library (only `preflight capture` records
+           one; a captured node's library is never loaded on the machine that judges it).
   FAIL     its CUDA build is newer than the driver beyond minor-version compatibility (the same
            rules as cuda.runtime: "NCCL 2.28.9 ... its CUDA 13.0 build needs driver >= 580.65.06;
            driver 535.104.05 (CUDA 12.2) supports CUDA <= 12.2").

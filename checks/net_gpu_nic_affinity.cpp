@@ -308,7 +308,8 @@ Failures
            bandwidth ("mlx5_0 is the nearest NIC of GPUs 0000:03:00.0, 0000:04:00.0, while mlx5_1
            is nearest to no GPU").
   UNKNOWN  the topology could not be read (hwloc failed, --topology-xml names a missing or
-           unreadable file, or --sysroot is given without --topology-xml).
+           unreadable file, or --sysroot is given without --topology-xml for a tree that is no
+           `preflight capture`: a capture holds its node's hwloc export, topology.xml).
   SKIP     no NVIDIA GPU or no NIC in the topology; in the image profile (no topology).
 
 Fix

@@ -210,7 +210,8 @@ Failures
   WARN     MASTER_PORT is inside the ephemeral port range and not reserved.
   FAIL     in a job: MASTER_ADDR or MASTER_PORT differ between ranks (set or unset); the ranks and hosts
            of each value are named, and the majority's value is the fix.
-  UNKNOWN  MASTER_ADDR was not resolved (--sysroot), or the port state could not be read.
+  UNKNOWN  MASTER_ADDR was not resolved (--sysroot of a tree that is no `preflight capture`: a
+           capture holds the node's own resolution and bind test), or the port state could not be read.
 
 Fix
   export MASTER_ADDR=<master's IP on the shared network>; export MASTER_PORT=29500

@@ -270,8 +270,9 @@ constexpr std::string_view kExplain = R"(What it reads
   Every interface with its flags (IFF_UP, IFF_RUNNING, IFF_LOOPBACK) and addresses (getifaddrs), and
   from /sys/class/net/<if>/: operstate, speed, mtu, type, the PCI device and the RDMA device behind
   it. NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY and NCCL_COMM_ID from the environment or NCCL's
-  configuration files, GLOO_SOCKET_IFNAME from the environment. With --sysroot only the sysfs part
-  is read (no addresses).
+  configuration files, GLOO_SOCKET_IFNAME from the environment. Under --sysroot, a `preflight
+  capture` holds the interfaces with their addresses (judged as on the node); any other tree only
+  its sysfs part (no addresses).
 
 How NCCL chooses (ncclFindInterfaces, replayed exactly)
   Only interfaces that are IFF_RUNNING with an AF_INET/AF_INET6 address count (not the IPv6

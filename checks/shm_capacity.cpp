@@ -137,6 +137,12 @@ Failures
   WARN     the need fits but /dev/shm is below 1 GiB, NCCL's recommendation for containers.
   UNKNOWN  the mount or its size could not be read.
 
+Under --sysroot (never statfs() of the tree's own directory, which is this machine's disk)
+  A `preflight capture` holds the node's own statfs and allocation test: judged as on the node.
+  Any other tree (hwloc-gather-topology's): the captured mount's size= (mountinfo); a size below
+  the need is a FAIL (the free space is at most the size), a size that holds it is UNKNOWN (the
+  free space is not in the tree), a mount without size= or not tmpfs is UNKNOWN.
+
 Fix
   docker run --shm-size=8g ... (or --ipc=host); Kubernetes: an emptyDir {medium: Memory,
   sizeLimit: 8Gi} mounted at /dev/shm; bare metal: mount -o remount,size=8g /dev/shm. tmpfs pages

@@ -248,6 +248,14 @@ Verdict run(const CheckContext& ctx) {
   const Placement& pl = f.placement;
   const DriverFacts& d = f.gpu.driver;
 
+  // --topology-xml names another machine: its export holds no process binding and no CUDA device
+  // list, and this host's are not that machine's.
+  if (const TopologyFacts* t = f.topology.value(); t != nullptr && !t->this_system) {
+    return Verdict::skip("the topology is another machine's (" + f.topology.source() +
+                         "): an hwloc export holds no rank binding to judge, and this host's binding is not that "
+                         "machine's; judge it on the node, or from its `preflight capture` (--sysroot)");
+  }
+
   const std::vector<CudaDevice>* devs = d.cuda_devices.value();
   if (devs == nullptr) {
     if (no_gpu_anywhere(f)) {
@@ -400,8 +408,11 @@ Failures
   WARN     the memory policy binds or prefers nodes other than the GPU's node, or the cpuset's
            memory nodes exclude it.
   UNKNOWN  the rank's GPU, its local CPUs or the rank's CPUs could not be determined (no driver and
-           no topology for the GPU; --sysroot, where this process's binding is not the node's).
+           no topology for the GPU; a --sysroot tree that is no `preflight capture`, where this
+           process's binding is not the node's; a capture holds the capturing process's own).
   SKIP     no NVIDIA GPU on the node or none visible to this process.
+  SKIP     --topology-xml names another machine: its export holds no rank binding, and this host's
+           binding and GPUs are not that machine's.
   A blocked get_mempolicy (seccomp, no CAP_SYS_NICE) is noted: NCCL >= 2.24 then uses /dev/shm.
 
 Fix

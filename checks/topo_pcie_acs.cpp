@@ -79,7 +79,11 @@ std::string iommu_group_hint(const std::vector<PciFunction>& fns, bool iommu_on)
 Verdict run(const CheckContext& ctx) {
   const PcieFacts& p = ctx.facts.pcie;
   const std::vector<PciFunction>* fns = p.functions.value();
-  if (fns == nullptr) return unknown_from(p.functions, "the PCI devices");
+  if (fns == nullptr) {
+    // A fact the judged source cannot hold (--topology-xml: an hwloc export has no ACS register).
+    if (p.functions.error()->code == ProbeErrc::Unsupported) return Verdict::skip(p.functions.why());
+    return unknown_from(p.functions, "the PCI devices");
+  }
 
   std::vector<const PciFunction*> gpus, nics;
   for (const PciFunction& f : *fns) (f.kind == "gpu" ? gpus : nics).push_back(&f);
@@ -260,6 +264,8 @@ Failures
            different groups: ACS is likely enabled there). Never PASS.
   UNKNOWN  a bridge's config space or the device tree could not be read or parsed.
   SKIP     no NVIDIA GPU on the PCI bus.
+  SKIP     --topology-xml names another machine: an hwloc export holds no ACS register, and this
+           host's PCI bus is not that machine's (judge it from the node's `preflight capture`).
   In a VM the redirect bits and translated groups are reported as notes only.
 
 Fix

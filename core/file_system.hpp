@@ -5,6 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,10 +17,54 @@
 
 namespace preflight {
 
+/// Copies what the probes read on the live system into a capture directory (`preflight capture`):
+/// every file read whole, every directory listed (its entries: links as links, directories, empty
+/// stand-ins for files nobody read), every path whose existence was asked for or handed to a system
+/// call (host_path), with the symbolic links on the way recreated inside the capture (an absolute
+/// target made relative to the capture's root), so that FileSystem(capture dir) reads the same bytes
+/// at the same paths. Partial reads (read_at: the dynamic sections of libraries) are not copied.
+class FsRecorder {
+ public:
+  /// `dir` must exist; nothing outside it is written.
+  explicit FsRecorder(std::string dir);
+
+  /// Pauses recording (a probe whose facts the capture keeps as a facts file).
+  void set_paused(bool paused);
+  bool paused() const;
+
+  void file(std::string_view path, const std::string& data);
+  void directory(std::string_view path, const std::vector<std::string>& names);
+  void path(std::string_view path);
+  /// A read or listing that failed live for another reason than "does not exist" (EACCES, EIO,
+  /// EINVAL): a tree reading the capture gets the same error back, not "does not exist".
+  void failed(std::string_view path, const ProbeError& error);
+  std::map<std::string, ProbeError> failures() const;
+
+  /// The live paths recorded (files, directories, links), sorted.
+  std::vector<std::string> recorded() const;
+  /// What could not be written into the capture (named), for the manifest.
+  std::vector<std::string> problems() const;
+
+ private:
+  /// Recreates the chain of `path` (links followed) inside the capture; the resolved live path, or
+  /// "" when the path does not exist live. `leaf_file`: create an empty stand-in for a file.
+  std::string materialize(std::string_view path, bool leaf_file);
+  std::string dest(const std::string& live) const;
+  void problem(const std::string& what);
+
+  std::string m_dir;
+  mutable std::mutex m_mutex;
+  bool m_paused = false;
+  std::set<std::string> m_recorded;
+  std::set<std::string> m_written;  // regular files holding real contents
+  std::map<std::string, ProbeError> m_failed;
+  std::vector<std::string> m_problems;
+};
+
 class FileSystem {
  public:
-  /// root "" or "/" is the live system.
-  explicit FileSystem(std::string root = {});
+  /// root "" or "/" is the live system. A recorder copies what is read (live system only).
+  explicit FileSystem(std::string root = {}, std::shared_ptr<FsRecorder> recorder = {});
 
   const std::string& root() const { return m_root; }
   bool is_live() const { return m_root.empty(); }
@@ -39,8 +87,16 @@ class FileSystem {
 
   bool exists(std::string_view path) const;
 
+  FsRecorder* recorder() const { return m_recorder.get(); }
+
  private:
+  FsRecorder* active_recorder() const;
+  /// Under a root that is a capture: the error it recorded for `path`, if any.
+  const ProbeError* recorded_failure(std::string_view path) const;
+
   std::string m_root;
+  std::shared_ptr<FsRecorder> m_recorder;
+  std::shared_ptr<const std::map<std::string, ProbeError>> m_failures;  // a capture's "unreadable"
 };
 
 /// Maps an errno from open/read to a ProbeError with a readable detail.

@@ -14,6 +14,7 @@
 #include "checks/check.hpp"
 #include "core/launch.hpp"
 #include "core/text.hpp"
+#include "launcher/capture.hpp"
 #include "launcher/cli.hpp"
 #include "launcher/job_run.hpp"
 #include "launcher/merge.hpp"
@@ -111,6 +112,8 @@ int app_main(int argc, char** argv) {
         return merge_command(cli.options, cli.args);
       case Command::Run:
         return run_command(cli.options, start);
+      case Command::Capture:
+        return capture_command(cli.options, cli.args.empty() ? std::string() : cli.args.front(), cli.tar_file, start);
     }
   } catch (const UsageError& e) {
     std::cerr << "preflight: error: " << e.what() << "\n";

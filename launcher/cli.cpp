@@ -83,6 +83,12 @@ po::options_description run_options() {
   return d;
 }
 
+po::options_description capture_options() {
+  po::options_description d("Options of `preflight capture` (with the options of `run` that decide what is read)");
+  d.add_options()("tar", po::value<std::string>(), "also write the capture as a tar archive FILE (never overwritten)");
+  return d;
+}
+
 po::options_description generic_options() {
   po::options_description d("General");
   d.add_options()("help,h", "this help")("version", "print the version");
@@ -405,6 +411,11 @@ std::string help_text() {
          "  preflight [run] [options]   run the checks (default)\n"
          "  preflight list              list every check id with a one-line description\n"
          "  preflight explain CHECK_ID  what a check looks at, why it matters, how to fix each failure\n"
+         "  preflight capture [options] DIR | --tar FILE\n"
+         "                              record what the checks read on this node (the /proc and /sys files,\n"
+         "                              /dev/shm, interfaces, environment without secrets, GPU and library\n"
+         "                              facts, hwloc's topology) into a new DIR and/or tar FILE, to judge\n"
+         "                              elsewhere with --sysroot DIR\n"
          "  preflight merge [options] FILE...\n"
          "                              one report from per-node (--json) or per-rank (--json-per-rank)\n"
          "                              result files, with the job checks over their facts; a directory\n"
@@ -425,12 +436,15 @@ std::string help_text() {
          "  preflight --shm-dataloader-bytes 1G --nccl-communicators 2 --only shm.capacity\n"
          "  preflight --site-packages /opt/venv/lib/python3.11/site-packages --python /opt/venv/bin/python\n"
          "  preflight --cuda-runtime /opt/cuda/lib64/libcudart.so.12 --nccl-lib /opt/nccl/lib/libnccl.so.2\n"
-         "  preflight --sysroot /captures/node17 --topology-xml node17.xml   judge a captured node\n"
+         "  preflight capture /captures/node17 --tar node17.tar   capture this node (on the node)\n"
+         "  preflight --sysroot /captures/node17         judge a captured node (elsewhere)\n"
+         "  preflight --sysroot /hwloc-gather/node17 --topology-xml node17.xml   judge any captured /proc, /sys tree\n"
          "  preflight --matrix /usr/share/preflight/matrix --config /etc/preflight/site.ini\n"
          "  preflight -v --color never --progress never  evidence for every check, no colour, no progress line\n"
          "  preflight merge --json cluster.json node-*.json\n"
          "  preflight explain shm.capacity\n\n"
       << run_options() << "\n"
+      << capture_options() << "\n"
       << generic_options() << "\n"
          "Config file (--config FILE): one `name = value` per line with the long option names (only = net.*),\n"
          "`#` starts a comment, a value in matching double or single quotes loses them (nothing inside is\n"
@@ -451,12 +465,13 @@ Cli parse_cli(const std::vector<std::string>& argv) {
     else if (cmd == "list") cli.command = Command::List;
     else if (cmd == "explain") cli.command = Command::Explain;
     else if (cmd == "merge") cli.command = Command::Merge;
-    else throw UsageError("unknown command '" + printable(cmd, 60) + "' (commands: run, list, explain, merge; see --help)");
+    else if (cmd == "capture") cli.command = Command::Capture;
+    else throw UsageError("unknown command '" + printable(cmd, 60) + "' (commands: run, list, explain, merge, capture; see --help)");
     rest.erase(rest.begin());
   }
 
   po::options_description all;
-  all.add(run_options()).add(generic_options());
+  all.add(run_options()).add(capture_options()).add(generic_options());
   all.add_options()("args", po::value<std::vector<std::string>>(), "positional arguments");
   po::positional_options_description positional;
   positional.add("args", -1);
@@ -493,8 +508,25 @@ Cli parse_cli(const std::vector<std::string>& argv) {
     if (cli.args.size() != 1) throw UsageError("explain takes exactly one check id (see `preflight list`)");
   } else if (cli.command == Command::Merge) {
     if (cli.args.empty()) throw UsageError("merge needs at least one result file: preflight merge [options] FILE...");
+  } else if (cli.command == Command::Capture) {
+    if (vm.count("tar")) cli.tar_file = vm["tar"].as<std::string>();
+    if (cli.args.size() > 1) throw UsageError("capture takes one directory: preflight capture [options] DIR | --tar FILE");
+    if (cli.args.empty() && cli.tar_file.empty()) {
+      throw UsageError("capture needs a new directory or --tar FILE: preflight capture [options] DIR | --tar FILE");
+    }
+    if (vm.count("tar") && cli.tar_file.empty()) throw UsageError("--tar '': expected a file name");
+    if (vm.count("sysroot")) throw UsageError("capture records the live node: --sysroot cannot be given to it");
+    for (const char* report_only : {"json", "junit", "prom", "format", "json-per-rank", "only", "skip", "strict"}) {
+      if (vm.count(report_only) && !vm[report_only].defaulted()) {
+        throw UsageError(std::string("--") + report_only + " is an option of a run, not of capture (a capture judges nothing: "
+                         "judge it with --sysroot DIR)");
+      }
+    }
   } else if (!cli.args.empty()) {
     throw UsageError("unexpected argument '" + printable(cli.args.front(), 60) + "'");
+  }
+  if (vm.count("tar") && cli.command != Command::Capture) {
+    throw UsageError("--tar is an option of `preflight capture` (see --help)");
   }
   cli.options = to_options(vm);
   if (cli.command == Command::Run || cli.command == Command::Merge) validate_selection(cli.options);

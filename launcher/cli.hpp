@@ -10,12 +10,13 @@
 
 namespace preflight {
 
-enum class Command { Run, List, Explain, Merge, Version, Help };
+enum class Command { Run, List, Explain, Merge, Capture, Version, Help };
 
 struct Cli {
   Command command = Command::Run;
   Options options;
-  std::vector<std::string> args;  // explain: the check id; merge: the result files
+  std::vector<std::string> args;  // explain: the check id; merge: the result files; capture: DIR
+  std::string tar_file;           // capture --tar FILE
 };
 
 /// Bad option, bad value, unreadable or malformed config file: exit 2, nothing checked.

@@ -665,6 +665,11 @@ class JobRun {
       a.note = "no CUDA device on this node: the all_reduce across local GPUs needs one";
       return;
     }
+    if (!m_options.sysroot.empty()) {
+      // The GPUs judged are the captured node's: an all_reduce would run on this machine's.
+      a.note = "not run under --sysroot: the all_reduce needs the node's own GPUs (run preflight on the node)";
+      return;
+    }
     if (!m_facts.gpu.nccl.ok()) {
       a.blocked = true;
       a.transport = "nccl";

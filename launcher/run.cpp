@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "checks/check.hpp"
+#include "core/capture.hpp"
 #include "launcher/job_report.hpp"
 #include "launcher/test_faults.hpp"
 #include "core/text.hpp"
@@ -29,22 +30,30 @@ struct ProbeState {
 
 }  // namespace
 
-ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline,
+EnvSnapshot judged_environment(const Options& options, const EnvSnapshot& live) {
+  if (options.sysroot.empty()) return live;
+  const CapturedFacts captured = load_capture(FileSystem(options.sysroot));
+  if (!captured.is_capture) return live;
+  return captured_env(captured).value_or(EnvSnapshot{});
+}
+
+ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::chrono::steady_clock::time_point deadline,
                     RankFacts seed, const std::function<bool()>& interrupted,
-                    const std::function<void(const std::string&)>& probing) {
+                    const std::function<void(const std::string&)>& probing, std::shared_ptr<FsRecorder> recorder) {
   auto state = std::make_shared<ProbeState>();
+  const EnvSnapshot env = judged_environment(options, live_env);
   state->published = std::move(seed);
   state->published.env = env;
-  std::thread worker([state, options, env, deadline] {
-    const FileSystem fs(options.sysroot);
+  // Fault injection for the deadline tests (the test binary only: launcher/test_faults.hpp).
+  const std::string hang = test_faults(live_env).hang_probe;
+  std::thread worker([state, options, env, deadline, recorder, hang] {
+    const FileSystem fs(options.sysroot, recorder);
     const ProbeContext ctx(fs, env, options, deadline);
     RankFacts work;
     {
       std::lock_guard lock(state->mutex);
       work = state->published;
     }
-    // Fault injection for the deadline tests (the test binary only: launcher/test_faults.hpp).
-    const std::string hang = test_faults(env).hang_probe;
     for (const ProbeSpec& probe : all_probes()) {
       {
         std::lock_guard lock(state->mutex);
@@ -54,7 +63,10 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono:
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
       }
       const auto t0 = std::chrono::steady_clock::now();
+      const bool unrecorded = recorder != nullptr && probe.name == "cuda_runtime";
+      if (unrecorded) recorder->set_paused(true);
       probe.run(ctx, work);
+      if (unrecorded) recorder->set_paused(false);
       work.probe_seconds[std::string(probe.name)] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard lock(state->mutex);

@@ -4,8 +4,10 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 
 #include "core/env.hpp"
+#include "core/file_system.hpp"
 #include "core/options.hpp"
 #include "report/report.hpp"
 
@@ -22,9 +24,17 @@ struct ProbeRun {
 /// `seed`: facts known before the probes (MPI's view of this process in placement.mpi).
 /// `interrupted`: polled while waiting; true ends the wait early, as an expired deadline does.
 /// `probing`: told the name of the probe that runs, while waiting (the progress line).
+/// `recorder`: `preflight capture` copies what the probes read (the CUDA runtime discovery, kept
+/// as a facts file instead, is not recorded).
+/// Under --sysroot the probes and checks see the capture's environment when the tree is a
+/// capture (none when it recorded none), `env` for a plain tree.
 ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline,
                     RankFacts seed = {}, const std::function<bool()>& interrupted = {},
-                    const std::function<void(const std::string&)>& probing = {});
+                    const std::function<void(const std::string&)>& probing = {},
+                    std::shared_ptr<FsRecorder> recorder = {});
+
+/// The environment judged: a capture's own under --sysroot, else `live`.
+EnvSnapshot judged_environment(const Options& options, const EnvSnapshot& live);
 
 /// The profile in effect: --profile, else job when the launcher says world size > 1, else node.
 Profile effective_profile(const Options& options, const RankFacts& facts);

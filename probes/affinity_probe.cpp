@@ -155,9 +155,9 @@ void probe_affinity(const ProbeContext& ctx, RankFacts& facts) {
     a.cpus = process_cpus(fs);
     a.mempolicy = process_mempolicy(fs);
   } else {
-    const std::string why = "--sysroot " + fs.root() + ": this process's binding is not the captured system's";
-    a.cpus = Probed<std::vector<int>>::error(ProbeErrc::Unsupported, why, "sched_getaffinity(0)");
-    a.mempolicy = Probed<MemPolicy>::error(ProbeErrc::Unsupported, why, "get_mempolicy()");
+    // The capture's own process binding; this process's is not the captured system's.
+    a.cpus = captured_probed<std::vector<int>>(ctx, "process", "cpus", "process CPU affinity");
+    a.mempolicy = captured_probed<MemPolicy>(ctx, "process", "mempolicy", "process memory policy");
   }
   a.online_cpus = read_list(fs, "/sys/devices/system/cpu/online");
   a.mems_allowed = mems_allowed(fs);

@@ -801,6 +801,18 @@ class Discovery {
 }  // namespace
 
 void probe_cuda_runtime(const ProbeContext& ctx, RankFacts& facts) {
+  // A capture keeps what discovery found on the node (no copies of the libraries); a plain tree is
+  // searched file by file.
+  if (!ctx.fs.is_live() && ctx.captured().get("cuda_runtime") != nullptr) {
+    Probed<RuntimeFacts> held = captured_fact<RuntimeFacts>(ctx, "cuda_runtime", "", "CUDA runtime discovery");
+    if (RuntimeFacts* r = held.value()) {
+      facts.gpu.runtime = std::move(*r);
+    } else {
+      facts.gpu.runtime = RuntimeFacts{};
+      facts.gpu.runtime.problems.push_back(held.why());
+    }
+    return;
+  }
   RuntimeFacts out;
   try {
     Discovery(ctx, out).run();

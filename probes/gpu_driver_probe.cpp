@@ -111,6 +111,26 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
     return;
   }
   d.kernel_module_version = read_kernel_module_version(ctx.fs);
+  if (!ctx.fs.is_live()) {
+    // The GPUs of a captured node are those the capture's helper saw there, never this machine's.
+    Probed<DriverFacts> held = captured_fact<DriverFacts>(ctx, "gpu", "", "GPU helper report (NVML, CUDA driver)");
+    if (DriverFacts* c = held.value()) {
+      c->kernel_module_version = std::move(d.kernel_module_version);
+      c->helper = "from the capture (" + held.source() + "): " + c->helper;
+      d = std::move(*c);
+      return;
+    }
+    const ProbeError e = *held.error();
+    d.nvml_driver_version = Probed<std::string>::error(e, held.source());
+    d.cuda_driver_version = Probed<int>::error(e, held.source());
+    d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(e, held.source());
+    d.cuda_devices = Probed<std::vector<CudaDevice>>::error(e, held.source());
+    d.gpu_pairs = Probed<std::vector<GpuPair>>::error(e, held.source());
+    d.peer_copies = Probed<std::vector<PeerCopy>>::error(e, held.source());
+    d.smoke = Probed<SmokeResult>::error(e, held.source());
+    d.helper = "not run under --sysroot (the captured node's GPUs are not this machine's)";
+    return;
+  }
 
   const std::string helper = helper_path(kHelper);
   const std::string source = std::string(kHelper) + " driver";

@@ -108,6 +108,7 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
     d.peer_copies = Copies::error(ProbeErrc::Unsupported, "image profile: no driver expected");
     return;
   }
+  if (!ctx.fs.is_live()) return;  // gpu_driver took the captured node's peer copies from its capture
   const std::vector<CudaDevice>* devices = d.cuda_devices.value();
   // In a job with several ranks on this host, local rank 0 copies between the union of the GPUs
   // the node's ranks see (their CUDA_VISIBLE_DEVICES, exchanged before the probes), whatever its

@@ -10,16 +10,18 @@ namespace preflight {
 
 void probe_identity(const ProbeContext& ctx, RankFacts& facts) {
   Identity& id = facts.identity;
-  if (auto h = ctx.fs.read_line("/proc/sys/kernel/hostname"); h.ok() && !ctx.fs.is_live()) {
+  // Under --sysroot the tree's own files, or nothing: never this machine's name or kernel.
+  const bool live = ctx.fs.is_live();
+  if (auto h = ctx.fs.read_line("/proc/sys/kernel/hostname"); h.ok() && !live) {
     id.hostname = *h.value();
-  } else {
+  } else if (live) {
     char buf[256] = {};
     if (::gethostname(buf, sizeof buf - 1) == 0) id.hostname = buf;
   }
   if (auto b = ctx.fs.read_line("/proc/sys/kernel/random/boot_id"); b.ok()) id.boot_id = *b.value();
   if (auto k = ctx.fs.read_line("/proc/sys/kernel/osrelease"); k.ok()) {
     id.kernel = *k.value();
-  } else {
+  } else if (live) {
     struct utsname u {};
     if (::uname(&u) == 0) id.kernel = u.release;
   }

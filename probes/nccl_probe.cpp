@@ -12,6 +12,11 @@
 namespace preflight {
 
 void probe_nccl(const ProbeContext& ctx, RankFacts& facts) {
+  // A captured node's NCCL is the one the capture's helper read there; never a library loaded here.
+  if (!ctx.fs.is_live()) {
+    facts.gpu.nccl = captured_probed<NcclLibrary>(ctx, "nccl", "nccl", "report of the libnccl.so.2 the job loads");
+    return;
+  }
   std::string path, source;
   if (!facts.gpu.runtime.nccl_candidates.empty()) {
     path = facts.gpu.runtime.nccl_candidates.front().path;
@@ -26,10 +31,7 @@ void probe_nccl(const ProbeContext& ctx, RankFacts& facts) {
   const std::string what = "preflight-gpu-probe nccl --lib '" + path + "' (dlopen, ncclGetVersion)";
   ContainedRequest request;
   request.executable = helper;
-  // Under --sysroot a discovered candidate names a file inside the captured tree; --nccl-lib names
-  // a file on this machine.
-  const bool in_sysroot = !ctx.fs.is_live() && source != "--nccl-lib" && !path.empty() && path.front() == '/';
-  request.args = {"nccl", "--lib", in_sysroot ? ctx.fs.host_path(path) : path};
+  request.args = {"nccl", "--lib", path};
   const HelperDeadline deadline = ctx.helper_deadline(Helper::Nccl);
   request.deadline = deadline.limit;
   const ContainedResult result = run_contained(request);

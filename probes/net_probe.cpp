@@ -517,9 +517,23 @@ void probe_master(const ProbeContext& ctx, RankFacts& facts) {
 
 void probe_net(const ProbeContext& ctx, RankFacts& facts) {
   NetFacts& net = facts.net;
-  net.interfaces = ctx.fs.is_live() ? live_interfaces(ctx.fs) : sysfs_interfaces(ctx.fs);
+  const bool live = ctx.fs.is_live();
+  // A capture holds the interfaces with their addresses (getifaddrs on the node); a plain tree only
+  // its /sys/class/net.
+  Probed<std::vector<NetInterface>> held;
+  if (!live) held = captured_probed<std::vector<NetInterface>>(ctx, "net", "interfaces", "interface list");
+  const bool from_capture = !live && (held.ok() || held.error()->code != ProbeErrc::Unsupported);
+  net.interfaces = live ? live_interfaces(ctx.fs) : from_capture ? std::move(held) : sysfs_interfaces(ctx.fs);
   net.ib_devices = ib_devices(ctx.fs);
   net.gpudirect_rdma = gpudirect_rdma(ctx.fs);
+  if (!live) {
+    // MASTER_ADDR as the captured node resolved it, and its own bind test.
+    Probed<MasterFacts> master = captured_fact<MasterFacts>(ctx, "net", "master", "MASTER_ADDR facts");
+    if (MasterFacts* m = master.value()) {
+      facts.net.master = std::move(*m);
+      return;
+    }
+  }
   probe_master(ctx, facts);
 }
 

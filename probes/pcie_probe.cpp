@@ -144,6 +144,17 @@ IommuFacts probe_iommu(const FileSystem& fs, const std::vector<PciFunction>& fun
 void probe_pcie(const ProbeContext& ctx, RankFacts& facts) {
   PcieFacts& out = facts.pcie;
   const FileSystem& fs = ctx.fs;
+  if (fs.is_live() && !ctx.options.topology_xml.empty()) {
+    // The topology judged is another machine's: this host's PCI bus is not it, and an hwloc export
+    // holds no ACS register.
+    const std::string why = "--topology-xml " + ctx.options.topology_xml +
+                            " describes another machine: its PCI bridges' ACS registers and IOMMU groups are not in an "
+                            "hwloc export, and this host's are not that machine's";
+    out.functions = Probed<std::vector<PciFunction>>::error(ProbeErrc::Unsupported, why, kDevices);
+    out.iommu.units = Probed<std::vector<std::string>>::error(ProbeErrc::Unsupported, why, "/sys/class/iommu");
+    out.iommu.cmdline = Probed<std::string>::error(ProbeErrc::Unsupported, why, "/proc/cmdline");
+    return;
+  }
   const Probed<std::vector<std::string>> names = fs.list(kDevices);
   std::vector<PciFunction> functions;
   std::vector<AcsState> chain_errors;

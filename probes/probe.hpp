@@ -11,6 +11,7 @@
 #include <span>
 #include <string_view>
 
+#include "core/capture.hpp"
 #include "core/deadlines.hpp"
 #include "core/env.hpp"
 #include "core/facts.hpp"
@@ -39,6 +40,10 @@ class ProbeContext {
   /// /proc/self/mountinfo, read and parsed once for all the probes that need it.
   const Probed<MountInfo>& mountinfo() const;
 
+  /// Under --sysroot: the facts files of a `preflight capture` tree, read once (nothing for the
+  /// live system or a tree that is no capture).
+  const CapturedFacts& captured() const;
+
   /// What background work writes into the facts once it is done.
   using Finisher = std::function<void(RankFacts&)>;
   /// Starts `work` on a thread of its own, next to the probes that come after it (the /dev/shm
@@ -52,8 +57,39 @@ class ProbeContext {
  private:
   struct Background;
   mutable std::optional<Probed<MountInfo>> m_mountinfo;
+  mutable std::optional<CapturedFacts> m_captured;
   mutable std::vector<std::shared_ptr<Background>> m_background;
 };
+
+/// Under --sysroot, the fact `key` of the capture's facts file `name` (the whole file for an empty
+/// key): Unsupported "not in the capture (…)" when the tree does not hold it, ParseError when the
+/// file holds something else. Never taken from the live machine.
+template <typename T>
+Probed<T> captured_fact(const ProbeContext& ctx, std::string_view name, std::string_view key, std::string_view what) {
+  const CapturedFacts& c = ctx.captured();
+  std::string source = "--sysroot " + ctx.fs.root();
+  for (const CaptureFactFile& f : capture_fact_files()) {
+    if (f.name == name && c.is_capture) source += std::string(f.path);
+  }
+  const nlohmann::json* doc = c.get(name);
+  if (doc == nullptr || (!key.empty() && (!doc->is_object() || !doc->contains(key)))) {
+    return Probed<T>::error(ProbeErrc::Unsupported, c.missing(name, what), source);
+  }
+  try {
+    return Probed<T>::ok((key.empty() ? *doc : doc->at(std::string(key))).template get<T>(), source);
+  } catch (const nlohmann::json::exception& e) {
+    return Probed<T>::error(ProbeErrc::ParseError,
+                            "the capture's " + std::string(what) + " cannot be read: " + e.what(), source);
+  }
+}
+
+/// captured_fact for a fact that is itself a Probed<T> (the capture keeps why a fact was missing).
+template <typename T>
+Probed<T> captured_probed(const ProbeContext& ctx, std::string_view name, std::string_view key, std::string_view what) {
+  Probed<Probed<T>> outer = captured_fact<Probed<T>>(ctx, name, key, what);
+  if (Probed<T>* inner = outer.value()) return std::move(*inner);
+  return Probed<T>::error(*outer.error(), outer.source());
+}
 
 struct ProbeSpec {
   std::string_view name;
@@ -77,5 +113,9 @@ void probe_pcie(const ProbeContext& ctx, RankFacts& facts);
 void probe_affinity(const ProbeContext& ctx, RankFacts& facts);
 void probe_net(const ProbeContext& ctx, RankFacts& facts);
 void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts);
+
+/// Writes hwloc's XML export of the live machine (with the I/O devices the topology probe keeps) to
+/// `file`; "" on success, else why not.
+std::string export_topology_xml(const std::string& file);
 
 }  // namespace preflight

@@ -72,6 +72,11 @@ bool ProbeContext::finish_background(RankFacts& facts, std::chrono::steady_clock
   return all;
 }
 
+const CapturedFacts& ProbeContext::captured() const {
+  if (!m_captured) m_captured = fs.is_live() ? CapturedFacts{} : load_capture(fs);
+  return *m_captured;
+}
+
 const Probed<MountInfo>& ProbeContext::mountinfo() const {
   if (!m_mountinfo) {
     const Probed<std::string> text = fs.read("/proc/self/mountinfo");

@@ -88,18 +88,88 @@ ShmAllocTest allocation_test(const std::string& dir, std::uint64_t bytes) {
   return t;
 }
 
+/// The last /proc/mounts line for `path` (fstab format): what hwloc-gather-topology saves instead of
+/// /proc/self/mountinfo.
+Probed<MountEntry> proc_mounts_entry(const FileSystem& fs, const std::string& path) {
+  const std::string source = "/proc/mounts";
+  const Probed<std::string> text = fs.read(source);
+  if (!text.ok()) return Probed<MountEntry>::error(*text.error(), source);
+  std::optional<MountEntry> found;
+  for (std::string_view line : split(*text.value(), '\n')) {
+    const std::vector<std::string_view> f = split_ws(line);
+    if (f.size() < 4 || unescape_mount_path(f[1]) != path) continue;
+    MountInfoLine m;
+    m.source = unescape_mount_path(f[0]);
+    m.mount_point = unescape_mount_path(f[1]);
+    m.fstype = std::string(f[2]);
+    m.super_options = std::string(f[3]);  // one list: mount and super options together
+    found = to_mount_entry(m);
+    found->options = m.super_options;
+  }
+  if (!found) return Probed<MountEntry>::error(ProbeErrc::NotFound, "no mount at " + path, source);
+  return Probed<MountEntry>::ok(*found, source);
+}
+
+/// /dev/shm of a --sysroot tree: never statfs() of the tree's directory (that is this machine's
+/// disk). The capture's recorded statfs; else the captured mount's size= (mountinfo): a size below
+/// the need is a certain shortfall (the free space is at most the size); otherwise the free space
+/// is not in the capture.
+Probed<FsUsage> sysroot_usage(const ProbeContext& ctx, const Probed<MountEntry>& mount, const std::string& path,
+                              std::uint64_t need) {
+  Probed<FsUsage> held = captured_probed<FsUsage>(ctx, "shm", "usage", "statfs of " + path);
+  if (held.ok() || held.error()->code != ProbeErrc::Unsupported) return held;
+  const MountEntry* m = mount.value();
+  const std::string why = held.error()->detail;
+  if (m == nullptr) return Probed<FsUsage>::error(ProbeErrc::Unsupported, why + "; its mount is unknown (" + mount.why() + ")", held.source());
+  if (m->mount_point != path) {
+    return Probed<FsUsage>::error(ProbeErrc::Unsupported,
+                                  why + "; the captured mountinfo has no mount at " + path + " (it would be a directory of " +
+                                      m->mount_point + ", " + m->fstype + ")",
+                                  held.source());
+  }
+  if (m->fstype != "tmpfs" || !m->size_option) {
+    return Probed<FsUsage>::error(ProbeErrc::Unsupported,
+                                  why + "; the captured mount (" + m->fstype + (m->size_option ? "" : ", no size=") +
+                                      ") does not give its size",
+                                  held.source());
+  }
+  if (*m->size_option >= need) {
+    return Probed<FsUsage>::error(ProbeErrc::Unsupported,
+                                  why + "; the captured mount's size=" + format_bytes(*m->size_option) +
+                                      " holds the need, but its free space is not known",
+                                  held.source());
+  }
+  FsUsage u;
+  u.total_bytes = *m->size_option;
+  u.free_bytes = *m->size_option;  // at most the size
+  u.is_tmpfs = true;
+  u.fs_magic = TMPFS_MAGIC;
+  u.writable = !m->read_only;
+  return Probed<FsUsage>::ok(u, mount.source() + ": " + path + " tmpfs size=" + format_bytes(*m->size_option) +
+                                    " (no statfs in the tree: the free space is at most the size)");
+}
+
 }  // namespace
 
 void probe_shm(const ProbeContext& ctx, RankFacts& facts) {
   ShmFacts& shm = facts.shm;
   shm.mount = probe_mount(ctx.mountinfo(), shm.path);
-  shm.usage = probe_usage(ctx.fs, shm.path);
-
+  if (!ctx.fs.is_live() && !shm.mount.ok()) {
+    // A tree without /proc/self/mountinfo (hwloc-gather-topology saves /proc/mounts).
+    if (Probed<MountEntry> m = proc_mounts_entry(ctx.fs, shm.path); m.ok()) shm.mount = std::move(m);
+  }
   const ShmNeed need = shm_need(facts.placement, ctx.options, facts.env);
+  shm.usage = ctx.fs.is_live() ? probe_usage(ctx.fs, shm.path) : sysroot_usage(ctx, shm.mount, shm.path, need.node_total);
+
   const std::string source = "fallocate(" + shm.path + "/preflight-XXXXXX)";
   const FsUsage* usage = shm.usage.value();
   if (!ctx.fs.is_live()) {
-    shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported, "not run under --sysroot (not the live /dev/shm)", source);
+    shm.alloc = captured_probed<ShmAllocTest>(ctx, "shm", "alloc", "allocation test");
+    if (!shm.alloc.ok() && shm.alloc.error()->code == ProbeErrc::Unsupported) {
+      shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported,
+                                              "not run under --sysroot (not the live /dev/shm); " + shm.alloc.error()->detail,
+                                              source);
+    }
   } else if (facts.placement.local_rank != 0) {
     shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported, "run by local rank 0 of this node only", source);
   } else if (usage == nullptr || !usage->writable) {

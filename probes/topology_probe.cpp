@@ -283,14 +283,22 @@ void fill(hwloc_topology_t topo, TopologyFacts& t) {
 }
 
 Probed<TopologyFacts> probe(const ProbeContext& ctx) {
-  const std::string& xml = ctx.options.topology_xml;
-  const std::string source = xml.empty() ? std::string("this machine (hwloc ") + HWLOC_VERSION + ")"
-                                         : "--topology-xml " + xml;
+  std::string xml = ctx.options.topology_xml;
+  bool from_capture = false;
   if (xml.empty() && !ctx.fs.is_live()) {
-    return Probed<TopologyFacts>::error(ProbeErrc::Unsupported,
-                                        "the topology of a --sysroot tree is not read; pass --topology-xml FILE",
-                                        "--sysroot " + ctx.fs.root());
+    // A captured node's topology is its own hwloc export, never this machine's.
+    const CapturedFacts& captured = ctx.captured();
+    if (captured.topology_xml.empty()) {
+      return Probed<TopologyFacts>::error(ProbeErrc::Unsupported,
+                                          captured.missing("topology", "hwloc XML export") + "; pass --topology-xml FILE",
+                                          "--sysroot " + ctx.fs.root());
+    }
+    xml = captured.topology_xml;
+    from_capture = true;
   }
+  const std::string source = xml.empty()      ? std::string("this machine (hwloc ") + HWLOC_VERSION + ")"
+                             : from_capture ? "--sysroot " + ctx.fs.root() + "/topology.xml (the captured node's hwloc export)"
+                                            : "--topology-xml " + xml;
   if (!xml.empty()) {
     struct stat st {};
     if (::stat(xml.c_str(), &st) != 0) {
@@ -350,8 +358,10 @@ Probed<TopologyFacts> probe(const ProbeContext& ctx) {
 
   TopologyFacts t;
   t.source = source;
-  t.this_system = xml.empty() && hwloc_topology_is_thissystem(raw) != 0;
+  // A capture's export describes the node its other facts come from: judged like this machine's.
+  t.this_system = from_capture || (xml.empty() && hwloc_topology_is_thissystem(raw) != 0);
   fill(raw, t);
+  if (from_capture) t.notes.push_back("the topology is the captured node's own hwloc export, judged with its other captured facts");
   if (xml.empty() && !t.this_system) {
     t.notes.push_back("hwloc did not read this machine (HWLOC_XMLFILE, HWLOC_FSROOT or HWLOC_COMPONENTS in the "
                       "environment redirect it)");
@@ -362,5 +372,20 @@ Probed<TopologyFacts> probe(const ProbeContext& ctx) {
 }  // namespace
 
 void probe_topology(const ProbeContext& ctx, RankFacts& facts) { facts.topology = probe(ctx); }
+
+std::string export_topology_xml(const std::string& file) {
+  hwloc_topology_t raw = nullptr;
+  if (hwloc_topology_init(&raw) != 0 || raw == nullptr) return std::string("hwloc_topology_init: ") + std::strerror(errno);
+  TopologyPtr topo(raw);
+  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+  errno = 0;
+  if (hwloc_topology_load(raw) != 0) return std::string("hwloc_topology_load: ") + std::strerror(errno);
+  errno = 0;
+  if (hwloc_topology_export_xml(raw, file.c_str(), 0) != 0) {
+    return std::string("hwloc_topology_export_xml: ") + (errno != 0 ? std::strerror(errno) : "failed");
+  }
+  return {};
+}
 
 }  // namespace preflight

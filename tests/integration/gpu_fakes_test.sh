@@ -15,15 +15,18 @@ summary_of() { json_get "[c['summary'] for c in d['checks'] if c['id']=='$1'][0]
 remedy_of() { json_get "[c['remedy'] for c in d['checks'] if c['id']=='$1'][0]"; }
 
 # Driver 535.104.05 (CUDA 12.2) against a PyTorch built for CUDA 12.4: minor-version compatibility.
-expect_rc 0 "driver 535 with torch cu124" -- with_gpu driver535-cuda122 --sysroot "$R/cu124" --site-packages /site \
+# A fixture tree made the capture of the fake node (its GPU helper's report; --sysroot never runs a
+# helper on the judging machine).
+cp -a "$R/cu124" "$work/cu124" && as_capture "$work/cu124" driver535-cuda122 ""
+expect_rc 0 "driver 535 with torch cu124" -- "$PREFLIGHT" --sysroot "$work/cu124" --site-packages /site \
   --only cuda.runtime --format json
 expect_eq "$(check_status cuda.runtime)" WARN "cuda.runtime"
 expect_contains "$(summary_of cuda.runtime)" "CUDA 12.4" "summary"
 expect_contains "$(summary_of cuda.runtime)" "CUDA 12.2" "summary"
 
 # ... and against a CUDA 13.0 build: it cannot run.
-expect_rc 1 "driver 535 with torch cu130" -- env HOME=/home/user LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" \
-  PREFLIGHT_FAKE_GPU="$S/driver535-cuda122.json" "$PREFLIGHT" --sysroot "$R/cu130" --only cuda.runtime --format json
+cp -a "$R/cu130" "$work/cu130" && as_capture "$work/cu130" driver535-cuda122 "" HOME=/home/user
+expect_rc 1 "driver 535 with torch cu130" -- "$PREFLIGHT" --sysroot "$work/cu130" --only cuda.runtime --format json
 expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime"
 expect_contains "$(remedy_of cuda.runtime)" "580.65.06" "remedy"
 expect_contains "$(remedy_of cuda.runtime)" "CUDA 12.x build" "remedy"
@@ -38,8 +41,8 @@ expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime (image)"
 expect_contains "$(remedy_of cuda.runtime)" "580.65.06" "remedy (image)"
 
 # A compute capability 7.0 GPU with a CUDA 13 runtime.
-expect_rc 1 "Volta with CUDA 13" -- env HOME=/home/user LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" \
-  PREFLIGHT_FAKE_GPU="$S/cc70-volta.json" "$PREFLIGHT" --sysroot "$R/cu130" --only cuda.arch --format json
+cp -a "$R/cu130" "$work/cu130-volta" && as_capture "$work/cu130-volta" cc70-volta "" HOME=/home/user
+expect_rc 1 "Volta with CUDA 13" -- "$PREFLIGHT" --sysroot "$work/cu130-volta" --only cuda.arch --format json
 expect_eq "$(check_status cuda.arch)" FAIL "cuda.arch"
 expect_contains "$(summary_of cuda.arch)" "CC 7.0" "summary"
 

@@ -18,6 +18,16 @@ on_node() {  # on_node SCENARIO PREFLIGHT-ARGS...: the fake GPU node
   shift
   LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" PREFLIGHT_FAKE_GPU="$S/$scenario.json" "$PREFLIGHT" "$@"
 }
+# on_capture SCENARIO PREFLIGHT-ARGS...: $root as the capture of the fake GPU node SCENARIO (its GPU
+# helper's report, and its NCCL helper's report of the wheel's libnccl.so.2 where the tree has one):
+# --sysroot never runs a helper on the judging machine.
+on_capture() {
+  local scenario=$1 nccl=$site/nvidia/nccl/lib/libnccl.so.2
+  shift
+  [ -f "$root$nccl" ] || nccl=""
+  as_capture "$root" "$scenario" "$nccl"
+  "$PREFLIGHT" "$@"
+}
 
 root=$work/root
 site=/venv/lib/python3.11/site-packages
@@ -58,7 +68,7 @@ echo /usr/local/cuda-13.0/lib >"$root/etc/ld.so.conf.d/zz-cuda-13-0.conf"
 # 1. torch 2.5.1+cu124 loads its own libcudart.so.12: the toolkit's CUDA 13 (another soname) never
 #    decides a FAIL; one row each; the torch finding is in the summary with its remedy.
 torch_tree $site 2.5.1+cu124 12.4 rpath
-expect_rc 0 "cu124 beside a CUDA 13 toolkit, driver 535" -- on_node driver535-cuda122 --sysroot "$root" \
+expect_rc 0 "cu124 beside a CUDA 13 toolkit, driver 535" -- on_capture driver535-cuda122 --sysroot "$root" \
   --site-packages $site --only cuda.runtime,nccl.library,cuda.arch --format json -v
 expect_eq "$(check_status cuda.runtime)" WARN "cuda.runtime"
 expect_contains "$(summary_of cuda.runtime)" "CUDA 12.4.77 (torch 2.5.1+cu124 (built for CUDA 12.4) loads libcudart.so.12" \
@@ -70,12 +80,12 @@ expect_contains "$(summary_of cuda.runtime)" "torch 2.5.1+cu124 uses its own CUD
 expect_eq "$(json_get "len([c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence']['runtimes'])")" 2 \
   "runtimes listed"
 expect_eq "$(check_status nccl.library)" WARN "nccl.library (its CUDA 12.4 build on driver 535: minor-version compatibility)"
-expect_contains "$(summary_of nccl.library)" "$site/nvidia/nccl/lib/libnccl.so.2" "nccl.library (the wheel's, dlopened)"
+expect_contains "$(summary_of nccl.library)" "$site/nvidia/nccl/lib/libnccl.so.2" "nccl.library (the wheel's, as the node's helper read it)"
 expect_contains "$(summary_of nccl.library)" "which torch 2.5.1+cu124 loads" "nccl.library"
 
 # The same on a driver that runs CUDA 12.4 (the default fake node, 550.54.15): PASS for torch, the
 # toolkit still named as a WARN.
-expect_rc 0 "cu124 beside a CUDA 13 toolkit, driver 550" -- on_node h100x8-healthy --sysroot "$root" \
+expect_rc 0 "cu124 beside a CUDA 13 toolkit, driver 550" -- on_capture h100x8-healthy --sysroot "$root" \
   --site-packages $site --only cuda.runtime --format json
 expect_eq "$(check_status cuda.runtime)" WARN "cuda.runtime (driver 550)"
 expect_contains "$(summary_of cuda.runtime)" "toolkit" "cuda.runtime (driver 550)"
@@ -91,13 +101,13 @@ expect_contains "$(summary_of nccl.library)" "$PREFLIGHT_FAKE_GPU_LIB_DIR/libncc
 # 3. cu121 on driver 535 runs (backward compatibility); cu130 does not.
 rm -rf "$root$site"
 torch_tree $site 2.4.1 12.1 rpath
-expect_rc 0 "cu121, driver 535" -- on_node driver535-cuda122 --sysroot "$root" --site-packages $site \
+expect_rc 0 "cu121, driver 535" -- on_capture driver535-cuda122 --sysroot "$root" --site-packages $site \
   --only cuda.runtime --format json
 expect_eq "$(check_status cuda.runtime)" WARN "cuda.runtime (cu121: only the toolkit warns)"
 expect_contains "$(summary_of cuda.runtime)" "torch 2.4.1 uses its own CUDA 12.1.77" "cuda.runtime (cu121)"
 rm -rf "$root$site"
 torch_tree $site 2.9.0+cu130 13.0 rpath
-expect_rc 1 "cu130, driver 535" -- on_node driver535-cuda122 --sysroot "$root" --site-packages $site \
+expect_rc 1 "cu130, driver 535" -- on_capture driver535-cuda122 --sysroot "$root" --site-packages $site \
   --only cuda.runtime --format json
 expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime (cu130)"
 expect_contains "$(summary_of cuda.runtime)" "CUDA 13.0.77 (torch 2.9.0+cu130" "cuda.runtime (cu130)"
@@ -105,7 +115,7 @@ expect_contains "$(summary_of cuda.runtime)" "CUDA 13.0.77 (torch 2.9.0+cu130" "
 # 4. NCCL linked into torch: the system's libnccl is not what it uses; UNKNOWN, never PASS.
 rm -rf "$root$site"
 torch_tree $site 2.1.0 12.1 rpath static
-expect_rc 3 "cu121 with NCCL linked in" -- on_node driver535-cuda122 --sysroot "$root" --site-packages $site \
+expect_rc 3 "cu121 with NCCL linked in" -- on_capture driver535-cuda122 --sysroot "$root" --site-packages $site \
   --only nccl.library --format json
 expect_eq "$(check_status nccl.library)" UNKNOWN "nccl.library (static NCCL)"
 
@@ -113,7 +123,7 @@ expect_eq "$(check_status nccl.library)" UNKNOWN "nccl.library (static NCCL)"
 rm -rf "$root$site"
 mkdir -p "$root$site/torch"
 printf "__version__ = '2.5.1+cpu'\ncuda: Optional[str] = None\nhip: Optional[str] = None\n" >"$root$site/torch/version.py"
-expect_rc 1 "CPU-only torch on the GPU node" -- on_node driver535-cuda122 --sysroot "$root" --site-packages $site \
+expect_rc 1 "CPU-only torch on the GPU node" -- on_capture driver535-cuda122 --sysroot "$root" --site-packages $site \
   --only cuda.runtime,nccl.library --format json
 expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime (CPU-only)"
 expect_contains "$(summary_of cuda.runtime)" "torch 2.5.1+cpu ($site/torch/version.py) is a CPU-only build" "cuda.runtime"

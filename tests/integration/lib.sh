@@ -67,3 +67,41 @@ finish() {
   if [ "$failures" -gt 0 ]; then echo "$failures failure(s)"; exit 1; fi
   exit 0
 }
+
+# as_capture TREE SCENARIO NCCL [VAR=VALUE...]: makes the fixture TREE the capture of a node with
+# the fake GPU SCENARIO, as `preflight capture` on that node would record it: the GPU helper's
+# report (facts/gpu.json, from a capture taken with the fake libraries), the NCCL helper's report
+# of the file NCCL inside TREE ("" for none: the capture then holds no NCCL report) and the
+# environment VAR=VALUE...; everything else (Python trees, libraries, /etc) stays TREE's files.
+# --sysroot never runs a helper here: the captured node's facts are what it judges.
+as_capture() {
+  local tree=$1 scenario=$2 nccl=$3
+  shift 3
+  local cap="$work/capture-of-$scenario"
+  if [ ! -f "$cap/facts/gpu.json" ]; then
+    rm -rf "$cap"
+    LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" PREFLIGHT_FAKE_GPU="$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR/$scenario.json" \
+      "$PREFLIGHT" capture "$cap" >/dev/null 2>&1
+  fi
+  mkdir -p "$tree/facts"
+  cp "$cap/facts/gpu.json" "$tree/facts/gpu.json"
+  PREFLIGHT_FAKE_GPU="$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR/$scenario.json" "${PYTHON3:-python3}" - "$tree" "$nccl" \
+    "$(dirname "$PREFLIGHT")/preflight-gpu-probe" "$@" <<'PY'
+import json, subprocess, sys
+tree, nccl, helper, env = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+facts = {"gpu": {"file": "facts/gpu.json"}, "env": {"file": "facts/env.json"}}
+with open(tree + "/facts/env.json", "w") as f:
+    json.dump({"vars": dict(v.split("=", 1) for v in env), "dropped_values": []}, f)
+if nccl:
+    out = subprocess.run([helper, "nccl", "--lib", tree + nccl], capture_output=True, text=True, timeout=60).stdout
+    doc = json.loads(out)
+    if "value" in doc:  # the node's own path, as the helper there would name it
+        doc["value"]["path"] = doc["value"]["path"].replace(tree, "", 1)
+        doc["value"]["source"] = "loader"
+    with open(tree + "/facts/nccl.json", "w") as f:
+        json.dump({"nccl": doc}, f)
+    facts["nccl"] = {"file": "facts/nccl.json"}
+with open(tree + "/preflight-capture.json", "w") as f:
+    json.dump({"format": "preflight-capture", "version": 1, "facts": facts}, f)
+PY
+}

@@ -130,6 +130,9 @@ if command -v man >/dev/null 2>&1; then
   missing=""
   for id in $ids; do grep -qF -- "$id" "$work/man.txt" || missing+=" $id"; done
   [ -z "$missing" ] && pass "man page names every check id" || fail "man page lacks check ids:$missing"
+  for c in "preflight capture" "preflight merge" "preflight explain"; do
+    grep -qF -- "$c" "$work/man.txt" && pass "man page has $c" || fail "man page lacks the command $c"
+  done
   opts=$(help_options)
   [ "$(wc -w <<<"$opts")" -ge 30 ] || fail "found only $(wc -w <<<"$opts") options in --help"
   missing=""
@@ -162,12 +165,13 @@ expect_eq "$(complete_words --progress '' | tr '\n' ' ')" "always auto never " "
 expect_eq "$(complete_words --format = j | tr '\n' ' ')" "json junit " "--format=j<TAB>"
 expect_eq "$(complete_words --only host. | tr '\n' ' ')" "host.limits host.memory " "--only host.<TAB>"
 expect_eq "$(complete_words --skip 'env.nccl,sh' | tr '\n' ' ')" "env.nccl,shm.capacity " "--skip env.nccl,sh<TAB>"
-expect_eq "$(complete_words '' | tr '\n' ' ')" "explain list merge run " "<TAB> (commands)"
+expect_eq "$(complete_words '' | tr '\n' ' ')" "capture explain list merge run " "<TAB> (commands)"
 expect_eq "$(complete_words --format json l | tr '\n' ' ')" "list " "a command after an option and its value"
 mkdir -p "$work/cdir/results.d" && : >"$work/cdir/report.json"
 expect_eq "$(complete_words --json "$work/cdir/rep" | tr '\n' ' ')" "$work/cdir/report.json " "--json FILE<TAB> completes files"
 expect_eq "$(complete_words --matrix "$work/cdir/" | tr '\n' ' ')" "$work/cdir/results.d " "--matrix DIR<TAB> completes directories"
 expect_eq "$(complete_words merge "$work/cdir/rep" | tr '\n' ' ')" "$work/cdir/report.json " "merge FILE<TAB>"
+expect_eq "$(complete_words capture "$work/cdir/" | tr '\n' ' ')" "$work/cdir/results.d " "capture DIR<TAB> completes directories"
 offered=$(complete_words --)
 missing=""
 for o in $(help_options | grep -- '^--'); do

@@ -275,9 +275,9 @@ TEST(GpuHelper, RealNccl) {
 
 // ---- the probes, running the real helper -------------------------------------------------------
 
+// The live file system: under --sysroot no helper runs (a captured node's GPUs are in its capture).
 struct ProbeRun {
-  Sysroot root;
-  FileSystem fs{root.root()};
+  FileSystem fs;
   EnvSnapshot env;
   Options options;
   RankFacts facts;
@@ -410,12 +410,21 @@ TEST(GpuP2pProbe, NotRunAfterAFailedSmokeTest) {
 
 TEST(GpuDriverProbe, KernelModuleReadThroughSysroot) {
   HelperDirGuard guard(PREFLIGHT_GPU_HELPER_DIR);
-  ProbeRun run;
-  run.root.write("/proc/driver/nvidia/version",
-                 "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release Build\n");
-  probe_gpu_driver(ProbeContext(run.fs, run.env, run.options), run.facts);
-  ASSERT_TRUE(run.facts.gpu.driver.kernel_module_version.ok());
-  EXPECT_EQ(*run.facts.gpu.driver.kernel_module_version.value(), "580.65.06");
+  Sysroot root;
+  const FileSystem fs(root.root());
+  const EnvSnapshot env;
+  const Options options;
+  RankFacts facts;
+  root.write("/proc/driver/nvidia/version",
+             "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release Build\n");
+  probe_gpu_driver(ProbeContext(fs, env, options), facts);
+  ASSERT_TRUE(facts.gpu.driver.kernel_module_version.ok());
+  EXPECT_EQ(*facts.gpu.driver.kernel_module_version.value(), "580.65.06");
+  // The tree is no capture: its GPUs are not in it, and no helper ran here to stand in for them.
+  ASSERT_FALSE(facts.gpu.driver.nvml_gpus.ok());
+  EXPECT_EQ(facts.gpu.driver.nvml_gpus.error()->code, ProbeErrc::Unsupported);
+  EXPECT_NE(facts.gpu.driver.nvml_gpus.why().find("not in the capture"), std::string::npos);
+  EXPECT_NE(facts.gpu.driver.helper.find("not run under --sysroot"), std::string::npos);
 }
 
 TEST(GpuDriverProbe, MissingHelperIsAnErrorOnEveryHelperField) {

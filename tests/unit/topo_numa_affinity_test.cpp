@@ -156,9 +156,15 @@ TEST(TopoNumaAffinity, LocalityFromHwlocThenSysfs) {
   EXPECT_EQ(v.evidence["locality_source"], "hwloc (this machine (hwloc 2.9.0))");
   EXPECT_EQ(v.evidence["gpu_numa_node"], 1);
 
-  // An XML topology of another machine says nothing about this one: sysfs instead, whose
-  // numa_node is -1; the node is the one whose CPUs are the GPU's.
+  // An XML topology of another machine (--topology-xml): that machine's binding is in no export,
+  // and this host's is not that machine's: SKIP, never a verdict on this host's binding.
   f.topology.value()->this_system = false;
+  v = judge_numa(f);
+  EXPECT_EQ(v.status, Status::Skip) << v.summary;
+  EXPECT_TRUE(has(v.summary, "another machine's")) << v.summary;
+
+  // Without a topology: sysfs, whose numa_node is -1; the node is the one whose CPUs are the GPU's.
+  f.topology = Probed<TopologyFacts>::error(ProbeErrc::ApiError, "hwloc_topology_load failed", "hwloc");
   PciFunction fn;
   fn.bus_id = "0000:1c:00.0";
   fn.kind = "gpu";
