@@ -94,7 +94,7 @@ fi
 # --- a capture cut short by its deadline: what was read is kept and the manifest says so ---------
 rc=0
 start=$(date +%s%N)
-PREFLIGHT_TEST_HANG_PROBE=limits "$PREFLIGHT" capture "$work/cut" --timeout 2 >"$work/out" 2>"$work/err" || rc=$?
+PREFLIGHT_TEST_HANG_PROBE=limits "$PREFLIGHT_FAULTS" capture "$work/cut" --timeout 2 >"$work/out" 2>"$work/err" || rc=$?
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 expect_eq "$rc" 4 "a capture whose probe hangs: exit"
 [ "$elapsed_ms" -lt 6000 ] && pass "it ended after ${elapsed_ms} ms" || fail "it took ${elapsed_ms} ms"
