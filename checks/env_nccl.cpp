@@ -210,7 +210,10 @@ class EnvLint {
 
   void rename_or_unset(const Setting& s, std::string summary, const std::vector<std::string>& close) {
     std::string remedy = unset_remedy(s);
-    if (!close.empty()) {
+    if (!close.empty() && m_settings.count(close.front()) != 0) {
+      // The right name is set as well: moving the value there would overwrite it.
+      summary += "; did you mean " + close.front() + "? (which is set too)";
+    } else if (!close.empty()) {
       summary += "; did you mean " + close.front() + "?";
       Setting renamed = s;
       renamed.name = close.front();

@@ -465,6 +465,9 @@ TEST(EnvNcclReaders, AllocatorSettingsReadWithTorchsGrammar) {
   EXPECT_EQ(name.status, Status::Warn);
   EXPECT_TRUE(has(name.summary, "did you mean PYTORCH_CUDA_ALLOC_CONF?")) << name.summary;
   EXPECT_EQ(run_env_nccl({{"PYTORCH_SOMETHING_ELSE", "1"}}).status, Status::Pass);
+  // With the right name set too, the typo is only unset: its value must not overwrite the right one.
+  const Verdict both = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONFIG", "x"}, {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
+  EXPECT_EQ(both.remedy, "unset PYTORCH_CUDA_ALLOC_CONFIG");
 }
 
 TEST(EnvNcclReaders, AMitigationOfTheLoadedReleaseIsNotADebuggingLeftover) {
