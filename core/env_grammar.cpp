@@ -87,7 +87,8 @@ ValueReading read_nccl_int(const Grammar& g, std::string_view value) {
     // CUDA and Gloo document decimal integers; how they parse anything else is not published.
     const std::optional<std::int64_t> v = parse_int(value);
     if (!v) {
-      const std::optional<std::int64_t> meant = intended_integer(value, g.unit);
+      std::optional<std::int64_t> meant = intended_integer(value, g.unit);
+      if (const std::optional<bool> intent = boolean_word_intent(value); intent && !meant) meant = *intent ? 1 : 0;
       return {Status::Warn, std::string(value), "",
               quoted(value) + " is not a decimal integer, which " + g.reader + " expects" + unit_hint(g, value, meant),
               meant ? verified_fix(g, std::to_string(*meant)) : std::string()};

@@ -174,6 +174,7 @@ TEST(EnvGrammar, CudaIntegersAreNotDescribedAsNcclsStrtoll) {
   EXPECT_EQ(r.problem.find("NCCL"), std::string::npos) << r.problem;
   EXPECT_NE(r.problem.find("CUDA"), std::string::npos) << r.problem;
   EXPECT_EQ(read_value(g, "64").status, Status::Warn);
+  EXPECT_EQ(read_value(g, "yes").fix, "1");  // the evident intent, within the range
   EXPECT_EQ(read_value(g, "8").status, Status::Pass);
 }
 
