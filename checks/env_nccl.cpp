@@ -574,7 +574,15 @@ Verdict run(const CheckContext& ctx) {
   const std::optional<Version> nccl_version = lib != nullptr ? Version::parse(lib->version) : std::nullopt;
   const MitigationLookup mitigation = [&](const std::string& name, const std::string& value) -> std::string {
     if (!nccl_version) return {};
+    const std::vector<NvmlGpu>* gpus = ctx.facts.gpu.driver.nvml_gpus.value();
     for (const NcclIssueRow* row : matrix.nccl_issues_for(*nccl_version)) {
+      // A GPU-specific problem on a node whose GPUs are all known and none is that GPU: no mitigation needed.
+      if (row->condition.starts_with("gpu:") && gpus != nullptr && !gpus->empty() &&
+          std::none_of(gpus->begin(), gpus->end(), [&](const NvmlGpu& g) {
+            return g.name.empty() || to_lower(g.name).find(to_lower(row->condition.substr(4))) != std::string::npos;
+          })) {
+        continue;
+      }
       if (!row->mitigated_by([&](const std::string& n) -> std::optional<std::string> {
              return n == name ? std::optional<std::string>(value) : std::nullopt;
            }).empty()) {

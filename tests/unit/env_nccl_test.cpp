@@ -479,6 +479,13 @@ TEST(EnvNcclReaders, AMitigationOfTheLoadedReleaseIsNotADebuggingLeftover) {
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_TRUE(has(v.summary, "mitigates known problem nccl-2.18.1-h100-ll128")) << v.summary;
   EXPECT_FALSE(has(v.remedy, "unset NCCL_PROTO")) << v.remedy;
+  NvmlGpu a100;
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({a100}, "NVML");
+  EXPECT_EQ(judge(f).status, Status::Warn);  // the problem is an H100 one: on A100s nothing is mitigated
+  a100.name = "NVIDIA H100 80GB HBM3";
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({a100}, "NVML");
+  EXPECT_EQ(judge(f).status, Status::Pass);
   lib.version = "2.28.9";  // no such problem: the setting is a debugging leftover again
   f.gpu.nccl = Probed<NcclLibrary>::ok(lib, "ncclGetVersion");
   EXPECT_EQ(judge(f).status, Status::Warn);
