@@ -329,7 +329,8 @@ TEST(EnvNcclReaders, TorchIntegersHaveNoInventedRangesAndUnitsAreConverted) {
 TEST(EnvNcclReaders, RangesTheReadersApply) {
   for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
            {"NCCL_IB_SL", "16"}, {"NCCL_IB_TC", "256"}, {"NCCL_CROSS_NIC", "3"}, {"NCCL_NTHREADS", "100"},
-           {"NCCL_NTHREADS", "1024"}, {"NCCL_LL128_NTHREADS", "96"}, {"NCCL_BUFFSIZE", "0"}}) {
+           {"NCCL_NTHREADS", "1024"}, {"NCCL_LL128_NTHREADS", "96"}, {"NCCL_BUFFSIZE", "0"},
+           {"NCCL_CGA_CLUSTER_SIZE", "16"}, {"NCCL_MIN_CTAS", "0"}, {"NCCL_COMM_BLOCKING", "2"}}) {
     const Verdict v = run_env_nccl({{name, value}});
     EXPECT_EQ(v.status, Status::Warn) << name << "=" << value << ": " << v.summary;
   }
