@@ -663,9 +663,9 @@ extern const CheckSpec kEnvNccl = {
     R"(What it reads
   This rank's NCCL_*, TORCH_NCCL_*, TORCH_DISTRIBUTED_*, GLOO_*, CUDA_* and PYTORCH_*ALLOC_CONF
   variables, and the values NCCL takes from its configuration files: $NCCL_CONF_FILE if set, else
-  ~/.nccl.conf (the home directory from /etc/passwd, as NCCL's getpwuid does, else $HOME), then
-  /etc/nccl.conf. NCCL applies file lines with setenv(name, value, 0): the environment wins, then
-  the first file that sets a name. Each value is parsed with its reader's grammar (matrix/
+  ~/.nccl.conf (the home directory from /etc/passwd, as NCCL's getpwuid does, else $HOME; NCCL >=
+  2.30 takes $HOME and strips a '\r' before each line's end), then /etc/nccl.conf. NCCL applies
+  file lines with setenv(name, value, 0): the environment wins, then the first file that sets it. Each value is parsed with its reader's grammar (matrix/
   env_vars.tsv, built in; each range's source is in its row's note).
   The NCCL_* names that count are the ones the job's NCCL reads: the strings of the .rodata
   section of the libnccl.so.2 nccl.library found (read, not loaded; at most 64 MiB), and of the

@@ -388,7 +388,7 @@ std::optional<std::int64_t> intended_integer(std::string_view value, Grammar::Un
   return number * scale;
 }
 
-ConfFileContents parse_nccl_conf(std::string_view text) {
+ConfFileContents parse_nccl_conf(std::string_view text, bool strip_cr) {
   ConfFileContents out;
   int number = 0;
   while (!text.empty()) {
@@ -396,6 +396,7 @@ ConfFileContents parse_nccl_conf(std::string_view text) {
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     ++number;
+    if (strip_cr && !line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (!line.empty() && line.front() == '#') continue;
     line = line.substr(0, line.find('\0'));  // NCCL works on C strings from here on
     const std::size_t eq = line.find('=');

@@ -79,7 +79,8 @@ ValueReading read_value(const Grammar& grammar, std::string_view value);
 /// the value everything after it, both cut at 1023 bytes and at a NUL byte; nothing is trimmed, so
 /// "NAME = v" sets "NAME " to " v". Lines without '=' are skipped (malformed_lines, unless blank or
 /// a comment after white space).
-ConfFileContents parse_nccl_conf(std::string_view text);
+/// NCCL >= 2.30 also removes a '\r' before the '\n' (strip_cr).
+ConfFileContents parse_nccl_conf(std::string_view text, bool strip_cr = false);
 
 /// A name the C library's setenv() accepts and a program can read back: [A-Za-z_][A-Za-z0-9_]*.
 bool is_env_name(std::string_view name);
