@@ -26,6 +26,20 @@ bool apply_rule(std::string_view rule, EnvVarSpec& spec) {
     spec.alias_of = std::string(rule.substr(9));
     return is_env_name(spec.alias_of);
   }
+  if (rule.starts_with("note_if=")) {
+    for (std::string_view v : split(rule.substr(8), '|')) spec.note_if.emplace_back(v);
+    return true;
+  }
+  if (rule.starts_with("versions=")) {
+    spec.versions = std::string(rule.substr(9));
+    return spec.versions.find("..") != std::string::npos && spec.versions != "..";
+  }
+  if (rule.starts_with("unit=")) {
+    const std::string_view unit = rule.substr(5);
+    spec.grammar.unit = unit == "bytes" ? Grammar::Unit::Bytes : unit == "seconds" ? Grammar::Unit::Seconds
+                      : unit == "ms" ? Grammar::Unit::Milliseconds : Grammar::Unit::None;
+    return spec.grammar.unit != Grammar::Unit::None;
+  }
   if (rule.starts_with("warn_if=")) {
     for (std::string_view v : split(rule.substr(8), '|')) spec.warn_if.emplace_back(v);
     return true;
@@ -53,6 +67,8 @@ std::optional<EnvVarSpec> parse_row(std::string_view line, int number, std::stri
   const std::optional<Grammar> grammar = parse_grammar(spec.type, spec.consumer == "torch");
   if (!grammar) return fail("unknown type '" + printable(spec.type) + "'");
   spec.grammar = *grammar;
+  spec.grammar.reader = spec.consumer == "nccl" ? "NCCL" : spec.consumer == "torch" ? "torch" : spec.consumer == "cuda" ? "CUDA"
+                      : spec.consumer == "gloo" ? "Gloo" : spec.consumer;
   for (std::string_view rule : split(f[4], ',')) {
     if (!apply_rule(rule, spec)) return fail("unknown rule '" + printable(rule) + "'");
   }

@@ -20,6 +20,10 @@ struct EnvVarSpec {
   Grammar grammar;
   std::string default_value;  // "" when the library decides at run time
   std::vector<std::string> warn_if;  // canonical readings that are WARN (rule warn_if=A|B)
+  std::vector<std::string> note_if;  // readings worth a note, never a WARN (rule note_if=A|B: NCCL_DEBUG=INFO)
+  // The NCCL releases that read it (rule versions=A..B, either end open: "2.29..", "..2.4"): said
+  // when the loaded library does not read the name. Empty: the catalog's own release (2.28.9).
+  std::string versions;
   bool debug_only = false;  // rule debug_only: NCCL's docs say not to keep it set in production
   bool no_effect = false;   // rule no_effect: nothing reads it (removed, renamed or never existed)
   bool dcgm_bad = false;    // rule dcgm_bad: on DCGM diag's list of variables that must not be set

@@ -7,16 +7,39 @@
 #include <string>
 #include <vector>
 
+#include <strings.h>
+
+#include <cstdlib>
+#include <functional>
+
 #include "checks/check.hpp"
 #include "checks/env_catalog.hpp"
 #include "core/text.hpp"
+#include "core/version.hpp"
+#include "matrix/compat_matrix.hpp"
 
 namespace preflight {
 namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kLintedPrefixes[] = {"NCCL_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "GLOO_", "CUDA_"};
+constexpr std::string_view kLintedPrefixes[] = {"NCCL_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "GLOO_", "CUDA_", "PYTORCH_"};
+
+// The NCCL_* names the job's NCCL reads: its library's and its plugins' strings, where they could
+// be read; else nullptr and the catalog stands in.
+struct NcclReaders {
+  const std::vector<std::string>* library = nullptr;
+  std::vector<const NcclPlugin*> plugins;
+  std::string library_text;  // "NCCL 2.30.7 (/usr/lib/libnccl.so.2)"
+
+  bool available() const { return library != nullptr; }
+  bool reads(std::string_view name) const {
+    if (library != nullptr && std::binary_search(library->begin(), library->end(), name)) return true;
+    return std::any_of(plugins.begin(), plugins.end(), [&](const NcclPlugin* p) {
+      return std::binary_search(p->names.begin(), p->names.end(), name);
+    });
+  }
+};
 
 // One variable as the job will see it, and where its value came from.
 struct Setting {
@@ -51,7 +74,7 @@ std::string shell_word(std::string_view value) {
 std::string set_remedy(const Setting& s, std::string_view value) {
   const std::string assignment = s.name + "=" + shell_word(value);
   return s.from_file() ? "Write " + assignment + " on line " + std::to_string(s.line) + " of " + s.file + "."
-                       : "export " + assignment + ";";
+                       : "export " + assignment;
 }
 
 std::string where(const Setting& s) {
@@ -59,7 +82,7 @@ std::string where(const Setting& s) {
 }
 
 std::string unset_remedy(const Setting& s) {
-  return s.from_file() ? "Delete line " + std::to_string(s.line) + " of " + s.file + "." : "unset " + s.name + ";";
+  return s.from_file() ? "Delete line " + std::to_string(s.line) + " of " + s.file + "." : "unset " + s.name;
 }
 
 std::string expected_text(const Grammar& g) {
@@ -69,7 +92,11 @@ std::string expected_text(const Grammar& g) {
     case Grammar::Kind::List: return "one of " + join(g.choices, ", ");
     case Grammar::Kind::Int:
     case Grammar::Kind::TorchInt:
-      return g.min ? "an integer in " + std::to_string(*g.min) + ".." + std::to_string(*g.max) : "a decimal integer";
+      return std::string(g.min ? "a decimal integer in " + std::to_string(*g.min) + ".." + std::to_string(*g.max) : "a decimal integer") +
+             (g.step ? " (a multiple of " + std::to_string(*g.step) + ")" : "") +
+             (g.unit == Grammar::Unit::Bytes ? " (bytes, without a unit)" : g.unit == Grammar::Unit::Seconds ? " (seconds, without a unit)"
+              : g.unit == Grammar::Unit::Milliseconds ? " (milliseconds, without a unit)" : "");
+    case Grammar::Kind::HostPort: return "<host>:<port>";
     case Grammar::Kind::String:
     case Grammar::Kind::Path: break;
   }
@@ -93,27 +120,47 @@ std::map<std::string, Setting> effective_settings(const RankFacts& facts, const 
   return out;
 }
 
+// Whether a set value is the mitigation of a known problem of the loaded NCCL: then it is advice
+// followed, not a debugging leftover.
+using MitigationLookup = std::function<std::string(const std::string& name, const std::string& value)>;
+
 class EnvLint {
  public:
-  EnvLint(const EnvCatalog& catalog, const std::map<std::string, Setting>& settings)
-      : m_catalog(catalog), m_settings(settings) {}
+  EnvLint(const EnvCatalog& catalog, const std::map<std::string, Setting>& settings, const NcclReaders& readers,
+          MitigationLookup mitigation)
+      : m_catalog(catalog), m_settings(settings), m_readers(readers), m_mitigation(std::move(mitigation)) {}
 
   std::vector<Finding> findings;
+  std::vector<std::string> notes;
   std::string consumer = "unknown";
   std::string reads_as;
 
   void lint(const Setting& s) {
     const EnvVarSpec* spec = m_catalog.find(s.name);
+    const bool nccl_name = s.name.starts_with("NCCL_") && (spec == nullptr || spec->consumer == "nccl");
+    if (nccl_name && m_readers.available()) {
+      consumer = "nccl";
+      if (!m_readers.reads(s.name)) return not_read_here(s, spec);
+      if (spec == nullptr) return;  // read by this NCCL; its grammar is not in the catalog
+    }
     if (spec == nullptr) return unknown_name(s);
     consumer = spec->consumer;
-    if (spec->no_effect) {
+    // A name the loaded NCCL reads is not "removed", whatever the catalog's release says.
+    const bool no_effect = spec->no_effect && !(nccl_name && m_readers.available());
+    if (no_effect) {
       reads_as = "not read";
-      add(Status::Warn, s.shown() + " has no effect: " + spec->note, unset_remedy(s));
+      add(Status::Warn, s.shown() + " has no effect: " + spec->note + versions_text(*spec), unset_remedy(s));
     }
     if (spec->dcgm_bad) add(Status::Warn, s.name + " is set (" + s.source() + "): " + spec->note, unset_remedy(s));
-    if (spec->debug_only) add(Status::Warn, s.shown() + " forces a debugging setting: " + spec->note, unset_remedy(s));
+    if (spec->debug_only) {
+      if (const std::string issue = m_mitigation(s.name, s.value); !issue.empty()) {
+        notes.push_back(s.name + "=" + printable(s.value, 80) + " mitigates " + issue + " (nccl.library): keep it");
+      } else {
+        add(Status::Warn, s.shown() + " forces a debugging setting: " + spec->note, unset_remedy(s));
+      }
+    }
     if (!spec->alias_of.empty()) legacy_alias(s, *spec);
-    if (!spec->no_effect) value(s, *spec);
+    if (!no_effect) value(s, *spec);
   }
 
  private:
@@ -121,16 +168,52 @@ class EnvLint {
     findings.push_back({status, std::move(summary), std::move(remedy)});
   }
 
-  void unknown_name(const Setting& s) {
-    const bool nccl = s.name.starts_with("NCCL_");
-    consumer = nccl ? "nccl" : s.name.starts_with("TORCH_") ? "torch" : s.name.starts_with("GLOO_") ? "gloo" : "cuda";
-    reads_as = nccl ? "not read" : "";
-    const std::vector<std::string> close = m_catalog.suggestions(s.name, std::max<std::size_t>(2, s.name.size() / 8));
-    // PyTorch adds TORCH_NCCL_ variables often: only a near miss of a known name is worth a WARN.
-    if (!nccl && !(s.name.starts_with("TORCH_NCCL_") && !close.empty())) return;
-    std::string summary = s.shown() + " is not a variable " + (nccl ? "NCCL" : "PyTorch") + " reads";
+  static std::string versions_text(const EnvVarSpec& spec) {
+    if (spec.versions.empty()) return {};
+    const std::size_t dots = spec.versions.find("..");
+    const std::string from = spec.versions.substr(0, dots), to = spec.versions.substr(dots + 2);
+    if (from.empty()) return " (NCCL <= " + to + " read it)";
+    if (to.empty()) return " (NCCL >= " + from + " reads it)";
+    return from == to ? " (only NCCL " + from + " read it)" : " (NCCL " + from + " to " + to + " read it)";
+  }
+
+  std::vector<std::string> close_names(std::string_view name) const {
+    const std::size_t distance = std::max<std::size_t>(2, name.size() / 8);
+    std::vector<std::pair<std::size_t, std::string>> scored;
+    if (m_readers.available() && name.starts_with("NCCL_")) {
+      for (const std::string& n : *m_readers.library) {
+        const std::size_t gap = n.size() > name.size() ? n.size() - name.size() : name.size() - n.size();
+        if (gap > distance) continue;
+        const std::size_t d = edit_distance(name, n);
+        if (d <= distance) scored.emplace_back(d, n);
+      }
+      std::sort(scored.begin(), scored.end());
+      std::vector<std::string> out;
+      for (auto& [d, n] : scored) out.push_back(std::move(n));
+      return out;
+    }
+    return m_catalog.suggestions(name, distance);
+  }
+
+  // An NCCL_* name the loaded library (and its plugins) do not contain.
+  void not_read_here(const Setting& s, const EnvVarSpec* spec) {
+    reads_as = "not read";
+    const std::vector<std::string> close = close_names(s.name);
+    if (spec != nullptr && close.empty()) {
+      const std::string others = spec->versions.empty() ? " (the catalog's NCCL 2.28.9 reads it)" : versions_text(*spec);
+      add(Status::Warn, s.shown() + " is not read by " + m_readers.library_text + others + (spec->no_effect ? ": " + spec->note : ""),
+          unset_remedy(s) + (spec->no_effect ? "" : " (or load an NCCL release that reads it)"));
+      return;
+    }
+    rename_or_unset(s, s.shown() + " is not a variable " + m_readers.library_text + " reads", close);
+  }
+
+  void rename_or_unset(const Setting& s, std::string summary, const std::vector<std::string>& close) {
     std::string remedy = unset_remedy(s);
-    if (!close.empty()) {
+    if (!close.empty() && m_settings.count(close.front()) != 0) {
+      // The right name is set as well: moving the value there would overwrite it.
+      summary += "; did you mean " + close.front() + "? (which is set too)";
+    } else if (!close.empty()) {
       summary += "; did you mean " + close.front() + "?";
       Setting renamed = s;
       renamed.name = close.front();
@@ -140,13 +223,26 @@ class EnvLint {
     add(Status::Warn, std::move(summary), std::move(remedy));
   }
 
+  void unknown_name(const Setting& s) {
+    const bool nccl = s.name.starts_with("NCCL_");
+    const bool pytorch = s.name.starts_with("PYTORCH_");
+    consumer = nccl ? "nccl" : s.name.starts_with("TORCH_") || pytorch ? "torch" : s.name.starts_with("GLOO_") ? "gloo" : "cuda";
+    reads_as = nccl ? "not read" : "";
+    const std::vector<std::string> close = close_names(s.name);
+    // PyTorch adds TORCH_NCCL_ / PYTORCH_ variables often: only a near miss of a known name is worth a WARN.
+    if (!nccl && !((s.name.starts_with("TORCH_NCCL_") || pytorch) && !close.empty())) return;
+    rename_or_unset(s, s.shown() + " is not a variable " + (nccl ? "NCCL" : "PyTorch") + " reads" +
+                           (nccl ? " (no readable libnccl.so.2: judged by the catalog of NCCL 2.28.9)" : ""),
+                    close);
+  }
+
   void legacy_alias(const Setting& s, const EnvVarSpec& spec) {
     const auto current = m_settings.find(spec.alias_of);
     Setting renamed = s;
     renamed.name = spec.alias_of;
     add(Status::Warn,
         s.shown() + " is the deprecated PyTorch name of " + spec.alias_of + " (NCCL itself does not read it)",
-        unset_remedy(s) + " " + set_remedy(renamed, s.value));
+        unset_remedy(s) + (s.from_file() ? " " : "; ") + set_remedy(renamed, s.value));
     if (current != m_settings.end() && current->second.value != s.value) {
       add(Status::Warn,
           s.name + " and " + spec.alias_of + " are both set and differ; torch uses " + current->second.shown(),
@@ -155,9 +251,14 @@ class EnvLint {
   }
 
   void value(const Setting& s, const EnvVarSpec& spec) {
-    const ValueReading r = read_value(spec.grammar, s.value);
+    const EnvVarSpec& rules = alias_target_rules(spec);
+    ValueReading r = read_value(spec.grammar, s.value);
     reads_as = r.reads_as;
-    const std::string who = spec.consumer == "torch" ? "torch" : spec.consumer == "cuda" ? "CUDA" : spec.consumer == "nccl" ? "NCCL" : spec.consumer;
+    const std::string& who = spec.grammar.reader;
+    // Never propose a value this check would warn about.
+    if (!r.fix.empty() && std::find(rules.warn_if.begin(), rules.warn_if.end(), read_value(spec.grammar, r.fix).canonical) != rules.warn_if.end()) {
+      r.fix.clear();
+    }
     if (r.status != Status::Pass) {
       std::string summary = s.shown() + ": " + r.problem;
       if (!spec.note.empty()) summary += " (" + spec.name + ": " + spec.note + ")";
@@ -166,10 +267,12 @@ class EnvLint {
       add(r.status, std::move(summary), remedy);
       return;
     }
-    const EnvVarSpec& rules = alias_target_rules(spec);
     if (std::find(rules.warn_if.begin(), rules.warn_if.end(), r.canonical) != rules.warn_if.end()) {
       const std::string deflt = rules.default_value.empty() ? "" : " (the default is " + rules.default_value + ")";
-      add(Status::Warn, s.shown() + ": " + who + " reads " + r.reads_as + "; " + rules.note, unset_remedy(s) + deflt);
+      add(Status::Warn, s.shown() + ": " + who + " reads " + r.reads_as + "; " + rules.note + deflt, unset_remedy(s));
+    }
+    if (std::find(rules.note_if.begin(), rules.note_if.end(), r.canonical) != rules.note_if.end()) {
+      notes.push_back(s.name + "=" + printable(s.value, 80) + " (" + s.source() + "): " + rules.note);
     }
   }
 
@@ -182,6 +285,8 @@ class EnvLint {
 
   const EnvCatalog& m_catalog;
   const std::map<std::string, Setting>& m_settings;
+  const NcclReaders& m_readers;
+  MitigationLookup m_mitigation;
 };
 
 std::string line_list(const std::vector<int>& lines) {
@@ -229,6 +334,217 @@ json lint_conf_file(const ConfFile& file, VerdictBuilder& b) {
   return ev;
 }
 
+// PyTorch's caching-allocator settings (PYTORCH_CUDA_ALLOC_CONF, PYTORCH_HIP_ALLOC_CONF,
+// PYTORCH_ALLOC_CONF) as c10/core/AllocatorConfig.cpp and c10/cuda/CUDAAllocatorConfig.cpp read
+// them at the first CUDA allocation: tokens split at ',', ':', '[' and ']' with white space
+// dropped; key ':' value pairs separated by ','; an unknown key, a boolean other than True/False,
+// a number std::stoull/std::stod cannot read or a value its TORCH_CHECK rejects raises.
+struct AllocFinding {
+  Status status = Status::Pass;
+  std::string problem;
+  std::string fix;  // the whole value rewritten, where the intent is evident
+};
+
+enum class AllocValue { Bool, SizeMb, MinSizeMb, Fraction, PowerOf2, Backend, Divisions };
+
+const std::vector<std::pair<std::string_view, AllocValue>>& alloc_keys() {
+  static const std::vector<std::pair<std::string_view, AllocValue>> keys = {
+      {"max_split_size_mb", AllocValue::MinSizeMb},       {"max_non_split_rounding_mb", AllocValue::MinSizeMb},
+      {"garbage_collection_threshold", AllocValue::Fraction}, {"roundup_power2_divisions", AllocValue::Divisions},
+      {"expandable_segments", AllocValue::Bool},          {"pinned_use_background_threads", AllocValue::Bool},
+      {"backend", AllocValue::Backend},                   {"release_lock_on_cudamalloc", AllocValue::Bool},
+      {"release_lock_on_hipmalloc", AllocValue::Bool},    {"pinned_use_cuda_host_register", AllocValue::Bool},
+      {"pinned_use_hip_host_register", AllocValue::Bool}, {"pinned_num_register_threads", AllocValue::PowerOf2},
+      {"pinned_reserve_segment_size_mb", AllocValue::SizeMb}, {"graph_capture_record_stream_reuse", AllocValue::Bool},
+      {"per_process_memory_fraction", AllocValue::Fraction},
+  };
+  return keys;
+}
+
+std::vector<std::string> alloc_tokens(std::string_view value) {
+  std::vector<std::string> out;
+  std::string buf;
+  for (char c : value) {
+    if (c == ',' || c == ':' || c == '[' || c == ']') {
+      if (!buf.empty()) out.push_back(std::move(buf));
+      buf.clear();
+      out.emplace_back(1, c);
+    } else if (std::isspace(static_cast<unsigned char>(c)) == 0) {
+      buf += c;
+    }
+    if (out.size() > 4096) break;
+  }
+  if (!buf.empty()) out.push_back(std::move(buf));
+  return out;
+}
+
+AllocFinding read_alloc_conf(std::string_view value, std::string_view name) {
+  const std::vector<std::string> t = alloc_tokens(value);
+  AllocFinding out;
+  const auto raise = [&](std::string why) {
+    out.status = Status::Fail;
+    out.problem = std::move(why) + "; torch raises at the first CUDA allocation (c10 AllocatorConfig)";
+    return out;
+  };
+  std::vector<std::string> fixed = t;
+  bool can_fix = true;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    const std::string& key = t[i];
+    const auto known = std::find_if(alloc_keys().begin(), alloc_keys().end(), [&](const auto& k) { return k.first == key; });
+    if (known == alloc_keys().end()) {
+      std::string best;
+      std::size_t best_d = 4;
+      for (const auto& k : alloc_keys()) {
+        const std::size_t d = edit_distance(key, k.first);
+        if (d < best_d) best_d = d, best = k.first;
+      }
+      return raise("'" + printable(key, 60) + "' is not an allocator key" +
+                   (best.empty() ? " (keys are key:value pairs such as expandable_segments:True)" : "; did you mean " + best + "?"));
+    }
+    if (i + 2 >= t.size() || t[i + 1] != ":") return raise(key + " has no ':value'");
+    i += 2;
+    const std::string& v = t[i];
+    switch (known->second) {
+      case AllocValue::Bool:
+        if (v != "True" && v != "False") {
+          const std::string lower = to_lower(v);
+          const bool yes = edit_distance(lower, "true") <= 2 || lower == "1" || lower == "yes";
+          const bool no = edit_distance(lower, "false") <= 2 || lower == "0" || lower == "no";
+          if (yes != no) {
+            fixed[i] = yes ? "True" : "False";
+          } else {
+            can_fix = false;
+          }
+          raise(key + ":" + printable(v, 40) + " is not True or False (case-sensitive)");
+          if (can_fix) {
+            for (const std::string& part : fixed) out.fix += part;
+          }
+          return out;
+        }
+        break;
+      case AllocValue::SizeMb:
+      case AllocValue::MinSizeMb:
+      case AllocValue::PowerOf2: {
+        if (v.empty() || std::isdigit(static_cast<unsigned char>(v.front())) == 0) {
+          return raise(key + ":" + printable(v, 40) + " is not a number (std::stoull)");
+        }
+        const std::optional<std::int64_t> n = parse_int(v);
+        const std::int64_t number = n ? *n : std::strtoll(v.c_str(), nullptr, 10);
+        if (known->second == AllocValue::MinSizeMb && number < 20) return raise(key + ":" + v + " is below the minimum of 20 (MB)");
+        if (known->second == AllocValue::SizeMb && number <= 0) return raise(key + ":" + v + " must be greater than 0");
+        if (known->second == AllocValue::PowerOf2 && (number <= 0 || (number & (number - 1)) != 0)) {
+          return raise(key + ":" + v + " is not a power of 2");
+        }
+        if (!n && out.status == Status::Pass) {
+          out.status = Status::Warn;
+          out.problem = key + ":" + printable(v, 40) + " is read as " + std::to_string(number) + " (the rest is ignored)";
+        }
+        break;
+      }
+      case AllocValue::Fraction: {
+        char* end = nullptr;
+        const std::string c(v);
+        const double d = std::strtod(c.c_str(), &end);
+        if (end == c.c_str()) return raise(key + ":" + printable(v, 40) + " is not a number (std::stod)");
+        if (!(d > 0.0 && d < 1.0) && key == "garbage_collection_threshold") return raise(key + ":" + v + " is outside (0.0, 1.0)");
+        if (!(d >= 0.0 && d <= 1.0)) return raise(key + ":" + v + " is outside [0.0, 1.0]");
+        break;
+      }
+      case AllocValue::Backend: {
+        const std::string async = name.find("HIP") != std::string_view::npos ? "hipMallocAsync" : "cudaMallocAsync";
+        if (v != "native" && v != "cudaMallocAsync" && v != "hipMallocAsync") {
+          return raise("backend:" + printable(v, 40) + " is not native or " + async);
+        }
+        break;
+      }
+      case AllocValue::Divisions:
+        if (v == "[") {
+          std::size_t guard = 0;
+          while (i + 1 < t.size() && t[i] != "]" && ++guard < 256) ++i;
+          if (t[i] != "]") return raise(key + " has an unterminated [ ] list");
+        } else if (v.empty() || std::isdigit(static_cast<unsigned char>(v.front())) == 0) {
+          return raise(key + ":" + printable(v, 40) + " is not a number");
+        } else if (const std::int64_t d = std::strtoll(v.c_str(), nullptr, 10); d <= 0 || (d & (d - 1)) != 0) {
+          return raise(key + ":" + printable(v, 40) + " is not a power of 2");
+        }
+        break;
+    }
+    if (i + 1 < t.size() && t[i + 1] != ",") return raise("'" + printable(t[i + 1], 40) + "' follows " + key + " where ',' is expected");
+    if (i + 1 < t.size()) ++i;
+  }
+  return out;
+}
+
+// What NCCL does with the values that pick its network and the files it loads.
+void lint_nccl_runtime(const CheckContext& ctx, const std::map<std::string, Setting>& settings, VerdictBuilder& b) {
+  const NcclConfFacts& conf = ctx.facts.nccl_conf;
+  const auto setting = [&](const char* name) -> const Setting* {
+    const auto it = settings.find(name);
+    return it == settings.end() ? nullptr : &it->second;
+  };
+  const Probed<std::vector<IbDevice>>& ib = ctx.facts.net.ib_devices;
+  const bool ib_known = ib.ok() || (ib.error() != nullptr && ib.error()->code == ProbeErrc::NotFound);
+  const bool has_rdma = ib.ok() && !ib.value()->empty();
+  bool external_net = false;
+  for (const NcclPlugin& p : conf.names.plugins) {
+    if (p.kind == "net" && !p.path.empty()) external_net = true;
+    if (p.variable.empty() || !p.path.empty()) continue;
+    const Setting* s = setting(p.variable.c_str());
+    const std::string shown = s != nullptr ? s->shown() : p.variable + "=" + printable(p.requested);
+    b.add(Status::Warn,
+          shown + ": no " + join(p.tried, " or ") + " where libnccl's dlopen looks; NCCL goes on without the " + p.kind +
+              " plugin (" + (p.kind == "net" ? "its own IB/Socket transports" : "its defaults") + ")",
+          "Install the " + p.kind + " plugin where the loader finds it (LD_LIBRARY_PATH), give its full path, or unset " + p.variable + ".");
+  }
+  if (const Setting* net = setting("NCCL_NET")) {
+    const std::string v(trim(net->value));
+    const bool ib_disabled = [&] {
+      const Setting* d = setting("NCCL_IB_DISABLE");
+      const std::optional<std::int64_t> n = d != nullptr ? nccl_int_value(d->value) : std::nullopt;
+      return n && *n != 0;
+    }();
+    if (::strcasecmp(v.c_str(), "IB") == 0) {
+      if (ib_disabled) {
+        b.add(Status::Fail, net->shown() + " with NCCL_IB_DISABLE set: the IB transport is off, so no network matches and NCCL init "
+                            "fails (\"Failed to initialize any NET plugin\")", unset_remedy(*setting("NCCL_IB_DISABLE")));
+      } else if (ib_known && !has_rdma) {
+        b.add(Status::Fail, net->shown() + " but this node has no RDMA device (/sys/class/infiniband): NCCL's IB transport finds "
+                            "no device and init fails (\"Failed to initialize any NET plugin\")",
+              "Unset NCCL_NET (NCCL picks Socket), set NCCL_NET=Socket, or run where the RDMA devices are visible "
+              "(--device=/dev/infiniband in a container).");
+      }
+    } else if (::strcasecmp(v.c_str(), "Socket") != 0 && !external_net) {
+      std::string hint;
+      if (edit_distance(to_lower(v), "socket") <= 2) hint = "; did you mean Socket?";
+      else if (edit_distance(to_lower(v), "ib") <= 1 || to_lower(v) == "infiniband" || to_lower(v) == "roce") hint = "; did you mean IB?";
+      b.add(Status::Fail,
+            net->shown() + " names no network NCCL has here (IB and Socket are built in; no net plugin is found)" + hint +
+                ": NCCL init fails (\"Failed to initialize any NET plugin\")",
+            "Set NCCL_NET to IB or Socket (any case), install the plugin that provides '" + printable(v) + "', or unset NCCL_NET.");
+    }
+  }
+  if (const Setting* hca = setting("NCCL_IB_HCA"); hca != nullptr && ib_known && !has_rdma) {
+    b.add(Status::Warn, hca->shown() + " asks for InfiniBand/RoCE devices, but this node has none: NCCL uses sockets",
+          "Run where the RDMA devices are visible (--device=/dev/infiniband in a container), or unset NCCL_IB_HCA.");
+  }
+  for (const NcclNamedFile& f : conf.named_files) {
+    if (f.state == "ok") continue;
+    const Setting* s = setting(f.variable.c_str());
+    const std::string shown = s != nullptr ? s->shown() : f.variable + "=" + printable(f.path);
+    const std::string why = f.state == "not_found" ? "does not exist" : "cannot be read (" + f.state + ")";
+    if (f.variable == "NCCL_GRAPH_FILE") {
+      b.add(Status::Fail, shown + ": " + printable(f.path) + " " + why + "; NCCL fails the graph search (ncclSystemError, "
+                          "\"Could not open XML graph file\") and init fails", "Point NCCL_GRAPH_FILE at a readable graph XML, or unset it.");
+    } else {
+      b.add(Status::Warn, shown + ": " + printable(f.path) + " " + why + "; NCCL ignores it and detects the topology itself",
+            "Point " + f.variable + " at a readable topology XML, or unset it.");
+    }
+  }
+}
+
+// A remedy the user runs in a shell, as opposed to a sentence about a file.
+bool shell_command(const std::string& remedy) { return remedy.starts_with("export ") || remedy.starts_with("unset "); }
+
 Verdict run(const CheckContext& ctx) {
   const EnvCatalog& catalog = builtin_env_catalog();
   const std::map<std::string, Setting> settings = effective_settings(ctx.facts, catalog);
@@ -236,24 +552,105 @@ Verdict run(const CheckContext& ctx) {
   json files = json::array();
   for (const ConfFile& file : ctx.facts.nccl_conf.files) files.push_back(lint_conf_file(file, b));
 
+  const NcclNames& names = ctx.facts.nccl_conf.names;
+  NcclReaders readers;
+  json names_ev = {{"library", names.library}};
+  if (const std::vector<std::string>* lib = names.names.value()) {
+    readers.library = lib;
+    readers.library_text = "NCCL" + (names.version.empty() ? std::string() : " " + names.version) + " (" + names.library + ")";
+    for (const NcclPlugin& p : names.plugins) {
+      if (!p.path.empty()) readers.plugins.push_back(&p);
+    }
+    names_ev["from"] = "library";
+    names_ev["count"] = lib->size();
+  } else {
+    names_ev["from"] = "catalog";
+    names_ev["why"] = "NCCL_* names judged by the built-in catalog (NCCL 2.28.9): " + names.names.why();
+  }
+  names_ev["plugins"] = names.plugins;
+
+  const CompatMatrix& matrix = compat_matrix(ctx);
+  const NcclLibrary* lib = ctx.facts.gpu.nccl.value();
+  const std::optional<Version> nccl_version = lib != nullptr ? Version::parse(lib->version) : std::nullopt;
+  const MitigationLookup mitigation = [&](const std::string& name, const std::string& value) -> std::string {
+    if (!nccl_version) return {};
+    const std::vector<NvmlGpu>* gpus = ctx.facts.gpu.driver.nvml_gpus.value();
+    for (const NcclIssueRow* row : matrix.nccl_issues_for(*nccl_version)) {
+      // A GPU-specific problem on a node whose GPUs are all known and none is that GPU: no mitigation needed.
+      if (row->condition.starts_with("gpu:") && gpus != nullptr && !gpus->empty() &&
+          std::none_of(gpus->begin(), gpus->end(), [&](const NvmlGpu& g) {
+            return g.name.empty() || to_lower(g.name).find(to_lower(row->condition.substr(4))) != std::string::npos;
+          })) {
+        continue;
+      }
+      if (!row->mitigated_by([&](const std::string& n) -> std::optional<std::string> {
+             return n == name ? std::optional<std::string>(value) : std::nullopt;
+           }).empty()) {
+        return "known problem " + row->id;
+      }
+    }
+    return {};
+  };
+
+  std::vector<Finding> all;
+  std::vector<std::string> notes;
   json variables = json::array();
   for (const auto& [name, setting] : settings) {
-    EnvLint lint(catalog, settings);
+    EnvLint lint(catalog, settings, readers, mitigation);
     lint.lint(setting);
+    const EnvVarSpec* spec = catalog.find(name);
+    if (spec != nullptr && name.find("ALLOC_CONF") != std::string::npos && spec->consumer == "torch") {
+      const AllocFinding a = read_alloc_conf(setting.value, name);
+      if (a.status != Status::Pass) {
+        lint.findings.push_back({a.status, setting.shown() + ": " + a.problem,
+                                 !a.fix.empty() ? set_remedy(setting, a.fix)
+                                                : "Write " + name + " as key:value pairs separated by ',' (expandable_segments:True,"
+                                                  "max_split_size_mb:512)" + where(setting) + ", or remove it."});
+      }
+    }
     Status worst_status = Status::Pass;
     for (Finding& f : lint.findings) {
       worst_status = worst(worst_status, f.status);
-      b.add(f.status, std::move(f.summary), std::move(f.remedy));
+      all.push_back(std::move(f));
     }
+    for (std::string& n : lint.notes) notes.push_back(std::move(n));
     variables.push_back({{"name", printable(name)}, {"value", printable(setting.value, 200)}, {"source", printable(setting.source())},
                          {"consumer", lint.consumer}, {"reads_as", printable(lint.reads_as, 200)}, {"status", to_string(worst_status)}});
   }
-  if (b.status() == Status::Pass) {
+  // Shell remedies become one command line ("unset A; export B=1"), given to the first finding the
+  // report prints; the others' own commands are part of it.
+  std::vector<std::size_t> order;
+  for (Status level : {Status::Fail, Status::Unknown, Status::Warn}) {
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      if (all[i].status == level) order.push_back(i);
+    }
+  }
+  std::vector<std::string> commands;
+  for (std::size_t i : order) {
+    if (shell_command(all[i].remedy) && std::find(commands.begin(), commands.end(), all[i].remedy) == commands.end()) {
+      commands.push_back(all[i].remedy);
+    }
+  }
+  if (commands.size() > 1) {
+    for (std::size_t i : order) {
+      if (shell_command(all[i].remedy)) {
+        all[i].remedy = join(commands, "; ");
+        break;
+      }
+    }
+  }
+  for (Finding& f : all) b.add(f.status, std::move(f.summary), std::move(f.remedy));
+  lint_nccl_runtime(ctx, settings, b);
+  for (const std::string& n : notes) b.note(n);
+  if (b.status() == Status::Pass && notes.empty()) {
     b.note(settings.empty() ? "no NCCL/torch/CUDA variables set"
                             : std::to_string(settings.size()) + " NCCL/torch/CUDA variable(s) set; every value reads as written");
   }
   b.evidence()["variables"] = std::move(variables);
   b.evidence()["conf_files"] = std::move(files);
+  b.evidence()["nccl_names"] = std::move(names_ev);
+  if (!notes.empty()) b.evidence()["notes"] = notes;
+  if (!ctx.facts.nccl_conf.named_files.empty()) b.evidence()["named_files"] = ctx.facts.nccl_conf.named_files;
   if (!ctx.facts.nccl_conf.home_from.empty()) b.evidence()["home_from"] = ctx.facts.nccl_conf.home_from;
   return b.build();
 }
@@ -264,29 +661,55 @@ extern const CheckSpec kEnvNccl = {
     "env.nccl", Scope::Rank,
     "NCCL, PyTorch, Gloo and CUDA variables read as their consumers will read them",
     R"(What it reads
-  This rank's NCCL_*, TORCH_NCCL_*, TORCH_DISTRIBUTED_*, GLOO_* and CUDA_* variables, and the values
-  NCCL takes from its configuration files: $NCCL_CONF_FILE if set, else ~/.nccl.conf (the home
-  directory from /etc/passwd, as NCCL's getpwuid does, else $HOME), then /etc/nccl.conf. NCCL
-  applies file lines with setenv(name, value, 0): the environment wins, then the first file that
-  sets a name. Each value is parsed with its consumer's grammar (matrix/env_vars.tsv, built in).
+  This rank's NCCL_*, TORCH_NCCL_*, TORCH_DISTRIBUTED_*, GLOO_*, CUDA_* and PYTORCH_*ALLOC_CONF
+  variables, and the values NCCL takes from its configuration files: $NCCL_CONF_FILE if set, else
+  ~/.nccl.conf (the home directory from /etc/passwd, as NCCL's getpwuid does, else $HOME; NCCL >=
+  2.30 takes $HOME and strips a '\r' before each line's end), then /etc/nccl.conf. NCCL applies
+  file lines with setenv(name, value, 0): the environment wins, then the first file that sets it. Each value is parsed with its reader's grammar (matrix/
+  env_vars.tsv, built in; each range's source is in its row's note).
+  The NCCL_* names that count are the ones the job's NCCL reads: the strings of the .rodata
+  section of the libnccl.so.2 nccl.library found (read, not loaded; at most 64 MiB), and of the
+  net/tuner/profiler plugins it will dlopen (NCCL_NET_PLUGIN, NCCL_TUNER_PLUGIN,
+  NCCL_PROFILER_PLUGIN: the name as given, then libnccl-<kind>-<name>.so; unset, libnccl-<kind>.so;
+  searched as dlopen from libnccl does). Without a readable libnccl the catalog (NCCL 2.28.9 and
+  the names of 2.29/2.30) stands in, and the evidence (nccl_names) says why. Also: whether the
+  node has RDMA devices, and whether NCCL_TOPO_FILE and NCCL_GRAPH_FILE exist.
 
 Failures
   FAIL     an NCCL integer written as a yes-word that strtoll(value, 0) reads as the opposite:
            NCCL_P2P_DISABLE=true is 0, so P2P stays enabled.
-  FAIL     a PyTorch boolean outside 1/0, true/false, yes/no, y/n, t/f; a PyTorch integer that is
-           not one; TORCH_NCCL_ASYNC_ERROR_HANDLING outside 0..3; TORCH_DISTRIBUTED_DEBUG outside
-           OFF/INFO/DETAIL — torch raises at init.
-  WARN     other integers NCCL misreads: 010 is octal 8, 1abc is 1, no/off are 0 by accident,
-           overflow means the default; values outside a sensible range (NCCL_IB_TIMEOUT > 24).
+  FAIL     a PyTorch boolean outside 1/0, true/false, yes/no, y/n, t/f; a PyTorch integer that
+           std::stoi cannot read; TORCH_DISTRIBUTED_DEBUG outside OFF/INFO/DETAIL — torch raises.
+  FAIL     PYTORCH_CUDA_ALLOC_CONF / PYTORCH_HIP_ALLOC_CONF / PYTORCH_ALLOC_CONF that torch's
+           allocator rejects at the first allocation: an unknown key (with a did-you-mean), a
+           boolean other than True/False (expandable_segments:Ture), a number stoull cannot read
+           (max_split_size_mb:abc), max_split_size_mb below 20, a threshold outside (0, 1).
+  FAIL     values that break NCCL init: NCCL_NET=IB on a node without RDMA devices (or with
+           NCCL_IB_DISABLE set), NCCL_NET naming a network neither IB, Socket nor a plugin found
+           (Sockets: did you mean Socket?), NCCL_GRAPH_FILE naming a file that does not exist,
+           NCCL_COMM_ID that is not <host>:<port> or [<ipv6>]:<port>.
+  WARN     other integers NCCL misreads: 010 is octal 8, 1abc is 1, 8M is 8, no/off are 0 by
+           accident, overflow means the default; values outside what the reader uses
+           (NCCL_NTHREADS 64..512 in steps of 32, NCCL_LL128_NTHREADS 160..640, NCCL_IB_SL 0..15,
+           NCCL_IB_TC 0..255, NCCL_CROSS_NIC 0..2, NCCL_BUFFSIZE <= 0, NCCL_IB_TIMEOUT > 31);
+           torch integers outside their meaning (TORCH_NCCL_ASYNC_ERROR_HANDLING=5: getCvarInt
+           applies no range, so this WARNs; TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC has no range at all).
   WARN     enum values NCCL or CUDA ignore (NCCL_P2P_LEVEL=nvl: wrong case; unknown names), legacy
            integer levels, unknown names in NCCL_ALGO / NCCL_PROTO / NCCL_DEBUG_SUBSYS.
-  WARN     unknown NCCL_* names (typos, with a did-you-mean) and names nothing reads
-           (NCCL_TIMEOUT does not exist: set the timeout in init_process_group).
+  WARN     NCCL_* names the loaded NCCL does not read (typos, with a did-you-mean among its own
+           names; names other releases read, saying which: NCCL_LL_THRESHOLD, NCCL <= 2.4), names
+           nothing reads (NCCL_TIMEOUT: set the timeout in init_process_group), typos of PyTorch
+           names (PYTORCH_CUDA_ALLOC_CONFIG: did you mean PYTORCH_CUDA_ALLOC_CONF?).
   WARN     legacy PyTorch names (NCCL_ASYNC_ERROR_HANDLING, NCCL_BLOCKING_WAIT, NCCL_DESYNC_DEBUG).
   WARN     settings that hide failures or slow the job: TORCH_NCCL_ASYNC_ERROR_HANDLING=0 (a failed
            collective hangs instead of ending the job), TORCH_NCCL_ENABLE_MONITORING=0,
-           TORCH_DISTRIBUTED_DEBUG=DETAIL, NCCL_DEBUG=INFO/TRACE, CUDA_LAUNCH_BLOCKING=1,
-           NCCL_ALGO / NCCL_PROTO (debugging only).
+           TORCH_DISTRIBUTED_DEBUG=DETAIL, CUDA_LAUNCH_BLOCKING=1, NCCL_ALGO / NCCL_PROTO (debugging
+           only) — except a setting that mitigates a known problem of the loaded NCCL
+           (NCCL_PROTO=^LL128 on NCCL 2.18.1): a note "mitigates known problem ...", no WARN.
+           NCCL_DEBUG=INFO/TRACE is a note in the summary and the evidence, never a WARN.
+  WARN     NCCL_NET_PLUGIN / NCCL_TUNER_PLUGIN / NCCL_PROFILER_PLUGIN naming a plugin that is not
+           where libnccl's dlopen looks (NCCL goes on without it), NCCL_TOPO_FILE naming a missing
+           file (NCCL detects the topology itself), NCCL_IB_HCA on a node without RDMA devices.
   WARN     variables on DCGM diag's must-not-be-set list (CUDA_INJECTION64_PATH, ...).
   WARN     control characters (CRLF files) in a value; a leading '~' in a path.
   WARN     in a configuration file: lines without '=', spaces around '=' (NCCL keeps them, so
@@ -295,8 +718,11 @@ Failures
   UNKNOWN  a configuration file that exists but could not be read for another reason.
 
 Fix
-  The remedy names the exact assignment (export NCCL_P2P_DISABLE=1; unset NCCL_TIMEOUT) or the
-  file and line to change.)",
-    kInAll, "", &run, "nccl_conf"};
+  The remedy proposes what the writer meant: the unit converted (NCCL_BUFFSIZE=8M: export
+  NCCL_BUFFSIZE=8388608; TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=10m: 600), the yes-word as 1/0, the
+  decimal of an octal-looking value; where no intent is evident (NCCL_IB_GID_INDEX=three) it
+  names the form needed. It never proposes a value this check warns about. Shell remedies are one
+  command line (export NCCL_P2P_DISABLE=1; unset NCCL_TIMEOUT); file remedies name the line.)",
+    kInAll, "", &run, "nccl_conf,nccl_names"};
 
 }  // namespace preflight

@@ -36,6 +36,15 @@ void add_known_issues(const CheckContext& ctx, const Version& version, const std
     const std::string& cond = row->condition;
     const std::string fix = "Known problem " + row->id + ": " + row->fix + " (" + row->source + ").";
     nlohmann::json ev = {{"id", row->id}, {"condition", cond}, {"problem", row->problem}, {"fix", row->fix}};
+    const std::string mitigated = row->mitigated_by([&](const std::string& name) { return ctx.facts.env.get(name); });
+    if (!mitigated.empty()) {
+      // The advice is followed: the problem is avoided, and nothing tells the user to undo it.
+      b.note(lib_text + " has known problem " + row->id + " (" + row->problem + "), mitigated by " + mitigated + " (set here)");
+      ev["applies"] = false;
+      ev["mitigated_by"] = mitigated;
+      seen.push_back(std::move(ev));
+      continue;
+    }
     if (cond == "-" || cond.empty()) {
       b.add(Status::Warn, lib_text + " has a known problem: " + row->problem, fix);
       ev["applies"] = true;

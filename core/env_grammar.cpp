@@ -54,22 +54,57 @@ std::optional<std::pair<std::int64_t, std::int64_t>> parse_range(std::string_vie
 
 bool in_range(const Grammar& g, std::int64_t v) { return (!g.min || v >= *g.min) && (!g.max || v <= *g.max); }
 
-std::string range_text(const Grammar& g) { return std::to_string(*g.min) + ".." + std::to_string(*g.max); }
+bool on_step(const Grammar& g, std::int64_t v) { return !g.step || *g.step <= 0 || v % *g.step == 0; }
+
+std::string range_text(const Grammar& g) {
+  std::string text = std::to_string(*g.min) + ".." + std::to_string(*g.max);
+  if (g.step) text += " in steps of " + std::to_string(*g.step);
+  return text;
+}
+
+// A range the reader applies itself: outside it NCCL replaces the value (its own clamp or
+// default), torch and CUDA misbehave quietly. None of them raises, so it is a WARN.
+void check_range(const Grammar& g, std::int64_t v, ValueReading& r) {
+  if (in_range(g, v) && on_step(g, v)) return;
+  r.status = Status::Warn;
+  r.problem = (in_range(g, v) ? "not a multiple of " + std::to_string(*g.step) : "outside " + range_text(g)) +
+              (g.reader == "NCCL" ? "" : "; " + g.reader + " applies no range check");
+}
+
+// The value to propose instead: only one that reads cleanly with the same grammar.
+std::string verified_fix(const Grammar& g, std::string fix);
+
+std::string unit_hint(const Grammar& g, std::string_view value, const std::optional<std::int64_t>& meant) {
+  if (!meant) return {};
+  const char* unit = g.unit == Grammar::Unit::Bytes ? " bytes" : g.unit == Grammar::Unit::Seconds ? " seconds"
+                   : g.unit == Grammar::Unit::Milliseconds ? " milliseconds" : "";
+  return " (" + printable(trim(value), 40) + " is " + std::to_string(*meant) + unit + ")";
+}
 
 ValueReading read_nccl_int(const Grammar& g, std::string_view value) {
   if (value.empty()) return uses_default();
+  if (g.reader != "NCCL") {
+    // CUDA and Gloo document decimal integers; how they parse anything else is not published.
+    const std::optional<std::int64_t> v = parse_int(value);
+    if (!v) {
+      std::optional<std::int64_t> meant = intended_integer(value, g.unit);
+      if (const std::optional<bool> intent = boolean_word_intent(value); intent && !meant) meant = *intent ? 1 : 0;
+      return {Status::Warn, std::string(value), "",
+              quoted(value) + " is not a decimal integer, which " + g.reader + " expects" + unit_hint(g, value, meant),
+              meant ? verified_fix(g, std::to_string(*meant)) : std::string()};
+    }
+    ValueReading r = pass(std::to_string(*v), std::to_string(*v));
+    check_range(g, *v, r);
+    return r;
+  }
   const std::optional<std::int64_t> v = nccl_int_value(value);
   if (!v) return {Status::Warn, "default", "", quoted(value) + " overflows a 64-bit integer; NCCL ignores it and uses its default", {}};
   ValueReading r = pass(std::to_string(*v), std::to_string(*v));
   if (is_clean_int(value)) {
-    if (!in_range(g, *v)) {
-      r.status = Status::Warn;
-      r.problem = "outside the sensible range " + range_text(g);
-    }
+    check_range(g, *v, r);
     return r;
   }
   r.status = Status::Warn;
-  r.fix = r.reads_as;
   if (const std::optional<bool> intent = boolean_word_intent(value)) {
     r.fix = *intent ? "1" : "0";
     // strtoll finds no digits in a yes/no word: it is always 0, which inverts "true".
@@ -77,10 +112,15 @@ ValueReading read_nccl_int(const Grammar& g, std::string_view value) {
     r.problem = "NCCL parses integers with strtoll and reads " + quoted(value) + " as " + r.reads_as +
                 (*intent ? ", the opposite of what it says" : " only by accident");
   } else if (value.size() > 1 && value.front() == '0' && all_digits(value)) {
+    const std::string decimal(value.substr(std::min(value.find_first_not_of('0'), value.size() - 1)));
     r.problem = "NCCL reads " + quoted(value) + " as octal: " + r.reads_as;
+    r.fix = decimal;
   } else {
-    r.problem = quoted(value) + " is not a plain integer; NCCL's strtoll reads it as " + r.reads_as;
+    const std::optional<std::int64_t> meant = intended_integer(value, g.unit);
+    r.problem = quoted(value) + " is not a plain integer; NCCL's strtoll reads it as " + r.reads_as + unit_hint(g, value, meant);
+    if (meant) r.fix = std::to_string(*meant);
   }
+  r.fix = verified_fix(g, std::move(r.fix));
   return r;
 }
 
@@ -92,17 +132,46 @@ ValueReading read_torch_bool(const Grammar& g, std::string_view value) {
 
 ValueReading read_torch_int(const Grammar& g, std::string_view value) {
   const std::optional<int> v = torch_int_value(value);
-  if (!v) return unparsable(g, quoted(value) + " is not an integer");
+  if (!v) {
+    const std::optional<std::int64_t> meant = intended_integer(value, g.unit);
+    return unparsable(g, quoted(value) + " is not an integer (std::stoi)" + unit_hint(g, value, meant),
+                      meant ? verified_fix(g, std::to_string(*meant)) : std::string());
+  }
   ValueReading r = pass(std::to_string(*v), std::to_string(*v));
   if (!parse_int(value)) {
+    const std::optional<std::int64_t> meant = intended_integer(value, g.unit);
     r.status = Status::Warn;
-    r.problem = quoted(value) + " is not a plain integer; torch's std::stoi reads it as " + r.reads_as;
-    r.fix = r.reads_as;
+    r.problem = quoted(value) + " is not a plain integer; torch's std::stoi reads it as " + r.reads_as + unit_hint(g, value, meant);
+    if (meant) r.fix = verified_fix(g, std::to_string(*meant));
+    return r;
   }
-  if (!in_range(g, *v)) {
+  check_range(g, *v, r);
+  return r;
+}
+
+// NCCL_COMM_ID as bootstrap.cc and ncclSocketGetAddrFromString take it: "[v6]:port", or
+// "host:port" read by parseStringList (the name up to ':', atoi of the rest). Without a port
+// NCCL's port is -1 (65535 on the wire); a port atoi reads as 0 or outside 1..65535 names no root.
+ValueReading read_host_port(const Grammar& g, std::string_view value) {
+  (void)g;
+  ValueReading r = pass(std::string(value), std::string(value));
+  std::string_view host, port;
+  if (!value.empty() && value.front() == '[') {
+    const std::size_t close = value.find("]:");
+    if (close != std::string_view::npos) {
+      host = value.substr(1, close - 1);
+      port = value.substr(close + 2);
+    }
+  } else if (const std::size_t colon = value.find(':'); colon != std::string_view::npos) {
+    host = value.substr(0, colon);
+    port = value.substr(colon + 1);
+  }
+  const std::optional<std::int64_t> p = parse_int(port);
+  if (host.empty() || !p || *p < 1 || *p > 65535) {
     r.status = Status::Fail;
-    r.fix.clear();
-    r.problem = r.reads_as + " is outside " + range_text(g) + "; torch.distributed will raise or misbehave";
+    r.reads_as = "error";
+    r.problem = quoted(value) + " is not <host>:<port> or [<ipv6>]:<port> with a port in 1..65535; NCCL's bootstrap "
+                "cannot reach a root there (\"Invalid NCCL_COMM_ID\" or a connection to the wrong port)";
   }
   return r;
 }
@@ -212,6 +281,7 @@ std::optional<int> torch_int_value(std::string_view value) {
 std::optional<Grammar> parse_grammar(std::string_view type, bool invalid_raises) {
   Grammar g;
   g.invalid_raises = invalid_raises;
+  if (invalid_raises) g.reader = "torch";
   const std::size_t colon = type.find(':');
   const std::string_view kind = type.substr(0, colon);
   const std::string_view arg = colon == std::string_view::npos ? std::string_view() : type.substr(colon + 1);
@@ -233,6 +303,8 @@ std::optional<Grammar> parse_grammar(std::string_view type, bool invalid_raises)
     g.kind = Grammar::Kind::String;
   } else if (kind == "path") {
     g.kind = Grammar::Kind::Path;
+  } else if (kind == "hostport") {
+    g.kind = Grammar::Kind::HostPort;
   } else {
     return std::nullopt;
   }
@@ -242,7 +314,14 @@ std::optional<Grammar> parse_grammar(std::string_view type, bool invalid_raises)
       g.choices.emplace_back(c);
     }
   } else if (takes_range && !arg.empty()) {
-    const auto range = parse_range(arg);
+    std::string_view bounds = arg;
+    if (const std::size_t slash = arg.find('/'); slash != std::string_view::npos) {
+      const auto step = parse_int(arg.substr(slash + 1));
+      if (!step || *step <= 0) return std::nullopt;
+      g.step = *step;
+      bounds = arg.substr(0, slash);
+    }
+    const auto range = parse_range(bounds);
     if (!range) return std::nullopt;
     g.min = range->first;
     g.max = range->second;
@@ -259,13 +338,57 @@ ValueReading read_value(const Grammar& grammar, std::string_view value) {
     case Grammar::Kind::TorchInt: return read_torch_int(grammar, value);
     case Grammar::Kind::Enum: return read_enum(grammar, value);
     case Grammar::Kind::List: return read_list(grammar, value);
+    case Grammar::Kind::HostPort: return read_host_port(grammar, value);
     case Grammar::Kind::String:
     case Grammar::Kind::Path: return read_text(grammar, value);
   }
   return read_text(grammar, value);
 }
 
-ConfFileContents parse_nccl_conf(std::string_view text) {
+namespace {
+std::string verified_fix(const Grammar& g, std::string fix) {
+  if (fix.empty()) return fix;
+  const ValueReading again = read_value(g, fix);
+  return again.status == Status::Pass ? fix : std::string();
+}
+}  // namespace
+
+std::optional<std::int64_t> intended_integer(std::string_view value, Grammar::Unit unit) {
+  const std::string_view v = trim(value);
+  std::size_t digits = 0;
+  while (digits < v.size() && std::isdigit(static_cast<unsigned char>(v[digits])) != 0) ++digits;
+  if (digits == 0 || digits > 15) return std::nullopt;
+  const std::int64_t number = *parse_int(v.substr(0, digits));
+  const std::string suffix = to_lower(trim(v.substr(digits)));
+  if (suffix.empty()) return v.size() == value.size() && v.front() != '0' ? std::nullopt : std::optional<std::int64_t>(number);
+  std::int64_t scale = 0;
+  const auto any = [&suffix](std::initializer_list<const char*> words) {
+    return std::any_of(words.begin(), words.end(), [&suffix](const char* w) { return suffix == w; });
+  };
+  switch (unit) {
+    case Grammar::Unit::Bytes:
+      if (any({"b"})) scale = 1;
+      else if (any({"k", "kb", "kib"})) scale = 1LL << 10;
+      else if (any({"m", "mb", "mib"})) scale = 1LL << 20;
+      else if (any({"g", "gb", "gib"})) scale = 1LL << 30;
+      break;
+    case Grammar::Unit::Seconds:
+      if (any({"s", "sec", "secs", "second", "seconds"})) scale = 1;
+      else if (any({"m", "min", "mins", "minute", "minutes"})) scale = 60;
+      else if (any({"h", "hr", "hrs", "hour", "hours"})) scale = 3600;
+      break;
+    case Grammar::Unit::Milliseconds:
+      if (any({"ms", "msec", "millisecond", "milliseconds"})) scale = 1;
+      else if (any({"s", "sec", "secs", "second", "seconds"})) scale = 1000;
+      else if (any({"m", "min", "mins", "minute", "minutes"})) scale = 60000;
+      break;
+    case Grammar::Unit::None: break;
+  }
+  if (scale == 0 || number > (std::int64_t{1} << 40)) return std::nullopt;
+  return number * scale;
+}
+
+ConfFileContents parse_nccl_conf(std::string_view text, bool strip_cr) {
   ConfFileContents out;
   int number = 0;
   while (!text.empty()) {
@@ -273,6 +396,7 @@ ConfFileContents parse_nccl_conf(std::string_view text) {
     std::string_view line = text.substr(0, nl);
     text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     ++number;
+    if (strip_cr && !line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (!line.empty() && line.front() == '#') continue;
     line = line.substr(0, line.find('\0'));  // NCCL works on C strings from here on
     const std::size_t eq = line.find('=');

@@ -41,15 +41,28 @@ std::optional<int> torch_int_value(std::string_view value);
 ///   enum:A|B / ienum:A|B  one of the names (ienum: any case); all-digit choices are legacy
 ///   list:A|B              comma list of names (any case), optional leading '^'
 ///   string / path         free text (path: no '~' expansion)
+///   int:MIN..MAX/STEP     also a multiple of STEP (NCCL's thread counts)
+///   hostport              <host>:<port> or [<ipv6>]:<port> (NCCL_COMM_ID); anything else FAILs
 struct Grammar {
-  enum class Kind { Int, TorchBool, TorchInt, Enum, List, String, Path };
+  enum class Kind { Int, TorchBool, TorchInt, Enum, List, String, Path, HostPort };
+  /// What a number stands for (the catalog's rule unit=…): lets a value written with a unit
+  /// ("8M", "10m") be turned into the integer its writer meant.
+  enum class Unit { None, Bytes, Seconds, Milliseconds };
   Kind kind = Kind::String;
   bool any_case = false;
   std::vector<std::string> choices;
-  std::optional<std::int64_t> min, max;
+  std::optional<std::int64_t> min, max, step;
   bool invalid_raises = false;  // the consumer throws on a value it cannot parse (PyTorch)
+  std::string reader = "NCCL";  // who parses it, for messages: "NCCL", "torch", "CUDA", "Gloo"
+  Unit unit = Unit::None;
 };
 std::optional<Grammar> parse_grammar(std::string_view type, bool invalid_raises);
+
+/// The integer a person meant by a value written with a unit or a suffix the readers do not parse:
+/// bytes "8M"/"8MiB"/"8 MB" -> 8388608 (binary multiples, as NCCL's sizes are powers of two),
+/// seconds "10m" -> 600, "2h" -> 7200, "30s" -> 30, milliseconds "5s" -> 5000; a plain integer
+/// with white space around it is itself. nullopt where no unit of `unit` is evident ("three").
+std::optional<std::int64_t> intended_integer(std::string_view value, Grammar::Unit unit);
 
 /// A value as its consumer will read it.
 struct ValueReading {
@@ -66,7 +79,8 @@ ValueReading read_value(const Grammar& grammar, std::string_view value);
 /// the value everything after it, both cut at 1023 bytes and at a NUL byte; nothing is trimmed, so
 /// "NAME = v" sets "NAME " to " v". Lines without '=' are skipped (malformed_lines, unless blank or
 /// a comment after white space).
-ConfFileContents parse_nccl_conf(std::string_view text);
+/// NCCL >= 2.30 also removes a '\r' before the '\n' (strip_cr).
+ConfFileContents parse_nccl_conf(std::string_view text, bool strip_cr = false);
 
 /// A name the C library's setenv() accepts and a program can read back: [A-Za-z_][A-Za-z0-9_]*.
 bool is_env_name(std::string_view name);

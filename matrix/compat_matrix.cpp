@@ -225,8 +225,14 @@ void parse_nccl_issues(const Parser& p, CompatMatrix& m) {
     r.condition = std::string(f[3]);
     r.problem = std::string(f[4]);
     r.fix = std::string(f[5]);
-    r.source = std::string(f[6]);
+    r.mitigation = std::string(f[6]);
+    r.source = std::string(f[7]);
     r.line = line;
+    for (std::string_view alt : split(r.mitigation, '|')) {
+      if (r.mitigation != "-" && !(alt.starts_with("env:") && alt.find('=') != std::string_view::npos && alt.find('=') > 4)) {
+        p.fail(line, "'" + printable(alt) + "' is not a mitigation (-, or env:NAME=VALUE alternatives separated by '|')");
+      }
+    }
     if (!(r.below > r.from)) p.fail(line, "range " + r.from.str() + " <= v < " + r.below.str() + " is empty");
     const std::string_view c = r.condition;
     if (!(c == "-" || c == "gdr" || c == "cuda-graphs" || (c.starts_with("gpu:") && c.size() > 4) ||
@@ -270,7 +276,7 @@ constexpr FileSpec kFiles[] = {
     {"cuda_compute_capability.tsv", "cuda_from\tcuda_to\tmin_cc\tmax_cc\tsource", parse_cc_ranges},
     {"gpu_arch.tsv", "cc\tarch\tfirst_cuda\tfirst_driver_branch\tlast_cuda_major\tlast_driver_branch\tsource",
      parse_gpu_archs},
-    {"nccl_known_issues.tsv", "id\tfrom\tbelow\tcondition\tproblem\tfix\tsource", parse_nccl_issues},
+    {"nccl_known_issues.tsv", "id\tfrom\tbelow\tcondition\tproblem\tfix\tmitigation\tsource", parse_nccl_issues},
     {"torch_cuda_builds.tsv", "cuda\tindex_url\tfirst_torch\tsource", parse_torch_builds},
 };
 
@@ -356,6 +362,31 @@ const TorchBuildRow* CompatMatrix::torch_build_for(const Version& cuda) const {
     if (r.cuda <= cuda.truncated(2)) best = &r;
   }
   return best;
+}
+
+std::string NcclIssueRow::mitigated_by(const std::function<std::optional<std::string>(const std::string&)>& get) const {
+  if (mitigation == "-" || mitigation.empty()) return {};
+  for (std::string_view alt : split(mitigation, '|')) {
+    const std::string_view spec = alt.substr(4);
+    const std::size_t eq = spec.find('=');
+    const std::string name(spec.substr(0, eq)), want(spec.substr(eq + 1));
+    const std::optional<std::string> have = get(name);
+    if (!have) continue;
+    const std::string value(trim(*have));
+    if (!want.empty() && want.front() == '^') {
+      // The list leaves the item out: "^LL128" (and "^LL128,LL"), or an include list without it.
+      const std::string item = to_lower(want.substr(1));
+      const bool exclude = !value.empty() && value.front() == '^';
+      bool listed = false;
+      for (std::string_view v : split(exclude ? std::string_view(value).substr(1) : std::string_view(value), ',')) {
+        listed = listed || to_lower(trim(v)) == item;
+      }
+      if (!value.empty() && value.find_first_of(":;") == std::string::npos && (exclude ? listed : !listed)) return std::string(alt.substr(4));
+    } else if (to_lower(value) == to_lower(want)) {
+      return std::string(alt.substr(4));
+    }
+  }
+  return {};
 }
 
 std::vector<const NcclIssueRow*> CompatMatrix::nccl_issues_for(const Version& nccl) const {

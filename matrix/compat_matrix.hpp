@@ -6,6 +6,7 @@
 // throws MatrixError naming file and line ("matrix/cuda_toolkit_driver.tsv:14: ...").
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -77,8 +78,14 @@ struct NcclIssueRow {  // nccl_known_issues.tsv
   std::string problem;
   std::string fix;
   std::string source;
+  // Settings that avoid the problem: "env:NAME=VALUE" alternatives separated by '|'; a VALUE "^X"
+  // matches a comma list that leaves X out ("^LL128", "LL,Simple"). "-" for none.
+  std::string mitigation;
   int line = 0;
   bool affects(const Version& nccl) const { return from <= nccl && nccl < below; }
+  /// The first alternative of `mitigation` that `get` (a variable's value, nullopt: unset) matches,
+  /// as "NAME=VALUE"; "" when none does.
+  std::string mitigated_by(const std::function<std::optional<std::string>(const std::string&)>& get) const;
 };
 
 struct TorchBuildRow {  // torch_cuda_builds.tsv

@@ -104,6 +104,7 @@ void probe_placement(const ProbeContext& ctx, RankFacts& facts);
 void probe_memory(const ProbeContext& ctx, RankFacts& facts);
 void probe_limits(const ProbeContext& ctx, RankFacts& facts);
 void probe_nccl_conf(const ProbeContext& ctx, RankFacts& facts);
+void probe_nccl_names(const ProbeContext& ctx, RankFacts& facts);
 void probe_shm(const ProbeContext& ctx, RankFacts& facts);
 void probe_cuda_runtime(const ProbeContext& ctx, RankFacts& facts);
 void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts);

@@ -10,7 +10,7 @@
 
 namespace preflight {
 namespace {
-constexpr std::array<ProbeSpec, 14> kProbes = {{
+constexpr std::array<ProbeSpec, 15> kProbes = {{
     {"identity", &probe_identity},
     {"placement", &probe_placement},  // before shm: the shm need depends on the local rank count
     {"shm", &probe_shm},              // early: its allocation test runs in the background
@@ -25,6 +25,7 @@ constexpr std::array<ProbeSpec, 14> kProbes = {{
     {"memory", &probe_memory},
     {"limits", &probe_limits},
     {"nccl_conf", &probe_nccl_conf},
+    {"nccl_names", &probe_nccl_names},  // after nccl and nccl_conf: the library's names, its plugins
 }};
 }  // namespace
 

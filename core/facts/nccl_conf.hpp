@@ -32,11 +32,43 @@ struct ConfFile {
 };
 PREFLIGHT_JSON_DECLARE(ConfFile)
 
+/// A plugin NCCL will try to load (src/plugin/plugin_open.cc): the name asked for ("" for the
+/// default libnccl-<kind>.so), the file found the way dlopen would find it, and its NCCL_* names.
+struct NcclPlugin {
+  std::string kind;       // "net", "tuner", "profiler"
+  std::string requested;  // an entry of NCCL_NET_PLUGIN / NCCL_TUNER_PLUGIN / NCCL_PROFILER_PLUGIN; "" the default
+  std::string variable;   // the variable that asked for it; "" for the default name
+  std::string path;       // the file found; "" when none of the names NCCL tries exists
+  std::vector<std::string> tried;  // the file names NCCL tries, in order ("foo", "libnccl-net-foo.so")
+  std::vector<std::string> names;  // NCCL_* strings of its read-only data
+};
+PREFLIGHT_JSON_DECLARE(NcclPlugin)
+
+/// The NCCL_* names the job's NCCL reads: the strings of libnccl.so.2's .rodata section (NCCL keeps
+/// every variable's name as a C string for getenv), read without loading it.
+struct NcclNames {
+  std::string library;  // the file read; "" when no NCCL was found
+  std::string version;  // of that library (from the nccl probe), for messages
+  Probed<std::vector<std::string>> names;  // sorted, unique
+  std::vector<NcclPlugin> plugins;
+};
+PREFLIGHT_JSON_DECLARE(NcclNames)
+
+/// A file an NCCL variable names (NCCL_TOPO_FILE, NCCL_GRAPH_FILE), and whether it is there.
+struct NcclNamedFile {
+  std::string variable;
+  std::string path;   // as NCCL opens it (relative to the working directory)
+  std::string state;  // "ok", or the ProbeErrc of opening it: "not_found", "permission_denied", ...
+};
+PREFLIGHT_JSON_DECLARE(NcclNamedFile)
+
 struct NcclConfFacts {
   std::vector<ConfFile> files;  // in NCCL's order of precedence (first wins after the environment)
   // Where the user file's directory came from: "/etc/passwd" (what NCCL's getpwuid() uses), "HOME"
   // (no passwd entry: NSS may still know one), or "" (no user file: NCCL_CONF_FILE set, or no home).
   std::string home_from;
+  NcclNames names;                        // the names the loaded NCCL and its plugins read
+  std::vector<NcclNamedFile> named_files;  // the files the job's NCCL variables name
 };
 PREFLIGHT_JSON_DECLARE(NcclConfFacts)
 

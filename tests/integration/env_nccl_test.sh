@@ -35,7 +35,7 @@ rc=$(run "$out" NCCL_P2P_DISABLE=true "$PREFLIGHT" --only env.nccl --format json
 expect "NCCL_P2P_DISABLE=true exits 1" "$rc" 1
 expect "NCCL_P2P_DISABLE=true is not PASS" "$(field "$out" 'c["status"] != "PASS"')" True
 expect "summary says NCCL reads 0" "$(field "$out" '"as 0" in c["summary"] and "NCCL_P2P_DISABLE=true" in c["summary"]')" True
-expect "remedy is the exact export" "$(field "$out" 'c["remedy"]')" "export NCCL_P2P_DISABLE=1;"
+expect "remedy is the exact export" "$(field "$out" 'c["remedy"]')" "export NCCL_P2P_DISABLE=1"
 
 out="$EMPTY_ROOT/clean.json"
 rc=$(run "$out" "$PREFLIGHT" --only env.nccl --format json --sysroot "$EMPTY_ROOT")
@@ -53,5 +53,33 @@ expect "evidence source" "$(field "$out" 'next(v["source"] for v in c["evidence"
 out="$EMPTY_ROOT/envwins.json"
 rc=$(run "$out" NCCL_P2P_DISABLE=1 "$PREFLIGHT" --only env.nccl --format json --sysroot "$CONF_FIXTURES/system")
 expect "the environment beats /etc/nccl.conf" "$(field "$out" 'c["status"]')" PASS
+
+# The names come from the libnccl.so.2 the job loads, when one is here (the CUDA 13 toolkit's).
+NCCL_LIB=""
+for f in /usr/local/cuda/lib/libnccl.so.2 /usr/local/cuda/lib64/libnccl.so.2; do [[ -r $f ]] && NCCL_LIB=$f && break; done
+if [[ -n "$NCCL_LIB" ]]; then
+  out="$EMPTY_ROOT/lib.json"
+  rc=$(run "$out" NCCL_BUFFSIZE=8M NCCL_IB_SL_DEFAULT=1 NCCL_SOCKET_IFNAME=lo NCCL_DEBUG=INFO \
+    "$PREFLIGHT" --only env.nccl --format json --nccl-lib "$NCCL_LIB")
+  expect "names from the library" "$(field "$out" 'c["evidence"]["nccl_names"]["from"]')" library
+  expect "a constant of its debug information is not a variable" \
+    "$(field "$out" '"NCCL_IB_SL_DEFAULT=1 (environment) is not a variable NCCL" in c["summary"]')" True
+  expect "8M is proposed as 8388608" "$(field "$out" '"export NCCL_BUFFSIZE=8388608" in c["remedy"]')" True
+  expect "NCCL_DEBUG=INFO is a note" "$(field "$out" 'len(c["evidence"]["notes"])')" 1
+  expect "NCCL_SOCKET_IFNAME is read" "$(field "$out" 'next(v["status"] for v in c["evidence"]["variables"] if v["name"] == "NCCL_SOCKET_IFNAME")')" PASS
+else
+  echo "skip: no libnccl.so.2 here for the names-from-the-library case"
+fi
+
+# Without a readable NCCL the catalog stands in, and the evidence says so.
+out="$EMPTY_ROOT/nolib.json"
+rc=$(run "$out" NCCL_SOCKET_IFNAME=lo "$PREFLIGHT" --only env.nccl --format json --sysroot "$EMPTY_ROOT")
+expect "names from the catalog" "$(field "$out" 'c["evidence"]["nccl_names"]["from"]')" catalog
+
+# PyTorch's allocator settings: torch raises on these at the first allocation.
+out="$EMPTY_ROOT/alloc.json"
+rc=$(run "$out" PYTORCH_CUDA_ALLOC_CONF=expandable_segments:Ture "$PREFLIGHT" --only env.nccl --format json --sysroot "$EMPTY_ROOT")
+expect "PYTORCH_CUDA_ALLOC_CONF typo exits 1" "$rc" 1
+expect "remedy writes True" "$(field "$out" 'c["remedy"]')" "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
 
 [[ $failures -eq 0 ]] || exit 1

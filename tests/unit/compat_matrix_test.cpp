@@ -258,14 +258,16 @@ TEST(CompatMatrixValidation, DuplicateAndUnsortedRows) {
   const std::string branch = "branch\tcuda\tnote\tsource\n535\t12.2\t-\t" + kUrl + "\n";
   EXPECT_EQ(parse_error("driver_branch_cuda.tsv", branch + "535\t12.3\t-\t" + kUrl + "\n"),
             "matrix/driver_branch_cuda.tsv:3: duplicate driver branch 535 (also on line 2)");
-  const std::string nccl = "id\tfrom\tbelow\tcondition\tproblem\tfix\tsource\n";
-  const std::string issue = "a\t2.19.0\t2.20.0\t-\thang\tupgrade\t" + kUrl + "\n";
+  const std::string nccl = "id\tfrom\tbelow\tcondition\tproblem\tfix\tmitigation\tsource\n";
+  const std::string issue = "a\t2.19.0\t2.20.0\t-\thang\tupgrade\t-\t" + kUrl + "\n";
   EXPECT_EQ(parse_error("nccl_known_issues.tsv", nccl + issue + issue),
             "matrix/nccl_known_issues.tsv:3: duplicate id a (also on line 2)");
-  EXPECT_EQ(parse_error("nccl_known_issues.tsv", nccl + "a\t2.19.0\t2.19.0\t-\thang\tupgrade\t" + kUrl + "\n"),
+  EXPECT_EQ(parse_error("nccl_known_issues.tsv", nccl + "a\t2.19.0\t2.19.0\t-\thang\tupgrade\t-\t" + kUrl + "\n"),
             "matrix/nccl_known_issues.tsv:2: range 2.19.0 <= v < 2.19.0 is empty");
-  EXPECT_EQ(parse_error("nccl_known_issues.tsv", nccl + "a\t2.19.0\t2.20.0\tsometimes\thang\tupgrade\t" + kUrl + "\n"),
+  EXPECT_EQ(parse_error("nccl_known_issues.tsv", nccl + "a\t2.19.0\t2.20.0\tsometimes\thang\tupgrade\t-\t" + kUrl + "\n"),
             "matrix/nccl_known_issues.tsv:2: 'sometimes' is not a condition (-, env:NAME=VALUE, gpu:NAME, gdr, cuda-graphs)");
+  EXPECT_EQ(parse_error("nccl_known_issues.tsv", nccl + "a\t2.19.0\t2.20.0\t-\thang\tupgrade\tNCCL_PROTO\t" + kUrl + "\n"),
+            "matrix/nccl_known_issues.tsv:2: 'NCCL_PROTO' is not a mitigation (-, or env:NAME=VALUE alternatives separated by '|')");
   const std::string cc = "cuda_from\tcuda_to\tmin_cc\tmax_cc\tsource\n12.0\t12.7\t5.0\t9.0\t" + kUrl + "\n";
   EXPECT_EQ(parse_error("cuda_compute_capability.tsv", cc + "12.5\t12.8\t5.0\t12.0\t" + kUrl + "\n"),
             "matrix/cuda_compute_capability.tsv:3: CUDA 12.5 overlaps or precedes the range on line 2 (rows must be ascending)");

@@ -80,9 +80,9 @@ TEST(EnvGrammar, ReadValueStatusesPerConsumer) {
       {"int:0..1", false, "true", Status::Fail, "0", "1"},
       {"int:0..1", false, "on", Status::Fail, "0", "1"},
       {"int:0..1", false, "false", Status::Warn, "0", "0"},
-      {"int", false, "010", Status::Warn, "8", "8"},
+      {"int", false, "010", Status::Warn, "8", "10"},  // the decimal the writer meant
       {"int", false, "0x10", Status::Pass, "16", ""},
-      {"int", false, "1abc", Status::Warn, "1", "1"},
+      {"int", false, "1abc", Status::Warn, "1", ""},  // no evident intent: the remedy names the form
       {"int", false, "", Status::Pass, "default", ""},
       {"int", false, "99999999999999999999", Status::Warn, "default", ""},
       {"int:1..24", false, "30", Status::Warn, "30", ""},
@@ -90,9 +90,19 @@ TEST(EnvGrammar, ReadValueStatusesPerConsumer) {
       {"torch_bool", true, "on", Status::Fail, "error", ""},
       {"torch_bool", true, "", Status::Fail, "error", ""},
       {"torch_int:0..3", true, "3", Status::Pass, "3", ""},
-      {"torch_int:0..3", true, "4", Status::Fail, "4", ""},
+      {"torch_int:0..3", true, "4", Status::Warn, "4", ""},  // getCvarInt applies no range
       {"torch_int:0..3", true, "x", Status::Fail, "error", ""},
-      {"torch_int:0..3", true, "2abc", Status::Warn, "2", "2"},
+      {"torch_int:0..3", true, "2abc", Status::Warn, "2", ""},
+      {"int:64..512/32", false, "256", Status::Pass, "256", ""},
+      {"int:64..512/32", false, "100", Status::Warn, "100", ""},
+      {"int:64..512/32", false, "1024", Status::Warn, "1024", ""},
+      {"hostport", false, "10.0.0.1:29500", Status::Pass, "10.0.0.1:29500", ""},
+      {"hostport", false, "[fe80::1]:29500", Status::Pass, "[fe80::1]:29500", ""},
+      {"hostport", false, "node01:29500", Status::Pass, "node01:29500", ""},
+      {"hostport", false, "10.0.0.1", Status::Fail, "error", ""},
+      {"hostport", false, "10.0.0.1:http", Status::Fail, "error", ""},
+      {"hostport", false, ":29500", Status::Fail, "error", ""},
+      {"hostport", false, "10.0.0.1:70000", Status::Fail, "error", ""},
       {"enum:LOC|NVL|SYS|0|1", false, "NVL", Status::Pass, "NVL", ""},
       {"enum:LOC|NVL|SYS|0|1", false, "nvl", Status::Warn, "default", "NVL"},
       {"enum:LOC|NVL|SYS|0|1", false, "nvlink", Status::Warn, "default", ""},
@@ -117,9 +127,60 @@ TEST(EnvGrammar, ReadValueStatusesPerConsumer) {
   }
 }
 
+TEST(EnvGrammar, IntendedIntegerReadsTheUnitTheWriterUsed) {
+  using U = Grammar::Unit;
+  EXPECT_EQ(intended_integer("8M", U::Bytes), 8388608);
+  EXPECT_EQ(intended_integer("8MiB", U::Bytes), 8388608);
+  EXPECT_EQ(intended_integer("4 kb", U::Bytes), 4096);
+  EXPECT_EQ(intended_integer("1G", U::Bytes), 1073741824);
+  EXPECT_EQ(intended_integer("10m", U::Seconds), 600);
+  EXPECT_EQ(intended_integer("2h", U::Seconds), 7200);
+  EXPECT_EQ(intended_integer("30s", U::Seconds), 30);
+  EXPECT_EQ(intended_integer("5s", U::Milliseconds), 5000);
+  EXPECT_EQ(intended_integer(" 12 ", U::None), 12);  // white space around a plain integer
+  EXPECT_EQ(intended_integer("8G", U::Seconds), std::nullopt);  // G is no unit of time
+  EXPECT_EQ(intended_integer("three", U::Bytes), std::nullopt);
+  EXPECT_EQ(intended_integer("1abc", U::Bytes), std::nullopt);
+  EXPECT_EQ(intended_integer("8M", U::None), std::nullopt);
+  EXPECT_EQ(intended_integer("99999999999999999999M", U::Bytes), std::nullopt);
+}
+
+TEST(EnvGrammar, UnitsBecomeTheFixAndOnlyCleanFixesAreProposed) {
+  Grammar bytes = *parse_grammar("int:1..2147483647", false);
+  bytes.unit = Grammar::Unit::Bytes;
+  ValueReading r = read_value(bytes, "8M");
+  EXPECT_EQ(r.status, Status::Warn);
+  EXPECT_EQ(r.reads_as, "8");
+  EXPECT_EQ(r.fix, "8388608");
+  EXPECT_NE(r.problem.find("8M is 8388608 bytes"), std::string::npos) << r.problem;
+  EXPECT_EQ(read_value(bytes, "4G").fix, "");  // 4 GiB is outside the range: not proposed
+  Grammar seconds = *parse_grammar("torch_int", true);
+  seconds.unit = Grammar::Unit::Seconds;
+  r = read_value(seconds, "10m");
+  EXPECT_EQ(r.status, Status::Warn);
+  EXPECT_EQ(r.reads_as, "10");
+  EXPECT_EQ(r.fix, "600");
+  r = read_value(seconds, "m10");  // std::stoi throws: torch raises, and the unit still tells the intent
+  EXPECT_EQ(r.status, Status::Fail);
+  EXPECT_EQ(read_value(seconds, "5400").status, Status::Pass);  // no invented range
+}
+
+TEST(EnvGrammar, CudaIntegersAreNotDescribedAsNcclsStrtoll) {
+  Grammar g = *parse_grammar("int:1..32", false);
+  g.reader = "CUDA";
+  const ValueReading r = read_value(g, "abc");
+  EXPECT_EQ(r.status, Status::Warn);
+  EXPECT_EQ(r.problem.find("strtoll"), std::string::npos) << r.problem;
+  EXPECT_EQ(r.problem.find("NCCL"), std::string::npos) << r.problem;
+  EXPECT_NE(r.problem.find("CUDA"), std::string::npos) << r.problem;
+  EXPECT_EQ(read_value(g, "64").status, Status::Warn);
+  EXPECT_EQ(read_value(g, "yes").fix, "1");  // the evident intent, within the range
+  EXPECT_EQ(read_value(g, "8").status, Status::Pass);
+}
+
 TEST(EnvGrammar, ReadValueSurvivesGarbage) {
   const std::string garbage = std::string("\x01\xff\xfe\x80", 4) + std::string(100000, 'x');
-  for (const char* type : {"int", "torch_bool", "torch_int", "enum:A|B", "list:A|B", "string", "path"}) {
+  for (const char* type : {"int", "torch_bool", "torch_int", "enum:A|B", "list:A|B", "string", "path", "hostport", "int:1..8/2"}) {
     const auto g = parse_grammar(type, false);
     ASSERT_TRUE(g);
     const ValueReading r = read_value(*g, garbage);

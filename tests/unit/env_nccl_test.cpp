@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -29,6 +30,28 @@ Verdict run_env_nccl(std::map<std::string, std::string> env, std::vector<ConfFil
   const CheckSpec* spec = find_check("env.nccl");
   EXPECT_NE(spec, nullptr);
   return run_check(*spec, CheckContext{facts, options, Profile::Node});
+}
+
+Verdict judge(const RankFacts& facts) {
+  const Options options;
+  return run_check(*find_check("env.nccl"), CheckContext{facts, options, Profile::Node});
+}
+
+RankFacts with_env(std::map<std::string, std::string> env) {
+  RankFacts facts;
+  facts.env = EnvSnapshot(std::move(env));
+  return facts;
+}
+
+// The facts of a job whose libnccl.so.2 (NCCL `version`) holds exactly `names`.
+RankFacts with_library(std::map<std::string, std::string> env, std::vector<std::string> names,
+                       const std::string& version = "2.30.7") {
+  RankFacts facts = with_env(std::move(env));
+  std::sort(names.begin(), names.end());
+  facts.nccl_conf.names.library = "/usr/lib/libnccl.so.2";
+  facts.nccl_conf.names.version = version;
+  facts.nccl_conf.names.names = Probed<std::vector<std::string>>::ok(std::move(names), ".rodata");
+  return facts;
 }
 
 const json* variable(const Verdict& v, std::string_view name) {
@@ -128,7 +151,7 @@ TEST(EnvNccl, TrueWhereNcclWantsAnIntegerFails) {
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "NCCL_P2P_DISABLE=true (environment)")) << v.summary;
   EXPECT_TRUE(has(v.summary, "as 0, the opposite")) << v.summary;
-  EXPECT_EQ(v.remedy, "export NCCL_P2P_DISABLE=1;");
+  EXPECT_EQ(v.remedy, "export NCCL_P2P_DISABLE=1");
   const json* var = variable(v, "NCCL_P2P_DISABLE");
   ASSERT_NE(var, nullptr);
   EXPECT_EQ(var->at("reads_as"), "0");
@@ -143,10 +166,10 @@ TEST(EnvNccl, MisreadIntegersWarn) {
   EXPECT_TRUE(has(octal.summary, "octal: 8")) << octal.summary;
   const Verdict no = run_env_nccl({{"NCCL_IB_DISABLE", "no"}});
   EXPECT_EQ(no.status, Status::Warn);
-  EXPECT_EQ(no.remedy, "export NCCL_IB_DISABLE=0;");
-  const Verdict ib = run_env_nccl({{"NCCL_IB_TIMEOUT", "28"}});
+  EXPECT_EQ(no.remedy, "export NCCL_IB_DISABLE=0");
+  const Verdict ib = run_env_nccl({{"NCCL_IB_TIMEOUT", "32"}});
   EXPECT_EQ(ib.status, Status::Warn);
-  EXPECT_TRUE(has(ib.summary, "1..24")) << ib.summary;
+  EXPECT_TRUE(has(ib.summary, "1..31")) << ib.summary;
 }
 
 TEST(EnvNccl, TorchValuesThatRaiseFail) {
@@ -155,8 +178,8 @@ TEST(EnvNccl, TorchValuesThatRaiseFail) {
   EXPECT_TRUE(has(b.summary, "torch.distributed will raise at init")) << b.summary;
   EXPECT_TRUE(has(b.remedy, "1 or 0")) << b.remedy;
   const Verdict a = run_env_nccl({{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "5"}});
-  EXPECT_EQ(a.status, Status::Fail);
-  EXPECT_TRUE(has(a.summary, "outside 0..3")) << a.summary;
+  EXPECT_EQ(a.status, Status::Warn);  // getCvarInt applies no range: torch does not raise
+  EXPECT_TRUE(has(a.summary, "outside 0..3; torch applies no range check")) << a.summary;
   const Verdict d = run_env_nccl({{"TORCH_DISTRIBUTED_DEBUG", "verbose"}});
   EXPECT_EQ(d.status, Status::Fail);
 }
@@ -165,12 +188,13 @@ TEST(EnvNccl, SettingsThatHideFailuresWarn) {
   const Verdict a = run_env_nccl({{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}});
   EXPECT_EQ(a.status, Status::Warn);
   EXPECT_TRUE(has(a.summary, "hangs the job")) << a.summary;
-  EXPECT_EQ(a.remedy, "unset TORCH_NCCL_ASYNC_ERROR_HANDLING; (the default is 3)");
+  EXPECT_EQ(a.remedy, "unset TORCH_NCCL_ASYNC_ERROR_HANDLING");
+  EXPECT_TRUE(has(a.summary, "(the default is 3)")) << a.summary;
   const Verdict m = run_env_nccl({{"TORCH_NCCL_ENABLE_MONITORING", "false"}});
   EXPECT_EQ(m.status, Status::Warn);
   EXPECT_TRUE(has(m.summary, "heartbeat monitor")) << m.summary;
   for (const auto& [name, value] : std::map<std::string, std::string>{
-           {"TORCH_DISTRIBUTED_DEBUG", "detail"}, {"CUDA_LAUNCH_BLOCKING", "1"}, {"NCCL_DEBUG", "info"},
+           {"TORCH_DISTRIBUTED_DEBUG", "detail"}, {"CUDA_LAUNCH_BLOCKING", "1"},
            {"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "^LL128"}, {"CUDA_INJECTION64_PATH", "/opt/tool.so"}}) {
     const Verdict v = run_env_nccl({{name, value}});
     EXPECT_EQ(v.status, Status::Warn) << name;
@@ -184,7 +208,8 @@ TEST(EnvNccl, LegacyTorchNamesWarnNamingTheNewName) {
   EXPECT_EQ(v.status, Status::Warn);
   EXPECT_TRUE(has(v.summary, "deprecated PyTorch name of TORCH_NCCL_ASYNC_ERROR_HANDLING")) << v.summary;
   EXPECT_TRUE(has(v.summary, "hangs the job")) << v.summary;  // the new name's rules apply to the alias
-  EXPECT_TRUE(has(v.remedy, "export TORCH_NCCL_ASYNC_ERROR_HANDLING=0;")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "unset NCCL_ASYNC_ERROR_HANDLING; export TORCH_NCCL_ASYNC_ERROR_HANDLING=0")) << v.remedy;
+  EXPECT_FALSE(v.remedy.ends_with(";")) << v.remedy;
   const Verdict both = run_env_nccl({{"NCCL_BLOCKING_WAIT", "1"}, {"TORCH_NCCL_BLOCKING_WAIT", "0"}});
   EXPECT_TRUE(has(both.summary, "both set and differ")) << both.summary;
 }
@@ -193,11 +218,11 @@ TEST(EnvNccl, UnknownNamesWarn) {
   const Verdict typo = run_env_nccl({{"NCCL_SOCKET_IFNAM", "eth0"}});
   EXPECT_EQ(typo.status, Status::Warn);
   EXPECT_TRUE(has(typo.summary, "did you mean NCCL_SOCKET_IFNAME?")) << typo.summary;
-  EXPECT_EQ(typo.remedy, "unset NCCL_SOCKET_IFNAM; export NCCL_SOCKET_IFNAME=eth0;");
+  EXPECT_EQ(typo.remedy, "unset NCCL_SOCKET_IFNAM; export NCCL_SOCKET_IFNAME=eth0");
   const Verdict timeout = run_env_nccl({{"NCCL_TIMEOUT", "1800"}});
   EXPECT_EQ(timeout.status, Status::Warn);
   EXPECT_TRUE(has(timeout.summary, "has no effect")) << timeout.summary;
-  EXPECT_EQ(timeout.remedy, "unset NCCL_TIMEOUT;");
+  EXPECT_EQ(timeout.remedy, "unset NCCL_TIMEOUT");
   const Verdict torch_new = run_env_nccl({{"TORCH_NCCL_SOME_NEW_KNOB", "1"}, {"CUDA_SOMETHING", "x"}});
   EXPECT_EQ(torch_new.status, Status::Pass) << torch_new.summary;  // no near miss: not a typo
   const Verdict torch_typo = run_env_nccl({{"TORCH_NCCL_BLOCKING_WAlT", "1"}});
@@ -208,7 +233,7 @@ TEST(EnvNccl, UnknownNamesWarn) {
 TEST(EnvNccl, EnumCaseAndLegacyLevels) {
   const Verdict lower = run_env_nccl({{"NCCL_P2P_LEVEL", "nvl"}});
   EXPECT_EQ(lower.status, Status::Warn);
-  EXPECT_EQ(lower.remedy, "export NCCL_P2P_LEVEL=NVL;");
+  EXPECT_EQ(lower.remedy, "export NCCL_P2P_LEVEL=NVL");
   const Verdict legacy = run_env_nccl({{"NCCL_NET_GDR_LEVEL", "3"}});
   EXPECT_EQ(legacy.status, Status::Warn);
   EXPECT_TRUE(has(legacy.summary, "legacy")) << legacy.summary;
@@ -276,6 +301,195 @@ TEST(EnvNccl, ExplainNamesEveryFinding) {
                            "TORCH_NCCL_ASYNC_ERROR_HANDLING=0", "CUDA_INJECTION64_PATH", "export NCCL_P2P_DISABLE=1"}) {
     EXPECT_TRUE(has(std::string(spec->explain), word)) << word;
   }
+}
+
+TEST(EnvNcclReaders, TorchIntegersHaveNoInventedRangesAndUnitsAreConverted) {
+  EXPECT_EQ(run_env_nccl({{"TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "5400"}}).status, Status::Pass);
+  const Verdict m = run_env_nccl({{"TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "10m"}});
+  EXPECT_EQ(m.status, Status::Warn);
+  EXPECT_TRUE(has(m.summary, "reads it as 10 (10m is 600 seconds)")) << m.summary;
+  EXPECT_EQ(m.remedy, "export TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=600");
+  const Verdict b = run_env_nccl({{"NCCL_BUFFSIZE", "8M"}});
+  EXPECT_EQ(b.status, Status::Warn);
+  EXPECT_EQ(b.remedy, "export NCCL_BUFFSIZE=8388608");
+  const Verdict w = run_env_nccl({{"NCCL_IB_GID_INDEX", "three"}});
+  EXPECT_EQ(w.status, Status::Warn);
+  EXPECT_EQ(w.remedy, "Set NCCL_IB_GID_INDEX to a decimal integer in the job's environment, or remove it.");
+  const Verdict d = run_env_nccl({{"TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC", "5s"}});
+  EXPECT_EQ(d.remedy, "export TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC=5000");
+  // The remedy never proposes a value the same check warns about.
+  const Verdict async = run_env_nccl({{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0s"}});
+  EXPECT_FALSE(has(async.remedy, "=0")) << async.remedy;
+  const Verdict c = run_env_nccl({{"CUDA_DEVICE_MAX_CONNECTIONS", "lots"}});
+  EXPECT_EQ(c.status, Status::Warn);
+  EXPECT_FALSE(has(c.summary, "strtoll")) << c.summary;
+  EXPECT_TRUE(has(c.summary, "CUDA expects")) << c.summary;
+}
+
+TEST(EnvNcclReaders, RangesTheReadersApply) {
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
+           {"NCCL_IB_SL", "16"}, {"NCCL_IB_TC", "256"}, {"NCCL_CROSS_NIC", "3"}, {"NCCL_NTHREADS", "100"},
+           {"NCCL_NTHREADS", "1024"}, {"NCCL_LL128_NTHREADS", "96"}, {"NCCL_BUFFSIZE", "0"},
+           {"NCCL_CGA_CLUSTER_SIZE", "16"}, {"NCCL_MIN_CTAS", "0"}, {"NCCL_COMM_BLOCKING", "2"}}) {
+    const Verdict v = run_env_nccl({{name, value}});
+    EXPECT_EQ(v.status, Status::Warn) << name << "=" << value << ": " << v.summary;
+  }
+  EXPECT_EQ(run_env_nccl({{"NCCL_BUFFSIZE", "-1"}}).status, Status::Warn);
+  for (const auto& [name, value] : std::map<std::string, std::string>{
+           {"NCCL_IB_SL", "15"}, {"NCCL_IB_TC", "106"}, {"NCCL_CROSS_NIC", "0"}, {"NCCL_NTHREADS", "256"},
+           {"NCCL_LL128_NTHREADS", "640"}, {"NCCL_COMM_ID", "10.1.2.3:29500"}, {"NCCL_P2P_DISABLE", "2"}}) {
+    const Verdict v = run_env_nccl({{name, value}});
+    EXPECT_EQ(v.status, Status::Pass) << name << "=" << value << ": " << v.summary;
+  }
+  const Verdict id = run_env_nccl({{"NCCL_COMM_ID", "10.1.2.3"}});
+  EXPECT_EQ(id.status, Status::Fail);
+  EXPECT_TRUE(has(id.remedy, "<host>:<port>")) << id.remedy;
+  const Verdict t = run_env_nccl({{"NCCL_NTHREADS", "100"}});
+  EXPECT_TRUE(has(t.summary, "tuning.cc")) << t.summary;  // the range's source is named
+}
+
+TEST(EnvNcclReaders, DebugInfoIsANoteNotAWarning) {
+  const Verdict v = run_env_nccl({{"NCCL_DEBUG", "INFO"}});
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NCCL_DEBUG=INFO")) << v.summary;
+  EXPECT_EQ(v.evidence.at("notes").size(), 1u);
+  EXPECT_EQ(run_env_nccl({{"NCCL_DEBUG", "trace"}}).status, Status::Pass);
+}
+
+TEST(EnvNcclReaders, CombinedRemediesAreOneCommandLine) {
+  const Verdict v = run_env_nccl({{"NCCL_P2P_DISABLE", "true"}, {"NCCL_TIMEOUT", "5"}});
+  EXPECT_EQ(v.remedy, "export NCCL_P2P_DISABLE=1; unset NCCL_TIMEOUT");
+}
+
+TEST(EnvNcclReaders, NamesComeFromTheLoadedLibrary) {
+  // A variable of a newer NCCL that the catalog has never heard of: the library reads it.
+  Verdict v = judge(with_library({{"NCCL_BRAND_NEW_KNOB", "1"}}, {"NCCL_BRAND_NEW_KNOB", "NCCL_DEBUG"}));
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.evidence.at("nccl_names").at("from"), "library");
+  // A catalog name this library does not read.
+  v = judge(with_library({{"NCCL_IB_SL", "3"}}, {"NCCL_DEBUG"}, "2.17.1"));
+  EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_TRUE(has(v.summary, "is not read by NCCL 2.17.1 (/usr/lib/libnccl.so.2)")) << v.summary;
+  // A removed name, with the releases that read it.
+  v = judge(with_library({{"NCCL_LL_THRESHOLD", "0"}}, {"NCCL_DEBUG"}));
+  EXPECT_TRUE(has(v.summary, "NCCL <= 2.4 read it")) << v.summary;
+  // A name only newer releases read, judged against an older library.
+  v = judge(with_library({{"NCCL_NO_CACHE", "ALL"}}, {"NCCL_DEBUG"}, "2.28.9"));
+  EXPECT_TRUE(has(v.summary, "NCCL >= 2.29 reads it")) << v.summary;
+  // A removed name that this (old) library still reads is not "no effect".
+  v = judge(with_library({{"NCCL_LL_THRESHOLD", "0"}}, {"NCCL_LL_THRESHOLD"}, "2.4.8"));
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  // A typo is named against the library's own names.
+  v = judge(with_library({{"NCCL_BRAND_NEW_KNOP", "1"}}, {"NCCL_BRAND_NEW_KNOB"}));
+  EXPECT_TRUE(has(v.summary, "did you mean NCCL_BRAND_NEW_KNOB?")) << v.summary;
+  // A plugin's names count as read.
+  RankFacts f = with_library({{"NCCL_PLUGIN_KNOB", "1"}}, {"NCCL_DEBUG"});
+  f.nccl_conf.names.plugins.push_back(NcclPlugin{"net", "", "", "/usr/lib/libnccl-net.so", {"libnccl-net.so"}, {"NCCL_PLUGIN_KNOB"}});
+  EXPECT_EQ(judge(f).status, Status::Pass) << judge(f).summary;
+}
+
+TEST(EnvNcclReaders, WithoutALibraryTheCatalogStandsInAndSaysSo) {
+  RankFacts f = with_env({{"NCCL_ALLGATHERV_ENABLE", "1"}, {"NCCL_NOT_A_THING", "1"}});
+  f.nccl_conf.names.names = Probed<std::vector<std::string>>::error(ProbeErrc::NotFound, "no libnccl.so.2 found");
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.evidence.at("nccl_names").at("from"), "catalog");
+  EXPECT_TRUE(has(v.evidence.at("nccl_names").at("why").get<std::string>(), "no libnccl.so.2 found"));
+  EXPECT_EQ(variable(v, "NCCL_ALLGATHERV_ENABLE")->at("status"), "PASS");  // a 2.29 name in the catalog
+  EXPECT_EQ(variable(v, "NCCL_NOT_A_THING")->at("status"), "WARN");
+  EXPECT_TRUE(has(v.summary, "judged by the catalog of NCCL 2.28.9")) << v.summary;
+}
+
+RankFacts with_rdma(std::map<std::string, std::string> env, bool devices) {
+  RankFacts f = with_env(std::move(env));
+  std::vector<IbDevice> ib;
+  if (devices) ib.push_back(IbDevice{"mlx5_0", "0000:17:00.0", {}});
+  f.net.ib_devices = Probed<std::vector<IbDevice>>::ok(std::move(ib), "/sys/class/infiniband");
+  return f;
+}
+
+TEST(EnvNcclReaders, NetworksThatDoNotExistHereFailInit) {
+  Verdict v = judge(with_rdma({{"NCCL_NET", "IB"}}, false));
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "no RDMA device")) << v.summary;
+  EXPECT_EQ(judge(with_rdma({{"NCCL_NET", "IB"}}, true)).status, Status::Pass);
+  EXPECT_EQ(judge(with_rdma({{"NCCL_NET", "socket"}}, false)).status, Status::Pass);
+  v = judge(with_rdma({{"NCCL_NET", "Sockets"}}, true));
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "did you mean Socket?")) << v.summary;
+  v = judge(with_rdma({{"NCCL_NET", "IB"}, {"NCCL_IB_DISABLE", "1"}}, true));
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  v = judge(with_rdma({{"NCCL_IB_HCA", "mlx5_0"}}, false));
+  EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_TRUE(has(v.summary, "has none")) << v.summary;
+  EXPECT_EQ(judge(with_rdma({{"NCCL_IB_HCA", "mlx5_0"}}, true)).status, Status::Pass);
+}
+
+TEST(EnvNcclReaders, FilesThatDoNotExist) {
+  RankFacts f = with_env({{"NCCL_NET_PLUGIN", "aws-ofi"}, {"NCCL_TOPO_FILE", "/etc/topo.xml"}});
+  f.nccl_conf.names.plugins.push_back(
+      NcclPlugin{"net", "aws-ofi", "NCCL_NET_PLUGIN", "", {"aws-ofi", "libnccl-net-aws-ofi.so"}, {}});
+  f.nccl_conf.named_files.push_back(NcclNamedFile{"NCCL_TOPO_FILE", "/etc/topo.xml", "not_found"});
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_TRUE(has(v.summary, "no aws-ofi or libnccl-net-aws-ofi.so")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "/etc/topo.xml does not exist")) << v.summary;
+  // The net plugin is missing and NCCL_NET names its network: no network matches.
+  f.env = EnvSnapshot({{"NCCL_NET_PLUGIN", "aws-ofi"}, {"NCCL_NET", "AWS Libfabric"}});
+  EXPECT_EQ(judge(f).status, Status::Fail);
+  RankFacts g = with_env({{"NCCL_GRAPH_FILE", "graph.xml"}});
+  g.nccl_conf.named_files.push_back(NcclNamedFile{"NCCL_GRAPH_FILE", "/work/graph.xml", "not_found"});
+  v = judge(g);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "Could not open XML graph file")) << v.summary;
+}
+
+TEST(EnvNcclReaders, AllocatorSettingsReadWithTorchsGrammar) {
+  for (const char* bad : {"garbage", "expandable_segments:Ture", "max_split_size_mb:abc", "max_split_size_mb:10",
+                          "garbage_collection_threshold:1.5", "backend:cudaMalloc", "expandable_segments",
+                          "expandable_segments:True;max_split_size_mb:128", "roundup_power2_divisions:3"}) {
+    const Verdict v = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONF", bad}});
+    EXPECT_EQ(v.status, Status::Fail) << bad << ": " << v.summary;
+    EXPECT_TRUE(has(v.summary, "torch raises")) << v.summary;
+  }
+  const Verdict ture = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:Ture"}});
+  EXPECT_EQ(ture.remedy, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
+  const Verdict typo = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segment:True"}});
+  EXPECT_TRUE(has(typo.summary, "did you mean expandable_segments?")) << typo.summary;
+  for (const char* good : {"expandable_segments:True", "max_split_size_mb:512,garbage_collection_threshold:0.6",
+                           "backend:cudaMallocAsync", "roundup_power2_divisions:[256:1,512:2,>:4]", ""}) {
+    const Verdict v = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONF", good}});
+    EXPECT_EQ(v.status, Status::Pass) << good << ": " << v.summary;
+  }
+  EXPECT_EQ(run_env_nccl({{"PYTORCH_HIP_ALLOC_CONF", "garbage"}}).status, Status::Fail);
+  EXPECT_EQ(run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:512abc"}}).status, Status::Warn);
+  const Verdict name = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONFIG", "expandable_segments:True"}});
+  EXPECT_EQ(name.status, Status::Warn);
+  EXPECT_TRUE(has(name.summary, "did you mean PYTORCH_CUDA_ALLOC_CONF?")) << name.summary;
+  EXPECT_EQ(run_env_nccl({{"PYTORCH_SOMETHING_ELSE", "1"}}).status, Status::Pass);
+  // With the right name set too, the typo is only unset: its value must not overwrite the right one.
+  const Verdict both = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONFIG", "x"}, {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
+  EXPECT_EQ(both.remedy, "unset PYTORCH_CUDA_ALLOC_CONFIG");
+}
+
+TEST(EnvNcclReaders, AMitigationOfTheLoadedReleaseIsNotADebuggingLeftover) {
+  RankFacts f = with_env({{"NCCL_PROTO", "^LL128"}});
+  NcclLibrary lib;
+  lib.version = "2.18.1";
+  f.gpu.nccl = Probed<NcclLibrary>::ok(lib, "ncclGetVersion");
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "mitigates known problem nccl-2.18.1-h100-ll128")) << v.summary;
+  EXPECT_FALSE(has(v.remedy, "unset NCCL_PROTO")) << v.remedy;
+  NvmlGpu a100;
+  a100.name = "NVIDIA A100-SXM4-80GB";
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({a100}, "NVML");
+  EXPECT_EQ(judge(f).status, Status::Warn);  // the problem is an H100 one: on A100s nothing is mitigated
+  a100.name = "NVIDIA H100 80GB HBM3";
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({a100}, "NVML");
+  EXPECT_EQ(judge(f).status, Status::Pass);
+  lib.version = "2.28.9";  // no such problem: the setting is a debugging leftover again
+  f.gpu.nccl = Probed<NcclLibrary>::ok(lib, "ncclGetVersion");
+  EXPECT_EQ(judge(f).status, Status::Warn);
 }
 
 }  // namespace

@@ -18,12 +18,17 @@ namespace fs = std::filesystem;
 
 const std::string kLayered = std::string(PREFLIGHT_FIXTURES_DIR) + "/nccl_conf/layered";
 
-RankFacts probe(const std::string& root, std::map<std::string, std::string> env) {
+RankFacts probe(const std::string& root, std::map<std::string, std::string> env, const std::string& nccl = {}) {
   const FileSystem files(root);
   const EnvSnapshot snapshot(std::move(env));
   const Options options;
   RankFacts facts;
   facts.env = snapshot;
+  if (!nccl.empty()) {
+    NcclLibrary lib;
+    lib.version = nccl;
+    facts.gpu.nccl = Probed<NcclLibrary>::ok(lib, "ncclGetVersion");
+  }
   probe_nccl_conf(ProbeContext{files, snapshot, options}, facts);
   return facts;
 }
@@ -118,6 +123,19 @@ TEST(NcclConfProbe, HomeComesFromPasswdLikeNccl) {
   EXPECT_EQ(facts.nccl_conf.home_from, "/etc/passwd");
   EXPECT_EQ(facts.nccl_conf.files[0].path, "/srv/me/.nccl.conf");
   EXPECT_TRUE(facts.nccl_conf.files[0].contents.ok());
+}
+
+TEST(NcclConfProbe, Nccl230TakesTheHomeFromHomeAndStripsCarriageReturns) {
+  ScratchRoot root;
+  root.write("etc/passwd", "someone:x:" + std::to_string(::getuid()) + ":0::/srv/me:/bin/sh\n");
+  root.write("elsewhere/.nccl.conf", "NCCL_SOCKET_IFNAME=eth0\r\n");
+  const RankFacts facts = probe(root.root(), {{"HOME", "/elsewhere"}}, "2.30.7");
+  EXPECT_EQ(facts.nccl_conf.home_from, "HOME");
+  EXPECT_EQ(facts.nccl_conf.files[0].path, "/elsewhere/.nccl.conf");
+  ASSERT_TRUE(facts.nccl_conf.files[0].contents.ok());
+  EXPECT_EQ(facts.nccl_conf.files[0].contents.value()->entries.at(0).value, "eth0");
+  const RankFacts old = probe(root.root(), {{"HOME", "/elsewhere"}}, "2.28.9");
+  EXPECT_EQ(old.nccl_conf.files[0].path, "/srv/me/.nccl.conf");  // getpwuid's home before 2.30
 }
 
 TEST(NcclConfProbe, UnreadableFileIsUnknown) {

@@ -183,6 +183,35 @@ TEST(NcclLibraryCheck, KnownIssuesWarnOrFailByCondition) {
   EXPECT_TRUE(has(v.summary, "H100")) << v.summary;
 }
 
+TEST(NcclLibraryCheck, ASetMitigationTurnsAKnownProblemIntoAPassNote) {
+  RankFacts f = node_facts("535.104.05", 12020, {gpu("NVIDIA H100 80GB HBM3", 9, 0)});
+  f.gpu.nccl = nccl("2.18.1", "12.1", 21801);
+  f.env = EnvSnapshot({{"NCCL_PROTO", "^LL128"}});
+  const auto mitigated = [](const Verdict& v, const std::string& id) {
+    for (const auto& issue : v.evidence.at("known_issues")) {
+      if (issue.at("id") == id && issue.contains("mitigated_by")) return issue.at("mitigated_by").get<std::string>();
+    }
+    return std::string();
+  };
+  Verdict v = judge(f);
+  EXPECT_FALSE(has(v.summary, "H100 80GB")) << v.summary;  // the LL128 problem is not reported as one
+  EXPECT_EQ(mitigated(v, "nccl-2.18.1-h100-ll128"), "NCCL_PROTO=^LL128");
+  EXPECT_FALSE(has(v.remedy, "NCCL_PROTO")) << v.remedy;
+  f.env = EnvSnapshot({{"NCCL_PROTO", "LL,Simple"}});  // an include list without LL128 leaves it out too
+  EXPECT_EQ(mitigated(judge(f), "nccl-2.18.1-h100-ll128"), "NCCL_PROTO=^LL128");
+  f.env = EnvSnapshot({{"NCCL_PROTO", "LL128"}});  // not a mitigation
+  EXPECT_TRUE(has(judge(f).summary, "H100 80GB")) << judge(f).summary;
+
+  f = node_facts();
+  f.gpu.nccl = nccl("2.19.3", "12.3", 21903);
+  EXPECT_TRUE(has(judge(f).summary, "deadlocks")) << judge(f).summary;  // the cuMem deadlocks of 2.19
+  f.env = EnvSnapshot({{"NCCL_CUMEM_ENABLE", "0"}});
+  v = judge(f);
+  EXPECT_FALSE(has(v.summary, "deadlocks")) << v.summary;
+  EXPECT_FALSE(has(v.remedy, "NCCL_CUMEM_ENABLE=0")) << v.remedy;
+  EXPECT_EQ(mitigated(v, "nccl-2.19-cumem-deadlock"), "NCCL_CUMEM_ENABLE=0");
+}
+
 TEST(NcclLibraryCheck, ExplainNamesReadsFailuresAndFix) {
   for (const char* part : {"What it reads", "Failures", "Fix", "FAIL", "WARN", "UNKNOWN"}) {
     EXPECT_NE(kNcclLibrary.explain.find(part), std::string_view::npos) << part;

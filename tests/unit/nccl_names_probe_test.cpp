@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+// The nccl_names probe on a captured tree: the names of the libnccl.so.2 the job loads and of the
+// plugins NCCL will dlopen, resolved by NCCL's naming rules, and the files NCCL variables name.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "probes/probe.hpp"
+
+namespace preflight {
+namespace {
+
+namespace fs = std::filesystem;
+
+void put(std::string& b, std::size_t at, std::uint64_t v, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+}
+
+// An ELF64 object whose only sections are .rodata (holding `strings`) and the name table.
+std::string elf_with(const std::vector<std::string>& strings) {
+  std::string rodata;
+  for (const std::string& s : strings) rodata += s + '\0';
+  static const char kNames[] = "\0.rodata\0.shstrtab";
+  const std::string names(kNames, sizeof kNames);
+  std::string b(64, '\0');
+  b.replace(0, 4, "\x7f" "ELF");
+  b[4] = 2;
+  b[5] = 1;
+  const std::size_t ro = 64, na = ro + rodata.size(), sh = na + names.size();
+  b += rodata + names;
+  b.resize(sh + 3 * 64, '\0');
+  put(b, 0x28, sh, 8);
+  put(b, 0x3a, 64, 2);
+  put(b, 0x3c, 3, 2);
+  put(b, 0x3e, 2, 2);
+  const auto section = [&](std::size_t i, std::uint32_t name, std::uint32_t type, std::uint64_t flags, std::size_t off,
+                           std::size_t size) {
+    const std::size_t at = sh + i * 64;
+    put(b, at, name, 4);
+    put(b, at + 4, type, 4);
+    put(b, at + 8, flags, 8);
+    put(b, at + 0x18, off, 8);
+    put(b, at + 0x20, size, 8);
+  };
+  section(1, 1, 1, 0x2, ro, rodata.size());
+  section(2, 9, 3, 0, na, names.size());
+  return b;
+}
+
+class NcclNamesProbe : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = fs::temp_directory_path() / ("preflight-nccl-names-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root);
+    fs::create_directories(root / "opt/nccl");
+    fs::create_directories(root / "plugins");
+    fs::create_directories(root / "etc");
+  }
+  void TearDown() override { fs::remove_all(root); }
+  void write(const std::string& path, const std::string& bytes) {
+    std::ofstream(root / path.substr(1), std::ios::binary) << bytes;
+  }
+  RankFacts probe(std::map<std::string, std::string> env, bool with_library = true) {
+    RankFacts facts;
+    if (with_library) facts.gpu.runtime.nccl_candidates.push_back({"/opt/nccl/libnccl.so.2", "LD_LIBRARY_PATH", ""});
+    const FileSystem file_system(root.string());
+    const EnvSnapshot snapshot(std::move(env));
+    const Options options;
+    probe_nccl_names(ProbeContext(file_system, snapshot, options), facts);
+    return facts;
+  }
+  fs::path root;
+};
+
+TEST_F(NcclNamesProbe, LibraryAndPluginsAsNcclNamesThem) {
+  write("/opt/nccl/libnccl.so.2", elf_with({"NCCL_A_KNOB", "NCCL_ALGO was set to %s", "NCCL_DEBUG"}));
+  write("/plugins/libnccl-net-foo.so", elf_with({"NCCL_FOO_PLUGIN_KNOB"}));
+  write("/etc/topo.xml", "<system/>");
+  const RankFacts f = probe({{"LD_LIBRARY_PATH", "/plugins"}, {"NCCL_NET_PLUGIN", "foo"}, {"NCCL_TUNER_PLUGIN", "missing"},
+                             {"NCCL_PROFILER_PLUGIN", "NONE"}, {"NCCL_GRAPH_FILE", "/no/graph.xml"},
+                             {"NCCL_TOPO_FILE", "/etc/topo.xml"}});
+  const NcclNames& n = f.nccl_conf.names;
+  ASSERT_TRUE(n.names.ok()) << n.names.why();
+  EXPECT_EQ(*n.names.value(), (std::vector<std::string>{"NCCL_A_KNOB", "NCCL_DEBUG"}));
+  ASSERT_EQ(n.plugins.size(), 2u);  // "none" loads no profiler
+  EXPECT_EQ(n.plugins[0].kind, "net");
+  EXPECT_EQ(n.plugins[0].tried, (std::vector<std::string>{"foo", "libnccl-net-foo.so"}));
+  EXPECT_EQ(n.plugins[0].path, "/plugins/libnccl-net-foo.so");
+  EXPECT_EQ(n.plugins[0].names, std::vector<std::string>{"NCCL_FOO_PLUGIN_KNOB"});
+  EXPECT_EQ(n.plugins[1].kind, "tuner");
+  EXPECT_EQ(n.plugins[1].variable, "NCCL_TUNER_PLUGIN");
+  EXPECT_EQ(n.plugins[1].path, "");
+  EXPECT_EQ(n.plugins[1].tried, (std::vector<std::string>{"missing", "libnccl-tuner-missing.so"}));
+  ASSERT_EQ(f.nccl_conf.named_files.size(), 2u);
+  EXPECT_EQ(f.nccl_conf.named_files[0].variable, "NCCL_TOPO_FILE");
+  EXPECT_EQ(f.nccl_conf.named_files[0].state, "ok");
+  EXPECT_EQ(f.nccl_conf.named_files[1].variable, "NCCL_GRAPH_FILE");
+  EXPECT_EQ(f.nccl_conf.named_files[1].state, "not_found");
+}
+
+TEST_F(NcclNamesProbe, DefaultPluginNamesAndLibNames) {
+  write("/opt/nccl/libnccl.so.2", elf_with({"NCCL_DEBUG"}));
+  write("/plugins/libnccl-net.so", elf_with({"NCCL_DEFAULT_NET_KNOB"}));
+  write("/plugins/libnccl-tuner-x.so", elf_with({"NCCL_X"}));
+  // A lib*.so name is tried as given only: no libnccl-tuner-libnccl-tuner-x.so.so.
+  const RankFacts f = probe({{"LD_LIBRARY_PATH", "/plugins"}, {"NCCL_TUNER_PLUGIN", "libnccl-tuner-x.so"}});
+  const NcclNames& n = f.nccl_conf.names;
+  ASSERT_EQ(n.plugins.size(), 3u);
+  EXPECT_EQ(n.plugins[0].path, "/plugins/libnccl-net.so");
+  EXPECT_EQ(n.plugins[0].variable, "");
+  EXPECT_EQ(n.plugins[1].tried, std::vector<std::string>{"libnccl-tuner-x.so"});
+  EXPECT_EQ(n.plugins[1].path, "/plugins/libnccl-tuner-x.so");
+  EXPECT_EQ(n.plugins[2].tried, std::vector<std::string>{"libnccl-profiler.so"});
+  EXPECT_EQ(n.plugins[2].path, "");
+}
+
+TEST_F(NcclNamesProbe, NoLibraryOrNotAnElfIsAnErrorNamingWhy) {
+  RankFacts f = probe({}, false);
+  EXPECT_FALSE(f.nccl_conf.names.names.ok());
+  write("/opt/nccl/libnccl.so.2", "not an ELF file, just text that is long enough to be read as a header.......");
+  f = probe({});
+  ASSERT_FALSE(f.nccl_conf.names.names.ok());
+  EXPECT_EQ(f.nccl_conf.names.names.error()->code, ProbeErrc::ParseError);
+  f = probe({});  // and the missing file is NotFound
+  fs::remove(root / "opt/nccl/libnccl.so.2");
+  f = probe({});
+  ASSERT_FALSE(f.nccl_conf.names.names.ok());
+  EXPECT_EQ(f.nccl_conf.names.names.error()->code, ProbeErrc::NotFound) << f.nccl_conf.names.names.why();
+}
+
+}  // namespace
+}  // namespace preflight
