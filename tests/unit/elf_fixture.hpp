@@ -2,7 +2,9 @@
 // Builds the smallest 64-bit little-endian ELF shared object the dynamic loader's reader needs: an
 // ELF header, a PT_LOAD and a PT_DYNAMIC program header, a dynamic section and its string table
 // (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH). For tests of core/elf_dynamic and of the framework
-// resolution in the cuda_runtime probe, without a compiler at test time.
+// resolution in the cuda_runtime probe, without a compiler at test time. And an object of named
+// sections only (with_sections: .rodata, .data, … and the section-name table), for core/elf_strings
+// and the nccl_names probe.
 #pragma once
 
 #include <cstdint>
@@ -80,6 +82,59 @@ inline std::string build(const Spec& spec) {
     put_int<std::int64_t>(buf, dyn_off + i * 16, dyn[i].first);
     put_int<std::uint64_t>(buf, dyn_off + i * 16 + 8, dyn[i].second);
   }
+  return buf;
+}
+
+/// One section of with_sections(): its name, sh_type (1 PROGBITS), sh_flags (0x2 ALLOC, 0x1
+/// WRITE) and contents.
+struct Section {
+  std::string name;
+  std::uint32_t type = 1;
+  std::uint64_t flags = 0x2;
+  std::string bytes;
+};
+
+/// An ELF64 little-endian object with the section headers of `sections` (after the null section)
+/// and a final .shstrtab naming them; no program headers.
+inline std::string with_sections(const std::vector<Section>& sections) {
+  std::string names(1, '\0');
+  std::vector<std::uint32_t> name_at;
+  for (const Section& s : sections) {
+    name_at.push_back(static_cast<std::uint32_t>(names.size()));
+    names += s.name + '\0';
+  }
+  const auto shstrtab_at = static_cast<std::uint32_t>(names.size());
+  names += std::string(".shstrtab") + '\0';
+  std::string buf(64, '\0');
+  const unsigned char ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  put(buf, 0, ident, sizeof ident);
+  std::vector<std::size_t> offsets;
+  for (const Section& s : sections) {
+    offsets.push_back(buf.size());
+    buf += s.bytes;
+  }
+  const std::size_t names_off = buf.size();
+  buf += names;
+  const std::size_t sh = buf.size();
+  const std::size_t count = sections.size() + 2;  // the null section, then .shstrtab last
+  buf.resize(sh + count * 64, '\0');
+  put_int<std::uint64_t>(buf, 0x28, sh);  // e_shoff
+  put_int<std::uint16_t>(buf, 0x3a, 64);  // e_shentsize
+  put_int<std::uint16_t>(buf, 0x3c, static_cast<std::uint16_t>(count));
+  put_int<std::uint16_t>(buf, 0x3e, static_cast<std::uint16_t>(count - 1));  // e_shstrndx
+  const auto header = [&](std::size_t i, std::uint32_t name, std::uint32_t type, std::uint64_t flags, std::size_t off,
+                          std::size_t size) {
+    const std::size_t at = sh + i * 64;
+    put_int<std::uint32_t>(buf, at, name);
+    put_int<std::uint32_t>(buf, at + 4, type);
+    put_int<std::uint64_t>(buf, at + 8, flags);
+    put_int<std::uint64_t>(buf, at + 0x18, off);
+    put_int<std::uint64_t>(buf, at + 0x20, size);
+  };
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    header(i + 1, name_at[i], sections[i].type, sections[i].flags, offsets[i], sections[i].bytes.size());
+  }
+  header(count - 1, shstrtab_at, 3, 0, names_off, names.size());  // SHT_STRTAB
   return buf;
 }
 

@@ -10,14 +10,10 @@
 
 #include "core/elf_strings.hpp"
 #include "core/file_system.hpp"
+#include "elf_fixture.hpp"
 
 namespace preflight {
 namespace {
-
-void put(std::string& b, std::size_t at, std::uint64_t v, std::size_t n) {
-  if (b.size() < at + n) b.resize(at + n, '\0');
-  for (std::size_t i = 0; i < n; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
 
 // A minimal ELF64 object: .rodata, a writable .data and .debug_str with NCCL_* strings, and the
 // section-name table. Only .rodata's names are variables.
@@ -25,36 +21,9 @@ std::string tiny_elf() {
   static const char kRodata[] = "NCCL_BUFFSIZE\0NCCL_ALGO was set to %s\0NCCL_IB_HCA\0xNCCL_NOT";
   static const char kData[] = "NCCL_IN_DATA";
   static const char kDebug[] = "NCCL_IB_SL_DEFAULT";
-  static const char kNames[] = "\0.rodata\0.data\0.debug_str\0.shstrtab";
-  const std::string rodata(kRodata, sizeof kRodata), data(kData, sizeof kData), debug(kDebug, sizeof kDebug);
-  const std::string names(kNames, sizeof kNames);
-  std::string b(64, '\0');
-  b.replace(0, 4, "\x7f" "ELF");
-  b[4] = 2;  // 64-bit
-  b[5] = 1;  // little-endian
-  const std::size_t ro = 64, da = ro + rodata.size(), de = da + data.size(), na = de + debug.size();
-  const std::size_t sh = na + names.size();
-  b += rodata + data + debug + names;
-  b.resize(sh + 5 * 64, '\0');
-  put(b, 0x28, sh, 8);
-  put(b, 0x3a, 64, 2);
-  put(b, 0x3c, 5, 2);
-  put(b, 0x3e, 4, 2);
-  const auto section = [&](std::size_t i, std::uint32_t name, std::uint32_t type, std::uint64_t flags, std::size_t off,
-                           std::size_t size) {
-    const std::size_t at = sh + i * 64;
-    put(b, at, name, 4);
-    put(b, at + 4, type, 4);
-    put(b, at + 8, flags, 8);
-    put(b, at + 0x18, off, 8);
-    put(b, at + 0x20, size, 8);
-  };
-  section(0, 0, 0, 0, 0, 0);
-  section(1, 1, 1, 0x2, ro, rodata.size());   // .rodata: PROGBITS, ALLOC
-  section(2, 9, 1, 0x3, da, data.size());     // .data: PROGBITS, ALLOC|WRITE
-  section(3, 15, 1, 0x30, de, debug.size());  // .debug_str: not allocated
-  section(4, 26, 3, 0, na, names.size());     // .shstrtab
-  return b;
+  return elf_fixture::with_sections({{".rodata", 1, 0x2, std::string(kRodata, sizeof kRodata)},
+                                     {".data", 1, 0x3, std::string(kData, sizeof kData)},
+                                     {".debug_str", 1, 0x30, std::string(kDebug, sizeof kDebug)}});
 }
 
 ElfReader reader(const std::string& bytes) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "elf_fixture.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {
@@ -18,39 +19,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void put(std::string& b, std::size_t at, std::uint64_t v, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-
 // An ELF64 object whose only sections are .rodata (holding `strings`) and the name table.
 std::string elf_with(const std::vector<std::string>& strings) {
   std::string rodata;
   for (const std::string& s : strings) rodata += s + '\0';
-  static const char kNames[] = "\0.rodata\0.shstrtab";
-  const std::string names(kNames, sizeof kNames);
-  std::string b(64, '\0');
-  b.replace(0, 4, "\x7f" "ELF");
-  b[4] = 2;
-  b[5] = 1;
-  const std::size_t ro = 64, na = ro + rodata.size(), sh = na + names.size();
-  b += rodata + names;
-  b.resize(sh + 3 * 64, '\0');
-  put(b, 0x28, sh, 8);
-  put(b, 0x3a, 64, 2);
-  put(b, 0x3c, 3, 2);
-  put(b, 0x3e, 2, 2);
-  const auto section = [&](std::size_t i, std::uint32_t name, std::uint32_t type, std::uint64_t flags, std::size_t off,
-                           std::size_t size) {
-    const std::size_t at = sh + i * 64;
-    put(b, at, name, 4);
-    put(b, at + 4, type, 4);
-    put(b, at + 8, flags, 8);
-    put(b, at + 0x18, off, 8);
-    put(b, at + 0x20, size, 8);
-  };
-  section(1, 1, 1, 0x2, ro, rodata.size());
-  section(2, 9, 3, 0, na, names.size());
-  return b;
+  return elf_fixture::with_sections({{".rodata", 1, 0x2, rodata}});
 }
 
 class NcclNamesProbe : public ::testing::Test {
