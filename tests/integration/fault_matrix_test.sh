@@ -114,7 +114,7 @@ if [ "$have_gpu_fakes" -eq 1 ]; then
 else
   skip_row "GPU fault rows" "no fake GPU libraries (PREFLIGHT_FAKE_GPU_LIB_DIR)"
 fi
-row "a probe hangs (PREFLIGHT_TEST_HANG_PROBE=memory)" host.memory UNKNOWN 4 4 -- env PREFLIGHT_TEST_HANG_PROBE=memory \
+row "a probe hangs (PREFLIGHT_TEST_HANG_PROBE=identity)" host.memory UNKNOWN 4 4 -- env PREFLIGHT_TEST_HANG_PROBE=identity \
   "$PREFLIGHT_FAULTS" --timeout 2 --format json
 
 # --- a distributed run: a rank stopped in each phase, killed, or sending a malformed payload -----

@@ -89,9 +89,9 @@ fi
 # cleared before the report; colour unless NO_COLOR; the "what to fix first" list.
 if command -v script >/dev/null; then
   in_tty() { script -qfec "$1" /dev/null >"$2" 2>&1 </dev/null; }
-  # The memory probe hangs: the probe phase lasts until its deadline (half of --timeout).
-  in_tty "PREFLIGHT_TEST_HANG_PROBE=memory '$PREFLIGHT_FAULTS' --timeout 4 --only 'host.*,env.*'" "$work/tty"
-  grep -q $'\r\e\[Kpreflight: probe (probe memory) · [0-9.]* s' "$work/tty" && pass "progress line names the phase and probe" \
+  # The first probe (identity) hangs: the probe phase lasts until its deadline (half of --timeout).
+  in_tty "PREFLIGHT_TEST_HANG_PROBE=identity '$PREFLIGHT_FAULTS' --timeout 4 --only 'host.*,env.*'" "$work/tty"
+  grep -q $'\r\e\[Kpreflight: probe (probe identity) · [0-9.]* s' "$work/tty" && pass "progress line names the phase and probe" \
     || { fail "no progress line on the terminal"; cat -v "$work/tty" | head -20 >&2; }
   # The line is cleared (\r ESC[K) before the report's first line.
   "$PYTHON3" - "$work/tty" <<'PY' && pass "progress line cleared before the report" || fail "the report is mixed with the progress line"
@@ -111,9 +111,9 @@ else
   echo "note: script(1) is missing: the terminal checks were not run"
 fi
 # Not a terminal: no progress line at all (CI logs stay clean).
-PREFLIGHT_TEST_HANG_PROBE=memory "$PREFLIGHT_FAULTS" --timeout 3 --only 'host.*' >/dev/null 2>"$work/err"
+PREFLIGHT_TEST_HANG_PROBE=identity "$PREFLIGHT_FAULTS" --timeout 3 --only 'host.*' >/dev/null 2>"$work/err"
 grep -q 'preflight: probe (' "$work/err" && fail "progress line without a terminal" || pass "no progress line without a terminal"
-PREFLIGHT_TEST_HANG_PROBE=memory "$PREFLIGHT_FAULTS" --timeout 3 --only 'host.*' --progress always >/dev/null 2>"$work/err"
-grep -q 'preflight: probe (probe memory)' "$work/err" && pass "--progress always draws without a terminal" \
+PREFLIGHT_TEST_HANG_PROBE=identity "$PREFLIGHT_FAULTS" --timeout 3 --only 'host.*' --progress always >/dev/null 2>"$work/err"
+grep -q 'preflight: probe (probe identity)' "$work/err" && pass "--progress always draws without a terminal" \
   || fail "--progress always drew nothing"
 finish
