@@ -64,10 +64,15 @@ class Probed {
   const std::string& source() const { return m_source; }
 
   /// "why it is missing" in one line, for UNKNOWN verdicts: "/proc/meminfo: permission denied".
+  /// "source: detail", the source said once: a detail that already starts with it (dlerror()'s
+  /// "libcuda.so.1: cannot open shared object file") is not prefixed again.
   std::string why() const {
     if (const ProbeError* e = error()) {
-      std::string s = m_source.empty() ? std::string() : m_source + ": ";
-      return s + e->detail;
+      if (m_source.empty() || (e->detail.starts_with(m_source) && e->detail.size() > m_source.size() &&
+                               e->detail[m_source.size()] == ':')) {
+        return e->detail;
+      }
+      return m_source + ": " + e->detail;
     }
     return {};
   }

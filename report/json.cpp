@@ -57,8 +57,13 @@ json job_json(const Report& report) {
 
 std::string render_json(const Report& report, const Options& options) {
   const Counts c = count(report);
+  const Counts rows = count_instances(report);
   json counts = json::object();
-  for (Status s : kStatuses) counts[to_string(s)] = c.of(s);
+  json instance_counts = json::object();
+  for (Status s : kStatuses) {
+    counts[to_string(s)] = c.of(s);
+    instance_counts[to_string(s)] = rows.of(s);
+  }
 
   json checks = json::array();
   for (const CheckResult& r : report.results) checks.push_back(json(r));
@@ -85,7 +90,8 @@ std::string render_json(const Report& report, const Options& options) {
        {{"status", to_string(overall(report, options.strict))},
         {"exit_code", exit_code(report, options.strict)},
         {"strict", options.strict},
-        {"counts", counts}}},
+        {"counts", counts},
+        {"instance_counts", instance_counts}}},
       {"incidents", report.incidents},
       {"notes", report.notes},
       {"job", job_json(report)},

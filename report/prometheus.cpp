@@ -49,7 +49,7 @@ std::string render_prometheus(const Report& report, const Options& options) {
   family(out, "preflight_exit_code", "gauge", "Exit code of the last run (0 ok, 1 FAIL, 3 UNKNOWN, 4 deadline).");
   out << "preflight_exit_code{host=\"" << host << "\"} " << exit_code(report, options.strict) << "\n";
 
-  family(out, "preflight_checks", "gauge", "Check results of the last run by status.");
+  family(out, "preflight_checks", "gauge", "Checks of the last run by status (each check once, by its worst status).");
   const Counts c = count(report);
   for (Status s : kStatuses) {
     out << "preflight_checks{host=\"" << host << "\",status=\"" << to_string(s) << "\"} " << c.of(s) << "\n";

@@ -1,9 +1,23 @@
 // SPDX-License-Identifier: MIT
 #include "report/report.hpp"
 
+#include <map>
+#include <string_view>
+
 namespace preflight {
 
 Counts count(const Report& report) {
+  std::map<std::string_view, Status> by_id;
+  for (const CheckResult& r : report.results) {
+    const auto [it, inserted] = by_id.emplace(r.id, r.verdict.status);
+    if (!inserted) it->second = worst(it->second, r.verdict.status);
+  }
+  Counts c;
+  for (const auto& [id, status] : by_id) ++c.by_status[static_cast<std::size_t>(status)];
+  return c;
+}
+
+Counts count_instances(const Report& report) {
   Counts c;
   for (const CheckResult& r : report.results) ++c.by_status[static_cast<std::size_t>(r.verdict.status)];
   return c;

@@ -71,7 +71,12 @@ struct Counts {
   int of(Status s) const { return by_status[static_cast<std::size_t>(s)]; }
 };
 
+/// The checks by status: each check id once, by its worst status over its results (a check that
+/// FAILs on one rank and PASSes on fifteen is one FAIL). They sum to the number of checks run.
 Counts count(const Report& report);
+/// The results by status: one per row of the report (a check's results on different ranks or
+/// hosts counted apart).
+Counts count_instances(const Report& report);
 
 /// The status a result counts as: under --strict a WARN counts as a FAIL (SPEC §3); every other
 /// status, and every status without --strict, counts as itself. The exit code, the overall status,

@@ -191,8 +191,11 @@ std::string render_text(const Report& report, const Options& options, bool color
   const Counts c = count(report);
   const Status all = overall(report, options.strict);
   const std::string duration = fixed(report.duration_ms / 1000.0, 2) + " s";
+  // The headline word is the overall status; an expired deadline is said as such, not as a FAIL
+  // nothing failed.
+  const std::string headline = report.deadline_expired ? "DEADLINE" : to_string(all);
   out << "\n"
-      << paint(to_string(all), color_of(all), color) << ": " << c.of(Status::Pass) << " PASS · " << c.of(Status::Warn)
+      << paint(headline, color_of(report.deadline_expired ? Status::Fail : all), color) << ": " << c.of(Status::Pass) << " PASS · " << c.of(Status::Warn)
       << " WARN · " << c.of(Status::Fail) << " FAIL · " << c.of(Status::Skip) << " SKIP · " << c.of(Status::Unknown)
       << " UNKNOWN · " << duration << (options.strict ? " · strict (WARN counts as FAIL)" : "") << "\n";
   return out.str();

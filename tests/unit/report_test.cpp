@@ -2,6 +2,9 @@
 // Exit codes (SPEC §3), verdict folding, --only/--skip selection, and both renderers.
 #include <gtest/gtest.h>
 
+#include <tuple>
+#include <vector>
+
 #include "launcher/run.hpp"
 #include "report/report.hpp"
 
@@ -81,6 +84,18 @@ TEST(Selection, OnlyAndSkipGlobs) {
   EXPECT_TRUE(selected(o, "net.master"));
 }
 
+TEST(Probed, WhySaysTheSourceOnce) {
+  // dlerror() names the library itself: "libcuda.so.1: libcuda.so.1: cannot open …" said it twice.
+  const auto missing = Probed<int>::error(ProbeErrc::LibraryMissing,
+                                          "libcuda.so.1: cannot open shared object file: No such file or directory",
+                                          "libcuda.so.1");
+  EXPECT_EQ(missing.why(), "libcuda.so.1: cannot open shared object file: No such file or directory");
+  EXPECT_EQ(Probed<int>::error(ProbeErrc::NotFound, "no such file", "/proc/x").why(), "/proc/x: no such file");
+  EXPECT_EQ(Probed<int>::error(ProbeErrc::NotFound, "libcuda.so.10 is older", "libcuda.so.1").why(),
+            "libcuda.so.1: libcuda.so.10 is older");  // a longer name is another name
+  EXPECT_EQ(Probed<int>::error(ProbeErrc::NotFound, "gone", "").why(), "gone");
+}
+
 TEST(Render, TextHasAlignedRowsRemediesAndASummaryLine) {
   const Report r = report_with({Status::Pass, Status::Fail, Status::Warn});
   Options o;
@@ -124,6 +139,54 @@ TEST(Render, TextEscapesControlBytesFromEveryString) {
   const std::string colored = render_text(r, o, true);
   EXPECT_NE(colored.find("\033[33m"), std::string::npos);
   EXPECT_EQ(colored.find("\x1b[2J"), std::string::npos);
+}
+
+TEST(Render, TheHeadlineIsTheOverallStatus) {
+  Options o;
+  Report unknown = report_with({Status::Pass, Status::Unknown});
+  EXPECT_NE(render_text(unknown, o, false).find("\nUNKNOWN: 1 PASS · 0 WARN · 0 FAIL · 0 SKIP · 1 UNKNOWN"), std::string::npos);
+  Report expired = report_with({Status::Pass, Status::Unknown});
+  expired.deadline_expired = true;
+  const std::string text = render_text(expired, o, false);
+  EXPECT_NE(text.find("\nDEADLINE: 1 PASS · 0 WARN · 0 FAIL"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\nFAIL: "), std::string::npos) << text;
+  Report warned = report_with({Status::Pass, Status::Warn});
+  EXPECT_NE(render_text(warned, o, false).find("\nWARN: 1 PASS · 1 WARN"), std::string::npos);
+  o.strict = true;
+  EXPECT_NE(render_text(warned, o, false).find("\nFAIL: 1 PASS · 1 WARN · 0 FAIL · 0 SKIP · 0 UNKNOWN · 0.00 s · strict (WARN counts as FAIL)"),
+            std::string::npos);
+}
+
+TEST(Counts, EachCheckOnceByItsWorstStatus) {
+  // launch.env FAIL on rank 1, PASS on ranks 0, 2, 3; host.limits PASS: two checks, one of each.
+  Report r;
+  r.world_size = 4;
+  r.ranks.emplace_back();
+  for (const auto& [id, status, ranks] : std::vector<std::tuple<std::string, Status, std::vector<int>>>{
+           {"launch.env", Status::Fail, {1}}, {"launch.env", Status::Pass, {0, 2, 3}}, {"host.limits", Status::Pass, {0, 1, 2, 3}}}) {
+    CheckResult c;
+    c.id = id;
+    c.area = id.substr(0, id.find('.'));
+    c.verdict.status = status;
+    c.verdict.summary = "s";
+    c.ranks = ranks;
+    r.results.push_back(c);
+  }
+  const Counts checks = count(r);
+  EXPECT_EQ(checks.of(Status::Fail), 1);
+  EXPECT_EQ(checks.of(Status::Pass), 1);
+  const Counts rows = count_instances(r);
+  EXPECT_EQ(rows.of(Status::Pass), 2);
+  EXPECT_EQ(rows.of(Status::Fail), 1);
+  Options o;
+  EXPECT_NE(render_text(r, o, false).find("\nFAIL: 1 PASS · 0 WARN · 1 FAIL · 0 SKIP · 0 UNKNOWN"), std::string::npos);
+  const auto doc = nlohmann::json::parse(render_json(r, o));
+  int sum = 0;
+  for (const auto& [status, n] : doc["summary"]["counts"].items()) sum += n.get<int>();
+  EXPECT_EQ(sum, 2);  // the number of checks run
+  EXPECT_EQ(doc["summary"]["instance_counts"]["PASS"], 2);
+  EXPECT_NE(render_prometheus(r, o).find("preflight_checks{host=\"\",status=\"PASS\"} 1"), std::string::npos)
+      << render_prometheus(r, o);
 }
 
 TEST(Render, JsonCarriesTheContractFields) {
