@@ -265,6 +265,10 @@ Options to_options(const po::variables_map& vm) {
     else if (*v == "prometheus") o.format = Format::Prometheus;
     else bad_value("format", *v, "text, json, junit or prometheus");
   }
+  for (const char* file_option : {"json", "junit", "prom"}) {
+    // `--json "$OUT"` with OUT unset must not quietly write no report.
+    if (vm.count(file_option) && trim(*str(vm, file_option)).empty()) bad_value(file_option, "", "a file name");
+  }
   o.json_file = str(vm, "json").value_or("");
   o.junit_file = str(vm, "junit").value_or("");
   o.prom_file = str(vm, "prom").value_or("");

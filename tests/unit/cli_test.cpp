@@ -93,6 +93,11 @@ TEST(Cli, ASelectionThatMatchesNoCheckIsAUsageError) {
   EXPECT_EQ(parse({"list", "--only", "nothing.here"}).command, Command::List);
 }
 
+TEST(Cli, AnEmptyReportFileNameIsAUsageError) {
+  EXPECT_EQ(usage_error({"--json", ""}), "--json '': expected a file name");
+  EXPECT_EQ(usage_error({"--prom", " "}), "--prom '': expected a file name");
+}
+
 TEST(Cli, TimeoutHasAMaximum) {
   EXPECT_DOUBLE_EQ(parse({"--timeout", "86400"}).options.timeout_s, kMaxTimeoutSeconds);
   EXPECT_NE(usage_error({"--timeout", "1e12"}).find("up to 86400 (24 h)"), std::string::npos);
