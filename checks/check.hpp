@@ -4,6 +4,7 @@
 // CheckSpec and is listed once in checks/registry.cpp.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -64,10 +65,25 @@ struct CheckSpec {
   /// GPUs of each rank's CUDA_VISIBLE_DEVICES): in a gathered job rank 0 judges them once per host
   /// with every delivered rank of that host (CheckContext::host_ranks).
   bool node_view = false;
+  /// The checks whose non-PASS result may explain this one's (comma-separated ids): a verdict
+  /// that follows from one of them names it in Verdict::cause, and the report folds it under that
+  /// result. A cause a check names that is not declared here is dropped.
+  std::string_view causes = {};
+  /// What a check that follows from this one lacks, for the folded line under it: "the driver"
+  /// prints "FAIL  cuda.smoke, gpu.count  need the driver (see driver.loaded)".
+  std::string_view needed_as = {};
+  /// For a rank-scope check: a finding only the whole job shows ("every rank claims RANK=0"),
+  /// judged once over every delivered rank (CheckContext::job). When it returns a verdict, that one
+  /// job-level result replaces the check's per-rank results, whose non-PASS summaries it keeps in
+  /// its evidence ("per_rank"); nullopt leaves the per-rank results as they are.
+  std::optional<Verdict> (*job_finding)(const CheckContext&) = nullptr;
 
   /// "shm" of "shm.capacity": the group it is shown under.
   std::string_view area() const { return id.substr(0, id.find('.')); }
 };
+
+/// True when `spec` declares `cause` among its possible causes (CheckSpec::causes).
+bool may_follow_from(const CheckSpec& spec, std::string_view cause);
 
 /// Every check, in report order.
 std::span<const CheckSpec* const> all_checks();

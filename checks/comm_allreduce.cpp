@@ -77,7 +77,8 @@ Verdict run(const CheckContext& ctx) {
     return Verdict::fail(c.note.empty() ? std::string("the NCCL all_reduce could not run") : c.note,
                          "Fix what is named first (launch.gpu_binding, gpu.count or nccl.library say how); the job's "
                          "own first NCCL collective fails the same way.",
-                         ev);
+                         ev)
+        .because("launch.gpu_binding,nccl.library,driver.loaded");
   }
   const bool node_local = c.transport == "nccl" && !live_job;  // the node profile: one helper per local GPU
 
@@ -143,7 +144,8 @@ Verdict run(const CheckContext& ctx) {
       remedy = comm::look_at_all(j, p.stuck) + ".";
     }
     if (!c.errors.empty()) summary += " (" + join(c.errors, "; ") + ")";
-    return Verdict::fail(summary, remedy + (c.transport == "nccl" ? std::string(kNcclDebug) : std::string()), ev);
+    return Verdict::fail(summary, remedy + (c.transport == "nccl" ? std::string(kNcclDebug) : std::string()), ev)
+        .because(p.stuck.empty() ? "net.socket_ifname,net.reachability" : "");
   }
 
   if (!c.completed || !c.errors.empty()) {
@@ -151,13 +153,17 @@ Verdict run(const CheckContext& ctx) {
     if (!c.errors.empty() && !(c.errors.size() == 1 && c.errors.front() == c.note)) {
       what += (what.empty() ? "" : "; ") + join(node_local ? helper_errors(c.errors) : c.errors, "; ");
     }
+    // NCCL's SHM transport names its segment ("/dev/shm/nccl-…", "shared memory"): a full or
+    // small /dev/shm explains it where shm.capacity finds fault with it.
+    const bool shm = what.find("/dev/shm") != std::string::npos || what.find("shared memory") != std::string::npos;
     return Verdict::fail("the all_reduce over " + (c.transport.empty() ? std::string("?") : c.transport) + " failed: " +
                              (what.empty() ? std::string("no error message") : what),
                          c.transport == "nccl"
                              ? "Fix the NCCL error quoted (an init failure is usually the network or the library: "
                                "nccl.library, env.nccl)." + std::string(kNcclDebug)
                              : std::string("Fix the MPI error quoted; check that every rank runs the same MPI build."),
-                         ev);
+                         ev)
+        .because(shm ? "shm.capacity" : "nccl.library,net.socket_ifname");
   }
 
   // Correct and complete: the bandwidth.
@@ -231,6 +237,6 @@ Fix
 
 extern const CheckSpec kCommAllreduce = {
     "comm.allreduce", Scope::Job, "an all_reduce of exact integers is correct on every rank and fast enough", kExplain,
-    kInNode | kInJob, "an image build has no job to check", &run, "allreduce"};
+    kInNode | kInJob, "an image build has no job to check", &run, "allreduce", false, "launch.gpu_binding,nccl.library,driver.loaded,shm.capacity,net.socket_ifname,net.reachability"};
 
 }  // namespace preflight

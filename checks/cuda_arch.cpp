@@ -69,7 +69,8 @@ Verdict run(const CheckContext& ctx) {
     return Verdict::unknown("no GPU compute capability to judge: " + gpus.why,
                             driver.image ? "Pass --target-gpu CC[,CC] (the fleet's GPUs, e.g. --target-gpu 9.0)."
                                          : "Make the GPUs visible to the job (see driver.loaded and gpu.count), then rerun.",
-                            b.evidence());
+                            b.evidence())
+        .because(driver.missing ? "driver.loaded" : "");
   }
   if (gpus.gpus.empty()) {
     return Verdict::unknown("the driver reports no GPU: no compute capability to judge (gpu.count reports it)",
@@ -252,6 +253,6 @@ Fix
 
 extern const CheckSpec kCudaArch = {
     "cuda.arch", Scope::Node, "each GPU's compute capability is supported by the CUDA runtimes and the framework's build",
-    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver"};
+    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver", false, "driver.loaded"};
 
 }  // namespace preflight

@@ -116,7 +116,7 @@ nlohmann::json DriverView::evidence() const {
   if (version) j["driver_version"] = version->str();
   if (cuda) j["driver_cuda"] = cuda->str();
   if (!cuda_source.empty()) j["driver_cuda_source"] = cuda_source;
-  if (!why.empty()) j["driver_missing"] = why;
+  if (!why.empty()) j["driver_missing"] = missing_detail.empty() ? why : why + ": " + missing_detail;
   if (newer_than_matrix) j["driver_newer_than_matrix"] = true;
   if (!compat_lib.empty()) j["cuda_compat_lib"] = compat_lib;
   if (compat_cuda) j["cuda_compat_cuda"] = compat_cuda->str();
@@ -188,10 +188,10 @@ DriverView driver_view(const CheckContext& ctx, const CompatMatrix& m) {
     v.newer_than_matrix = true;
     v.why = newer_than_matrix_text(*v.version, m) + " (cuDriverGetVersion: " + d.cuda_driver_version.why() + ")";
   } else {
-    std::string why = "no driver to judge against (cuDriverGetVersion: " + d.cuda_driver_version.why() +
-                      "; NVML driver version: " + d.nvml_driver_version.why() +
-                      "; kernel module: " + d.kernel_module_version.why() + ")";
-    v.why = std::move(why);
+    v.missing = true;
+    v.missing_detail = "cuDriverGetVersion: " + d.cuda_driver_version.why() + "; NVML driver version: " +
+                       d.nvml_driver_version.why() + "; kernel module: " + d.kernel_module_version.why();
+    v.why = "no driver to judge against (see driver.loaded)";
   }
   return v;
 }

@@ -28,6 +28,10 @@ struct DriverView {
   // The driver is newer than the matrix's newest branch (700 when R620 is the newest) and nothing
   // else says what it supports: `cuda` stays unknown, never extrapolated; `why` says so.
   bool newer_than_matrix = false;
+  // No driver on the node at all (nothing answered): what cannot be judged follows from
+  // driver.loaded, which says why; `why` is then short and the detail is in the evidence.
+  bool missing = false;
+  std::string missing_detail;
   // A cuda-compat libcuda the loader resolved (forward compatibility), and the CUDA it reports.
   std::string compat_lib;
   std::optional<Version> compat_cuda;

@@ -229,12 +229,11 @@ Verdict run(const CheckContext& ctx) {
             "the others against: " + driver.why);
     } else if (!names.empty()) {
       b.add(Status::Unknown,
-            "cannot judge " + join_list(names, ", ") + ": " + driver.why +
-                (driver.image || driver.newer_than_matrix ? std::string()
-                                                          : std::string("; driver.loaded reports the driver itself")),
-            driver.missing_remedy());
+            "cannot judge " + join_list(names, ", ") + ": " + driver.why, driver.missing_remedy());
     }
-    return b.build();
+    Verdict v = b.build();
+    if (driver.missing) v.cause = "driver.loaded";
+    return v;
   }
 
   nlohmann::json judged = nlohmann::json::array();
@@ -350,6 +349,6 @@ Fix
 
 extern const CheckSpec kCudaRuntime = {
     "cuda.runtime", Scope::Node, "every CUDA runtime the job loads is supported by the driver (or --target-driver)",
-    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver"};
+    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver", false, "driver.loaded"};
 
 }  // namespace preflight

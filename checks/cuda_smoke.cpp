@@ -145,6 +145,6 @@ Fix
 
 extern const CheckSpec kCudaSmoke = {
     "cuda.smoke", Scope::Rank, "init, allocate, write and read back on the rank's GPU, in a contained child process",
-    kExplain, kInNode | kInJob, "an image build has no GPU to run on", &run, "gpu_driver"};
+    kExplain, kInNode | kInJob, "an image build has no GPU to run on", &run, "gpu_driver", false, "driver.loaded"};
 
 }  // namespace preflight

@@ -273,6 +273,6 @@ Fix
 extern const CheckSpec kDriverLoaded = {
     "driver.loaded", Scope::Node, "the NVIDIA driver is present, its libraries load and match the kernel module",
     kExplain, kInNode | kInJob,
-    "an image build has no driver: the image is judged against --target-driver by cuda.runtime", &run, "gpu_driver"};
+    "an image build has no driver: the image is judged against --target-driver by cuda.runtime", &run, "gpu_driver", false, {}, "the driver"};
 
 }  // namespace preflight

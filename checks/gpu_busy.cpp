@@ -180,6 +180,6 @@ Fix
 
 extern const CheckSpec kGpuBusy = {
     "gpu.busy", Scope::Node, "no other process or memory already on the GPUs this job will use", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run, "gpu_driver", true};
+    kInNode | kInJob, "an image build has no GPU", &run, "gpu_driver", true, "driver.loaded"};
 
 }  // namespace preflight

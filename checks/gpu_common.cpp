@@ -42,8 +42,11 @@ std::optional<Verdict> no_driver_verdict(const DriverFacts& d, std::string_view 
               "module is loaded";
   }
   summary += " (" + nvml->detail + ")";
-  if (!consequence.empty()) summary += "; " + std::string(consequence);
-  return Verdict::fail(std::move(summary), std::string(kNoDriverRemedy), std::move(ev));
+  if (consequence.empty()) return Verdict::fail(std::move(summary), std::string(kNoDriverRemedy), std::move(ev));
+  // Another GPU check: it fails because driver.loaded does; the report folds it under that result.
+  return Verdict::fail("no NVIDIA driver on this node; " + std::string(consequence), std::string(kNoDriverRemedy),
+                       std::move(ev))
+      .because("driver.loaded");
 }
 
 bool job_meets_it(ProbeErrc code) {
@@ -85,13 +88,15 @@ Verdict missing_gpu_fact(const ProbeError& err, std::string_view source, std::st
                            std::move(ev));
     case ProbeErrc::LibraryMissing:
       return Verdict::fail(std::string(what) + " could not be read: " + where + err.detail + tail,
-                           std::string(kNoDriverRemedy), std::move(ev));
+                           std::string(kNoDriverRemedy), std::move(ev))
+          .because("driver.loaded");
     case ProbeErrc::ApiError:
       return Verdict::fail(std::string(what) + " could not be read: " + where + err.detail + tail,
                            "The job's CUDA calls will fail with the same error; see driver.loaded for the driver's "
                            "state and fix that first (a reboot after a driver upgrade, `modprobe nvidia`, or the "
                            "NVIDIA container runtime).",
-                           std::move(ev));
+                           std::move(ev))
+          .because("driver.loaded");
     case ProbeErrc::ParseError:
       return Verdict::fail(std::string(what) + " could not be read: the GPU helper's answer was garbage (" + where +
                                err.detail + ")" + tail,

@@ -303,6 +303,6 @@ Fix
 
 extern const CheckSpec kGpuCount = {
     "gpu.count", Scope::Node, "GPUs visible to CUDA vs --expect-gpus and local ranks; GPUs NVML sees but CUDA does not",
-    kExplain, kInNode | kInJob, "an image build has no GPU", &run, "gpu_driver", true};
+    kExplain, kInNode | kInJob, "an image build has no GPU", &run, "gpu_driver", true, "driver.loaded"};
 
 }  // namespace preflight

@@ -2,6 +2,9 @@
 // launch.env (rank): do the launchers' variables in this process agree with each other and with
 // what the framework will read (RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE)? Where the run
 // initialised MPI, every claim is also compared with MPI's own rank, size, local rank and local size.
+#include <map>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "checks/check.hpp"
@@ -85,13 +88,26 @@ void compare_claim(const LauncherClaim& active, const LauncherClaim& other, Verd
 bool is_framework_launcher(const LauncherClaim* active) { return active != nullptr && active->launcher == "torchrun"; }
 
 void compare_framework(const LauncherClaim& active, const LauncherClaim& framework, VerdictBuilder& b) {
-  const std::vector<std::string> diff = disagreements(framework, active);
+  // "RANK={f0} but OMPI_COMM_WORLD_RANK={l0}": the values are the finding's parameters, so the
+  // ranks of one misconfigured job group into one row.
+  std::vector<std::string> diff;
+  nlohmann::json params = nlohmann::json::object();
+  for (const Field field : kCompared) {
+    const auto& x = framework.*field;
+    const auto& y = active.*field;
+    if (!x || !y || x->value == y->value) continue;
+    const std::string n = std::to_string(diff.size());
+    diff.push_back(x->variable + "={f" + n + "} but " + y->variable + "={l" + n + "}");
+    params["f" + n] = x->value;
+    params["l" + n] = y->value;
+  }
   if (diff.empty()) return;
   const std::string rank_var = variable_of(active, &LauncherClaim::rank, "the launcher's rank variable");
-  b.add(Status::Fail, "the framework will read " + join(diff, ", "),
+  b.add(Status::Fail, "launch.env/framework-disagrees-with-launcher", "the framework will read " + join(diff, ", "),
         "Do not export RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE in the job script (an exported value is the same "
         "on every rank); under " + active.launcher + " let the framework read " + rank_var + ", or set RANK=$" +
-            rank_var + " in a per-rank wrapper script.");
+            rank_var + " in a per-rank wrapper script.",
+        std::move(params));
 }
 
 std::string describe(const LauncherClaim& c) {
@@ -146,13 +162,19 @@ void compare_with_mpi(const MpiView& mpi, const LaunchView& view, VerdictBuilder
       return;
     }
   }
+  // One parameter pair per disagreement, so that ranks whose numbers differ but whose finding is
+  // the same (RANK=0 on ranks 1..15) group into one row.
   std::vector<std::string> diff;
+  nlohmann::json params = nlohmann::json::object();
   bool framework_differs = false;
   for (const LauncherClaim* c : claims) {
     for (const Truth& t : truths) {
       const auto& claimed = (*c).*(t.field);
       if (!claimed || claimed->value == t.value) continue;
-      diff.push_back(shown(*claimed) + " but MPI's " + t.what + " is " + std::to_string(t.value));
+      const std::string n = std::to_string(diff.size());
+      diff.push_back(claimed->variable + "={claimed" + n + "} but MPI's " + t.what + " is {mpi" + n + "}");
+      params["claimed" + n] = claimed->value;
+      params["mpi" + n] = t.value;
       framework_differs = framework_differs || c == &view.framework;
     }
   }
@@ -161,14 +183,60 @@ void compare_with_mpi(const MpiView& mpi, const LaunchView& view, VerdictBuilder
            std::to_string(mpi.local_rank) + " of " + std::to_string(mpi.local_size));
     return;
   }
-  b.add(Status::Fail, "the environment disagrees with MPI (" + (mpi.library.empty() ? std::string("MPI_COMM_WORLD") : mpi.library.substr(0, mpi.library.find(','))) +
-                          "): " + join(diff, ", "),
+  const std::string library = mpi.library.empty() ? std::string("MPI_COMM_WORLD") : mpi.library.substr(0, mpi.library.find(','));
+  b.add(Status::Fail, framework_differs ? "launch.env/framework-disagrees-with-mpi" : "launch.env/launcher-disagrees-with-mpi",
+        "the environment disagrees with MPI (" + library + "): " + join(diff, ", "),
         framework_differs
-            ? "A rank variable was set once for every rank (`mpirun -x RANK=0`, an export in the job script or the "
-              "image): remove it, and derive RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE per rank from the launcher "
-              "(a wrapper: `export RANK=$OMPI_COMM_WORLD_RANK LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK` …)."
-            : "The launcher's variables do not describe this MPI process: another launcher's variables were exported "
-              "into the job (OMPI_*, PMI_*, PMIX_*, SLURM_*); start the job with one launcher and export none of them.");
+            ? "Remove the rank variable set once for every rank (`mpirun -x RANK=…`, an export in the job script or the "
+              "image) and derive RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE per rank from the launcher in a wrapper: "
+              "`export RANK=$OMPI_COMM_WORLD_RANK LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK` …"
+            : "Another launcher's variables were exported into the job (OMPI_*, PMI_*, PMIX_*, SLURM_*): start the job "
+              "with one launcher and export none of them.",
+        std::move(params));
+}
+
+/// The rank variables every delivered rank of the job holds with one and the same value: the
+/// framework's RANK, or a launcher's own (exported to every rank from the job script or image).
+/// A launcher's stale or outer variables (SLURM_PROCID of the allocation under mpirun) are not
+/// counted: they are the same everywhere by design and judged per rank.
+std::optional<Verdict> same_rank_everywhere(const CheckContext& ctx) {
+  const std::vector<const RankFacts*> ranks = job_ranks(ctx);
+  if (ctx.job == nullptr || ranks.size() < 2) return std::nullopt;
+  std::map<std::string, std::int64_t> common;  // variable -> the value every rank so far holds
+  bool first = true;
+  for (const RankFacts* f : ranks) {
+    const LaunchView view = detect_launchers(f->env);
+    std::map<std::string, std::int64_t> mine;
+    const auto take = [&mine](const LauncherClaim& c) {
+      if (c.rank) mine[c.rank->variable] = c.rank->value;
+    };
+    for (const LauncherClaim& c : view.launchers) {
+      if (c.role == ClaimRole::Active || c.role == ClaimRole::Peer) take(c);
+    }
+    take(view.framework);
+    if (first) {
+      common = std::move(mine);
+      first = false;
+    } else {
+      std::erase_if(common, [&mine](const auto& kv) {
+        const auto it = mine.find(kv.first);
+        return it == mine.end() || it->second != kv.second;
+      });
+    }
+    if (common.empty()) return std::nullopt;
+  }
+  std::vector<std::string> claims;
+  for (const auto& [variable, value] : common) claims.push_back(variable + "=" + std::to_string(value));
+  const std::string said = join(claims, ", ");
+  nlohmann::json evidence = {{"variables", claims}, {"ranks", ranks.size()}};
+  return Verdict::coded(
+      Status::Fail, "launch.env/same-rank-on-every-rank",
+      "every rank claims {claims}: all {ranks} ranks read the same rank (`mpirun -x {first}`, or an export in the job "
+      "script or image?)",
+      "Remove {first} from what every rank inherits (`mpirun -x`, `srun --export`, the job script, the image's ENV) and "
+      "let each rank derive it from its launcher: a wrapper with `export RANK=$OMPI_COMM_WORLD_RANK` (Open MPI), "
+      "`RANK=$SLURM_PROCID` (srun), or start the job with torchrun, which sets it per rank.",
+      {{"claims", said}, {"ranks", ranks.size()}, {"first", claims.front()}}, std::move(evidence));
 }
 
 Verdict run(const CheckContext& ctx) {
@@ -228,6 +296,8 @@ extern const CheckSpec kLaunchEnv = {
     "WARN  RANK/WORLD_SIZE say the job has several ranks, but preflight was started alone\n"
     "FAIL  under MPI: a launcher's or the framework's rank, size, local rank or local size differs from MPI's own\n"
     "      (MPI_Comm_rank/size and the shared-memory split): `mpirun -x RANK=0` makes ranks 1..N-1 read RANK=0\n"
+    "FAIL  in a job: every rank holds the same rank variable (RANK=0 on all ranks): one job-level finding,\n"
+    "      code launch.env/same-rank-on-every-rank, in place of one row per rank\n"
     "WARN  under MPI: MPI started as a world of 1 while a launcher claims more ranks (srun without --mpi=pmix)\n"
     "Not an error: torchrun under srun has SLURM_PROCID = the node's index (srun started the agent).\n"
     "Fix: start the job with one launcher; do not export rank variables in the job script; under mpirun set\n"
@@ -236,6 +306,8 @@ extern const CheckSpec kLaunchEnv = {
     kInNode | kInJob,
     "an image build has no launcher; the launch environment is checked when the job starts",
     &run, "placement",
+    false, {}, {},
+    &same_rank_everywhere,
 };
 
 }  // namespace preflight

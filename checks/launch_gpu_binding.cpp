@@ -80,6 +80,7 @@ Verdict run(const CheckContext& ctx) {
   struct Missing {
     Status status = Status::Unknown;
     std::vector<const RankFacts*> ranks;
+    std::string cause;
   };
   std::map<std::pair<std::string, std::string>, Missing> missing_by_text;
   for (const RankFacts* f : ranks) {
@@ -91,6 +92,7 @@ Verdict run(const CheckContext& ctx) {
       Missing& m = missing_by_text[{missing->summary, missing->remedy}];
       m.status = missing->status;
       m.ranks.push_back(f);
+      m.cause = missing->cause;
     } else if (!g.ordinal && !g.visible->empty() && !g.bad_local_rank) {
       b.add(Status::Fail,
             who(*f) + ": " + g.index_text + " but it sees " + std::to_string(g.visible->size()) + " GPU(s)" +
@@ -115,7 +117,12 @@ Verdict run(const CheckContext& ctx) {
   }
   b.evidence()["ranks"] = std::move(per_rank);
   // The GPUs a rank could not list: one finding per reason, naming the ranks and hosts it applies to.
+  // When every such reason is the driver's absence and nothing else was found, the verdict follows
+  // from driver.loaded.
+  const bool clean_before = b.status() == Status::Pass;
+  bool all_driver = !missing_by_text.empty();
   for (const auto& [text, m] : missing_by_text) {
+    all_driver = all_driver && m.cause == "driver.loaded";
     if (ranks.size() == 1) {
       b.add(m.status, text.first, text.second);
       continue;
@@ -189,7 +196,9 @@ Verdict run(const CheckContext& ctx) {
              " host(s), each with a GPU of its own");
     }
   }
-  return b.build();
+  Verdict v = b.build();
+  if (clean_before && all_driver) v.cause = "driver.loaded";
+  return v;
 }
 
 constexpr std::string_view kExplain = R"(What it reads
@@ -225,6 +234,6 @@ Fix
 
 extern const CheckSpec kLaunchGpuBinding = {
     "launch.gpu_binding", Scope::Job, "every rank of a host has a GPU of its own that it can see", kExplain,
-    kInJob, "an image build has no job to check", &run, "gpu_driver,gather"};
+    kInJob, "an image build has no job to check", &run, "gpu_driver,gather", false, "driver.loaded", "one GPU of their own per rank"};
 
 }  // namespace preflight

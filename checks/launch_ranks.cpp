@@ -167,8 +167,10 @@ Verdict run(const CheckContext& ctx) {
   // Alone (profile node) the check runs for the expectations only: --expect-world-size 4 on one
   // process is a world of 1, a FAIL, not "no job to check".
   if (ctx.profile == Profile::Node && !ctx.options.expect_world_size && !ctx.options.expect_nodes) {
+    // The same words as every other job check's SKIP (run_check), so the report says it once;
+    // explain names --expect-world-size / --expect-nodes.
     return Verdict::skip("no job to check: preflight runs alone (profile node); start it the way the job starts "
-                         "(mpirun, srun) to check the job, or give --expect-world-size / --expect-nodes");
+                         "(mpirun, srun) to check the job");
   }
   if (ctx.job != nullptr) return judge(*ctx.job, ctx.facts, ctx.options);
   return judge(single_rank_job(ctx.facts), ctx.facts, ctx.options);

@@ -214,7 +214,9 @@ Verdict run(const CheckContext& ctx) {
   }
 
   add_known_issues(ctx, *version, lib_text, gpus, m, b);
-  return b.build();
+  Verdict v = b.build();
+  if (driver.missing && v.status == Status::Unknown) v.cause = "driver.loaded";
+  return v;
 }
 
 constexpr std::string_view kExplain = R"EXPLAIN(What it reads
@@ -260,6 +262,6 @@ Fix
 
 extern const CheckSpec kNcclLibrary = {
     "nccl.library", Scope::Node, "the libnccl the job loads: its version, its CUDA build vs the driver, known-bad releases",
-    kExplain, kInAll, "", &run, "cuda_runtime,nccl"};
+    kExplain, kInAll, "", &run, "cuda_runtime,nccl", false, "driver.loaded"};
 
 }  // namespace preflight

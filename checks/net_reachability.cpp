@@ -81,7 +81,8 @@ Verdict run(const CheckContext& ctx) {
                                (j.reach_note.empty() ? std::string() : " (" + j.reach_note + ")"),
                            "On " + host0 + ", set NCCL_SOCKET_IFNAME to a running interface with an address that every node "
                            "can route to (see `ip -br addr` and net.socket_ifname), the same on every rank.",
-                           std::move(ev));
+                           std::move(ev))
+          .because("net.socket_ifname");
     }
     return Verdict::unknown("the reachability test was not run: " +
                                 (j.reach_note.empty() ? std::string("rank 0 offered no address") : j.reach_note),
@@ -184,7 +185,11 @@ Verdict run(const CheckContext& ctx) {
     b.note("all " + std::to_string(ok.size()) + " ranks opened a TCP connection to " + where + " (slowest " +
            fixed(slowest, 1) + " ms)");
   }
-  return b.build();
+  Verdict v = b.build();
+  // Unreachable or loopback: explained by rank 0's interface choice when net.socket_ifname finds
+  // fault with it (the report keeps the cause only where that check is not PASS).
+  if (v.status == Status::Fail) v.cause = "net.socket_ifname";
+  return v;
 }
 
 constexpr std::string_view kExplain = R"(What it reads
@@ -214,6 +219,6 @@ Fix
 
 extern const CheckSpec kNetReachability = {
     "net.reachability", Scope::Job, "every rank reaches rank 0's NCCL bootstrap address over TCP", kExplain,
-    kInJob, "an image build has no job to check", &run, "reach"};
+    kInJob, "an image build has no job to check", &run, "reach", false, "net.socket_ifname", "a reachable bootstrap address"};
 
 }  // namespace preflight

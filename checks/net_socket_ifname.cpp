@@ -306,6 +306,6 @@ Fix
 
 extern const CheckSpec kNetSocketIfname = {
     "net.socket_ifname", Scope::Rank, "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME select an interface that is up, addressed and right for the job",
-    kExplain, kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net"};
+    kExplain, kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net", false, {}, "a usable socket interface"};
 
 }  // namespace preflight

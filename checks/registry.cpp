@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "checks/check.hpp"
+#include "core/text.hpp"
 #include "matrix/compat_matrix.hpp"
 
 namespace preflight {
@@ -76,6 +77,13 @@ const CheckSpec* find_check(std::string_view id) {
     if (spec->id == id) return spec;
   }
   return nullptr;
+}
+
+bool may_follow_from(const CheckSpec& spec, std::string_view cause) {
+  for (std::string_view id : split(spec.causes, ',')) {
+    if (trim(id) == cause) return true;
+  }
+  return false;
 }
 
 const char* to_string(Scope s) {

@@ -152,6 +152,6 @@ Fix
 
 extern const CheckSpec kShmCapacity = {
     "shm.capacity", Scope::Node, "/dev/shm exists, is tmpfs, writable and large enough for the node's ranks",
-    kExplain, kInNode | kInJob, "an image build's /dev/shm is not the one the job will get", &run, "shm"};
+    kExplain, kInNode | kInJob, "an image build's /dev/shm is not the one the job will get", &run, "shm", false, {}, "room in /dev/shm"};
 
 }  // namespace preflight

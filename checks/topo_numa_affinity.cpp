@@ -224,7 +224,8 @@ std::string binding_remedy(const RankFacts& f, const std::vector<CudaDevice>& de
     lines.push_back("torchrun does not bind: start each local rank under " + plain);
     plain.clear();
   }
-  if (!plain.empty()) lines.push_back("Bind local rank " + std::to_string(pl.local_rank) + " to its GPU's CPUs: " + plain);
+  // {local_rank}: a template parameter (the finding's), so that ranks with the same fix group.
+  if (!plain.empty()) lines.push_back("Bind local rank {local_rank} to its GPU's CPUs: " + plain);
   if (pl.launcher != "openmpi" && pl.launcher != "slurm") {
     lines.push_back("Under " + mpirun_binding(f, per_socket) +
                     "; under Slurm: `srun --cpu-bind=ldoms --gpu-bind=closest ...`");
@@ -275,8 +276,12 @@ Verdict run(const CheckContext& ctx) {
   const int ordinal = std::max(0, pl.local_rank) % static_cast<int>(devs->size());
   const CudaDevice& dev = (*devs)[static_cast<std::size_t>(ordinal)];
   const std::string bus = bus_key(dev.pci_bus_id);
-  const std::string who = "rank " + std::to_string(pl.rank) + " (local rank " + std::to_string(pl.local_rank) + ")";
-  const std::string gpu_name = "GPU " + std::to_string(ordinal) + " (" + bus + ")";
+  // The rank and its GPU are the findings' parameters: ranks with the same finding group into one
+  // row of the report, each rank's own values kept in its evidence.
+  const std::string who = "rank {rank}";
+  const std::string gpu_name = "GPU {gpu}";
+  const nlohmann::json params = {{"rank", pl.rank}, {"local_rank", pl.local_rank}, {"gpu", ordinal}, {"bus", bus}};
+  const auto said = [&params](const std::string& text) { return render_template(text, params); };
 
   VerdictBuilder b;
   nlohmann::json& ev = b.evidence();
@@ -287,7 +292,7 @@ Verdict run(const CheckContext& ctx) {
   const std::optional<Locality> loc = locality_of(f, dev, bus);
   if (!loc) {
     return Verdict::unknown(
-        "the CPUs local to " + gpu_name + " are not known: NVML did not report its CPU affinity and neither hwloc nor "
+        said("the CPUs local to " + gpu_name) + " are not known: NVML did not report its CPU affinity and neither hwloc nor "
             "sysfs has the device (" + (f.topology.ok() ? std::string("hwloc: not found") : f.topology.why()) + "; " +
             (f.pcie.functions.ok() ? std::string("sysfs: not found") : f.pcie.functions.why()) + ")",
         "Check by hand: `nvidia-smi topo -m` (CPU Affinity, NUMA Affinity columns) or `cat /sys/bus/pci/devices/" +
@@ -307,10 +312,10 @@ Verdict run(const CheckContext& ctx) {
   }
   const std::vector<int>* a = f.affinity.cpus.value();
   if (a == nullptr) {
-    return Verdict::unknown("the CPUs " + who + " may run on are not known: " + f.affinity.cpus.why(),
-                            "Run preflight on the node itself, inside the job's launcher (not with --sysroot), so it "
-                            "sees the rank's real binding. The binding for its " + gpu_name + ": " +
-                                binding_remedy(f, *devs, *loc, bus),
+    return Verdict::unknown(said("the CPUs " + who + " may run on are not known: ") + f.affinity.cpus.why(),
+                            said("Run preflight on the node itself, inside the job's launcher (not with --sysroot), so it "
+                                 "sees the rank's real binding. The binding for its " + gpu_name + ": " +
+                                 binding_remedy(f, *devs, *loc, bus)),
                             ev);
   }
   const std::vector<int> cpus = sorted_unique(*a);
@@ -333,32 +338,31 @@ Verdict run(const CheckContext& ctx) {
   const bool unbound = online && subset(*online, cpus);
 
   if (common.empty()) {
-    b.add(Status::Fail,
-          who + " runs only on " + cpus_text(cpus) + ", its " + gpu_name + " is local to " + cpus_text(loc->cpus) +
-              node_text + ": its threads and host buffers sit away from the GPU, and NCCL finds the GPU's affinity "
-              "empty and ignores it",
-          remedy);
+    b.add(Status::Fail, "topo.numa_affinity/gpu-cpus-disjoint",
+          who + " runs only on " + cpus_text(cpus) + ", away from its " + gpu_name + " (local to " +
+              cpus_text(loc->cpus) + node_text + "): NCCL finds the GPU's affinity empty",
+          remedy, params);
   } else if (subset(cpus, loc->cpus)) {
-    b.note(who + " runs on " + cpus_text(cpus) + ", all local to its " + gpu_name + ": " + cpus_text(loc->cpus) + node_text);
+    b.note(said(who + " runs on " + cpus_text(cpus) + ", all local to its " + gpu_name + ": " + cpus_text(loc->cpus) + node_text));
   } else if (unbound) {
     if (single_numa) {
-      b.note(who + " is not bound (all " + std::to_string(online->size()) + " online CPUs); a single NUMA node, so every CPU is near its " +
-             gpu_name);
+      b.note(said(who + " is not bound (all " + std::to_string(online->size()) +
+                  " online CPUs); a single NUMA node, so every CPU is near its " + gpu_name));
     } else {
-      b.add(Status::Warn,
+      b.add(Status::Warn, "topo.numa_affinity/unbound",
             who + " is not bound: it may run on all " + std::to_string(online->size()) + " online CPUs, only " +
                 cpu_list(common) + " of them local to its " + gpu_name + node_text +
                 "; the scheduler can move it and its memory to the other socket",
-            remedy);
+            remedy, params);
     }
   } else if (single_numa) {
-    b.note(who + " runs on " + cpus_text(cpus) + ", partly outside its " + gpu_name + "'s " + cpus_text(loc->cpus) +
-           ", all on the one NUMA node");
+    b.note(said(who + " runs on " + cpus_text(cpus) + ", partly outside its " + gpu_name + "'s " + cpus_text(loc->cpus) +
+           ", all on the one NUMA node"));
   } else {
-    b.add(Status::Warn,
+    b.add(Status::Warn, "topo.numa_affinity/spans-sockets",
           who + " runs on " + cpus_text(cpus) + ", beyond its " + gpu_name + "'s local " + cpus_text(loc->cpus) + node_text +
               " (only " + cpu_list(common) + " of them are local): it spans sockets",
-          remedy);
+          remedy, params);
   }
 
   // Memory placement.
@@ -366,11 +370,12 @@ Verdict run(const CheckContext& ctx) {
     const bool directed = m->mode == "bind" || m->mode == "preferred" || m->mode == "preferred_many";
     if (directed && loc->node && !m->nodes.empty() &&
         std::find(m->nodes.begin(), m->nodes.end(), *loc->node) == m->nodes.end()) {
-      b.add(Status::Warn,
-            who + "'s memory policy is " + m->mode + " to node " + cpu_list(m->nodes) + ", not its GPU's NUMA node " +
+      b.add(Status::Warn, "topo.numa_affinity/mempolicy-remote",
+            "its memory policy is " + m->mode + " to node " + cpu_list(m->nodes) + ", not its GPU's NUMA node " +
                 std::to_string(*loc->node) + ": pinned host buffers land on the remote socket",
             "Allocate on the GPU's node: `numactl --cpunodebind=" + std::to_string(*loc->node) + " --membind=" +
-                std::to_string(*loc->node) + " <cmd>` (drop the other --membind/--preferred).");
+                std::to_string(*loc->node) + " <cmd>` (drop the other --membind/--preferred).",
+            params);
     }
   } else if (const ProbeError* e = f.affinity.mempolicy.error(); e->code == ProbeErrc::PermissionDenied) {
     b.note("the memory policy could not be read (" + e->detail +
@@ -380,11 +385,12 @@ Verdict run(const CheckContext& ctx) {
   if (const auto* mems = f.affinity.mems_allowed.value()) {
     ev["mems_allowed"] = cpu_list(*mems);
     if (loc->node && !mems->empty() && std::find(mems->begin(), mems->end(), *loc->node) == mems->end()) {
-      b.add(Status::Warn,
-            who + "'s cpuset allows memory only on node " + cpu_list(*mems) + ", not on its GPU's NUMA node " +
+      b.add(Status::Warn, "topo.numa_affinity/cpuset-mems-exclude",
+            "its cpuset allows memory on node " + cpu_list(*mems) + " only, not its GPU's node " +
                 std::to_string(*loc->node),
             "Give the job's cpuset the GPU's node: `docker run --cpuset-mems=" + std::to_string(*loc->node) +
-                " ...` / the Slurm or Kubernetes cpuset of the job. " + remedy);
+                " ...` / the Slurm or Kubernetes cpuset of the job.",
+            params);
     }
   }
   return b.build();

@@ -41,40 +41,90 @@ Verdict Verdict::unknown(std::string summary, std::string remedy, nlohmann::json
   return {Status::Unknown, std::move(summary), std::move(remedy), std::move(evidence)};
 }
 
+std::string render_template(std::string_view text, const nlohmann::json& params) {
+  if (!params.is_object() || params.empty()) return std::string(text);
+  std::string out;
+  out.reserve(text.size());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t open = text.find('{', i);
+    if (open == std::string_view::npos) break;
+    const std::size_t close = text.find('}', open + 1);
+    if (close == std::string_view::npos) break;
+    const std::string name(text.substr(open + 1, close - open - 1));
+    out.append(text.substr(i, open - i));
+    const auto it = params.find(name);
+    if (it == params.end()) {
+      out.append(text.substr(open, close - open + 1));
+    } else {
+      out += it->is_string() ? it->get<std::string>() : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    i = close + 1;
+  }
+  out.append(text.substr(i));
+  return out;
+}
+
+Verdict Verdict::coded(Status s, std::string code, std::string message, std::string fix, nlohmann::json params,
+                       nlohmann::json evidence) {
+  Verdict v;
+  v.status = s;
+  v.summary = render_template(message, params);
+  v.remedy = render_template(fix, params);
+  v.evidence = std::move(evidence);
+  v.finding = {std::move(code), std::move(message), std::move(fix), std::move(params)};
+  return v;
+}
+
 void VerdictBuilder::add(Status s, std::string summary, std::string remedy) {
   m_status = worst(m_status, s);
-  m_findings.push_back({s, std::move(summary), std::move(remedy)});
+  m_findings.push_back({s, {}, std::move(summary), std::move(remedy)});
+}
+
+void VerdictBuilder::add(Status s, std::string code, std::string message, std::string fix, nlohmann::json params) {
+  m_status = worst(m_status, s);
+  if (params.is_object()) {
+    for (const auto& [name, value] : params.items()) m_params[name] = value;
+  }
+  m_findings.push_back({s, std::move(code), std::move(message), std::move(fix)});
 }
 
 Verdict VerdictBuilder::build() const {
-  Verdict v;
-  v.status = m_status;
-  v.evidence = m_evidence;
-  for (const Finding& f : m_findings) {
-    if (f.status == m_status && !f.summary.empty()) {
-      if (!v.summary.empty()) v.summary += "; ";
-      v.summary += f.summary;
+  std::string message;
+  std::string code;
+  for (const Item& f : m_findings) {
+    if (f.status == m_status && !f.message.empty()) {
+      if (!message.empty()) message += "; ";
+      message += f.message;
+      if (code.empty()) code = f.code;
     }
   }
   // A lesser finding whose remedy is printed is named too: no fix without its problem.
   for (Status level : {Status::Fail, Status::Unknown, Status::Warn, Status::Skip}) {
     if (level == m_status) continue;
-    for (const Finding& f : m_findings) {
-      if (f.status == level && !f.remedy.empty() && !f.summary.empty()) {
-        v.summary += (v.summary.empty() ? "" : "; ") + std::string("also ") + to_string(level) + ": " + f.summary;
+    for (const Item& f : m_findings) {
+      if (f.status == level && !f.fix.empty() && !f.message.empty()) {
+        message += (message.empty() ? "" : "; ") + std::string("also ") + to_string(level) + ": " + f.message;
       }
     }
   }
-  // The remedies of every non-PASS finding, worst first.
+  // The remedies of every non-PASS finding, worst first, each once.
+  std::string fix;
   for (Status level : {Status::Fail, Status::Unknown, Status::Warn, Status::Skip}) {
-    for (const Finding& f : m_findings) {
-      if (f.status == level && !f.remedy.empty() && v.remedy.find(f.remedy) == std::string::npos) {
-        if (!v.remedy.empty()) v.remedy += " ";
-        v.remedy += f.remedy;
+    for (const Item& f : m_findings) {
+      if (f.status == level && !f.fix.empty() && fix.find(f.fix) == std::string::npos) {
+        if (!fix.empty()) fix += " ";
+        fix += f.fix;
       }
     }
   }
-  if (v.summary.empty()) v.summary = "no findings";
+  if (message.empty()) message = "no findings";
+  Verdict v;
+  v.status = m_status;
+  v.evidence = m_evidence;
+  v.summary = render_template(message, m_params);
+  v.remedy = render_template(fix, m_params);
+  if (!code.empty()) v.finding = {code, std::move(message), std::move(fix), m_params};
   return v;
 }
 

@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -20,11 +21,42 @@ std::optional<Status> status_from_string(std::string_view text);
 int severity(Status s);
 Status worst(Status a, Status b);
 
+/// A finding as data: a stable code ("launch.env/rank-mismatch"), its message as a template with
+/// `{name}` parameters, and their values. Results of one check that carry the same code and
+/// template are one finding however their parameters differ (the rank, the host, a GPU index):
+/// the report groups them into one row that names every rank, with each rank's values kept.
+struct Finding {
+  std::string code = {};         // "" when the verdict is plain text (grouped by its text)
+  std::string message = {};      // the summary with {name} where a parameter goes
+  std::string fix = {};          // the remedy, a template too
+  nlohmann::json params = nlohmann::json::object();  // name -> value (number or string)
+};
+
+/// `text` with every {name} that `params` holds replaced by its value (a string as it is, a number
+/// as JSON writes it); other braces stay as they are.
+std::string render_template(std::string_view text, const nlohmann::json& params);
+
 struct Verdict {
   Status status = Status::Unknown;
   std::string summary;           // one line with the actual numbers
   std::string remedy;            // the exact fix; empty on PASS
   nlohmann::json evidence = nlohmann::json::object();
+  Finding finding = {};          // the finding that decides the status, when the check states it as data
+  /// The check whose non-PASS result explains this one ("driver.loaded" for every GPU check on a
+  /// node without a driver): one of the causes its CheckSpec declares. The result keeps its own
+  /// status; the report prints it as one short line under its cause. "" when it stands alone.
+  /// A check may name candidates, comma-separated, in order ("launch.gpu_binding,nccl.library"):
+  /// the report keeps the first that is not PASS on the result's ranks (settle_causes), or none.
+  std::string cause = {};
+
+  /// This verdict stated as a finding: summary and remedy are the templates rendered with `params`.
+  static Verdict coded(Status s, std::string code, std::string message, std::string fix, nlohmann::json params,
+                       nlohmann::json evidence = nlohmann::json::object());
+  /// The same verdict, marked as following from `check`'s non-PASS result.
+  Verdict&& because(std::string check) && {
+    cause = std::move(check);
+    return std::move(*this);
+  }
 
   static Verdict pass(std::string summary, nlohmann::json evidence = nlohmann::json::object());
   static Verdict warn(std::string summary, std::string remedy, nlohmann::json evidence = nlohmann::json::object());
@@ -38,19 +70,23 @@ struct Verdict {
 class VerdictBuilder {
  public:
   void add(Status s, std::string summary, std::string remedy = {});
+  /// A finding with a code: its message and fix are templates over `params` (see Finding).
+  void add(Status s, std::string code, std::string message, std::string fix, nlohmann::json params);
   void note(std::string summary) { add(Status::Pass, std::move(summary)); }
   nlohmann::json& evidence() { return m_evidence; }
   Status status() const { return m_status; }
   Verdict build() const;
 
  private:
-  struct Finding {
+  struct Item {
     Status status;
-    std::string summary;
-    std::string remedy;
+    std::string code;
+    std::string message;  // a template when coded, else plain text
+    std::string fix;
   };
   Status m_status = Status::Pass;
-  std::vector<Finding> m_findings;
+  std::vector<Item> m_findings;
+  nlohmann::json m_params = nlohmann::json::object();
   nlohmann::json m_evidence = nlohmann::json::object();
 };
 

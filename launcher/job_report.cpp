@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
+#include <optional>
 #include <map>
 #include <unordered_map>
 #include <unordered_set>
@@ -127,6 +129,40 @@ void rejudge_node_views(const Options& options, Profile profile, const JobFacts&
   }
 }
 
+/// The findings of rank-scope checks that only the whole job shows (CheckSpec::job_finding): one
+/// job-level result in place of that check's per-rank results, whose non-PASS summaries it keeps.
+void apply_job_findings(const CheckContext& ctx, const std::vector<int>& all_ranks,
+                        const std::vector<std::string>& all_hosts, std::vector<CheckResult>& per_rank) {
+  if (ctx.job == nullptr || ctx.job->ranks.size() < 2) return;
+  for (const CheckSpec* spec : all_checks()) {
+    if (spec->job_finding == nullptr || spec->scope != Scope::Rank || !selected(ctx.options, spec->id)) continue;
+    const unsigned bit = ctx.profile == Profile::Node ? kInNode : ctx.profile == Profile::Job ? kInJob : kInImage;
+    if ((spec->profiles & bit) == 0) continue;
+    std::optional<Verdict> finding;
+    try {
+      finding = spec->job_finding(ctx);
+    } catch (const std::exception&) {
+      continue;  // the per-rank results stand
+    }
+    if (!finding) continue;
+    CheckResult r = result_of(*spec, std::move(*finding));
+    r.scope = Scope::Job;
+    r.ranks = all_ranks;
+    r.hosts = all_hosts;
+    nlohmann::json ranks_said = nlohmann::json::object();
+    for (const CheckResult& each : per_rank) {
+      if (each.id != spec->id) continue;
+      r.seconds = std::max(r.seconds, each.seconds);
+      r.verdict.status = worst(r.verdict.status, each.verdict.status);
+      if (each.verdict.status == Status::Pass) continue;
+      for (int rank : each.ranks) ranks_said[std::to_string(rank)] = each.verdict.summary;
+    }
+    if (!ranks_said.empty()) r.verdict.evidence["per_rank"] = std::move(ranks_said);
+    std::erase_if(per_rank, [&](const CheckResult& each) { return each.id == spec->id; });
+    per_rank.push_back(std::move(r));
+  }
+}
+
 }  // namespace
 
 std::vector<CheckResult> judge_rank(const Options& options, Profile profile, const RankFacts& facts, bool node_leader,
@@ -172,6 +208,8 @@ Report assemble_report(const Options& options, Profile profile, JobFacts job, st
     r.hosts = all_hosts;
     per_rank.push_back(std::move(r));
   }
+  apply_job_findings(ctx, all_ranks, all_hosts, per_rank);
+  settle_causes(per_rank);
   report.results = group_results(std::move(per_rank), options.verbose && job.world_size > 1);
   report.ranks = std::move(job.ranks);  // the checks are done with them
   report.source = job.source;

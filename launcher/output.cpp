@@ -14,6 +14,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "core/launch.hpp"
 #include "core/text.hpp"
 #include "launcher/cli.hpp"
 
@@ -157,6 +158,10 @@ void write_in_place(const OutputTarget& t, const std::string& contents) {
 }  // namespace
 
 bool is_terminal(int fd, const EnvSnapshot& env) {
+  // Under mpirun or srun a rank's stdout and stderr are a pseudo-terminal the launcher made
+  // (Open MPI's iof, srun --pty): whether the user's own output is a terminal or a file
+  // (`mpirun … preflight > report.txt`) cannot be told from here, so nothing is decorated.
+  if (detect_launchers(env).active() != nullptr) return false;
   return env.get("TERM").value_or("") != "dumb" && ::isatty(fd) == 1;
 }
 

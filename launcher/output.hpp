@@ -73,7 +73,8 @@ std::vector<OutputTarget> check_report_files(const Options& options);
 /// ranks' own files); throws OutputError.
 void write_atomically(const std::string& path, const std::string& contents);
 
-/// Whether `fd` is a terminal worth decorating (colour, the progress line): a TTY, TERM not "dumb".
+/// Whether `fd` is a terminal worth decorating (colour, the progress line): a TTY, TERM not "dumb",
+/// and not a rank started by a launcher (its TTY is the launcher's, not the user's).
 bool is_terminal(int fd, const EnvSnapshot& env);
 
 /// The files asked for (--json, --junit, --prom), then the chosen format on stdout; colour as

@@ -6,7 +6,10 @@
 #include <stdexcept>
 #include <tuple>
 #include <type_traits>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "core/text.hpp"
 #include "report/report.hpp"
 
 namespace preflight {
@@ -51,6 +54,11 @@ void check_to_json(Json& j, const CheckResult& r) {
   j["ranks"] = r.ranks;
   j["evidence"] = Json(r.verdict.evidence);
   j["seconds"] = std::round(r.seconds * 1e4) / 1e4;
+  j["cause"] = r.verdict.cause.empty() ? Json(nullptr) : Json(r.verdict.cause);
+  if (!r.verdict.finding.code.empty()) {
+    const Finding& f = r.verdict.finding;
+    j["finding"] = Json{{"code", f.code}, {"message", f.message}, {"fix", f.fix}, {"params", Json(f.params)}};
+  }
 }
 
 template <typename Json>
@@ -79,6 +87,17 @@ void check_from_json(const Json& j, CheckResult& r) {
   r.hosts = j.value("hosts", std::vector<std::string>());
   r.ranks = j.value("ranks", std::vector<int>());
   r.seconds = j.contains("seconds") && j.at("seconds").is_number() ? std::max(0.0, j.at("seconds").template get<double>()) : 0.0;
+  r.verdict.cause = j.contains("cause") && j.at("cause").is_string() ? j.at("cause").template get<std::string>() : std::string();
+  r.verdict.finding = {};
+  if (j.contains("finding") && j.at("finding").is_object()) {
+    const Json& f = j.at("finding");
+    r.verdict.finding.code = f.value("code", std::string());
+    r.verdict.finding.message = f.value("message", std::string());
+    r.verdict.finding.fix = f.value("fix", std::string());
+    if (f.contains("params") && f.at("params").is_object()) {
+      r.verdict.finding.params = nlohmann::json::parse(f.at("params").dump());
+    }
+  }
 }
 
 }  // namespace
@@ -88,18 +107,123 @@ void to_json(nlohmann::ordered_json& j, const CheckResult& r) { check_to_json(j,
 void from_json(const nlohmann::json& j, CheckResult& r) { check_from_json(j, r); }
 void from_json(const nlohmann::ordered_json& j, CheckResult& r) { check_from_json(j, r); }
 
+namespace {
+
+/// The values one parameter took across a group, as the row says them: numbers as ranges
+/// ("1–15"), anything else as a short list ("gpu-a, gpu-b, and 3 more").
+nlohmann::json said_together(const std::vector<const nlohmann::json*>& values) {
+  bool all_int = true;
+  std::vector<int> numbers;
+  std::vector<std::string> texts;
+  for (const nlohmann::json* v : values) {
+    if (v->is_number_integer() && v->get<std::int64_t>() >= 0 && v->get<std::int64_t>() < (1 << 30)) {
+      numbers.push_back(static_cast<int>(v->get<std::int64_t>()));
+    } else {
+      all_int = false;
+    }
+    texts.push_back(v->is_string() ? v->get<std::string>() : v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  }
+  if (all_int) {
+    sort_unique(numbers);
+    return range_list(numbers);
+  }
+  sort_unique(texts);
+  constexpr std::size_t kNamed = 3;
+  if (texts.size() <= kNamed) return join(texts, ", ");
+  std::vector<std::string> head(texts.begin(), texts.begin() + kNamed);
+  return join(head, ", ") + " and " + std::to_string(texts.size() - kNamed) + " more";
+}
+
+/// Who a group member speaks for in the per-rank evidence: "rank 3", or the host of a node result.
+std::string member_label(const CheckResult& r) {
+  if (r.scope == Scope::Node && !r.hosts.empty()) return r.hosts.front();
+  return r.ranks.empty() ? std::string("?") : "rank " + std::to_string(*std::min_element(r.ranks.begin(), r.ranks.end()));
+}
+
+/// A coded finding shared by several members: the parameters every member agrees on stay as they
+/// are, the others are said together in the row and kept per member in the evidence ("per_rank").
+void settle_parameters(CheckResult& group, const std::vector<std::pair<std::string, nlohmann::json>>& members) {
+  Finding& f = group.verdict.finding;
+  if (members.size() < 2 || !f.params.is_object()) return;
+  nlohmann::json shown = nlohmann::json::object();
+  nlohmann::json per_member = nlohmann::json::object();
+  for (const auto& [name, first] : f.params.items()) {
+    std::vector<const nlohmann::json*> values;
+    bool same = true;
+    for (const auto& [label, params] : members) {
+      const auto it = params.find(name);
+      const nlohmann::json* v = it == params.end() ? &first : &*it;
+      values.push_back(v);
+      same = same && *v == first;
+    }
+    if (same) {
+      shown[name] = first;
+      continue;
+    }
+    shown[name] = said_together(values);
+    for (std::size_t i = 0; i < members.size(); ++i) per_member[members[i].first][name] = *values[i];
+  }
+  group.verdict.summary = render_template(f.message, shown);
+  group.verdict.remedy = render_template(f.fix, shown);
+  if (!per_member.empty()) {
+    if (!group.verdict.evidence.is_object()) group.verdict.evidence = nlohmann::json::object();
+    group.verdict.evidence[group.scope == Scope::Node ? "per_host" : "per_rank"] = std::move(per_member);
+  }
+}
+
+}  // namespace
+
+void settle_causes(std::vector<CheckResult>& results) {
+  // The ranks on which each check is not PASS (nor SKIP): a cause must be wrong where its
+  // consequence is.
+  std::unordered_map<std::string, std::unordered_set<int>> wrong_on;
+  for (const CheckResult& r : results) {
+    if (r.verdict.status == Status::Pass || r.verdict.status == Status::Skip) continue;
+    std::unordered_set<int>& ranks = wrong_on[r.id];
+    ranks.insert(r.ranks.begin(), r.ranks.end());
+    if (r.ranks.empty()) ranks.insert(-1);
+  }
+  for (CheckResult& r : results) {
+    if (r.verdict.cause.empty()) continue;
+    const CheckSpec* spec = find_check(r.id);
+    std::string settled;
+    for (std::string_view candidate : split(r.verdict.cause, ',')) {
+      candidate = trim(candidate);
+      if (spec == nullptr || candidate == r.id || !may_follow_from(*spec, candidate)) continue;
+      const auto it = wrong_on.find(std::string(candidate));
+      if (it == wrong_on.end()) continue;
+      const bool overlaps = r.ranks.empty() || it->second.count(-1) > 0 ||
+                            std::any_of(r.ranks.begin(), r.ranks.end(), [&](int rank) { return it->second.count(rank) > 0; });
+      if (overlaps) {
+        settled = std::string(candidate);
+        break;
+      }
+    }
+    r.verdict.cause = std::move(settled);
+  }
+}
+
 std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool per_rank) {
-  using Key = std::tuple<std::size_t, std::string, int, std::string, std::string, int>;
+  using Key = std::tuple<std::size_t, std::string, int, std::string, std::string, std::string, int>;
   std::map<Key, CheckResult> groups;
   std::map<Key, int> lowest;
+  std::map<Key, std::vector<std::pair<std::string, nlohmann::json>>> params;  // coded groups: each member's parameters
   for (CheckResult& r : results) {
     const int first_rank = r.ranks.empty() ? -1 : *std::min_element(r.ranks.begin(), r.ranks.end());
     // Worst status first within a check: severity descending. PASS and SKIP group by status
     // alone (their summaries carry each rank's own numbers; the lowest rank's is shown); WARN,
-    // FAIL and UNKNOWN only with the same summary and remedy, since the difference is the news.
+    // FAIL and UNKNOWN by their finding: its code and templates when the check states one (the
+    // parameters may differ: they are the ranks' own values), else the same summary and remedy,
+    // since the difference is the news. A result that follows from another check's stays apart
+    // from one that stands alone.
     const bool by_status = r.verdict.status == Status::Pass || r.verdict.status == Status::Skip;
-    Key key{registry_position(r.id), r.id, -severity(r.verdict.status), by_status ? std::string() : r.verdict.summary,
-            by_status ? std::string() : r.verdict.remedy, per_rank ? first_rank : 0};
+    const Finding& f = r.verdict.finding;
+    const bool coded = !by_status && !f.code.empty();
+    std::string what = by_status ? std::string() : coded ? f.code + '\n' + f.message : r.verdict.summary;
+    std::string fix = by_status ? std::string() : coded ? f.fix : r.verdict.remedy;
+    Key key{registry_position(r.id), r.id, -severity(r.verdict.status), std::move(what), std::move(fix),
+            by_status ? std::string() : r.verdict.cause, per_rank ? first_rank : 0};
+    if (coded) params[key].emplace_back(member_label(r), f.params);
     auto it = groups.find(key);
     if (it == groups.end()) {
       lowest[key] = first_rank;
@@ -119,6 +243,8 @@ std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool pe
   for (auto& [key, r] : groups) {
     sort_unique(r.ranks);
     sort_unique(r.hosts);
+    const auto members = params.find(key);
+    if (members != params.end()) settle_parameters(r, members->second);
   }
   std::vector<std::pair<Key, CheckResult>> ordered(std::make_move_iterator(groups.begin()),
                                                     std::make_move_iterator(groups.end()));

@@ -143,7 +143,8 @@ std::string render_junit(const Report& report, const Options& options) {
       if (is_failure(s, options.strict)) {
         w.start("failure");
         w.attr("type", to_string(s));
-        w.attr("message", r.verdict.summary);
+        w.attr("message", r.verdict.cause.empty() ? r.verdict.summary
+                                                  : r.verdict.summary + " (follows from " + r.verdict.cause + ")");
         w.text(body(r));
         w.end();
       } else if (s == Status::Skip) {

@@ -45,6 +45,11 @@ void from_json(const nlohmann::ordered_json& j, CheckResult& r);
 /// `per_rank` (-v) nothing is merged: one result per rank, in rank order.
 std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool per_rank = false);
 
+/// Keeps each result's cause (Verdict::cause) only where it holds: the first candidate its check
+/// declares (CheckSpec::causes) whose own result is not PASS or SKIP on one of the result's ranks;
+/// otherwise the result stands alone. Run over the per-rank results, before group_results.
+void settle_causes(std::vector<CheckResult>& results);
+
 struct Report {
   std::string version;
   Profile profile = Profile::Node;

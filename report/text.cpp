@@ -86,57 +86,190 @@ std::string evidence_line(const nlohmann::json& evidence) {
 
 constexpr std::size_t kHostsNamed = 8;  // hosts named on a "where" line; the rest are counted
 
-/// Where a result applies in a job: "on 8/16 ranks: gpu-b ranks 8–15", "on 16/16 ranks",
-/// "for the job (16 ranks on 2 nodes)".
+/// Where a result applies in a job, before its summary: "on ranks 1–15 (gpu-a, gpu-b): "; "" for a
+/// result of the whole job, of every rank, or of a one-process run.
 std::string where(const CheckResult& r, const Report& report) {
-  const std::string world = std::to_string(report.world_size);
-  if (r.scope == Scope::Job) {
-    return "for the job (" + world + " ranks on " + std::to_string(report.nodes) + (report.nodes == 1 ? " node)" : " nodes)");
+  if (report.world_size <= 1 || r.scope == Scope::Job || r.ranks.empty() ||
+      r.ranks.size() >= static_cast<std::size_t>(report.world_size)) {
+    return {};
   }
-  std::string out = "on " + std::to_string(r.ranks.size()) + "/" + world + " ranks";
-  if (r.ranks.size() == static_cast<std::size_t>(report.world_size) || r.ranks.empty()) return out;
   std::vector<std::string> hosts;
   for (std::size_t i = 0; i < r.hosts.size() && i < kHostsNamed; ++i) hosts.push_back(terminal_safe(r.hosts[i]));
   if (r.hosts.size() > kHostsNamed) hosts.push_back("and " + std::to_string(r.hosts.size() - kHostsNamed) + " more hosts");
-  if (r.hosts.size() > kHostsNamed) hosts.push_back("and " + std::to_string(r.hosts.size() - kHostsNamed) + " more hosts");
-  out += ": " + join(hosts, ", ") + (r.ranks.size() == 1 ? " rank " : " ranks ") + range_list(r.ranks);
+  return (r.ranks.size() == 1 ? "on rank " : "on ranks ") + range_list(r.ranks) + (hosts.empty() ? "" : " (" + join(hosts, ", ") + ")") +
+         ": ";
+}
+
+/// The results as the text report shows them: consequences (a settled Verdict::cause) folded
+/// under the result they follow from, and results of different checks that say the same thing
+/// (status, summary, fix, where) folded into one row.
+struct Layout {
+  struct Row {
+    std::vector<const CheckResult*> members;    // same status and text: one row, every id named
+    std::vector<const CheckResult*> consequences;  // folded under it (every one whose chain of causes ends here)
+  };
+  std::vector<Row> rows;
+};
+
+/// The first non-PASS result of `id` in the report (what a consequence's cause points at).
+const CheckResult* cause_result(const Report& report, const std::string& id) {
+  for (const CheckResult& r : report.results) {
+    if (r.id == id && r.verdict.status != Status::Pass && r.verdict.status != Status::Skip) return &r;
+  }
+  return nullptr;
+}
+
+/// The result a consequence is finally shown under: its cause's, or that one's cause's, …
+const CheckResult* root_of(const Report& report, const CheckResult& r) {
+  const CheckResult* at = &r;
+  for (int depth = 0; depth < 8 && !at->verdict.cause.empty(); ++depth) {
+    const CheckResult* next = cause_result(report, at->verdict.cause);
+    if (next == nullptr || next == at) break;
+    at = next;
+  }
+  return at == &r ? nullptr : at;
+}
+
+Layout lay_out(const Report& report, bool fold) {
+  Layout layout;
+  std::vector<std::pair<const CheckResult*, const CheckResult*>> folded;  // (consequence, root)
+  std::vector<const CheckResult*> standing;
+  for (const CheckResult& r : report.results) {
+    const CheckResult* root = r.verdict.cause.empty() ? nullptr : root_of(report, r);
+    if (root != nullptr) {
+      folded.emplace_back(&r, root);
+    } else {
+      standing.push_back(&r);
+    }
+  }
+  std::vector<std::pair<const CheckResult*, std::size_t>> row_of;  // a standing result's row
+  for (const CheckResult* r : standing) {
+    std::size_t at = layout.rows.size();
+    if (fold) {
+      for (std::size_t i = 0; i < layout.rows.size(); ++i) {
+        const CheckResult& first = *layout.rows[i].members.front();
+        if (first.id != r->id && first.verdict.status == r->verdict.status && first.verdict.summary == r->verdict.summary &&
+            first.verdict.remedy == r->verdict.remedy && first.ranks == r->ranks && first.scope == r->scope &&
+            first.verdict.evidence.value("table", nlohmann::json()).is_null() &&
+            r->verdict.evidence.value("table", nlohmann::json()).is_null()) {
+          at = i;
+          break;
+        }
+      }
+    }
+    if (at == layout.rows.size()) layout.rows.emplace_back();
+    layout.rows[at].members.push_back(r);
+    row_of.emplace_back(r, at);
+  }
+  for (const auto& [consequence, root] : folded) {
+    for (const auto& [r, at] : row_of) {
+      if (r == root) {
+        layout.rows[at].consequences.push_back(consequence);
+        break;
+      }
+    }
+  }
+  return layout;
+}
+
+std::vector<std::string> ids_of(const std::vector<const CheckResult*>& results) {
+  std::vector<std::string> ids;
+  for (const CheckResult* r : results) {
+    const std::string id = terminal_safe(r->id);
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
+}
+
+/// "need the driver (see driver.loaded)": what consequences of `cause` lack, from the check table.
+std::string needs_text(const std::string& cause) {
+  const CheckSpec* spec = find_check(cause);
+  const std::string see = "(see " + terminal_safe(cause) + ")";
+  if (spec == nullptr || spec->needed_as.empty()) return "follow from " + terminal_safe(cause) + " " + see;
+  return "need " + std::string(spec->needed_as) + " " + see;
+}
+
+/// The folded lines under a row: one per (status, direct cause), the consequences' ids on it.
+std::string consequence_lines(const std::vector<const CheckResult*>& consequences, const std::string& indent, bool verbose,
+                              bool color) {
+  std::vector<std::pair<std::pair<Status, std::string>, std::vector<const CheckResult*>>> lines;
+  for (const CheckResult* c : consequences) {
+    const std::pair<Status, std::string> key{c->verdict.status, c->verdict.cause};
+    auto it = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == key; });
+    if (it == lines.end()) {
+      lines.push_back({key, {c}});
+    } else {
+      it->second.push_back(c);
+    }
+  }
+  std::stable_sort(lines.begin(), lines.end(),
+                   [](const auto& a, const auto& b) { return severity(a.first.first) > severity(b.first.first); });
+  std::string out;
+  for (const auto& [key, members] : lines) {
+    out += indent + paint(pad(to_string(key.first), 8), color_of(key.first), color) + join(ids_of(members), ", ") + "  " +
+           needs_text(key.second) + "\n";
+    if (!verbose) continue;
+    for (const CheckResult* c : members) {
+      out += indent + "  " + terminal_safe(c->id) + ": " + terminal_safe(c->verdict.summary) + "\n";
+      if (!c->verdict.evidence.empty()) out += indent + "    evidence: " + evidence_line(c->verdict.evidence) + "\n";
+    }
+  }
   return out;
 }
 
+/// The check ids that follow, directly or not, from the rows' members: what fixing them unblocks.
+std::vector<std::string> unblocked_by(const Layout::Row& row) { return ids_of(row.consequences); }
+
 constexpr std::size_t kFixFirstShown = 10;
 
-/// "What to fix first": every FAIL, then UNKNOWN, then WARN (a WARN is a FAIL with --strict), in
-/// report order within a status (launcher, then driver, then what needs it: causes before their
-/// consequences), each with where it applies and its fix. Empty when there is nothing to fix.
-std::string fix_first(const Report& report, const Options& options, bool color) {
-  std::vector<const CheckResult*> todo;
-  for (const CheckResult& r : report.results) {
+/// "What to fix first": the causes — every non-PASS row that follows from no other — each check
+/// once (its worst row), FAIL before UNKNOWN before WARN (a WARN is a FAIL with --strict), and
+/// within a status what unblocks the most first, then report order. Each with where it applies,
+/// its fix and what it unblocks. Returns the rows listed (their fix is printed here, not above).
+std::vector<const Layout::Row*> fix_first_rows(const Layout& layout, const Options& options) {
+  std::vector<const Layout::Row*> todo;
+  std::vector<std::string> seen;
+  for (const Layout::Row& row : layout.rows) {
+    const CheckResult& r = *row.members.front();
     const Status s = r.verdict.status;
-    if (s == Status::Fail || s == Status::Unknown || s == Status::Warn) todo.push_back(&r);
+    if (s != Status::Fail && s != Status::Unknown && s != Status::Warn) continue;
+    if (std::find(seen.begin(), seen.end(), r.id) != seen.end()) continue;
+    seen.push_back(r.id);
+    todo.push_back(&row);
   }
-  if (todo.empty()) return {};
   const auto rank_of = [&options](Status s) {
     if (counted_as(s, options.strict) == Status::Fail) return 0;
     return s == Status::Unknown ? 1 : 2;
   };
-  std::stable_sort(todo.begin(), todo.end(),
-                   [&](const CheckResult* a, const CheckResult* b) { return rank_of(a->verdict.status) < rank_of(b->verdict.status); });
+  std::stable_sort(todo.begin(), todo.end(), [&](const Layout::Row* a, const Layout::Row* b) {
+    const int ra = rank_of(a->members.front()->verdict.status);
+    const int rb = rank_of(b->members.front()->verdict.status);
+    if (ra != rb) return ra < rb;
+    return unblocked_by(*a).size() > unblocked_by(*b).size();
+  });
+  if (todo.size() > kFixFirstShown) todo.resize(kFixFirstShown);
+  return todo;
+}
+
+std::string fix_first(const std::vector<const Layout::Row*>& todo, std::size_t not_shown, const Report& report,
+                      bool color) {
+  if (todo.empty()) return {};
   std::ostringstream out;
   out << "\n" << paint("WHAT TO FIX FIRST", "\033[1m", color) << "\n";
-  for (std::size_t i = 0; i < todo.size() && i < kFixFirstShown; ++i) {
-    const CheckResult& r = *todo[i];
+  for (std::size_t i = 0; i < todo.size(); ++i) {
+    const CheckResult& r = *todo[i]->members.front();
     const Status s = r.verdict.status;
     const std::string number = std::to_string(i + 1) + ". ";
-    out << "  " << number << paint(to_string(s), color_of(s), color) << " " << terminal_safe(r.id);
-    if (report.world_size > 1) out << " " << where(r, report);
-    out << ": " << terminal_safe(r.verdict.summary) << "\n";
+    const std::string at = where(r, report);
+    out << "  " << number << paint(to_string(s), color_of(s), color) << " " << join(ids_of(todo[i]->members), ", ")
+        << (at.empty() ? ": " : " " + at) << terminal_safe(r.verdict.summary) << "\n";
     const std::string indent(2 + number.size(), ' ');
     out << indent << paint("fix: ", "\033[1m", color)
         << terminal_safe(r.verdict.remedy.empty() ? "see `preflight explain " + r.id + "`" : r.verdict.remedy) << "\n";
+    const std::vector<std::string> unblocks = unblocked_by(*todo[i]);
+    if (!unblocks.empty()) out << indent << "then: " << join(unblocks, ", ") << " (they follow from it)\n";
   }
-  if (todo.size() > kFixFirstShown) {
-    out << "  … and " << todo.size() - kFixFirstShown << " more, each with its fix above\n";
-  }
+  if (not_shown > 0) out << "  … and " << not_shown << " more, each with its fix above\n";
   return out.str();
 }
 
@@ -146,37 +279,49 @@ std::string render_text(const Report& report, const Options& options, bool color
   std::ostringstream out;
   const std::string host = report.ranks.empty() ? std::string("?") : terminal_safe(report.ranks.front().identity.hostname);
   out << "preflight " << terminal_safe(report.version) << " · profile " << to_string(report.profile) << " · "
-      << (report.world_size > 1 ? std::to_string(report.world_size) + " ranks on " + std::to_string(report.nodes) + " node(s)"
+      << (report.world_size > 1 ? std::to_string(report.world_size) + " ranks on " + std::to_string(report.nodes) +
+                                      (report.nodes == 1 ? " node" : " nodes")
                                 : "host " + host)
-      << " · launcher " << terminal_safe(report.launcher) << (report.source == "merge" ? " · merged from result files" : "") << "\n";
+      << " · launcher " << terminal_safe(report.launcher) << (report.source == "merge" ? " · merged from result files" : "") << "\n\n";
+
+  const Layout layout = lay_out(report, true);
+  const std::vector<const Layout::Row*> first = fix_first_rows(layout, options);
+  std::size_t to_fix = 0;
+  {
+    std::vector<std::string> seen;
+    for (const Layout::Row& row : layout.rows) {
+      const Status s = row.members.front()->verdict.status;
+      if ((s == Status::Fail || s == Status::Unknown || s == Status::Warn) &&
+          std::find(seen.begin(), seen.end(), row.members.front()->id) == seen.end()) {
+        seen.push_back(row.members.front()->id);
+        ++to_fix;
+      }
+    }
+  }
 
   std::size_t id_width = 0;
-  for (const CheckResult& r : report.results) id_width = std::max(id_width, terminal_safe(r.id).size());
+  for (const Layout::Row& row : layout.rows) {
+    if (row.members.size() == 1) id_width = std::max(id_width, terminal_safe(row.members.front()->id).size());
+  }
   id_width += 2;
+  const std::string indent(11 + id_width, ' ');
 
-  std::string area;
-  for (const CheckResult& r : report.results) {
-    if (r.area != area) {
-      area = r.area;
-      std::string heading = terminal_safe(area);
-      std::transform(heading.begin(), heading.end(), heading.begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
-      out << "\n" << paint(heading, "\033[1m", color) << "\n";
-    }
+  for (const Layout::Row& row : layout.rows) {
+    const CheckResult& r = *row.members.front();
     const Status s = r.verdict.status;
-    out << "  " << paint(pad(to_string(s), 9), color_of(s), color) << pad(terminal_safe(r.id), id_width)
-        << terminal_safe(r.verdict.summary);
-    out << "\n";
-    const std::string indent(11 + id_width, ' ');
-    if (report.world_size > 1) {
-      out << indent << paint(to_string(s), color_of(s), color) << " " << where(r, report) << "\n";
-    }
-    if (s != Status::Pass && !r.verdict.remedy.empty()) {
+    const std::vector<std::string> ids = ids_of(row.members);
+    const std::string id_cell = ids.size() == 1 ? pad(ids.front(), id_width) : join(ids, ", ") + "  ";
+    out << "  " << paint(pad(to_string(s), 9), color_of(s), color) << id_cell << where(r, report)
+        << terminal_safe(r.verdict.summary) << "\n";
+    const bool fixed_below = std::find(first.begin(), first.end(), &row) != first.end();
+    if (s != Status::Pass && s != Status::Skip && !r.verdict.remedy.empty() && (!fixed_below || options.verbose)) {
       out << indent << paint("fix: ", "\033[1m", color) << terminal_safe(r.verdict.remedy) << "\n";
     }
     out << table_lines(r.verdict.evidence, indent);
     if (options.verbose && !r.verdict.evidence.empty()) {
       out << indent << paint("evidence: ", "\033[2m", color) << evidence_line(r.verdict.evidence) << "\n";
     }
+    out << consequence_lines(row.consequences, indent, options.verbose, color);
   }
 
   for (const std::string& note : report.notes) {
@@ -186,7 +331,7 @@ std::string render_text(const Report& report, const Options& options, bool color
     out << "\n" << paint("DEADLINE ", color_of(Status::Fail), color) << terminal_safe(incident) << "\n";
   }
 
-  out << fix_first(report, options, color);
+  out << fix_first(first, to_fix - first.size(), report, color);
 
   const Counts c = count(report);
   const Status all = overall(report, options.strict);
