@@ -87,6 +87,17 @@ void compare_claim(const LauncherClaim& active, const LauncherClaim& other, Verd
 // torchrun is the framework's own launcher: its claim is read from the framework's variables.
 bool is_framework_launcher(const LauncherClaim* active) { return active != nullptr && active->launcher == "torchrun"; }
 
+/// The one fix for rank variables that were set once for every rank, whichever comparison found
+/// them (with the launcher's variables or with MPI's own numbers): said once.
+std::string framework_fix(const LauncherClaim* active) {
+  const std::string launcher = active != nullptr ? active->launcher : std::string("the launcher");
+  const std::string rank_var = active != nullptr ? variable_of(*active, &LauncherClaim::rank, "its rank variable")
+                                                 : std::string("its rank variable");
+  return "Do not export RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE to every rank (`mpirun -x RANK=…`, `export` in "
+         "the job script, the image's ENV): under " + launcher + " let the framework read " + rank_var +
+         ", or set them per rank in a wrapper script (`export RANK=$" + rank_var + "` …).";
+}
+
 void compare_framework(const LauncherClaim& active, const LauncherClaim& framework, VerdictBuilder& b) {
   // "RANK={f0} but OMPI_COMM_WORLD_RANK={l0}": the values are the finding's parameters, so the
   // ranks of one misconfigured job group into one row.
@@ -102,12 +113,8 @@ void compare_framework(const LauncherClaim& active, const LauncherClaim& framewo
     params["l" + n] = y->value;
   }
   if (diff.empty()) return;
-  const std::string rank_var = variable_of(active, &LauncherClaim::rank, "the launcher's rank variable");
   b.add(Status::Fail, "launch.env/framework-disagrees-with-launcher", "the framework will read " + join(diff, ", "),
-        "Do not export RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE in the job script (an exported value is the same "
-        "on every rank); under " + active.launcher + " let the framework read " + rank_var + ", or set RANK=$" +
-            rank_var + " in a per-rank wrapper script.",
-        std::move(params));
+        framework_fix(&active), std::move(params));
 }
 
 std::string describe(const LauncherClaim& c) {
@@ -187,9 +194,7 @@ void compare_with_mpi(const MpiView& mpi, const LaunchView& view, VerdictBuilder
   b.add(Status::Fail, framework_differs ? "launch.env/framework-disagrees-with-mpi" : "launch.env/launcher-disagrees-with-mpi",
         "the environment disagrees with MPI (" + library + "): " + join(diff, ", "),
         framework_differs
-            ? "Remove the rank variable set once for every rank (`mpirun -x RANK=…`, an export in the job script or the "
-              "image) and derive RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE per rank from the launcher in a wrapper: "
-              "`export RANK=$OMPI_COMM_WORLD_RANK LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK` …"
+            ? framework_fix(view.active())
             : "Another launcher's variables were exported into the job (OMPI_*, PMI_*, PMIX_*, SLURM_*): start the job "
               "with one launcher and export none of them.",
         std::move(params));

@@ -365,7 +365,8 @@ Verdict run(const CheckContext& ctx) {
           remedy, params);
   }
 
-  // Memory placement.
+  // Memory placement. The binding's fix is said once: a CPU finding above already carries it.
+  const bool binding_said = b.status() != Status::Pass;
   if (const MemPolicy* m = f.affinity.mempolicy.value()) {
     const bool directed = m->mode == "bind" || m->mode == "preferred" || m->mode == "preferred_many";
     if (directed && loc->node && !m->nodes.empty() &&
@@ -389,7 +390,7 @@ Verdict run(const CheckContext& ctx) {
             "its cpuset allows memory on node " + cpu_list(*mems) + " only, not its GPU's node " +
                 std::to_string(*loc->node),
             "Give the job's cpuset the GPU's node: `docker run --cpuset-mems=" + std::to_string(*loc->node) +
-                " ...` / the Slurm or Kubernetes cpuset of the job.",
+                " ...` / the Slurm or Kubernetes cpuset of the job." + (binding_said ? std::string() : " " + remedy),
             params);
     }
   }

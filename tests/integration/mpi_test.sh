@@ -79,8 +79,17 @@ expect_contains "$(cat "$work/err" "$work/out")" "rank 2" "mpiexec's message nam
 
 # --- every rank claims RANK=0: launch.env FAIL ------------------------------------------------
 expect_rc 1 "mpiexec -np 4 -x RANK=0" -- "${mpi[@]}" -np 4 -x RANK=0 "$PREFLIGHT" --format json --only 'launch.env' "${quiet[@]}"
-expect_eq "$(json_get "sorted(r for c in d['checks'] if c['id']=='launch.env' and c['status']=='FAIL' for r in c['ranks'])")" \
-  "[1, 2, 3]" "launch.env FAIL on the ranks whose RANK disagrees with MPI"
+# One job-level finding, rank 0 included; what each rank said on its own is in the evidence.
+expect_eq "$(json_get "[(c['scope'], c['ranks'], c['finding']['code']) for c in d['checks'] if c['id']=='launch.env' and c['status']=='FAIL']")" \
+  "[('job', [0, 1, 2, 3], 'launch.env/same-rank-on-every-rank')]" "launch.env: one job finding for every rank's RANK=0"
+expect_eq "$(json_get "sorted(c['evidence']['per_rank'] for c in d['checks'] if c['id']=='launch.env')[0].keys().__len__()")" \
+  "3" "the per-rank findings of ranks 1-3 kept in the evidence"
+# Text under mpirun: no colour unless asked (the rank's TTY is Open MPI's, not the user's).
+"${mpi[@]}" -np 2 -x RANK=0 "$PREFLIGHT" --only 'launch.env' --progress never >"$work/text" 2>/dev/null || true
+if grep -q $'\e\[' "$work/text"; then fail "colour codes under mpirun without --color"; else pass "no colour under mpirun"; fi
+expect_contains "$(cat "$work/text")" "every rank claims RANK=0" "the text report under mpirun"
+"${mpi[@]}" -np 2 "$PREFLIGHT" --only 'launch.env' --color always --progress never >"$work/text" 2>/dev/null || true
+if grep -q $'\e\[' "$work/text"; then pass "--color always colours under mpirun"; else fail "--color always gave no colour"; fi
 
 # --- the fake 8-GPU node, CUDA_VISIBLE_DEVICES=0 on every rank: launch.gpu_binding FAIL ----------
 if [ -n "${PREFLIGHT_FAKE_GPU_LIB_DIR:-}" ] && [ -d "$PREFLIGHT_FAKE_GPU_LIB_DIR" ]; then

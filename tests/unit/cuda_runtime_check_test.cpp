@@ -154,7 +154,9 @@ TEST(CudaRuntimeCheck, NoDriverInNodeProfileIsUnknownNeverPass) {
   f.gpu.driver.cuda_driver_version = Probed<int>::error(ProbeErrc::LibraryMissing, "libcuda.so.1: cannot open shared object file");
   v = judge(f, {}, Profile::Job);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
-  EXPECT_TRUE(has(v.summary, "libcuda.so.1")) << v.summary;
+  // It follows from driver.loaded, which says why; the loader's error is in the evidence.
+  EXPECT_EQ(v.cause, "driver.loaded");
+  EXPECT_TRUE(has(v.evidence.dump(), "libcuda.so.1")) << v.evidence.dump();
 }
 
 TEST(CudaRuntimeCheck, NoRuntimeFoundWarnsNamingWhereItLooked) {

@@ -280,20 +280,21 @@ TEST(Merge, SixteenRanksOnTwoHostsGroupTheirVerdicts) {
   EXPECT_EQ(report.nodes, 2);
   EXPECT_EQ(report.source, "merge");
   const std::string text = render_text(report, o, false);
-  EXPECT_NE(text.find("16 ranks on 2 node(s)"), std::string::npos) << text;
-  EXPECT_NE(text.find("FAIL on 8/16 ranks: gpu-b ranks 8–15"), std::string::npos) << text;
-  EXPECT_NE(text.find("PASS on 8/16 ranks: gpu-a ranks 0–7"), std::string::npos) << text;
-  EXPECT_NE(text.find("PASS on 16/16 ranks\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("for the job (16 ranks on 2 nodes)"), std::string::npos) << text;
+  EXPECT_NE(text.find("16 ranks on 2 nodes"), std::string::npos) << text;
+  EXPECT_NE(text.find("FAIL     shm.capacity  on ranks 8–15 (gpu-b): /dev/shm is 64 MiB"), std::string::npos) << text;
+  EXPECT_NE(text.find("PASS     shm.capacity  on ranks 0–7 (gpu-a): "), std::string::npos) << text;
+  // On every rank, or for the job: the headline's "16 ranks on 2 nodes" says where.
+  EXPECT_NE(text.find("PASS     host.limits   "), std::string::npos) << text;
+  EXPECT_NE(text.find("PASS     launch.ranks  16 ranks on 2 nodes"), std::string::npos) << text;
   EXPECT_NE(text.find("NOTE merged 16 result files"), std::string::npos) << text;
   EXPECT_EQ(exit_code(report, false), 1);
 
   // -v: one line per rank for the per-rank results.
   o.verbose = true;
   const std::string verbose = render_text(merge_report(o, {dir.file("ranks")}, nullptr), o, false);
-  EXPECT_NE(verbose.find("PASS on 1/16 ranks: gpu-a rank 0\n"), std::string::npos) << verbose;
-  EXPECT_NE(verbose.find("PASS on 1/16 ranks: gpu-b rank 15\n"), std::string::npos) << verbose;
-  EXPECT_NE(verbose.find("FAIL on 8/16 ranks: gpu-b ranks 8–15"), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find("host.limits   on rank 0 (gpu-a): "), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find("host.limits   on rank 15 (gpu-b): "), std::string::npos) << verbose;
+  EXPECT_NE(verbose.find("shm.capacity  on ranks 8–15 (gpu-b): "), std::string::npos) << verbose;
 
   // JSON: one item per group, "id" first.
   const std::string doc_text = render_json(report, o);

@@ -100,8 +100,11 @@ TEST(Render, TextHasAlignedRowsRemediesAndASummaryLine) {
   const Report r = report_with({Status::Pass, Status::Fail, Status::Warn});
   Options o;
   const std::string text = render_text(r, o, false);
-  EXPECT_NE(text.find("AREA\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("  FAIL     area.check1"), std::string::npos) << text;
+  EXPECT_NE(text.find("  FAIL     area.check1  summary"), std::string::npos) << text;
+  EXPECT_NE(text.find("  PASS     area.check0  summary"), std::string::npos) << text;
+  // The fix of what is listed under WHAT TO FIX FIRST is printed there, once.
+  EXPECT_NE(text.find("WHAT TO FIX FIRST\n  1. FAIL area.check1: summary"), std::string::npos) << text;
+  EXPECT_GT(text.find("fix: do the thing"), text.find("WHAT TO FIX FIRST")) << text;
   EXPECT_NE(text.find("fix: do the thing"), std::string::npos);
   EXPECT_NE(text.find("FAIL: 1 PASS · 1 WARN · 1 FAIL · 0 SKIP · 0 UNKNOWN"), std::string::npos) << text;
   EXPECT_EQ(text.find("\033["), std::string::npos);
@@ -134,7 +137,7 @@ TEST(Render, TextEscapesControlBytesFromEveryString) {
   EXPECT_NE(text.find("env.nccl\\x1B[2J"), std::string::npos) << text;
   EXPECT_NE(text.find("NAME\\x1B[1m=value\\x0D"), std::string::npos) << text;
   EXPECT_NE(text.find("\\u{202E}"), std::string::npos) << text;
-  EXPECT_NE(text.find("gpu\\x1B[0m-a rank 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("on rank 1 (gpu\\x1B[0m-a)"), std::string::npos) << text;
   // Colour is the renderer's own: still there with --color always, around escaped text.
   const std::string colored = render_text(r, o, true);
   EXPECT_NE(colored.find("\033[33m"), std::string::npos);
