@@ -99,7 +99,8 @@ import sys
 data = open(sys.argv[1], "rb").read()
 last_progress = data.rfind(b"preflight: probe")
 clear = data.rfind(b"\r\x1b[K")
-assert last_progress < clear < data.find(b"HOST"), (last_progress, clear, data.find(b"HOST"))
+header = data.find(b" \xc2\xb7 profile ")  # the report's first line
+assert last_progress < clear < header, (last_progress, clear, header)
 PY
   grep -q $'\e\[' "$work/tty" && pass "colour on a terminal" || fail "no colour on a terminal"
   in_tty "NO_COLOR=1 '$PREFLIGHT' --only 'host.*,env.*' --progress never" "$work/tty2"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # launch.env as a user meets it: an exported RANK that disagrees with Open MPI's rank FAILs (exit 1),
-# a lone run is PASS, and under a real `mpirun -x RANK=0` rank 1's own report FAILs naming both values.
+# a lone run is PASS, and under a real `mpirun -x RANK=0` the job's report has one finding for every
+# rank, while rank 1's own report FAILs naming both values.
 # Env: PREFLIGHT (binary), PYTHON3. Exit 0 pass, 1 fail, 77 skip.
 source "$(dirname "$0")/lib.sh"
 
@@ -31,11 +32,15 @@ if [ ! -s "$work/job.json" ]; then
 else
   cp "$work/job.json" "$work/out"
   expect_eq "$(json_get "d['world']['launcher'], d['world']['size']")" "openmpi 2" "the job's world"
-  expect_eq "$(json_get "[c['status'] for c in d['checks'] if c['id']=='launch.env' and c['ranks']==[0]]")" "['PASS']" \
-    "mpirun -x RANK=0: rank 0"
-  expect_eq "$(json_get "[c['status'] for c in d['checks'] if c['id']=='launch.env' and c['ranks']==[1]]")" "['FAIL']" \
-    "mpirun -x RANK=0: rank 1"
-  expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['ranks']==[1]][0]")" "RANK=0 but" "rank 1 summary"
+  # Every rank claims RANK=0: one job-level finding, rank 0 included.
+  expect_eq "$(json_get "[(c['status'], c['scope'], c['ranks']) for c in d['checks'] if c['id']=='launch.env']")" \
+    "[('FAIL', 'job', [0, 1])]" "mpirun -x RANK=0: one finding for the job"
+  expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.env'][0]")" "every rank claims RANK=0" \
+    "the job's summary"
+  expect_contains "$(json_get "d['checks'][0]['evidence']['per_rank']['1']")" "RANK=0 but" "rank 1's own finding in the evidence"
+  # Rank 1's own file judges rank 1 alone.
+  cp "$work/ranks/preflight-rank-1.json" "$work/out"
+  expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['ranks']==[1]][0]")" "RANK=0 but" "rank 1's own file"
 fi
 for rank in 0 1; do
   file="$work/ranks/preflight-rank-$rank.json"
