@@ -89,7 +89,7 @@ void compare_framework(const LauncherClaim& active, const LauncherClaim& framewo
   if (diff.empty()) return;
   const std::string rank_var = variable_of(active, &LauncherClaim::rank, "the launcher's rank variable");
   b.add(Status::Fail, "the framework will read " + join(diff, ", "),
-        "Do not export RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE in the job script (an exported value is the same "
+        "Do not export RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE for the whole job (an exported value is the same "
         "on every rank); under " + active.launcher + " let the framework read " + rank_var + ", or set RANK=$" +
             rank_var + " in a per-rank wrapper script.");
 }
@@ -164,9 +164,8 @@ void compare_with_mpi(const MpiView& mpi, const LaunchView& view, VerdictBuilder
   b.add(Status::Fail, "the environment disagrees with MPI (" + (mpi.library.empty() ? std::string("MPI_COMM_WORLD") : mpi.library.substr(0, mpi.library.find(','))) +
                           "): " + join(diff, ", "),
         framework_differs
-            ? "A rank variable was set once for every rank (`mpirun -x RANK=0`, an export in the job script or the "
-              "image): remove it, and derive RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE per rank from the launcher "
-              "(a wrapper: `export RANK=$OMPI_COMM_WORLD_RANK LOCAL_RANK=$OMPI_COMM_WORLD_LOCAL_RANK` …)."
+            ? "The value every rank shares comes from `mpirun -x RANK=…`, an `export` in the job script or the image's "
+              "environment: look there."
             : "The launcher's variables do not describe this MPI process: another launcher's variables were exported "
               "into the job (OMPI_*, PMI_*, PMIX_*, SLURM_*); start the job with one launcher and export none of them.");
 }

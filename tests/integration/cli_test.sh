@@ -134,4 +134,9 @@ elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 expect_contains "$(json_get "d['incidents'][0]")" "probe 'identity'" "incident"
 expect_eq "$(json_get "d['summary']['exit_code']")" 4 "exit_code in the JSON"
 expect_eq "$(check_status host.memory)" UNKNOWN "host.memory without its facts"
+# The facts a hung probe left behind are named as a hang with its deadline, not as an unreadable file.
+expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='host.memory'][0]")" "was not gathered: probe 'identity' hung" "a hang named as a hang"
+expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='host.memory'][0]")" "of --timeout 1 s" "the hang's deadline"
+expect_contains "$(json_get "[c for c in d['checks'] if c['id'] == 'host.memory'][0]['remedy']")" "--timeout" "the hang's remedy"
+[[ "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='host.memory'][0]")" == *"not probed"* ]] && fail "a hang reported as 'not probed'" || pass "no 'not probed' for a hang"
 finish
