@@ -229,6 +229,11 @@ constexpr std::string_view kExplain = R"(What it reads
   and only when this check is selected (--only/--skip): the GPUs are not exercised for nothing.
   Its message size, participants, the timed repeats (the best is kept), algbw (bytes / time) and
   busbw (algbw * 2(n-1)/n, the figure nccl-tests reports); --min-busbw GBPS.
+  The size is exactly --allreduce-bytes on every transport (default 32 MiB; 16 B to 8 GiB in whole
+  8-byte elements, anything else is refused at the command line with exit 2: the sum is of 8-byte
+  integers, at least two, and every GPU holds a send and a receive buffer of that size, over MPI
+  every rank in host memory). The size measured is in the summary ("for 16 B"), the evidence
+  (bytes, and requested_bytes) and the Prometheus sample preflight_allreduce_bytes.
 
 Failures
   FAIL     the result was wrong on some ranks or GPUs (named, with what was wrong): silent data
@@ -246,6 +251,11 @@ Failures
   FAIL     busbw is below --min-busbw (the measured algbw, busbw, size, participants, transport),
            after the job measured it again (up to three rounds; the best round counts).
   UNKNOWN  --min-busbw is given but no timed repeat ran.
+  UNKNOWN  the launcher claims more ranks than preflight could connect (srun without --mpi=pmix):
+           not run, the same story as launch.ranks.
+  PASS     over MPI (a CPU-only job) with --min-busbw: the floor is for a GPU fabric and does not
+           apply to host memory; that part is SKIP with the reason (evidence min_busbw_skipped),
+           never a FAIL.
   SKIP     not run (no GPU in the node profile, or the reason given); results merged from files.
   SKIP     under --sysroot: the GPUs judged are the captured node's, and an all_reduce needs the
            node's own (it is never run on the judging machine's GPUs).
@@ -254,8 +264,11 @@ Failures
 Fix
   Wrong data: NCCL_P2P_DISABLE=1 / NCCL_SHM_DISABLE=1 / NCCL_IB_DISABLE=1 in turn to find the path,
   nvidia-smi -q -d ECC,ERRORS, dmesg | grep -i xid; drain the node.
-  Slow: all_reduce_perf from nccl-tests at the same size; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
-  to see the transport; topo.p2p, topo.pcie_acs, net.gpu_nic_affinity for the cause.)";
+  Slow: all_reduce_perf from nccl-tests measuring what was measured here, like with like: the same
+  size (-b B -e B), data checked (-c 1), the same repeats (-n), and the same GPUs: -g N for the N
+  GPUs of a node in one process (the node profile), `mpirun -np W all_reduce_perf … -g 1` for the
+  job's W ranks; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the transport; topo.p2p,
+  topo.pcie_acs, net.gpu_nic_affinity for the cause.)";
 
 }  // namespace
 

@@ -121,6 +121,8 @@ Failures
            the same way.
   FAIL     the barrier returned an error (the MPI error is quoted).
   UNKNOWN  the barrier was not run for another reason (quoted).
+  UNKNOWN  the launcher claims more ranks than preflight could connect (srun without --mpi=pmix, or
+           MPI started as a world of 1): the same story as launch.ranks, never "no launcher".
   SKIP     a single process (no launcher); results merged from files (the barrier runs only live).
 
 Fix

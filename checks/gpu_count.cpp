@@ -300,7 +300,8 @@ Failures
 Fix
   `nvidia-smi -L` lists what the driver sees; CUDA_VISIBLE_DEVICES, `docker run --gpus`, the
   scheduler's GPU request (Slurm --gpus/--gres) and `ls -l /dev/nvidia*` decide what the job sees;
-  run at most as many ranks per node as GPUs.)EXPLAIN";
+  run at most as many ranks per node as GPUs. --expect-gpus only says that hidden GPUs are hidden on
+  purpose: it is not offered as a fix when there are more local ranks than visible GPUs.)EXPLAIN";
 
 }  // namespace
 
