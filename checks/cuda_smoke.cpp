@@ -76,6 +76,11 @@ Verdict run(const CheckContext& ctx) {
                            "--gpus/--gres request, and gpu.count.",
                            ev);
     }
+    if (hung_probe(err)) {  // a probe before it hung: the smoke test never started
+      Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result", {});
+      v.evidence.update(ev);
+      return v;
+    }
     if (err.code == ProbeErrc::Timeout) {
       std::string what = err.detail;
       if (!mentions(what, "within")) what = "did not finish within its deadline (" + what + ")";

@@ -200,7 +200,7 @@ Verdict run(const CheckContext& ctx) {
       b.evidence()["persistence_mode_off"] = off;
       b.add(Status::Warn,
             "persistence mode is off on GPU " + join(off, ", ") +
-                (slow_init ? ": cuInit took " + fixed(*init_s, 1) + " s here, and every process of the job pays it "
+                (slow_init ? ": cuInit took " + format_duration(*init_s) + " here, and every process of the job pays it "
                              "again (each start re-initialises the GPUs; state is lost between jobs)"
                            : ": every process start re-initialises the GPU (seconds per rank, and state lost "
                              "between jobs)"),

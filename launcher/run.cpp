@@ -48,7 +48,7 @@ void mark_hung(nlohmann::json& node, const std::string& detail) {
       node["detail"] = detail;
       return;
     }
-    for (auto& [key, child] : node.items()) mark_hung(child, detail);
+    for (auto& item : node.items()) mark_hung(item.value(), detail);
   } else if (node.is_array()) {
     for (auto& child : node) mark_hung(child, detail);
   }

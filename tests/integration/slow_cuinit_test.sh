@@ -19,7 +19,7 @@ remedy_of() { json_get "[c['remedy'] for c in d['checks'] if c['id']=='$1'][0]";
 # 11 s of cuInit, --timeout 120: PASS, the time noted; the smoke test (a new process) too.
 expect_rc 0 "11 s cuInit, --timeout 120" -- slow 11 "$S/h100x8-healthy.json" --timeout 120
 expect_eq "$(check_status driver.loaded)" PASS "driver.loaded"
-expect_contains "$(summary_of driver.loaded)" "cuInit took 11." "driver.loaded summary"
+expect_contains "$(summary_of driver.loaded)" "cuInit took 11 s" "driver.loaded summary"
 expect_contains "$(summary_of driver.loaded)" "within the helper's deadline" "driver.loaded summary"
 expect_eq "$(check_status cuda.smoke)" PASS "cuda.smoke after the slow init"
 init_s=$(json_get "round([c for c in d['checks'] if c['id']=='driver.loaded'][0]['evidence']['cuda_init_seconds'])")

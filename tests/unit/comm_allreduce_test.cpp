@@ -61,7 +61,7 @@ TEST(CommAllreduce, PassWithTheNumbers) {
   const Verdict v = judge_job(spec(), nccl_job());
   expect(v, Status::Pass,
          "the all_reduce was correct on every participant: algbw 67.11 GB/s, busbw 125.83 GB/s for 32 MiB across 16 GPUs over "
-         "nccl (best of 5, 0.5 ms)");
+         "nccl (best of 5, 500 µs)");
   for (const char* key : {"bytes", "ranks", "algbw_gbps", "busbw_gbps", "seconds", "transport", "repeats"}) {
     EXPECT_TRUE(v.evidence.contains(key)) << key;
   }

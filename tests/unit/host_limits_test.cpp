@@ -146,7 +146,9 @@ TEST(HostLimits, FindingsCombineWorstFirst) {
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_NE(v.remedy.find("memlock=-1"), std::string::npos);
   EXPECT_NE(v.remedy.find("nofile=1048576"), std::string::npos);
-  EXPECT_NE(v.remedy.find("ulimit -c unlimited"), std::string::npos);
+  // Core dumps off is a note, not a finding with a fix.
+  EXPECT_EQ(v.remedy.find("ulimit -c"), std::string::npos) << v.remedy;
+  EXPECT_EQ(v.evidence["core_dumps_off"], true);
 }
 
 TEST(HostLimits, UnreadableLimitsAreUnknown) {
