@@ -94,8 +94,22 @@ const CheckSpec* find_check(std::string_view id);
 Verdict run_check(const CheckSpec& spec, const CheckContext& ctx);
 
 /// Helper for checks: UNKNOWN because a fact could not be gathered.
+/// A fact left behind by a probe that hung (launcher/run.cpp marks them): code Timeout, and a
+/// detail "probe 'NAME' hung: …" that names the probe and its deadline.
+inline bool hung_probe(const ProbeError& e) {
+  return e.code == ProbeErrc::Timeout && e.detail.starts_with("probe '") && e.detail.find("' hung") != std::string::npos;
+}
+inline constexpr std::string_view kHungProbeRemedy =
+    "A probe that hangs waits on the kernel: look for a hung network file system (`mount`, then `stat` each mount "
+    "point; `timeout 5 df`) or a stuck GPU driver (`dmesg | grep -i -e xid -e nvrm -e hung`), fix it or drain the node; "
+    "if the node is only slow, give the run longer with --timeout.";
+
 template <typename T>
 Verdict unknown_from(const Probed<T>& fact, std::string_view what, std::string remedy = {}) {
+  // A probe that hung is a hang, named with its deadline, whatever the usual causes of a read failure.
+  if (const ProbeError* e = fact.error(); e != nullptr && hung_probe(*e)) {
+    return Verdict::unknown(std::string(what) + " was not gathered: " + e->detail, std::string(kHungProbeRemedy));
+  }
   return Verdict::unknown(std::string("could not read ") + std::string(what) + ": " + fact.why(),
                           remedy.empty() ? std::string("Run preflight where it can read ") + std::string(what) +
                                                " (see the detail), or fix the permission named."

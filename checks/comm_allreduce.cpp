@@ -12,12 +12,30 @@
 namespace preflight {
 namespace {
 
-std::string measured(const CommResult& c) {
+/// The size measured, and the size asked for where they differ (they should not: a size the
+/// transports cannot run is refused on the command line).
+std::string size_text(const CommResult& c, std::uint64_t requested) {
+  std::string s = format_bytes(c.bytes);
+  if (c.bytes != 0 && c.bytes != requested) s += " (--allreduce-bytes asked for " + format_bytes(requested) + ")";
+  return s;
+}
+
+std::string measured(const CommResult& c, std::uint64_t requested) {
   const std::string who = c.transport == "nccl" ? std::to_string(c.ranks) + (c.ranks == 1 ? " GPU" : " GPUs")
                                                 : std::to_string(c.ranks) + (c.ranks == 1 ? " rank" : " ranks");
   return "algbw " + fixed(c.algbw_gbps, 2) + " GB/s, busbw " + fixed(c.busbw_gbps, 2) + " GB/s for " +
-         format_bytes(c.bytes) + " across " + who + " over " + (c.transport.empty() ? std::string("?") : c.transport) +
-         " (best of " + std::to_string(c.repeats) + ", " + general(c.seconds * 1e3, 3) + " ms)";
+         size_text(c, requested) + " across " + who + " over " + (c.transport.empty() ? std::string("?") : c.transport) +
+         " (best of " + std::to_string(c.repeats) + ", " + format_duration(c.seconds) + ")";
+}
+
+/// The nccl-tests run that measures what this all_reduce measured, like with like: the same size
+/// (-b = -e), data checked (-c 1), the same GPUs: all of the node's in one process (-g N) in the
+/// node profile, one GPU per process (-g 1) under the job's launcher.
+std::string nccl_tests_command(const CommResult& c, bool node_local) {
+  const std::string size = std::to_string(c.bytes);
+  const std::string args = " -b " + size + " -e " + size + " -c 1 -n " + std::to_string(std::max(1, c.repeats));
+  if (node_local) return "all_reduce_perf" + args + " -g " + std::to_string(c.ranks);
+  return "mpirun -np " + std::to_string(c.ranks) + " all_reduce_perf" + args + " -g 1";
 }
 
 constexpr std::string_view kMpiNote =
@@ -62,7 +80,7 @@ Verdict run(const CheckContext& ctx) {
   if (job->source == "merge") return Verdict::skip("the all_reduce runs only in a live job (these results were merged from files)");
   const JobFacts& j = *job;
   const CommResult& c = j.allreduce;
-  const nlohmann::json ev = {{"bytes", c.bytes},           {"ranks", c.ranks},           {"algbw_gbps", c.algbw_gbps},
+  nlohmann::json ev = {{"bytes", c.bytes}, {"requested_bytes", ctx.options.allreduce_bytes},           {"ranks", c.ranks},           {"algbw_gbps", c.algbw_gbps},
                              {"busbw_gbps", c.busbw_gbps}, {"seconds", c.seconds},       {"transport", c.transport},
                              {"repeats", c.repeats},       {"attempted", c.attempted},   {"completed", c.completed},
                              {"expired", c.expired},       {"deadline_s", c.deadline_s}, {"note", c.note},
@@ -70,6 +88,10 @@ Verdict run(const CheckContext& ctx) {
                              {"min_busbw_gbps", ctx.options.min_busbw_gbps ? nlohmann::json(*ctx.options.min_busbw_gbps)
                                                                            : nlohmann::json(nullptr)}};
   const bool live_job = j.source == "mpi" && j.world_size > 1;
+  // The ranks the launcher claims were never connected: one story with launch.ranks.
+  if (const std::optional<std::string> why = comm::unconnected(j)) {
+    return Verdict::unknown("the all_reduce was not run: " + *why, std::string(comm::kConnectRemedy), ev);
+  }
 
   // The NCCL all_reduce the job needs could not run (GPUs exist but a rank has no GPU of its own, or
   // NCCL cannot be loaded): a failure with its reason, never a host-memory stand-in.
@@ -114,7 +136,7 @@ Verdict run(const CheckContext& ctx) {
   if (c.expired && node_local) {
     std::vector<int> hung = c.missing;
     std::string summary = "the NCCL all_reduce across the node's " + std::to_string(c.ranks) + " GPUs (one contained " +
-                          "helper per GPU) did not finish: stopped after " + general(c.seconds, 3) + " s";
+                          "helper per GPU) did not finish: stopped after " + format_duration(c.seconds);
     if (!hung.empty()) {
       summary += "; the helper" + std::string(hung.size() == 1 ? " of " : "s of ") + gpu_list(hung) + " hung (" +
                  std::to_string(hung.size()) + " of " + std::to_string(c.ranks) + ")";
@@ -127,7 +149,7 @@ Verdict run(const CheckContext& ctx) {
   if (c.expired) {
     const comm::Partition p = comm::partition(j, c.missing, Phase::Allreduce);
     const double waited_s = c.deadline_s > 0 ? c.deadline_s : c.seconds;
-    std::string summary = "the all_reduce did not complete within " + general(waited_s, 3) + " s over " +
+    std::string summary = "the all_reduce did not complete within " + format_duration(waited_s) + " over " +
                           (c.transport.empty() ? std::string("?") : c.transport);
     std::string remedy;
     if (c.missing.empty()) {
@@ -175,23 +197,31 @@ Verdict run(const CheckContext& ctx) {
                          ev);
   }
   const std::optional<double> floor = ctx.options.min_busbw_gbps;
+  if (floor && mpi) {
+    // A GPU-fabric floor does not apply to host memory over MPI: that part is skipped, with the
+    // reason, never failed.
+    ev["min_busbw_skipped"] = "the all_reduce ran over MPI in host memory (no rank has a GPU)";
+    return Verdict::pass("the all_reduce was correct on every participant: " + measured(c, ctx.options.allreduce_bytes) +
+                             mpi_note + "; --min-busbw " + general(*floor) +
+                             " GB/s: SKIP, a floor for a GPU fabric does not apply to MPI in host memory",
+                         ev);
+  }
   if (floor && (c.repeats <= 0 || !(c.busbw_gbps > 0))) {
     return Verdict::unknown("the all_reduce was correct, but its bandwidth was not measured (" + std::to_string(c.repeats) +
                                 " timed repeats): --min-busbw " + general(*floor) + " GB/s cannot be judged",
                             "Give the run more time (--timeout) so the timed repeats can run.", ev);
   }
   if (floor && c.busbw_gbps < *floor) {
-    return Verdict::fail("all_reduce busbw is below --min-busbw " + general(*floor) + " GB/s: " + measured(c) +
-                             mpi_note,
-                         mpi ? "This was MPI over the hosts' network, not the GPUs: a floor meant for a GPU fabric does not "
-                               "apply; lower --min-busbw for CPU-only nodes."
-                             : "Find the slow link: compare with `all_reduce_perf -b " + std::to_string(c.bytes) + " -e " +
-                                   std::to_string(c.bytes) + " -g 1` from nccl-tests; rerun with NCCL_DEBUG=INFO and look "
-                                   "for NET/Socket where IB was expected, P2P disabled between GPUs (topo.p2p), PCIe ACS "
-                                   "(topo.pcie_acs), or a NIC across the socket (net.gpu_nic_affinity).",
+    return Verdict::fail("all_reduce busbw is below --min-busbw " + general(*floor) + " GB/s: " +
+                             measured(c, ctx.options.allreduce_bytes),
+                         "Find the slow link: compare with nccl-tests at what was measured here, `" +
+                             nccl_tests_command(c, node_local) +
+                             "` (its busbw column is the figure compared); rerun with NCCL_DEBUG=INFO and look for "
+                             "NET/Socket where IB was expected, P2P disabled between GPUs (topo.p2p), PCIe ACS "
+                             "(topo.pcie_acs), or a NIC across the socket (net.gpu_nic_affinity).",
                          ev);
   }
-  return Verdict::pass("the all_reduce was correct on every participant: " + measured(c) +
+  return Verdict::pass("the all_reduce was correct on every participant: " + measured(c, ctx.options.allreduce_bytes) +
                            (floor ? " (≥ --min-busbw " + general(*floor) + " GB/s)" : std::string()) + mpi_note,
                        ev);
 }
@@ -205,6 +235,11 @@ constexpr std::string_view kExplain = R"(What it reads
   and only when this check is selected (--only/--skip): the GPUs are not exercised for nothing.
   Its message size, participants, the timed repeats (the best is kept), algbw (bytes / time) and
   busbw (algbw * 2(n-1)/n, the figure nccl-tests reports); --min-busbw GBPS.
+  The size is exactly --allreduce-bytes on every transport (default 32 MiB; 16 B to 8 GiB in whole
+  8-byte elements, anything else is refused at the command line with exit 2: the sum is of 8-byte
+  integers, at least two, and every GPU holds a send and a receive buffer of that size, over MPI
+  every rank in host memory). The size measured is in the summary ("for 16 B"), the evidence
+  (bytes, and requested_bytes) and the Prometheus sample preflight_allreduce_bytes.
 
 Failures
   FAIL     the result was wrong on some ranks or GPUs (named, with what was wrong): silent data
@@ -222,6 +257,11 @@ Failures
   FAIL     busbw is below --min-busbw (the measured algbw, busbw, size, participants, transport),
            after the job measured it again (up to three rounds; the best round counts).
   UNKNOWN  --min-busbw is given but no timed repeat ran.
+  UNKNOWN  the launcher claims more ranks than preflight could connect (srun without --mpi=pmix):
+           not run, the same story as launch.ranks.
+  PASS     over MPI (a CPU-only job) with --min-busbw: the floor is for a GPU fabric and does not
+           apply to host memory; that part is SKIP with the reason (evidence min_busbw_skipped),
+           never a FAIL.
   SKIP     not run (no GPU in the node profile, or the reason given); results merged from files.
   SKIP     under --sysroot: the GPUs judged are the captured node's, and an all_reduce needs the
            node's own (it is never run on the judging machine's GPUs).
@@ -230,8 +270,11 @@ Failures
 Fix
   Wrong data: NCCL_P2P_DISABLE=1 / NCCL_SHM_DISABLE=1 / NCCL_IB_DISABLE=1 in turn to find the path,
   nvidia-smi -q -d ECC,ERRORS, dmesg | grep -i xid; drain the node.
-  Slow: all_reduce_perf from nccl-tests at the same size; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET
-  to see the transport; topo.p2p, topo.pcie_acs, net.gpu_nic_affinity for the cause.)";
+  Slow: all_reduce_perf from nccl-tests measuring what was measured here, like with like: the same
+  size (-b B -e B), data checked (-c 1), the same repeats (-n), and the same GPUs: -g N for the N
+  GPUs of a node in one process (the node profile), `mpirun -np W all_reduce_perf … -g 1` for the
+  job's W ranks; NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the transport; topo.p2p,
+  topo.pcie_acs, net.gpu_nic_affinity for the cause.)";
 
 }  // namespace
 

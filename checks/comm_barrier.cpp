@@ -9,7 +9,7 @@
 namespace preflight {
 namespace {
 
-std::string secs(double s) { return general(s, 3) + " s"; }
+std::string secs(double s) { return format_duration(s); }
 
 constexpr std::string_view kRealJob =
     " For the training job itself, run with NCCL_DEBUG=INFO (and TORCH_DISTRIBUTED_DEBUG=DETAIL) to see where it stops; "
@@ -46,6 +46,10 @@ Verdict run(const CheckContext& ctx) {
                        {"world_size", j.world_size}};
   if (!c.note.empty()) ev["note"] = c.note;
   const std::string world = std::to_string(j.world_size) + " ranks";
+  // The ranks the launcher claims were never connected: one story with launch.ranks, not "no launcher".
+  if (const std::optional<std::string> why = comm::unconnected(j)) {
+    return Verdict::unknown("the barrier was not run: " + *why, std::string(comm::kConnectRemedy), std::move(ev));
+  }
 
   if (c.attempted && c.completed) {
     return Verdict::pass("a barrier across " + world + " completed in " + secs(c.seconds) +
@@ -117,6 +121,8 @@ Failures
            the same way.
   FAIL     the barrier returned an error (the MPI error is quoted).
   UNKNOWN  the barrier was not run for another reason (quoted).
+  UNKNOWN  the launcher claims more ranks than preflight could connect (srun without --mpi=pmix, or
+           MPI started as a world of 1): the same story as launch.ranks, never "no launcher".
   SKIP     a single process (no launcher); results merged from files (the barrier runs only live).
 
 Fix

@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
 #include "core/job.hpp"
+#include "core/launch.hpp"
 #include "core/text.hpp"
 
 namespace preflight::comm {
@@ -80,5 +83,31 @@ inline std::string look_at_all(const JobFacts& j, const std::vector<int>& ranks,
   if (ranks.size() > most) out += ". The same for the other " + std::to_string(ranks.size() - most) + " ranks";
   return out;
 }
+
+/// The launcher claims more ranks than preflight could connect (srun without --mpi=pmix, an mpirun of
+/// another MPI than preflight's): the story launch.ranks tells, for the collectives that could not run.
+inline std::optional<std::string> unconnected(const JobFacts& j) {
+  if (j.ranks.empty()) return std::nullopt;
+  const RankFacts& lead = j.ranks.front();
+  if (j.source == "none" && j.world_size > 1) {
+    return "the launcher (" + (lead.placement.launcher.empty() ? std::string("?") : lead.placement.launcher) +
+           ") claims " + std::to_string(j.world_size) +
+           " ranks, but preflight ran as a single process: its ranks were not connected to each other (e.g. srun "
+           "without --mpi=pmix); see launch.ranks";
+  }
+  if (j.source == "mpi" && j.world_size == 1) {
+    const LaunchView view = detect_launchers(lead.env);
+    if (const LauncherClaim* active = view.active(); active != nullptr && active->size && active->size->value > 1) {
+      return "MPI started as a world of 1 while " + active->size->variable + "=" + std::to_string(active->size->value) +
+             " (" + active->launcher + "): the ranks were not connected to each other (e.g. srun without --mpi=pmix); "
+             "see launch.ranks";
+    }
+  }
+  return std::nullopt;
+}
+
+inline constexpr std::string_view kConnectRemedy =
+    "Start preflight so its ranks connect: `srun --mpi=pmix …` (see `srun --mpi=list`), or the mpirun of the MPI "
+    "preflight was built with.";
 
 }  // namespace preflight::comm

@@ -10,6 +10,9 @@
 namespace preflight {
 namespace {
 
+/// The verb for a GPU label: "GPU 0 (…) is", "GPUs 0–7 (…) are" (the same model grouped).
+std::string is_are(const std::string& label) { return label.starts_with("GPUs ") ? " are" : " is"; }
+
 struct CudaInUse {
   Version cuda;       // major.minor
   std::string label;  // "CUDA 13.0 (torch 2.9.0+cu130)"
@@ -92,7 +95,7 @@ Verdict run(const CheckContext& ctx) {
   }
   for (const GpuView& g : gpus.gpus) {
     if (!g.cc) {
-      b.add(Status::Unknown, g.label + ": its compute capability could not be read",
+      b.add(Status::Unknown, g.label + (g.label.starts_with("GPUs ") ? ": their" : ": its") + " compute capability could not be read",
             driver.image ? "Give --target-gpu as major.minor, e.g. 9.0." : "Check the GPU with nvidia-smi; rerun.");
       continue;
     }
@@ -103,7 +106,7 @@ Verdict run(const CheckContext& ctx) {
     if (arch != nullptr && arch->last_driver_branch && driver.version && driver.version->major() > *arch->last_driver_branch) {
       judged_something = true;
       b.add(Status::Fail,
-            g.label + " (" + arch->arch + ") is not supported by " + driver.label() + ": R" +
+            g.label + " (" + arch->arch + ")" + is_are(g.label) + " not supported by " + driver.label() + ": R" +
                 std::to_string(*arch->last_driver_branch) + " is the last driver branch for " + arch->arch,
             "Use a driver of branch R" + std::to_string(*arch->last_driver_branch) + " or older" +
                 (arch->last_cuda_major ? " with a CUDA " + std::to_string(*arch->last_cuda_major) + ".x build" : std::string()) +
@@ -118,7 +121,7 @@ Verdict run(const CheckContext& ctx) {
       const std::string first = "R" + std::to_string(*arch->first_driver_branch);
       const std::string first_cuda = arch->first_cuda ? " (CUDA " + arch->first_cuda->str() + ")" : std::string();
       b.add(Status::Fail,
-            g.label + " is not supported by " + driver.label() + ": " + arch->arch + " CC " + cc.str() +
+            g.label + is_are(g.label) + " not supported by " + driver.label() + ": " + arch->arch + " CC " + cc.str() +
                 " needs driver branch " + first + first_cuda + " or newer, the first that supports it; the driver "
                 "does not initialise the GPU (no CUDA device)",
             "Install a driver of branch " + first + " or newer on the nodes with these GPUs" +
@@ -127,7 +130,7 @@ Verdict run(const CheckContext& ctx) {
     } else if (arch == nullptr && driver.image && driver.version) {
       judged_something = true;
       b.add(Status::Unknown,
-            g.label + " is not in matrix/gpu_arch.tsv: which driver branch supports it is unknown",
+            g.label + is_are(g.label) + " not in matrix/gpu_arch.tsv: which driver branch supports it is unknown",
             "Check the compute capability given to --target-gpu, or pass --matrix DIR with a gpu_arch.tsv row for CC " +
                 cc.str() + ".");
     }
@@ -151,14 +154,14 @@ Verdict run(const CheckContext& ctx) {
           fix = "Use newer GPUs (CC ≥ " + range->min_cc.str() + "): no CUDA in the matrix supports CC " + cc.str() + ".";
         }
         b.add(Status::Fail,
-              g.label + " is not supported by " + c.label + " (CC " + cc_range_text(*range) +
+              g.label + is_are(g.label) + " not supported by " + c.label + " (CC " + cc_range_text(*range) +
                   "): no kernels can run on it (cudaErrorNoKernelImageForDevice, 209)",
               fix);
       } else if (range->max_cc < cc) {
         const std::string first =
             arch != nullptr && arch->first_cuda ? "CUDA ≥ " + arch->first_cuda->str() : "a newer CUDA";
         b.add(Status::Warn,
-              g.label + " is newer than " + c.label + " knows (CC " + cc_range_text(*range) +
+              g.label + is_are(g.label) + " newer than " + c.label + " knows (CC " + cc_range_text(*range) +
                   "): only kernels shipped as PTX run, JIT-compiled at start-up",
               "Use a build for " + first + (arch != nullptr ? " (the first CUDA for " + arch->arch + ")" : std::string()) + ".");
       } else {

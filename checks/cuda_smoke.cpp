@@ -11,7 +11,7 @@ namespace {
 
 constexpr std::string_view kNeedsGpu = "the job needs a GPU";
 
-std::string seconds_text(double s) { return fixed(s, s < 10 ? 2 : 1) + " s"; }
+std::string seconds_text(double s) { return format_duration(s); }
 
 bool mentions(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
 
@@ -76,6 +76,11 @@ Verdict run(const CheckContext& ctx) {
                            "--gpus/--gres request, and gpu.count.",
                            ev);
     }
+    if (hung_probe(err)) {  // a probe before it hung: the smoke test never started
+      Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result", {});
+      v.evidence.update(ev);
+      return v;
+    }
     if (err.code == ProbeErrc::Timeout) {
       std::string what = err.detail;
       if (!mentions(what, "within")) what = "did not finish within its deadline (" + what + ")";
@@ -95,6 +100,11 @@ Verdict run(const CheckContext& ctx) {
     }
     Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result",
                                  job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+    // A test that never ran has no result to read: say it was not run, and why.
+    if (err.detail.starts_with("not run: ")) {
+      v.summary = "the CUDA smoke test was not run: " + err.detail.substr(9) +
+                  (job_meets_it(err.code) ? "; " + std::string(kNeedsGpu) : std::string());
+    }
     v.evidence.update(ev);
     return v;
   }

@@ -200,7 +200,7 @@ Verdict run(const CheckContext& ctx) {
       b.evidence()["persistence_mode_off"] = off;
       b.add(Status::Warn,
             "persistence mode is off on GPU " + join(off, ", ") +
-                (slow_init ? ": cuInit took " + fixed(*init_s, 1) + " s here, and every process of the job pays it "
+                (slow_init ? ": cuInit took " + format_duration(*init_s) + " here, and every process of the job pays it "
                              "again (each start re-initialises the GPUs; state is lost between jobs)"
                            : ": every process start re-initialises the GPU (seconds per rank, and state lost "
                              "between jobs)"),
@@ -215,7 +215,7 @@ Verdict run(const CheckContext& ctx) {
     s += km ? ", kernel module matches" : ", kernel module version not readable (NVML works, so the module is loaded)";
     if (!compat.empty()) s += "; forward-compatibility libcuda in use";
     if (init_s && *init_s >= 1.0) {
-      s += "; cuInit took " + fixed(*init_s, 1) + " s" + (slow_init ? " (slow, but within the helper's deadline)" : "");
+      s += "; cuInit took " + format_duration(*init_s) + (slow_init ? " (slow, but within the helper's deadline)" : "");
     }
     s += d.loaded_libraries.empty() ? std::string("; no library file reported")
                                     : "; loaded " + join(cuda_files.empty() ? d.loaded_libraries : cuda_files, ", ");

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "checks/check.hpp"
 #include "core/pci_topology.hpp"
 #include "core/text.hpp"
 
@@ -68,6 +69,11 @@ Verdict missing_gpu_fact(const ProbeError& err, std::string_view source, std::st
   nlohmann::json ev = {{"error", to_string(err.code)}, {"detail", err.detail}};
   if (!source.empty()) ev["source"] = source;
   const std::string tail = consequence.empty() ? std::string() : "; " + std::string(consequence);
+  // Not gathered because a probe before it hung: a hang of the run, not of the driver.
+  if (hung_probe(err)) {
+    return Verdict::unknown(std::string(what) + " was not gathered: " + err.detail, std::string(kHungProbeRemedy),
+                            std::move(ev));
+  }
   switch (err.code) {
     case ProbeErrc::Crashed:
       return Verdict::fail(std::string(what) + " could not be read: " + where + err.detail + tail,

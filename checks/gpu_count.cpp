@@ -206,7 +206,7 @@ Verdict run(const CheckContext& ctx) {
       b.add(Status::Fail,
             std::to_string(local_ranks) + " local ranks but " + gpus(visible) + " visible" + cvd_text +
                 ": ranks would share a GPU or fail to get one",
-            "Start at most " + std::to_string(visible) + " ranks per node (`mpirun --map-by ppr:" +
+            "Start at most " + std::to_string(visible) + (visible == 1 ? " rank" : " ranks") + " per node (`mpirun --map-by ppr:" +
                 std::to_string(visible) + ":node`, `srun --ntasks-per-node=" + std::to_string(visible) +
                 "`), or make more GPUs visible to each node's ranks.");
     }
@@ -228,8 +228,11 @@ Verdict run(const CheckContext& ctx) {
       if (!cvd_text.empty()) {
         why = several ? "the ranks' CUDA_VISIBLE_DEVICES hide them" : "CUDA_VISIBLE_DEVICES=" + *cvd + " hides them";
         remedy = "If the job should use them, unset CUDA_VISIBLE_DEVICES or list them in it (the scheduler sets it "
-                 "from its GPU request: ask for more GPUs); otherwise state --expect-gpus " +
-                 std::to_string(visible) + ".";
+                 "from its GPU request: ask for more GPUs)";
+        // --expect-gpus only says the hiding is intended; it cannot fix more ranks than GPUs.
+        remedy += static_cast<std::size_t>(local_ranks) > visible
+                      ? "."
+                      : "; otherwise state --expect-gpus " + std::to_string(visible) + ".";
       } else {
         why = "not through CUDA_VISIBLE_DEVICES: check /dev/nvidia* permissions and the container's device cgroup";
         remedy = "Check `ls -l /dev/nvidia*` (each GPU's node readable and writable by this user), the container's "
@@ -297,7 +300,8 @@ Failures
 Fix
   `nvidia-smi -L` lists what the driver sees; CUDA_VISIBLE_DEVICES, `docker run --gpus`, the
   scheduler's GPU request (Slurm --gpus/--gres) and `ls -l /dev/nvidia*` decide what the job sees;
-  run at most as many ranks per node as GPUs.)EXPLAIN";
+  run at most as many ranks per node as GPUs. --expect-gpus only says that hidden GPUs are hidden on
+  purpose: it is not offered as a fix when there are more local ranks than visible GPUs.)EXPLAIN";
 
 }  // namespace
 

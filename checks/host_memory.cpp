@@ -29,16 +29,31 @@ else MemAvailable. Swap is not counted: a checkpoint save that spills into swap 
 instead of finishing; it is reported as evidence.
 
 Need, for L local ranks (--ranks-per-node or the launcher), world size W (the launcher's or
---expect-world-size, the larger), P parameters (--model-params) and ZeRO stage Z (--zero-stage,
-default 0 when only --model-params is given):
+--expect-world-size, the larger), P parameters (--model-params), ZeRO stage Z (--zero-stage,
+default 0 when only --model-params is given), tensor-parallel T and pipeline-parallel PP
+(--tensor-parallel, --pipeline-parallel, default 1; T × PP must divide W), data-parallel
+D = W / (T × PP):
   L × host-bytes-per-rank (--host-bytes-per-rank, default 4 GiB: framework, CUDA context, loaders)
-  + L × the peak of one saving process, with 2 B/param of bf16/fp16 weights and 12 B/param of
-  optimizer state (fp32 master weights + Adam m and v):
-    ZeRO-0 (DDP):  P × (2 + 12)       full weights and full optimizer state in every process
-    ZeRO-1/2:      P × 2 + P × 12/W   the full weights are gathered; optimizer state is a shard
-    ZeRO-3/FSDP:   P × 14/W           sharded state dict: every process saves its shard
-  Every local rank is assumed to save at the same time (the worst case, and what
-  torch.save/DeepSpeed do unless told to save from one rank).
+  + what the ranks copy to host memory to save a checkpoint, with 2 B/param of bf16/fp16 weights
+  and 12 B/param of optimizer state (fp32 master weights + Adam m and v). A rank holds and saves
+  only its model-parallel shard, P/(T × PP) parameters (its tensor slice of its pipeline stage):
+    ZeRO-0 (DDP):  S savers × P/(T×PP) × (2 + 12)   model and optimizer states, data-parallel rank 0
+    ZeRO-1/2:      S savers × P/(T×PP) × 2 + L × P × 12/W
+                   the model states from data-parallel rank 0; every rank its optimizer shard
+    ZeRO-3/FSDP:   L × P × 14/W                     sharded state dict: every rank its partition
+  S is the most data-parallel-rank-0 ranks on one node, in Megatron-LM's rank order (tensor
+  fastest, then data, then pipeline): with T = 8 on 8-GPU nodes a node holds a whole tensor group,
+  so S is 8 on the nodes of data-parallel replica 0 and 0 elsewhere; without model parallelism only
+  rank 0 saves the model states (S = 1).
+  The save rules are the frameworks': DeepSpeed (runtime/engine.py, _configure_checkpointing) saves
+  the model states, mp_rank_XX_model_states.pt, only where the data-parallel rank is 0
+  (save_non_zero_checkpoint) and the ZeRO optimizer shards, zero_pp_rank_*_optim_states.pt, from
+  every rank (save_zero_checkpoint), every rank its partition under ZeRO-3; Megatron-LM
+  (megatron/training/checkpointing.py) writes its legacy checkpoints from data-parallel rank 0 of
+  each tensor/pipeline group, and with --use-distributed-optimizer each rank writes its optimizer
+  shard; its distributed checkpoint (--ckpt-format torch_dist with --ckpt-fully-parallel-save)
+  spreads even the replicated weights over the data-parallel ranks, which the ZeRO-3 line bounds.
+  The savers are assumed to save at the same time (they do: the save is collective).
 Without --model-params only the per-rank baseline is checked.
 
 FAIL   budget < need: the kernel's OOM killer ends a rank with SIGKILL (exit -9) in the middle of a
@@ -46,6 +61,9 @@ FAIL   budget < need: the kernel's OOM killer ends a rank with SIGKILL (exit -9)
        stage3_gather_16bit_weights_on_model_save false; FSDP StateDictType.SHARDED_STATE_DICT),
        run fewer ranks per node, raise the cgroup limit (docker run --memory=..., Kubernetes
        resources.limits.memory, Slurm --mem=...), or state a smaller --host-bytes-per-rank.
+FAIL   --tensor-parallel × --pipeline-parallel does not divide the world size: the ranks cannot
+       form data-parallel replicas and the framework stops at start (the command line refuses it
+       with exit 2 when --expect-world-size is given).
 WARN   the budget exceeds the need by less than 10%: a larger batch, more dataloader workers or
        page-cache pressure tips it over. Same fixes.
 WARN   MemAvailable is below 10% of MemTotal: other processes (often leftovers of an earlier job)
@@ -106,34 +124,73 @@ Budget budget_of(const MemInfo& mem, const CgroupMemory* cgroup) {
   return b;
 }
 
-/// The job's shape and the bytes one of its saving processes holds at the checkpoint peak.
+/// The job's shape and the bytes its saving processes hold at the checkpoint peak (kExplain).
 struct Plan {
   int local_ranks = 1;
   int world_size = 1;
+  bool world_known = false;  // from the launcher or --expect-world-size, not only this node's ranks
+  int tp = 1, pp = 1;        // --tensor-parallel, --pipeline-parallel
+  bool model_parallel = false;
   std::uint64_t host_bytes_per_rank = 0;
   std::optional<std::uint64_t> params;
   int zero_stage = 0;
   bool stage_defaulted = false;
 
+  int mp() const { return tp * pp; }
+  bool divides() const { return world_size % mp() == 0; }
+  int dp() const { return std::max(1, world_size / mp()); }
+  /// Parameters one model-parallel rank holds: its tensor slice of its pipeline stage.
+  double shard() const { return params ? static_cast<double>(*params) / mp() : 0; }
+
+  /// The most ranks of one node that are data-parallel rank 0 (the model-state savers), in
+  /// Megatron-LM's rank order (tensor fastest, then data, then pipeline: "tp-dp-pp").
+  int savers_per_node() const {
+    const int nodes = (world_size + local_ranks - 1) / local_ranks;
+    int most = 0;
+    for (int node = 0; node < nodes; ++node) {
+      int count = 0;
+      for (int r = node * local_ranks; r < std::min(world_size, (node + 1) * local_ranks); ++r) {
+        if ((r / tp) % dp() == 0) ++count;
+      }
+      most = std::max(most, count);
+      if (most == local_ranks) break;
+    }
+    return most;
+  }
+
+  /// Bytes a model-state saver and any other rank add at the save, for `stage`.
   double saver_bytes(int stage) const {
     if (!params) return 0;
-    const double p = static_cast<double>(*params);
-    const double w = world_size;
-    if (stage == 0) return p * (kWeightBytes + kOptimizerBytes);
-    if (stage < 3) return p * kWeightBytes + p * kOptimizerBytes / w;
-    return p * (kWeightBytes + kOptimizerBytes) / w;
+    if (stage == 0) return shard() * (kWeightBytes + kOptimizerBytes);
+    if (stage < 3) return shard() * kWeightBytes + shard() * kOptimizerBytes / dp();
+    return shard() * (kWeightBytes + kOptimizerBytes) / dp();
   }
-  double rank_bytes(int stage) const { return static_cast<double>(host_bytes_per_rank) + saver_bytes(stage); }
-  std::uint64_t need(int stage) const { return saturate(local_ranks * rank_bytes(stage)); }
+  double other_bytes(int stage) const {
+    if (!params || stage == 0) return 0;
+    return stage < 3 ? shard() * kOptimizerBytes / dp() : saver_bytes(stage);
+  }
+  int savers(int stage) const { return stage == 3 ? local_ranks : savers_per_node(); }
+  /// The heaviest rank: what one rank more or less on the node changes.
+  double rank_bytes(int stage) const {
+    return static_cast<double>(host_bytes_per_rank) + std::max(saver_bytes(stage), other_bytes(stage));
+  }
+  std::uint64_t need(int stage) const {
+    const int s = savers(stage);
+    return saturate(local_ranks * static_cast<double>(host_bytes_per_rank) + s * saver_bytes(stage) +
+                    (local_ranks - s) * other_bytes(stage));
+  }
 
   std::string formula() const {
     const std::string base = std::to_string(local_ranks) + " × " + format_bytes(host_bytes_per_rank);
     if (!params) return base;
-    const std::string lp = " + " + std::to_string(local_ranks) + " × " + format_params(*params);
+    const std::string m = mp() > 1 ? "/" + std::to_string(mp()) : std::string();
+    const std::string p = format_params(*params);
     const std::string w = std::to_string(world_size);
-    if (zero_stage == 0) return base + lp + " × (2 + 12) B";
-    if (zero_stage < 3) return base + lp + " × (2 + 12/" + w + ") B";
-    return base + lp + " × 14/" + w + " B";
+    const std::string l = std::to_string(local_ranks);
+    const std::string s = std::to_string(savers(zero_stage));
+    if (zero_stage == 0) return base + " + " + s + " × " + p + m + " × (2 + 12) B";
+    if (zero_stage < 3) return base + " + " + s + " × " + p + m + " × 2 B + " + l + " × " + p + " × 12/" + w + " B";
+    return base + " + " + l + " × " + p + " × 14/" + w + " B";
   }
 
   std::string text() const {
@@ -144,9 +201,19 @@ struct Plan {
     }
     std::string out = who + " saving a " + format_params(*params) + "-parameter ZeRO-" + std::to_string(zero_stage) +
                       " checkpoint";
+    if (model_parallel) {
+      out += " with tensor-parallel " + std::to_string(tp) + " × pipeline-parallel " + std::to_string(pp) + " × data-parallel " +
+             std::to_string(dp());
+    }
     if (zero_stage > 0) out += " sharded " + std::to_string(world_size) + " ways";
     out += " need ≈ " + format_bytes(need(zero_stage));
+    if (zero_stage < 3) {
+      const int s = savers(zero_stage);
+      out += " (" + std::to_string(s) + " of them data-parallel rank 0, saving the model states of " +
+             (mp() > 1 ? "their 1/" + std::to_string(mp()) + " of the model" : std::string("the whole model")) + ")";
+    }
     if (stage_defaulted) out += " (ZeRO-0 assumed: no --zero-stage)";
+    if (!world_known && model_parallel) out += " (world size " + std::to_string(world_size) + " assumed: no --expect-world-size)";
     return out;
   }
 };
@@ -154,9 +221,15 @@ struct Plan {
 Plan plan_of(const CheckContext& ctx) {
   Plan plan;
   plan.local_ranks = std::max(1, ctx.facts.placement.local_ranks);
+  plan.tp = ctx.options.tensor_parallel.value_or(1);
+  plan.pp = ctx.options.pipeline_parallel.value_or(1);
+  plan.model_parallel = plan.mp() > 1;
+  plan.world_known = ctx.facts.placement.world_size > 1 || ctx.options.expect_world_size.has_value();
   // The world holds at least this node's ranks, even when preflight runs alone with --ranks-per-node.
   plan.world_size =
       std::max({plan.local_ranks, ctx.facts.placement.world_size, ctx.options.expect_world_size.value_or(1)});
+  // Alone, without --expect-world-size: the smallest world that holds this node and one model replica.
+  if (!plan.world_known && !plan.divides()) plan.world_size = (plan.world_size + plan.mp() - 1) / plan.mp() * plan.mp();
   plan.host_bytes_per_rank = ctx.options.host_bytes_per_rank;
   plan.params = ctx.options.model_params;
   plan.zero_stage = ctx.options.zero_stage.value_or(0);
@@ -176,8 +249,8 @@ std::string remedy_for(const Plan& plan, const Budget& budget) {
   const double fit = std::floor(static_cast<double>(budget.bytes) / plan.rank_bytes(plan.zero_stage));
   if (fit >= 1 && fit < plan.local_ranks) {
     const std::string n = std::to_string(static_cast<int>(fit));
-    ways.push_back("Run at most " + n + " ranks per node (srun --ntasks-per-node=" + n + ", mpirun --map-by ppr:" + n +
-                   ":node).");
+    ways.push_back("Run at most " + n + (fit == 1 ? " rank" : " ranks") + " per node (`srun --ntasks-per-node=" + n +
+                   "`, `mpirun --map-by ppr:" + n + ":node`).");
   }
   const std::uint64_t need = plan.need(plan.zero_stage);
   if (budget.cgroup_binds && need <= budget.mem_available) {
@@ -211,6 +284,10 @@ nlohmann::json evidence_of(const MemInfo& mem, const CgroupMemory* cgroup, const
       {"host_bytes_per_rank", plan.host_bytes_per_rank},
       {"model_params", plan.params},
       {"zero_stage", plan.params ? nlohmann::json(plan.zero_stage) : nlohmann::json()},
+      {"tensor_parallel", plan.tp},
+      {"pipeline_parallel", plan.pp},
+      {"data_parallel", plan.divides() ? nlohmann::json(plan.dp()) : nlohmann::json()},
+      {"model_state_savers", plan.params && plan.divides() ? nlohmann::json(plan.savers(plan.zero_stage)) : nlohmann::json()},
       {"formula", plan.formula()},
   };
 }
@@ -232,6 +309,18 @@ Verdict run(const CheckContext& ctx) {
 
   const Budget budget = budget_of(*mem, facts.cgroup.value());
   const Plan plan = plan_of(ctx);
+  if (!plan.divides()) {
+    VerdictBuilder out;
+    out.evidence() = evidence_of(*mem, facts.cgroup.value(), budget, plan);
+    out.add(Status::Fail,
+            "--tensor-parallel " + std::to_string(plan.tp) + " × --pipeline-parallel " + std::to_string(plan.pp) + " = " +
+                std::to_string(plan.mp()) + " does not divide the world size " + std::to_string(plan.world_size) +
+                ": the job cannot be laid out in data-parallel replicas (Megatron-LM's initialize_model_parallel "
+                "raises a RuntimeError at start)",
+            "Start a world size that is a multiple of " + std::to_string(plan.mp()) +
+                " ranks, or state the job's real --tensor-parallel and --pipeline-parallel.");
+    return out.build();
+  }
   const std::uint64_t need = plan.need(plan.zero_stage);
   const std::string numbers = "node has " + budget.text + "; " + plan.text();
 

@@ -183,7 +183,7 @@ Verdict run(const CheckContext& ctx) {
   ev["slowest_ms"] = slowest;
   if (b.status() == Status::Pass) {
     b.note("all " + std::to_string(ok.size()) + " ranks opened a TCP connection to " + where + " (slowest " +
-           fixed(slowest, 1) + " ms)");
+           format_duration(slowest / 1e3) + ")");
   }
   Verdict v = b.build();
   // Unreachable or loopback: explained by rank 0's interface choice when net.socket_ifname finds

@@ -123,7 +123,14 @@ Verdict run_check(const CheckSpec& spec, const CheckContext& ctx) {
                          " (profile " + to_string(ctx.profile) + ")");
   }
   try {
-    return spec.run(ctx);
+    Verdict v = spec.run(ctx);
+    // A verdict built on facts a hung probe left behind (launcher/run.cpp names them "probe 'X'
+    // hung: …") gets the fix for a hang, whatever the check says about an unreadable fact.
+    if (v.status != Status::Pass && v.status != Status::Skip && v.summary.find("' hung: it had not finished") != std::string::npos &&
+        v.remedy.find(kHungProbeRemedy) == std::string::npos) {
+      v.remedy = std::string(kHungProbeRemedy) + (v.remedy.empty() ? std::string() : " " + v.remedy);
+    }
+    return v;
   } catch (const std::exception& e) {
     return Verdict::unknown(std::string("internal error in the check: ") + e.what(),
                             "Report this as a preflight bug with the --json output attached.");

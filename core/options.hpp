@@ -16,6 +16,14 @@ enum class Format { Text, Json, Junit, Prometheus };
 const char* to_string(Profile p);
 const char* to_string(Format f);
 
+/// The all_reduce message sizes every transport runs exactly (--allreduce-bytes): whole 8-byte
+/// elements (int64 sums), at least two (the rank count and the rank sum the self-check needs), and at
+/// most 8 GiB: the send and receive buffers live on every GPU (2 × the size) and, over MPI, in host
+/// memory per rank; 8 GiB is the top of nccl-tests' usual sweep.
+inline constexpr std::uint64_t kAllreduceMinBytes = 16;
+inline constexpr std::uint64_t kAllreduceMaxBytes = 8ull << 30;
+inline constexpr std::uint64_t kAllreduceElementBytes = 8;
+
 struct Options {
   std::optional<Profile> profile;  // unset: node without a multi-rank launcher, job with one
   std::vector<std::string> only;   // check-id globs
@@ -30,7 +38,7 @@ struct Options {
 
   std::optional<int> expect_gpus, expect_world_size, expect_nodes;
   std::optional<double> min_busbw_gbps;
-  std::uint64_t allreduce_bytes = 32u << 20;
+  std::uint64_t allreduce_bytes = 32u << 20;  // within kAllreduceMinBytes..kAllreduceMaxBytes, a multiple of 8
 
   // Image profile. --target-driver as given, checked at option parsing (535, 535.104, 535.104.05).
   std::string target_driver;
@@ -48,6 +56,7 @@ struct Options {
   // host.memory planning
   std::optional<std::uint64_t> model_params;
   std::optional<int> zero_stage;
+  std::optional<int> tensor_parallel, pipeline_parallel;  // Megatron-style model parallelism (unset: 1)
   std::optional<int> ranks_per_node;
   std::uint64_t host_bytes_per_rank = 4ull << 30;  // framework, CUDA context, loaders, per rank
 

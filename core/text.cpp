@@ -8,6 +8,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
+#include <utility>
 #include <limits>
 
 namespace preflight {
@@ -140,6 +142,31 @@ std::string general(double v, int precision) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*g", precision, v);
   return buf;
+}
+
+std::string format_duration(double seconds) {
+  if (!(seconds >= 0) || seconds > 1e12) return "?";
+  if (seconds == 0) return "0 s";
+  // Below 10 units one decimal ("9.9 s", trailing ".0" dropped), else whole units ("44 µs").
+  const auto in_unit = [](double v) {
+    std::string s = v < 9.95 ? fixed(v, 1) : fixed(v, 0);
+    if (s.ends_with(".0")) s.resize(s.size() - 2);
+    return s;
+  };
+  static constexpr std::pair<double, const char*> kSmall[] = {{1e-9, "ns"}, {1e-6, "µs"}, {1e-3, "ms"}, {1, "s"}};
+  for (std::size_t i = 0; i < std::size(kSmall); ++i) {
+    const double v = seconds / kSmall[i].first;
+    const double limit = i + 1 < std::size(kSmall) ? 999.5 : 119.5;  // seconds up to 2 minutes
+    if (v < limit || (i == 0 && seconds < 1e-9)) return in_unit(v) + " " + kSmall[i].second;
+  }
+  const auto whole = static_cast<std::uint64_t>(std::llround(seconds));
+  if (whole < 3600) {
+    const std::uint64_t m = whole / 60, s = whole % 60;
+    return std::to_string(m) + " min" + (s != 0 ? " " + std::to_string(s) + " s" : std::string());
+  }
+  const std::uint64_t minutes = (whole + 30) / 60;
+  const std::uint64_t h = minutes / 60, m = minutes % 60;
+  return std::to_string(h) + " h" + (m != 0 ? " " + std::to_string(m) + " min" : std::string());
 }
 
 bool glob_match(std::string_view pattern, std::string_view text) {

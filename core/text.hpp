@@ -34,6 +34,11 @@ std::string fixed(double v, int digits);
 /// A number with `precision` significant digits, as printf's "%.*g": general(0.0001234, 3) == "0.000123".
 std::string general(double v, int precision = 6);
 
+/// A duration for people, two significant figures at most in the largest fitting unit:
+/// 4.36e-05 -> "44 µs", 0.0123 -> "12 ms", 9.92 -> "9.9 s", 42.4 -> "42 s", 125 -> "2 min 5 s",
+/// 7380 -> "2 h 3 min"; 0 -> "0 s". Negative or not a number: "?".
+std::string format_duration(double seconds);
+
 /// Shell-style glob on check ids: '*' any run, '?' one character.
 bool glob_match(std::string_view pattern, std::string_view text);
 

@@ -58,7 +58,7 @@ po::options_description run_options() {
     ("expect-world-size", po::value<std::string>(), "ranks the job must have")
     ("expect-nodes", po::value<std::string>(), "nodes the job must span")
     ("min-busbw", po::value<std::string>(), "all_reduce bus bandwidth floor in GB/s")
-    ("allreduce-bytes", po::value<std::string>(), "all_reduce message size (e.g. 32M)")
+    ("allreduce-bytes", po::value<std::string>(), "all_reduce message size, 16 B to 8 GiB in whole 8-byte elements (default 32M)")
     ("target-driver", po::value<std::string>(), "image profile: the fleet's driver version: 535, 535.104 or 535.104.05")
     ("target-gpu", po::value<std::vector<std::string>>()->composing(),
      "image profile: the fleet's GPUs CC[,CC]: 9.0, sm_90, 90, 9.0a, compute_90, 10.0, 100; none for a CPU-only image")
@@ -68,6 +68,8 @@ po::options_description run_options() {
     ("nccl-lib", po::value<std::string>(), "the libnccl the job will load")
     ("model-params", po::value<std::string>(), "parameters of the model, e.g. 7B or 70e9 (host.memory)")
     ("zero-stage", po::value<std::string>(), "ZeRO/FSDP sharding stage 0..3 (host.memory)")
+    ("tensor-parallel", po::value<std::string>(), "tensor-parallel degree of the model, default 1 (host.memory)")
+    ("pipeline-parallel", po::value<std::string>(), "pipeline-parallel degree of the model, default 1 (host.memory)")
     ("ranks-per-node", po::value<std::string>(), "local ranks on each node (default: from the launcher, else 1)")
     ("host-bytes-per-rank", po::value<std::string>(), "host memory each rank uses outside checkpoints (default 4G)")
     ("shm-dataloader-bytes", po::value<std::string>(), "/dev/shm each rank's DataLoader workers use (default 256M)")
@@ -293,7 +295,18 @@ Options to_options(const po::variables_map& vm) {
   if (vm.count("expect-world-size")) o.expect_world_size = int_in(vm, "expect-world-size", 1, 1 << 24, "a whole number ≥ 1");
   if (vm.count("expect-nodes")) o.expect_nodes = int_in(vm, "expect-nodes", 1, 1 << 20, "a whole number ≥ 1");
   if (vm.count("min-busbw")) o.min_busbw_gbps = positive_double(vm, "min-busbw", "a bandwidth in GB/s");
-  if (vm.count("allreduce-bytes")) o.allreduce_bytes = size_value(vm, "allreduce-bytes");
+  if (vm.count("allreduce-bytes")) {
+    // Refused rather than silently rounded or capped: the size measured is the size asked for.
+    o.allreduce_bytes = size_value(vm, "allreduce-bytes");
+    if (o.allreduce_bytes < kAllreduceMinBytes || o.allreduce_bytes > kAllreduceMaxBytes ||
+        o.allreduce_bytes % kAllreduceElementBytes != 0) {
+      bad_value("allreduce-bytes", *str(vm, "allreduce-bytes"),
+                "a multiple of " + std::to_string(kAllreduceElementBytes) + " bytes from " + format_bytes(kAllreduceMinBytes) +
+                    " to " + format_bytes(kAllreduceMaxBytes) + ": the all_reduce sums whole 8-byte integers, at least two "
+                    "(the rank count and the rank sum it checks), and every GPU holds a send and a receive buffer of "
+                    "this size (over MPI, every rank in host memory)");
+    }
+  }
   if (auto v = str(vm, "target-driver")) {
     if (!is_target_driver(*v)) bad_value("target-driver", *v, "a driver version such as 535, 535.104 or 535.104.05");
     o.target_driver = std::string(trim(*v));
@@ -329,6 +342,17 @@ Options to_options(const po::variables_map& vm) {
     if (!o.model_params || *o.model_params == 0) bad_value("model-params", *v, "a parameter count such as 7B or 70e9");
   }
   if (vm.count("zero-stage")) o.zero_stage = int_in(vm, "zero-stage", 0, 3, "0, 1, 2 or 3");
+  if (vm.count("tensor-parallel")) o.tensor_parallel = int_in(vm, "tensor-parallel", 1, 1 << 20, "a whole number ≥ 1");
+  if (vm.count("pipeline-parallel")) o.pipeline_parallel = int_in(vm, "pipeline-parallel", 1, 1 << 20, "a whole number ≥ 1");
+  if (o.tensor_parallel || o.pipeline_parallel) {
+    const long long tp = o.tensor_parallel.value_or(1), pp = o.pipeline_parallel.value_or(1);
+    if (o.expect_world_size && *o.expect_world_size % (tp * pp) != 0) {
+      throw UsageError("--tensor-parallel " + std::to_string(tp) + " × --pipeline-parallel " + std::to_string(pp) + " = " +
+                       std::to_string(tp * pp) + " does not divide --expect-world-size " +
+                       std::to_string(*o.expect_world_size) +
+                       ": every data-parallel replica holds tensor × pipeline ranks (Megatron-LM refuses this layout)");
+    }
+  }
   if (vm.count("ranks-per-node")) o.ranks_per_node = int_in(vm, "ranks-per-node", 1, 4096, "a whole number from 1 to 4096");
   if (vm.count("host-bytes-per-rank")) o.host_bytes_per_rank = size_value(vm, "host-bytes-per-rank");
   if (vm.count("shm-dataloader-bytes")) o.shm_dataloader_bytes = size_value(vm, "shm-dataloader-bytes");
@@ -437,6 +461,8 @@ std::string help_text() {
          "  preflight --format prometheus --timeout 45  a textfile on stdout, within 45 s\n"
          "  preflight --profile image --target-driver 535.104.05 --target-gpu 9.0   gate an image build (no GPU)\n"
          "  preflight --model-params 70B --zero-stage 2 --ranks-per-node 8 --host-bytes-per-rank 6G --only host.memory\n"
+         "  preflight --model-params 405B --zero-stage 1 --tensor-parallel 8 --pipeline-parallel 16 --ranks-per-node 8 \\\n"
+         "            --expect-world-size 1024 --only host.memory\n"
          "  preflight --shm-dataloader-bytes 1G --nccl-communicators 2 --only shm.capacity\n"
          "  preflight --site-packages /opt/venv/lib/python3.11/site-packages --python /opt/venv/bin/python\n"
          "  preflight --cuda-runtime /opt/cuda/lib64/libcudart.so.12 --nccl-lib /opt/nccl/lib/libnccl.so.2\n"

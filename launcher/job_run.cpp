@@ -75,7 +75,6 @@ std::int64_t expected_sum(std::size_t i, int size) {
   return static_cast<std::int64_t>(i % 1021 + 1) * n * (n + 1) / 2;
 }
 
-constexpr std::uint64_t kMpiAllreduceCap = 1u << 20;  // CPU all_reduce: a self-check, not a fabric test
 constexpr int kTimedIterations = 3;
 constexpr int kBusbwRounds = 3;  // a result below --min-busbw is measured again before it fails
 
@@ -468,7 +467,8 @@ class JobRun {
   /// Rank 0: which all_reduce the job runs. NCCL needs every rank to have the GPU of its local rank
   /// and a loadable libnccl; then rank 0 makes the unique id for a root on its bootstrap address.
   nlohmann::json make_plan() {
-    nlohmann::json plan = {{"mode", "mpi"}, {"bytes", std::max<std::uint64_t>(16, std::min(m_options.allreduce_bytes, kMpiAllreduceCap))}};
+    // The size asked for, on either transport (the command line refuses sizes they cannot run).
+    nlohmann::json plan = {{"mode", "mpi"}, {"bytes", m_options.allreduce_bytes}};
     // NCCL runs when every rank has a GPU of its own to use (core/gpu_binding.hpp: the one the
     // frameworks pick) and a loadable libnccl. MPI in host memory stands in only where no rank's
     // node has a GPU at all (a CPU-only job); with GPUs present, an all_reduce that cannot run
@@ -565,7 +565,7 @@ class JobRun {
   /// MPI_Iallreduce of exact integers in host memory: one warm-up, then timed iterations; every
   /// element checked on this rank.
   NcclRankOutcome mpi_round(std::uint64_t bytes, TimePoint deadline) {
-    const std::size_t n = static_cast<std::size_t>(std::max<std::uint64_t>(bytes, 16) / sizeof(std::int64_t));
+    const std::size_t n = static_cast<std::size_t>(std::max(bytes, kAllreduceMinBytes) / sizeof(std::int64_t));
     const int size = m_transport->size();
     const int rank = m_transport->rank();
     NcclRankOutcome o;

@@ -37,6 +37,37 @@ EnvSnapshot judged_environment(const Options& options, const EnvSnapshot& live) 
   return captured_env(captured).value_or(EnvSnapshot{});
 }
 
+namespace {
+
+/// Every fact still "not probed" after `probe` hung becomes a Timeout that says so: a hang is named
+/// as a hang, with its deadline, not as a file that could not be read (checks/check.hpp).
+void mark_hung(nlohmann::json& node, const std::string& detail) {
+  if (node.is_object()) {
+    if (node.contains("error") && node["error"] == to_string(ProbeErrc::NotProbed)) {
+      node["error"] = to_string(ProbeErrc::Timeout);
+      node["detail"] = detail;
+      return;
+    }
+    for (auto& item : node.items()) mark_hung(item.value(), detail);
+  } else if (node.is_array()) {
+    for (auto& child : node) mark_hung(child, detail);
+  }
+}
+
+RankFacts with_hung_probe(const RankFacts& facts, const std::string& probe, double waited_s, double timeout_s) {
+  nlohmann::json doc = facts;
+  mark_hung(doc, "probe '" + probe + "' hung: it had not finished when the probe phase's deadline passed (after " +
+                     format_duration(waited_s) + " of --timeout " + general(timeout_s) +
+                     " s), and the probes after it did not run");
+  try {
+    return doc.get<RankFacts>();
+  } catch (const std::exception&) {
+    return facts;  // the facts as they were: still UNKNOWN, only less precisely named
+  }
+}
+
+}  // namespace
+
 ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::chrono::steady_clock::time_point deadline,
                     RankFacts seed, const std::function<bool()>& interrupted,
                     const std::function<void(const std::string&)>& probing, std::shared_ptr<FsRecorder> recorder) {
@@ -84,6 +115,7 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
   });
 
   ProbeRun out;
+  const auto started = std::chrono::steady_clock::now();
   std::unique_lock lock(state->mutex);
   bool finished = false;
   bool stopped = false;
@@ -107,6 +139,11 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
                            : "probe '" + state->current + "' did not finish within the run's deadline (--timeout " +
                                  std::to_string(static_cast<int>(options.timeout_s)) +
                                  " s); facts it would have gathered are UNKNOWN";
+    if (!stopped) {
+      out.facts = with_hung_probe(out.facts, state->current,
+                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                                  options.timeout_s);
+    }
     lock.unlock();
     worker.detach();
   }

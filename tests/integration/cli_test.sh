@@ -7,7 +7,8 @@ expect_contains "$(cat "$work/out")" "preflight 0." "--version output"
 expect_rc 0 "--help" -- "$PREFLIGHT" --help
 for opt in --profile --only --skip --format --json --junit --prom --timeout --strict --expect-gpus \
            --expect-world-size --expect-nodes --min-busbw --allreduce-bytes --target-driver --target-gpu \
-           --site-packages --python --cuda-runtime --nccl-lib --model-params --zero-stage --ranks-per-node \
+           --site-packages --python --cuda-runtime --nccl-lib --model-params --zero-stage --tensor-parallel \
+           --pipeline-parallel --ranks-per-node \
            --sysroot --topology-xml --matrix --json-per-rank --config --verbose; do
   grep -q -- "$opt" "$work/out" || fail "--help does not mention $opt"
 done
@@ -36,6 +37,16 @@ expect_rc 2 "--zero-stage 4" -- "$PREFLIGHT" --zero-stage 4
 expect_rc 2 "--ranks-per-node 0" -- "$PREFLIGHT" --ranks-per-node 0
 expect_rc 2 "--model-params lots" -- "$PREFLIGHT" --model-params lots
 expect_rc 2 "--allreduce-bytes 12Q" -- "$PREFLIGHT" --allreduce-bytes 12Q
+# Sizes no transport runs exactly are refused, naming the limit and why (never rounded, never capped).
+for size in 3 8 20 100G; do
+  expect_rc 2 "--allreduce-bytes $size" -- "$PREFLIGHT" --allreduce-bytes "$size"
+  expect_contains "$(cat "$work/err")" "a multiple of 8 bytes from 16 B to 8 GiB" "--allreduce-bytes $size"
+done
+for args in "--tensor-parallel 0" "--pipeline-parallel -1" "--tensor-parallel 8 --pipeline-parallel 16 --expect-world-size 1000"; do
+  # shellcheck disable=SC2086
+  expect_rc 2 "$args" -- "$PREFLIGHT" $args --only host.memory
+done
+expect_contains "$(cat "$work/err")" "= 128 does not divide --expect-world-size 1000" "tp × pp not dividing the world"
 expect_rc 2 "--profile cluster" -- "$PREFLIGHT" --profile cluster
 expect_rc 2 "an unknown option" -- "$PREFLIGHT" --no-such-option
 expect_rc 2 "an unknown command" -- "$PREFLIGHT" frobnicate
@@ -134,4 +145,9 @@ elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 expect_contains "$(json_get "d['incidents'][0]")" "probe 'identity'" "incident"
 expect_eq "$(json_get "d['summary']['exit_code']")" 4 "exit_code in the JSON"
 expect_eq "$(check_status host.memory)" UNKNOWN "host.memory without its facts"
+# The facts a hung probe left behind are named as a hang with its deadline, not as an unreadable file.
+expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='host.memory'][0]")" "was not gathered: probe 'identity' hung" "a hang named as a hang"
+expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='host.memory'][0]")" "of --timeout 1 s" "the hang's deadline"
+expect_contains "$(json_get "[c for c in d['checks'] if c['id'] == 'host.memory'][0]['remedy']")" "--timeout" "the hang's remedy"
+[[ "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='host.memory'][0]")" == *"not probed"* ]] && fail "a hang reported as 'not probed'" || pass "no 'not probed' for a hang"
 finish

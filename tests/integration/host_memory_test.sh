@@ -13,10 +13,10 @@ evidence() { json_get "d['checks'][0]['evidence']['$1']"; }
 expect_rc 1 "70B ZeRO-0 on 8 ranks in a 32 GiB cgroup" -- \
   memory --sysroot "$fixtures/cgroup2-limited" --model-params 70B --zero-stage 0 --ranks-per-node 8
 expect_eq "$(check_status host.memory)" FAIL "status"
-expect_eq "$(evidence need_bytes)" 7874359738368 "need_bytes"    # 8 × 4 GiB + 8 × 70e9 × 14 B
+expect_eq "$(evidence need_bytes)" 1014359738368 "need_bytes"    # 8 × 4 GiB + rank 0 (data-parallel rank 0) × 70e9 × 14 B
 expect_eq "$(evidence budget_bytes)" 33285996544 "budget_bytes"  # 32 GiB limit - (2 GiB - 1 GiB cache)
 expect_eq "$(evidence cgroup_path)" /job.slice "limiting group"
-expect_contains "$(json_get "d['checks'][0]['summary']")" "need ≈ 7.2 TiB" "summary"
+expect_contains "$(json_get "d['checks'][0]['summary']")" "need ≈ 944.7 GiB (1 of them data-parallel rank 0" "summary"
 
 expect_rc 0 "the per-rank baseline fits the cgroup" -- memory --sysroot "$fixtures/cgroup2-limited"
 expect_eq "$(check_status host.memory)" PASS "status"

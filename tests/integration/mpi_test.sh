@@ -42,6 +42,20 @@ PY
   then pass "the 4-rank JSON report validates against the schema"; else fail "the 4-rank JSON report does not validate"; fi
 fi
 
+# --- the CPU-only all_reduce over MPI measures the size asked for; a GPU-fabric floor is skipped ----
+expect_rc 0 "MPI all_reduce of 16 B with --min-busbw 150" -- "${mpi[@]}" -np 2 "$PREFLIGHT" --format json \
+  --only comm.allreduce --allreduce-bytes 16 --min-busbw 150 "${quiet[@]}"
+expect_eq "$(json_get "d['job']['allreduce']['transport']")" "mpi" "CPU-only all_reduce transport"
+expect_eq "$(json_get "d['job']['allreduce']['bytes']")" "16" "16 B measured, not rounded"
+expect_eq "$(check_status comm.allreduce)" "PASS" "--min-busbw over MPI is no FAIL"
+expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='comm.allreduce'][0]")" \
+  "for 16 B across 2 ranks over mpi" "the size measured in the summary"
+expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='comm.allreduce'][0]")" \
+  "--min-busbw 150 GB/s: SKIP" "the floor skipped with its reason"
+expect_rc 0 "MPI all_reduce of 32 MiB (no silent 1 MiB cap)" -- "${mpi[@]}" -np 2 "$PREFLIGHT" --format json \
+  --only comm.allreduce --allreduce-bytes 32M "${quiet[@]}"
+expect_eq "$(json_get "d['job']['allreduce']['bytes']")" "$((32 << 20))" "32 MiB measured over MPI"
+
 # --- a rank stopped with SIGSTOP in a phase: named with host, pid and phase, exit 4, in time -------
 # --timeout 10: the gather ends at 6.5 s, the barrier at 7.5 s, the all_reduce at 9.0 s.
 stop_case() {

@@ -19,7 +19,7 @@ remedy_of() { json_get "[c['remedy'] for c in d['checks'] if c['id']=='$1'][0]";
 # 11 s of cuInit, --timeout 120: PASS, the time noted; the smoke test (a new process) too.
 expect_rc 0 "11 s cuInit, --timeout 120" -- slow 11 "$S/h100x8-healthy.json" --timeout 120
 expect_eq "$(check_status driver.loaded)" PASS "driver.loaded"
-expect_contains "$(summary_of driver.loaded)" "cuInit took 11." "driver.loaded summary"
+expect_contains "$(summary_of driver.loaded)" "cuInit took 11" "driver.loaded summary"
 expect_contains "$(summary_of driver.loaded)" "within the helper's deadline" "driver.loaded summary"
 expect_eq "$(check_status cuda.smoke)" PASS "cuda.smoke after the slow init"
 init_s=$(json_get "round([c for c in d['checks'] if c['id']=='driver.loaded'][0]['evidence']['cuda_init_seconds'])")
@@ -30,7 +30,7 @@ printf '{"gpus": [{"cc": "9.0", "persistence": false}, {"cc": "9.0", "persistenc
 expect_rc 0 "6 s cuInit, persistence off, --timeout 60" -- slow 6 "$work/pm-off.json" --timeout 60
 expect_eq "$(check_status driver.loaded)" WARN "driver.loaded"
 expect_contains "$(summary_of driver.loaded)" "persistence mode is off on GPU 0, 1" "driver.loaded summary"
-expect_contains "$(summary_of driver.loaded)" "cuInit took 6." "driver.loaded summary"
+expect_contains "$(summary_of driver.loaded)" "cuInit took 6" "driver.loaded summary"
 
 # A short --timeout: the driver helper's deadline (25% of 8 s) expires, and the message says so.
 expect_rc 1 "3 s cuInit, --timeout 8" -- slow 3 "$S/h100x8-healthy.json" --timeout 8

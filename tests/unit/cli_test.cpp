@@ -93,6 +93,35 @@ TEST(Cli, ASelectionThatMatchesNoCheckIsAUsageError) {
   EXPECT_EQ(parse({"list", "--only", "nothing.here"}).command, Command::List);
 }
 
+TEST(Cli, AllreduceSizesTheTransportsCannotRunAreRefused) {
+  // Never silently rounded (3 -> 16 B) or capped (100G -> 1 MiB): refused, with the limit and why.
+  const std::string tiny = usage_error({"--allreduce-bytes", "3"});
+  EXPECT_EQ(tiny.find("--allreduce-bytes '3': expected a multiple of 8 bytes from 16 B to 8 GiB: "), 0u) << tiny;
+  EXPECT_NE(tiny.find("whole 8-byte integers"), std::string::npos) << tiny;
+  EXPECT_NE(tiny.find("a send and a receive buffer"), std::string::npos) << tiny;
+  EXPECT_EQ(usage_error({"--allreduce-bytes", "100G"}).find("--allreduce-bytes '100G': expected a multiple of 8 bytes"), 0u);
+  EXPECT_EQ(usage_error({"--allreduce-bytes", "20"}).find("--allreduce-bytes '20': expected"), 0u);
+  EXPECT_EQ(usage_error({"--allreduce-bytes", "8"}).find("--allreduce-bytes '8': expected"), 0u);
+  EXPECT_EQ(parse({"--allreduce-bytes", "16"}).options.allreduce_bytes, 16u);
+  EXPECT_EQ(parse({"--allreduce-bytes", "8G"}).options.allreduce_bytes, 8ull << 30);
+}
+
+TEST(Cli, ModelParallelDegrees) {
+  const Cli c = parse({"--tensor-parallel", "8", "--pipeline-parallel", "16", "--expect-world-size", "1024"});
+  EXPECT_EQ(c.options.tensor_parallel, 8);
+  EXPECT_EQ(c.options.pipeline_parallel, 16);
+  EXPECT_FALSE(parse({}).options.tensor_parallel.has_value());
+  EXPECT_EQ(usage_error({"--tensor-parallel", "0"}), "--tensor-parallel '0': expected a whole number ≥ 1");
+  EXPECT_EQ(usage_error({"--pipeline-parallel", "-2"}), "--pipeline-parallel '-2': expected a whole number ≥ 1");
+  EXPECT_EQ(usage_error({"--tensor-parallel", "x"}), "--tensor-parallel 'x': expected a whole number ≥ 1");
+  const std::string layout =
+      usage_error({"--tensor-parallel", "8", "--pipeline-parallel", "16", "--expect-world-size", "1000"});
+  EXPECT_EQ(layout.find("--tensor-parallel 8 × --pipeline-parallel 16 = 128 does not divide --expect-world-size 1000"), 0u)
+      << layout;
+  // Without a known world size there is nothing to divide.
+  EXPECT_EQ(usage_error({"--tensor-parallel", "8", "--pipeline-parallel", "3"}), "no error");
+}
+
 TEST(Cli, AnEmptyReportFileNameIsAUsageError) {
   EXPECT_EQ(usage_error({"--json", ""}), "--json '': expected a file name");
   EXPECT_EQ(usage_error({"--prom", " "}), "--prom '': expected a file name");

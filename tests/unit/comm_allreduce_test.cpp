@@ -61,7 +61,7 @@ TEST(CommAllreduce, PassWithTheNumbers) {
   const Verdict v = judge_job(spec(), nccl_job());
   expect(v, Status::Pass,
          "the all_reduce was correct on every participant: algbw 67.11 GB/s, busbw 125.83 GB/s for 32 MiB across 16 GPUs over "
-         "nccl (best of 5, 0.5 ms)");
+         "nccl (best of 5, 500 µs)");
   for (const char* key : {"bytes", "ranks", "algbw_gbps", "busbw_gbps", "seconds", "transport", "repeats"}) {
     EXPECT_TRUE(v.evidence.contains(key)) << key;
   }
@@ -69,13 +69,57 @@ TEST(CommAllreduce, PassWithTheNumbers) {
   expect(judge_job(spec(), nccl_job(), floor_at(100)), Status::Pass, "(≥ --min-busbw 100 GB/s)");
 }
 
+TEST(CommAllreduce, TimesAreForPeople) {
+  JobFacts j = nccl_job();
+  j.allreduce.seconds = 9.92;
+  expect(judge_job(spec(), j), Status::Pass, "(best of 5, 9.9 s)");  // not "9.92e+03 ms"
+}
+
 TEST(CommAllreduce, BelowTheFloorFails) {
   const Verdict v = judge_job(spec(), nccl_job(), floor_at(300));
   expect(v, Status::Fail,
          "all_reduce busbw is below --min-busbw 300 GB/s: algbw 67.11 GB/s, busbw 125.83 GB/s for 32 MiB across 16 GPUs over nccl "
          "(best of 5",
-         "all_reduce_perf -b 33554432 -e 33554432");
+         "`mpirun -np 16 all_reduce_perf -b 33554432 -e 33554432 -c 1 -n 5 -g 1`");
   EXPECT_EQ(v.evidence["min_busbw_gbps"], 300.0);
+}
+
+TEST(CommAllreduce, TheNcclTestsCommandMatchesWhatWasMeasured) {
+  // The node profile measured all 8 GPUs in one process: nccl-tests with -g 8, not -g 1.
+  const Verdict v = judge_job(spec(), node_run(), floor_at(500), Profile::Node);
+  expect(v, Status::Fail, "across 8 GPUs over nccl", "`all_reduce_perf -b 33554432 -e 33554432 -c 1 -n 5 -g 8`");
+  EXPECT_EQ(v.remedy.find("-g 1"), std::string::npos) << v.remedy;
+  EXPECT_EQ(v.remedy.find("mpirun"), std::string::npos) << v.remedy;
+}
+
+TEST(CommAllreduce, TheSizeMeasuredIsStated) {
+  JobFacts j = nccl_job();
+  j.allreduce.bytes = 16;
+  Options o;
+  o.allreduce_bytes = 16;
+  Verdict v = judge_job(spec(), j, o);
+  expect(v, Status::Pass, "for 16 B across 16 GPUs");
+  EXPECT_EQ(v.evidence["bytes"], 16);
+  EXPECT_EQ(v.evidence["requested_bytes"], 16);
+  // Were a transport ever to measure another size than asked, the summary says both.
+  j.allreduce.bytes = 1u << 20;
+  v = judge_job(spec(), j);
+  expect(v, Status::Pass, "for 1 MiB (--allreduce-bytes asked for 32 MiB) across 16 GPUs");
+  EXPECT_EQ(v.evidence["requested_bytes"], 32u << 20);
+}
+
+TEST(CommAllreduce, UnconnectedRanksTellTheStoryOfLaunchRanks) {
+  // srun without --mpi=pmix: SLURM_NTASKS=4, but preflight ran as a single process.
+  RankFacts f = gpu_fixture::healthy(8);
+  f.placement.world_size = 4;
+  f.placement.launcher = "slurm";
+  const Verdict v = judge_job(spec(), job_fixture::single(f));
+  expect(v, Status::Unknown, "the all_reduce was not run: the launcher (slurm) claims 4 ranks, but preflight ran as a single "
+                             "process", "srun --mpi=pmix");
+  EXPECT_EQ(v.summary.find("no launcher"), std::string::npos) << v.summary;
+  const Verdict barrier = judge_job(*find_check("comm.barrier"), job_fixture::single(f));
+  expect(barrier, Status::Unknown, "the barrier was not run: the launcher (slurm) claims 4 ranks", "srun --mpi=pmix");
+  EXPECT_EQ(barrier.summary.find("no launcher"), std::string::npos) << barrier.summary;
 }
 
 TEST(CommAllreduce, MpiTransportSaysItMeasuredHostMemory) {
@@ -85,7 +129,12 @@ TEST(CommAllreduce, MpiTransportSaysItMeasuredHostMemory) {
   j.allreduce.algbw_gbps = 1.12;
   expect(judge_job(spec(), j), Status::Pass, "across 16 ranks over mpi");
   expect(judge_job(spec(), j), Status::Pass, "measured over MPI in host memory (a CPU-only node): this is the hosts' network and memory, not a GPU fabric");
-  expect(judge_job(spec(), j, floor_at(10)), Status::Fail, "not a GPU fabric", "a floor meant for a GPU fabric does not apply");
+  // A GPU-fabric floor does not apply to host memory: that part is skipped with the reason, never failed.
+  const Verdict v = judge_job(spec(), j, floor_at(150));
+  expect(v, Status::Pass, "; --min-busbw 150 GB/s: SKIP, a floor for a GPU fabric does not apply to MPI in host memory");
+  EXPECT_EQ(v.evidence["min_busbw_skipped"], "the all_reduce ran over MPI in host memory (no rank has a GPU)");
+  j.allreduce.repeats = 0;
+  expect(judge_job(spec(), j, floor_at(150)), Status::Pass, "--min-busbw 150 GB/s: SKIP");
 }
 
 TEST(CommAllreduce, FloorWithoutMeasurementIsUnknown) {

@@ -51,6 +51,17 @@ TEST(CudaArchCheck, VoltaWithCuda13Fails) {
   EXPECT_TRUE(has(v.remedy, "CC ≥ 7.5")) << v.remedy;
 }
 
+TEST(CudaArchCheck, GroupedGpusTakeThePlural) {
+  std::vector<NvmlGpu> gpus;
+  for (int i = 0; i < 8; ++i) gpus.push_back(gpu(i, "Tesla V100-SXM2-16GB", 7, 0));
+  RankFacts f = node_facts(std::move(gpus));
+  f.gpu.runtime.runtimes = {runtime("13.0", "torch 2.9.0+cu130")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "GPUs 0–7 (Tesla V100-SXM2-16GB, CC 7.0) are not supported by CUDA 13.0")) << v.summary;
+  EXPECT_FALSE(has(v.summary, ") is not supported")) << v.summary;
+}
+
 TEST(CudaArchCheck, SupportedGpuPasses) {
   RankFacts f = node_facts({gpu(0, "NVIDIA H100 80GB HBM3", 9, 0), gpu(1, "NVIDIA H100 80GB HBM3", 9, 0)});
   f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};

@@ -16,7 +16,7 @@ Verdict judge_smoke(const RankFacts& f, Profile p = Profile::Node) { return judg
 TEST(CudaSmoke, PassesWithBytesTimeAndDevice) {
   const Verdict v = judge_smoke(healthy());
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
-  EXPECT_EQ(v.summary, "wrote and read back 64 MiB on GPU 0 (NVIDIA H100 80GB HBM3, 0000:18:00.0) in 0.05 s");
+  EXPECT_EQ(v.summary, "wrote and read back 64 MiB on GPU 0 (NVIDIA H100 80GB HBM3, 0000:18:00.0) in 50 ms");
   EXPECT_EQ(v.evidence["bytes"], 64 * kMiB);
 }
 
@@ -96,6 +96,20 @@ TEST(CudaSmoke, NoDeviceFails) {
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "no CUDA device visible to this rank")) << v.summary;
   EXPECT_TRUE(has(v.summary, "CUDA_ERROR_NO_DEVICE (100)")) << v.summary;
+}
+
+TEST(CudaSmoke, ATestThatDidNotRunSaysSo) {
+  // The driver helper saw no device, so the smoke test was never started: no "result could not be read".
+  RankFacts f = healthy();
+  f.gpu.driver.cuda_devices =
+      Probed<std::vector<CudaDevice>>::error(ProbeErrc::ApiError, "cuInit: CUDA_ERROR_NO_DEVICE (100)", "cuda");
+  f.gpu.driver.smoke = Probed<SmokeResult>::error(ProbeErrc::ApiError,
+                                                  "not run: no CUDA device (cuda: cuInit: CUDA_ERROR_NO_DEVICE (100))");
+  const Verdict v = judge_smoke(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.summary,
+            "the CUDA smoke test was not run: no CUDA device (cuda: cuInit: CUDA_ERROR_NO_DEVICE (100)); the job needs a GPU");
+  EXPECT_FALSE(v.remedy.empty());
 }
 
 TEST(CudaSmoke, NoDriverFailsInNodeAndJob) {

@@ -58,6 +58,21 @@ TEST(GpuCount, MoreLocalRanksThanGpusFails) {
   EXPECT_TRUE(has(v.remedy, "ppr:4:node")) << v.remedy;
 }
 
+TEST(GpuCount, MoreLocalRanksThanOneVisibleGpuSaysHowToFixIt) {
+  // 4 local ranks, CUDA_VISIBLE_DEVICES=0: --expect-gpus 1 would not fix it, and "1 ranks" is not English.
+  RankFacts f = cuda_sees(8, 1);
+  f.env.set("CUDA_VISIBLE_DEVICES", "0");
+  f.placement.local_ranks = 4;
+  const Verdict v = judge_count(f, {}, Profile::Job);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "4 local ranks but 1 GPU visible")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "Start at most 1 rank per node (`mpirun --map-by ppr:1:node`, `srun --ntasks-per-node=1`)"))
+      << v.remedy;
+  EXPECT_FALSE(has(v.remedy, "1 ranks")) << v.remedy;
+  EXPECT_FALSE(has(v.remedy, "--expect-gpus")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "unset CUDA_VISIBLE_DEVICES or list them in it")) << v.remedy;
+}
+
 TEST(GpuCount, GpusHiddenByCudaVisibleDevicesWarn) {
   RankFacts f = cuda_sees(8, 4);
   f.env.set("CUDA_VISIBLE_DEVICES", "0,1,2,3");

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "core/text.hpp"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 namespace preflight {
@@ -63,6 +65,25 @@ TEST(Text, FixedAndGeneralNumbers) {
   EXPECT_EQ(general(12345678.0, 3), "1.23e+07");
   EXPECT_EQ(general(25.0), "25");
   EXPECT_EQ(general(0.5), "0.5");
+}
+
+TEST(Text, DurationsForPeople) {
+  EXPECT_EQ(format_duration(4.36e-05), "44 µs");  // not "4.36e-05 s"
+  EXPECT_EQ(format_duration(9.92), "9.9 s");      // not "9.92e+03 ms"
+  EXPECT_EQ(format_duration(0.0123), "12 ms");
+  EXPECT_EQ(format_duration(0.00125), "1.2 ms");
+  EXPECT_EQ(format_duration(2.0), "2 s");
+  EXPECT_EQ(format_duration(42.4), "42 s");
+  EXPECT_EQ(format_duration(0.9996), "1 s");  // rounding up moves to the next unit
+  EXPECT_EQ(format_duration(0.0009996), "1 ms");
+  EXPECT_EQ(format_duration(5e-10), "0.5 ns");
+  EXPECT_EQ(format_duration(90), "90 s");
+  EXPECT_EQ(format_duration(125), "2 min 5 s");
+  EXPECT_EQ(format_duration(120), "2 min");
+  EXPECT_EQ(format_duration(7380), "2 h 3 min");
+  EXPECT_EQ(format_duration(0), "0 s");
+  EXPECT_EQ(format_duration(-1), "?");
+  EXPECT_EQ(format_duration(std::nan("")), "?");
 }
 
 TEST(Text, GlobMatch) {
