@@ -256,7 +256,7 @@ TEST(GpuMemoryHealth, OldDriverWithoutTheFunctionIsUnknownNamingIt) {
 TEST(GpuMemoryHealth, NoGpuSkips) {
   GpuHealthFacts h = healthy_health(0);
   RankFacts f = healthy(0);
-  f.gpu.driver.health = Probed<GpuHealthFacts>::ok(h);
+  f.gpu.driver.health = Probed<GpuHealthFacts>::ok(h, "preflight-gpu-probe health");
   EXPECT_EQ(judge(kGpuMemoryHealth, f).status, Status::Skip);
 }
 

@@ -25,18 +25,18 @@ using namespace std::chrono_literals;
 const std::string kLibDir = PREFLIGHT_FAKE_GPU_LIB_DIR;
 const std::string kScenarios = PREFLIGHT_FAKE_GPU_SCENARIOS_DIR;
 
-struct Run {
+struct HelperRun {
   ContainedResult result;
   nlohmann::json doc;
 };
 
-Run health(const std::string& scenario) {
+HelperRun health(const std::string& scenario) {
   ContainedRequest r;
   r.executable = std::string(PREFLIGHT_GPU_HELPER_DIR) + "/preflight-gpu-probe";
   r.args = {"health", "--max-load", "2"};
   r.extra_env = {"LD_LIBRARY_PATH=" + kLibDir, "PREFLIGHT_FAKE_GPU=" + scenario, "CUDA_VISIBLE_DEVICES"};
   r.deadline = 20s;
-  Run out{run_contained(r), {}};
+  HelperRun out{run_contained(r), {}};
   const ContainedJson parsed = parse_contained_json(out.result);
   if (parsed.ok()) out.doc = parsed.value;
   return out;
@@ -49,7 +49,7 @@ std::string temp_scenario(const std::string& name, const std::string& text) {
 }
 
 TEST(GpuHealthHelper, DefaultNodeIsHealthyAndSampledUnderLoad) {
-  const Run run = health("");
+  const HelperRun run = health("");
   ASSERT_TRUE(run.result.clean()) << run.result.describe() << run.result.err;
   const GpuHealthFacts h = run.doc.get<GpuHealthFacts>();
   ASSERT_EQ(h.gpus.size(), 8u);
@@ -75,7 +75,7 @@ TEST(GpuHealthHelper, DefaultNodeIsHealthyAndSampledUnderLoad) {
 }
 
 TEST(GpuHealthHelper, EveryScenarioFaultReachesTheFacts) {
-  const Run run = health(kScenarios + "/health-faults.json");
+  const HelperRun run = health(kScenarios + "/health-faults.json");
   ASSERT_TRUE(run.result.clean()) << run.result.describe() << run.result.err;
   const GpuHealthFacts h = run.doc.get<GpuHealthFacts>();
   ASSERT_EQ(h.gpus.size(), 8u);
@@ -97,7 +97,7 @@ TEST(GpuHealthHelper, EveryScenarioFaultReachesTheFacts) {
 TEST(GpuHealthHelper, AnOldDriverLacksFunctionsAndSaysWhich) {
   const std::string path = temp_scenario("old", R"({"driver_version": "470.82.01", "gpus": 2,
       "nvml_missing": ["nvmlDeviceGetRemappedRows", "nvmlDeviceGetNvLinkErrorCounter"]})");
-  const Run run = health(path);
+  const HelperRun run = health(path);
   fs::remove(path);
   ASSERT_TRUE(run.result.clean()) << run.result.describe() << run.result.err;
   const GpuHealthFacts h = run.doc.get<GpuHealthFacts>();
@@ -114,7 +114,7 @@ TEST(GpuHealthHelper, AnOldDriverLacksFunctionsAndSaysWhich) {
 
 TEST(GpuHealthHelper, Driver580AnswersTheV3FabricStruct) {
   const std::string path = temp_scenario("580", R"({"driver_version": "580.65.06", "gpus": 1})");
-  const Run run = health(path);
+  const HelperRun run = health(path);
   fs::remove(path);
   ASSERT_TRUE(run.result.clean()) << run.result.describe() << run.result.err;
   const GpuHealthFacts h = run.doc.get<GpuHealthFacts>();
@@ -125,7 +125,7 @@ TEST(GpuHealthHelper, Driver580AnswersTheV3FabricStruct) {
 }
 
 TEST(GpuHealthHelper, NvmlInitFailureIsAnErrorDocument) {
-  const Run run = health(kScenarios + "/nvml-driver-not-loaded.json");
+  const HelperRun run = health(kScenarios + "/nvml-driver-not-loaded.json");
   ASSERT_TRUE(run.result.clean()) << run.result.describe() << run.result.err;
   ASSERT_TRUE(run.doc.contains("error")) << run.doc.dump();
   EXPECT_NE(run.doc.at("error").get<std::string>().find("NVML_ERROR_DRIVER_NOT_LOADED"), std::string::npos);
