@@ -21,6 +21,11 @@ extern const CheckSpec kCudaSmoke;
 extern const CheckSpec kNcclLibrary;
 extern const CheckSpec kGpuCount;
 extern const CheckSpec kGpuBusy;
+extern const CheckSpec kGpuMemoryHealth;
+extern const CheckSpec kGpuClocks;
+extern const CheckSpec kGpuLinks;
+extern const CheckSpec kGpuFabric;
+extern const CheckSpec kGpuXid;
 extern const CheckSpec kNetSocketIfname;
 extern const CheckSpec kNetIb;
 extern const CheckSpec kNetGpuNicAffinity;
@@ -40,7 +45,7 @@ namespace {
 // Report order: launcher first (a wrong launch explains everything after it), then the GPU stack
 // (driver before what needs it), then the host, then the environment the libraries will read, then
 // the network and the machine's shape.
-constexpr std::array<const CheckSpec*, 26> kChecks = {
+constexpr std::array<const CheckSpec*, 31> kChecks = {
     &kLaunchEnv,
     &kLaunchRanks,
     &kLaunchGpuBinding,
@@ -51,6 +56,11 @@ constexpr std::array<const CheckSpec*, 26> kChecks = {
     &kNcclLibrary,
     &kGpuCount,
     &kGpuBusy,
+    &kGpuMemoryHealth,
+    &kGpuXid,
+    &kGpuFabric,
+    &kGpuLinks,
+    &kGpuClocks,
     &kShmCapacity,
     &kHostMemory,
     &kHostLimits,

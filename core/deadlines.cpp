@@ -28,6 +28,7 @@ double helper_share(Helper helper) {
     case Helper::GpuSmoke: return 0.15;
     case Helper::Nccl: return 0.05;
     case Helper::GpuP2p: return 0.15;
+    case Helper::GpuHealth: return 0.10;
     case Helper::NameLookup: return 0.10;
     case Helper::Python: return 0.10;
   }
@@ -40,6 +41,7 @@ std::string_view helper_name(Helper helper) {
     case Helper::GpuSmoke: return "the GPU smoke test helper (context, allocate, write, read back)";
     case Helper::Nccl: return "the NCCL library probe (dlopen, ncclGetVersion)";
     case Helper::GpuP2p: return "the peer-copy helper";
+    case Helper::GpuHealth: return "the GPU health helper (NVML health, load)";
     case Helper::NameLookup: return "the name lookup";
     case Helper::Python: return "the job's interpreter asked for its sys.path (--python)";
   }

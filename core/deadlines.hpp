@@ -36,7 +36,7 @@ struct PhaseShares {
   static constexpr double min_grace_seconds = 2.0;
 };
 
-enum class Helper { GpuDriver, GpuSmoke, Nccl, GpuP2p, NameLookup, Python };
+enum class Helper { GpuDriver, GpuSmoke, Nccl, GpuP2p, GpuHealth, NameLookup, Python };
 
 /// The share of --timeout a helper gets (0.25 for the GPU driver helper).
 double helper_share(Helper helper);

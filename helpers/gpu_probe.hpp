@@ -10,8 +10,19 @@
 #include <nlohmann/json.hpp>
 
 #include "core/facts/gpu.hpp"
+#include "probes/nvidia/nvml_api.hpp"
 
 namespace preflight::helper {
+
+/// "NVML_ERROR_GPU_IS_LOST"; nullptr for a code nvml_api.hpp does not name.
+const char* nvml_code_name(nvml::nvmlReturn_t rc);
+
+/// `health [--max-load S]`: GpuHealthFacts (core/facts/gpu_health.hpp) for every GPU NVML sees:
+/// memory health, NVLink state and error counters, PCIe link and fabric state, and clock event
+/// reasons, P-state, PCIe link and temperature sampled while every CUDA device runs cuMemsetD32
+/// (until each GPU has 5 samples at P0, at most S seconds, default 1). {"error": why} when NVML
+/// cannot be used at all.
+nlohmann::json run_health(double max_load_s);
 
 /// `driver`: {"nvml_driver_version": Probed<string>, "cuda_driver_version": Probed<int>,
 /// "loaded_libraries": [real paths], "nvml_gpus": Probed<[NvmlGpu]> (with CPU affinity, NUMA node and

@@ -18,7 +18,6 @@
 #include "probes/nvidia/nvml_api.hpp"
 
 namespace preflight::helper {
-namespace {
 
 // ---- NVML --------------------------------------------------------------------------------------
 
@@ -47,10 +46,14 @@ const char* nvml_code_name(nvml::nvmlReturn_t rc) {
     case NVML_ERROR_IN_USE: return "NVML_ERROR_IN_USE";
     case NVML_ERROR_MEMORY: return "NVML_ERROR_MEMORY";
     case NVML_ERROR_NO_DATA: return "NVML_ERROR_NO_DATA";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "NVML_ERROR_ARGUMENT_VERSION_MISMATCH";
+    case NVML_ERROR_DEPRECATED: return "NVML_ERROR_DEPRECATED";
     case NVML_ERROR_UNKNOWN: return "NVML_ERROR_UNKNOWN";
   }
   return nullptr;
 }
+
+namespace {
 
 struct Nvml {
   DynLib lib;

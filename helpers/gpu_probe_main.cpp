@@ -5,6 +5,7 @@
 //
 //   preflight-gpu-probe driver
 //   preflight-gpu-probe smoke --ordinal N --bytes B
+//   preflight-gpu-probe health [--max-load S]
 //   preflight-gpu-probe nccl --lib PATH        (PATH "": the soname libnccl.so.2)
 //   preflight-gpu-probe p2p --bytes B [--pair-timeout S]
 //   preflight-gpu-probe nccl-id --root ADDR:PORT [--lib PATH]
@@ -36,6 +37,7 @@ int usage(const std::string& why) {
   std::cerr << "preflight-gpu-probe: " << why << "\n"
             << "usage: preflight-gpu-probe driver\n"
             << "       preflight-gpu-probe smoke --ordinal N --bytes B\n"
+            << "       preflight-gpu-probe health [--max-load S]\n"
             << "       preflight-gpu-probe nccl --lib PATH\n"
             << "       preflight-gpu-probe p2p --bytes B [--pair-timeout S]\n"
             << "       preflight-gpu-probe nccl-id --root ADDR:PORT [--lib PATH]\n"
@@ -58,7 +60,7 @@ int main(int argc, char** argv) {
 
   if (argc < 2) return usage("missing subcommand");
   const std::string_view command = argv[1];
-  std::string ordinal_text, bytes_text, lib, pair_timeout_text;
+  std::string ordinal_text, bytes_text, lib, pair_timeout_text, max_load_text;
   std::string id_text, rank_text, nranks_text, device_text, repeats_text, timeout_text, root;
   bool have_lib = false;
   for (int i = 2; i < argc; ++i) {
@@ -68,6 +70,8 @@ int main(int argc, char** argv) {
       ordinal_text = argv[++i];
     } else if (arg == "--bytes") {
       bytes_text = argv[++i];
+    } else if (arg == "--max-load") {
+      max_load_text = argv[++i];
     } else if (arg == "--pair-timeout") {
       pair_timeout_text = argv[++i];
     } else if (arg == "--id") {
@@ -95,6 +99,16 @@ int main(int argc, char** argv) {
     if (command == "driver") {
       if (argc != 2) return usage("driver takes no arguments");
       return emit(preflight::helper::run_driver());
+    }
+    if (command == "health") {
+      double max_load = 1.0;
+      if (!max_load_text.empty()) {
+        char* end = nullptr;
+        max_load = std::strtod(max_load_text.c_str(), &end);
+        if (end == max_load_text.c_str() || *end != '\0' || !(max_load >= 0.0) || max_load > 60.0)
+          return usage("--max-load needs seconds (0 <= S <= 60)");
+      }
+      return emit(preflight::helper::run_health(max_load));
     }
     if (command == "smoke") {
       const auto ordinal = preflight::parse_int(ordinal_text);

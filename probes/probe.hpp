@@ -114,6 +114,11 @@ void probe_pcie(const ProbeContext& ctx, RankFacts& facts);
 void probe_affinity(const ProbeContext& ctx, RankFacts& facts);
 void probe_net(const ProbeContext& ctx, RankFacts& facts);
 void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts);
+void probe_gpu_health(const ProbeContext& ctx, RankFacts& facts);
+void probe_kernel_log(const ProbeContext& ctx, RankFacts& facts);
+
+/// The NVIDIA events of /dev/kmsg-format text (a live read or a --sysroot file).
+KernelLogFacts kernel_log_facts(std::string_view text, std::string source);
 
 /// Writes hwloc's XML export of the live machine (with the I/O devices the topology probe keeps) to
 /// `file`; "" on success, else why not.

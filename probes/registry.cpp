@@ -10,7 +10,7 @@
 
 namespace preflight {
 namespace {
-constexpr std::array<ProbeSpec, 15> kProbes = {{
+constexpr std::array<ProbeSpec, 17> kProbes = {{
     {"identity", &probe_identity},
     {"placement", &probe_placement},  // before shm: the shm need depends on the local rank count
     {"shm", &probe_shm},              // early: its allocation test runs in the background
@@ -18,6 +18,8 @@ constexpr std::array<ProbeSpec, 15> kProbes = {{
     {"gpu_driver", &probe_gpu_driver},      // the contained GPU helper: NVML, CUDA driver, smoke test
     {"nccl", &probe_nccl},                  // the contained GPU helper loads the first candidate
     {"gpu_p2p", &probe_gpu_p2p},            // the contained GPU helper: peer copies where NVML claims P2P
+    {"gpu_health", &probe_gpu_health},      // the contained GPU helper: NVML health, clocks/PCIe under load
+    {"kernel_log", &probe_kernel_log},      // /dev/kmsg: this boot's Xid / SXid / fallen-off-the-bus lines
     {"topology", &probe_topology},          // hwloc with I/O devices, or --topology-xml
     {"pcie", &probe_pcie},                  // sysfs chains, ACS bits, IOMMU
     {"affinity", &probe_affinity},          // this process's CPU and memory binding

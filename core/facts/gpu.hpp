@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/facts/gpu_health.hpp"
 #include "core/json_util.hpp"
 #include "core/probed.hpp"
 
@@ -108,6 +109,11 @@ struct DriverFacts {
   // Without persistence mode the first init of every process sets up each GPU: seconds on 8 GPUs.
   std::optional<double> nvml_init_seconds;  // nvmlInit_v2
   std::optional<double> cuda_init_seconds;  // cuInit(0)
+  // The health of every GPU of the node (the helper's `health` run, core/facts/gpu_health.hpp):
+  // gathered once per node (local rank 0) and only when a check that reads it is selected.
+  Probed<GpuHealthFacts> health = Probed<GpuHealthFacts>::error(ProbeErrc::Unsupported, "not probed");
+  // This boot's kernel log, NVIDIA events only (gpu.xid); NoPermission without CAP_SYSLOG.
+  Probed<KernelLogFacts> kernel_log = Probed<KernelLogFacts>::error(ProbeErrc::Unsupported, "not probed");
 };
 PREFLIGHT_JSON_DECLARE(DriverFacts)
 

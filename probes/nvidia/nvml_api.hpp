@@ -33,6 +33,8 @@ enum nvmlReturn_t : int {
   NVML_ERROR_IN_USE = 19,
   NVML_ERROR_MEMORY = 20,
   NVML_ERROR_NO_DATA = 21,
+  NVML_ERROR_ARGUMENT_VERSION_MISMATCH = 25,  // a versioned struct's version is not supported
+  NVML_ERROR_DEPRECATED = 26,                 // a removed function (treated like a missing symbol)
   NVML_ERROR_UNKNOWN = 999,
 };
 
@@ -186,6 +188,176 @@ inline constexpr char name_nvmlDeviceGetNvLinkRemotePciInfo_v2[] = "nvmlDeviceGe
 inline constexpr char name_nvmlDeviceGetNvLinkRemoteDeviceType[] = "nvmlDeviceGetNvLinkRemoteDeviceType";
 inline constexpr char name_nvmlDeviceGetTopologyCommonAncestor[] = "nvmlDeviceGetTopologyCommonAncestor";
 inline constexpr char name_nvmlDeviceGetP2PStatus[] = "nvmlDeviceGetP2PStatus";
+
+// ---- Health (gpu.memory_health, gpu.clocks, gpu.links, gpu.fabric) ------------------------------
+// Each resolved optionally: a symbol an older libnvidia-ml lacks (or that answers
+// NVML_ERROR_FUNCTION_NOT_FOUND / NVML_ERROR_DEPRECATED) leaves its fact empty, with the reason.
+
+/// nvmlDeviceGetTotalEccErrors.
+enum nvmlMemoryErrorType_t : int {
+  NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+  NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1,
+};
+enum nvmlEccCounterType_t : int {
+  NVML_VOLATILE_ECC = 0,
+  NVML_AGGREGATE_ECC = 1,
+};
+
+/// nvmlDeviceGetRetiredPages.
+enum nvmlPageRetirementCause_t : int {
+  NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+  NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1,
+};
+
+/// nvmlDeviceGetRowRemapperHistogram: banks by the spare rows they have left.
+struct nvmlRowRemapperHistogramValues_t {
+  unsigned int max;
+  unsigned int high;
+  unsigned int partial;
+  unsigned int low;
+  unsigned int none;
+};
+
+/// nvmlDeviceGetPerformanceState: 0 (P0, maximum) .. 15; 32 unknown.
+using nvmlPstates_t = int;
+inline constexpr nvmlPstates_t NVML_PSTATE_0 = 0;
+inline constexpr nvmlPstates_t NVML_PSTATE_UNKNOWN = 32;
+
+enum nvmlTemperatureSensors_t : int { NVML_TEMPERATURE_GPU = 0 };
+enum nvmlTemperatureThresholds_t : int {
+  NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0,
+  NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1,
+};
+
+/// nvmlDeviceGetNvLinkErrorCounter.
+enum nvmlNvLinkErrorCounter_t : int {
+  NVML_NVLINK_ERROR_DL_REPLAY = 0,
+  NVML_NVLINK_ERROR_DL_RECOVERY = 1,
+  NVML_NVLINK_ERROR_DL_CRC_FLIT = 2,
+  NVML_NVLINK_ERROR_DL_CRC_DATA = 3,
+};
+
+/// nvmlDeviceGetFieldValues.
+enum nvmlValueType_t : int {
+  NVML_VALUE_TYPE_DOUBLE = 0,
+  NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+  NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+  NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+  NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+  NVML_VALUE_TYPE_SIGNED_INT = 5,
+};
+union nvmlValue_t {
+  double dVal;
+  int siVal;
+  unsigned int uiVal;
+  unsigned long ulVal;
+  unsigned long long ullVal;
+  signed long long sllVal;
+};
+struct nvmlFieldValue_t {
+  unsigned int fieldId;
+  unsigned int scopeId;
+  long long timestamp;
+  long long latencyUsec;
+  nvmlValueType_t valueType;
+  nvmlReturn_t nvmlReturn;
+  nvmlValue_t value;
+};
+inline constexpr unsigned int NVML_FI_DEV_RESET_STATUS = 226;            // R560, deprecated by 230
+inline constexpr unsigned int NVML_FI_DEV_DRAIN_AND_RESET_STATUS = 227;  // R560
+inline constexpr unsigned int NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = 230; // R570
+
+/// nvmlGpuFabricState_t (unsigned char).
+using nvmlGpuFabricState_t = unsigned char;
+inline constexpr unsigned int NVML_GPU_FABRIC_UUID_LEN = 16;
+
+/// nvmlDeviceGetGpuFabricInfo (R525, deprecated in 13.0): no version field.
+struct nvmlGpuFabricInfo_t {
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+};
+/// nvmlDeviceGetGpuFabricInfoV (R550): v2 adds the version and the health mask, v3 (R580) the summary.
+struct nvmlGpuFabricInfo_v2_t {
+  unsigned int version;
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+  unsigned int healthMask;
+};
+struct nvmlGpuFabricInfo_v3_t {
+  unsigned int version;
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+  unsigned int healthMask;
+  unsigned char healthSummary;
+};
+/// NVML_STRUCT_VERSION(GpuFabricInfo, v): sizeof | v << 24.
+inline constexpr unsigned int nvmlGpuFabricInfo_v2 = static_cast<unsigned int>(sizeof(nvmlGpuFabricInfo_v2_t) | (2u << 24));
+inline constexpr unsigned int nvmlGpuFabricInfo_v3 = static_cast<unsigned int>(sizeof(nvmlGpuFabricInfo_v3_t) | (3u << 24));
+
+using PFN_nvmlDeviceGetRemappedRows = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* corr_rows,
+                                                      unsigned int* unc_rows, unsigned int* is_pending,
+                                                      unsigned int* failure_occurred);
+using PFN_nvmlDeviceGetRowRemapperHistogram = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                              nvmlRowRemapperHistogramValues_t* values);
+using PFN_nvmlDeviceGetRetiredPagesPendingStatus = nvmlReturn_t (*)(nvmlDevice_t device, nvmlEnableState_t* is_pending);
+using PFN_nvmlDeviceGetRetiredPages = nvmlReturn_t (*)(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                                      unsigned int* page_count, unsigned long long* addresses);
+using PFN_nvmlDeviceGetEccMode = nvmlReturn_t (*)(nvmlDevice_t device, nvmlEnableState_t* current,
+                                                 nvmlEnableState_t* pending);
+using PFN_nvmlDeviceGetTotalEccErrors = nvmlReturn_t (*)(nvmlDevice_t device, nvmlMemoryErrorType_t error_type,
+                                                        nvmlEccCounterType_t counter_type,
+                                                        unsigned long long* ecc_counts);
+using PFN_nvmlDeviceGetFieldValues = nvmlReturn_t (*)(nvmlDevice_t device, int values_count, nvmlFieldValue_t* values);
+using PFN_nvmlDeviceGetCurrentClocksEventReasons = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                                   unsigned long long* clocks_event_reasons);
+using PFN_nvmlDeviceGetCurrentClocksThrottleReasons = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                                      unsigned long long* clocks_throttle_reasons);
+using PFN_nvmlDeviceGetPerformanceState = nvmlReturn_t (*)(nvmlDevice_t device, nvmlPstates_t* p_state);
+using PFN_nvmlDeviceGetTemperature = nvmlReturn_t (*)(nvmlDevice_t device, nvmlTemperatureSensors_t sensor_type,
+                                                     unsigned int* temp);
+using PFN_nvmlDeviceGetTemperatureThreshold = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                              nvmlTemperatureThresholds_t threshold_type,
+                                                              unsigned int* temp);
+using PFN_nvmlDeviceGetCurrPcieLinkGeneration = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* curr_link_gen);
+using PFN_nvmlDeviceGetCurrPcieLinkWidth = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* curr_link_width);
+using PFN_nvmlDeviceGetMaxPcieLinkGeneration = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* max_link_gen);
+using PFN_nvmlDeviceGetMaxPcieLinkWidth = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* max_link_width);
+using PFN_nvmlDeviceGetGpuMaxPcieLinkGeneration = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* max_link_gen_device);
+using PFN_nvmlDeviceGetPcieReplayCounter = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* value);
+using PFN_nvmlDeviceGetNvLinkErrorCounter = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int link,
+                                                            nvmlNvLinkErrorCounter_t counter,
+                                                            unsigned long long* counter_value);
+using PFN_nvmlDeviceGetGpuFabricInfo = nvmlReturn_t (*)(nvmlDevice_t device, nvmlGpuFabricInfo_t* gpu_fabric_info);
+/// The argument is an nvmlGpuFabricInfo_v2_t or _v3_t by its version field (nvmlGpuFabricInfoV_t).
+using PFN_nvmlDeviceGetGpuFabricInfoV = nvmlReturn_t (*)(nvmlDevice_t device, nvmlGpuFabricInfo_v3_t* gpu_fabric_info);
+
+inline constexpr char name_nvmlDeviceGetRemappedRows[] = "nvmlDeviceGetRemappedRows";
+inline constexpr char name_nvmlDeviceGetRowRemapperHistogram[] = "nvmlDeviceGetRowRemapperHistogram";
+inline constexpr char name_nvmlDeviceGetRetiredPagesPendingStatus[] = "nvmlDeviceGetRetiredPagesPendingStatus";
+inline constexpr char name_nvmlDeviceGetRetiredPages[] = "nvmlDeviceGetRetiredPages";
+inline constexpr char name_nvmlDeviceGetEccMode[] = "nvmlDeviceGetEccMode";
+inline constexpr char name_nvmlDeviceGetTotalEccErrors[] = "nvmlDeviceGetTotalEccErrors";
+inline constexpr char name_nvmlDeviceGetFieldValues[] = "nvmlDeviceGetFieldValues";
+inline constexpr char name_nvmlDeviceGetCurrentClocksEventReasons[] = "nvmlDeviceGetCurrentClocksEventReasons";
+inline constexpr char name_nvmlDeviceGetCurrentClocksThrottleReasons[] = "nvmlDeviceGetCurrentClocksThrottleReasons";
+inline constexpr char name_nvmlDeviceGetPerformanceState[] = "nvmlDeviceGetPerformanceState";
+inline constexpr char name_nvmlDeviceGetTemperature[] = "nvmlDeviceGetTemperature";
+inline constexpr char name_nvmlDeviceGetTemperatureThreshold[] = "nvmlDeviceGetTemperatureThreshold";
+inline constexpr char name_nvmlDeviceGetCurrPcieLinkGeneration[] = "nvmlDeviceGetCurrPcieLinkGeneration";
+inline constexpr char name_nvmlDeviceGetCurrPcieLinkWidth[] = "nvmlDeviceGetCurrPcieLinkWidth";
+inline constexpr char name_nvmlDeviceGetMaxPcieLinkGeneration[] = "nvmlDeviceGetMaxPcieLinkGeneration";
+inline constexpr char name_nvmlDeviceGetMaxPcieLinkWidth[] = "nvmlDeviceGetMaxPcieLinkWidth";
+inline constexpr char name_nvmlDeviceGetGpuMaxPcieLinkGeneration[] = "nvmlDeviceGetGpuMaxPcieLinkGeneration";
+inline constexpr char name_nvmlDeviceGetPcieReplayCounter[] = "nvmlDeviceGetPcieReplayCounter";
+inline constexpr char name_nvmlDeviceGetNvLinkErrorCounter[] = "nvmlDeviceGetNvLinkErrorCounter";
+inline constexpr char name_nvmlDeviceGetGpuFabricInfo[] = "nvmlDeviceGetGpuFabricInfo";
+inline constexpr char name_nvmlDeviceGetGpuFabricInfoV[] = "nvmlDeviceGetGpuFabricInfoV";
 
 /// The soname opened with dlopen (what NCCL opens too).
 inline constexpr char soname[] = "libnvidia-ml.so.1";

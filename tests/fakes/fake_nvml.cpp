@@ -4,6 +4,7 @@
 // GPU of the node (CUDA_VISIBLE_DEVICES and nvml_only_gpus do not apply), counts nvmlInit_v2 /
 // nvmlShutdown pairs, and answers NVML_ERROR_UNINITIALIZED outside them.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -17,6 +18,8 @@ namespace fake = preflight::fake_gpu;
 
 struct preflight::nvml::nvmlDevice_st {
   unsigned int index = 0;
+  unsigned int replay_reads = 0;       // nvmlDeviceGetPcieReplayCounter calls so far
+  unsigned int nvlink_reads[4] = {};   // nvmlDeviceGetNvLinkErrorCounter calls on link 0, per counter
 };
 
 namespace {
@@ -109,6 +112,8 @@ PREFLIGHT_FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
     case NVML_ERROR_IN_USE: return "In use by another client";
     case NVML_ERROR_MEMORY: return "Insufficient Memory";
     case NVML_ERROR_NO_DATA: return "No data";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH: return "Argument version mismatch";
+    case NVML_ERROR_DEPRECATED: return "Deprecated";
     default: return "Unknown Error";
   }
 }
@@ -368,6 +373,257 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, 
   return NVML_ERROR_INVALID_ARGUMENT;
 }
 
+// ---- Health: the scenario's per-GPU "health" object ---------------------------------------------
+
+namespace {
+
+int driver_major(const State& s) { return std::atoi(s.scenario.scenario.driver_version.c_str()); }
+
+}  // namespace
+
+#define PREFLIGHT_FAKE_HEALTH(device, fn)                                            \
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);                                             \
+  PREFLIGHT_FAKE_UNLESS_MISSING(fn);                                                 \
+  const fake::GpuHealthScript& h = gpu->health;                                      \
+  if (h.lost != 0) return static_cast<nvmlReturn_t>(h.lost)
+
+/// Ampere and newer, MIG off; NOT_SUPPORTED otherwise (as NVML documents).
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corr_rows,
+                                                             unsigned int* unc_rows, unsigned int* is_pending,
+                                                             unsigned int* failure_occurred) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetRemappedRows);
+  if (corr_rows == nullptr || unc_rows == nullptr || is_pending == nullptr || failure_occurred == nullptr)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu->cc_major < 8 || gpu->mig.value_or(false)) return NVML_ERROR_NOT_SUPPORTED;
+  *corr_rows = h.remap_correctable;
+  *unc_rows = h.remap_uncorrectable;
+  *is_pending = h.remap_pending ? 1 : 0;
+  *failure_occurred = h.remap_failure ? 1 : 0;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRowRemapperHistogram(nvmlDevice_t device,
+                                                                     nvmlRowRemapperHistogramValues_t* values) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetRowRemapperHistogram);
+  if (values == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu->cc_major < 8 || gpu->mig.value_or(false)) return NVML_ERROR_NOT_SUPPORTED;
+  *values = nvmlRowRemapperHistogramValues_t{640, 0, 0, 0, h.remap_banks_exhausted};
+  return NVML_SUCCESS;
+}
+
+/// Before Ampere only.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
+                                                                          nvmlEnableState_t* is_pending) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetRetiredPagesPendingStatus);
+  if (is_pending == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu->cc_major >= 8) return NVML_ERROR_NOT_SUPPORTED;
+  *is_pending = h.retired_pending ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+
+/// The sizing protocol: *page_count 0 asks for the count (NVML_SUCCESS with it when there are none).
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
+                                                             unsigned int* page_count, unsigned long long* addresses) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetRetiredPages);
+  if (page_count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu->cc_major >= 8) return NVML_ERROR_NOT_SUPPORTED;
+  const unsigned n = cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR ? h.retired_dbe : h.retired_sbe;
+  if (*page_count < n) {
+    *page_count = n;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
+  for (unsigned i = 0; i < n && addresses != nullptr; ++i) addresses[i] = 0x1000ull * (i + 1);
+  *page_count = n;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, nvmlEnableState_t* current,
+                                                        nvmlEnableState_t* pending) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetEccMode);
+  if (current == nullptr || pending == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *current = h.ecc ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  *pending = h.ecc_pending.value_or(h.ecc) ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+  return NVML_SUCCESS;
+}
+
+/// "Requires ECC Mode to be enabled": NOT_SUPPORTED with ECC off.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, nvmlMemoryErrorType_t error_type,
+                                                               nvmlEccCounterType_t counter_type,
+                                                               unsigned long long* ecc_counts) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetTotalEccErrors);
+  if (ecc_counts == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (!h.ecc) return NVML_ERROR_NOT_SUPPORTED;
+  if (error_type == NVML_MEMORY_ERROR_TYPE_UNCORRECTED)
+    *ecc_counts = counter_type == NVML_VOLATILE_ECC ? h.ecc_dbe_volatile : h.ecc_dbe_aggregate;
+  else
+    *ecc_counts = counter_type == NVML_VOLATILE_ECC ? h.ecc_sbe_volatile : h.ecc_sbe_volatile;
+  return NVML_SUCCESS;
+}
+
+/// Fields 230 (recovery action, driver 570+) and 226/227 (reset / drain-and-reset status, 560+);
+/// any other field answers NVML_ERROR_NOT_SUPPORTED in its value.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int values_count,
+                                                            nvmlFieldValue_t* values) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetFieldValues);
+  if (values == nullptr || values_count <= 0) return NVML_ERROR_INVALID_ARGUMENT;
+  const int major = driver_major(s);
+  for (int i = 0; i < values_count; ++i) {
+    nvmlFieldValue_t& v = values[i];
+    v.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+    v.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    if (v.fieldId == NVML_FI_DEV_GET_GPU_RECOVERY_ACTION && major >= 570) {
+      v.nvmlReturn = NVML_SUCCESS;
+      v.value.uiVal = static_cast<unsigned>(h.recovery_action);
+    } else if (v.fieldId == NVML_FI_DEV_RESET_STATUS && major >= 560) {
+      v.nvmlReturn = NVML_SUCCESS;
+      v.value.uiVal = h.recovery_action == 1 ? 1u : 0u;
+    } else if (v.fieldId == NVML_FI_DEV_DRAIN_AND_RESET_STATUS && major >= 560) {
+      v.nvmlReturn = NVML_SUCCESS;
+      v.value.uiVal = h.recovery_action == 4 ? 1u : 0u;
+    }
+  }
+  return NVML_SUCCESS;
+}
+
+/// Driver 535 and newer; the older name answers on every driver.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
+                                                                          unsigned long long* clocks_event_reasons) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetCurrentClocksEventReasons);
+  if (clocks_event_reasons == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (driver_major(s) < 535) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  *clocks_event_reasons = h.clock_event_reasons;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
+                                                                             unsigned long long* clocks_throttle_reasons) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetCurrentClocksThrottleReasons);
+  if (clocks_throttle_reasons == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *clocks_throttle_reasons = h.clock_event_reasons;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, nvmlPstates_t* p_state) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetPerformanceState);
+  if (p_state == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *p_state = h.pstate;
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensor_type,
+                                                            unsigned int* temp) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetTemperature);
+  if (temp == nullptr || sensor_type != NVML_TEMPERATURE_GPU) return NVML_ERROR_INVALID_ARGUMENT;
+  *temp = static_cast<unsigned>(h.temperature);
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
+                                                                     nvmlTemperatureThresholds_t threshold_type,
+                                                                     unsigned int* temp) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetTemperatureThreshold);
+  if (temp == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *temp = static_cast<unsigned>(threshold_type == NVML_TEMPERATURE_THRESHOLD_SLOWDOWN ? h.slowdown_temperature
+                                                                                      : h.slowdown_temperature + 5);
+  return NVML_SUCCESS;
+}
+
+#define PREFLIGHT_FAKE_PCIE(fn, field)                                                                   \
+  PREFLIGHT_FAKE_EXPORT nvmlReturn_t fn(nvmlDevice_t device, unsigned int* value) {                      \
+    PREFLIGHT_FAKE_HEALTH(device, fn);                                                                   \
+    if (value == nullptr) return NVML_ERROR_INVALID_ARGUMENT;                                            \
+    *value = static_cast<unsigned>(h.field);                                                             \
+    return NVML_SUCCESS;                                                                                 \
+  }
+PREFLIGHT_FAKE_PCIE(nvmlDeviceGetCurrPcieLinkGeneration, pcie_gen)
+PREFLIGHT_FAKE_PCIE(nvmlDeviceGetCurrPcieLinkWidth, pcie_width)
+PREFLIGHT_FAKE_PCIE(nvmlDeviceGetMaxPcieLinkGeneration, pcie_gen_max)
+PREFLIGHT_FAKE_PCIE(nvmlDeviceGetMaxPcieLinkWidth, pcie_width_max)
+PREFLIGHT_FAKE_PCIE(nvmlDeviceGetGpuMaxPcieLinkGeneration, pcie_gen_gpu_max)
+
+/// "pcie_replay", then "pcie_replay_rise" more at every later read.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t device, unsigned int* value) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetPcieReplayCounter);
+  if (value == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *value = h.pcie_replay + h.pcie_replay_rise * device->replay_reads++;
+  return NVML_SUCCESS;
+}
+
+/// Link 0's replay and CRC flit counters rise by "nvlink_replay_rise" / "nvlink_crc_rise" at every
+/// read after the first; the others stay 0.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int link,
+                                                                   nvmlNvLinkErrorCounter_t counter,
+                                                                   unsigned long long* counter_value) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetNvLinkErrorCounter);
+  if (counter_value == nullptr || link >= NVML_NVLINK_MAX_LINKS || counter < 0 || counter > 3)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu->nvlinks == 0) return NVML_ERROR_NOT_SUPPORTED;
+  *counter_value = 0;
+  if (link == 0) {
+    const unsigned reads = device->nvlink_reads[counter]++;
+    if (counter == NVML_NVLINK_ERROR_DL_REPLAY) *counter_value = h.nvlink_replay_rise * reads;
+    if (counter == NVML_NVLINK_ERROR_DL_CRC_FLIT) *counter_value = h.nvlink_crc_rise * reads;
+  }
+  return NVML_SUCCESS;
+}
+
+namespace {
+
+/// Hopper and newer GPUs with NVLinks to NVSwitches take part in a fabric (completed by default).
+int fabric_state_of(const fake::Gpu& g) {
+  if (g.health.fabric_state) return *g.health.fabric_state;
+  return g.cc_major >= 9 && g.nvlinks > 0 && g.nvlink_to_switch ? 3 : 0;
+}
+
+}  // namespace
+
+/// Driver 525 and newer.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t* info) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetGpuFabricInfo);
+  if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (driver_major(s) < 525) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  const int state = fabric_state_of(*gpu);
+  if (state == 0) return NVML_ERROR_NOT_SUPPORTED;
+  *info = nvmlGpuFabricInfo_t{};
+  info->clusterUuid[15] = 0x01;
+  info->status = static_cast<nvmlReturn_t>(h.fabric_status);
+  info->cliqueId = h.fabric_clique_id;
+  info->state = static_cast<nvmlGpuFabricState_t>(state);
+  return NVML_SUCCESS;
+}
+
+/// Driver 550 and newer: v2; v3 from 580 (an older driver answers ARGUMENT_VERSION_MISMATCH to it).
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfo_v3_t* info) {
+  PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetGpuFabricInfoV);
+  if (info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  const int major = driver_major(s);
+  if (major < 550) return NVML_ERROR_FUNCTION_NOT_FOUND;
+  const unsigned version = info->version;
+  if (version != nvmlGpuFabricInfo_v2 && version != nvmlGpuFabricInfo_v3) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  if (version == nvmlGpuFabricInfo_v3 && major < 580) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  const int state = fabric_state_of(*gpu);
+  if (state == 0) return NVML_ERROR_NOT_SUPPORTED;
+  nvmlGpuFabricInfo_v2_t v2{};
+  v2.version = version;
+  v2.clusterUuid[15] = 0x01;
+  v2.status = static_cast<nvmlReturn_t>(h.fabric_status);
+  v2.cliqueId = h.fabric_clique_id;
+  v2.state = static_cast<nvmlGpuFabricState_t>(state);
+  v2.healthMask = h.fabric_health_mask;
+  if (version == nvmlGpuFabricInfo_v2) {
+    std::memcpy(static_cast<void*>(info), &v2, sizeof v2);  // the caller's struct is a v2
+    return NVML_SUCCESS;
+  }
+  info->version = version;
+  std::memcpy(info->clusterUuid, v2.clusterUuid, sizeof v2.clusterUuid);
+  info->status = v2.status;
+  info->cliqueId = v2.cliqueId;
+  info->state = v2.state;
+  info->healthMask = v2.healthMask;
+  info->healthSummary = static_cast<unsigned char>(h.fabric_health_summary);
+  return NVML_SUCCESS;
+}
+
 // The fake and the header can never drift: every export has exactly the header's type.
 #define PREFLIGHT_FAKE_SAME_TYPE(fn) static_assert(std::is_same_v<decltype(&fn), PFN_##fn>, #fn)
 PREFLIGHT_FAKE_SAME_TYPE(nvmlInit_v2);
@@ -394,3 +650,24 @@ PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetNvLinkRemotePciInfo_v2);
 PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetNvLinkRemoteDeviceType);
 PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetTopologyCommonAncestor);
 PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetP2PStatus);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetRemappedRows);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetRowRemapperHistogram);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetRetiredPagesPendingStatus);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetRetiredPages);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetEccMode);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetTotalEccErrors);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetFieldValues);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetCurrentClocksEventReasons);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetCurrentClocksThrottleReasons);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetPerformanceState);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetTemperature);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetTemperatureThreshold);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetCurrPcieLinkGeneration);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetCurrPcieLinkWidth);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetMaxPcieLinkGeneration);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetMaxPcieLinkWidth);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetGpuMaxPcieLinkGeneration);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetPcieReplayCounter);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetNvLinkErrorCounter);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetGpuFabricInfo);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetGpuFabricInfoV);

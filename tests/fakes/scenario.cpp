@@ -205,11 +205,79 @@ Gpu default_gpu(std::size_t index) {
   return gpu;
 }
 
+void parse_health(const json& doc, const std::string& where, GpuHealthScript& h) {
+  check_keys(doc, where,
+             {"lost", "remap_correctable", "remap_uncorrectable", "remap_banks_exhausted", "remap_pending",
+              "remap_failure", "retired_pending", "retired_dbe", "retired_sbe", "ecc", "ecc_pending",
+              "ecc_dbe_volatile", "ecc_dbe_aggregate", "ecc_sbe_volatile", "recovery_action", "clock_event_reasons",
+              "pstate", "temperature", "slowdown_temperature", "pcie_gen", "pcie_width", "pcie_gen_max",
+              "pcie_width_max", "pcie_gen_gpu_max", "pcie_replay", "pcie_replay_rise", "nvlink_replay_rise",
+              "nvlink_crc_rise", "fabric_state", "fabric_status", "fabric_health_mask", "fabric_health_summary",
+              "fabric_clique_id"});
+  auto u = [&](const char* key, unsigned& out) {
+    if (doc.contains(key)) out = static_cast<unsigned>(get_int(doc, key, where, 0));
+  };
+  auto u64 = [&](const char* key, std::uint64_t& out) {
+    if (doc.contains(key)) out = static_cast<std::uint64_t>(get_int(doc, key, where, 0));
+  };
+  auto i = [&](const char* key, int& out) {
+    if (doc.contains(key)) out = static_cast<int>(get_int(doc, key, where, 0));
+  };
+  auto b = [&](const char* key, bool& out) {
+    if (doc.contains(key)) out = get_bool(doc, key, where);
+  };
+  if (doc.contains("lost")) {
+    const std::string lost = get_string(doc, "lost", where);
+    if (lost == "gpu_lost") h.lost = 15;
+    else if (lost == "reset_required") h.lost = 16;
+    else fail(where + ".lost: expected \"gpu_lost\" or \"reset_required\"");
+  }
+  u("remap_correctable", h.remap_correctable);
+  u("remap_uncorrectable", h.remap_uncorrectable);
+  u("remap_banks_exhausted", h.remap_banks_exhausted);
+  b("remap_pending", h.remap_pending);
+  b("remap_failure", h.remap_failure);
+  b("retired_pending", h.retired_pending);
+  u("retired_dbe", h.retired_dbe);
+  u("retired_sbe", h.retired_sbe);
+  b("ecc", h.ecc);
+  if (doc.contains("ecc_pending")) h.ecc_pending = get_bool(doc, "ecc_pending", where);
+  u64("ecc_dbe_volatile", h.ecc_dbe_volatile);
+  u64("ecc_dbe_aggregate", h.ecc_dbe_aggregate);
+  u64("ecc_sbe_volatile", h.ecc_sbe_volatile);
+  i("recovery_action", h.recovery_action);
+  u64("clock_event_reasons", h.clock_event_reasons);
+  i("pstate", h.pstate);
+  i("temperature", h.temperature);
+  i("slowdown_temperature", h.slowdown_temperature);
+  i("pcie_gen", h.pcie_gen);
+  i("pcie_width", h.pcie_width);
+  i("pcie_gen_max", h.pcie_gen_max);
+  i("pcie_width_max", h.pcie_width_max);
+  i("pcie_gen_gpu_max", h.pcie_gen_gpu_max);
+  u("pcie_replay", h.pcie_replay);
+  u("pcie_replay_rise", h.pcie_replay_rise);
+  u64("nvlink_replay_rise", h.nvlink_replay_rise);
+  u64("nvlink_crc_rise", h.nvlink_crc_rise);
+  if (doc.contains("fabric_state")) {
+    const std::string st = get_string(doc, "fabric_state", where);
+    if (st == "not_supported") h.fabric_state = 0;
+    else if (st == "not_started") h.fabric_state = 1;
+    else if (st == "in_progress") h.fabric_state = 2;
+    else if (st == "completed") h.fabric_state = 3;
+    else fail(where + ".fabric_state: expected not_supported, not_started, in_progress or completed");
+  }
+  i("fabric_status", h.fabric_status);
+  u("fabric_health_mask", h.fabric_health_mask);
+  i("fabric_health_summary", h.fabric_health_summary);
+  u("fabric_clique_id", h.fabric_clique_id);
+}
+
 Gpu parse_gpu(const json& doc, std::size_t index) {
   const std::string where = "gpus[" + std::to_string(index) + "]";
   check_keys(doc, where,
              {"name", "uuid", "pci_bus_id", "cc", "memory_total_mib", "memory_used_mib", "persistence", "mig",
-              "processes", "cpu_affinity", "numa_node", "nvlinks", "nvlink_remote"});
+              "processes", "cpu_affinity", "numa_node", "nvlinks", "nvlink_remote", "health"});
   Gpu gpu = default_gpu(index);
   const Product* product = &kProducts[0];
   if (doc.contains("cc")) {
@@ -268,6 +336,7 @@ Gpu parse_gpu(const json& doc, std::size_t index) {
     if (remote != "switch" && remote != "peer") fail(where + ".nvlink_remote: expected \"switch\" or \"peer\"");
     gpu.nvlink_to_switch = remote == "switch";
   }
+  if (doc.contains("health")) parse_health(doc.at("health"), where + ".health", gpu.health);
   gpu.memory_used_mib = doc.contains("memory_used_mib")
                             ? static_cast<std::uint64_t>(get_int(doc, "memory_used_mib", where, 0))
                             : process_mib;

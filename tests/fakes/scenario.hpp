@@ -46,6 +46,30 @@ struct Process {
   std::uint64_t used_mib = 0;
 };
 
+/// The health answers of a GPU (the scenario's per-GPU "health" object, tests/fakes/README.md).
+struct GpuHealthScript {
+  int lost = 0;  // 15 (NVML_ERROR_GPU_IS_LOST) or 16 (NVML_ERROR_RESET_REQUIRED): every health call answers it
+  unsigned remap_correctable = 0, remap_uncorrectable = 0, remap_banks_exhausted = 0;
+  bool remap_pending = false, remap_failure = false;
+  bool retired_pending = false;
+  unsigned retired_dbe = 0, retired_sbe = 0;
+  bool ecc = true;
+  std::optional<bool> ecc_pending;  // nullopt: as ecc
+  std::uint64_t ecc_dbe_volatile = 0, ecc_dbe_aggregate = 0, ecc_sbe_volatile = 0;
+  int recovery_action = 0;  // nvmlDeviceGpuRecoveryAction_t
+  std::uint64_t clock_event_reasons = 0;
+  int pstate = 0;
+  int temperature = 40, slowdown_temperature = 87;
+  int pcie_gen = 5, pcie_width = 16, pcie_gen_max = 5, pcie_width_max = 16, pcie_gen_gpu_max = 5;
+  unsigned pcie_replay = 0, pcie_replay_rise = 0;             // rise: added at every later read
+  std::uint64_t nvlink_replay_rise = 0, nvlink_crc_rise = 0;  // link 0's counters, at every later read
+  std::optional<int> fabric_state;  // nullopt: 3 (completed) for CC 9.0+ with NVLinks to NVSwitches, else 0
+  int fabric_status = 0;
+  unsigned fabric_health_mask = 0;
+  int fabric_health_summary = 1;
+  unsigned fabric_clique_id = 1;
+};
+
 struct Gpu {
   std::string name;
   std::string uuid;        // "GPU-" + 8-4-4-4-12 hex digits
@@ -62,6 +86,7 @@ struct Gpu {
   std::optional<int> numa_node;                  // nullopt: nvmlDeviceGetNumaNodeId / MemoryAffinity NOT_SUPPORTED
   int nvlinks = 0;                               // active NVLinks (links 0..nvlinks-1)
   bool nvlink_to_switch = true;                  // "switch": link l goes to NVSwitch l % 4; "peer": to GPU index ^ 1
+  GpuHealthScript health;
 
   // Derived.
   std::array<unsigned char, 16> uuid_bytes{};

@@ -22,4 +22,12 @@ command -v hwloc-gather-topology >/dev/null && (cd "$out" && hwloc-gather-topolo
 # The same node judged from its own export (what a user sends for analysis) next to the live run.
 [ -s "$out/lstopo.xml" ] && "$build/preflight" --topology-xml "$out/lstopo.xml" --only 'topo.p2p,net.gpu_nic_affinity' -v \
   >"$out/topology-xml-run.txt" 2>&1
+# The GPU and node health checks' facts from the real GPU (fixtures for the fake scenarios and the
+# check tests): the helper's health document, the checks' verdicts, and a kernel-log capture (the
+# NVIDIA lines only; unreadable without CAP_SYSLOG, which is recorded too).
+"$build/preflight-gpu-probe" health >"$out/gpu-health.json" 2>"$out/gpu-health.err"
+"$build/preflight" --only 'gpu.memory_health,gpu.xid,gpu.fabric,gpu.links,gpu.clocks' -v --json "$out/gpu-health-checks.json" \
+  >"$out/gpu-health-checks.txt" 2>&1
+{ dmesg -r 2>&1 || timeout 2 cat /dev/kmsg 2>&1; } | grep -a -e NVRM -e Xid -e SXid -e nvidia -e 'Operation not permitted' >"$out/kmsg-nvidia.txt"
+"$build/preflight" capture "$out/capture" >/dev/null 2>&1
 ls -la "$out"

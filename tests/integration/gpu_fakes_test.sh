@@ -119,4 +119,30 @@ for value in "" none NoDevFiles; do
   expect_contains "$(summary_of gpu.busy)" "the job will see no GPU" "gpu.busy with '$value'"
 done
 
+# GPU and node health on the fake 8-GPU node: healthy by default; one fault per GPU in
+# health-faults.json, each named by its check.
+health='gpu.memory_health,gpu.clocks,gpu.links,gpu.fabric'
+expect_rc 0 "health checks on a healthy node" -- with_gpu h100x8-healthy --only "$health" --format json
+for id in gpu.memory_health gpu.clocks gpu.links; do expect_eq "$(check_status $id)" PASS "$id healthy"; done
+expect_rc 1 "health faults" -- with_gpu health-faults --only "$health" --format json
+expect_eq "$(check_status gpu.memory_health)" FAIL "gpu.memory_health"
+expect_contains "$(summary_of gpu.memory_health)" "a row remap waits for a GPU reset on GPU 0 (00000000:18:00.0)" "remap pending"
+expect_contains "$(summary_of gpu.memory_health)" "GPU 1 (00000000:2A:00.0): 2 uncorrectable (double-bit) ECC error(s)" "DBE"
+expect_contains "$(summary_of gpu.memory_health)" "NVML_ERROR_GPU_IS_LOST" "GPU lost"
+expect_contains "$(summary_of gpu.memory_health)" "GPU 6 (00000000:BA:00.0): GPU reset required" "recovery action"
+expect_eq "$(check_status gpu.links)" FAIL "gpu.links"
+expect_contains "$(summary_of gpu.links)" "GPU 2 (00000000:3A:00.0): 2 of 18 NVLinks down (links 16, 17)" "NVLinks down"
+expect_contains "$(summary_of gpu.links)" "GPU 3 (00000000:5D:00.0): PCIe Gen5 x8 under load, capable of Gen5 x16" "x8"
+expect_contains "$(summary_of gpu.links)" "GPU 7 (00000000:DB:00.0):" "NVLink replays"
+expect_eq "$(check_status gpu.clocks)" FAIL "gpu.clocks"
+expect_contains "$(summary_of gpu.clocks)" "GPU 4 (00000000:9A:00.0): hardware slowdown" "HW slowdown"
+expect_eq "$(check_status gpu.fabric)" FAIL "gpu.fabric"
+expect_contains "$(summary_of gpu.fabric)" "NVSwitch fabric not started on GPU 7 (00000000:DB:00.0)" "fabric"
+
+# gpu.xid on a tree whose /dev/kmsg holds the multi-line "fallen off the bus" report (no Xid line).
+mkdir -p "$work/kmsg/dev" && cp "$PREFLIGHT_FIXTURES_DIR/kmsg/fallen-off-bus-multiline.kmsg" "$work/kmsg/dev/kmsg"
+expect_rc 1 "fallen off the bus in the kernel log" -- "$PREFLIGHT" --sysroot "$work/kmsg" --only gpu.xid --format json
+expect_eq "$(check_status gpu.xid)" FAIL "gpu.xid"
+expect_contains "$(summary_of gpu.xid)" "0000:b3:00.0: fallen off the bus (2h00m after boot)" "gpu.xid summary"
+
 finish

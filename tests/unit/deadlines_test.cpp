@@ -23,10 +23,11 @@ TEST(Deadlines, HelperSharesAreStatedAndFitTheProbePhaseOneByOne) {
   EXPECT_DOUBLE_EQ(helper_share(Helper::GpuSmoke), 0.15);
   EXPECT_DOUBLE_EQ(helper_share(Helper::Nccl), 0.05);
   EXPECT_DOUBLE_EQ(helper_share(Helper::GpuP2p), 0.15);
+  EXPECT_DOUBLE_EQ(helper_share(Helper::GpuHealth), 0.10);
   EXPECT_DOUBLE_EQ(helper_share(Helper::NameLookup), 0.10);
   EXPECT_DOUBLE_EQ(helper_share(Helper::Python), 0.10);
-  for (Helper h : {Helper::GpuDriver, Helper::GpuSmoke, Helper::Nccl, Helper::GpuP2p, Helper::NameLookup,
-                   Helper::Python}) {
+  for (Helper h : {Helper::GpuDriver, Helper::GpuSmoke, Helper::Nccl, Helper::GpuP2p, Helper::GpuHealth,
+                   Helper::NameLookup, Helper::Python}) {
     EXPECT_LT(helper_share(h), PhaseShares::probe);
     EXPECT_FALSE(helper_name(h).empty());
   }

@@ -311,6 +311,21 @@ TEST(NvidiaAbi, Nvml) {
   static_assert(v::NVML_P2P_STATUS_OK == 0 && v::NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED == 3 &&
                 v::NVML_P2P_STATUS_DISABLED_BY_REGKEY == 4 && v::NVML_P2P_STATUS_UNKNOWN == 6);
   static_assert(v::NVML_AFFINITY_SCOPE_NODE == 0 && v::NVML_NVLINK_MAX_LINKS == 18);
+  // The health subset (gpu-health reference: nvml.h 11.0 .. 13.0 layouts and values).
+  static_assert(sizeof(v::nvmlFieldValue_t) == 40 && offsetof(v::nvmlFieldValue_t, value) == 32);
+  static_assert(sizeof(v::nvmlRowRemapperHistogramValues_t) == 20);
+  static_assert(sizeof(v::nvmlGpuFabricInfo_t) == 28 && offsetof(v::nvmlGpuFabricInfo_t, state) == 24);
+  static_assert(sizeof(v::nvmlGpuFabricInfo_v2_t) == 36 && offsetof(v::nvmlGpuFabricInfo_v2_t, healthMask) == 32);
+  static_assert(sizeof(v::nvmlGpuFabricInfo_v3_t) == 40 && offsetof(v::nvmlGpuFabricInfo_v3_t, healthSummary) == 36);
+  static_assert(v::nvmlGpuFabricInfo_v2 == (36u | 2u << 24) && v::nvmlGpuFabricInfo_v3 == (40u | 3u << 24));
+  static_assert(v::NVML_ERROR_GPU_IS_LOST == 15 && v::NVML_ERROR_RESET_REQUIRED == 16 &&
+                v::NVML_ERROR_ARGUMENT_VERSION_MISMATCH == 25 && v::NVML_ERROR_DEPRECATED == 26);
+  static_assert(v::NVML_FI_DEV_RESET_STATUS == 226 && v::NVML_FI_DEV_DRAIN_AND_RESET_STATUS == 227 &&
+                v::NVML_FI_DEV_GET_GPU_RECOVERY_ACTION == 230);
+  static_assert(v::NVML_NVLINK_ERROR_DL_REPLAY == 0 && v::NVML_NVLINK_ERROR_DL_RECOVERY == 1 &&
+                v::NVML_NVLINK_ERROR_DL_CRC_FLIT == 2 && v::NVML_NVLINK_ERROR_DL_CRC_DATA == 3);
+  static_assert(v::NVML_MEMORY_ERROR_TYPE_UNCORRECTED == 1 && v::NVML_VOLATILE_ECC == 0 && v::NVML_AGGREGATE_ECC == 1);
+  static_assert(v::NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR == 1 && v::NVML_TEMPERATURE_THRESHOLD_SLOWDOWN == 1);
   GTEST_SKIP() << "no nvml.h on this machine (not installable on Debian 12): nvml_api.hpp enum values and "
                   "signatures not checked against NVIDIA's header";
 }

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// gpu.clocks: hardware slowdown while the GPUs are busy — the clock event reasons NVML reports
+// while the contained helper keeps every GPU busy (idle GPUs report "idle" and prove nothing).
+#include "checks/check.hpp"
+#include "checks/gpu_health_common.hpp"
+
+namespace preflight {
+namespace {
+
+constexpr int kSlowdownMarginC = 2;  // WARN within 2 °C of the slowdown threshold (H100's T.Limit offset)
+
+std::string reasons_text(std::uint64_t bits) {
+  std::vector<std::string> names;
+  if (bits & kClocksHwSlowdown) names.push_back("hardware slowdown");
+  if (bits & kClocksHwThermal) names.push_back("hardware thermal slowdown");
+  if (bits & kClocksHwPowerBrake) names.push_back("hardware power brake");
+  if (bits & kClocksSwThermal) names.push_back("software thermal slowdown");
+  return names.empty() ? std::string("none") : list_text(names, 4);
+}
+
+Verdict run(const CheckContext& ctx) {
+  const HealthView view = node_health(ctx, "the GPUs' clock event reasons (NVML)");
+  if (view.verdict) return *view.verdict;
+  const GpuHealthFacts& h = *view.facts;
+  VerdictBuilder b;
+  nlohmann::json per_gpu = nlohmann::json::array();
+  for (const GpuHealth& g : h.gpus) {
+    per_gpu.push_back({{"index", g.index}, {"pci_bus_id", g.pci_bus_id}, {"samples", g.load_samples},
+                       {"clock_event_reasons", g.clock_event_reasons}, {"slowdown_samples", g.slowdown_samples},
+                       {"pstate", g.pstate}, {"temperature_c", g.temperature_c},
+                       {"slowdown_temperature_c", g.slowdown_temperature_c}});
+  }
+  b.evidence()["gpus"] = std::move(per_gpu);
+  b.evidence()["load"] = h.load;
+  if (h.gpus.empty()) return Verdict::skip("NVML lists no GPU on this node: no clocks to check", b.evidence());
+  add_lost_gpus(b, h);
+  std::vector<std::string> hard, once, soft, hot, unread;
+  for (const GpuHealth& g : h.gpus) {
+    if (!g.lost.empty()) continue;
+    const std::string who = health_gpu_text(g);
+    if (!g.clock_event_reasons) {
+      unread.push_back(who + ": " + unavailable_text(g, "clocks"));
+      continue;
+    }
+    const std::uint64_t bits = *g.clock_event_reasons;
+    const std::uint64_t hw = bits & (kClocksHwSlowdown | kClocksHwThermal | kClocksHwPowerBrake);
+    if (hw != 0) {
+      const std::string text = who + ": " + reasons_text(hw) + " in " + std::to_string(g.slowdown_samples) + " of " +
+                               std::to_string(g.load_samples) + " samples";
+      (g.slowdown_samples >= 2 ? hard : once).push_back(text);
+    }
+    if ((bits & kClocksSwThermal) != 0) soft.push_back(who + ": software thermal slowdown");
+    if (g.temperature_c && g.slowdown_temperature_c && *g.slowdown_temperature_c > 0 &&
+        *g.temperature_c >= *g.slowdown_temperature_c - kSlowdownMarginC) {
+      hot.push_back(who + ": " + std::to_string(*g.temperature_c) + " °C, slowdown at " +
+                    std::to_string(*g.slowdown_temperature_c) + " °C");
+    }
+  }
+  const std::string remedy =
+      "Hardware slowdown halves the clocks or worse: check cooling and airflow (`nvidia-smi -q -d "
+      "TEMPERATURE,PERFORMANCE`), the power supplies and the external power-brake signal (power brake), then "
+      "drain the node and have it serviced if it persists under load.";
+  if (!hard.empty()) b.add(Status::Fail, list_text(hard, 4) + " under load", remedy);
+  if (!once.empty())
+    b.add(Status::Warn, list_text(once, 4) + " under load (once: may be a P-state change)", remedy);
+  if (!soft.empty() || !hot.empty()) {
+    std::vector<std::string> all = soft;
+    all.insert(all.end(), hot.begin(), hot.end());
+    b.add(Status::Warn, list_text(all, 4),
+          "The GPU runs at its thermal limit: check fans, airflow and the inlet temperature (`nvidia-smi -q -d "
+          "TEMPERATURE`).");
+  }
+  if (!unread.empty()) {
+    b.add(Status::Unknown, "clock event reasons not readable: " + list_text(unread, 4),
+          "Run preflight with a driver that reports clock event reasons (R535+: "
+          "nvmlDeviceGetCurrentClocksEventReasons), or check by hand with `nvidia-smi -q -d PERFORMANCE` under load.");
+  }
+  if (!h.loaded && b.status() == Status::Pass) {
+    return Verdict::unknown("clock event reasons sampled only at idle (" + h.load +
+                                "): hardware slowdown shows under load",
+                            "See cuda.smoke for why the GPUs could not be given work, then rerun preflight.",
+                            b.evidence());
+  }
+  if (b.status() == Status::Pass) {
+    b.note(std::to_string(h.gpus.size()) + (h.gpus.size() == 1 ? " GPU" : " GPUs") +
+           ": no hardware slowdown under load (" + h.load + "; idle and software power cap are not problems)");
+  }
+  return b.build();
+}
+
+constexpr std::string_view kExplain = R"EXPLAIN(What it reads
+  The contained GPU helper's health run keeps every GPU busy (cuMemsetD32 on each) and samples,
+  per GPU, nvmlDeviceGetCurrentClocksEventReasons (R535; the older
+  nvmlDeviceGetCurrentClocksThrottleReasons otherwise), the performance state, the temperature and
+  the slowdown threshold (nvmlDeviceGetTemperatureThreshold SLOWDOWN). Idle (0x1), application
+  clocks, software power cap (0x4) and sync boost are not problems and are ignored.
+
+Failures
+  FAIL     hardware slowdown (0x8), hardware thermal slowdown (0x40) or hardware power brake
+           (0x80) in two or more samples under load, naming the GPU and the reason.
+  WARN     one of them in a single sample (the driver also reports hardware slowdown briefly
+           during a P-state change); software thermal slowdown (0x20); the temperature within
+           2 °C of the slowdown threshold.
+  FAIL     a GPU is lost or needs a reset.
+  UNKNOWN  the driver has no clock event reasons function (named), or the GPUs could not be given
+           work (then only idle samples exist, which prove nothing); the helper did not run.
+  SKIP     in the image profile; NVML lists no GPU.
+
+Fix
+  Check cooling, fans and inlet temperature (`nvidia-smi -q -d TEMPERATURE,PERFORMANCE` under
+  load), the power supplies and the chassis power-brake signal; a GPU that keeps slowing down
+  under load needs service: drain the node.)EXPLAIN";
+
+}  // namespace
+
+extern const CheckSpec kGpuClocks = {
+    "gpu.clocks", Scope::Node, "no hardware slowdown (thermal, power brake) while the GPUs are busy", kExplain,
+    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health", true};
+
+}  // namespace preflight

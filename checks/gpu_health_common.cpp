@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+#include "checks/gpu_health_common.hpp"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "checks/gpu_common.hpp"
+#include "core/text.hpp"
+
+namespace preflight {
+
+const std::string_view kLostGpuRemedy =
+    "The GPU no longer answers the driver: drain the node (`scontrol update nodename=$(hostname -s) state=drain "
+    "reason=\"GPU lost\"`), look for the Xid in `dmesg | grep -i -e NVRM -e Xid` (Xid 79: fallen off the bus), "
+    "then reset the GPU (`nvidia-smi -r -i <gpu>`, no process may use it) or reboot the node; if it comes back "
+    "lost, reseat or replace the GPU.";
+
+HealthView node_health(const CheckContext& ctx, std::string_view what) {
+  HealthView v;
+  const DriverFacts& d = ctx.facts.gpu.driver;
+  if (std::optional<Verdict> none = no_driver_verdict(d, "the job needs a GPU")) {
+    v.verdict = std::move(none);
+    return v;
+  }
+  const Probed<GpuHealthFacts>* first_error = nullptr;
+  for (const RankFacts* f : node_ranks(ctx)) {
+    const Probed<GpuHealthFacts>& h = f->gpu.driver.health;
+    if (const GpuHealthFacts* facts = h.value()) {
+      v.facts = facts;
+      return v;
+    }
+    if (first_error == nullptr || (first_error->error()->code == ProbeErrc::Unsupported &&
+                                   h.error()->code != ProbeErrc::Unsupported)) {
+      first_error = &h;
+    }
+  }
+  if (first_error == nullptr) first_error = &d.health;
+  const ProbeError& err = *first_error->error();
+  if (err.code == ProbeErrc::Unsupported) {
+    v.verdict = Verdict::unknown(std::string(what) + " not read: " + err.detail,
+                                 "Run preflight on the node in the node or job profile without --skip of this check "
+                                 "(the GPU health helper runs once per node, on its local rank 0).");
+    return v;
+  }
+  v.verdict = missing_gpu_fact(err, first_error->source(), what, "");
+  return v;
+}
+
+std::string health_gpu_text(const GpuHealth& g) {
+  return "GPU " + std::to_string(g.index) + (g.pci_bus_id.empty() ? std::string() : " (" + g.pci_bus_id + ")");
+}
+
+std::string unavailable_text(const GpuHealth& g, const std::string& fact) {
+  const auto it = g.unavailable.find(fact);
+  return it != g.unavailable.end() ? it->second : std::string("not reported");
+}
+
+bool add_lost_gpus(VerdictBuilder& b, const GpuHealthFacts& h) {
+  std::vector<std::string> lost;
+  for (const GpuHealth& g : h.gpus) {
+    if (!g.lost.empty()) lost.push_back(health_gpu_text(g) + ": " + g.lost);
+  }
+  if (lost.empty()) return false;
+  b.add(Status::Fail, list_text(lost, 4) + " — the GPU is lost or needs a reset", std::string(kLostGpuRemedy));
+  return true;
+}
+
+std::string list_text(const std::vector<std::string>& items, std::size_t most) {
+  std::vector<std::string> shown(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(std::min(most, items.size())));
+  std::string out = join(shown, "; ");
+  if (items.size() > shown.size()) out += "; and " + std::to_string(items.size() - shown.size()) + " more";
+  return out;
+}
+
+}  // namespace preflight

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+// gpu.links: NVLinks down, NVLink errors that rise while the GPUs are busy, and PCIe links trained
+// below what the GPU and the slot can do, judged under load (idle GPUs downshift their links).
+#include <algorithm>
+
+#include "checks/check.hpp"
+#include "checks/gpu_health_common.hpp"
+#include "core/text.hpp"
+
+namespace preflight {
+namespace {
+
+constexpr double kMaxCrcPerSecond = 100.0;  // DCGM_LIMIT_MAX_NVLINK_CRC_ERROR
+
+std::string links_text(const std::vector<int>& links) {
+  std::vector<std::string> parts;
+  for (const int l : links) parts.push_back(std::to_string(l));
+  return join(parts, ", ");
+}
+
+Verdict run(const CheckContext& ctx) {
+  const HealthView view = node_health(ctx, "the GPUs' NVLink and PCIe link state (NVML)");
+  if (view.verdict) return *view.verdict;
+  const GpuHealthFacts& h = *view.facts;
+  VerdictBuilder b;
+  nlohmann::json per_gpu = nlohmann::json::array();
+  for (const GpuHealth& g : h.gpus) {
+    per_gpu.push_back({{"index", g.index}, {"pci_bus_id", g.pci_bus_id}, {"mig_enabled", g.mig_enabled},
+                       {"nvlinks_present", g.nvlinks_present}, {"nvlinks_up", g.nvlinks_up},
+                       {"nvlinks_down", g.nvlinks_down}, {"nvlink_replay_delta", g.nvlink_replay_delta},
+                       {"nvlink_crc_delta", g.nvlink_crc_delta}, {"pstate", g.pstate}, {"pcie_gen", g.pcie_gen},
+                       {"pcie_width", g.pcie_width}, {"pcie_gen_max", g.pcie_gen_max},
+                       {"pcie_width_max", g.pcie_width_max}, {"pcie_gen_gpu_max", g.pcie_gen_gpu_max},
+                       {"pcie_replay_before", g.pcie_replay_before}, {"pcie_replay_after", g.pcie_replay_after}});
+  }
+  b.evidence()["gpus"] = std::move(per_gpu);
+  b.evidence()["load"] = h.load;
+  if (h.gpus.empty()) return Verdict::skip("NVML lists no GPU on this node: no links to check", b.evidence());
+  add_lost_gpus(b, h);
+  int most_up = 0;
+  for (const GpuHealth& g : h.gpus)
+    if (!g.mig_enabled.value_or(false)) most_up = std::max(most_up, g.nvlinks_up.value_or(0));
+  std::vector<std::string> down, fewer, replay, crc_fail, crc_warn, narrow, slow, replays, unread, idle, notes;
+  for (const GpuHealth& g : h.gpus) {
+    if (!g.lost.empty()) continue;
+    const std::string who = health_gpu_text(g);
+    // NVLinks.
+    if (g.nvlinks_present) {
+      if (g.mig_enabled.value_or(false)) {
+        if (!g.nvlinks_down.empty())
+          notes.push_back(who + ": " + std::to_string(g.nvlinks_down.size()) +
+                          " NVLinks reported down under MIG (NVML reports MIG GPUs' links as down: treated as disabled)");
+      } else if (!g.nvlinks_down.empty()) {
+        down.push_back(who + ": " + std::to_string(g.nvlinks_down.size()) + " of " + std::to_string(*g.nvlinks_present) +
+                       " NVLinks down (link" + (g.nvlinks_down.size() == 1 ? " " : "s ") + links_text(g.nvlinks_down) + ")");
+      } else if (*g.nvlinks_up > 0 && *g.nvlinks_up < most_up) {
+        fewer.push_back(who + ": " + std::to_string(*g.nvlinks_up) + " NVLinks up, other GPUs of the node " +
+                        std::to_string(most_up));
+      }
+    } else if (g.unavailable.count("nvlink") && unavailable_text(g, "nvlink") != "this GPU has no NVLink") {
+      unread.push_back(who + ": " + unavailable_text(g, "nvlink"));
+    }
+    if (g.nvlink_replay_delta.value_or(0) > 0)
+      replay.push_back(who + ": " + std::to_string(*g.nvlink_replay_delta) + " NVLink replay/recovery event(s)");
+    if (g.nvlink_crc_delta.value_or(0) > 0) {
+      const double rate = h.load_seconds > 0 ? static_cast<double>(*g.nvlink_crc_delta) / h.load_seconds : 0.0;
+      (rate >= kMaxCrcPerSecond ? crc_fail : crc_warn)
+          .push_back(who + ": " + std::to_string(*g.nvlink_crc_delta) + " NVLink CRC error(s) in " +
+                     fixed(h.load_seconds, 2) + " s");
+    }
+    // PCIe, judged only when busy (at P0 where the P-state is known).
+    const bool busy = h.loaded && g.unavailable.count("load") == 0 && g.pstate.value_or(0) == 0;
+    if (!g.pcie_gen || !g.pcie_width || !g.pcie_gen_max || !g.pcie_width_max) {
+      if (g.unavailable.count("pcie")) unread.push_back(who + ": " + unavailable_text(g, "pcie"));
+    } else if (!busy) {
+      idle.push_back(who);
+    } else {
+      const std::string now = "Gen" + std::to_string(*g.pcie_gen) + " x" + std::to_string(*g.pcie_width);
+      const std::string max = "Gen" + std::to_string(*g.pcie_gen_max) + " x" + std::to_string(*g.pcie_width_max);
+      if (*g.pcie_width < *g.pcie_width_max) narrow.push_back(who + ": PCIe " + now + " under load, capable of " + max);
+      else if (*g.pcie_gen < *g.pcie_gen_max) slow.push_back(who + ": PCIe " + now + " under load, capable of " + max);
+      if (g.pcie_gen_gpu_max && *g.pcie_gen_gpu_max > *g.pcie_gen_max)
+        notes.push_back(who + ": the slot allows Gen" + std::to_string(*g.pcie_gen_max) + ", the GPU Gen" +
+                        std::to_string(*g.pcie_gen_gpu_max) + " (a configuration, not a fault)");
+    }
+    if (g.pcie_replay_before && g.pcie_replay_after && *g.pcie_replay_after > *g.pcie_replay_before)
+      replays.push_back(who + ": " + std::to_string(*g.pcie_replay_after - *g.pcie_replay_before) +
+                        " PCIe replay(s) during the load");
+  }
+  const std::string nvlink_remedy =
+      "Check `nvidia-smi nvlink --status` and `nvidia-smi nvlink -e`; a link down or erroring needs the GPU reset "
+      "(`nvidia-smi -r`), the fabric manager restarted, or the baseboard serviced: drain the node. NCCL routes "
+      "around nothing: a missing link lowers every all_reduce's bandwidth.";
+  const std::string pcie_remedy =
+      "A link trained below its width or generation: reseat the GPU or riser, check the slot's BIOS setting "
+      "(link speed forced lower), and compare with `nvidia-smi -q | grep -A4 'Link Width'` under load; "
+      "`lspci -vv -s <bus id>` shows LnkSta against LnkCap.";
+  if (!down.empty()) b.add(Status::Fail, list_text(down, 4), nvlink_remedy);
+  if (!replay.empty()) b.add(Status::Fail, list_text(replay, 4) + " during the load (should always be 0)", nvlink_remedy);
+  if (!crc_fail.empty()) b.add(Status::Fail, list_text(crc_fail, 4) + " (100 per second or more)", nvlink_remedy);
+  if (!narrow.empty()) b.add(Status::Fail, list_text(narrow, 4), pcie_remedy);
+  if (!fewer.empty()) b.add(Status::Warn, list_text(fewer, 4), nvlink_remedy);
+  if (!crc_warn.empty()) b.add(Status::Warn, list_text(crc_warn, 4), nvlink_remedy);
+  if (!slow.empty()) b.add(Status::Warn, list_text(slow, 4), pcie_remedy);
+  if (!replays.empty())
+    b.add(Status::Warn, list_text(replays, 4) + " (link errors the link layer retried)",
+          "Rising PCIe replays mean a marginal link: reseat the GPU or riser; if it keeps rising, service the slot.");
+  if (!unread.empty())
+    b.add(Status::Unknown, "link state not readable: " + list_text(unread, 4),
+          "Run preflight with a driver that reports NVLink and PCIe link state, or check with `nvidia-smi nvlink "
+          "--status` and `nvidia-smi -q -d PCIE`.");
+  if (!idle.empty())
+    b.add(Status::Unknown,
+          "PCIe link not judged for " + list_text(idle, 4) + ": not sampled busy (" + h.load +
+              "); idle GPUs lower their link generation",
+          "See cuda.smoke for why the GPUs could not be given work, then rerun preflight.");
+  for (const std::string& n : notes) b.note(n);
+  if (b.status() == Status::Pass) {
+    b.note(std::to_string(h.gpus.size()) + (h.gpus.size() == 1 ? " GPU" : " GPUs") +
+           ": every NVLink up, no NVLink error during the load, PCIe at its maximum width and generation under load");
+  }
+  return b.build();
+}
+
+constexpr std::string_view kExplain = R"EXPLAIN(What it reads
+  From the contained GPU helper's health run, per GPU: nvmlDeviceGetNvLinkState for every link
+  the GPU has (NOT_SUPPORTED on link 0: no NVLink; on link k: the GPU has k links), the NVLink
+  replay, recovery and CRC counters (nvmlDeviceGetNvLinkErrorCounter) before and after the load,
+  the PCIe link generation and width sampled while every GPU runs cuMemsetD32 (the best seen at
+  P0) against the maximum of the GPU and slot (nvmlDeviceGetMaxPcieLinkGeneration/Width) and the
+  GPU's own (nvmlDeviceGetGpuMaxPcieLinkGeneration), and the PCIe replay counter before and after.
+
+Failures
+  FAIL     NVLinks down among the links the GPU has ("2 of 18 NVLinks down (links 16, 17)").
+  FAIL     NVLink replay or recovery events during the load (should always be 0), or CRC errors at
+           100 per second or more.
+  FAIL     the PCIe link runs narrower than it can under load (x8 on an x16 link).
+  WARN     fewer NVLinks up than the node's other GPUs; NVLink CRC errors below 100 per second; a
+           lower PCIe generation than the link can under load; PCIe replays during the load.
+  FAIL     a GPU is lost or needs a reset.
+  UNKNOWN  the link state is not readable (the driver's function named); the PCIe link could not
+           be sampled busy (no load: idle GPUs downshift, so an idle reading proves nothing).
+  SKIP     in the image profile; NVML lists no GPU.
+  Under MIG NVML reports a GPU's NVLinks as down: they are treated as disabled and noted. A slot
+  slower than the GPU (Gen5 GPU in a Gen4 slot) is a configuration, noted, not a fault.
+
+Fix
+  `nvidia-smi nvlink --status`, `nvidia-smi nvlink -e`, `nvidia-smi -q -d PCIE` under load and
+  `lspci -vv` (LnkSta vs LnkCap). Reset the GPU, reseat it or its riser, check BIOS link settings;
+  links that stay down or keep erroring need service: drain the node.)EXPLAIN";
+
+}  // namespace
+
+extern const CheckSpec kGpuLinks = {
+    "gpu.links", Scope::Node, "every NVLink up and error-free, PCIe at full width and generation under load", kExplain,
+    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health", true};
+
+}  // namespace preflight
