@@ -41,7 +41,10 @@ case "${PREFLIGHT_SANITIZE:-0}" in
   thread) cmake_args+=(-DPREFLIGHT_TSAN=ON -DPREFLIGHT_SANITIZE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
 esac
 cmake "${cmake_args[@]}" >/dev/null
-cmake --build "$build_dir" -j "$(nproc)"
+# `run` builds what it runs (preflight and its GPU helper); `test` builds everything.
+targets=()
+[ "$mode" = run ] && targets=(--target preflight preflight-gpu-probe)
+cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
 
 case "$mode" in
   run)
