@@ -91,6 +91,10 @@ while IFS= read -r -u 3 kind; do
       run_ok "$kind" numactl --cpunodebind=0 --membind=0 true ;;
     "taskset -c")
       run_ok "$kind" taskset -c "$(cut -d, -f1 /sys/fs/cgroup/cpuset.cpus.effective 2>/dev/null | cut -d- -f1 | grep . || echo 0)" true ;;
+    "srun --export")  # launch.env: where a shared RANK comes from
+      slurm && run_ok "$kind" srun -n 1 --export=ALL true ;;
+    "sysctl kernel.dmesg_restrict")  # gpu.xid: who may read the kernel log; read, not written
+      run_ok "$kind (read-only)" sysctl kernel.dmesg_restrict ;;
     "sysctl -w")  # net.ipv4.ip_local_reserved_ports: read, not written
       run_ok "$kind (read-only)" sysctl net.ipv4.ip_local_reserved_ports ;;
     "ip route")  # net.reachability: ip route get ADDR, read-only
