@@ -12,19 +12,19 @@
 
 namespace preflight::job_fixture {
 
-/// `ranks_per_host` ranks on each of `hosts` hosts ("gpu-a", "gpu-b", ...), ranks in host order,
-/// each host with its own boot id and /dev/shm device, MPI's view in placement.mpi.
-inline JobFacts job(int hosts, int ranks_per_host, int gpus_per_host = 8) {
+/// `ranks_per_host` ranks on each of `hosts` hosts ("gpu-a", "gpu-b", ...), each a copy of `base`
+/// placed as Open MPI places it: ranks in host order, each host with its own boot id, MPI's view in
+/// placement.mpi, every rank delivered and at the report phase.
+inline JobFacts job_from(const RankFacts& base, int hosts, int ranks_per_host) {
   JobFacts j;
   j.source = "mpi";
   j.world_size = hosts * ranks_per_host;
   for (int h = 0; h < hosts; ++h) {
     for (int l = 0; l < ranks_per_host; ++l) {
-      RankFacts f = gpu_fixture::healthy(gpus_per_host);
+      RankFacts f = base;
       const int rank = h * ranks_per_host + l;
       f.identity.hostname = std::string("gpu-") + static_cast<char>('a' + h);
       f.identity.boot_id = "boot-" + std::to_string(h);
-      f.identity.kernel = "6.1.0-28-amd64";
       f.identity.pid = 1000 + rank;
       f.placement.rank = rank;
       f.placement.world_size = j.world_size;
@@ -33,12 +33,6 @@ inline JobFacts job(int hosts, int ranks_per_host, int gpus_per_host = 8) {
       f.placement.nodes = hosts;
       f.placement.launcher = "openmpi";
       f.placement.mpi = MpiView{rank, j.world_size, l, ranks_per_host, hosts, false, "Open MPI v4.1.4", {}};
-      FsUsage shm;
-      shm.is_tmpfs = true;
-      shm.total_bytes = 64ull << 30;
-      shm.free_bytes = shm.total_bytes;
-      shm.st_dev = 0x1a + static_cast<std::uint64_t>(h);
-      f.shm.usage = Probed<FsUsage>::ok(shm, "statfs /dev/shm");
       RankStatus s;
       s.rank = rank;
       s.host = f.identity.hostname;
@@ -55,6 +49,23 @@ inline JobFacts job(int hosts, int ranks_per_host, int gpus_per_host = 8) {
   j.allreduce.attempted = j.allreduce.completed = true;
   j.allreduce.transport = "mpi";
   j.allreduce.ranks = j.world_size;
+  return j;
+}
+
+/// job_from() of a healthy GPU node's facts (gpu_facts_fixture.hpp), each host with its own
+/// /dev/shm device of 64 GiB.
+inline JobFacts job(int hosts, int ranks_per_host, int gpus_per_host = 8) {
+  RankFacts base = gpu_fixture::healthy(gpus_per_host);
+  base.identity.kernel = "6.1.0-28-amd64";
+  JobFacts j = job_from(base, hosts, ranks_per_host);
+  for (RankFacts& f : j.ranks) {
+    FsUsage shm;
+    shm.is_tmpfs = true;
+    shm.total_bytes = 64ull << 30;
+    shm.free_bytes = shm.total_bytes;
+    shm.st_dev = 0x1a + static_cast<std::uint64_t>(f.identity.hostname.back() - 'a');
+    f.shm.usage = Probed<FsUsage>::ok(shm, "statfs /dev/shm");
+  }
   return j;
 }
 

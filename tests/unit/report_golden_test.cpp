@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "job_fixture.hpp"
 #include "launcher/job_report.hpp"
 #include "launcher/run.hpp"
 #include "core/text.hpp"
@@ -46,57 +47,31 @@ Report node_report(const RankFacts& f, const Options& o) {
   return assemble_report(o, Profile::Node, single_rank_job(f), judge_rank(o, Profile::Node, f, true, nullptr), nullptr);
 }
 
-/// `hosts` × `per_host` ranks, each a copy of `base` placed as Open MPI places it, with `env`
-/// added to every rank's environment; the barrier and an MPI all_reduce completed.
+/// job_fixture::job_from() of `base`, with Open MPI's variables and `env` in every rank's
+/// environment, every rank's reach test to rank 0 done, and an MPI all_reduce measured.
 JobFacts job_of(const RankFacts& base, int hosts, int per_host, const std::map<std::string, std::string>& env) {
-  JobFacts j;
-  j.source = "mpi";
-  j.world_size = hosts * per_host;
-  for (int h = 0; h < hosts; ++h) {
-    for (int l = 0; l < per_host; ++l) {
-      RankFacts f = base;
-      const int rank = h * per_host + l;
-      f.identity.hostname = std::string("gpu-") + static_cast<char>('a' + h);
-      f.identity.boot_id = "boot-" + std::to_string(h);
-      f.identity.pid = 4000 + rank;
-      f.placement.rank = rank;
-      f.placement.world_size = j.world_size;
-      f.placement.local_rank = l;
-      f.placement.local_ranks = per_host;
-      f.placement.nodes = hosts;
-      f.placement.launcher = "openmpi";
-      f.placement.mpi = MpiView{rank, j.world_size, l, per_host, hosts, false, "Open MPI v4.1.4", {}};
-      std::map<std::string, std::string> vars = base.env.all();
-      vars["OMPI_COMM_WORLD_RANK"] = std::to_string(rank);
-      vars["OMPI_COMM_WORLD_SIZE"] = std::to_string(j.world_size);
-      vars["OMPI_COMM_WORLD_LOCAL_RANK"] = std::to_string(l);
-      vars["OMPI_COMM_WORLD_LOCAL_SIZE"] = std::to_string(per_host);
-      vars["OMPI_COMM_WORLD_NODE_RANK"] = std::to_string(h);
-      vars["PMIX_RANK"] = std::to_string(rank);
-      for (const auto& [k, v] : env) vars[k] = v;
-      f.env = EnvSnapshot(vars);
-      ReachResult reach;
-      reach.attempted = reach.ok = true;
-      reach.target = "192.0.2.2:41234";
-      reach.ms = 0.4;
-      f.net.reach = reach;
-      RankStatus s;
-      s.rank = rank;
-      s.host = f.identity.hostname;
-      s.pid = f.identity.pid;
-      s.last_phase = Phase::Report;
-      s.heard = s.delivered = true;
-      j.status.push_back(s);
-      j.ranks.push_back(std::move(f));
-    }
+  JobFacts j = job_fixture::job_from(base, hosts, per_host);
+  for (RankFacts& f : j.ranks) {
+    const int rank = f.placement.rank;
+    f.identity.pid = 4000 + rank;
+    std::map<std::string, std::string> vars = base.env.all();
+    vars["OMPI_COMM_WORLD_RANK"] = std::to_string(rank);
+    vars["OMPI_COMM_WORLD_SIZE"] = std::to_string(j.world_size);
+    vars["OMPI_COMM_WORLD_LOCAL_RANK"] = std::to_string(f.placement.local_rank);
+    vars["OMPI_COMM_WORLD_LOCAL_SIZE"] = std::to_string(per_host);
+    vars["OMPI_COMM_WORLD_NODE_RANK"] = std::to_string(rank / per_host);
+    vars["PMIX_RANK"] = std::to_string(rank);
+    for (const auto& [k, v] : env) vars[k] = v;
+    f.env = EnvSnapshot(vars);
+    ReachResult reach;
+    reach.attempted = reach.ok = true;
+    reach.target = "192.0.2.2:41234";
+    reach.ms = 0.4;
+    f.net.reach = reach;
   }
+  for (RankStatus& s : j.status) s.pid = 4000 + s.rank;
   j.reach_target = ReachTarget{"eth0", "192.0.2.2", 41234};
-  j.barrier.attempted = j.barrier.completed = true;
-  j.barrier.transport = "mpi";
   j.barrier.seconds = 0.002;
-  j.allreduce.attempted = j.allreduce.completed = true;
-  j.allreduce.transport = "mpi";
-  j.allreduce.ranks = j.world_size;
   j.allreduce.bytes = 1 << 20;
   j.allreduce.repeats = 5;
   j.allreduce.seconds = 0.01;
