@@ -71,7 +71,9 @@ TEST(GpuHealthHelper, DefaultNodeIsHealthyAndSampledUnderLoad) {
   EXPECT_EQ(g.fabric_state, kFabricCompleted);
   EXPECT_FALSE(g.recovery_action) << "driver 550 has no recovery action field";
   EXPECT_TRUE(g.unavailable.count("recovery_action"));
-  EXPECT_LT(h.load_seconds, 0.05) << "the fake's GPUs reach P0 at once";
+  // The fake's GPUs reach P0 at once: the samples are taken without waiting out the 1 s cap (no
+  // tighter bound: an instrumented build is slower, and the sample count above is the criterion).
+  EXPECT_LT(h.load_seconds, 0.9) << "the load phase ran to its cap";
 }
 
 TEST(GpuHealthHelper, EveryScenarioFaultReachesTheFacts) {
