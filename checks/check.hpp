@@ -82,6 +82,9 @@ struct CheckSpec {
   std::string_view area() const { return id.substr(0, id.find('.')); }
 };
 
+/// True when `spec` runs in `profile` (CheckSpec::profiles); elsewhere run_check() is SKIP.
+bool runs_in(const CheckSpec& spec, Profile profile);
+
 /// True when `spec` declares `cause` among its possible causes (CheckSpec::causes).
 bool may_follow_from(const CheckSpec& spec, std::string_view cause);
 

@@ -89,6 +89,11 @@ const CheckSpec* find_check(std::string_view id) {
   return nullptr;
 }
 
+bool runs_in(const CheckSpec& spec, Profile profile) {
+  const unsigned bit = profile == Profile::Node ? kInNode : profile == Profile::Job ? kInJob : kInImage;
+  return (spec.profiles & bit) != 0;
+}
+
 bool may_follow_from(const CheckSpec& spec, std::string_view cause) {
   for (std::string_view id : split(spec.causes, ',')) {
     if (trim(id) == cause) return true;
@@ -123,8 +128,7 @@ const CompatMatrix& compat_matrix(const CheckContext& ctx) {
 }
 
 Verdict run_check(const CheckSpec& spec, const CheckContext& ctx) {
-  const unsigned bit = ctx.profile == Profile::Node ? kInNode : ctx.profile == Profile::Job ? kInJob : kInImage;
-  if ((spec.profiles & bit) == 0) {
+  if (!runs_in(spec, ctx.profile)) {
     if (ctx.profile == Profile::Node && (spec.profiles & kInJob) != 0) {
       return Verdict::skip("no job to check: preflight runs alone (profile node); start it the way the job starts "
                            "(mpirun, srun) to check the job");

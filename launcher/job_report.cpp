@@ -135,9 +135,10 @@ void apply_job_findings(const CheckContext& ctx, const std::vector<int>& all_ran
                         const std::vector<std::string>& all_hosts, std::vector<CheckResult>& per_rank) {
   if (ctx.job == nullptr || ctx.job->ranks.size() < 2) return;
   for (const CheckSpec* spec : all_checks()) {
-    if (spec->job_finding == nullptr || spec->scope != Scope::Rank || !selected(ctx.options, spec->id)) continue;
-    const unsigned bit = ctx.profile == Profile::Node ? kInNode : ctx.profile == Profile::Job ? kInJob : kInImage;
-    if ((spec->profiles & bit) == 0) continue;
+    if (spec->job_finding == nullptr || spec->scope != Scope::Rank || !selected(ctx.options, spec->id) ||
+        !runs_in(*spec, ctx.profile)) {
+      continue;
+    }
     std::optional<Verdict> finding;
     try {
       finding = spec->job_finding(ctx);

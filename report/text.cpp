@@ -8,6 +8,7 @@
 #include <cctype>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/text.hpp"
@@ -111,63 +112,58 @@ struct Layout {
   std::vector<Row> rows;
 };
 
-/// The first non-PASS result of `id` in the report (what a consequence's cause points at).
-const CheckResult* cause_result(const Report& report, const std::string& id) {
-  for (const CheckResult& r : report.results) {
-    if (r.id == id && r.verdict.status != Status::Pass && r.verdict.status != Status::Skip) return &r;
-  }
-  return nullptr;
-}
-
-/// The result a consequence is finally shown under: its cause's, or that one's cause's, …
-const CheckResult* root_of(const Report& report, const CheckResult& r) {
+/// The result a consequence is finally shown under: its cause's (the first result of that check
+/// that is not PASS or SKIP, from `wrong`), or that one's cause's, …; nullptr when it stands alone.
+const CheckResult* root_of(const std::unordered_map<std::string, const CheckResult*>& wrong, const CheckResult& r) {
   const CheckResult* at = &r;
   for (int depth = 0; depth < 8 && !at->verdict.cause.empty(); ++depth) {
-    const CheckResult* next = cause_result(report, at->verdict.cause);
-    if (next == nullptr || next == at) break;
-    at = next;
+    const auto next = wrong.find(at->verdict.cause);
+    if (next == wrong.end() || next->second == at) break;
+    at = next->second;
   }
   return at == &r ? nullptr : at;
 }
 
-Layout lay_out(const Report& report, bool fold) {
-  Layout layout;
-  std::vector<std::pair<const CheckResult*, const CheckResult*>> folded;  // (consequence, root)
-  std::vector<const CheckResult*> standing;
+/// What makes results of different checks one row: the same status, summary, fix and ranks. A
+/// result with a table (topo.p2p's matrix) has a row of its own.
+std::string row_key(const CheckResult& r) {
+  if (r.verdict.evidence.is_object() && r.verdict.evidence.contains("table")) return {};
+  std::string key = std::string(to_string(r.verdict.status)) + '\n' + to_string(r.scope) + '\n' + r.verdict.summary +
+                    '\n' + r.verdict.remedy + '\n';
+  for (int rank : r.ranks) key += std::to_string(rank) + ',';
+  return key;
+}
+
+/// Linear in the results (a -v report of thousands of ranks has a result per rank and check).
+Layout lay_out(const Report& report) {
+  std::unordered_map<std::string, const CheckResult*> wrong;  // check id -> its first non-PASS result
   for (const CheckResult& r : report.results) {
-    const CheckResult* root = r.verdict.cause.empty() ? nullptr : root_of(report, r);
-    if (root != nullptr) {
-      folded.emplace_back(&r, root);
-    } else {
-      standing.push_back(&r);
-    }
+    if (r.verdict.status != Status::Pass && r.verdict.status != Status::Skip) wrong.try_emplace(r.id, &r);
   }
-  std::vector<std::pair<const CheckResult*, std::size_t>> row_of;  // a standing result's row
-  for (const CheckResult* r : standing) {
-    std::size_t at = layout.rows.size();
-    if (fold) {
-      for (std::size_t i = 0; i < layout.rows.size(); ++i) {
-        const CheckResult& first = *layout.rows[i].members.front();
-        if (first.id != r->id && first.verdict.status == r->verdict.status && first.verdict.summary == r->verdict.summary &&
-            first.verdict.remedy == r->verdict.remedy && first.ranks == r->ranks && first.scope == r->scope &&
-            first.verdict.evidence.value("table", nlohmann::json()).is_null() &&
-            r->verdict.evidence.value("table", nlohmann::json()).is_null()) {
-          at = i;
-          break;
-        }
-      }
+  Layout layout;
+  std::unordered_map<std::string, std::size_t> row_with;        // row_key -> its row
+  std::unordered_map<const CheckResult*, std::size_t> row_of;   // a standing result -> its row
+  std::vector<std::pair<const CheckResult*, const CheckResult*>> folded;  // (consequence, root)
+  for (const CheckResult& r : report.results) {
+    if (const CheckResult* root = r.verdict.cause.empty() ? nullptr : root_of(wrong, r)) {
+      folded.emplace_back(&r, root);
+      continue;
     }
-    if (at == layout.rows.size()) layout.rows.emplace_back();
-    layout.rows[at].members.push_back(r);
-    row_of.emplace_back(r, at);
+    const std::string key = row_key(r);
+    const auto same = key.empty() ? row_with.end() : row_with.find(key);
+    // Another check saying the same thing shares its row; the same check's other result does not.
+    const bool shared = same != row_with.end() && layout.rows[same->second].members.front()->id != r.id;
+    const std::size_t at = shared ? same->second : layout.rows.size();
+    if (!shared) {
+      layout.rows.emplace_back();
+      if (!key.empty()) row_with.try_emplace(key, at);
+    }
+    layout.rows[at].members.push_back(&r);
+    row_of.emplace(&r, at);
   }
   for (const auto& [consequence, root] : folded) {
-    for (const auto& [r, at] : row_of) {
-      if (r == root) {
-        layout.rows[at].consequences.push_back(consequence);
-        break;
-      }
-    }
+    const auto at = row_of.find(root);
+    if (at != row_of.end()) layout.rows[at->second].consequences.push_back(consequence);
   }
   return layout;
 }
@@ -225,7 +221,8 @@ constexpr std::size_t kFixFirstShown = 10;
 /// "What to fix first": the causes — every non-PASS row that follows from no other — each check
 /// once (its worst row), FAIL before UNKNOWN before WARN (a WARN is a FAIL with --strict), and
 /// within a status what unblocks the most first, then report order. Each with where it applies,
-/// its fix and what it unblocks. Returns the rows listed (their fix is printed here, not above).
+/// its fix and what it unblocks. Returns every such row in that order; the first kFixFirstShown are
+/// listed (their fix is printed there, not above).
 std::vector<const Layout::Row*> fix_first_rows(const Layout& layout, const Options& options) {
   std::vector<const Layout::Row*> todo;
   std::vector<std::string> seen;
@@ -247,7 +244,6 @@ std::vector<const Layout::Row*> fix_first_rows(const Layout& layout, const Optio
     if (ra != rb) return ra < rb;
     return unblocked_by(*a).size() > unblocked_by(*b).size();
   });
-  if (todo.size() > kFixFirstShown) todo.resize(kFixFirstShown);
   return todo;
 }
 
@@ -284,20 +280,10 @@ std::string render_text(const Report& report, const Options& options, bool color
                                 : "host " + host)
       << " · launcher " << terminal_safe(report.launcher) << (report.source == "merge" ? " · merged from result files" : "") << "\n\n";
 
-  const Layout layout = lay_out(report, true);
-  const std::vector<const Layout::Row*> first = fix_first_rows(layout, options);
-  std::size_t to_fix = 0;
-  {
-    std::vector<std::string> seen;
-    for (const Layout::Row& row : layout.rows) {
-      const Status s = row.members.front()->verdict.status;
-      if ((s == Status::Fail || s == Status::Unknown || s == Status::Warn) &&
-          std::find(seen.begin(), seen.end(), row.members.front()->id) == seen.end()) {
-        seen.push_back(row.members.front()->id);
-        ++to_fix;
-      }
-    }
-  }
+  const Layout layout = lay_out(report);
+  std::vector<const Layout::Row*> first = fix_first_rows(layout, options);
+  const std::size_t not_shown = first.size() > kFixFirstShown ? first.size() - kFixFirstShown : 0;
+  first.resize(first.size() - not_shown);
 
   std::size_t id_width = 0;
   for (const Layout::Row& row : layout.rows) {
@@ -331,7 +317,7 @@ std::string render_text(const Report& report, const Options& options, bool color
     out << "\n" << paint("DEADLINE ", color_of(Status::Fail), color) << terminal_safe(incident) << "\n";
   }
 
-  out << fix_first(first, to_fix - first.size(), report, color);
+  out << fix_first(first, not_shown, report, color);
 
   const Counts c = count(report);
   const Status all = overall(report, options.strict);
