@@ -6,6 +6,8 @@
 
 #include <chrono>
 #include <optional>
+#include <string>
+#include <vector>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -63,8 +65,25 @@ int explain_check(const std::string& id) {
     std::cerr << "preflight: error: no check '" << printable(id, 60) << "' (checks: " << known << ")\n";
     return kExitUsage;
   }
+  // What the check table says of causes: the checks whose failure this one's verdict may follow
+  // from (the report folds it under them), and the checks that may follow from this one.
+  std::vector<std::string> follows_from;
+  for (std::string_view cause : split(spec->causes, ',')) {
+    if (!trim(cause).empty()) follows_from.emplace_back(trim(cause));
+  }
+  std::vector<std::string> explains;
+  for (const CheckSpec* other : all_checks()) {
+    if (may_follow_from(*other, spec->id)) explains.emplace_back(other->id);
+  }
+  std::string causes;
+  if (!follows_from.empty()) {
+    causes += "\nMay follow from: " + join(follows_from, ", ") +
+              " (when one of them is not PASS on the same ranks and explains this verdict, the text report prints "
+              "this check as one line under it; JSON: \"cause\").";
+  }
+  if (!explains.empty()) causes += "\nMay explain: " + join(explains, ", ") + ".";
   return print(std::string(spec->id) + " — " + std::string(spec->title) + "\nscope: " + to_string(spec->scope) + "\n\n" +
-               std::string(spec->explain) + "\n");
+               std::string(spec->explain) + "\n" + causes + (causes.empty() ? "" : "\n"));
 }
 
 /// Whether this process writes the report: alone, or the rank a launcher numbers 0 (the others

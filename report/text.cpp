@@ -260,8 +260,16 @@ std::string fix_first(const std::vector<const Layout::Row*>& todo, std::size_t n
     out << "  " << number << paint(to_string(s), color_of(s), color) << " " << join(ids_of(todo[i]->members), ", ")
         << (at.empty() ? ": " : " " + at) << terminal_safe(r.verdict.summary) << "\n";
     const std::string indent(2 + number.size(), ' ');
+    // The same fix as an entry above (checks that fail for one reason whose own check was not
+    // selected): said once, then pointed at.
+    std::size_t same = i;
+    for (std::size_t j = 0; j < i && same == i; ++j) {
+      if (!r.verdict.remedy.empty() && todo[j]->members.front()->verdict.remedy == r.verdict.remedy) same = j;
+    }
     out << indent << paint("fix: ", "\033[1m", color)
-        << terminal_safe(r.verdict.remedy.empty() ? "see `preflight explain " + r.id + "`" : r.verdict.remedy) << "\n";
+        << (same != i ? "the same as " + std::to_string(same + 1) + "."
+                      : terminal_safe(r.verdict.remedy.empty() ? "see `preflight explain " + r.id + "`" : r.verdict.remedy))
+        << "\n";
     const std::vector<std::string> unblocks = unblocked_by(*todo[i]);
     if (!unblocks.empty()) out << indent << "then: " << join(unblocks, ", ") << " (they follow from it)\n";
   }

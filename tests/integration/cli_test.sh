@@ -23,6 +23,11 @@ for id in $(cut -d' ' -f1 "$work/list"); do
   [ "$(wc -l <"$work/out")" -ge 10 ] || fail "explain $id is shorter than 10 lines"
   grep -q "FAIL\|WARN" "$work/out" || fail "explain $id names no failure"
 done
+# The check table's causes, both ways.
+expect_rc 0 "explain cuda.smoke" -- "$PREFLIGHT" explain cuda.smoke
+expect_contains "$(cat "$work/out")" "May follow from: driver.loaded" "explain names the cause a check folds under"
+expect_rc 0 "explain driver.loaded" -- "$PREFLIGHT" explain driver.loaded
+expect_contains "$(cat "$work/out")" "May explain: launch.gpu_binding, cuda.runtime" "explain names what follows from a check"
 expect_rc 2 "explain of an unknown id" -- "$PREFLIGHT" explain no.such
 expect_contains "$(cat "$work/err")" "no check 'no.such'" "stderr"
 expect_rc 2 "explain without an id" -- "$PREFLIGHT" explain

@@ -244,6 +244,20 @@ TEST(TextReport, ConsequencesFoldUnderTheirCauseWhoseFixIsPrintedOnce) {
   for (const CheckResult& r : fine.results) EXPECT_EQ(r.verdict.cause, "") << r.id;
 }
 
+TEST(TextReport, AFixSharedByChecksWhoseCauseWasNotSelectedIsPrintedOnce) {
+  // --only cuda.smoke,gpu.count,gpu.busy on a node without a driver: driver.loaded is not there to
+  // fold them under, and each carries the driver's fix.
+  RankFacts f = gpu_fixture::no_driver();
+  Options o;
+  o.only = {"cuda.smoke", "gpu.count", "gpu.busy"};
+  const Report report =
+      assemble_report(o, Profile::Node, single_rank_job(f), judge_rank(o, Profile::Node, f, true, nullptr), nullptr);
+  for (const CheckResult& r : report.results) EXPECT_EQ(r.verdict.cause, "") << r.id;
+  const std::string text = render_text(report, o, false);
+  EXPECT_EQ(text.find("Install the NVIDIA driver"), text.rfind("Install the NVIDIA driver")) << text;
+  EXPECT_TRUE(has(text, "fix: the same as 1.")) << text;
+}
+
 TEST(TextReport, ChecksThatSayTheSameThingShareARowAndTheHeadlineIsTheOverallStatus) {
   Report r;
   r.version = "1";
