@@ -97,7 +97,12 @@ class JobRun {
     RankFacts seed;
     if (m_mpi) {
       seed.placement.mpi = m_transport->view();
-      if (seed.placement.mpi->local_size > 1) seed.placement.mpi->node_cvd = exchange_visible_devices();
+      // A collective on the world: every rank takes part, whatever its own host's rank count (a
+      // rank alone on its host skipping it would pair the others' gather with its next collective).
+      if (m_transport->size() > 1) {
+        auto node_cvd = exchange_visible_devices();
+        if (seed.placement.mpi->local_size > 1) seed.placement.mpi->node_cvd = std::move(node_cvd);
+      }
     }
     enter(Phase::Probe);
     ProbeRun probes = run_probes(m_options, m_env, m_deadlines.probe, std::move(seed), [] { return termination_requested(); },

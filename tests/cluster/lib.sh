@@ -1,0 +1,143 @@
+# shellcheck shell=bash
+# An emulated cluster on this one machine (sourced by tests/cluster/*_test.sh; needs root).
+#
+# Each host is a network namespace (its own eth0 on a bridge, its own loopback), a UTS namespace
+# (its own hostname) and a mount namespace (its own /dev/shm tmpfs, a sysfs that shows its own
+# interfaces, the machine's cgroup tree bound back in), held open by one `sleep` process. The
+# launcher side (mpirun, or slurmctld and srun) lives in a network namespace of its own that holds
+# the bridge, so the machine's own network is never touched and two runs cannot collide. Addresses
+# are in 198.51.100.0/24 (documentation range): the launcher .1, host i .(10+i).
+#
+#   cluster_host NAME [shm=SIZE] [VAR=VALUE...]   declares a host (before cluster_up): the size of
+#                                                  its /dev/shm (default 1g) and the environment
+#                                                  every process started on it gets (a fake driver
+#                                                  of its own, another NCCL…)
+#   cluster_up                                     creates the bridge and every declared host
+#   on_host NAME COMMAND...                        runs COMMAND inside host NAME (its environment set)
+#   on_launcher COMMAND...                         runs COMMAND in the launcher's network namespace
+#   cluster_mpirun MPIRUN-ARGS...                  mpirun from the launcher, ranks started on the hosts
+#                                                  through tests/cluster/rsh_agent.sh, ended after
+#                                                  CLUSTER_TIMEOUT seconds (default 120)
+#   host_pids NAME                                 the pids of every process on host NAME
+#   cluster_down                                   kills every process of every host (by pid), removes
+#                                                  the namespaces and the bridge; run from the EXIT trap
+#
+# Every wait is bounded; cluster_down runs on exit, on failure too.
+
+cluster_dir=$(mktemp -d /tmp/preflight-cluster.XXXXXX)
+cluster_id="pfc$(printf '%x' $(( ($$ + RANDOM) % 65536 )))"  # short: interface names hold 15 bytes
+cluster_launcher="$cluster_id-l"
+cluster_net=198.51.100
+cluster_hosts=()
+here_cluster=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+cluster_host() {
+  local name=$1 shm=1g
+  shift
+  : >"$cluster_dir/$name.env"
+  for a in "$@"; do
+    case "$a" in
+      shm=*) shm=${a#shm=} ;;
+      *=*) printf 'export %q\n' "$a" >>"$cluster_dir/$name.env" ;;
+    esac
+  done
+  echo "$shm" >"$cluster_dir/$name.shm"
+  cluster_hosts+=("$name")
+}
+
+# cluster_wait SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds (bounded).
+cluster_wait() {
+  local deadline=$((SECONDS + $1)) i=0
+  shift
+  while [ "$SECONDS" -le "$deadline" ] && [ "$i" -lt 600 ]; do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.1
+    i=$((i + 1))
+  done
+  return 1
+}
+
+cluster_up() {
+  ip netns add "$cluster_launcher" || return 1
+  ip -n "$cluster_launcher" link set lo up
+  ip -n "$cluster_launcher" link add br0 type bridge || return 1
+  ip -n "$cluster_launcher" addr add "$cluster_net.1/24" dev br0
+  ip -n "$cluster_launcher" link set br0 up
+  local i=0 name
+  for name in "${cluster_hosts[@]}"; do
+    i=$((i + 1))
+    ip netns add "$cluster_id-$name" || return 1
+    ip -n "$cluster_launcher" link add "v$i" type veth peer name eth0 netns "$cluster_id-$name" || return 1
+    ip -n "$cluster_launcher" link set "v$i" master br0 up
+    ip -n "$cluster_id-$name" addr add "$cluster_net.$((10 + i))/24" dev eth0
+    ip -n "$cluster_id-$name" link set eth0 up
+    ip -n "$cluster_id-$name" link set lo up
+    echo "$cluster_net.$((10 + i))" >"$cluster_dir/$name.addr"
+    # The holder: a private mount and UTS namespace entered into the host's network namespace.
+    unshare --uts --mount --propagation private -- nsenter --net="/run/netns/$cluster_id-$name" -- bash -c '
+      set -e
+      hostname "$1"
+      mkdir -p "$2/cgroup-$1"
+      mount --rbind /sys/fs/cgroup "$2/cgroup-$1" 2>/dev/null || true
+      mount -t sysfs sysfs /sys
+      if mountpoint -q "$2/cgroup-$1"; then mount --rbind "$2/cgroup-$1" /sys/fs/cgroup && umount -R "$2/cgroup-$1"; fi
+      mount -t tmpfs -o size="$3" tmpfs /dev/shm
+      echo $$ >"$2/$1.pid.tmp" && mv "$2/$1.pid.tmp" "$2/$1.pid"
+      exec sleep 100000' holder "$name" "$cluster_dir" "$(cat "$cluster_dir/$name.shm")" \
+      </dev/null >"$cluster_dir/$name.holder.log" 2>&1 &
+    disown
+    if ! cluster_wait 10 test -s "$cluster_dir/$name.pid"; then
+      echo "cluster: host $name did not come up:" >&2
+      cat "$cluster_dir/$name.holder.log" >&2
+      return 1
+    fi
+  done
+  # Every host answers on the bridge (bounded).
+  for name in "${cluster_hosts[@]}"; do
+    cluster_wait 10 on_launcher bash -c "exec 3<>/dev/tcp/$(cat "$cluster_dir/$name.addr")/1" 2>/dev/null
+  done
+  return 0
+}
+
+host_pid() { cat "$cluster_dir/$1.pid"; }
+
+on_host() {
+  local name=$1
+  shift
+  nsenter -t "$(host_pid "$name")" -u -m -n -- bash -c '. "$0"; exec "$@"' "$cluster_dir/$name.env" "$@"
+}
+
+on_launcher() { ip netns exec "$cluster_launcher" "$@"; }
+
+# The rsh agent Open MPI calls as `AGENT [options] HOST COMMAND…`.
+cluster_mpirun() {
+  CLUSTER_DIR="$cluster_dir" on_launcher timeout -k 5 "${CLUSTER_TIMEOUT:-120}" mpirun --allow-run-as-root --oversubscribe \
+    --mca plm_rsh_agent "$here_cluster/rsh_agent.sh" \
+    --mca oob_tcp_if_include "$cluster_net.0/24" --mca btl_tcp_if_include "$cluster_net.0/24" \
+    --mca btl self,vader,tcp --mca pml ob1 "$@"
+}
+
+host_pids() { ip netns pids "$cluster_id-$1" 2>/dev/null; }
+
+cluster_down() {
+  local name pids
+  for name in "${cluster_hosts[@]}"; do
+    pids=$(host_pids "$name")
+    [ -n "$pids" ] && kill -CONT $pids 2>/dev/null
+    [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+  done
+  pids=$(ip netns pids "$cluster_launcher" 2>/dev/null)
+  [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+  for name in "${cluster_hosts[@]}"; do ip netns del "$cluster_id-$name" 2>/dev/null; done
+  ip netns del "$cluster_launcher" 2>/dev/null
+  rm -rf "$cluster_dir"
+}
+
+# cluster_require: skips (77) unless this can run: root, ip, nsenter, unshare, mpirun.
+cluster_require() {
+  [ "$(id -u)" -eq 0 ] || skip_all "needs root (network, UTS and mount namespaces)"
+  local c
+  for c in ip nsenter unshare mpirun; do command -v "$c" >/dev/null || skip_all "no '$c' command"; done
+  ip netns add "$cluster_id-probe" 2>/dev/null || skip_all "ip netns add failed (no network namespaces here)"
+  ip netns del "$cluster_id-probe"
+}
