@@ -79,6 +79,18 @@ Verdict run(const CheckContext& ctx) {
 
   if (c.expired) {
     const std::string head = "the barrier did not complete within " + secs(c.deadline_s > 0 ? c.deadline_s : c.seconds);
+    if (p.stuck.empty() && c.interrupted) {
+      // The launcher ended the job before the deadline: a rank, or its whole host, died. The ranks
+      // were heard from too recently to tell which; the launcher's own message names it.
+      return Verdict::fail("the barrier was interrupted after " + secs(c.seconds) +
+                               ": the launcher ended the job, which it does when a rank or its host dies; "
+                               "every rank had arrived (last heard: " + comm::describe(j, p.alive) + ")",
+                           "Read the launcher's message next to this report (mpirun: \"ORTE has lost communication "
+                           "with a remote daemon\" or \"exited on signal 9\"; srun: \"task N: Killed\"): it names the "
+                           "rank or host that died; on that host, `dmesg | grep -iE 'oom|killed process'` and the "
+                           "node's health (a reboot, a network link down)." + std::string(kRealJob),
+                           std::move(ev));
+    }
     if (p.stuck.empty()) {
       // Every rank reached the barrier and is still alive: the ranks are fine, the messages are not.
       return Verdict::fail(head + ", yet every rank arrived and is alive" +

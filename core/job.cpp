@@ -69,7 +69,7 @@ JobFacts single_rank_job(const RankFacts& facts) {
   return job;
 }
 
-PREFLIGHT_JSON_DEFINE(CommResult, attempted, completed, expired, transport, note, blocked, seconds, deadline_s,
+PREFLIGHT_JSON_DEFINE(CommResult, attempted, completed, expired, interrupted, transport, note, blocked, seconds, deadline_s,
                       missing, wrong, errors, bytes, ranks, repeats, algbw_gbps, busbw_gbps)
 PREFLIGHT_JSON_DEFINE(ReachTarget, interface, address, port)
 

@@ -45,6 +45,7 @@ struct CommResult {
   bool attempted = false;       // false: not run; `note` says why (a rank missing before it, no MPI, ...)
   bool completed = false;       // every rank finished it before the deadline
   bool expired = false;         // the deadline passed first
+  bool interrupted = false;     // with expired: the launcher ended the job (SIGTERM) before the deadline
   std::string transport;        // "mpi", "nccl"
   std::string note;             // why not attempted, or what went wrong ("ncclCommInitRank: ...")
   bool blocked = false;         // the test the job needs could not run (GPUs exist, NCCL cannot): `note` says why

@@ -402,6 +402,7 @@ class JobRun {
     b.completed = done;
     if (done) return;
     b.expired = true;
+    b.interrupted = termination_requested();
     refresh_status();
     for (const RankStatus& s : m_job.status) {
       if (s.rank != 0 && (s.last_phase < Phase::Barrier || s.silent_s >= 1.5)) b.missing.push_back(s.rank);

@@ -78,6 +78,23 @@ TEST(CommBarrier, ExpiredWithEveryRankAliveBlamesTheFabric) {
          "btl_tcp_if_include");
 }
 
+TEST(CommBarrier, InterruptedByTheLauncherDoesNotBlameTheFabric) {
+  // A host died: the launcher ended the job before the deadline, while every rank was still
+  // heard from recently. The verdict points at the launcher's message, not at the network.
+  JobFacts j = job_fixture::job(2, 2);
+  j.barrier.completed = false;
+  j.barrier.expired = true;
+  j.barrier.interrupted = true;
+  j.barrier.seconds = 2.7;
+  j.barrier.deadline_s = 5;
+  j.barrier.missing = {2, 3};
+  for (int r : {2, 3}) status(j, r).last_phase = Phase::Barrier;
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail, "the barrier was interrupted after 2.7 s: the launcher ended the job", "ORTE has lost communication");
+  EXPECT_EQ(v.summary.find("fabric"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("rank 2 (gpu-b"), std::string::npos) << v.summary;
+}
+
 TEST(CommBarrier, NotRunBecauseRanksWereMissing) {
   JobFacts j = job_fixture::job(2, 2);
   lose(j, 3, Phase::Probe);

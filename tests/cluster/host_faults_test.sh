@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# A host that fails during a job across emulated hosts (tests/cluster/lib.sh), under a real mpirun:
+# one host's ranks stopped (SIGSTOP), one host's network cut (its veth down) and one whole host
+# killed (every process on it SIGKILLed). Rank 0 must name the host and its ranks, the phase they
+# reached, within the phase's deadline + 1 s, exit 4, and write its report (text and --json).
+# The moment of the fault is made certain with the test build (preflight-faults): rank 2, on node2,
+# stops itself (SIGSTOP) right after it announced a phase; the test then applies the fault to the
+# host and, for the cut and the kill, lets rank 2 go on. Needs root. Exit 0 pass, 1 fail, 77 skip.
+source "$(dirname "$0")/../integration/lib.sh"
+source "$(dirname "$0")/lib.sh"
+cluster_require
+trap 'cluster_down; rm -rf "$work"' EXIT
+: "${PREFLIGHT_FAKE_GPU_LIB_DIR:?}"
+py=${PYTHON3:-python3}
+
+cluster_host node1 "LD_LIBRARY_PATH=$PREFLIGHT_FAKE_GPU_LIB_DIR"
+cluster_host node2 "LD_LIBRARY_PATH=$PREFLIGHT_FAKE_GPU_LIB_DIR"
+cluster_up || { echo "FAIL: the emulated cluster did not come up"; exit 1; }
+
+checks='launch.ranks,net.reachability,shm.capacity,comm.*'
+# preflight processes on HOST (the helpers included)
+preflight_on() {
+  local p
+  for p in $(host_pids "$1"); do
+    case "$(cat "/proc/$p/comm" 2>/dev/null)" in preflight*) echo "$p" ;; esac
+  done
+}
+# stopped_rank HOST: the pid of the preflight process on HOST in state T (stopped), if any
+stopped_rank() {
+  local p
+  for p in $(preflight_on "$1"); do
+    [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" = T ] && { echo "$p"; return 0; }
+  done
+  return 1
+}
+now() { date +%s.%N; }
+secs() { "$py" -c "print(round($2 - $1, 2))"; }
+within() { "$py" -c "import sys; sys.exit(0 if $1 <= $2 else 1)"; }
+
+# run_fault FORMAT PHASE FAULT DEADLINE: --timeout 10 (gather ends 6.5 s after the start, the
+# barrier 7.5 s, the all_reduce 9.0 s); rank 2 stops after announcing PHASE, then FAULT is applied
+# to node2. The report is complete when rank 0's output ends (for text, the closing summary line);
+# the launcher may take longer to end a job whose host it cannot reach, and is stopped by the test.
+run_fault() {
+  local format=$1 phase=$2 fault=$3 deadline=$4 t0 t1 pid i
+  : >"$work/out"
+  t0=$(now)
+  CLUSTER_TIMEOUT=40 cluster_mpirun --host node1:2,node2:2 -np 4 -x PREFLIGHT_TEST_STOP="2:$phase" "$PREFLIGHT_FAULTS" \
+    --format "$format" --color never --only "$checks" --timeout 10 >"$work/out" 2>"$work/err" &
+  local launcher=$!
+  pid=""
+  for i in $(seq 300); do pid=$(stopped_rank node2) && break; sleep 0.05; done
+  if [ -z "$pid" ]; then
+    fail "$fault in $phase: rank 2 never stopped on node2"
+    wait "$launcher"
+    return
+  fi
+  case "$fault" in
+    stop) kill -STOP $(preflight_on node2) ;;  # the other rank of node2 too
+    cut) ip -n "$cluster_launcher" link set v2 down && kill -CONT "$pid" ;;
+    kill) kill -9 $(host_pids node2 | grep -vx "$(host_pid node2)") ;;
+  esac
+  # Bounded: the report is complete, or the launcher ended.
+  for i in $(seq 400); do
+    if [ "$format" = json ]; then "$py" -c "import json; json.load(open('$work/out'))" 2>/dev/null && break
+    else grep -qE '^(DEADLINE|FAIL|UNKNOWN|PASS|WARN)[: ].*[0-9] s$' "$work/out" && break; fi
+    kill -0 "$launcher" 2>/dev/null || break
+    sleep 0.05
+  done
+  t1=$(now)
+  kill -0 "$launcher" 2>/dev/null && sleep 2  # the launcher's own end, given a moment
+  kill -CONT $(preflight_on node2) 2>/dev/null
+  local rc=0
+  wait "$launcher" || rc=$?
+  ip -n "$cluster_launcher" link set v2 up  # for the next scenario
+  local elapsed
+  elapsed=$(secs "$t0" "$t1")
+  if within "$elapsed" "$deadline + 1.5"; then
+    pass "$fault in $phase ($format): report complete after $elapsed s (deadline $deadline s + 1 s, + the launcher's start)"
+  else
+    fail "$fault in $phase ($format): report complete after $elapsed s, deadline $deadline s"
+    sed 's/^/  | /' "$work/out" "$work/err" | head -30 >&2
+  fi
+  launcher_rc=$rc
+}
+
+# --- node2's ranks stopped in the gather: named with host and phase, exit 4 ---------------------
+run_fault json gather stop 6.5
+expect_eq "$launcher_rc" 4 "mpirun's exit with node2's ranks stopped"
+expect_eq "$(check_status launch.ranks)" FAIL "launch.ranks with node2 stopped"
+summary=$(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.ranks'][0]")
+for want in "rank 2 (node2" "rank 3 (node2" "last phase"; do expect_contains "$summary" "$want" "launch.ranks"; done
+incident=$(json_get "' '.join(d['incidents'])")
+expect_contains "$incident" "gather" "the incident"
+expect_contains "$incident" "node2" "the incident"
+
+run_fault text gather stop 6.5
+expect_contains "$(grep -E '^  FAIL +launch\.ranks' "$work/out")" "node2" "the text report's launch.ranks row"
+expect_contains "$(grep -E '^DEADLINE' "$work/out" | head -1)" "node2" "the text report's deadline line"
+
+# --- node2's network cut while rank 2 waits at the barrier --------------------------------------
+run_fault json barrier cut 7.5
+expect_eq "$(check_status comm.barrier)" FAIL "comm.barrier with node2 cut off"
+summary=$(json_get "[c['summary'] for c in d['checks'] if c['id']=='comm.barrier'][0]")
+expect_contains "$summary" "node2" "comm.barrier with node2 cut off"
+expect_contains "$(json_get "' '.join(d['incidents'])")" "barrier" "the incident with node2 cut off"
+
+# --- every process of node2 killed while rank 2 waits at the barrier ----------------------------
+run_fault json barrier kill 7.5
+expect_contains "$(json_get "json.dumps(d)")" "node2" "the report after node2 died"
+expect_eq "$(check_status comm.barrier)" FAIL "comm.barrier after node2 died"
+
+finish
