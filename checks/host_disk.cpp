@@ -293,7 +293,7 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
       problem = true;
       params["short"] = format_bytes(need.bytes - u->free_bytes);
       add(Status::Fail, "too-small", "{dir} has {free} free of {total} on {fs}; " + need.text,
-          "Free at least {short} more there (`df -h {holder}` shows the file system, `du -xsh {mount_files} | sort -h | tail` "
+          "Free at least {short} more in {holder} (`df -h {holder}` shows the file system, `du -xsh {mount_files} | sort -h | tail` "
           "what fills it; old checkpoints are the usual culprits), or " + std::string(kMoveFix) +
               " with at least {two} free (room for two checkpoints).");
     } else if (u->free_bytes < two) {
@@ -302,7 +302,7 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
       add(Status::Warn, "one-checkpoint",
           "{dir} has {free} free of {total} on {fs}: room for one checkpoint but not two; " + need.text +
               ", and frameworks keep the previous checkpoint until the new one is complete",
-          "Free {short} more there so that two checkpoints fit (`df -h {holder}`), let the framework delete old "
+          "Free {short} more in {holder} so that two checkpoints fit (`df -h {holder}`), let the framework delete old "
           "checkpoints as it goes (Hugging Face save_total_limit, Lightning ModelCheckpoint(save_top_k)), or " +
               std::string(kMoveFix) + " with at least {two} free.");
     } else if (!problem) {
@@ -319,12 +319,12 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
     if (u->free_bytes < kFullBelowBytes) {
       problem = true;
       add(Status::Fail, "full", "{dir} is full: {free} free of {total} on {fs} ({used} used); {no_size}",
-          "Free space there (`df -h {holder}` shows the file system, `du -xsh {mount_files} | sort -h | tail` what fills "
+          "Free space in {holder} (`df -h {holder}` shows the file system, `du -xsh {mount_files} | sort -h | tail` what fills "
           "it; old checkpoints are the usual culprits), or " + std::string(kMoveFix) + " with room." + size_fix);
     } else if (free_share < kNearlyFullShare) {
       problem = true;
       add(Status::Warn, "nearly-full", "{dir} is nearly full: {free} free of {total} on {fs} ({free_share} free); {no_size}",
-          "Free space there (`df -h {holder}`, `du -xsh {mount_files} | sort -h | tail`), or " + std::string(kMoveFix) +
+          "Free space in {holder} (`df -h {holder}`, `du -xsh {mount_files} | sort -h | tail`), or " + std::string(kMoveFix) +
               " with room." + size_fix);
     } else if (!problem) {
       add(Status::Pass, "room-unsized",

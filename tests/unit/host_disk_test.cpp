@@ -109,7 +109,7 @@ TEST(HostDisk, FailsWhenOneCheckpointDoesNotFit) {
   EXPECT_EQ(v.summary,
             "/ckpt has 50 GiB free of 400 GiB on / (xfs); the job runs on one node: its whole checkpoint of a "
             "7B-parameter model is ≈ 91.3 GiB (7B × (2 + 12) B: bf16 weights and fp32 optimizer states)");
-  EXPECT_TRUE(has(v.remedy, "Free at least 41.3 GiB more there (`df -h /ckpt`")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "Free at least 41.3 GiB more in /ckpt (`df -h /ckpt`")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "Megatron-LM --save")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "with at least 182.5 GiB free (room for two checkpoints)")) << v.remedy;
   EXPECT_EQ(v.finding.code, "host.disk/too-small");
@@ -123,7 +123,7 @@ TEST(HostDisk, WarnsWhenOneCheckpointFitsButNotTwo) {
   ASSERT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_TRUE(has(v.summary, "/ckpt has 150 GiB free of 1 TiB on / (ext4): room for one checkpoint but not two")) << v.summary;
   EXPECT_TRUE(has(v.summary, "frameworks keep the previous checkpoint until the new one is complete")) << v.summary;
-  EXPECT_TRUE(has(v.remedy, "Free 32.5 GiB more there so that two checkpoints fit")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "Free 32.5 GiB more in /ckpt so that two checkpoints fit")) << v.remedy;
   EXPECT_EQ(v.finding.code, "host.disk/one-checkpoint");
 }
 
