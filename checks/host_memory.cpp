@@ -6,13 +6,12 @@
 #include <cmath>
 
 #include "checks/check.hpp"
+#include "core/checkpoint_model.hpp"
 #include "core/text.hpp"
 
 namespace preflight {
 namespace {
 
-constexpr double kWeightBytes = 2;      // bf16/fp16 weights, per parameter
-constexpr double kOptimizerBytes = 12;  // fp32 master weights + Adam m and v, per parameter
 constexpr double kHeadroom = 0.10;      // WARN when the budget exceeds the need by less than this share
 constexpr double kLowAvailable = 0.10;  // WARN when MemAvailable is below this share of MemTotal
 
@@ -73,26 +72,9 @@ UNKNOWN /proc/meminfo cannot be read or parsed, or the cgroup files exist but ca
        error: the budget is MemAvailable.
 SKIP   in the image profile: an image build's memory is not the job's.)";
 
-std::uint64_t saturate(double bytes) {
-  return bytes >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(std::ceil(std::max(bytes, 0.0)));
-}
-
-/// "7B", "1.3B", "125M": parameter counts as people write them.
-std::string format_params(std::uint64_t n) {
-  static constexpr std::pair<double, const char*> kScales[] = {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}};
-  for (const auto& [scale, suffix] : kScales) {
-    if (static_cast<double>(n) >= scale) {
-      std::string s = fixed(static_cast<double>(n) / scale, 1);
-      if (s.ends_with(".0")) s.resize(s.size() - 2);
-      return s + suffix;
-    }
-  }
-  return std::to_string(n);
-}
-
 std::uint64_t round_up_gib(double bytes) {
   constexpr double kGiB = 1ull << 30;
-  return saturate(std::ceil(bytes / kGiB) * kGiB);
+  return saturate_bytes(std::ceil(bytes / kGiB) * kGiB);
 }
 
 std::string plural(int n, const char* word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
@@ -124,73 +106,22 @@ Budget budget_of(const MemInfo& mem, const CgroupMemory* cgroup) {
   return b;
 }
 
-/// The job's shape and the bytes its saving processes hold at the checkpoint peak (kExplain).
-struct Plan {
-  int local_ranks = 1;
-  int world_size = 1;
-  bool world_known = false;  // from the launcher or --expect-world-size, not only this node's ranks
-  int tp = 1, pp = 1;        // --tensor-parallel, --pipeline-parallel
-  bool model_parallel = false;
+/// The job's shape (core/checkpoint_model.hpp) and the bytes its saving processes hold at the
+/// checkpoint peak on top of each rank's baseline (kExplain).
+struct Plan : CheckpointPlan {
   std::uint64_t host_bytes_per_rank = 0;
-  std::optional<std::uint64_t> params;
-  int zero_stage = 0;
-  bool stage_defaulted = false;
 
-  int mp() const { return tp * pp; }
-  bool divides() const { return world_size % mp() == 0; }
-  int dp() const { return std::max(1, world_size / mp()); }
-  /// Parameters one model-parallel rank holds: its tensor slice of its pipeline stage.
-  double shard() const { return params ? static_cast<double>(*params) / mp() : 0; }
-
-  /// The most ranks of one node that are data-parallel rank 0 (the model-state savers), in
-  /// Megatron-LM's rank order (tensor fastest, then data, then pipeline: "tp-dp-pp").
-  int savers_per_node() const {
-    const int nodes = (world_size + local_ranks - 1) / local_ranks;
-    int most = 0;
-    for (int node = 0; node < nodes; ++node) {
-      int count = 0;
-      for (int r = node * local_ranks; r < std::min(world_size, (node + 1) * local_ranks); ++r) {
-        if ((r / tp) % dp() == 0) ++count;
-      }
-      most = std::max(most, count);
-      if (most == local_ranks) break;
-    }
-    return most;
-  }
-
-  /// Bytes a model-state saver and any other rank add at the save, for `stage`.
-  double saver_bytes(int stage) const {
-    if (!params) return 0;
-    if (stage == 0) return shard() * (kWeightBytes + kOptimizerBytes);
-    if (stage < 3) return shard() * kWeightBytes + shard() * kOptimizerBytes / dp();
-    return shard() * (kWeightBytes + kOptimizerBytes) / dp();
-  }
-  double other_bytes(int stage) const {
-    if (!params || stage == 0) return 0;
-    return stage < 3 ? shard() * kOptimizerBytes / dp() : saver_bytes(stage);
-  }
-  int savers(int stage) const { return stage == 3 ? local_ranks : savers_per_node(); }
   /// The heaviest rank: what one rank more or less on the node changes.
   double rank_bytes(int stage) const {
     return static_cast<double>(host_bytes_per_rank) + std::max(saver_bytes(stage), other_bytes(stage));
   }
   std::uint64_t need(int stage) const {
-    const int s = savers(stage);
-    return saturate(local_ranks * static_cast<double>(host_bytes_per_rank) + s * saver_bytes(stage) +
-                    (local_ranks - s) * other_bytes(stage));
+    return saturate_bytes(local_ranks * static_cast<double>(host_bytes_per_rank) + node_bytes(stage));
   }
 
   std::string formula() const {
     const std::string base = std::to_string(local_ranks) + " × " + format_bytes(host_bytes_per_rank);
-    if (!params) return base;
-    const std::string m = mp() > 1 ? "/" + std::to_string(mp()) : std::string();
-    const std::string p = format_params(*params);
-    const std::string w = std::to_string(world_size);
-    const std::string l = std::to_string(local_ranks);
-    const std::string s = std::to_string(savers(zero_stage));
-    if (zero_stage == 0) return base + " + " + s + " × " + p + m + " × (2 + 12) B";
-    if (zero_stage < 3) return base + " + " + s + " × " + p + m + " × 2 B + " + l + " × " + p + " × 12/" + w + " B";
-    return base + " + " + l + " × " + p + " × 14/" + w + " B";
+    return params ? base + " + " + node_formula() : base;
   }
 
   std::string text() const {
@@ -220,20 +151,8 @@ struct Plan {
 
 Plan plan_of(const CheckContext& ctx) {
   Plan plan;
-  plan.local_ranks = std::max(1, ctx.facts.placement.local_ranks);
-  plan.tp = ctx.options.tensor_parallel.value_or(1);
-  plan.pp = ctx.options.pipeline_parallel.value_or(1);
-  plan.model_parallel = plan.mp() > 1;
-  plan.world_known = ctx.facts.placement.world_size > 1 || ctx.options.expect_world_size.has_value();
-  // The world holds at least this node's ranks, even when preflight runs alone with --ranks-per-node.
-  plan.world_size =
-      std::max({plan.local_ranks, ctx.facts.placement.world_size, ctx.options.expect_world_size.value_or(1)});
-  // Alone, without --expect-world-size: the smallest world that holds this node and one model replica.
-  if (!plan.world_known && !plan.divides()) plan.world_size = (plan.world_size + plan.mp() - 1) / plan.mp() * plan.mp();
+  static_cast<CheckpointPlan&>(plan) = checkpoint_plan(ctx.facts.placement, ctx.options);
   plan.host_bytes_per_rank = ctx.options.host_bytes_per_rank;
-  plan.params = ctx.options.model_params;
-  plan.zero_stage = ctx.options.zero_stage.value_or(0);
-  plan.stage_defaulted = plan.params && !ctx.options.zero_stage;
   return plan;
 }
 

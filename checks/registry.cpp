@@ -12,6 +12,7 @@ namespace preflight {
 extern const CheckSpec kLaunchEnv;
 extern const CheckSpec kShmCapacity;
 extern const CheckSpec kHostMemory;
+extern const CheckSpec kHostDisk;
 extern const CheckSpec kHostLimits;
 extern const CheckSpec kEnvNccl;
 extern const CheckSpec kDriverLoaded;
@@ -45,7 +46,7 @@ namespace {
 // Report order: launcher first (a wrong launch explains everything after it), then the GPU stack
 // (driver before what needs it), then the host, then the environment the libraries will read, then
 // the network and the machine's shape.
-constexpr std::array<const CheckSpec*, 31> kChecks = {
+constexpr std::array<const CheckSpec*, 32> kChecks = {
     &kLaunchEnv,
     &kLaunchRanks,
     &kLaunchGpuBinding,
@@ -63,6 +64,7 @@ constexpr std::array<const CheckSpec*, 31> kChecks = {
     &kGpuClocks,
     &kShmCapacity,
     &kHostMemory,
+    &kHostDisk,
     &kHostLimits,
     &kEnvNccl,
     &kNetSocketIfname,

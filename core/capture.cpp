@@ -17,6 +17,7 @@ const std::vector<CaptureFactFile>& capture_fact_files() {
       {"nccl", "/facts/nccl.json", "the libnccl.so.2 the job loads as the helper read it (version, path, CUDA build)"},
       {"cuda_runtime", "/facts/cuda_runtime.json", "the CUDA runtimes, frameworks and NCCL libraries found for the job"},
       {"process", "/facts/process.json", "this process's CPU affinity and memory policy"},
+      {"disk", "/facts/disk.json", "statvfs and the mount of each checkpoint directory (--checkpoint-dir, default the current directory)"},
       {"topology", "/topology.xml", "hwloc's XML export of the machine (lstopo --of xml)"},
   };
   return kFiles;

@@ -11,6 +11,7 @@
 
 #include "core/env.hpp"
 #include "core/facts/affinity.hpp"
+#include "core/facts/disk.hpp"
 #include "core/facts/gpu.hpp"
 #include "core/facts/limits.hpp"
 #include "core/facts/memory.hpp"
@@ -76,6 +77,7 @@ struct RankFacts {
   PcieFacts pcie;                  // sysfs: bridge chains, ACS, IOMMU
   AffinityFacts affinity;          // this process's CPU and memory binding
   NetFacts net;
+  Probed<DiskFacts> disk;          // the checkpoint directories (--checkpoint-dir)
   std::map<std::string, double> probe_seconds;  // how long each probe took on this rank
 };
 PREFLIGHT_JSON_DECLARE(RankFacts)

@@ -10,7 +10,7 @@ PREFLIGHT_JSON_DEFINE(Identity, hostname, boot_id, kernel, pid)
 PREFLIGHT_JSON_DEFINE(MpiView, rank, size, local_rank, local_size, nodes, singleton, library, node_cvd)
 PREFLIGHT_JSON_DEFINE(Placement, rank, world_size, local_rank, local_ranks, nodes, node_rank, launcher, source, mpi)
 PREFLIGHT_JSON_DEFINE(RankFacts, identity, placement, env, shm, memory, limits, nccl_conf, gpu, topology, pcie,
-                      affinity, net, probe_seconds)
+                      affinity, net, disk, probe_seconds)
 PREFLIGHT_JSON_DEFINE(MemPolicy, mode, nodes)
 PREFLIGHT_JSON_DEFINE(NodeCpus, node, cpus)
 PREFLIGHT_JSON_DEFINE(AffinityFacts, cpus, mempolicy, online_cpus, mems_allowed, numa_nodes)
@@ -45,6 +45,9 @@ PREFLIGHT_JSON_DEFINE(MountEntry, mount_point, fstype, source, options, read_onl
 PREFLIGHT_JSON_DEFINE(FsUsage, total_bytes, free_bytes, unlimited, is_tmpfs, fs_magic, st_dev, writable)
 PREFLIGHT_JSON_DEFINE(ShmAllocTest, requested_bytes, ok, err, step, error)
 PREFLIGHT_JSON_DEFINE(ShmFacts, path, mount, usage, alloc)
+PREFLIGHT_JSON_DEFINE(DiskUsage, total_bytes, free_bytes, total_inodes, free_inodes, read_only, writable)
+PREFLIGHT_JSON_DEFINE(CheckpointDir, given, defaulted, path, exists, holder, holder_is_dir, resolved, usage, mount)
+PREFLIGHT_JSON_DEFINE(DiskFacts, cwd, dirs)
 PREFLIGHT_JSON_DEFINE(NumaNode, os_index, cpus, memory_bytes, subtype)
 PREFLIGHT_JSON_DEFINE(TopoHop, kind, id)
 PREFLIGHT_JSON_DEFINE(PciEndpoint, kind, bus_id, vendor_device, class_id, name, os_devices, rdma_devices, numa_nodes,

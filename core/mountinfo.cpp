@@ -58,6 +58,17 @@ const MountInfoLine* effective_mount(const MountInfo& info, std::string_view mou
   return found;
 }
 
+const MountInfoLine* mount_holding(const MountInfo& info, std::string_view path) {
+  const MountInfoLine* found = nullptr;
+  for (const MountInfoLine& m : info.mounts) {
+    const std::string_view mp = m.mount_point;
+    const bool prefix = path.starts_with(mp) && (mp == "/" || path.size() == mp.size() || path[mp.size()] == '/');
+    // ">=": of the mounts stacked at one mount point, the last is in effect.
+    if (prefix && (found == nullptr || mp.size() >= found->mount_point.size())) found = &m;
+  }
+  return found;
+}
+
 MountEntry to_mount_entry(const MountInfoLine& line) {
   MountEntry e;
   e.mount_point = line.mount_point;

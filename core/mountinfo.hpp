@@ -39,6 +39,10 @@ std::string unescape_mount_path(std::string_view s);
 /// The mount that is in effect at mount_point: the last line for it (later mounts stack on top).
 const MountInfoLine* effective_mount(const MountInfo& info, std::string_view mount_point);
 
+/// The mount that holds `path` (absolute, without symbolic links): the one in effect at the longest
+/// mount point that is `path` or one of its parent directories; nullptr when none is.
+const MountInfoLine* mount_holding(const MountInfo& info, std::string_view path);
+
 /// The MountEntry fact for a mountinfo line (options merged, ro flag, tmpfs size= in bytes).
 MountEntry to_mount_entry(const MountInfoLine& line);
 

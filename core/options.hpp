@@ -60,6 +60,10 @@ struct Options {
   std::optional<int> ranks_per_node;
   std::uint64_t host_bytes_per_rank = 4ull << 30;  // framework, CUDA context, loaders, per rank
 
+  // host.disk: where checkpoints are written (--checkpoint-dir, repeatable), as given; empty: the
+  // current directory.
+  std::vector<std::string> checkpoint_dirs;
+
   // shm.capacity model
   std::uint64_t shm_dataloader_bytes = 256ull << 20;  // per local rank
   int nccl_communicators = 1;

@@ -346,6 +346,7 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
   fact("nccl", {{"nccl", f.gpu.nccl}});
   fact("cuda_runtime", f.gpu.runtime);
   fact("process", {{"cpus", f.affinity.cpus}, {"mempolicy", f.affinity.mempolicy}});
+  fact("disk", {{"disk", f.disk}});
   if (const std::string error = export_topology_xml(dir + "/topology.xml"); error.empty()) {
     held["topology"] = {{"file", "topology.xml"}, {"holds", "hwloc's XML export of the machine (lstopo --of xml)"}};
   } else {

@@ -66,12 +66,14 @@ po::options_description run_options() {
     ("python", po::value<std::string>(), "the Python interpreter of the job")
     ("cuda-runtime", po::value<std::vector<std::string>>()->composing(), "a CUDA runtime library the job will load (repeatable)")
     ("nccl-lib", po::value<std::string>(), "the libnccl the job will load")
-    ("model-params", po::value<std::string>(), "parameters of the model, e.g. 7B or 70e9 (host.memory)")
-    ("zero-stage", po::value<std::string>(), "ZeRO/FSDP sharding stage 0..3 (host.memory)")
+    ("model-params", po::value<std::string>(), "parameters of the model, e.g. 7B or 70e9 (host.memory, host.disk)")
+    ("zero-stage", po::value<std::string>(), "ZeRO/FSDP sharding stage 0..3 (host.memory, host.disk)")
     ("tensor-parallel", po::value<std::string>(), "tensor-parallel degree of the model, default 1 (host.memory)")
     ("pipeline-parallel", po::value<std::string>(), "pipeline-parallel degree of the model, default 1 (host.memory)")
     ("ranks-per-node", po::value<std::string>(), "local ranks on each node (default: from the launcher, else 1)")
     ("host-bytes-per-rank", po::value<std::string>(), "host memory each rank uses outside checkpoints (default 4G)")
+    ("checkpoint-dir", po::value<std::vector<std::string>>()->composing(),
+     "where the job writes checkpoints (repeatable; default the current directory): free space and inodes vs the checkpoint size (host.disk)")
     ("shm-dataloader-bytes", po::value<std::string>(), "/dev/shm each rank's DataLoader workers use (default 256M)")
     ("nccl-communicators", po::value<std::string>(), "NCCL communicators per rank (default 1; shm.capacity)")
     ("sysroot", po::value<std::string>(), "read /sys, /proc, /etc and /dev/shm facts below DIR")
@@ -355,6 +357,15 @@ Options to_options(const po::variables_map& vm) {
   }
   if (vm.count("ranks-per-node")) o.ranks_per_node = int_in(vm, "ranks-per-node", 1, 4096, "a whole number from 1 to 4096");
   if (vm.count("host-bytes-per-rank")) o.host_bytes_per_rank = size_value(vm, "host-bytes-per-rank");
+  if (vm.count("checkpoint-dir")) {
+    // Paths as given, each once (a path may hold a comma: no list splitting).
+    for (const std::string& dir : vm["checkpoint-dir"].as<std::vector<std::string>>()) {
+      if (trim(dir).empty()) bad_value("checkpoint-dir", dir, "a directory (where the job writes its checkpoints)");
+      if (std::find(o.checkpoint_dirs.begin(), o.checkpoint_dirs.end(), dir) == o.checkpoint_dirs.end()) {
+        o.checkpoint_dirs.push_back(dir);
+      }
+    }
+  }
   if (vm.count("shm-dataloader-bytes")) o.shm_dataloader_bytes = size_value(vm, "shm-dataloader-bytes");
   if (vm.count("nccl-communicators")) o.nccl_communicators = int_in(vm, "nccl-communicators", 1, 1024, "a whole number from 1 to 1024");
   o.sysroot = str(vm, "sysroot").value_or("");
@@ -464,6 +475,7 @@ std::string help_text() {
          "  preflight --model-params 405B --zero-stage 1 --tensor-parallel 8 --pipeline-parallel 16 --ranks-per-node 8 \\\n"
          "            --expect-world-size 1024 --only host.memory\n"
          "  preflight --shm-dataloader-bytes 1G --nccl-communicators 2 --only shm.capacity\n"
+         "  preflight --model-params 70B --zero-stage 3 --checkpoint-dir /lustre/ckpt --checkpoint-dir /scratch --only host.disk\n"
          "  preflight --site-packages /opt/venv/lib/python3.11/site-packages --python /opt/venv/bin/python\n"
          "  preflight --cuda-runtime /opt/cuda/lib64/libcudart.so.12 --nccl-lib /opt/nccl/lib/libnccl.so.2\n"
          "  preflight capture /captures/node17 --tar node17.tar   capture this node (on the node)\n"

@@ -94,7 +94,8 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
       }
       const auto t0 = std::chrono::steady_clock::now();
-      const bool unrecorded = recorder != nullptr && probe.name == "cuda_runtime";
+      // Probes whose facts a capture keeps in a facts file of their own: their paths are not copied.
+      const bool unrecorded = recorder != nullptr && (probe.name == "cuda_runtime" || probe.name == "disk");
       if (unrecorded) recorder->set_paused(true);
       probe.run(ctx, work);
       if (unrecorded) recorder->set_paused(false);

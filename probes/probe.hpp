@@ -116,6 +116,7 @@ void probe_net(const ProbeContext& ctx, RankFacts& facts);
 void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts);
 void probe_gpu_health(const ProbeContext& ctx, RankFacts& facts);
 void probe_kernel_log(const ProbeContext& ctx, RankFacts& facts);
+void probe_disk(const ProbeContext& ctx, RankFacts& facts);
 
 /// The NVIDIA events of /dev/kmsg-format text (a live read or a --sysroot file).
 KernelLogFacts kernel_log_facts(std::string_view text, std::string source);

@@ -10,7 +10,7 @@
 
 namespace preflight {
 namespace {
-constexpr std::array<ProbeSpec, 17> kProbes = {{
+constexpr std::array<ProbeSpec, 18> kProbes = {{
     {"identity", &probe_identity},
     {"placement", &probe_placement},  // before shm: the shm need depends on the local rank count
     {"shm", &probe_shm},              // early: its allocation test runs in the background
@@ -28,6 +28,7 @@ constexpr std::array<ProbeSpec, 17> kProbes = {{
     {"limits", &probe_limits},
     {"nccl_conf", &probe_nccl_conf},
     {"nccl_names", &probe_nccl_names},  // after nccl and nccl_conf: the library's names, its plugins
+    {"disk", &probe_disk},              // last: statvfs of a hung network mount blocks, and only it waits then
 }};
 }  // namespace
 

@@ -28,12 +28,7 @@ Probed<MountEntry> probe_mount(const Probed<MountInfo>& mounts, const std::strin
     return Probed<MountEntry>::ok(to_mount_entry(*line), mounts.source());
   }
   // No mount of its own: it is a directory on whatever file system holds it (the longest prefix).
-  const MountInfoLine* parent = nullptr;
-  for (const MountInfoLine& m : info.mounts) {
-    const bool prefix = path.rfind(m.mount_point, 0) == 0 &&
-                        (m.mount_point == "/" || path.size() == m.mount_point.size() || path[m.mount_point.size()] == '/');
-    if (prefix && (parent == nullptr || m.mount_point.size() >= parent->mount_point.size())) parent = &m;
-  }
+  const MountInfoLine* parent = mount_holding(info, path);
   if (parent == nullptr) {
     return Probed<MountEntry>::error(ProbeErrc::ParseError, "no mount holds " + path, mounts.source());
   }

@@ -56,7 +56,7 @@ expect_eq "$("$py" -c "import json; print(json.load(open('$work/secrets/facts/en
 m=$("$py" -c "
 import json; m = json.load(open('$work/secrets/preflight-capture.json'))
 print(m['format'], m['version'], ','.join(sorted(m['facts'])), '/proc/self/mountinfo' in m['files'])")
-expect_eq "$m" "preflight-capture 1 cuda_runtime,env,gpu,nccl,net,process,shm,topology True" "the manifest"
+expect_eq "$m" "preflight-capture 1 cuda_runtime,disk,env,gpu,nccl,net,process,shm,topology True" "the manifest"
 # The judge sees the captured environment, not its own.
 expect_rc 0 "judged with the captured environment" -- env NCCL_IB_HCA=judge "$PREFLIGHT" --sysroot "$work/secrets" \
   --only env.nccl --format json

@@ -8,14 +8,14 @@ expect_rc 0 "--help" -- "$PREFLIGHT" --help
 for opt in --profile --only --skip --format --json --junit --prom --timeout --strict --expect-gpus \
            --expect-world-size --expect-nodes --min-busbw --allreduce-bytes --target-driver --target-gpu \
            --site-packages --python --cuda-runtime --nccl-lib --model-params --zero-stage --tensor-parallel \
-           --pipeline-parallel --ranks-per-node \
+           --pipeline-parallel --ranks-per-node --checkpoint-dir \
            --sysroot --topology-xml --matrix --json-per-rank --config --verbose; do
   grep -q -- "$opt" "$work/out" || fail "--help does not mention $opt"
 done
 
 expect_rc 0 "list" -- "$PREFLIGHT" list
 cp "$work/out" "$work/list"
-for id in launch.env shm.capacity host.memory host.limits env.nccl; do
+for id in launch.env shm.capacity host.memory host.disk host.limits env.nccl; do
   grep -q "^$id " "$work/list" || fail "list is missing $id"
 done
 for id in $(cut -d' ' -f1 "$work/list"); do
@@ -76,7 +76,7 @@ expect_eq "$(json_get "[c['id'] for c in d['checks']]")" "['env.nccl']" "--only 
 
 # --only / --skip globs.
 "$PREFLIGHT" --only 'host.*' --format json >"$work/out" 2>/dev/null
-expect_eq "$(json_get "sorted(c['id'] for c in d['checks'])")" "['host.limits', 'host.memory']" "--only host.*"
+expect_eq "$(json_get "sorted(c['id'] for c in d['checks'])")" "['host.disk', 'host.limits', 'host.memory']" "--only host.*"
 "$PREFLIGHT" --skip 'host.*,env.*,cuda.*,gpu.*,driver.*,nccl.*,net.*,topo.*,cluster.*,comm.*,launch.gpu*,launch.ranks' --format json >"$work/out" 2>/dev/null
 expect_eq "$(json_get "sorted(c['id'] for c in d['checks'])")" "['launch.env', 'shm.capacity']" "--skip host.*,env.*,…"
 

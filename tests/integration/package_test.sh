@@ -76,7 +76,7 @@ help_options() { grep -oE '^  (-[a-z] \[ )?--[a-z][a-z-]*' "$work/help" | grep -
 rc=0
 "$bin" --only 'host.*' --format json >"$work/out" 2>"$work/err" || rc=$?
 case $rc in 0 | 1 | 3) pass "installed --only 'host.*' ran (exit $rc)" ;; *) fail "installed --only 'host.*': exit $rc"; sed 's/^/  | /' "$work/err" >&2 ;; esac
-expect_eq "$(json_get "sorted(c['id'] for c in d['checks'])" 2>&1)" "['host.limits', 'host.memory']" "installed host.* checks"
+expect_eq "$(json_get "sorted(c['id'] for c in d['checks'])" 2>&1)" "['host.disk', 'host.limits', 'host.memory']" "installed host.* checks"
 
 # The installed binary finds its installed helper: with no driver here driver.loaded FAILs because
 # the NVIDIA libraries are missing, not because the helper could not be started. A copy of the
@@ -163,7 +163,7 @@ expect_eq "$(complete_words --color '' | tr '\n' ' ')" "always auto never " "--c
 expect_eq "$(complete_words --mpi '' | tr '\n' ' ')" "auto off on " "--mpi <TAB>"
 expect_eq "$(complete_words --progress '' | tr '\n' ' ')" "always auto never " "--progress <TAB>"
 expect_eq "$(complete_words --format = j | tr '\n' ' ')" "json junit " "--format=j<TAB>"
-expect_eq "$(complete_words --only host. | tr '\n' ' ')" "host.limits host.memory " "--only host.<TAB>"
+expect_eq "$(complete_words --only host. | tr '\n' ' ')" "host.disk host.limits host.memory " "--only host.<TAB>"
 expect_eq "$(complete_words --skip 'env.nccl,sh' | tr '\n' ' ')" "env.nccl,shm.capacity " "--skip env.nccl,sh<TAB>"
 expect_eq "$(complete_words '' | tr '\n' ' ')" "capture explain list merge run " "<TAB> (commands)"
 expect_eq "$(complete_words --format json l | tr '\n' ' ')" "list " "a command after an option and its value"

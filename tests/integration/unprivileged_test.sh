@@ -37,8 +37,9 @@ crashed() {  # crashed RC ERRFILE: exit outside 0-5 or a crash report on stderr
 run_both() {
   local name=$1 rc_root=0 rc_nobody=0
   shift
-  "${base_env[@]}" "$@" --format json >"$out/$name.root.json" 2>"$out/$name.root.err" || rc_root=$?
-  "${as_nobody[@]}" "${base_env[@]}" "$@" --format json --json "$out/$name.nobody-file.json" \
+  # From a directory both may write: host.disk judges the current directory.
+  (cd "$out/home" && "${base_env[@]}" "$@" --format json) >"$out/$name.root.json" 2>"$out/$name.root.err" || rc_root=$?
+  (cd "$out/home" && "${as_nobody[@]}" "${base_env[@]}" "$@" --format json --json "$out/$name.nobody-file.json") \
     >"$out/$name.nobody.json" 2>"$out/$name.nobody.err" || rc_nobody=$?
   crashed "$rc_root" "$out/$name.root.err" && fail "$name as root: exit $rc_root" || pass "$name as root: exit $rc_root"
   crashed "$rc_nobody" "$out/$name.nobody.err" && { fail "$name as nobody: exit $rc_nobody"; sed 's/^/  | /' "$out/$name.nobody.err" | head -20 >&2; } ||
@@ -89,6 +90,14 @@ mkdir -p "$out/home" && chmod 777 "$out/home"
 
 # The whole node profile on this machine (no driver: the GPU checks FAIL alike for both).
 run_both node "$PREFLIGHT" --timeout 30 --color never
+# host.disk: a checkpoint directory only root may write is a FAIL for nobody that names it, never a PASS.
+mkdir -p "$out/root-only" && chmod 755 "$out/root-only"
+rc=0
+(cd "$out/home" && "${as_nobody[@]}" "${base_env[@]}" "$PREFLIGHT" --only host.disk --checkpoint-dir "$out/root-only/run1" \
+  --format json) >"$out/disk.nobody.json" 2>/dev/null || rc=$?
+expect_eq "$rc" 1 "host.disk as nobody in a directory only root may write: exit"
+disk_summary=$("$py" -c "import json; c=json.load(open('$out/disk.nobody.json'))['checks'][0]; print(c['status'], c['summary'])")
+expect_contains "$disk_summary" "FAIL this user cannot create files in $out/root-only" "host.disk as nobody"
 # The ACS check alone, verbose: as nobody it must not claim what it could not read.
 if ls /sys/bus/pci/devices/*/config >/dev/null 2>&1; then
   cfg=$(ls /sys/bus/pci/devices/*/config | head -1)

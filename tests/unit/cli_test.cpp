@@ -155,6 +155,24 @@ TEST(Cli, ConfigValuesLoseMatchingQuotesAndABom) {
   std::remove(typo.c_str());
 }
 
+TEST(Cli, CheckpointDirIsRepeatableAndKeptAsGiven) {
+  EXPECT_TRUE(parse({}).options.checkpoint_dirs.empty());  // host.disk: the current directory
+  const Cli c = parse({"--checkpoint-dir", "/lustre/ckpt", "--checkpoint-dir", "runs/a,b", "--checkpoint-dir=/scratch/",
+                       "--checkpoint-dir", "/lustre/ckpt"});
+  // In the order given, each once; a comma is part of a path, not a list.
+  EXPECT_EQ(c.options.checkpoint_dirs, (std::vector<std::string>{"/lustre/ckpt", "runs/a,b", "/scratch/"}));
+  EXPECT_EQ(usage_error({"--checkpoint-dir", ""}), "--checkpoint-dir '': expected a directory (where the job writes its checkpoints)");
+  EXPECT_THROW(parse({"--checkpoint-dir"}), UsageError);
+
+  // From a config file, repeated; the command line wins over the file.
+  const std::string path = write_config("ckpt.ini", "checkpoint-dir = /a\ncheckpoint-dir = \"/b c\"\n");
+  EXPECT_EQ(parse({"--config", path}).options.checkpoint_dirs, (std::vector<std::string>{"/a", "/b c"}));
+  EXPECT_EQ(parse({"--config", path, "--checkpoint-dir", "/z"}).options.checkpoint_dirs, std::vector<std::string>{"/z"});
+  std::remove(path.c_str());
+  // capture takes it too: it decides which directories the capture records.
+  EXPECT_EQ(parse({"capture", "/tmp/x", "--checkpoint-dir", "/ckpt"}).options.checkpoint_dirs, std::vector<std::string>{"/ckpt"});
+}
+
 TEST(Cli, ConfigThatIsADirectoryIsAUsageError) {
   EXPECT_NE(usage_error({"--config", ::testing::TempDir()}).find("is a directory, not a file"), std::string::npos);
   EXPECT_NE(usage_error({"--config", "/nonexistent/preflight.ini"}).find("cannot read the file"), std::string::npos);

@@ -62,5 +62,21 @@ TEST(MountInfo, GarbageLinesAreCountedNotFatal) {
   EXPECT_EQ(info.bad_lines.size(), 5u);
 }
 
+TEST(MountInfo, TheMountHoldingAPathIsTheLongestMountPointAboveIt) {
+  const MountInfo info = parse_mountinfo(
+      "22 1 259:2 / / rw - ext4 /dev/nvme0n1p2 rw\n"
+      "40 22 0:50 / /data rw - nfs4 filer:/export rw\n"
+      "41 40 0:51 / /data/local rw - xfs /dev/sdb1 rw\n"
+      "42 40 0:52 / /data/local rw - tmpfs tmpfs rw\n");
+  ASSERT_EQ(info.mounts.size(), 4u);
+  EXPECT_EQ(mount_holding(info, "/")->fstype, "ext4");
+  EXPECT_EQ(mount_holding(info, "/home/a")->fstype, "ext4");
+  EXPECT_EQ(mount_holding(info, "/data")->fstype, "nfs4");
+  EXPECT_EQ(mount_holding(info, "/data/ckpt/run1")->fstype, "nfs4");
+  EXPECT_EQ(mount_holding(info, "/database")->fstype, "ext4");  // a prefix of the name is no parent
+  EXPECT_EQ(mount_holding(info, "/data/local/x")->fstype, "tmpfs");  // the last of the stacked mounts
+  EXPECT_EQ(mount_holding(MountInfo{}, "/x"), nullptr);
+}
+
 }  // namespace
 }  // namespace preflight
