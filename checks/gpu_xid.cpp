@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <utility>
 
 #include "checks/check.hpp"
 #include "checks/gpu_common.hpp"
@@ -66,7 +67,18 @@ struct NvmlView {
   std::map<std::string, std::string> covered;         // bus key -> bus id, registered in a collected window
   std::map<std::string, std::string> why_not;         // bus key -> why not registered (first reason)
   std::vector<NvmlSeen> seen;
-  std::vector<std::string> not_collected;  // "the health load: driver 470.82.01 has no nvmlEventSetCreate"
+  /// Why windows collected nothing, each reason once with the work it cut short:
+  /// {"driver 470.82.01 has no nvmlEventSetCreate", {"the health load", "cuda.smoke"}}.
+  std::vector<std::pair<std::string, std::vector<std::string>>> not_collected;
+
+  std::vector<std::string> not_collected_text() const {
+    std::vector<std::string> out;
+    for (const auto& [why, works] : not_collected) {
+      std::vector<std::string> named(works.begin(), works.end());
+      out.push_back(why + ", in " + and_text(named));
+    }
+    return out;
+  }
 };
 
 NvmlView nvml_view(const CheckContext& ctx) {
@@ -75,9 +87,11 @@ NvmlView nvml_view(const CheckContext& ctx) {
     if (w.work.empty()) return;  // not attempted (an older capture, a helper that never got there)
     v.watches.push_back(&w);
     if (!w.collected) {
-      const std::string why = work_text(w.work) + ": " + (w.unavailable.empty() ? "not read" : w.unavailable);
-      if (std::find(v.not_collected.begin(), v.not_collected.end(), why) == v.not_collected.end())
-        v.not_collected.push_back(why);
+      const std::string why = w.unavailable.empty() ? "not read" : w.unavailable;
+      auto it = std::find_if(v.not_collected.begin(), v.not_collected.end(), [&](const auto& e) { return e.first == why; });
+      if (it == v.not_collected.end()) it = v.not_collected.insert(v.not_collected.end(), {why, {}});
+      const std::string work = work_text(w.work);
+      if (std::find(it->second.begin(), it->second.end(), work) == it->second.end()) it->second.push_back(work);
     }
     for (const NvmlXidGpu& g : w.gpus) {
       const std::string key = bus_key(g.pci_bus_id);
@@ -293,7 +307,7 @@ Verdict run(const CheckContext& ctx) {
   } else if (!gpus_of_node.empty()) {
     coverage = "; no NVML XID events were collected on " +
                (gpus_of_node.size() == 1 ? gpus_of_node.begin()->second : "the " + std::to_string(gpus_of_node.size()) + " GPUs");
-    if (!nv.not_collected.empty()) coverage += " (" + and_text(nv.not_collected, 3) + ")";
+    if (!nv.not_collected.empty()) coverage += " (" + and_text(nv.not_collected_text(), 3) + ")";
     else if (nv.watches.empty()) coverage += " (preflight's own GPU work did not watch them)";
   }
   if (denied)
