@@ -12,7 +12,7 @@ PREFLIGHT_JSON_DEFINE(GpuPair, a, b, path, nvlinks, p2p_read, p2p_write, p2p_nvl
 PREFLIGHT_JSON_DEFINE(PeerCopy, src, dst, src_bus_id, dst_bus_id, can_access, ok, failed_step, error, bytes, seconds,
                       gbps)
 PREFLIGHT_JSON_DEFINE(CudaDevice, ordinal, name, uuid, pci_bus_id, cc_major, cc_minor, memory_total)
-PREFLIGHT_JSON_DEFINE(SmokeResult, ordinal, bytes, ok, failed_step, error, seconds)
+PREFLIGHT_JSON_DEFINE(SmokeResult, ordinal, bytes, ok, failed_step, error, seconds, xid_watch)
 PREFLIGHT_JSON_DEFINE(DriverFacts, kernel_module_version, nvml_driver_version, cuda_driver_version, loaded_libraries,
                       nvml_gpus, cuda_devices, smoke, helper, gpu_pairs, peer_copies, nvml_init_seconds,
                       cuda_init_seconds, health, kernel_log)
@@ -27,8 +27,11 @@ PREFLIGHT_JSON_DEFINE(GpuHealth, index, pci_bus_id, name, mig_enabled, persisten
                       pcie_width, pcie_gen_max, pcie_width_max, pcie_gen_gpu_max, pcie_replay_before,
                       pcie_replay_after, fabric_info_version, fabric_state, fabric_status, fabric_health_mask,
                       fabric_health_summary, fabric_cluster_uuid, fabric_clique_id)
+PREFLIGHT_JSON_DEFINE(NvmlXidEvent, gpu, pci_bus_id, xid, seconds, gpu_instance, compute_instance)
+PREFLIGHT_JSON_DEFINE(NvmlXidGpu, index, pci_bus_id, registered, why)
+PREFLIGHT_JSON_DEFINE(NvmlXidWatch, collected, unavailable, work, start_s, end_s, gpus, events, truncated)
 PREFLIGHT_JSON_DEFINE(GpuHealthFacts, driver_version, gpus, load, loaded, load_seconds, nvswitches,
-                      fabric_manager_running)
+                      fabric_manager_running, xid_watch)
 PREFLIGHT_JSON_DEFINE(CudaRuntime, version, kind, path, detail, loaded_by)
 PREFLIGHT_JSON_DEFINE(FrameworkBuild, name, version, cuda, arch_list, path, build, library, cudart_soname,
                       cudart_path, cudart_via, nccl_path, nccl_via, searched)

@@ -20,8 +20,9 @@ const char* nvml_code_name(nvml::nvmlReturn_t rc);
 /// `health [--max-load S]`: GpuHealthFacts (core/facts/gpu_health.hpp) for every GPU NVML sees:
 /// memory health, NVLink state and error counters, PCIe link and fabric state, and clock event
 /// reasons, P-state, PCIe link and temperature sampled while every CUDA device runs cuMemsetD32
-/// (until each GPU has 5 samples at P0, at most S seconds, default 1). {"error": why} when NVML
-/// cannot be used at all.
+/// (until each GPU has 5 samples at P0, at most S seconds, default 1), and the XIDs NVML reports on
+/// any GPU while that load runs (xid_watch: registered before the load, read at every sample
+/// round and after it). {"error": why} when NVML cannot be used at all.
 nlohmann::json run_health(double max_load_s);
 
 /// `driver`: {"nvml_driver_version": Probed<string>, "cuda_driver_version": Probed<int>,
@@ -31,7 +32,8 @@ nlohmann::json run_health(double max_load_s);
 nlohmann::json run_driver();
 
 /// `smoke --ordinal N --bytes B`: primary context on device N, allocate, cuMemsetD32 0x5AA5F00D,
-/// synchronise, copy back, verify every word, free.
+/// synchronise, copy back, verify every word, free; xid_watch: the XIDs NVML reports on that GPU
+/// (found by its PCI bus id) meanwhile, registered before the context is made.
 SmokeResult run_smoke(int ordinal, std::uint64_t bytes);
 
 /// `p2p --bytes B [--pair-timeout S]`: for each ordered pair (i,j) of CUDA devices with

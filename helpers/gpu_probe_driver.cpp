@@ -5,6 +5,7 @@
 #include <cstring>
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "core/pci_topology.hpp"
 #include "helpers/dynlib.hpp"
 #include "helpers/gpu_probe.hpp"
+#include "helpers/xid_watch.hpp"
 #include "probes/gpu_text.hpp"
 #include "probes/nvidia/cuda_api.hpp"
 #include "probes/nvidia/nvml_api.hpp"
@@ -453,6 +455,73 @@ Probed<std::vector<CudaDevice>> cuda_devices(const Cuda& c, std::optional<double
   return Result::ok(std::move(devices), source);
 }
 
+/// The NVML side of the smoke test: libnvidia-ml initialised in this process for an XID watch on
+/// the one GPU the test uses, found by its PCI bus id. Nothing here may fail the smoke test.
+class SmokeXids {
+ public:
+  static constexpr char kWork[] = "cuda.smoke";
+
+  /// Registers XID events on the NVML GPU at `bus_id` (any spelling normalize_bus_id accepts).
+  void start(const std::string& bus_id) {
+    using namespace nvml;
+    m_n.lib = DynLib::open(nvml::soname);
+    if (!m_n.lib) return void(m_why = m_n.lib.error());
+    m_n.error_string = m_n.lib.get<PFN_nvmlErrorString>(name_nvmlErrorString);
+    const auto init = m_n.lib.get<PFN_nvmlInit_v2>(name_nvmlInit_v2);
+    if (init == nullptr) return void(m_why = "nvmlInit_v2 not exported by " + m_n.lib.path());
+    if (const nvmlReturn_t rc = init(); rc != NVML_SUCCESS) return void(m_why = m_n.failure("nvmlInit_v2", rc));
+    m_shutdown = m_n.lib.get<PFN_nvmlShutdown>(name_nvmlShutdown);
+    m_initialised = true;
+    std::string driver;
+    if (const auto get = m_n.lib.get<PFN_nvmlSystemGetDriverVersion>(name_nvmlSystemGetDriverVersion)) {
+      char buf[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
+      if (get(buf, sizeof buf) == NVML_SUCCESS) driver = from_buffer(buf, sizeof buf);
+    }
+    const auto get_count = m_n.lib.get<PFN_nvmlDeviceGetCount_v2>(name_nvmlDeviceGetCount_v2);
+    const auto get_handle = m_n.lib.get<PFN_nvmlDeviceGetHandleByIndex_v2>(name_nvmlDeviceGetHandleByIndex_v2);
+    const auto get_pci = m_n.lib.get<PFN_nvmlDeviceGetPciInfo_v3>(name_nvmlDeviceGetPciInfo_v3);
+    if (get_count == nullptr || get_handle == nullptr || get_pci == nullptr)
+      return void(m_why = "nvmlDeviceGetCount_v2/HandleByIndex_v2/GetPciInfo_v3 not exported by " + m_n.lib.path());
+    unsigned count = 0;
+    if (const nvmlReturn_t rc = get_count(&count); rc != NVML_SUCCESS) return void(m_why = m_n.failure("nvmlDeviceGetCount_v2", rc));
+    const std::string want = normalize_bus_id(bus_id);
+    for (unsigned i = 0; i < count; ++i) {
+      nvmlDevice_t dev = nullptr;
+      nvmlPciInfo_t pci{};
+      if (get_handle(i, &dev) != NVML_SUCCESS || get_pci(dev, &pci) != NVML_SUCCESS) continue;
+      std::string nvml_bus = from_buffer(pci.busId, sizeof pci.busId);
+      if (nvml_bus.empty()) nvml_bus = gpu_text::format_pci_bus_id(pci.domain, pci.bus, pci.device);
+      if (normalize_bus_id(nvml_bus) != want) continue;
+      m_watch = std::make_unique<XidWatch>(m_n.lib, driver, kWork);
+      m_watch->start({{static_cast<int>(i), dev, nvml_bus}});
+      return;
+    }
+    m_why = "NVML has no GPU at " + bus_id + ", the smoke test's device";
+  }
+
+  /// No watch, for `why`.
+  void skip(std::string why) { m_why = std::move(why); }
+
+  /// The watch's facts (or why there is none); NVML shut down again.
+  NvmlXidWatch finish(const std::string& step) {
+    NvmlXidWatch w = m_watch ? m_watch->finish()
+                             : XidWatch::not_collected(kWork, !m_why.empty() ? m_why
+                                                                             : "not started: the smoke test ended at " +
+                                                                                   step + " before its GPU work");
+    m_watch.reset();
+    if (m_initialised && m_shutdown != nullptr) m_shutdown();
+    m_initialised = false;
+    return w;
+  }
+
+ private:
+  Nvml m_n;
+  nvml::PFN_nvmlShutdown m_shutdown = nullptr;
+  bool m_initialised = false;
+  std::unique_ptr<XidWatch> m_watch;
+  std::string m_why;
+};
+
 }  // namespace
 
 nlohmann::json run_driver() {
@@ -542,11 +611,13 @@ SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {
   SmokeResult r;
   r.ordinal = ordinal;
   r.bytes = bytes;
+  SmokeXids xids;  // XIDs NVML reports on this GPU while the test runs
   auto finish = [&](const char* step, std::string error) {
     r.ok = error.empty();
     r.failed_step = r.ok ? std::string() : std::string(step);
     r.error = std::move(error);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    r.xid_watch = xids.finish(step);
     return r;
   };
   if (bytes < 4) return finish("verify", "nothing to test: " + std::to_string(bytes) + " bytes");
@@ -571,6 +642,19 @@ SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {
   if (const CUresult rc = init(0); rc != CUDA_SUCCESS) return finish("cuInit", c.name(rc));
   CUdevice dev = 0;
   if (const CUresult rc = get(&dev, ordinal); rc != CUDA_SUCCESS) return finish("cuDeviceGet", c.name(rc));
+  // The XID watch is registered on this device before the work (context, allocation, write).
+  {
+    const auto get_attr = c.get<PFN_cuDeviceGetAttribute>(name_cuDeviceGetAttribute);
+    int dom = 0, bus = 0, slot = 0;
+    if (get_attr != nullptr && get_attr(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) == CUDA_SUCCESS &&
+        get_attr(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == CUDA_SUCCESS &&
+        get_attr(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) == CUDA_SUCCESS) {
+      xids.start(gpu_text::format_pci_bus_id(static_cast<unsigned>(dom), static_cast<unsigned>(bus),
+                                             static_cast<unsigned>(slot)));
+    } else {
+      xids.skip("the PCI bus id of CUDA device " + std::to_string(ordinal) + " is not known (cuDeviceGetAttribute)");
+    }
+  }
   CUcontext ctx = nullptr;
   if (const CUresult rc = retain(&ctx, dev); rc != CUDA_SUCCESS) return finish("cuDevicePrimaryCtxRetain", c.name(rc));
   CUdeviceptr ptr = 0;

@@ -2,7 +2,8 @@
 // preflight-gpu-probe `health`: per GPU, NVML's memory health (row remapping, retired pages, ECC,
 // the recovery action), NVLink state and error counters, PCIe link state, the NVSwitch fabric, and
 // clock event reasons, performance state, temperature and PCIe link sampled while every GPU runs
-// cuMemsetD32 (idle GPUs downshift their link and report "idle": judged only under load).
+// cuMemsetD32 (idle GPUs downshift their link and report "idle": judged only under load), and the
+// XIDs NVML reports on any GPU while that load runs (registered before it starts).
 //
 // Every NVML function is resolved optionally: one an older driver lacks (or answers
 // NVML_ERROR_FUNCTION_NOT_FOUND / NVML_ERROR_DEPRECATED) leaves its fact empty with
@@ -17,6 +18,7 @@
 #include "core/pci_topology.hpp"
 #include "helpers/dynlib.hpp"
 #include "helpers/gpu_probe.hpp"
+#include "helpers/xid_watch.hpp"
 #include "probes/gpu_text.hpp"
 #include "probes/nvidia/cuda_api.hpp"
 #include "probes/nvidia/nvml_api.hpp"
@@ -537,6 +539,15 @@ nlohmann::json run_health(double max_load_s) {
     facts.gpus.push_back(std::move(g));
   }
 
+  // XID events on every GPU, registered before the load starts and read at every sample round.
+  XidWatch xids(r.lib, r.driver, "health load");
+  {
+    std::vector<XidDevice> devices;
+    for (std::size_t i = 0; i < handles.size(); ++i)
+      devices.push_back({facts.gpus[i].index, handles[i], facts.gpus[i].pci_bus_id});
+    xids.start(devices);
+  }
+
   // Under load: every CUDA device busy with cuMemsetD32 while the samples are taken.
   Load load;
   load.start();
@@ -556,9 +567,11 @@ nlohmann::json run_health(double max_load_s) {
       if (has_pstate ? p0[i] < kMinLoadSamples : g.load_samples < kMinLoadSamples) enough = false;
     }
     ++rounds;
+    xids.drain();
     if (enough || std::chrono::steady_clock::now() - begin >= limit) break;
   }
   if (facts.loaded) load.stop();
+  facts.xid_watch = xids.finish();
   facts.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
   char text[160];
   if (facts.loaded) {

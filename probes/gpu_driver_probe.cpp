@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // gpu_driver: the kernel module version (files), then the contained GPU helper
-// (preflight-gpu-probe): `driver` (NVML + CUDA driver API) and `smoke` on this rank's device.
+// (preflight-gpu-probe): `driver` (NVML + CUDA driver API) and `smoke` on this rank's device (with
+// the XIDs NVML reports on it meanwhile).
 // A helper that crashes, hangs or writes garbage becomes Crashed / Timeout / ParseError on the
 // fields it would have filled; preflight itself never loads libcuda.
 #include "probes/gpu_driver_probe.hpp"
@@ -176,8 +177,10 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
   ContainedRequest smoke;
   smoke.executable = helper;
   smoke.args = {"smoke", "--ordinal", std::to_string(ordinal), "--bytes", kSmokeBytes};
-  // A new process initialises CUDA again: the smoke test also gets the cuInit time just measured.
-  const HelperDeadline smoke_deadline = ctx.helper_deadline(Helper::GpuSmoke, d.cuda_init_seconds.value_or(0.0));
+  // A new process initialises CUDA again, and NVML for its XID watch: the smoke test also gets the
+  // cuInit and nvmlInit_v2 times just measured.
+  const HelperDeadline smoke_deadline =
+      ctx.helper_deadline(Helper::GpuSmoke, d.cuda_init_seconds.value_or(0.0) + d.nvml_init_seconds.value_or(0.0));
   smoke.deadline = smoke_deadline.limit;
   const ContainedResult sresult = run_contained(smoke);
   d.helper += "; smoke: " + describe_run(sresult);

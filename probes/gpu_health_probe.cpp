@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // gpu_health: the contained GPU helper's `health` run (memory health, clocks and PCIe under load,
-// NVLink, the NVSwitch fabric), once per node (local rank 0), only when one of the checks that
-// read it is selected; plus the NVSwitches in sysfs and the fabric manager process in /proc.
+// NVLink, the NVSwitch fabric, the XIDs NVML reports during the load), once per node (local rank
+// 0), only when one of the checks that read it is selected; plus the NVSwitches in sysfs and the
+// fabric manager process in /proc.
 #include <algorithm>
 #include <array>
 #include <string>
@@ -17,7 +18,9 @@ namespace {
 using Health = Probed<GpuHealthFacts>;
 
 constexpr char kHelper[] = "preflight-gpu-probe";
-constexpr std::array<std::string_view, 4> kReaders = {"gpu.memory_health", "gpu.clocks", "gpu.links", "gpu.fabric"};
+// gpu.xid reads the XIDs NVML reported during the load (they need no privilege, unlike the kernel log).
+constexpr std::array<std::string_view, 5> kReaders = {"gpu.memory_health", "gpu.clocks", "gpu.links", "gpu.fabric",
+                                                      "gpu.xid"};
 constexpr char kMaxLoad[] = "1.0";  // seconds: the load ends earlier once every GPU has its samples at P0
 
 bool wanted(const Options& options) {

@@ -91,6 +91,8 @@ struct SmokeResult {
   std::string failed_step;  // "cuInit", "cuCtxCreate", "cuMemAlloc", "cuMemsetD32", "cuMemcpyDtoH", "verify"
   std::string error;        // "CUDA_ERROR_NO_DEVICE (100)", "word 17 is 0x00000000, wrote 0x5AA5F00D"
   double seconds = 0;
+  /// The XIDs NVML reported on this GPU while the test ran (registered before the allocation).
+  NvmlXidWatch xid_watch;
 };
 PREFLIGHT_JSON_DECLARE(SmokeResult)
 

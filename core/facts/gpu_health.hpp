@@ -3,7 +3,8 @@
 // subcommand through NVML: memory (row remapping, retired pages, ECC, the recovery action), clock
 // event reasons and PCIe link state sampled while the helper keeps the GPUs busy, NVLink state and
 // error counters, and the NVSwitch fabric. Every field a driver or GPU cannot answer stays empty
-// and `unavailable` says why ("driver 470.82.01 has no nvmlDeviceGetGpuFabricInfoV").
+// and `unavailable` says why ("driver 470.82.01 has no nvmlDeviceGetGpuFabricInfoV"). Also the
+// XIDs NVML reported while the helper's own GPU work ran (NvmlXidWatch), and this boot's kernel log.
 #pragma once
 
 #include <cstdint>
@@ -103,6 +104,51 @@ struct GpuHealth {
 };
 PREFLIGHT_JSON_DECLARE(GpuHealth)
 
+/// One XID that NVML reported during the helper's GPU work (nvmlEventTypeXidCriticalError).
+struct NvmlXidEvent {
+  int gpu = -1;            // NVML index; -1: a device handle the helper did not register
+  std::string pci_bus_id;  // "00000000:18:00.0" as NVML prints it
+  std::uint64_t xid = 0;   // nvmlEventData_t.eventData: the Xid; 999 when NVML cannot name it
+  double seconds = 0;      // when it was read, seconds after the helper started
+  std::optional<unsigned> gpu_instance;      // MIG: the GPU instance it is attributed to
+  std::optional<unsigned> compute_instance;  // MIG: the compute instance
+};
+PREFLIGHT_JSON_DECLARE(NvmlXidEvent)
+
+/// One GPU's registration for XID events.
+struct NvmlXidGpu {
+  int index = 0;           // NVML index
+  std::string pci_bus_id;  // "00000000:18:00.0"
+  bool registered = false; // nvmlDeviceRegisterEvents(nvmlEventTypeXidCriticalError) succeeded
+  /// Why not: "nvmlDeviceRegisterEvents: not supported on this GPU",
+  /// "nvmlDeviceRegisterEvents: NVML_ERROR_NO_PERMISSION (Insufficient Permissions)".
+  std::string why;
+};
+PREFLIGHT_JSON_DECLARE(NvmlXidGpu)
+
+/// NVML's XID critical error events over a window of the contained helper's own GPU work: an
+/// event set registered on the GPUs before the work started, read (0 ms waits, at most
+/// kMaxNvmlXidEvents) during and after it. Unlike the kernel log this needs no privilege, but it
+/// sees only XIDs raised inside the window.
+struct NvmlXidWatch {
+  /// The set was created, registered on at least one GPU and read after the work: `events` is
+  /// every XID NVML delivered on the registered GPUs in the window.
+  bool collected = false;
+  /// Why nothing was collected: "driver 470.82.01 has no nvmlEventSetCreate", "nvmlInit_v2: ...",
+  /// "no GPU accepted the registration". Empty when collected.
+  std::string unavailable;
+  std::string work;       // the work watched: "health load", "cuda.smoke"
+  double start_s = 0;     // the window, seconds after the helper started
+  double end_s = 0;
+  std::vector<NvmlXidGpu> gpus;
+  std::vector<NvmlXidEvent> events;
+  bool truncated = false;  // reading stopped at kMaxNvmlXidEvents
+};
+PREFLIGHT_JSON_DECLARE(NvmlXidWatch)
+
+/// The most events one window reads.
+inline constexpr std::size_t kMaxNvmlXidEvents = 256;
+
 struct GpuHealthFacts {
   std::string driver_version;  // nvmlSystemGetDriverVersion, for the "driver R… has no …" texts
   std::vector<GpuHealth> gpus;
@@ -113,6 +159,8 @@ struct GpuHealthFacts {
   std::optional<int> nvswitches;  // PCI devices of class 0x068000 from NVIDIA in sysfs; nullopt: not read
   /// The nvidia-fabricmanager process: true running, false not found; nullopt: /proc not readable.
   std::optional<bool> fabric_manager_running;
+  /// The XIDs NVML reported on every GPU while the load ran (registered before it starts).
+  NvmlXidWatch xid_watch;
 };
 PREFLIGHT_JSON_DECLARE(GpuHealthFacts)
 

@@ -359,6 +359,50 @@ inline constexpr char name_nvmlDeviceGetNvLinkErrorCounter[] = "nvmlDeviceGetNvL
 inline constexpr char name_nvmlDeviceGetGpuFabricInfo[] = "nvmlDeviceGetGpuFabricInfo";
 inline constexpr char name_nvmlDeviceGetGpuFabricInfoV[] = "nvmlDeviceGetGpuFabricInfoV";
 
+// ---- Events (gpu.xid: XIDs raised while preflight's own GPU work runs) --------------------------
+// Unprivileged, unlike the kernel log, but they see only what happens after the registration.
+// nvmlEventSetWait_v2 is in every header since NVML 11.0 (R450); older libraries export only
+// nvmlEventSetWait, whose nvmlEventData_t lacks the two instance ids (it fills a prefix of this
+// struct). NVML_ERROR_TIMEOUT from a wait means no event arrived. Each resolved optionally.
+
+struct nvmlEventSet_st;  // opaque
+using nvmlEventSet_t = nvmlEventSet_st*;
+
+/// nvmlEventType bits (unsigned long long masks).
+inline constexpr unsigned long long nvmlEventTypeNone = 0x0ULL;
+inline constexpr unsigned long long nvmlEventTypeSingleBitEccError = 0x1ULL;
+inline constexpr unsigned long long nvmlEventTypeDoubleBitEccError = 0x2ULL;
+inline constexpr unsigned long long nvmlEventTypePState = 0x4ULL;
+inline constexpr unsigned long long nvmlEventTypeXidCriticalError = 0x8ULL;
+inline constexpr unsigned long long nvmlEventTypeClock = 0x10ULL;
+
+/// What nvmlEventSetWait_v2 delivers. eventData is the Xid for nvmlEventTypeXidCriticalError (999
+/// when NVML does not know it); the instance ids are 0xFFFFFFFF unless MIG attributes the event.
+struct nvmlEventData_t {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+};
+inline constexpr unsigned long long NVML_XID_UNKNOWN = 999;
+inline constexpr unsigned int NVML_INSTANCE_ID_NONE = 0xFFFFFFFFu;
+
+using PFN_nvmlEventSetCreate = nvmlReturn_t (*)(nvmlEventSet_t* set);
+using PFN_nvmlDeviceRegisterEvents = nvmlReturn_t (*)(nvmlDevice_t device, unsigned long long event_types,
+                                                     nvmlEventSet_t set);
+using PFN_nvmlDeviceGetSupportedEventTypes = nvmlReturn_t (*)(nvmlDevice_t device, unsigned long long* event_types);
+using PFN_nvmlEventSetWait_v2 = nvmlReturn_t (*)(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms);
+using PFN_nvmlEventSetWait = nvmlReturn_t (*)(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms);
+using PFN_nvmlEventSetFree = nvmlReturn_t (*)(nvmlEventSet_t set);
+
+inline constexpr char name_nvmlEventSetCreate[] = "nvmlEventSetCreate";
+inline constexpr char name_nvmlDeviceRegisterEvents[] = "nvmlDeviceRegisterEvents";
+inline constexpr char name_nvmlDeviceGetSupportedEventTypes[] = "nvmlDeviceGetSupportedEventTypes";
+inline constexpr char name_nvmlEventSetWait_v2[] = "nvmlEventSetWait_v2";
+inline constexpr char name_nvmlEventSetWait[] = "nvmlEventSetWait";
+inline constexpr char name_nvmlEventSetFree[] = "nvmlEventSetFree";
+
 /// The soname opened with dlopen (what NCCL opens too).
 inline constexpr char soname[] = "libnvidia-ml.so.1";
 

@@ -2,13 +2,20 @@
 // The fake libnvidia-ml.so.1 of the test tree: the NVML subset of probes/nvidia/nvml_api.hpp,
 // serving the scenario of $PREFLIGHT_FAKE_GPU (tests/fakes/README.md). Like real NVML it sees every
 // GPU of the node (CUDA_VISIBLE_DEVICES and nvml_only_gpus do not apply), counts nvmlInit_v2 /
-// nvmlShutdown pairs, and answers NVML_ERROR_UNINITIALIZED outside them.
+// nvmlShutdown pairs, and answers NVML_ERROR_UNINITIALIZED outside them. Its event sets deliver
+// the scenario's xid_events on the GPUs registered for them.
+#include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <type_traits>
+#include <vector>
 
 #include "probes/nvidia/nvml_api.hpp"
 #include "tests/fakes/scenario.hpp"
@@ -22,6 +29,12 @@ struct preflight::nvml::nvmlDevice_st {
   unsigned int nvlink_reads[4] = {};   // nvmlDeviceGetNvLinkErrorCounter calls on link 0, per counter
 };
 
+/// An event set: the GPUs registered for XID events, and which scripted XIDs it delivered.
+struct preflight::nvml::nvmlEventSet_st {
+  std::set<std::size_t> xid_gpus;
+  std::vector<bool> delivered;  // per scenario xid_events entry
+};
+
 namespace {
 
 struct State {
@@ -30,6 +43,7 @@ struct State {
   bool loaded = false;
   fake::LoadedScenario scenario;
   std::vector<nvmlDevice_st> devices;
+  std::list<nvmlEventSet_st> event_sets;  // stable addresses: the handles
 };
 
 State& state() {
@@ -624,6 +638,118 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t devi
   return NVML_SUCCESS;
 }
 
+// ---- Events: the scenario's "xid_events", per-GPU "events" ----------------------------------------
+
+namespace {
+
+nvmlEventSet_st* find_set(State& s, nvmlEventSet_t set) {
+  for (nvmlEventSet_st& e : s.event_sets)
+    if (&e == set) return &e;
+  return nullptr;
+}
+
+/// A datacenter GPU's event types: ECC (with ECC on), P-state and XID; no XID where not supported.
+unsigned long long supported_events(const fake::Gpu& g) {
+  unsigned long long types = nvmlEventTypePState | nvmlEventTypeXidCriticalError;
+  if (g.health.ecc) types |= nvmlEventTypeSingleBitEccError | nvmlEventTypeDoubleBitEccError;
+  if (g.events == fake::Gpu::Events::NotSupported) types &= ~nvmlEventTypeXidCriticalError;
+  return types;
+}
+
+/// The next scripted XID for a GPU the set watches, marked delivered; nullptr: none pending.
+const fake::XidEventScript* next_event(State& s, nvmlEventSet_st& set) {
+  const std::vector<fake::XidEventScript>& events = s.scenario.scenario.xid_events;
+  set.delivered.resize(events.size(), false);
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (set.delivered[i] || set.xid_gpus.count(events[i].gpu) == 0) continue;
+    set.delivered[i] = true;
+    return &events[i];
+  }
+  return nullptr;
+}
+
+/// nvmlEventSetWait_v2 / nvmlEventSetWait: `bytes` of nvmlEventData_t are written (the old entry
+/// point's struct lacks the instance ids). Nothing pending: sleeps the timeout, NVML_ERROR_TIMEOUT.
+nvmlReturn_t event_wait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms, std::size_t bytes,
+                        const char* fn) {
+  {
+    State& s = state();
+    std::lock_guard lock(s.mutex);
+    if (s.init_count == 0) return NVML_ERROR_UNINITIALIZED;
+    if (s.scenario.scenario.nvml_function_missing(fn)) return NVML_ERROR_FUNCTION_NOT_FOUND;
+    nvmlEventSet_st* e = find_set(s, set);
+    if (e == nullptr || data == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+    if (const fake::XidEventScript* x = next_event(s, *e)) {
+      nvmlEventData_t out{};
+      out.device = &s.devices[x->gpu];
+      out.eventType = nvmlEventTypeXidCriticalError;
+      out.eventData = x->xid;
+      out.gpuInstanceId = x->gpu_instance.value_or(NVML_INSTANCE_ID_NONE);
+      out.computeInstanceId = x->compute_instance.value_or(NVML_INSTANCE_ID_NONE);
+      std::memcpy(static_cast<void*>(data), &out, bytes);
+      return NVML_SUCCESS;
+    }
+  }
+  if (timeoutms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(timeoutms));
+  return NVML_ERROR_TIMEOUT;
+}
+
+}  // namespace
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlEventSetCreate);
+  if (set == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  *set = &s.event_sets.emplace_back();
+  return NVML_SUCCESS;
+}
+
+/// NOT_SUPPORTED for an event type the GPU lacks (the set stays usable), NO_PERMISSION where the
+/// scenario says so, the lost code of a lost GPU.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long long event_types,
+                                                            nvmlEventSet_t set) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceRegisterEvents);
+  nvmlEventSet_st* e = find_set(s, set);
+  if (e == nullptr || event_types == 0) return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu->health.lost != 0) return static_cast<nvmlReturn_t>(gpu->health.lost);
+  if ((event_types & ~supported_events(*gpu)) != 0) return NVML_ERROR_NOT_SUPPORTED;
+  if (gpu->events == fake::Gpu::Events::NoPermission) return NVML_ERROR_NO_PERMISSION;
+  if ((event_types & nvmlEventTypeXidCriticalError) != 0) e->xid_gpus.insert(device->index);
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device,
+                                                                    unsigned long long* event_types) {
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetSupportedEventTypes);
+  if (event_types == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (gpu->health.lost != 0) return static_cast<nvmlReturn_t>(gpu->health.lost);
+  *event_types = supported_events(*gpu);
+  return NVML_SUCCESS;
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t* data,
+                                                       unsigned int timeoutms) {
+  return event_wait(set, data, timeoutms, sizeof(nvmlEventData_t), "nvmlEventSetWait_v2");
+}
+
+/// The pre-11.0 entry point: its nvmlEventData_t ends after eventData.
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms) {
+  return event_wait(set, data, timeoutms, offsetof(nvmlEventData_t, gpuInstanceId), "nvmlEventSetWait");
+}
+
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
+  PREFLIGHT_FAKE_REQUIRE_INIT();
+  PREFLIGHT_FAKE_UNLESS_MISSING(nvmlEventSetFree);
+  for (auto it = s.event_sets.begin(); it != s.event_sets.end(); ++it) {
+    if (&*it != set) continue;
+    s.event_sets.erase(it);
+    return NVML_SUCCESS;
+  }
+  return NVML_ERROR_INVALID_ARGUMENT;
+}
+
 // The fake and the header can never drift: every export has exactly the header's type.
 #define PREFLIGHT_FAKE_SAME_TYPE(fn) static_assert(std::is_same_v<decltype(&fn), PFN_##fn>, #fn)
 PREFLIGHT_FAKE_SAME_TYPE(nvmlInit_v2);
@@ -671,3 +797,9 @@ PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetPcieReplayCounter);
 PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetNvLinkErrorCounter);
 PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetGpuFabricInfo);
 PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetGpuFabricInfoV);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlEventSetCreate);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceRegisterEvents);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlDeviceGetSupportedEventTypes);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlEventSetWait_v2);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlEventSetWait);
+PREFLIGHT_FAKE_SAME_TYPE(nvmlEventSetFree);

@@ -277,7 +277,7 @@ Gpu parse_gpu(const json& doc, std::size_t index) {
   const std::string where = "gpus[" + std::to_string(index) + "]";
   check_keys(doc, where,
              {"name", "uuid", "pci_bus_id", "cc", "memory_total_mib", "memory_used_mib", "persistence", "mig",
-              "processes", "cpu_affinity", "numa_node", "nvlinks", "nvlink_remote", "health"});
+              "processes", "cpu_affinity", "numa_node", "nvlinks", "nvlink_remote", "health", "events"});
   Gpu gpu = default_gpu(index);
   const Product* product = &kProducts[0];
   if (doc.contains("cc")) {
@@ -337,6 +337,12 @@ Gpu parse_gpu(const json& doc, std::size_t index) {
     gpu.nvlink_to_switch = remote == "switch";
   }
   if (doc.contains("health")) parse_health(doc.at("health"), where + ".health", gpu.health);
+  if (doc.contains("events")) {
+    const std::string e = get_label(doc.at("events"), where + ".events", {"supported", "not_supported", "no_permission"});
+    gpu.events = e == "not_supported"   ? Gpu::Events::NotSupported
+                 : e == "no_permission" ? Gpu::Events::NoPermission
+                                        : Gpu::Events::Supported;
+  }
   gpu.memory_used_mib = doc.contains("memory_used_mib")
                             ? static_cast<std::uint64_t>(get_int(doc, "memory_used_mib", where, 0))
                             : process_mib;
@@ -409,7 +415,7 @@ Scenario parse_scenario(const json& doc) {
   check_keys(doc, "scenario",
              {"description", "driver_version", "cuda_driver_version", "nccl_version", "gpus", "nvml_only_gpus", "faults",
               "cuInit", "nvmlInit", "ctx", "alloc", "memset", "copy", "topology", "p2p", "peer_access",
-              "peer_copy_faults", "nvml_missing", "allreduce"});
+              "peer_copy_faults", "nvml_missing", "allreduce", "xid_events"});
   Scenario s = default_scenario();
   s.source = "inline";
   if (doc.contains("description") && !doc.at("description").is_string()) fail("description: expected a string");
@@ -559,6 +565,23 @@ Scenario parse_scenario(const json& doc) {
       if (f.step == PeerCopyFault::Step::Enable && f.kind != PeerCopyFault::Kind::Error)
         fail(where + ": step \"enable\" takes only error:N");
       s.peer_copy_faults.push_back(f);
+    }
+  }
+  if (doc.contains("xid_events")) {
+    const json& list = doc.at("xid_events");
+    if (!list.is_array()) fail("xid_events: expected an array of {\"gpu\": N, \"xid\": X}");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      const std::string where = "xid_events[" + std::to_string(i) + "]";
+      check_keys(list[i], where, {"gpu", "xid", "gpu_instance", "compute_instance"});
+      if (!list[i].contains("gpu") || !list[i].contains("xid")) fail(where + ": needs \"gpu\" and \"xid\"");
+      XidEventScript e;
+      e.gpu = gpu_index(list[i].at("gpu"), where + ".gpu");
+      e.xid = static_cast<unsigned long long>(get_int(list[i], "xid", where, 1));
+      if (list[i].contains("gpu_instance"))
+        e.gpu_instance = static_cast<unsigned>(get_int(list[i], "gpu_instance", where, 0));
+      if (list[i].contains("compute_instance"))
+        e.compute_instance = static_cast<unsigned>(get_int(list[i], "compute_instance", where, 0));
+      s.xid_events.push_back(e);
     }
   }
   if (doc.contains("nvml_missing")) {

@@ -87,6 +87,10 @@ struct Gpu {
   int nvlinks = 0;                               // active NVLinks (links 0..nvlinks-1)
   bool nvlink_to_switch = true;                  // "switch": link l goes to NVSwitch l % 4; "peer": to GPU index ^ 1
   GpuHealthScript health;
+  /// NVML events on this GPU: Supported; NotSupported (nvmlDeviceGetSupportedEventTypes lacks
+  /// the XID bit, nvmlDeviceRegisterEvents answers NOT_SUPPORTED); NoPermission (registering
+  /// answers NVML_ERROR_NO_PERMISSION).
+  enum class Events { Supported, NotSupported, NoPermission } events = Events::Supported;
 
   // Derived.
   std::array<unsigned char, 16> uuid_bytes{};
@@ -128,6 +132,14 @@ struct AllreduceScript {
   bool applies_to(int r) const { return fault != Fault::Ok && (!rank || *rank == r); }
 };
 
+/// An XID that NVML delivers to every event set registered for XID events on the GPU (the
+/// scenario's "xid_events"): pending from the registration on, as if raised during the work.
+struct XidEventScript {
+  std::size_t gpu = 0;  // index into gpus
+  unsigned long long xid = 0;
+  std::optional<unsigned> gpu_instance, compute_instance;  // nullopt: 0xFFFFFFFF (not attributed)
+};
+
 /// The NVSwitch bus ids NVLinks of "switch" GPUs lead to: 00000000:F0:00.0 ... F3.
 std::string nvswitch_bus_id(int link);
 
@@ -145,6 +157,7 @@ struct Scenario {
   std::vector<PeerCopyFault> peer_copy_faults;
   std::vector<std::string> nvml_missing;           // NVML functions that answer NVML_ERROR_FUNCTION_NOT_FOUND
   AllreduceScript allreduce;                       // the fake libnccl's communicators
+  std::vector<XidEventScript> xid_events;          // what NVML's event sets deliver
 
   /// The path label between GPUs a and b (indices into gpus): "X" for a == b.
   std::string path(std::size_t a, std::size_t b) const;

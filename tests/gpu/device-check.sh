@@ -26,6 +26,11 @@ command -v hwloc-gather-topology >/dev/null && (cd "$out" && hwloc-gather-topolo
 # check tests): the helper's health document, the checks' verdicts, and a kernel-log capture (the
 # NVIDIA lines only; unreadable without CAP_SYSLOG, which is recorded too).
 "$build/preflight-gpu-probe" health >"$out/gpu-health.json" 2>"$out/gpu-health.err"
+# The smoke test's document (its xid_watch: NVML's XID events registered on a real GPU) and gpu.xid
+# as an unprivileged user, where only NVML's events can speak for the node.
+"$build/preflight-gpu-probe" smoke --ordinal 0 --bytes 64M >"$out/gpu-smoke.json" 2>&1
+command -v setpriv >/dev/null && setpriv --reuid=nobody --regid=nogroup --clear-groups "$build/preflight" --only gpu.xid -v \
+  >"$out/gpu-xid-nobody.txt" 2>&1
 "$build/preflight" --only 'gpu.memory_health,gpu.xid,gpu.fabric,gpu.links,gpu.clocks' -v --json "$out/gpu-health-checks.json" \
   >"$out/gpu-health-checks.txt" 2>&1
 { dmesg -r 2>&1 || timeout 2 cat /dev/kmsg 2>&1; } | grep -a -e NVRM -e Xid -e SXid -e nvidia -e 'Operation not permitted' >"$out/kmsg-nvidia.txt"

@@ -145,4 +145,46 @@ expect_rc 1 "fallen off the bus in the kernel log" -- "$PREFLIGHT" --sysroot "$w
 expect_eq "$(check_status gpu.xid)" FAIL "gpu.xid"
 expect_contains "$(summary_of gpu.xid)" "0000:b3:00.0: fallen off the bus (2h00m after boot)" "gpu.xid summary"
 
+# gpu.xid and the XIDs NVML reports while preflight's own GPU work runs (the health load, the
+# smoke test): live, whatever this machine's kernel log holds or lets us read.
+expect_rc 1 "a fatal Xid raised while preflight ran" -- with_gpu xid-fatal-gpu3 --only gpu.xid --format json
+expect_eq "$(check_status gpu.xid)" FAIL "gpu.xid (fatal NVML event)"
+expect_contains "$(summary_of gpu.xid)" "GPU 3 (00000000:5D:00.0): Xid 79 raised while preflight ran" "gpu.xid summary"
+expect_contains "$(summary_of gpu.xid)" "GPU has fallen off the bus" "gpu.xid action"
+expect_rc 0 "an application Xid raised while preflight ran" -- with_gpu xid-application --only gpu.xid --format json
+expect_eq "$(check_status gpu.xid)" WARN "gpu.xid (application NVML event)"
+expect_contains "$(summary_of gpu.xid)" "GPU 1 (00000000:2A:00.0): Xid 13 raised while preflight ran" "gpu.xid summary"
+
+# The same judged elsewhere (--sysroot over a capture of the fake node) where the kernel log could
+# not be read there: PASS saying its scope when the events covered every GPU, UNKNOWN naming the
+# GPU they did not cover, and naming the driver that has no event functions.
+unreadable_log() {  # unreadable_log TREE: the capture's kernel log as an unprivileged run reads it
+  "${PYTHON3:-python3}" - "$1/facts/gpu.json" <<'PY'
+import json, sys
+path = sys.argv[1]
+doc = json.load(open(path))
+doc["kernel_log"] = {"error": "permission_denied", "source": "/dev/kmsg",
+                     "detail": "/dev/kmsg: Operation not permitted (reading the kernel log needs CAP_SYSLOG "
+                               "(or kernel.dmesg_restrict=0); in a container --cap-add syslog, or run preflight on the host)"}
+json.dump(doc, open(path, "w"))
+PY
+}
+for scenario in h100x8-healthy xid-events-unsupported-gpu7 nvml-no-events; do
+  mkdir -p "$work/xid-$scenario" && as_capture "$work/xid-$scenario" "$scenario" "" && unreadable_log "$work/xid-$scenario"
+done
+expect_rc 0 "no Xid during preflight's work, kernel log unreadable" -- "$PREFLIGHT" --sysroot "$work/xid-h100x8-healthy" \
+  --only gpu.xid --format json
+expect_eq "$(check_status gpu.xid)" PASS "gpu.xid (NVML events on every GPU)"
+expect_contains "$(summary_of gpu.xid)" "no XID during preflight's own GPU work on 8 GPUs (NVML events); this boot's earlier kernel log was not readable" "scoped PASS"
+expect_contains "$(summary_of gpu.xid)" "CAP_SYSLOG" "scoped PASS names the capability"
+expect_rc 3 "NVML events unsupported on GPU 7, kernel log unreadable" -- "$PREFLIGHT" \
+  --sysroot "$work/xid-xid-events-unsupported-gpu7" --only gpu.xid --format json
+expect_eq "$(check_status gpu.xid)" UNKNOWN "gpu.xid (GPU 7 not covered)"
+expect_contains "$(summary_of gpu.xid)" "CAP_SYSLOG" "UNKNOWN names the capability"
+expect_contains "$(summary_of gpu.xid)" "not GPU 7 (00000000:DB:00.0): XID events not supported on this GPU" "UNKNOWN names GPU 7"
+expect_rc 3 "a driver without NVML events, kernel log unreadable" -- "$PREFLIGHT" --sysroot "$work/xid-nvml-no-events" \
+  --only gpu.xid --format json
+expect_eq "$(check_status gpu.xid)" UNKNOWN "gpu.xid (no NVML events)"
+expect_contains "$(summary_of gpu.xid)" "driver 418.67 has no nvmlEventSetCreate" "UNKNOWN names the driver"
+
 finish

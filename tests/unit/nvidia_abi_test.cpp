@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Our declarations of the NVIDIA ABI subset (probes/nvidia/*_api.hpp) against the toolkit's own
 // headers, where they are installed (/usr/local/cuda/include: cuda.h, nccl.h; CMake then defines
-// PREFLIGHT_HAVE_CUDA_H / PREFLIGHT_HAVE_NCCL_H for this file only). Without them the tests skip.
-// There is no nvml.h on the build machines: the NVML test always skips and says so.
+// PREFLIGHT_HAVE_CUDA_H / PREFLIGHT_HAVE_NCCL_H / PREFLIGHT_HAVE_NVML_H for this file only). Without
+// them the tests skip. There is no nvml.h on the build machines: the NVML test skips and says so,
+// after the layout facts that hold whatever the header.
 #include "probes/nvidia/cuda_api.hpp"
 #include "probes/nvidia/nccl_api.hpp"
 #include "probes/nvidia/nvml_api.hpp"
@@ -326,8 +327,90 @@ TEST(NvidiaAbi, Nvml) {
                 v::NVML_NVLINK_ERROR_DL_CRC_FLIT == 2 && v::NVML_NVLINK_ERROR_DL_CRC_DATA == 3);
   static_assert(v::NVML_MEMORY_ERROR_TYPE_UNCORRECTED == 1 && v::NVML_VOLATILE_ECC == 0 && v::NVML_AGGREGATE_ECC == 1);
   static_assert(v::NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR == 1 && v::NVML_TEMPERATURE_THRESHOLD_SLOWDOWN == 1);
+  // Events (nvml.h 11.0 .. 13.3: nvmlEventData_st and the nvmlEventType bits have not changed).
+  static_assert(sizeof(v::nvmlEventData_t) == 32);
+  static_assert(offsetof(v::nvmlEventData_t, device) == 0 && offsetof(v::nvmlEventData_t, eventType) == 8 &&
+                offsetof(v::nvmlEventData_t, eventData) == 16 && offsetof(v::nvmlEventData_t, gpuInstanceId) == 24 &&
+                offsetof(v::nvmlEventData_t, computeInstanceId) == 28);
+  static_assert(v::nvmlEventTypeSingleBitEccError == 0x1 && v::nvmlEventTypeDoubleBitEccError == 0x2 &&
+                v::nvmlEventTypePState == 0x4 && v::nvmlEventTypeXidCriticalError == 0x8 && v::nvmlEventTypeClock == 0x10);
+  static_assert(v::NVML_ERROR_TIMEOUT == 10 && v::NVML_XID_UNKNOWN == 999 && v::NVML_INSTANCE_ID_NONE == 0xFFFFFFFFu);
+  static_assert(std::is_same_v<v::PFN_nvmlEventSetWait, v::PFN_nvmlEventSetWait_v2>);
+  EXPECT_STREQ(v::name_nvmlEventSetWait_v2, "nvmlEventSetWait_v2");
+  EXPECT_STREQ(v::name_nvmlEventSetCreate, "nvmlEventSetCreate");
+#ifndef PREFLIGHT_HAVE_NVML_H
   GTEST_SKIP() << "no nvml.h on this machine (not installable on Debian 12): nvml_api.hpp enum values and "
                   "signatures not checked against NVIDIA's header";
+#endif
 }
 
 }  // namespace
+
+// ---- Against NVIDIA's own nvml.h, where installed --------------------------------------------------
+// Included last: nvml.h defines many of the names nvml_api.hpp declares as macros (the event type
+// bits, the buffer sizes, nvmlEventSetWait -> nvmlEventSetWait_v2), so what is compared is taken
+// from our header first.
+namespace nvml_ours {
+namespace v = preflight::nvml;
+constexpr unsigned long long kSingleBitEcc = v::nvmlEventTypeSingleBitEccError;
+constexpr unsigned long long kDoubleBitEcc = v::nvmlEventTypeDoubleBitEccError;
+constexpr unsigned long long kPState = v::nvmlEventTypePState;
+constexpr unsigned long long kXidCriticalError = v::nvmlEventTypeXidCriticalError;
+constexpr unsigned long long kClock = v::nvmlEventTypeClock;
+constexpr int kTimeout = v::NVML_ERROR_TIMEOUT;
+constexpr int kNotSupported = v::NVML_ERROR_NOT_SUPPORTED;
+constexpr int kNoPermission = v::NVML_ERROR_NO_PERMISSION;
+constexpr int kFunctionNotFound = v::NVML_ERROR_FUNCTION_NOT_FOUND;
+}  // namespace nvml_ours
+
+#ifdef PREFLIGHT_HAVE_NVML_H
+#include <nvml.h>
+
+namespace {
+template <>
+struct Translate<preflight::nvml::nvmlReturn_t> {
+  using type = ::nvmlReturn_t;
+};
+template <>
+struct Translate<preflight::nvml::nvmlDevice_st> {
+  using type = ::nvmlDevice_st;
+};
+template <>
+struct Translate<preflight::nvml::nvmlEventSet_st> {
+  using type = ::nvmlEventSet_st;
+};
+template <>
+struct Translate<preflight::nvml::nvmlEventData_t> {
+  using type = ::nvmlEventData_t;
+};
+#define PREFLIGHT_CHECK_NVML(pfn, fn) \
+  static_assert(std::is_same_v<translate_t<preflight::nvml::pfn>, decltype(&::fn)>, #fn)
+PREFLIGHT_CHECK_NVML(PFN_nvmlInit_v2, nvmlInit_v2);
+PREFLIGHT_CHECK_NVML(PFN_nvmlShutdown, nvmlShutdown);
+PREFLIGHT_CHECK_NVML(PFN_nvmlErrorString, nvmlErrorString);
+PREFLIGHT_CHECK_NVML(PFN_nvmlDeviceGetCount_v2, nvmlDeviceGetCount_v2);
+PREFLIGHT_CHECK_NVML(PFN_nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetHandleByIndex_v2);
+PREFLIGHT_CHECK_NVML(PFN_nvmlEventSetCreate, nvmlEventSetCreate);
+PREFLIGHT_CHECK_NVML(PFN_nvmlDeviceRegisterEvents, nvmlDeviceRegisterEvents);
+PREFLIGHT_CHECK_NVML(PFN_nvmlDeviceGetSupportedEventTypes, nvmlDeviceGetSupportedEventTypes);
+PREFLIGHT_CHECK_NVML(PFN_nvmlEventSetWait_v2, nvmlEventSetWait_v2);
+PREFLIGHT_CHECK_NVML(PFN_nvmlEventSetFree, nvmlEventSetFree);
+#undef PREFLIGHT_CHECK_NVML
+static_assert(std::is_same_v<translate_t<preflight::nvml::nvmlEventSet_t>, ::nvmlEventSet_t>);
+static_assert(std::is_same_v<translate_t<preflight::nvml::nvmlDevice_t>, ::nvmlDevice_t>);
+static_assert(sizeof(preflight::nvml::nvmlEventData_t) == sizeof(::nvmlEventData_t));
+static_assert(offsetof(preflight::nvml::nvmlEventData_t, eventType) == offsetof(::nvmlEventData_t, eventType));
+static_assert(offsetof(preflight::nvml::nvmlEventData_t, eventData) == offsetof(::nvmlEventData_t, eventData));
+static_assert(offsetof(preflight::nvml::nvmlEventData_t, gpuInstanceId) == offsetof(::nvmlEventData_t, gpuInstanceId));
+static_assert(offsetof(preflight::nvml::nvmlEventData_t, computeInstanceId) ==
+              offsetof(::nvmlEventData_t, computeInstanceId));
+static_assert(nvml_ours::kSingleBitEcc == static_cast<unsigned long long>(nvmlEventTypeSingleBitEccError));
+static_assert(nvml_ours::kDoubleBitEcc == static_cast<unsigned long long>(nvmlEventTypeDoubleBitEccError));
+static_assert(nvml_ours::kPState == static_cast<unsigned long long>(nvmlEventTypePState));
+static_assert(nvml_ours::kXidCriticalError == static_cast<unsigned long long>(nvmlEventTypeXidCriticalError));
+static_assert(nvml_ours::kClock == static_cast<unsigned long long>(nvmlEventTypeClock));
+static_assert(nvml_ours::kTimeout == NVML_ERROR_TIMEOUT && nvml_ours::kNotSupported == NVML_ERROR_NOT_SUPPORTED &&
+              nvml_ours::kNoPermission == NVML_ERROR_NO_PERMISSION &&
+              nvml_ours::kFunctionNotFound == NVML_ERROR_FUNCTION_NOT_FOUND);
+}  // namespace
+#endif
