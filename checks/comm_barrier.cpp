@@ -2,6 +2,12 @@
 // comm.barrier (job): a barrier across every rank of the job, with a deadline. When it expires the
 // ranks that did not arrive are named with their host, pid and the last phase they reached: the
 // stuck ones (silent, or stopped before the barrier) first.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "checks/check.hpp"
 #include "checks/comm_ranks.hpp"
 #include "core/text.hpp"
@@ -82,9 +88,19 @@ Verdict run(const CheckContext& ctx) {
     if (p.stuck.empty() && c.interrupted) {
       // The launcher ended the job before the deadline: a rank, or its whole host, died. The ranks
       // were heard from too recently to tell which; the launcher's own message names it.
+      // Per host, the longest silence of its ranks: a host that died is usually the most silent.
+      std::map<std::string, double> silent;
+      for (const RankStatus& s : j.status) {
+        if (s.rank == 0 || s.host.empty()) continue;
+        silent[s.host] = std::max(silent[s.host], s.silent_s);
+      }
+      std::vector<std::pair<std::string, double>> order(silent.begin(), silent.end());
+      std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+      std::string heard;
+      for (const auto& [host, s] : order) heard += (heard.empty() ? "" : ", ") + host + " " + secs(s) + " ago";
       return Verdict::fail("the barrier was interrupted after " + secs(c.seconds) +
                                ": the launcher ended the job, which it does when a rank or its host dies; "
-                               "every rank had arrived (last heard: " + comm::describe(j, p.alive) + ")",
+                               "every rank had arrived" + (heard.empty() ? std::string() : " (last heard: " + heard + ")"),
                            "Read the launcher's message next to this report (mpirun: \"ORTE has lost communication "
                            "with a remote daemon\" or \"exited on signal 9\"; srun: \"task N: Killed\"): it names the "
                            "rank or host that died; on that host, `dmesg | grep -iE 'oom|killed process'` and the "

@@ -19,6 +19,7 @@
 #                                                  through tests/cluster/rsh_agent.sh, ended after
 #                                                  CLUSTER_TIMEOUT seconds (default 120)
 #   host_pids NAME                                 the pids of every process on host NAME
+#   host_reset NAME                                kills what a scenario left on host NAME
 #   cluster_down                                   kills every process of every host (by pid), removes
 #                                                  the namespaces and the bridge; run from the EXIT trap
 #
@@ -118,6 +119,14 @@ cluster_mpirun() {
 }
 
 host_pids() { ip netns pids "$cluster_id-$1" 2>/dev/null; }
+
+# host_reset NAME: kills whatever a scenario left running on host NAME (its holder stays).
+host_reset() {
+  local p pids=()
+  for p in $(host_pids "$1"); do [ "$p" = "$(host_pid "$1")" ] || pids+=("$p"); done
+  ((${#pids[@]})) && kill -CONT "${pids[@]}" 2>/dev/null && kill -9 "${pids[@]}" 2>/dev/null
+  return 0
+}
 
 cluster_down() {
   local name pids
