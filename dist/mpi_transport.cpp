@@ -159,6 +159,8 @@ class MpiTransport final : public Transport {
     drain_notices();
   }
 
+  std::string last_error() const override { return m_last_error; }
+
   bool barrier(TimePoint deadline) override {
     MPI_Request req = MPI_REQUEST_NULL;
     MPI_Ibarrier(MPI_COMM_WORLD, &req);
@@ -229,7 +231,15 @@ class MpiTransport final : public Transport {
     auto beat = Clock::now();
     for (;;) {
       int done = 0;
-      MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+      // With MPI_ERRORS_RETURN a request whose peer hung up completes with an error: that is a
+      // failure of the collective, not its completion.
+      if (const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
+        char text[MPI_MAX_ERROR_STRING] = {};
+        int length = 0;
+        MPI_Error_string(rc, text, &length);
+        m_last_error = "MPI reported: " + std::string(text, static_cast<std::size_t>(std::max(length, 0)));
+        return false;
+      }
       if (done != 0) return true;
       const auto now = Clock::now();
       if (now >= deadline || termination_requested()) return false;  // left behind: the run ends with abort
@@ -321,6 +331,7 @@ class MpiTransport final : public Transport {
   bool m_quiet = false;
   std::deque<PendingSend> m_sent;  // deque: elements stay where they are while requests are live
   std::string m_payload;
+  std::string m_last_error;  // what MPI said when a request failed (last_error())
   std::string m_gather_send;
   // rank 0
   std::vector<RankStatus> m_status;

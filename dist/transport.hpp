@@ -55,6 +55,9 @@ class Transport {
 
   /// A barrier across all ranks; false at the deadline.
   virtual bool barrier(TimePoint deadline) = 0;
+  /// Why the last collective or send failed before its deadline, when the transport said so (a
+  /// peer that hung up): empty when it simply did not complete in time.
+  virtual std::string last_error() const { return {}; }
   /// Element-wise sum across all ranks, in place; false at the deadline.
   virtual bool allreduce_sum(std::vector<std::int64_t>& values, TimePoint deadline) = 0;
   /// Every rank's `record` (all the same size) at rank 0, in rank order; other ranks get an empty

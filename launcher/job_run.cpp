@@ -403,6 +403,10 @@ class JobRun {
     if (done) return;
     b.expired = true;
     b.interrupted = termination_requested();
+    if (const std::string why = m_transport->last_error(); !why.empty()) {
+      b.note = why;                    // a peer hung up: the barrier failed, it did not run out of time
+      b.expired = b.interrupted;       // unless the launcher was ending the job anyway
+    }
     refresh_status();
     for (const RankStatus& s : m_job.status) {
       if (s.rank != 0 && (s.last_phase < Phase::Barrier || s.silent_s >= 1.5)) b.missing.push_back(s.rank);

@@ -2,7 +2,8 @@
 # Jobs across emulated hosts (tests/cluster/lib.sh) under a real mpirun: a healthy 2 × 2 job,
 # loopback as NCCL's interface, uneven ranks and a missing node, one host with a 64 MiB /dev/shm,
 # one host with another driver and another NCCL, and `preflight merge` of per-host runs.
-# Every host has the fake 8-GPU node's libraries (tests/fakes). Needs root. Exit 0 pass, 1 fail, 77 skip.
+# node1-3 have no GPU (this machine's, quick to probe); node4 and node5 have the fake 8-GPU node's
+# libraries (tests/fakes), node4 with another driver and NCCL. Needs root. Exit 0 pass, 1 fail, 77 skip.
 source "$(dirname "$0")/../integration/lib.sh"
 source "$(dirname "$0")/lib.sh"
 cluster_require
@@ -10,29 +11,29 @@ trap 'cluster_down; rm -rf "$work"' EXIT
 : "${PREFLIGHT_FAKE_GPU_LIB_DIR:?}" "${PREFLIGHT_FAKE_GPU_SCENARIOS_DIR:?}"
 nccl_2289=$(dirname "$PREFLIGHT_FAKE_GPU_LIB_DIR")/nccl-2.28.9-cuda13.0
 
-fakes="LD_LIBRARY_PATH=$PREFLIGHT_FAKE_GPU_LIB_DIR"
-cluster_host node1 "$fakes"
-cluster_host node2 "$fakes"
-cluster_host node3 "$fakes" shm=64m
+cluster_host node1
+cluster_host node2
+cluster_host node3 shm=64m
 cluster_host node4 "LD_LIBRARY_PATH=$nccl_2289:$PREFLIGHT_FAKE_GPU_LIB_DIR" \
   "PREFLIGHT_FAKE_GPU=$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR/driver535-cuda122.json"
+cluster_host node5 "LD_LIBRARY_PATH=$PREFLIGHT_FAKE_GPU_LIB_DIR"
 cluster_up || { echo "FAIL: the emulated cluster did not come up"; exit 1; }
 
-# The checks a job across hosts decides (the fake node's GPU stack against this machine's CUDA 13
-# toolkit is not what these scenarios are about).
+# The checks a job across hosts decides (this machine has no GPU, and the fake node's GPU stack
+# against its CUDA 13 toolkit is not what these scenarios are about).
 job_checks='launch.env,launch.ranks,net.socket_ifname,net.reachability,shm.capacity,cluster.*,comm.barrier'
 status_on() { json_get "[c['status'] for c in d['checks'] if c['id']=='$1' and '$2' in c['hosts']][0]"; }
 field() { json_get "[c['$2'] for c in d['checks'] if c['id']=='$1'][0]"; }
 
 # 1. Healthy: 2 hosts × 2 ranks; every rank exits with rank 0's code (mpirun's is 0 only then).
 expect_rc 0 "2 hosts × 2 ranks" -- cluster_mpirun --host node1:2,node2:2 -np 4 "$PREFLIGHT" --format json \
-  --only "$job_checks,comm.allreduce"
+  --only "$job_checks,comm.allreduce" --allreduce-bytes 1M
 expect_eq "$(json_get "d['world']['nodes']")" 2 "world.nodes"
 expect_eq "$(json_get "d['world']['size']")" 4 "world.size"
 expect_eq "$(check_status launch.ranks)" PASS "launch.ranks"
 expect_eq "$(check_status net.reachability)" PASS "net.reachability"
 expect_contains "$(field net.reachability summary)" "198.51.100.11" "net.reachability (rank 0's address on the bridge)"
-expect_eq "$(check_status comm.allreduce)" PASS "comm.allreduce across the hosts"
+expect_eq "$(check_status comm.allreduce)" PASS "comm.allreduce across the hosts (MPI in host memory: no GPU)"
 expect_eq "$(json_get "sorted({r['host'] for r in d['ranks']})")" "['node1', 'node2']" "the ranks' hosts"
 
 # 2. Loopback as NCCL's socket interface in a job across hosts.
@@ -62,8 +63,8 @@ rows=$(grep -cE '^  (FAIL|PASS) +shm\.capacity' "$work/out")
 expect_eq "$rows" 2 "text rows of shm.capacity (FAIL for node3, PASS for node1)"
 expect_contains "$(grep -E '^  FAIL +shm\.capacity' "$work/out")" "node3" "the text report's FAIL row"
 
-# 5. One host with driver 535.104.05 and NCCL 2.28.9 among hosts with 550.54.15 and 2.21.5.
-expect_rc 1 "node4 with another driver and NCCL" -- cluster_mpirun --host node1:2,node2:2,node4:2 -np 6 "$PREFLIGHT" \
+# 5. One host with driver 535.104.05 and NCCL 2.28.9 beside one with 550.54.15 and 2.21.5.
+expect_rc 1 "node4 with another driver and NCCL" -- cluster_mpirun --host node5:1,node4:1 -np 2 "$PREFLIGHT" \
   --format json --only 'launch.ranks,cluster.consistency'
 expect_eq "$(check_status cluster.consistency)" FAIL "cluster.consistency"
 summary=$(field cluster.consistency summary)
