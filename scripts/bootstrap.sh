@@ -14,7 +14,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BUILD_DIR:-$here/build}
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config ccache
   libboost-program-options-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libxml2-dev libxml2-utils
   libhwloc-dev hwloc libopenmpi-dev openmpi-bin prometheus
@@ -35,6 +35,11 @@ if ((${#missing[@]})); then
 fi
 
 cmake_args=(-S "$here" -B "$build_dir" -G Ninja)
+# ccache: a rebuild after `git pull`, or of the same sources in another build folder (the
+# sanitizer builds, a second clone), compiles only what changed.
+if command -v ccache >/dev/null; then
+  cmake_args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 [ "${CI:-}" = "true" ] && cmake_args+=(-DPREFLIGHT_WERROR=ON)
 case "${PREFLIGHT_SANITIZE:-0}" in
   1) cmake_args+=(-DPREFLIGHT_SANITIZE=ON -DPREFLIGHT_TSAN=OFF -DCMAKE_BUILD_TYPE=Debug) ;;
