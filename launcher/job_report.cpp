@@ -7,6 +7,7 @@
 #include <optional>
 #include <map>
 #include <unordered_map>
+#include <string>
 #include <unordered_set>
 
 #include "checks/check.hpp"
@@ -189,7 +190,15 @@ Report assemble_report(const Options& options, Profile profile, JobFacts job, st
   report.profile = profile;
   report.world_size = job.world_size;
   const HostIndex hosts(job);
-  const int nodes = static_cast<int>(hosts.nodes());
+  // The nodes of the job: those of the ranks that delivered, and the hosts that ranks which did not
+  // deliver were heard from (a host whose every rank stopped is still one of the job's nodes).
+  std::unordered_set<std::string> named;
+  for (const RankFacts& f : job.ranks) named.insert(f.identity.hostname);
+  int silent_hosts = 0;
+  for (const RankStatus& s : job.status) {
+    if (!s.delivered && s.heard && !s.host.empty() && named.insert(s.host).second) ++silent_hosts;
+  }
+  const int nodes = static_cast<int>(hosts.nodes()) + silent_hosts;
   const RankFacts* lead = job.ranks.empty() ? nullptr : &job.ranks.front();
   report.nodes = std::max(1, lead != nullptr && lead->placement.nodes && job.source == "none" ? *lead->placement.nodes : nodes);
   report.launcher = lead == nullptr || lead->placement.launcher.empty() ? "none" : lead->placement.launcher;

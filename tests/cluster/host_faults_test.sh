@@ -108,6 +108,7 @@ run_fault() {
 # --- node2's ranks stopped in the gather: named with host and phase, exit 4 ---------------------
 run_fault json gather stop 6.5
 expect_eq "$launcher_rc" 4 "mpirun's exit with node2's ranks stopped"
+expect_eq "$(json_get "d['world']['nodes']")" 2 "world.nodes with node2's ranks stopped"
 expect_eq "$(check_status launch.ranks)" FAIL "launch.ranks with node2 stopped"
 summary=$(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.ranks'][0]")
 # rank 3 may have delivered its facts before it was stopped; rank 2 stopped itself in the gather.
