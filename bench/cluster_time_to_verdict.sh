@@ -3,7 +3,7 @@
 # namespaces of tests/cluster/lib.sh, under a real mpirun through its rsh agent; preflight vs the
 # irreducible work (bench/irreducible: MPI init, hwloc topology load with I/O devices, one
 # all_reduce, one barrier) on the same hosts. Prints one markdown row: best-of-REPEAT wall time of
-# each, the ratio (target <= 1.5x) and preflight's exit code. Needs root (namespaces).
+# each, the ratio (target <= 1.5x) and mpirun's exit code (0 with orte_abort_on_non_zero_status 0 whatever the ranks' codes). Needs root (namespaces).
 #
 #   bench/cluster_time_to_verdict.sh
 #   HOSTS=2 PER_HOST=8 REPEAT=5 bench/cluster_time_to_verdict.sh
@@ -63,7 +63,7 @@ irr_rc=$(cat "$rc_file")
 pf=$(best_of "$PREFLIGHT" "${pf_args[@]}")
 pf_rc=$(cat "$rc_file")
 [ "$irr_rc" -eq 0 ] || echo "cluster_time_to_verdict: the irreducible run exited $irr_rc" >&2
-echo "| hosts × ranks | irreducible | preflight | ratio (≤ 1.5×) | preflight's exit |"
+echo "| hosts × ranks | irreducible | preflight | ratio (≤ 1.5×) | mpirun's exit |"
 echo "|---|---:|---:|---:|---:|"
 printf '| %d × %d (emulated hosts, `mpirun` through the rsh agent) | %.3f s | %.3f s | %.2f× | %d |\n' \
   "$hosts" "$per_host" "$irr" "$pf" "$(awk -v a="$pf" -v b="$irr" 'BEGIN { print a / b }')" "$pf_rc"

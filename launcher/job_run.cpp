@@ -440,6 +440,10 @@ class JobRun {
       }
       const nlohmann::json plan = nlohmann::json::parse(*plan_got, nullptr, false);
       const std::string mode = plan.is_object() ? plan.value("mode", "") : "";
+      if (mode == "skipped") {
+        m_job.allreduce.note = "not run: comm.allreduce is not selected (--only/--skip)";
+        return;
+      }
       const std::uint64_t bytes = plan.is_object() ? plan.value("bytes", std::uint64_t{0}) : 0;
       NcclRankOutcome mine;
       if (mode == "nccl") {
@@ -477,6 +481,9 @@ class JobRun {
   /// Rank 0: which all_reduce the job runs. NCCL needs every rank to have the GPU of its local rank
   /// and a loadable libnccl; then rank 0 makes the unique id for a root on its bootstrap address.
   nlohmann::json make_plan() {
+    // Not selected (--only/--skip): no rank moves any data; rank 0 decides for all, so that ranks
+    // started with other options still take the same collectives.
+    if (!selected(m_options, "comm.allreduce")) return {{"mode", "skipped"}};
     // The size asked for, on either transport (the command line refuses sizes they cannot run).
     nlohmann::json plan = {{"mode", "mpi"}, {"bytes", m_options.allreduce_bytes}};
     // NCCL runs when every rank has a GPU of its own to use (core/gpu_binding.hpp: the one the

@@ -212,4 +212,11 @@ expect_rc 0 "--mpi on alone" -- "$PREFLIGHT" --mpi on --format json --only 'laun
 expect_eq "$(json_get "d['world']['size']")" "1" "singleton world.size"
 expect_eq "$(json_get "d['ranks'][0]['facts']['placement']['mpi']['singleton']")" "True" "placement.mpi.singleton"
 
+# --- an all_reduce nobody selected is not run: rank 0's plan says so to every rank ---------------
+timeout 60 "${mpi[@]}" -np 2 "$PREFLIGHT" --format json --only 'launch.ranks,comm.barrier' "${quiet[@]}" \
+  >"$work/out" 2>"$work/err"
+expect_eq "$(json_get "d['job']['allreduce']['attempted']")" "False" "all_reduce attempted when not selected"
+expect_contains "$(json_get "d['job']['allreduce']['note']")" "not selected" "all_reduce note when not selected"
+expect_eq "$(check_status comm.barrier)" PASS "comm.barrier with the all_reduce not selected"
+
 finish
