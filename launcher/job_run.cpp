@@ -414,6 +414,7 @@ class JobRun {
     std::string names;
     for (int r : b.missing) names += (names.empty() ? "" : "; ") + m_job.describe_rank(r);
     m_job.allreduce.note = "not run: the barrier did not complete";
+    if (!b.expired) expire("barrier: failed after " + fixed(b.seconds, 1) + " s: " + b.note + (names.empty() ? "" : ": " + names));
     expire("barrier: did not complete within " + fmt_s(m_deadlines.barrier) +
            (names.empty() ? std::string(termination_requested() ? "" : "; every rank reached it and is alive")
                           : ": " + names));
