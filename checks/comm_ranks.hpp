@@ -51,7 +51,8 @@ inline std::string describe(const JobFacts& j, const std::vector<int>& ranks) {
 inline std::string look_at(const JobFacts& j, int rank) {
   const RankStatus* s = status_of(j, rank);
   if (s == nullptr || !s->heard) {
-    return "rank " + std::to_string(rank) + " was never heard from: check that the launcher started it (the mpirun/srun output, " +
+    const std::string placed = s != nullptr && !s->host.empty() ? " (placed on " + s->host + ")" : std::string();
+    return "rank " + std::to_string(rank) + placed + " was never heard from: check that the launcher started it (the mpirun/srun output, " +
            "`squeue -s`, the node's health) and that MPI can reach its host";
   }
   const std::string where = "rank " + std::to_string(rank) + " on " + (s->host.empty() ? std::string("its host") : s->host);

@@ -105,21 +105,46 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
   // Missing ranks.
   const std::vector<int> missing = job.undelivered();
   ev["undelivered"] = missing;
-  if (!missing.empty()) {
+  // A rank heard from only at the start (the join before MPI_Init) started and waited for the
+  // others: it is named apart from the ranks that never started or stopped later.
+  std::vector<int> absent;
+  std::vector<int> waited;
+  for (int r : missing) {
+    const bool waiting = std::any_of(job.status.begin(), job.status.end(), [&](const RankStatus& st) {
+      return st.rank == r && st.heard && st.last_phase == Phase::Init && st.payload_error.empty();
+    });
+    (waiting ? waited : absent).push_back(r);
+  }
+  if (!absent.empty()) {
     std::vector<std::string> named;
-    for (std::size_t i = 0; i < missing.size() && i < kNamed; ++i) {
-      std::string name = job.describe_rank(missing[i]);
+    for (std::size_t i = 0; i < absent.size() && i < kNamed; ++i) {
+      std::string name = job.describe_rank(absent[i]);
       for (const RankStatus& st : job.status) {
-        if (st.rank == missing[i] && !st.payload_error.empty()) name += ": its " + st.payload_error.substr(0, 300);
+        if (st.rank == absent[i] && !st.payload_error.empty()) name += ": its " + st.payload_error.substr(0, 300);
       }
       named.push_back(std::move(name));
     }
-    if (missing.size() > kNamed) named.push_back("and " + std::to_string(missing.size() - kNamed) + " more");
+    if (absent.size() > kNamed) named.push_back("and " + std::to_string(absent.size() - kNamed) + " more");
+    std::string waiting;
+    if (!waited.empty()) {
+      std::vector<std::string> names;
+      for (std::size_t i = 0; i < waited.size() && i < kNamed; ++i) names.push_back(job.describe_rank(waited[i]));
+      if (waited.size() > kNamed) names.push_back("and " + std::to_string(waited.size() - kNamed) + " more");
+      waiting = "; " + plural(waited.size(), "rank", "ranks") + " started and waited for " +
+                (absent.size() == 1 ? "it" : "them") + ", so their facts were not gathered: " +
+                join(names, "; ");
+    }
+    const bool never_started = !waited.empty();
     b.add(Status::Fail,
-          plural(missing.size(), "rank", "ranks") + " of " + std::to_string(world) + " did not deliver facts: " + join(named, "; "),
-          "Look at the named rank's host: a process stuck in the phase named (a hung driver call, a full disk, a "
-          "SIGSTOP), killed (out of memory: `dmesg | grep -i oom`), or whose payload was refused (the detail); rerun "
-          "preflight on that host alone to see its own report.");
+          plural(absent.size(), "rank", "ranks") + " of " + std::to_string(world) +
+              (never_started ? " never started: " : " did not deliver facts: ") + join(named, "; ") + waiting,
+          never_started
+              ? "Look at the host the named rank was placed on: the launcher could not start the process there, or it "
+                "hangs before preflight's first step (a node stuck in start-up, a file system that does not answer: "
+                "`ls` the binary's directory there, `dmesg`, the launcher's output); rerun preflight on that host alone."
+              : "Look at the named rank's host: a process stuck in the phase named (a hung driver call, a full disk, a "
+                "SIGSTOP), killed (out of memory: `dmesg | grep -i oom`), or whose payload was refused (the detail); rerun "
+                "preflight on that host alone to see its own report.");
   }
   // World size and nodes against the expectations.
   if (o.expect_world_size && *o.expect_world_size != world) {

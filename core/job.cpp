@@ -42,7 +42,10 @@ std::vector<int> JobFacts::undelivered() const {
 std::string JobFacts::describe_rank(int rank) const {
   for (const RankStatus& s : status) {
     if (s.rank != rank) continue;
-    if (!s.heard) return "rank " + std::to_string(rank) + " (never heard from)";
+    if (!s.heard) {
+      // A host for a rank never heard from is where the launcher placed it (the PMIx join).
+      return "rank " + std::to_string(rank) + (s.host.empty() ? " (never heard from)" : " (never heard from; placed on " + s.host + ")");
+    }
     std::string out = "rank " + std::to_string(rank) + " (" + (s.host.empty() ? std::string("?") : s.host) + ", pid " +
                       std::to_string(s.pid) + ", last phase " + to_string(s.last_phase);
     if (s.silent_s >= 1.5) out += ", silent " + fixed(s.silent_s, 1) + " s";

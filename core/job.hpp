@@ -30,7 +30,8 @@ std::optional<Phase> phase_from_string(std::string_view text);
 /// What rank 0 knows about one rank of the world.
 struct RankStatus {
   int rank = 0;
-  std::string host;             // "" until the rank was heard from
+  std::string host;             // "" until the rank was heard from; for a rank never heard from, the host
+                                // the launcher placed it on, when the launcher said (the PMIx join)
   int pid = 0;
   Phase last_phase = Phase::Init;
   bool heard = false;           // at least one phase notice arrived

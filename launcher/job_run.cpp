@@ -14,6 +14,7 @@
 #include "core/gpu_binding.hpp"
 #include "core/text.hpp"
 #include "dist/payload.hpp"
+#include "dist/pmix_join.hpp"
 #include "dist/reach.hpp"
 #include "dist/transport.hpp"
 #include "launcher/job_report.hpp"
@@ -115,6 +116,7 @@ class JobRun {
     m_profile = effective_profile(m_options, m_facts);
     const bool leader = !m_mpi || m_transport->view().local_rank == 0;
     m_mine = judge_rank(m_options, m_profile, m_facts, leader, m_matrix);
+    if (m_unjoined) report_unjoined();
 
     enter(Phase::Reach);
     reach_rank0();
@@ -141,8 +143,16 @@ class JobRun {
     const bool launched = mpi_launch_detected(m_env, why);
     const bool want = m_options.mpi == "on" || (m_options.mpi == "auto" && launched);
     if (want) {
+      if (launched) {
+        join_before_mpi_init();
+        if (m_unjoined) return;
+      }
       std::string error;
-      m_transport = init_mpi_transport(m_deadlines.init, !launched, error);
+      // After a join that completed late, MPI_Init still gets a moment: every rank is there.
+      const TimePoint init_deadline =
+          m_join.state == JoinOutcome::State::Complete ? std::max(m_deadlines.init, Clock::now() + m_deadlines.grace) : m_deadlines.init;
+      m_transport = init_mpi_transport(init_deadline, !launched, error);
+      if (m_join.state == JoinOutcome::State::Complete) pmix_join_release();
       if (m_transport) {
         if (m_transport->rank() == 0) install_termination_handler();
         m_mpi = true;
@@ -153,6 +163,46 @@ class JobRun {
     }
     m_transport = make_local_transport();
     m_job.source = "none";
+  }
+
+  /// Under a PMIx launcher, every rank meets the others at a fence with a deadline before MPI_Init
+  /// (dist/pmix_join.hpp). When some rank never started, the lowest rank that did runs its own
+  /// probes alone and reports (report_unjoined); the others wait for it to end the job.
+  void join_before_mpi_init() {
+    const auto window = std::clamp(seconds(m_options.timeout_s * 0.05), seconds(0.3), seconds(2.0));
+    m_join = pmix_join(m_env, m_deadlines.init - window, m_deadlines.init, m_deadlines.end + m_deadlines.grace);
+    if (m_join.state != JoinOutcome::State::Incomplete) return;
+    if (!m_join.reporter) {
+      std::fprintf(stderr,
+                   "preflight: rank %d (pid %d): not every rank started before the deadline; a lower rank reports "
+                   "which, and ends the job (exit 4)\n",
+                   m_join.rank, static_cast<int>(::getpid()));
+      pmix_join_abort(4, "preflight: ranks of the job never started");
+    }
+    install_termination_handler();
+    m_transport = make_local_transport();
+    m_unjoined = true;
+    m_job.source = "mpi";
+    m_job.world_size = m_join.size;
+    m_job.status = m_join.ranks;
+  }
+
+  /// The reporter of a job whose ranks did not all start: its own node's verdicts, the job's
+  /// checks over the ranks that joined, and the incident naming the others and their hosts.
+  [[noreturn]] void report_unjoined() {
+    m_job.ranks = {m_facts};
+    m_results = m_mine;
+    std::vector<int> missing;
+    for (RankStatus& s : m_job.status) {
+      if (s.rank == m_join.rank) s.delivered = true;
+      if (!s.heard) missing.push_back(s.rank);
+    }
+    const std::string note = "not run: " + describe(missing) + " never started";
+    m_job.barrier.note = note;
+    m_job.allreduce.note = note;
+    m_job.barrier.missing = missing;  // the ranks that started are not to blame
+    m_job.allreduce.missing = missing;
+    expire(describe_unjoined(m_join, duration<double>(m_deadlines.init - m_start).count()));
   }
 
   /// Every rank's CUDA_VISIBLE_DEVICES to the other ranks of its host (through rank 0), before the
@@ -726,7 +776,7 @@ class JobRun {
     if (m_progress) m_progress->stop();  // the line is cleared before anything else prints
     if (m_results.empty()) m_results = m_mine;
     if (m_job.ranks.empty()) m_job.ranks.push_back(m_facts);
-    if (!m_job.status.empty()) m_job.status.front().delivered = true;  // rank 0's own facts are always at hand
+    if (!m_job.status.empty() && !m_unjoined) m_job.status.front().delivered = true;  // rank 0's own facts are always at hand
     m_job.phase_seconds = m_phase_seconds;
     if (m_phase != Phase::Init && m_phase != Phase::Report) {
       m_job.phase_seconds[to_string(m_phase)] = duration<double>(Clock::now() - m_phase_start).count();  // cut short
@@ -739,6 +789,7 @@ class JobRun {
   }
 
   void refresh_status() {
+    if (m_unjoined) return;  // the join's table is all there is
     std::vector<RankStatus> fresh = m_transport->statuses();
     for (std::size_t i = 0; i < fresh.size() && i < m_job.status.size(); ++i) {
       fresh[i].delivered = m_job.status[i].delivered;
@@ -752,6 +803,7 @@ class JobRun {
     m_incidents.push_back(what);
     m_emit(make_report(true), 4);  // a report that cannot be written does not change the deadline's code
     std::fflush(nullptr);
+    if (m_unjoined) pmix_join_abort(4, "preflight: " + what.substr(0, 200));
     m_transport->abort(4);
     ::_exit(4);  // abort() does not return; the compiler cannot see that through the interface
   }
@@ -789,6 +841,8 @@ class JobRun {
   std::unique_ptr<ReachListener> m_listener;  // rank 0, from the reach phase to the end of the gather
   bool m_mpi = false;
   bool m_root = true;
+  JoinOutcome m_join;       // the PMIx join before MPI_Init
+  bool m_unjoined = false;  // some rank never started: this rank reports without MPI
   Phase m_phase = Phase::Init;
   std::unique_ptr<ProgressLine> m_progress;  // rank 0
   TimePoint m_phase_start = Clock::now();

@@ -128,4 +128,42 @@ summary=$(json_get "[c['summary'] for c in d['checks'] if c['id']=='comm.barrier
 expect_contains "$summary" "node2" "comm.barrier with node2 cut off"
 expect_contains "$(json_get "' '.join(d['incidents'])")" "barrier" "the incident with node2 cut off"
 
+# --- node2's ranks never start (stopped before exec): the lowest rank that started reports -----------
+# --timeout 10: the join before MPI_Init ends 3.0 s after the start. The report names the ranks that
+# never started and the host the launcher placed them on; the ranks that started are not blamed.
+stuck=$here_cluster/stuck_before_start.sh
+never_started() {  # FORMAT STUCK_RANKS WANT...
+  local format=$1 ranks=$2 t0 t1 rc=0
+  shift 2
+  t0=$(now)
+  CLUSTER_TIMEOUT=40 cluster_mpirun --host node1:2,node2:2 -np 4 -x PREFLIGHT_STUCK_RANKS="$ranks" "$stuck" "$PREFLIGHT" \
+    --format "$format" --color never --only "$checks" --timeout 10 >"$work/out" 2>"$work/err" || rc=$?
+  t1=$(now)
+  host_reset node1
+  host_reset node2
+  expect_eq "$rc" 4 "mpirun's exit with ranks $ranks never started ($format)"
+  local elapsed
+  elapsed=$(secs "$t0" "$t1")
+  if within "$elapsed" "3.0 + 2.5"; then
+    pass "ranks $ranks never started ($format): the job ended after $elapsed s (join deadline 3.0 s)"
+  else
+    fail "ranks $ranks never started ($format): the job ended after $elapsed s, join deadline 3.0 s"
+  fi
+  local text
+  if [ "$format" = json ]; then
+    text="$(json_get "' '.join(d['incidents'])") $(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.ranks'][0]")"
+    expect_eq "$(check_status launch.ranks)" FAIL "launch.ranks with ranks $ranks never started"
+    expect_eq "$(json_get "d['summary']['exit_code']")" 4 "the report's exit code with ranks $ranks never started"
+  else
+    text=$(cat "$work/out")
+  fi
+  local want
+  for want in "$@"; do expect_contains "$text" "$want" "the report with ranks $ranks never started ($format)"; done
+  if [ $failures -gt 0 ]; then sed 's/^/  | /' "$work/out" "$work/err" | head -40 >&2; fi
+}
+never_started json "2 3" "2 of 4 ranks never started" "ranks 2, 3 on node2" "never heard from; placed on node2"
+never_started text "2 3" "DEADLINE init: 2 of 4 ranks never started" "FAIL     launch.ranks"
+# Rank 0 itself never started: rank 1 reports, naming rank 0 and its host.
+never_started json "0" "1 of 4 ranks never started" "rank 0 on node1"
+
 finish
