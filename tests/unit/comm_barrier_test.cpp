@@ -120,6 +120,18 @@ TEST(CommBarrier, NeverHeardRank) {
   expect(judge_job(spec(), j), Status::Fail, "rank 1 (never heard from)", "was never heard from: check that the launcher started it");
 }
 
+TEST(CommBarrier, ARankThatNeverStartedIsNamedWithTheHostItWasPlacedOn) {
+  JobFacts j = job_fixture::job(1, 2);
+  lose(j, 1, Phase::Init);
+  status(j, 1).heard = false;
+  status(j, 1).host = "gpu-z";  // the launcher's placement (the PMIx join)
+  j.barrier = {};
+  j.barrier.missing = {1};
+  j.barrier.note = "not run: rank 1 (never heard from; placed on gpu-z) never started";
+  expect(judge_job(spec(), j), Status::Fail, "rank 1 (never heard from; placed on gpu-z)",
+         "rank 1 (placed on gpu-z) was never heard from");
+}
+
 TEST(CommBarrier, NotRunForAnotherReasonIsUnknown) {
   JobFacts j = job_fixture::job(1, 2);
   j.barrier = {};

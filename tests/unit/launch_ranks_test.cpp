@@ -67,14 +67,32 @@ TEST(LaunchRanks, MissingRanksAreNamedWithHostPidAndPhase) {
 
 TEST(LaunchRanks, ManyMissingRanksAreCounted) {
   JobFacts j = job_fixture::job(2, 8);
-  for (int r = 4; r < 16; ++r) job_fixture::lose(j, r, Phase::Init);
+  for (int r = 4; r < 16; ++r) job_fixture::lose(j, r, Phase::Probe);
   j.status[10].heard = false;
+  j.status[10].host.clear();  // a live run knows no host for a rank it never heard from
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "12 ranks of 16 did not deliver facts")) << v.summary;
   EXPECT_TRUE(has(v.summary, "and 4 more")) << v.summary;
   EXPECT_TRUE(has(v.summary, "rank 10 (never heard from)")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "rank 4 (gpu-a, pid 1004, last phase init)")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 4 (gpu-a, pid 1004, last phase probe)")) << v.summary;
+}
+
+TEST(LaunchRanks, RanksThatNeverStartedAreNamedApartFromThoseThatWaited) {
+  // The PMIx join before MPI_Init: ranks 2 and 3 never started (the host the launcher placed them
+  // on is known); rank 1 started and waited at the join (heard, last phase init). Only rank 0's
+  // facts are there.
+  JobFacts j = job_fixture::job(2, 2);
+  for (int r = 1; r < 4; ++r) job_fixture::lose(j, r, Phase::Init);
+  for (int r = 2; r < 4; ++r) j.status[static_cast<std::size_t>(r)].heard = false;
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "2 ranks of 4 never started: rank 2 (never heard from; placed on gpu-b); rank 3 (never heard from; placed on gpu-b)"))
+      << v.summary;
+  EXPECT_TRUE(has(v.summary, "1 rank started and waited for them, so their facts were not gathered: rank 1 (gpu-a, pid 1001, last phase init)"))
+      << v.summary;
+  EXPECT_TRUE(has(v.remedy, "the launcher could not start the process there")) << v.remedy;
+  EXPECT_FALSE(has(v.remedy, "SIGSTOP")) << v.remedy;
 }
 
 TEST(LaunchRanks, DuplicateRanksFail) {
