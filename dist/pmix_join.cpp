@@ -53,6 +53,26 @@ std::string describe_unjoined(const JoinOutcome& outcome, double deadline_s) {
          "launcher that could not start the process there; MPI_Init would have waited for them without end";
 }
 
+std::string pmix_client_environment(const EnvSnapshot& env) {
+  // The names libpmix's client reads (pmix_client.c: the newest URI it understands first).
+  static constexpr std::array<const char*, 6> kUris = {"PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3",
+                                                       "PMIX_SERVER_URI21", "PMIX_SERVER_URI2", "PMIX_SERVER_URI"};
+  const bool uri = std::any_of(kUris.begin(), kUris.end(), [&](const char* name) { return !env.get(name).value_or("").empty(); });
+  if (!env.has("PMIX_NAMESPACE") || !env.has("PMIX_RANK") || !uri) {
+    return "no PMIx server in the environment (PMIX_NAMESPACE, PMIX_RANK and a PMIX_SERVER_URI*)";
+  }
+  const std::string ns = env.get("PMIX_NAMESPACE").value_or("");
+  if (ns.empty() || ns.size() > 255 ||
+      !std::all_of(ns.begin(), ns.end(), [](char c) { return c > ' ' && c < 0x7f; })) {
+    return "PMIX_NAMESPACE is not a PMIx namespace (1-255 printable characters)";
+  }
+  const std::string rank = env.get("PMIX_RANK").value_or("");
+  if (rank.empty() || rank.size() > 9 || !std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return "PMIX_RANK is not a rank number";
+  }
+  return {};
+}
+
 #ifdef PREFLIGHT_HAVE_PMIX
 namespace {
 
@@ -179,8 +199,8 @@ bool answered_now(const Pending* p) {
 
 JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoint query_deadline, TimePoint patience) {
   JoinOutcome out;
-  if (!env.has("PMIX_NAMESPACE") || !env.has("PMIX_RANK")) {
-    out.why = "no PMIx server in the environment (PMIX_NAMESPACE, PMIX_RANK)";
+  if (std::string why = pmix_client_environment(env); !why.empty()) {
+    out.why = std::move(why);
     return out;
   }
   const TimePoint start = Clock::now();

@@ -47,6 +47,12 @@ struct JoinOutcome {
   std::vector<RankStatus> ranks;
 };
 
+/// Empty when the environment is that of a PMIx client a launcher started: PMIX_NAMESPACE (1-255
+/// printable characters), a decimal PMIX_RANK and a PMIX_SERVER_URI* to connect to; otherwise why
+/// not. Nothing else reaches PMIx_Init: libpmix does not survive every value (stale or garbage
+/// PMIX_* variables crash its progress thread), and without a server there is no one to join.
+std::string pmix_client_environment(const EnvSnapshot& env);
+
 /// Puts this rank's key and waits at the fence until `fence_deadline`; when it did not complete,
 /// asks PMIx which ranks joined until `query_deadline`. The reporter returns then; another rank
 /// goes on waiting at the fence until `patience` (a late rank may still complete it: Complete).

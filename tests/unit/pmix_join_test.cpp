@@ -46,5 +46,33 @@ TEST(PmixJoin, WithoutAPmixServerTheJoinIsNotUsed) {
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 1.0);
 }
 
+TEST(PmixJoin, OnlyAWellFormedPmixClientEnvironmentReachesPmixInit) {
+  const std::string uri = "prterun-vm-1234@0.0;tcp4://127.0.0.1:40000";
+  EXPECT_EQ(pmix_client_environment({{"PMIX_NAMESPACE", "prterun-vm-1234@1"}, {"PMIX_RANK", "3"}, {"PMIX_SERVER_URI41", uri}}), "");
+  EXPECT_EQ(pmix_client_environment({{"PMIX_NAMESPACE", "slurm.pmix.77.0"}, {"PMIX_RANK", "0"}, {"PMIX_SERVER_URI2", uri}}), "");
+  // No server to connect to: stale variables in a login shell, or a fuzzer's.
+  EXPECT_NE(pmix_client_environment({{"PMIX_NAMESPACE", "ns"}, {"PMIX_RANK", "0"}}), "");
+  EXPECT_NE(pmix_client_environment({{"PMIX_NAMESPACE", "ns"}, {"PMIX_RANK", "0"}, {"PMIX_SERVER_URI4", ""}}), "");
+  // Garbage that libpmix's client does not survive.
+  for (const char* rank : {"", "-1", "x", "3 ", "99999999999", "\xff"}) {
+    EXPECT_EQ(pmix_client_environment({{"PMIX_NAMESPACE", "ns"}, {"PMIX_RANK", rank}, {"PMIX_SERVER_URI41", uri}}),
+              "PMIX_RANK is not a rank number")
+        << rank;
+  }
+  for (const std::string& ns : {std::string(), std::string("a b"), std::string("\x1b[31m"), std::string(300, 'n')}) {
+    EXPECT_NE(pmix_client_environment({{"PMIX_NAMESPACE", ns}, {"PMIX_RANK", "0"}, {"PMIX_SERVER_URI41", uri}}).find("PMIX_NAMESPACE"),
+              std::string::npos)
+        << ns;
+  }
+}
+
+TEST(PmixJoin, GarbagePmixVariablesAreNotJoined) {
+  const EnvSnapshot env{{"PMIX_NAMESPACE", "\x01\xfe"}, {"PMIX_RANK", "\x02"}, {"PMIX_SERVER_URI41", "\x03"}};
+  const auto start = Clock::now();
+  const JoinOutcome o = pmix_join(env, start + std::chrono::seconds(5), start + std::chrono::seconds(6), start + std::chrono::seconds(7));
+  EXPECT_EQ(o.state, JoinOutcome::State::NotUsed);
+  EXPECT_NE(o.why.find("PMIX_NAMESPACE"), std::string::npos) << o.why;
+}
+
 }  // namespace
 }  // namespace preflight
