@@ -145,7 +145,8 @@ Failures
            stuck ones first.
   FAIL     the deadline expired although every rank arrived and is alive: the fabric between the
            ranks (MPI's transport), not a stuck rank.
-  FAIL     the barrier was not run because ranks were missing earlier (the gather expired): names them
+  FAIL     the barrier was not run because ranks were missing earlier (the gather expired, or ranks
+           that never started, with the host the launcher placed them on): names them
            the same way.
   FAIL     the barrier returned an error (the MPI error is quoted).
   UNKNOWN  the barrier was not run for another reason (quoted).

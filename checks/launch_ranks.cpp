@@ -115,29 +115,31 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
     });
     (waiting ? waited : absent).push_back(r);
   }
+  if (absent.empty()) std::swap(absent, waited);  // only ranks that waited: still missing facts, never a PASS
   if (!absent.empty()) {
-    std::vector<std::string> named;
-    for (std::size_t i = 0; i < absent.size() && i < kNamed; ++i) {
-      std::string name = job.describe_rank(absent[i]);
-      for (const RankStatus& st : job.status) {
-        if (st.rank == absent[i] && !st.payload_error.empty()) name += ": its " + st.payload_error.substr(0, 300);
+    // The first kNamed ranks by describe_rank (with a refused payload's reason), the rest counted.
+    const auto name_ranks = [&](const std::vector<int>& ranks) {
+      std::vector<std::string> names;
+      for (std::size_t i = 0; i < ranks.size() && i < kNamed; ++i) {
+        std::string name = job.describe_rank(ranks[i]);
+        for (const RankStatus& st : job.status) {
+          if (st.rank == ranks[i] && !st.payload_error.empty()) name += ": its " + st.payload_error.substr(0, 300);
+        }
+        names.push_back(std::move(name));
       }
-      named.push_back(std::move(name));
-    }
-    if (absent.size() > kNamed) named.push_back("and " + std::to_string(absent.size() - kNamed) + " more");
+      if (ranks.size() > kNamed) names.push_back("and " + std::to_string(ranks.size() - kNamed) + " more");
+      return join(names, "; ");
+    };
+    const std::string named = name_ranks(absent);
     std::string waiting;
     if (!waited.empty()) {
-      std::vector<std::string> names;
-      for (std::size_t i = 0; i < waited.size() && i < kNamed; ++i) names.push_back(job.describe_rank(waited[i]));
-      if (waited.size() > kNamed) names.push_back("and " + std::to_string(waited.size() - kNamed) + " more");
       waiting = "; " + plural(waited.size(), "rank", "ranks") + " started and waited for " +
-                (absent.size() == 1 ? "it" : "them") + ", so their facts were not gathered: " +
-                join(names, "; ");
+                (absent.size() == 1 ? "it" : "them") + ", so their facts were not gathered: " + name_ranks(waited);
     }
     const bool never_started = !waited.empty();
     b.add(Status::Fail,
           plural(absent.size(), "rank", "ranks") + " of " + std::to_string(world) +
-              (never_started ? " never started: " : " did not deliver facts: ") + join(named, "; ") + waiting,
+              (never_started ? " never started: " : " did not deliver facts: ") + named + waiting,
           never_started
               ? "Look at the host the named rank was placed on: the launcher could not start the process there, or it "
                 "hangs before preflight's first step (a node stuck in start-up, a file system that does not answer: "
@@ -213,6 +215,10 @@ Failures
   FAIL     a rank was delivered twice (two processes claim one rank), or a rank number lies outside
            the world (files of different runs merged).
   FAIL     ranks that did not deliver their facts, each named with its host, pid and last phase.
+  FAIL     ranks that never started (under a PMIx launcher the ranks meet before MPI_Init, with a
+           deadline of 30% of --timeout): each named with the host the launcher placed it on; the
+           ranks that started and waited for them are named apart, not blamed. The lowest rank that
+           started writes the report (exit 4).
   WARN     uneven ranks per node (hosts and counts named): the fullest node sets the pace.
   UNKNOWN  the launcher claims more than one rank but preflight ran as a single process, or MPI
            started as a world of 1: the ranks could not be gathered (no MPI/PMI connection, e.g. srun

@@ -116,7 +116,7 @@ class JobRun {
     m_profile = effective_profile(m_options, m_facts);
     const bool leader = !m_mpi || m_transport->view().local_rank == 0;
     m_mine = judge_rank(m_options, m_profile, m_facts, leader, m_matrix);
-    if (m_unjoined) report_unjoined();
+    if (unjoined()) report_unjoined();
 
     enter(Phase::Reach);
     reach_rank0();
@@ -145,7 +145,7 @@ class JobRun {
     if (want) {
       if (launched) {
         join_before_mpi_init();
-        if (m_unjoined) return;
+        if (unjoined()) return;
       }
       std::string error;
       // After a join that completed late, MPI_Init still gets a moment: every rank is there.
@@ -181,7 +181,6 @@ class JobRun {
     }
     install_termination_handler();
     m_transport = make_local_transport();
-    m_unjoined = true;
     m_job.source = "mpi";
     m_job.world_size = m_join.size;
     m_job.status = m_join.ranks;
@@ -776,7 +775,7 @@ class JobRun {
     if (m_progress) m_progress->stop();  // the line is cleared before anything else prints
     if (m_results.empty()) m_results = m_mine;
     if (m_job.ranks.empty()) m_job.ranks.push_back(m_facts);
-    if (!m_job.status.empty() && !m_unjoined) m_job.status.front().delivered = true;  // rank 0's own facts are always at hand
+    if (!m_job.status.empty() && !unjoined()) m_job.status.front().delivered = true;  // rank 0's own facts are always at hand
     m_job.phase_seconds = m_phase_seconds;
     if (m_phase != Phase::Init && m_phase != Phase::Report) {
       m_job.phase_seconds[to_string(m_phase)] = duration<double>(Clock::now() - m_phase_start).count();  // cut short
@@ -789,7 +788,7 @@ class JobRun {
   }
 
   void refresh_status() {
-    if (m_unjoined) return;  // the join's table is all there is
+    if (unjoined()) return;  // the join's table is all there is
     std::vector<RankStatus> fresh = m_transport->statuses();
     for (std::size_t i = 0; i < fresh.size() && i < m_job.status.size(); ++i) {
       fresh[i].delivered = m_job.status[i].delivered;
@@ -803,7 +802,7 @@ class JobRun {
     m_incidents.push_back(what);
     m_emit(make_report(true), 4);  // a report that cannot be written does not change the deadline's code
     std::fflush(nullptr);
-    if (m_unjoined) pmix_join_abort(4, "preflight: " + what.substr(0, 200));
+    if (unjoined()) pmix_join_abort(4, "preflight: " + what.substr(0, 200));
     m_transport->abort(4);
     ::_exit(4);  // abort() does not return; the compiler cannot see that through the interface
   }
@@ -842,7 +841,8 @@ class JobRun {
   bool m_mpi = false;
   bool m_root = true;
   JoinOutcome m_join;       // the PMIx join before MPI_Init
-  bool m_unjoined = false;  // some rank never started: this rank reports without MPI
+  /// Some rank never started and this rank reports, without MPI (the join's outcome says so).
+  bool unjoined() const { return m_join.state == JoinOutcome::State::Incomplete && m_join.reporter; }
   Phase m_phase = Phase::Init;
   std::unique_ptr<ProgressLine> m_progress;  // rank 0
   TimePoint m_phase_start = Clock::now();

@@ -95,6 +95,17 @@ TEST(LaunchRanks, RanksThatNeverStartedAreNamedApartFromThoseThatWaited) {
   EXPECT_FALSE(has(v.remedy, "SIGSTOP")) << v.remedy;
 }
 
+TEST(LaunchRanks, RanksHeardOnlyAtTheStartAreStillMissingFacts) {
+  // Every missing rank was heard at the join and none is known to have never started: their facts
+  // are still missing, which is never a PASS.
+  JobFacts j = job_fixture::job(1, 3);
+  for (int r = 1; r < 3; ++r) job_fixture::lose(j, r, Phase::Init);
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_TRUE(has(v.summary, "2 ranks of 3 did not deliver facts: rank 1 (gpu-a, pid 1001, last phase init)")) << v.summary;
+  EXPECT_FALSE(has(v.summary, "never started")) << v.summary;
+}
+
 TEST(LaunchRanks, DuplicateRanksFail) {
   JobFacts j = job_fixture::job(1, 4);
   j.ranks[3].placement.rank = 2;  // two processes claim rank 2
