@@ -234,7 +234,15 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
   auto* fence = new Pending;  // see Requests: may call back after the deadline
   pmix_proc_t all;
   PMIX_PROC_LOAD(&all, me.nspace, PMIX_RANK_WILDCARD);
-  if (const pmix_status_t rc = PMIx_Fence_nb(&all, 1, nullptr, 0, on_fence, fence); rc != PMIX_SUCCESS) {
+  // With the data collected: Slurm's PMIx plugin completes a fence that collects nothing at once,
+  // without waiting for the other hosts (a barrier only with SLURM_PMIX_FENCE_BARRIER); collecting
+  // makes it wait for every rank's contribution under every launcher.
+  pmix_info_t collect;
+  bool yes = true;
+  PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+  const pmix_status_t fenced = PMIx_Fence_nb(&all, 1, &collect, 1, on_fence, fence);
+  PMIX_INFO_DESTRUCT(&collect);
+  if (const pmix_status_t rc = fenced; rc != PMIX_SUCCESS) {
     out.why = std::string("PMIx_Fence_nb: ") + PMIx_Error_string(rc);
     PMIx_Finalize(nullptr, 0);
     return out;

@@ -190,13 +190,14 @@ Report assemble_report(const Options& options, Profile profile, JobFacts job, st
   report.profile = profile;
   report.world_size = job.world_size;
   const HostIndex hosts(job);
-  // The nodes of the job: those of the ranks that delivered, and the hosts that ranks which did not
-  // deliver were heard from (a host whose every rank stopped is still one of the job's nodes).
+  // The nodes of the job: those of the ranks that delivered, and the hosts of the ranks that did
+  // not — where they were heard from, or where the launcher placed a rank that never started (a
+  // host whose every rank stopped, or never started, is still one of the job's nodes).
   std::unordered_set<std::string> named;
   for (const RankFacts& f : job.ranks) named.insert(f.identity.hostname);
   int silent_hosts = 0;
   for (const RankStatus& s : job.status) {
-    if (!s.delivered && s.heard && !s.host.empty() && named.insert(s.host).second) ++silent_hosts;
+    if (!s.delivered && !s.host.empty() && named.insert(s.host).second) ++silent_hosts;
   }
   const int nodes = static_cast<int>(hosts.nodes()) + silent_hosts;
   const RankFacts* lead = job.ranks.empty() ? nullptr : &job.ranks.front();

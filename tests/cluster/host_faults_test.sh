@@ -154,6 +154,7 @@ never_started() {  # FORMAT STUCK_RANKS WANT...
     text="$(json_get "' '.join(d['incidents'])") $(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.ranks'][0]")"
     expect_eq "$(check_status launch.ranks)" FAIL "launch.ranks with ranks $ranks never started"
     expect_eq "$(json_get "d['summary']['exit_code']")" 4 "the report's exit code with ranks $ranks never started"
+    expect_eq "$(json_get "d['world']['nodes']")" 2 "world.nodes with ranks $ranks never started (the hosts the launcher placed them on)"
   else
     text=$(cat "$work/out")
   fi

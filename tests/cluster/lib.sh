@@ -18,6 +18,12 @@
 #   cluster_mpirun MPIRUN-ARGS...                  mpirun from the launcher, ranks started on the hosts
 #                                                  through tests/cluster/rsh_agent.sh, ended after
 #                                                  CLUSTER_TIMEOUT seconds (default 120)
+#   cluster_slurm_up                               a Slurm cluster of every host: munged, slurmctld on
+#                                                  the launcher's bridge address, one slurmd per host
+#                                                  (its NodeName the host's name, its spool, pid and
+#                                                  log files its own); srun/sinfo then talk to it
+#                                                  (SLURM_CONF) when run with cluster_srun
+#   cluster_srun SRUN-ARGS...                      srun from the launcher, ended after CLUSTER_TIMEOUT
 #   host_pids NAME                                 the pids of every process on host NAME
 #   host_reset NAME                                kills what a scenario left on host NAME
 #   cluster_down                                   kills every process of every host (by pid), removes
@@ -118,6 +124,39 @@ cluster_mpirun() {
     --mca btl self,vader,tcp --mca pml ob1 "$@"
 }
 
+# The Slurm cluster: the same daemons and slurm.conf as the single-node one of integration.slurm
+# (tests/slurm/cluster.sh), spread over the hosts. Each host bind-mounts a directory of its own over
+# $cluster_dir/slurm/local in its mount namespace, so one slurm.conf serves every slurmd.
+source "$here_cluster/../slurm/cluster.sh"
+cluster_slurm_up() {
+  local dir=$cluster_dir/slurm name nodes=()
+  for c in munged munge slurmctld slurmd srun sinfo; do
+    command -v "$c" >/dev/null || { echo "cluster: no '$c' command (apt-get install slurm-wlm munge)" >&2; return 77; }
+  done
+  slurm_munge_start "$dir" || return 1
+  for name in "${cluster_hosts[@]}"; do nodes+=("$name:$(cat "$cluster_dir/$name.addr")"); done
+  # slurmctld runs on this machine (its hostname) in the launcher's namespace; every daemon has a
+  # network namespace of its own, so the standard ports.
+  slurm_write_conf "$dir" "$(hostname -s)" "$cluster_net.1" 6817 6818 "$dir/local" "${nodes[@]}" || return 1
+  on_launcher timeout 600 slurmctld -D -f "$SLURM_CONF" -i >"$dir/log/slurmctld.out" 2>&1 &
+  slurm_cluster_pids+=("$!")
+  for name in "${cluster_hosts[@]}"; do
+    mkdir -p "$dir/hosts/$name"
+    on_host "$name" mount --bind "$dir/hosts/$name" "$dir/local" || return 1
+    on_host "$name" timeout 600 slurmd -D -f "$SLURM_CONF" >"$dir/log/slurmd-$name.out" 2>&1 &
+    slurm_cluster_pids+=("$!")
+  done
+  if ! slurm_wait_for 40 on_launcher env SLURM_CONF="$SLURM_CONF" bash -c "source '$here_cluster/../slurm/cluster.sh'; slurm_nodes_idle ${cluster_hosts[*]}"; then
+    slurm_explain_not_idle "$dir" "${cluster_hosts[@]}"
+    tail -n 5 "$dir"/hosts/*/slurmd.log 2>/dev/null | sed 's/^/  | /' >&2
+    return 1
+  fi
+}
+
+cluster_srun() {
+  on_launcher timeout -k 5 "${CLUSTER_TIMEOUT:-120}" srun "$@"
+}
+
 host_pids() { ip netns pids "$cluster_id-$1" 2>/dev/null; }
 
 # host_reset NAME: kills whatever a scenario left running on host NAME (its holder stays).
@@ -137,6 +176,7 @@ cluster_down() {
   done
   pids=$(ip netns pids "$cluster_launcher" 2>/dev/null)
   [ -n "$pids" ] && kill -9 $pids 2>/dev/null
+  slurm_cluster_stop  # munged (the daemons in the namespaces are gone by now)
   for name in "${cluster_hosts[@]}"; do ip netns del "$cluster_id-$name" 2>/dev/null; done
   ip netns del "$cluster_launcher" 2>/dev/null
   rm -rf "$cluster_dir"

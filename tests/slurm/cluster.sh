@@ -4,6 +4,8 @@
 #   slurm_cluster_start DIR   munged + slurmctld + slurmd, every file below DIR; returns 0 when the
 #                             node is idle in `sinfo`, else prints the reason to stderr and returns 1
 #   slurm_cluster_stop        stops every daemon it started (by pid, bounded), leaves DIR alone
+# Its pieces (munged, a slurm.conf of several nodes, the idle wait) also serve the Slurm cluster of
+# emulated hosts (tests/cluster/lib.sh: cluster_slurm_up).
 #
 # After a successful start SLURM_CONF points at DIR/slurm.conf and srun/sinfo talk to this cluster
 # only. Nothing outside DIR is written: the munge key, socket, pid, seed and log files, Slurm's state,
@@ -38,27 +40,16 @@ slurm_wait_for() {
   return 1
 }
 
-slurm_node_idle() {
-  local state
-  state=$(timeout 5 sinfo -h -n "$slurm_node" -o '%t' 2>/dev/null) || return 1
-  case "$state" in idle*) return 0 ;; *) return 1 ;; esac
-}
-
-slurm_cluster_start() {
-  local dir=$1 user cpus mem_mb ctld_port slurmd_port
-  user=$(id -un)
-  slurm_node=$(hostname -s)
-  cpus=$(nproc)
-  mem_mb=$(awk '/^MemTotal:/ { printf "%d", $2 / 1024 / 2 }' /proc/meminfo)
-  [ -n "$mem_mb" ] && [ "$mem_mb" -gt 0 ] || mem_mb=1024
-  mkdir -p "$dir/munge" "$dir/state" "$dir/spool" "$dir/log" "$dir/run" || return 1
+# slurm_munge_start DIR: munged with a fresh key and its own socket (DIR/munge/munge.socket).
+slurm_munge_start() {
+  local dir=$1
+  mkdir -p "$dir/munge" "$dir/log" || return 1
   chmod 0700 "$dir/munge"
-
-  # munge: a fresh key, its own socket; refuses to start as root without --force.
   head -c 1024 /dev/urandom >"$dir/munge/munge.key" && chmod 0400 "$dir/munge/munge.key" || return 1
   local munge_args=(--key-file="$dir/munge/munge.key" --socket="$dir/munge/munge.socket"
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/log/munged.log" --seed-file="$dir/munge/munged.seed"
     --num-threads=2)
+  # munged refuses to start as root without --force.
   [ "$(id -u)" -eq 0 ] && munge_args+=(--force)
   # In the foreground under `timeout`, so that even a test killed outright leaves no daemon for long.
   timeout 600 munged --foreground "${munge_args[@]}" >"$dir/log/munged.out" 2>&1 &
@@ -67,12 +58,25 @@ slurm_cluster_start() {
     echo "munged does not answer on $dir/munge/munge.socket: $(tail -n 3 "$dir/log/munged.out" "$dir/log/munged.log" 2>/dev/null | tr '\n' ' ')" >&2
     return 1
   fi
+}
 
-  read -r ctld_port slurmd_port <<<"$(slurm_free_ports 2)" || return 1
+# slurm_write_conf DIR CTLD_NAME CTLD_ADDR CTLD_PORT SLURMD_PORT LOCAL_DIR NODE:ADDR...: DIR/slurm.conf
+# (and an empty cgroup.conf) for a cluster of the given nodes, one partition `debug` holding them
+# all; slurmd's spool, pid and log files go to LOCAL_DIR (a directory of each host's own where
+# several hosts share one file system). Exports SLURM_CONF.
+slurm_write_conf() {
+  local dir=$1 ctld_name=$2 ctld_addr=$3 ctld_port=$4 slurmd_port=$5 local_dir=$6 user cpus mem_mb node names=()
+  shift 6
+  user=$(id -un)
+  cpus=$(nproc)
+  # Half the machine's memory, shared by the nodes (each slurmd sees all of it).
+  mem_mb=$(awk -v n="$#" '/^MemTotal:/ { printf "%d", $2 / 1024 / 2 / n }' /proc/meminfo)
+  [ -n "$mem_mb" ] && [ "$mem_mb" -gt 0 ] || mem_mb=1024
+  mkdir -p "$dir/state" "$dir/log" "$dir/run" "$local_dir" || return 1
   local conf=$dir/slurm.conf
   cat >"$conf" <<EOF
 ClusterName=preflighttest
-SlurmctldHost=$slurm_node(127.0.0.1)
+SlurmctldHost=$ctld_name($ctld_addr)
 SlurmctldPort=$ctld_port
 SlurmdPort=$slurmd_port
 SlurmUser=$user
@@ -81,11 +85,11 @@ AuthType=auth/munge
 AuthInfo=socket=$dir/munge/munge.socket
 CredType=cred/munge
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$local_dir/spool
 SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd.pid
+SlurmdPidFile=$local_dir/slurmd.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+SlurmdLogFile=$local_dir/slurmd.log
 SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
@@ -104,23 +108,48 @@ SlurmdTimeout=30
 InactiveLimit=0
 KillWait=5
 MinJobAge=10
-TmpFS=$dir/run
-NodeName=$slurm_node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
-PartitionName=debug Nodes=$slurm_node Default=YES MaxTime=10 State=UP OverSubscribe=FORCE:4
+TmpFS=$local_dir
 EOF
+  for node in "$@"; do
+    echo "NodeName=${node%%:*} NodeAddr=${node#*:} CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN" >>"$conf"
+    names+=("${node%%:*}")
+  done
+  local IFS=,
+  echo "PartitionName=debug Nodes=${names[*]} Default=YES MaxTime=10 State=UP OverSubscribe=FORCE:4" >>"$conf"
   # An empty cgroup.conf keeps slurmd from looking for the system's.
   : >"$dir/cgroup.conf"
   export SLURM_CONF=$conf
+}
 
-  timeout 600 slurmctld -D -f "$conf" -i >"$dir/log/slurmctld.out" 2>&1 &
-  slurm_cluster_pids+=("$!")
-  timeout 600 slurmd -D -f "$conf" >"$dir/log/slurmd.out" 2>&1 &
-  slurm_cluster_pids+=("$!")
+# slurm_nodes_idle NODE...: every node is idle in sinfo.
+slurm_nodes_idle() {
+  local node state
+  for node in "$@"; do
+    state=$(timeout 5 sinfo -h -n "$node" -o '%t' 2>/dev/null) || return 1
+    case "$state" in idle*) ;; *) return 1 ;; esac
+  done
+}
 
-  if ! slurm_wait_for 40 slurm_node_idle; then
-    echo "node $slurm_node never became idle in sinfo ($(timeout 5 sinfo -h -N -o '%N %t %E' 2>&1 | head -n 2 | tr '\n' ' '))" >&2
-    tail -n 5 "$dir/log/slurmctld.out" "$dir/log/slurmctld.log" "$dir/log/slurmd.out" "$dir/log/slurmd.log" 2>/dev/null |
-      sed 's/^/  | /' >&2
+# slurm_explain_not_idle DIR NODE...: why the nodes did not become idle (to stderr).
+slurm_explain_not_idle() {
+  local dir=$1
+  shift
+  echo "nodes $* never became idle in sinfo ($(timeout 5 sinfo -h -N -o '%N %t %E' 2>&1 | head -n 4 | tr '\n' ' '))" >&2
+  tail -n 5 "$dir/log/slurmctld.out" "$dir/log/slurmctld.log" "$dir"/log/slurmd*.out 2>/dev/null | sed 's/^/  | /' >&2
+}
+
+slurm_cluster_start() {
+  local dir=$1 ctld_port slurmd_port
+  slurm_node=$(hostname -s)
+  slurm_munge_start "$dir" || return 1
+  read -r ctld_port slurmd_port <<<"$(slurm_free_ports 2)" || return 1
+  slurm_write_conf "$dir" "$slurm_node" 127.0.0.1 "$ctld_port" "$slurmd_port" "$dir/run" "$slurm_node:127.0.0.1" || return 1
+  timeout 600 slurmctld -D -f "$SLURM_CONF" -i >"$dir/log/slurmctld.out" 2>&1 &
+  slurm_cluster_pids+=("$!")
+  timeout 600 slurmd -D -f "$SLURM_CONF" >"$dir/log/slurmd.out" 2>&1 &
+  slurm_cluster_pids+=("$!")
+  if ! slurm_wait_for 40 slurm_nodes_idle "$slurm_node"; then
+    slurm_explain_not_idle "$dir" "$slurm_node"
     return 1
   fi
   return 0
