@@ -3,7 +3,7 @@
 # one host's ranks stopped (SIGSTOP) and one host's network cut (its veth down). Rank 0 must name
 # the host and its ranks, the phase they reached, within the phase's deadline + 1 s, exit 4, and
 # write its report (text and --json). A whole host killed (every process on it SIGKILLed) is not
-# here: rank 0 then does not always write its report before the launcher's SIGKILL (README,
+# here: rank 0 then does not always write its report before the launcher ends it (README,
 # Testing); run_fault's `kill` fault and `file` format reproduce it.
 # The moment of the fault is made certain with the test build (preflight-faults): rank 2, on node2,
 # stops itself (SIGSTOP) right after it announced a phase; the test then applies the fault to the
