@@ -206,7 +206,9 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
   const TimePoint start = Clock::now();
   pmix_proc_t me;
   if (const pmix_status_t rc = PMIx_Init(&me, nullptr, 0); rc != PMIX_SUCCESS) {
-    out.why = std::string("PMIx_Init: ") + PMIx_Error_string(rc);
+    out.state = JoinOutcome::State::NoServer;
+    out.why = std::string("the PMIx server that PMIX_SERVER_URI* names does not answer (PMIx_Init: ") +
+              PMIx_Error_string(rc) + "): PMIX_* variables left from another job, or a launcher that is gone";
     return out;
   }
   out.rank = static_cast<int>(me.rank);

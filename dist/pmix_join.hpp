@@ -30,6 +30,8 @@ namespace preflight {
 struct JoinOutcome {
   enum class State {
     NotUsed,     // no PMIx (at build time or in this environment): `why` says which
+    NoServer,    // a launcher's PMIx server is named but does not answer (stale PMIX_* variables, a
+                 // launcher that is gone): MPI_Init would abort the process, so it is not called
     Complete,    // every rank joined: MPI_Init follows
     Incomplete,  // the fence's deadline passed: some rank never started
   };

@@ -143,15 +143,16 @@ class JobRun {
     const bool launched = mpi_launch_detected(m_env, why);
     const bool want = m_options.mpi == "on" || (m_options.mpi == "auto" && launched);
     if (want) {
+      std::string error;
       if (launched) {
         join_before_mpi_init();
         if (unjoined()) return;
+        if (m_join.state == JoinOutcome::State::NoServer) error = m_join.why;
       }
-      std::string error;
       // After a join that completed late, MPI_Init still gets a moment: every rank is there.
       const TimePoint init_deadline =
           m_join.state == JoinOutcome::State::Complete ? std::max(m_deadlines.init, Clock::now() + m_deadlines.grace) : m_deadlines.init;
-      m_transport = init_mpi_transport(init_deadline, !launched, error);
+      if (error.empty()) m_transport = init_mpi_transport(init_deadline, !launched, error);
       if (m_join.state == JoinOutcome::State::Complete) pmix_join_release();
       if (m_transport) {
         if (m_transport->rank() == 0) install_termination_handler();

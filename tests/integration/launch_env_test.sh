@@ -20,6 +20,14 @@ expect_rc 0 "stale Slurm variables under Open MPI are a WARN" -- \
   --format json
 expect_eq "$(check_status launch.env)" WARN "launch.env with stale SLURM_PROCID"
 
+# PMIx variables left from another job (a login shell inside an old allocation): the server they
+# name does not answer. MPI_Init would abort the process with no report; preflight runs alone and
+# says why (a closed port on loopback stands for the launcher that is gone).
+expect_rc 0 "stale PMIX_* variables" -- clean PMIX_NAMESPACE=stale.job.1 PMIX_RANK=0 \
+  'PMIX_SERVER_URI41=pmix-server.99999;tcp4://127.0.0.1:9' "$PREFLIGHT" --only 'launch.env,host.memory' --format json --timeout 10
+expect_contains "$(json_get "' '.join(d['incidents'])")" "does not answer" "the incident with stale PMIx variables"
+expect_eq "$(json_get "d['world']['source']")" none "no MPI world with stale PMIx variables"
+
 MPIRUN=$(command -v mpirun || true)
 [ -n "$MPIRUN" ] || skip_all "mpirun is not installed (the single-process cases above passed)"
 # Rank 0 gathers every rank's launch.env verdict into one report (and --json-per-rank keeps each
