@@ -35,9 +35,6 @@ stopped_rank() {
   done
   return 1
 }
-now() { date +%s.%N; }
-secs() { "$py" -c "print(round($2 - $1, 2))"; }
-within() { "$py" -c "import sys; sys.exit(0 if $1 <= $2 else 1)"; }
 
 # run_fault FORMAT PHASE FAULT DEADLINE: --timeout 10 (gather ends 6.5 s after the start, the
 # barrier 7.5 s, the all_reduce 9.0 s); rank 2 stops after announcing PHASE, then FAULT is applied

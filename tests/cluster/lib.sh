@@ -129,7 +129,7 @@ cluster_mpirun() {
 # $cluster_dir/slurm/local in its mount namespace, so one slurm.conf serves every slurmd.
 source "$here_cluster/../slurm/cluster.sh"
 cluster_slurm_up() {
-  local dir=$cluster_dir/slurm name nodes=()
+  local dir=$cluster_dir/slurm name c nodes=()
   for c in munged munge slurmctld slurmd srun sinfo; do
     command -v "$c" >/dev/null || { echo "cluster: no '$c' command (apt-get install slurm-wlm munge)" >&2; return 77; }
   done
@@ -158,6 +158,13 @@ cluster_srun() {
 }
 
 host_pids() { ip netns pids "$cluster_id-$1" 2>/dev/null; }
+
+# Reading rank 0's report in $work/out (json_get of tests/integration/lib.sh), and timing a fault.
+status_on() { json_get "[c['status'] for c in d['checks'] if c['id']=='$1' and '$2' in c['hosts']][0]"; }  # ID HOST
+field() { json_get "[c['$2'] for c in d['checks'] if c['id']=='$1'][0]"; }                                # ID FIELD
+now() { date +%s.%N; }
+secs() { "${PYTHON3:-python3}" -c "print(round($2 - $1, 2))"; }                # START END: seconds between
+within() { "${PYTHON3:-python3}" -c "import sys; sys.exit(0 if $1 <= $2 else 1)"; }  # SECONDS BOUND
 
 # host_reset NAME: kills whatever a scenario left running on host NAME (its holder stays).
 host_reset() {

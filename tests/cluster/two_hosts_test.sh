@@ -22,8 +22,6 @@ cluster_up || { echo "FAIL: the emulated cluster did not come up"; exit 1; }
 # The checks a job across hosts decides (this machine has no GPU, and the fake node's GPU stack
 # against its CUDA 13 toolkit is not what these scenarios are about).
 job_checks='launch.env,launch.ranks,net.socket_ifname,net.reachability,shm.capacity,cluster.*,comm.barrier'
-status_on() { json_get "[c['status'] for c in d['checks'] if c['id']=='$1' and '$2' in c['hosts']][0]"; }
-field() { json_get "[c['$2'] for c in d['checks'] if c['id']=='$1'][0]"; }
 
 # 1. Healthy: 2 hosts × 2 ranks; every rank exits with rank 0's code (mpirun's is 0 only then).
 expect_rc 0 "2 hosts × 2 ranks" -- cluster_mpirun --host node1:2,node2:2 -np 4 "$PREFLIGHT" --format json \
