@@ -20,6 +20,7 @@ packages=(
   libhwloc-dev hwloc libopenmpi-dev openmpi-bin prometheus
   python3 python3-jsonschema util-linux iproute2
   slurm-wlm slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge
+  python3-yaml buildah podman runc catatonit debootstrap
 )
 
 missing=()

@@ -4,9 +4,10 @@
 #                               "preflight: FAIL <id>: <summary>" line; a usage error -> exit 2 with
 #                               the reason; preflight gets --profile node and --timeout 45 (< 60 s);
 #                               PREFLIGHT_JSON keeps the report
-#   docker/Dockerfile           the gate stage's exact `RUN preflight ...` line, run outside Docker:
-#                               exit 0, the GPU checks SKIP in the image profile; the stages chain so
-#                               BuildKit cannot skip the gate
+#   docker/Dockerfile           the gate stage's `RUN preflight ...` line with its ARG defaults, run
+#                               outside Docker: exit 0, the GPU checks SKIP in the image profile; the
+#                               stages chain so that every shipped target contains the gate (the real
+#                               image builds are tests/containers)
 #   kubernetes/preflight-init.yaml  parsed with python3-yaml: the init container runs preflight with
 #                               --json into a volume the trainer mounts, /dev/shm is a memory-backed
 #                               emptyDir in both containers, equal GPU limits; its command runs here
@@ -72,9 +73,12 @@ grep -Eq '^#[[:space:]]+(HealthCheckProgram|Prolog)=' "$hc" && pass "healthcheck
 # ---- docker/Dockerfile -------------------------------------------------------------------------
 dockerfile=$examples/docker/Dockerfile
 run_line=$(grep -m1 -E '^RUN preflight ' "$dockerfile")
-expect_eq "$run_line" "RUN preflight --profile image --target-driver 535.104.05 --target-gpu 9.0" "the Dockerfile's gate line"
-read -r -a argv <<<"${run_line#RUN }"
-argv[0]=$PREFLIGHT
+expect_eq "$run_line" 'RUN preflight --profile image --target-driver "$TARGET_DRIVER" --target-gpu "$TARGET_GPU" --json /etc/preflight-image.json' \
+  "the Dockerfile's gate line"
+TARGET_DRIVER=$(sed -n 's/^ARG TARGET_DRIVER=//p' "$dockerfile")
+TARGET_GPU=$(sed -n 's/^ARG TARGET_GPU=//p' "$dockerfile")
+expect_eq "$TARGET_DRIVER $TARGET_GPU" "535.104.05 9.0" "the gate's ARG defaults"
+argv=("$PREFLIGHT" --profile image --target-driver "$TARGET_DRIVER" --target-gpu "$TARGET_GPU")
 # What the gate finds depends on the CUDA runtimes and NCCL installed here (this "image"): exit 0
 # when none is too new for driver 535.104.05, else 1 with only the image checks failing, each naming
 # the target. Never a usage error, an UNKNOWN or a crash.
@@ -110,13 +114,15 @@ for l in lines:
 names = [s[1] for s in stages]
 final_from = stages[-1][0]
 gate_from = stages[names.index("gate")][0] if "gate" in names else None
-print(f"{len(stages)} stages {names}; final FROM {final_from} copies from {copies_from.get(len(stages) - 1)}; gate FROM {gate_from}")
+lean = names.index("train-lean") if "train-lean" in names else None
+print(f"{len(stages)} stages {names}; final FROM {final_from}; gate FROM {gate_from}; "
+      f"train-lean FROM {stages[lean][0] if lean is not None else None} copies from {copies_from.get(lean)}")
 PY
 )
 expect_contains "$stages" "'gate'" "Dockerfile stages"
-expect_contains "$stages" "copies from ['gate']" "the final stage (so BuildKit builds the gate)"
-expect_contains "$stages" "gate FROM train" "the gate stage (the training image itself)"
-expect_contains "$stages" "final FROM train" "the final stage"
+expect_contains "$stages" "gate FROM train;" "the gate stage (the training image itself)"
+expect_contains "$stages" "final FROM gate;" "the default target (the gated image)"
+expect_contains "$stages" "train-lean FROM train copies from ['gate']" "the train-lean target (so BuildKit builds the gate)"
 
 # ---- kubernetes/preflight-init.yaml ------------------------------------------------------------
 k8s=$("$py" - "$examples/kubernetes/preflight-init.yaml" <<'PY' 2>&1
