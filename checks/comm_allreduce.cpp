@@ -55,16 +55,57 @@ std::string helper_error(const std::string& e) {
   return "GPU " + e.substr(open + 6, close - open - 6) + "'s helper: " + e.substr(close + 3);
 }
 
-std::vector<std::string> helper_errors(const std::vector<std::string>& errors) {
-  std::vector<std::string> out;
-  for (const std::string& e : errors) out.push_back(helper_error(e));
-  return out;
-}
-
 std::string gpu_list(const std::vector<int>& gpus) {
   std::vector<int> sorted = gpus;
   std::sort(sorted.begin(), sorted.end());
   return (sorted.size() == 1 ? "GPU " : "GPUs ") + range_list(sorted);
+}
+
+/// The per-rank errors with the same message said once, naming every rank (or, on one node, every
+/// GPU's helper) that gave it: "GPUs 0–7's helpers: init: ncclCommInitRankConfig: …" where eight
+/// helpers failed alike. An error without a "who): " prefix stays as it is.
+std::string grouped_errors(const std::vector<std::string>& errors, bool node_local) {
+  struct Group {
+    std::string message;
+    std::vector<std::string> who;
+    std::vector<int> gpus;  // node_local: the GPUs of `who`, when every one names its GPU
+    bool all_gpus = true;
+  };
+  std::vector<Group> groups;
+  for (const std::string& e : errors) {
+    const std::size_t close = e.starts_with("rank ") ? e.find("): ") : std::string::npos;
+    const std::string who = close == std::string::npos ? std::string() : e.substr(0, close + 1);
+    const std::string message = close == std::string::npos ? e : e.substr(close + 3);
+    auto g = std::find_if(groups.begin(), groups.end(), [&](const Group& x) { return x.message == message; });
+    if (g == groups.end() || who.empty()) g = groups.insert(groups.end(), Group{message, {}, {}, true});
+    if (who.empty()) continue;
+    g->who.push_back(who);
+    const std::size_t at = who.find(" (GPU ");
+    if (at == std::string::npos) {
+      g->all_gpus = false;
+    } else {
+      try {
+        g->gpus.push_back(std::stoi(who.substr(at + 6)));
+      } catch (const std::exception&) {
+        g->all_gpus = false;
+      }
+    }
+  }
+  std::vector<std::string> out;
+  for (const Group& g : groups) {
+    if (g.who.empty()) {
+      out.push_back(g.message);
+    } else if (node_local && g.all_gpus) {
+      out.push_back(gpu_list(g.gpus) + (g.gpus.size() == 1 ? "'s helper: " : "'s helpers: ") + g.message);
+    } else {
+      std::string names;
+      const std::size_t shown = std::min<std::size_t>(g.who.size(), 3);
+      for (std::size_t i = 0; i < shown; ++i) names += (i == 0 ? "" : ", ") + g.who[i];
+      if (g.who.size() > shown) names += " and " + std::to_string(g.who.size() - shown) + " more ranks";
+      out.push_back(names + ": " + g.message);
+    }
+  }
+  return join(out, "; ");
 }
 
 constexpr std::string_view kLocalHangRemedy =
@@ -142,7 +183,7 @@ Verdict run(const CheckContext& ctx) {
                  std::to_string(hung.size()) + " of " + std::to_string(c.ranks) + ")";
       if (static_cast<int>(hung.size()) == c.ranks) summary += ": every communicator was aborted after its deadline";
     }
-    if (!c.errors.empty()) summary += " (" + join(helper_errors(c.errors), "; ") + ")";
+    if (!c.errors.empty()) summary += " (" + grouped_errors(c.errors, true) + ")";
     return Verdict::fail(summary, std::string(kLocalHangRemedy), ev);
   }
 
@@ -171,10 +212,10 @@ Verdict run(const CheckContext& ctx) {
   }
 
   if (!c.completed || !c.errors.empty()) {
-    std::string what = node_local ? helper_error(c.note) : c.note;
-    if (!c.errors.empty() && !(c.errors.size() == 1 && c.errors.front() == c.note)) {
-      what += (what.empty() ? "" : "; ") + join(node_local ? helper_errors(c.errors) : c.errors, "; ");
-    }
+    // The note is the first error (and how many more) where the errors are all there is to say.
+    const bool note_from_errors = !c.errors.empty() && c.note.starts_with(c.errors.front());
+    std::string what = note_from_errors ? std::string() : node_local ? helper_error(c.note) : c.note;
+    if (!c.errors.empty()) what += (what.empty() ? "" : "; ") + grouped_errors(c.errors, node_local);
     // NCCL's SHM transport names its segment ("/dev/shm/nccl-…", "shared memory"): a full or
     // small /dev/shm explains it where shm.capacity finds fault with it.
     const bool shm = what.find("/dev/shm") != std::string::npos || what.find("shared memory") != std::string::npos;

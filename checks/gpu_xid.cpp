@@ -2,8 +2,8 @@
 // gpu.xid: the NVIDIA driver's error reports in this boot's kernel log — Xid (fatal ones FAIL,
 // application ones WARN), "fallen off the bus" even without an Xid line, and NVSwitch SXid — and
 // the XIDs NVML's events reported while preflight's own GPU work ran (the health load, the smoke
-// test), judged with the same catalog and counted once where both sources report them. Without
-// the kernel log, NVML's events on every GPU are a PASS that says its scope; anything less stays
+// test, the NCCL all_reduce), judged with the same catalog and counted once where both sources
+// report them. Without the kernel log, NVML's events on every GPU are a PASS that says its scope; anything less stays
 // UNKNOWN.
 #include <algorithm>
 #include <cstdio>
@@ -45,7 +45,7 @@ std::string since_boot(const std::optional<std::uint64_t>& usec) {
 }
 
 /// One XID NVML reported during preflight's own work, counted once per GPU and code over every
-/// window (the health load, each rank's smoke test).
+/// window (the health load, each rank's smoke test, each rank's part of the all_reduce).
 struct NvmlSeen {
   int gpu = -1;
   std::string bus_id;  // NVML's spelling
@@ -57,6 +57,7 @@ struct NvmlSeen {
 
 std::string work_text(const std::string& work) {
   if (work == "health load") return "the health load";
+  if (work == "all_reduce") return "the NCCL all_reduce";
   return work.empty() ? std::string("preflight's GPU work") : work;
 }
 
@@ -112,9 +113,16 @@ NvmlView nvml_view(const CheckContext& ctx) {
       if (std::find(it->works.begin(), it->works.end(), work) == it->works.end()) it->works.push_back(work);
     }
   };
+  std::vector<int> ranks;
   for (const RankFacts* f : node_ranks(ctx)) {
     if (const GpuHealthFacts* h = f->gpu.driver.health.value()) take(h->xid_watch);
     if (const SmokeResult* sm = f->gpu.driver.smoke.value()) take(sm->xid_watch);
+    ranks.push_back(f->placement.rank);
+  }
+  // The NCCL all_reduce's windows, where rank 0 judges the node again after it (every round's).
+  if (ctx.job != nullptr) {
+    for (const RankXidWatch& w : ctx.job->allreduce.xid_watches)
+      if (std::find(ranks.begin(), ranks.end(), w.rank) != ranks.end()) take(w.watch);
   }
   return v;
 }
@@ -331,10 +339,12 @@ constexpr std::string_view kExplain = R"EXPLAIN(What it reads
   And the XIDs raised while preflight's own GPU work ran, through NVML events (no privilege
   needed): the contained helper registers nvmlEventTypeXidCriticalError on the GPUs before its
   work starts and reads the events (0 ms waits, at most 256) during and after it — on every GPU
-  during the health load (cuMemsetD32 on each), and on the rank's GPU during cuda.smoke. Per
-  GPU: whether the registration took (NOT_SUPPORTED on some GPUs, no permission), the window,
-  and each event's GPU, Xid and time. An Xid both sources report for the same GPU is one finding
-  that names both.
+  during the health load (cuMemsetD32 on each), on the rank's GPU during cuda.smoke, and on each
+  rank's GPU during the NCCL all_reduce of comm.allreduce (its init, every round, the finalize or
+  abort). The ranks judge gpu.xid before the all_reduce runs; when it recorded windows, rank 0
+  judges every node again with them. Per GPU: whether the registration took (NOT_SUPPORTED on
+  some GPUs, no permission), the window, and each event's GPU, Xid and time. An Xid both sources
+  report for the same GPU is one finding that names both.
 
 Failures
   FAIL     a fatal Xid (DCGM's always-fatal set and NVIDIA catalog resolutions: 48, 64, 74, 79, 95,
@@ -366,6 +376,6 @@ Fix
 extern const CheckSpec kGpuXid = {
     "gpu.xid", Scope::Node,
     "no fatal Xid, fallen-off-the-bus or SXid in this boot's kernel log or while preflight's own GPU work ran", kExplain,
-    kInNode | kInJob, "an image build has no kernel log of the node", &run, "kernel_log,gpu_health,gpu_driver", true};
+    kInNode | kInJob, "an image build has no kernel log of the node", &run, "kernel_log,gpu_health,gpu_driver,allreduce", true};
 
 }  // namespace preflight

@@ -72,8 +72,9 @@ JobFacts single_rank_job(const RankFacts& facts) {
   return job;
 }
 
+PREFLIGHT_JSON_DEFINE(RankXidWatch, rank, watch)
 PREFLIGHT_JSON_DEFINE(CommResult, attempted, completed, expired, interrupted, transport, note, blocked, seconds, deadline_s,
-                      missing, wrong, errors, bytes, ranks, repeats, algbw_gbps, busbw_gbps)
+                      missing, wrong, errors, bytes, ranks, repeats, algbw_gbps, busbw_gbps, xid_watches)
 PREFLIGHT_JSON_DEFINE(ReachTarget, interface, address, port)
 
 }  // namespace preflight

@@ -42,6 +42,13 @@ struct RankStatus {
 };
 
 /// One collective phase (barrier or all_reduce) as rank 0 saw it.
+/// The XIDs NVML reported on one rank's GPU while that rank's part of a collective ran.
+struct RankXidWatch {
+  int rank = 0;  // the job's rank whose helper watched (in the node profile, the process's own rank)
+  NvmlXidWatch watch;
+};
+PREFLIGHT_JSON_DECLARE(RankXidWatch)
+
 struct CommResult {
   bool attempted = false;       // false: not run; `note` says why (a rank missing before it, no MPI, ...)
   bool completed = false;       // every rank finished it before the deadline
@@ -61,6 +68,7 @@ struct CommResult {
   int repeats = 0;              // timed iterations (best kept)
   double algbw_gbps = 0;        // bytes / time, GB/s (1e9)
   double busbw_gbps = 0;        // algbw * 2(n-1)/n
+  std::vector<RankXidWatch> xid_watches;  // NCCL all_reduce: each helper's XID window on its GPU (gpu.xid)
 };
 PREFLIGHT_JSON_DECLARE(CommResult)
 

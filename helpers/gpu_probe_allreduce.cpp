@@ -19,6 +19,8 @@
 
 #include "helpers/dynlib.hpp"
 #include "helpers/gpu_probe.hpp"
+#include "helpers/xid_watch.hpp"
+#include "probes/gpu_text.hpp"
 #include "probes/nvidia/cuda_api.hpp"
 #include "probes/nvidia/nccl_api.hpp"
 
@@ -180,9 +182,19 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
                           {"device", a.device}, {"bytes", bytes}, {"count", count},
                           {"dtype", wide ? "int64" : "int32"},   {"repeats", a.repeats},
                           {"timeout_s", a.timeout_s}};
+  // XIDs NVML reports on this rank's GPU while the all_reduce runs (init, the collectives, the
+  // abort or finalize): one "xid_watch" line before the end, whatever the end.
+  DeviceXidWatch xids("all_reduce", "the all_reduce");
+  bool xids_reported = false;
+  auto report_xids = [&](const std::string& step) {
+    if (xids_reported) return;
+    xids_reported = true;
+    emit_line({{"event", "xid_watch"}, {"value", xids.finish(step)}});
+  };
   // Failures before a communicator exists: one error line and the end.
   auto fail = [&](const std::string& step, const std::string& error) {
     emit_line({{"event", "error"}, {"step", step}, {"error", error}, {"expired", false}, {"seconds", since(begin)}});
+    report_xids(step);
     emit_line({{"event", "end"}});
     return 0;
   };
@@ -252,6 +264,19 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   if (const CUresult rc = get(&dev, a.device); rc != CUDA_SUCCESS) {
     return fail("cuda", cu("cuDeviceGet", rc) + " (device " + std::to_string(a.device) + ")");
   }
+  {
+    // The watch is registered on this device before the work (context, buffers, NCCL's init).
+    const auto get_attr = cuda_lib.get<PFN_cuDeviceGetAttribute>(name_cuDeviceGetAttribute);
+    int dom = 0, bus = 0, slot = 0;
+    if (get_attr != nullptr && get_attr(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) == CUDA_SUCCESS &&
+        get_attr(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == CUDA_SUCCESS &&
+        get_attr(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) == CUDA_SUCCESS) {
+      xids.start(gpu_text::format_pci_bus_id(static_cast<unsigned>(dom), static_cast<unsigned>(bus),
+                                             static_cast<unsigned>(slot)));
+    } else {
+      xids.skip("the PCI bus id of CUDA device " + std::to_string(a.device) + " is not known (cuDeviceGetAttribute)");
+    }
+  }
   CUcontext ctx = nullptr;
   if (const CUresult rc = retain(&ctx, dev); rc != CUDA_SUCCESS) return fail("cuda", cu("cuDevicePrimaryCtxRetain", rc));
   if (const CUresult rc = set_current(ctx); rc != CUDA_SUCCESS) return fail("cuda", cu("cuCtxSetCurrent", rc));
@@ -308,6 +333,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
                  {"result", name != nullptr ? name : std::to_string(static_cast<int>(rc))},
                  {"seconds", since(t)}});
     }
+    report_xids(step);
     emit_line({{"event", "end"}});
     std::fflush(stdout);
     std::_Exit(0);
@@ -470,6 +496,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   mem_free(recv);
   set_current(nullptr);
   release(dev);
+  report_xids("done");
   emit_line({{"event", "end"}});
   return 0;
 }

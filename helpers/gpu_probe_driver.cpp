@@ -455,11 +455,13 @@ Probed<std::vector<CudaDevice>> cuda_devices(const Cuda& c, std::optional<double
   return Result::ok(std::move(devices), source);
 }
 
-/// The NVML side of the smoke test: libnvidia-ml initialised in this process for an XID watch on
-/// the one GPU the test uses, found by its PCI bus id. Nothing here may fail the smoke test.
-class SmokeXids {
+}  // namespace
+
+/// libnvidia-ml initialised in this process for an XID watch on the one GPU a test uses, found by
+/// its PCI bus id. Nothing here may fail the test it watches.
+class DeviceXidWatch::Impl {
  public:
-  static constexpr char kWork[] = "cuda.smoke";
+  Impl(std::string work, std::string what) : m_work(std::move(work)), m_what(std::move(what)) {}
 
   /// Registers XID events on the NVML GPU at `bus_id` (any spelling normalize_bus_id accepts).
   void start(const std::string& bus_id) {
@@ -492,11 +494,11 @@ class SmokeXids {
       std::string nvml_bus = from_buffer(pci.busId, sizeof pci.busId);
       if (nvml_bus.empty()) nvml_bus = gpu_text::format_pci_bus_id(pci.domain, pci.bus, pci.device);
       if (normalize_bus_id(nvml_bus) != want) continue;
-      m_watch = std::make_unique<XidWatch>(m_n.lib, driver, kWork);
+      m_watch = std::make_unique<XidWatch>(m_n.lib, driver, m_work);
       m_watch->start({{static_cast<int>(i), dev, nvml_bus}});
       return;
     }
-    m_why = "NVML has no GPU at " + bus_id + ", the smoke test's device";
+    m_why = "NVML has no GPU at " + bus_id + ", the device of " + m_what;
   }
 
   /// No watch, for `why`.
@@ -505,8 +507,8 @@ class SmokeXids {
   /// The watch's facts (or why there is none); NVML shut down again.
   NvmlXidWatch finish(const std::string& step) {
     NvmlXidWatch w = m_watch ? m_watch->finish()
-                             : XidWatch::not_collected(kWork, !m_why.empty() ? m_why
-                                                                             : "not started: the smoke test ended at " +
+                             : XidWatch::not_collected(m_work, !m_why.empty() ? m_why
+                                                                             : "not started: " + m_what + " ended at " +
                                                                                    step + " before its GPU work");
     m_watch.reset();
     if (m_initialised && m_shutdown != nullptr) m_shutdown();
@@ -520,7 +522,18 @@ class SmokeXids {
   bool m_initialised = false;
   std::unique_ptr<XidWatch> m_watch;
   std::string m_why;
+  const std::string m_work;
+  const std::string m_what;
 };
+
+DeviceXidWatch::DeviceXidWatch(std::string work, std::string what)
+    : m(std::make_unique<Impl>(std::move(work), std::move(what))) {}
+DeviceXidWatch::~DeviceXidWatch() = default;
+void DeviceXidWatch::start(const std::string& bus_id) { m->start(bus_id); }
+void DeviceXidWatch::skip(std::string why) { m->skip(std::move(why)); }
+NvmlXidWatch DeviceXidWatch::finish(const std::string& step) { return m->finish(step); }
+
+namespace {
 
 }  // namespace
 
@@ -611,7 +624,7 @@ SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {
   SmokeResult r;
   r.ordinal = ordinal;
   r.bytes = bytes;
-  SmokeXids xids;  // XIDs NVML reports on this GPU while the test runs
+  DeviceXidWatch xids("cuda.smoke", "the smoke test");  // XIDs NVML reports on this GPU while the test runs
   auto finish = [&](const char* step, std::string error) {
     r.ok = error.empty();
     r.failed_step = r.ok ? std::string() : std::string(step);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,31 @@ class XidWatch {
   std::vector<XidDevice> m_devices;
   bool m_waiting = false;  // the set exists and has at least one registered GPU
   bool m_finished = false;
+};
+
+/// An XID watch on the one GPU a test uses (the smoke test, one rank's all_reduce): libnvidia-ml
+/// loaded and initialised in this process for it, the GPU found by its PCI bus id. Nothing here
+/// may fail the test it watches; finish() gives the facts, or why there are none.
+class DeviceXidWatch {
+ public:
+  /// `work`: the window's name in the facts ("cuda.smoke", "all_reduce"); `what`: the test in a
+  /// sentence ("the smoke test").
+  DeviceXidWatch(std::string work, std::string what);
+  ~DeviceXidWatch();
+  DeviceXidWatch(const DeviceXidWatch&) = delete;
+  DeviceXidWatch& operator=(const DeviceXidWatch&) = delete;
+
+  /// Registers XID events on the NVML GPU at `bus_id` (any spelling normalize_bus_id accepts).
+  void start(const std::string& bus_id);
+  /// No watch, for `why`.
+  void skip(std::string why);
+  /// The watch's facts (or why there is none: `step`, where the test ended, when it never
+  /// started); NVML shut down again. Once only.
+  NvmlXidWatch finish(const std::string& step);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> m;
 };
 
 }  // namespace preflight::helper

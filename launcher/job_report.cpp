@@ -101,21 +101,36 @@ void widen_to_host(CheckResult& r, const HostIndex& hosts) {
   r.ranks.erase(std::unique(r.ranks.begin(), r.ranks.end()), r.ranks.end());
 }
 
+/// Whether a check judges what the all_reduce recorded (its `reads` names the phase).
+bool reads_allreduce(const CheckSpec& spec) {
+  for (std::string_view rest = spec.reads; !rest.empty();) {
+    const std::size_t comma = rest.find(',');
+    if (rest.substr(0, comma) == "allreduce") return true;
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  return false;
+}
+
 /// The node-scope checks that judge a node from every rank's view (CheckSpec::node_view): on a
 /// host with several delivered ranks, the result its local rank 0 judged alone is replaced by one
-/// judged with every delivered rank of that host.
+/// judged with every delivered rank of that host. Those that read the all_reduce (gpu.xid: the
+/// XIDs NVML reported during it) are judged again on every host when it recorded something, since
+/// the ranks judged them before it ran.
 void rejudge_node_views(const Options& options, Profile profile, const JobFacts& job,
                         std::vector<CheckResult>& per_rank, const CompatMatrix* matrix) {
-  std::map<std::string, std::vector<const RankFacts*>> by_host;
-  for (const RankFacts& f : job.ranks) by_host[f.identity.hostname + '\n' + f.identity.boot_id].push_back(&f);
-  std::erase_if(by_host, [](const auto& kv) { return kv.second.size() < 2; });
-  if (by_host.empty()) return;
-  std::unordered_map<int, const std::vector<const RankFacts*>*> host_of;
-  for (const auto& [key, members] : by_host) {
-    for (const RankFacts* f : members) host_of[f->placement.rank] = &members;
-  }
+  std::map<std::string, std::vector<const RankFacts*>> every_host;
+  for (const RankFacts& f : job.ranks) every_host[f.identity.hostname + '\n' + f.identity.boot_id].push_back(&f);
+  std::map<std::string, std::vector<const RankFacts*>> shared_hosts = every_host;
+  std::erase_if(shared_hosts, [](const auto& kv) { return kv.second.size() < 2; });
+  const bool allreduce_recorded = !job.allreduce.xid_watches.empty();
   for (const CheckSpec* spec : all_checks()) {
     if (spec->scope != Scope::Node || !spec->node_view || !selected(options, spec->id)) continue;
+    const auto& by_host = allreduce_recorded && reads_allreduce(*spec) ? every_host : shared_hosts;
+    if (by_host.empty()) continue;
+    std::unordered_map<int, const std::vector<const RankFacts*>*> host_of;
+    for (const auto& [key, members] : by_host) {
+      for (const RankFacts* f : members) host_of[f->placement.rank] = &members;
+    }
     std::erase_if(per_rank, [&](const CheckResult& r) {
       return r.id == spec->id && !r.ranks.empty() && host_of.count(r.ranks.front()) > 0;
     });

@@ -706,6 +706,8 @@ class JobRun {
       a.busbw_gbps = previous.busbw_gbps;
     }
     if (previous.attempted) a.repeats += previous.repeats;
+    // Every round's XID windows count (gpu.xid): an XID in the first round is not undone by a second.
+    a.xid_watches.insert(a.xid_watches.begin(), previous.xid_watches.begin(), previous.xid_watches.end());
   }
 
   [[noreturn]] void expire_allreduce(TimePoint t0, std::uint64_t bytes, const std::string& mode) {
@@ -749,6 +751,7 @@ class JobRun {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now());
     a = nccl_allreduce_local_gpus(static_cast<int>(devices->size()), m_options.allreduce_bytes, 5, nccl_library(m_facts),
                                   std::max(left, std::chrono::milliseconds(500)));
+    for (RankXidWatch& w : a.xid_watches) w.rank = m_facts.placement.rank;  // every helper ran on this node
   }
 
   int report() {

@@ -131,6 +131,12 @@ NcclRankOutcome parse_nccl_rank_outcome(const ContainedResult& result, int rank,
       }
     } else if (event == "abort") {
       o.aborted = true;
+    } else if (event == "xid_watch") {
+      try {
+        o.xid_watch = doc.at("value").get<NvmlXidWatch>();
+      } catch (const std::exception&) {
+        o.xid_watch = {};  // unreadable: as if the helper had said nothing of it
+      }
     } else if (event == "done") {
       done = true;
       o.bytes = doc.value("bytes", o.bytes);
@@ -228,6 +234,7 @@ CommResult combine_nccl_outcomes(const std::vector<NcclRankOutcome>& outcomes, i
       slowest = std::max(slowest, o.seconds);
       c.repeats = o.repeats;
     }
+    if (!o.xid_watch.work.empty()) c.xid_watches.push_back({o.rank, o.xid_watch});
   }
   c.completed = all_ok;
   if (all_ok && slowest > 0) {
@@ -305,6 +312,6 @@ CommResult nccl_allreduce_local_gpus(int gpus, std::uint64_t bytes, int repeats,
 
 PREFLIGHT_JSON_DEFINE(NcclRankOutcome, rank, device, ok, expired, crashed, wrong, aborted, step, error, nccl_error,
                       wrong_index, wrong_value, expected_value, wrong_elements, bytes, repeats, seconds, algbw_gbps,
-                      busbw_gbps, lib, nccl_version, last_step, elapsed_s, helper)
+                      busbw_gbps, lib, nccl_version, last_step, elapsed_s, helper, xid_watch)
 
 }  // namespace preflight

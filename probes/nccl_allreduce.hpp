@@ -74,6 +74,7 @@ struct NcclRankOutcome {
   std::string last_step;  ///< the last progress step it reached
   double elapsed_s = 0;   ///< wall time of the helper
   std::string helper;     ///< run_contained's describe()
+  NvmlXidWatch xid_watch; ///< the XIDs NVML reported on its GPU meanwhile (work empty: the helper never said)
 };
 PREFLIGHT_JSON_DECLARE(NcclRankOutcome)
 

@@ -4,6 +4,8 @@
 // GPU of the node (CUDA_VISIBLE_DEVICES and nvml_only_gpus do not apply), counts nvmlInit_v2 /
 // nvmlShutdown pairs, and answers NVML_ERROR_UNINITIALIZED outside them. Its event sets deliver
 // the scenario's xid_events on the GPUs registered for them.
+#include <dlfcn.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -662,6 +664,11 @@ const fake::XidEventScript* next_event(State& s, nvmlEventSet_st& set) {
   set.delivered.resize(events.size(), false);
   for (std::size_t i = 0; i < events.size(); ++i) {
     if (set.delivered[i] || set.xid_gpus.count(events[i].gpu) == 0) continue;
+    if (events[i].during_nccl) {  // raised by NCCL's work: only a process running NCCL sees it
+      void* nccl = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+      if (nccl == nullptr) continue;
+      dlclose(nccl);
+    }
     set.delivered[i] = true;
     return &events[i];
   }

@@ -572,7 +572,7 @@ Scenario parse_scenario(const json& doc) {
     if (!list.is_array()) fail("xid_events: expected an array of {\"gpu\": N, \"xid\": X}");
     for (std::size_t i = 0; i < list.size(); ++i) {
       const std::string where = "xid_events[" + std::to_string(i) + "]";
-      check_keys(list[i], where, {"gpu", "xid", "gpu_instance", "compute_instance"});
+      check_keys(list[i], where, {"gpu", "xid", "gpu_instance", "compute_instance", "during"});
       if (!list[i].contains("gpu") || !list[i].contains("xid")) fail(where + ": needs \"gpu\" and \"xid\"");
       XidEventScript e;
       e.gpu = gpu_index(list[i].at("gpu"), where + ".gpu");
@@ -581,6 +581,10 @@ Scenario parse_scenario(const json& doc) {
         e.gpu_instance = static_cast<unsigned>(get_int(list[i], "gpu_instance", where, 0));
       if (list[i].contains("compute_instance"))
         e.compute_instance = static_cast<unsigned>(get_int(list[i], "compute_instance", where, 0));
+      if (list[i].contains("during")) {
+        if (list[i].at("during") != "nccl") fail(where + ".during: expected \"nccl\"");
+        e.during_nccl = true;
+      }
       s.xid_events.push_back(e);
     }
   }

@@ -138,6 +138,7 @@ struct XidEventScript {
   std::size_t gpu = 0;  // index into gpus
   unsigned long long xid = 0;
   std::optional<unsigned> gpu_instance, compute_instance;  // nullopt: 0xFFFFFFFF (not attributed)
+  bool during_nccl = false;  // "during": "nccl": delivered only to a process that has libnccl.so.2 loaded
 };
 
 /// The NVSwitch bus ids NVLinks of "switch" GPUs lead to: 00000000:F0:00.0 ... F3.

@@ -154,6 +154,18 @@ expect_contains "$(summary_of gpu.xid)" "GPU has fallen off the bus" "gpu.xid ac
 expect_rc 0 "an application Xid raised while preflight ran" -- with_gpu xid-application --only gpu.xid --format json
 expect_eq "$(check_status gpu.xid)" WARN "gpu.xid (application NVML event)"
 expect_contains "$(summary_of gpu.xid)" "GPU 1 (00000000:2A:00.0): Xid 13 raised while preflight ran" "gpu.xid summary"
+# ... and during the NCCL all_reduce (the fake raises Xid 74 on GPU 1 only in a process running
+# NCCL): gpu.xid was judged before the all_reduce ran, and is judged again after it.
+expect_rc 1 "a fatal Xid raised during the all_reduce" -- with_gpu xid-during-allreduce-gpu1 \
+  --only 'gpu.xid,comm.allreduce' --allreduce-bytes 1M --format json
+expect_eq "$(check_status gpu.xid)" FAIL "gpu.xid (an Xid during the all_reduce)"
+expect_contains "$(summary_of gpu.xid)" "GPU 1 (00000000:2A:00.0): Xid 74 raised while preflight ran" "gpu.xid summary"
+expect_contains "$(summary_of gpu.xid)" "the NCCL all_reduce" "gpu.xid names the work it was raised in"
+expect_eq "$(check_status comm.allreduce)" PASS "comm.allreduce (the collective itself completed)"
+# Without the all_reduce nothing raises it: the health load and the smoke test watched the same GPU.
+expect_rc 0 "the same node without the all_reduce" -- with_gpu xid-during-allreduce-gpu1 --only gpu.xid --format json
+case $(check_status gpu.xid) in FAIL) fail "gpu.xid FAILs without the all_reduce: $(summary_of gpu.xid)" ;;
+  *) pass "gpu.xid without the all_reduce: $(check_status gpu.xid)" ;; esac
 
 # The same judged elsewhere (--sysroot over a capture of the fake node) where the kernel log could
 # not be read there: PASS saying its scope when the events covered every GPU, UNKNOWN naming the

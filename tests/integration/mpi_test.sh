@@ -141,6 +141,15 @@ SH
   expect_eq "$(json_get "d['job']['allreduce']['ranks']")" "4" "per-rank wrapper all_reduce ranks"
   expect_contains "$(summary_of comm.allreduce)" "over nccl" "comm.allreduce"
   expect_contains "$(summary_of topo.p2p)" "12 peer copies verified" "topo.p2p copies across the ranks' GPUs"
+  # An Xid NVML raises on rank 1's GPU during the NCCL all_reduce (and only then): rank 0 judges
+  # that node's gpu.xid again after the all_reduce, with every rank's window.
+  expect_rc 1 "an Xid during the all_reduce, 2 ranks" -- "${mpi[@]}" -np 2 "${fake[@]}" \
+    -x PREFLIGHT_FAKE_GPU="$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR/xid-during-allreduce-gpu1.json" "$work/per-rank.sh" \
+    "$PREFLIGHT" --format json --only 'gpu.xid,comm.allreduce' --allreduce-bytes 1M "${quiet[@]}"
+  expect_eq "$(check_status gpu.xid)" "FAIL" "gpu.xid after the all_reduce"
+  expect_contains "$(summary_of gpu.xid)" "Xid 74 raised while preflight ran" "gpu.xid names the Xid"
+  expect_contains "$(summary_of gpu.xid)" "the NCCL all_reduce" "gpu.xid names the all_reduce"
+  expect_eq "$(json_get "len([c for c in d['checks'] if c['id']=='gpu.xid'])")" "1" "one gpu.xid result for the host"
   # Without --expect-gpus the 4 GPUs no rank sees are a warning of gpu.count, not a failure.
   expect_rc 0 "per-rank wrapper without --expect-gpus" -- "${mpi[@]}" -np 4 "${fake[@]}" \
     "$work/per-rank.sh" "$PREFLIGHT" --format json --only 'gpu.count' "${quiet[@]}"

@@ -250,7 +250,8 @@ TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
   expect(v, Status::Fail, "the NCCL all_reduce across the node's 8 GPUs (one contained helper per GPU) did not finish: "
                           "stopped after 4.2 s; the helpers of GPUs 0–7 hung (8 of 8): every communicator was aborted",
          "topo.p2p");
-  EXPECT_TRUE(v.summary.find("GPU 3's helper: allreduce: did not finish within 4.0 s [communicator aborted]") !=
+  // The eight helpers' identical errors are said once, naming them all.
+  EXPECT_TRUE(v.summary.find("(GPUs 0–7's helpers: allreduce: did not finish within 4.0 s [communicator aborted])") !=
               std::string::npos) << v.summary;
   for (const char* wrong : {"of 1 ranks", "launcher", "MPI can reach", "55"}) {
     EXPECT_EQ(v.summary.find(wrong), std::string::npos) << wrong << ": " << v.summary;
@@ -271,6 +272,22 @@ TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
   v = judge_job(spec(), j, {}, Profile::Node);
   expect(v, Status::Fail, "GPU 2's helper: init: ncclCommInitRank: unhandled system error");
   EXPECT_EQ(v.summary.find("rank 2"), std::string::npos) << v.summary;
+  // Every helper failing alike (a runtime the driver is too old for): one sentence, every GPU named.
+  c.errors.clear();
+  for (int g = 0; g < 8; ++g) {
+    c.errors.push_back("rank " + std::to_string(g) + " (GPU " + std::to_string(g) +
+                       "): init: ncclCommInitRankConfig: ncclUnhandledCudaError: Cuda failure 'CUDA driver version is "
+                       "insufficient for CUDA runtime version'");
+  }
+  c.errors.push_back("rank 5 (GPU 5): verify: element 3 of 8 is 1, expected 2");
+  c.note = c.errors.front() + " (and 8 more)";
+  v = judge_job(spec(), j, {}, Profile::Node);
+  expect(v, Status::Fail,
+         "the all_reduce over nccl failed: GPUs 0–7's helpers: init: ncclCommInitRankConfig: ncclUnhandledCudaError: "
+         "Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'; GPU 5's helper: verify: element 3");
+  EXPECT_EQ(v.summary.find("CUDA driver version", v.summary.find("CUDA driver version") + 1), std::string::npos)
+      << v.summary;
+  EXPECT_EQ(v.summary.find("more"), std::string::npos) << v.summary;
 }
 
 TEST(CommAllreduce, NcclThatCannotRunIsNeverAnMpiPass) {

@@ -5,7 +5,10 @@
 // once, and the facts' JSON round trip (captures and `preflight merge` carry them).
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "gpu_facts_fixture.hpp"
+#include "launcher/job_report.hpp"
 
 namespace preflight {
 extern const CheckSpec kGpuXid;
@@ -295,6 +298,86 @@ TEST(GpuXidEvents, FactsWithoutAWatchReadAsNotAttempted) {
   const Verdict v = judge(kGpuXid, back);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "the kernel log is not readable")) << v.summary;
+}
+
+/// The node's facts as one rank of a job whose all_reduce recorded `windows` (rank, window).
+struct AllreduceJob {
+  JobFacts job;
+  Options options;
+  Verdict judge() const {
+    const std::vector<const RankFacts*> host{&job.ranks.front()};
+    return run_check(kGpuXid, CheckContext{job.ranks.front(), options, Profile::Node, nullptr, &job, &host});
+  }
+};
+
+AllreduceJob allreduce_job(std::vector<RankXidWatch> windows) {
+  AllreduceJob j;
+  RankFacts f = node(window("health load", 8), std::string("6,1,100,-;Linux version 6.1.0\n"));
+  f.placement.rank = 2;
+  j.job = single_rank_job(f);
+  j.job.allreduce.xid_watches = std::move(windows);
+  return j;
+}
+
+TEST(GpuXidEvents, AnXidDuringTheAllreduceOnThisNodesRankFailsNamingTheAllreduce) {
+  NvmlXidWatch mine = window("all_reduce", 8);
+  mine.events.push_back(event(5, 74));
+  NvmlXidWatch elsewhere = window("all_reduce", 8);  // another host's rank: not this node's
+  elsewhere.events.push_back(event(6, 79));
+  const Verdict v = allreduce_job({{2, mine}, {7, elsewhere}}).judge();
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "GPU 5 (" + nvml_bus(5) + "): Xid 74 raised while preflight ran (NVML event during the NCCL "
+                             "all_reduce"))
+      << v.summary;
+  EXPECT_FALSE(has(v.summary, "Xid 79")) << v.summary;
+}
+
+TEST(GpuXidEvents, EveryAllreduceRoundCountsAndTheSameXidIsSaidOnce) {
+  NvmlXidWatch first = window("all_reduce", 8), second = window("all_reduce", 8);
+  first.events.push_back(event(5, 74));
+  second.events.push_back(event(5, 74));
+  const Verdict v = allreduce_job({{2, first}, {2, second}}).judge();
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(count(v.summary, "Xid 74"), 1u) << v.summary;
+}
+
+TEST(GpuXidEvents, AnAllreduceWithoutXidsLeavesTheNodeAsItWas) {
+  const Verdict v = allreduce_job({{2, window("all_reduce", 8)}}).judge();
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+}
+
+TEST(GpuXidEvents, RankZeroJudgesEveryHostAgainAfterAnAllreduceThatRecordedWindows) {
+  // Two hosts of one rank each: gpu.xid was judged by each before the all_reduce (PASS); the
+  // all_reduce then saw Xid 74 on host b's GPU 5. The report's gpu.xid for b is the FAIL.
+  RankFacts a = node(window("health load", 8), std::string("6,1,100,-;Linux version 6.1.0\n"));
+  a.identity.hostname = "a";
+  a.identity.boot_id = "boot-a";
+  a.placement.rank = 0;
+  RankFacts b = a;
+  b.identity.hostname = "b";
+  b.identity.boot_id = "boot-b";
+  b.placement.rank = 1;
+  const Options options;
+  std::vector<CheckResult> per_rank = judge_rank(options, Profile::Job, a, true, nullptr);
+  for (CheckResult& r : judge_rank(options, Profile::Job, b, true, nullptr)) per_rank.push_back(std::move(r));
+  JobFacts job;
+  job.source = "mpi";
+  job.world_size = 2;
+  job.ranks = {a, b};
+  NvmlXidWatch w = window("all_reduce", 8);
+  w.events.push_back(event(5, 74));
+  job.allreduce.attempted = job.allreduce.completed = true;
+  job.allreduce.xid_watches = {{0, window("all_reduce", 8)}, {1, w}};
+  const Report report = assemble_report(options, Profile::Job, job, per_rank, nullptr);
+  std::map<std::string, Status> by_host;
+  for (const CheckResult& r : report.results) {
+    if (r.id != "gpu.xid") continue;
+    ASSERT_EQ(r.hosts.size(), 1u);
+    by_host[r.hosts.front()] = r.verdict.status;
+  }
+  ASSERT_EQ(by_host.size(), 2u);
+  EXPECT_EQ(by_host["a"], Status::Pass);
+  EXPECT_EQ(by_host["b"], Status::Fail);
 }
 
 }  // namespace
