@@ -20,7 +20,6 @@
 #include "helpers/dynlib.hpp"
 #include "helpers/gpu_probe.hpp"
 #include "helpers/xid_watch.hpp"
-#include "probes/gpu_text.hpp"
 #include "probes/nvidia/cuda_api.hpp"
 #include "probes/nvidia/nccl_api.hpp"
 
@@ -264,19 +263,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   if (const CUresult rc = get(&dev, a.device); rc != CUDA_SUCCESS) {
     return fail("cuda", cu("cuDeviceGet", rc) + " (device " + std::to_string(a.device) + ")");
   }
-  {
-    // The watch is registered on this device before the work (context, buffers, NCCL's init).
-    const auto get_attr = cuda_lib.get<PFN_cuDeviceGetAttribute>(name_cuDeviceGetAttribute);
-    int dom = 0, bus = 0, slot = 0;
-    if (get_attr != nullptr && get_attr(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) == CUDA_SUCCESS &&
-        get_attr(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == CUDA_SUCCESS &&
-        get_attr(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) == CUDA_SUCCESS) {
-      xids.start(gpu_text::format_pci_bus_id(static_cast<unsigned>(dom), static_cast<unsigned>(bus),
-                                             static_cast<unsigned>(slot)));
-    } else {
-      xids.skip("the PCI bus id of CUDA device " + std::to_string(a.device) + " is not known (cuDeviceGetAttribute)");
-    }
-  }
+  xids.start(cuda_lib, dev, a.device);  // before the work: context, buffers, NCCL's init
   CUcontext ctx = nullptr;
   if (const CUresult rc = retain(&ctx, dev); rc != CUDA_SUCCESS) return fail("cuda", cu("cuDevicePrimaryCtxRetain", rc));
   if (const CUresult rc = set_current(ctx); rc != CUDA_SUCCESS) return fail("cuda", cu("cuCtxSetCurrent", rc));

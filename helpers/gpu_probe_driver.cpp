@@ -530,6 +530,18 @@ DeviceXidWatch::DeviceXidWatch(std::string work, std::string what)
     : m(std::make_unique<Impl>(std::move(work), std::move(what))) {}
 DeviceXidWatch::~DeviceXidWatch() = default;
 void DeviceXidWatch::start(const std::string& bus_id) { m->start(bus_id); }
+void DeviceXidWatch::start(const DynLib& cuda_lib, cuda::CUdevice dev, int ordinal) {
+  using namespace cuda;
+  const auto get_attr = cuda_lib.get<PFN_cuDeviceGetAttribute>(name_cuDeviceGetAttribute);
+  int dom = 0, bus = 0, slot = 0;
+  if (get_attr != nullptr && get_attr(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) == CUDA_SUCCESS &&
+      get_attr(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == CUDA_SUCCESS &&
+      get_attr(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) == CUDA_SUCCESS) {
+    start(gpu_text::format_pci_bus_id(static_cast<unsigned>(dom), static_cast<unsigned>(bus), static_cast<unsigned>(slot)));
+  } else {
+    skip("the PCI bus id of CUDA device " + std::to_string(ordinal) + " is not known (cuDeviceGetAttribute)");
+  }
+}
 void DeviceXidWatch::skip(std::string why) { m->skip(std::move(why)); }
 NvmlXidWatch DeviceXidWatch::finish(const std::string& step) { return m->finish(step); }
 
@@ -656,18 +668,7 @@ SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {
   CUdevice dev = 0;
   if (const CUresult rc = get(&dev, ordinal); rc != CUDA_SUCCESS) return finish("cuDeviceGet", c.name(rc));
   // The XID watch is registered on this device before the work (context, allocation, write).
-  {
-    const auto get_attr = c.get<PFN_cuDeviceGetAttribute>(name_cuDeviceGetAttribute);
-    int dom = 0, bus = 0, slot = 0;
-    if (get_attr != nullptr && get_attr(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) == CUDA_SUCCESS &&
-        get_attr(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == CUDA_SUCCESS &&
-        get_attr(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) == CUDA_SUCCESS) {
-      xids.start(gpu_text::format_pci_bus_id(static_cast<unsigned>(dom), static_cast<unsigned>(bus),
-                                             static_cast<unsigned>(slot)));
-    } else {
-      xids.skip("the PCI bus id of CUDA device " + std::to_string(ordinal) + " is not known (cuDeviceGetAttribute)");
-    }
-  }
+  xids.start(c.lib, dev, ordinal);
   CUcontext ctx = nullptr;
   if (const CUresult rc = retain(&ctx, dev); rc != CUDA_SUCCESS) return finish("cuDevicePrimaryCtxRetain", c.name(rc));
   CUdeviceptr ptr = 0;

@@ -13,6 +13,7 @@
 
 #include "core/facts/gpu_health.hpp"
 #include "helpers/dynlib.hpp"
+#include "probes/nvidia/cuda_api.hpp"
 #include "probes/nvidia/nvml_api.hpp"
 
 namespace preflight::helper {
@@ -81,6 +82,8 @@ class DeviceXidWatch {
 
   /// Registers XID events on the NVML GPU at `bus_id` (any spelling normalize_bus_id accepts).
   void start(const std::string& bus_id);
+  /// The same for CUDA device `dev` (ordinal `ordinal`) of `cuda_lib`, found by its PCI bus id.
+  void start(const DynLib& cuda_lib, cuda::CUdevice dev, int ordinal);
   /// No watch, for `why`.
   void skip(std::string why);
   /// The watch's facts (or why there is none: `step`, where the test ended, when it never
