@@ -251,6 +251,14 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["framework"] = view.framework;
 
   const LauncherClaim* active = view.active();
+  if (!ctx.facts.placement.launcher_gone.empty()) {
+    // Variables that claim a launched job whose launcher is gone: this run was alone, and a
+    // framework started from this shell would try to join that job (and hang or abort in init).
+    b.add(Status::Warn, "the launcher variables here name a job that is gone: " + ctx.facts.placement.launcher_gone,
+          "Unset the PMIX_* variables (and the launcher's others) left in this shell, e.g. "
+          "`unset $(env | sed -n 's/^\\(PMIX_[A-Za-z0-9_]*\\)=.*/\\1/p')`, or start the job under a live launcher "
+          "(mpirun, srun --mpi=pmix).");
+  }
   for (const LauncherClaim& claim : view.launchers) check_values(claim, b);
   if (!is_framework_launcher(active)) check_values(view.framework, b);
 
@@ -304,6 +312,8 @@ extern const CheckSpec kLaunchEnv = {
     "FAIL  in a job: every rank holds the same rank variable (RANK=0 on all ranks): one job-level finding,\n"
     "      code launch.env/same-rank-on-every-rank, in place of one row per rank\n"
     "WARN  under MPI: MPI started as a world of 1 while a launcher claims more ranks (srun without --mpi=pmix)\n"
+    "WARN  PMIX_* variables name a PMIx server that does not answer (left from another job, or a launcher\n"
+    "      that is gone): preflight ran alone; a framework started from this shell would try to join it\n"
     "Not an error: torchrun under srun has SLURM_PROCID = the node's index (srun started the agent).\n"
     "Fix: start the job with one launcher; do not export rank variables in the job script; under mpirun set\n"
     "RANK=$OMPI_COMM_WORLD_RANK (etc.) in a per-rank wrapper if the framework needs them; start preflight the\n"

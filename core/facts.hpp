@@ -61,6 +61,9 @@ struct Placement {
   std::string launcher = "none";  // "openmpi", "slurm", "pmix", "hydra", "torchrun", "none"
   std::string source;            // where local_ranks came from: "--ranks-per-node", "OMPI_COMM_WORLD_LOCAL_SIZE", ...
   std::optional<MpiView> mpi;    // set when the run initialised MPI: rank/world_size/local_* above are MPI's then
+  /// Why the launcher this process's variables name could not be reached (a PMIx server that does
+  /// not answer: variables left from another job); empty where none was named or it answered.
+  std::string launcher_gone;
 };
 PREFLIGHT_JSON_DECLARE(Placement)
 

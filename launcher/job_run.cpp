@@ -96,6 +96,7 @@ class JobRun {
     }
 
     RankFacts seed;
+    if (m_join.state == JoinOutcome::State::NoServer) seed.placement.launcher_gone = m_join.why;  // launch.env
     if (m_mpi) {
       seed.placement.mpi = m_transport->view();
       // A collective on the world: every rank takes part, whatever its own host's rank count (a

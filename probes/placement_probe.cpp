@@ -5,8 +5,11 @@
 namespace preflight {
 
 void probe_placement(const ProbeContext& ctx, RankFacts& facts) {
-  const std::optional<MpiView> mpi = facts.placement.mpi;  // set before the probes when MPI runs
+  // Set before the probes by the job run: MPI's view when MPI runs, and a launcher found gone.
+  const std::optional<MpiView> mpi = facts.placement.mpi;
+  std::string launcher_gone = std::move(facts.placement.launcher_gone);
   facts.placement = placement_from(detect_launchers(ctx.env), ctx.options);
+  facts.placement.launcher_gone = std::move(launcher_gone);
   if (!mpi) return;
   // MPI's view is the truth of where this process sits; the variables stay in the environment
   // facts for launch.env to compare with it.

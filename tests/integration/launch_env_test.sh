@@ -27,6 +27,9 @@ expect_rc 0 "stale PMIX_* variables" -- clean PMIX_NAMESPACE=stale.job.1 PMIX_RA
   'PMIX_SERVER_URI41=pmix-server.99999;tcp4://127.0.0.1:9' "$PREFLIGHT" --only 'launch.env,host.memory' --format json --timeout 10
 expect_contains "$(json_get "' '.join(d['incidents'])")" "does not answer" "the incident with stale PMIx variables"
 expect_eq "$(json_get "d['world']['source']")" none "no MPI world with stale PMIx variables"
+expect_eq "$(check_status launch.env)" WARN "launch.env with stale PMIx variables"
+expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.env'][0]")" \
+  "name a job that is gone" "launch.env's summary"
 
 MPIRUN=$(command -v mpirun || true)
 [ -n "$MPIRUN" ] || skip_all "mpirun is not installed (the single-process cases above passed)"

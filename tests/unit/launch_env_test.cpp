@@ -168,6 +168,22 @@ TEST(LaunchEnv, SkippedInImageProfile) {
   EXPECT_NE(v.summary.find("image build has no launcher"), std::string::npos) << v.summary;
 }
 
+TEST(LaunchEnv, VariablesOfAJobWhoseLauncherIsGoneWarn) {
+  // The join found that the PMIx server PMIX_SERVER_URI41 names does not answer: the run was alone.
+  RankFacts facts;
+  facts.env = EnvSnapshot(Env{{"PMIX_RANK", "0"}, {"PMIX_NAMESPACE", "stale.job.1"},
+                              {"PMIX_SERVER_URI41", "pmix-server.99999;tcp4://127.0.0.1:9"}});
+  facts.placement.launcher_gone = "the PMIx server that PMIX_SERVER_URI* names does not answer (PMIx_Init: UNREACHABLE)";
+  const Options options;
+  const Verdict v = run_check(*find_check("launch.env"), CheckContext{facts, options, Profile::Node});
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_NE(v.summary.find("name a job that is gone: the PMIx server"), std::string::npos) << v.summary;
+  EXPECT_NE(v.remedy.find("unset $(env | sed -n 's/^\\(PMIX_"), std::string::npos) << v.remedy;
+  // The same variables with a launcher that answered: nothing to say about them.
+  facts.placement.launcher_gone.clear();
+  EXPECT_EQ(run_check(*find_check("launch.env"), CheckContext{facts, options, Profile::Node}).status, Status::Pass);
+}
+
 TEST(LaunchEnv, RunsInNodeProfile) { EXPECT_EQ(check({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, Profile::Node).status, Status::Warn); }
 
 // Under MPI, MPI's own numbers are the truth every claim is compared with.
