@@ -3,8 +3,8 @@
 // application ones WARN), "fallen off the bus" even without an Xid line, and NVSwitch SXid — and
 // the XIDs NVML's events reported while preflight's own GPU work ran (the health load, the smoke
 // test, the NCCL all_reduce), judged with the same catalog and counted once where both sources
-// report them. Without the kernel log, NVML's events on every GPU are a PASS that says its scope; anything less stays
-// UNKNOWN.
+// report them. Without the kernel log, NVML's events on every GPU are a PASS that says its scope;
+// anything less stays UNKNOWN.
 #include <algorithm>
 #include <cstdio>
 #include <iterator>

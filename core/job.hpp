@@ -41,7 +41,6 @@ struct RankStatus {
   std::string payload_error;    // malformed, oversized or mismatched payload: what was wrong
 };
 
-/// One collective phase (barrier or all_reduce) as rank 0 saw it.
 /// The XIDs NVML reported on one rank's GPU while that rank's part of a collective ran.
 struct RankXidWatch {
   int rank = 0;  // the job's rank whose helper watched (in the node profile, the process's own rank)
@@ -49,6 +48,7 @@ struct RankXidWatch {
 };
 PREFLIGHT_JSON_DECLARE(RankXidWatch)
 
+/// One collective phase (barrier or all_reduce) as rank 0 saw it.
 struct CommResult {
   bool attempted = false;       // false: not run; `note` says why (a rank missing before it, no MPI, ...)
   bool completed = false;       // every rank finished it before the deadline

@@ -103,12 +103,8 @@ void widen_to_host(CheckResult& r, const HostIndex& hosts) {
 
 /// Whether a check judges what the all_reduce recorded (its `reads` names the phase).
 bool reads_allreduce(const CheckSpec& spec) {
-  for (std::string_view rest = spec.reads; !rest.empty();) {
-    const std::size_t comma = rest.find(',');
-    if (rest.substr(0, comma) == "allreduce") return true;
-    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-  }
-  return false;
+  const std::vector<std::string_view> reads = split(spec.reads, ',');
+  return std::find(reads.begin(), reads.end(), "allreduce") != reads.end();
 }
 
 /// The node-scope checks that judge a node from every rank's view (CheckSpec::node_view): on a
