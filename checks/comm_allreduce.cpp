@@ -145,6 +145,15 @@ Verdict run(const CheckContext& ctx) {
   }
   const bool node_local = c.transport == "nccl" && !live_job;  // the node profile: one helper per local GPU
 
+  if (const std::string lost = j.describe_lost(); live_job && !lost.empty() && !c.completed) {
+    // Rank 0's liveness watch saw processes end (or a host stop answering): that is the story.
+    return Verdict::fail((c.attempted ? "the all_reduce over " + (c.transport.empty() ? std::string("?") : c.transport) +
+                                            " could not complete: "
+                                      : std::string("the all_reduce was not run: ")) +
+                             lost,
+                         comm::look_at_all(j, j.lost()) + ".", ev);
+  }
+
   if (!c.attempted) {
     const std::vector<int> missing = c.missing.empty() ? (live_job ? j.undelivered() : std::vector<int>{}) : c.missing;
     if (!missing.empty()) {

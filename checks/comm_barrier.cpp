@@ -70,6 +70,12 @@ Verdict run(const CheckContext& ctx) {
   ev["stuck"] = p.stuck;
   ev["alive"] = p.alive;
 
+  if (const std::string lost = j.describe_lost(); !lost.empty()) {
+    // Rank 0's liveness watch saw processes end (or a host stop answering): that is the story.
+    return Verdict::fail((c.attempted ? "the barrier could not complete: " : "the barrier was not run: ") + lost,
+                         comm::look_at_all(j, j.lost()) + ".", std::move(ev));
+  }
+
   if (!c.attempted) {
     if (missing.empty()) {
       return Verdict::unknown("the barrier was not run" + (c.note.empty() ? std::string() : ": " + c.note),

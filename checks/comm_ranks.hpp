@@ -34,7 +34,7 @@ inline Partition partition(const JobFacts& j, const std::vector<int>& ranks, Pha
   Partition p;
   for (int r : ranks) {
     const RankStatus* s = status_of(j, r);
-    const bool stuck = s == nullptr || !s->heard || s->silent_s > kSilentStuckS ||
+    const bool stuck = s == nullptr || !s->heard || !s->lost.empty() || s->silent_s > kSilentStuckS ||
                        static_cast<int>(s->last_phase) < static_cast<int>(phase);
     (stuck ? p.stuck : p.alive).push_back(r);
   }
@@ -56,6 +56,16 @@ inline std::string look_at(const JobFacts& j, int rank) {
            "`squeue -s`, the node's health) and that MPI can reach its host";
   }
   const std::string where = "rank " + std::to_string(rank) + " on " + (s->host.empty() ? std::string("its host") : s->host);
+  if (s->lost == "ended") {
+    return where + " ended in the " + to_string(s->last_phase) +
+           " (its connection to rank 0 closed: the process died or was killed): the launcher's output names its exit "
+           "or signal; on " + (s->host.empty() ? std::string("its host") : s->host) +
+           ", `journalctl -k | grep -iE 'oom|killed process|segfault'`; a whole host gone: its console or BMC, `sinfo -R`";
+  }
+  if (s->lost == "unreachable") {
+    return where + " stopped acknowledging rank 0's TCP connection in the " + to_string(s->last_phase) +
+           ": its host is down or its network is cut (`ping` it from rank 0's host, its link state, its console or BMC)";
+  }
   const std::string bt = "`gdb -p " + std::to_string(s->pid) + " -batch -ex 'thread apply all bt'` and `cat /proc/" +
                          std::to_string(s->pid) + "/stack` there";
   switch (s->last_phase) {

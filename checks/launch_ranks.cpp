@@ -5,6 +5,7 @@
 #include <map>
 
 #include "checks/check.hpp"
+#include "checks/comm_ranks.hpp"
 #include "core/launch.hpp"
 #include "core/text.hpp"
 
@@ -116,6 +117,30 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
     (waiting ? waited : absent).push_back(r);
   }
   if (absent.empty()) std::swap(absent, waited);  // only ranks that waited: still missing facts, never a PASS
+  // Rank 0's liveness watch saw some of them end: those are the story; the others were still on
+  // their way when rank 0 stopped waiting, and are named apart.
+  std::vector<int> gone;
+  std::vector<int> on_way;
+  for (int r : absent) {
+    const RankStatus* st = comm::status_of(job, r);
+    (st != nullptr && !st->lost.empty() ? gone : on_way).push_back(r);
+  }
+  if (!gone.empty()) {
+    std::string named;
+    for (std::size_t i = 0; i < gone.size() && i < kNamed; ++i) named += (named.empty() ? "" : "; ") + job.describe_rank(gone[i]);
+    if (gone.size() > kNamed) named += "; and " + std::to_string(gone.size() - kNamed) + " more";
+    std::string rest;
+    if (!on_way.empty()) {
+      rest = "; " + plural(on_way.size(), "rank was", "ranks were") + " still on the way when rank 0 stopped waiting (" +
+             comm::describe(job, std::vector<int>(on_way.begin(), on_way.begin() + static_cast<long>(std::min(on_way.size(), kNamed)))) +
+             (on_way.size() > kNamed ? "; and " + std::to_string(on_way.size() - kNamed) + " more" : std::string()) + ")";
+    }
+    b.add(Status::Fail,
+          plural(gone.size(), "rank", "ranks") + " of " + std::to_string(world) + " ended before delivering facts: " +
+              (job.describe_lost().empty() ? named : job.describe_lost()) + rest,
+          comm::look_at_all(job, gone) + ".");
+    absent.clear();
+  }
   if (!absent.empty()) {
     // The first kNamed ranks by describe_rank (with a refused payload's reason), the rest counted.
     const auto name_ranks = [&](const std::vector<int>& ranks) {

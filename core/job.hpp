@@ -39,6 +39,11 @@ struct RankStatus {
                                 // in a phase send a heartbeat notice every half second: a silent rank is stuck)
   bool delivered = false;       // its payload arrived and decoded
   std::string payload_error;    // malformed, oversized or mismatched payload: what was wrong
+  // Seen by rank 0's liveness watch (dist/liveness.hpp): "ended" (the rank's process is gone: its
+  // connection closed), "unreachable" (its host stopped acknowledging), or "" (alive or not watched).
+  std::string lost;
+  double lost_at_s = 0;         // when rank 0 saw it, in seconds from the start of the run
+  std::string parting;          // what the rank said before it ended, if it said anything
 };
 
 /// The XIDs NVML reported on one rank's GPU while that rank's part of a collective ran.
@@ -99,6 +104,12 @@ struct JobFacts {
   std::vector<int> undelivered() const;
   /// "rank 3 (gpu-b, pid 4242, last phase probe, silent 6.2 s)" for messages, from the status table.
   std::string describe_rank(int rank) const;
+  /// The ranks rank 0's liveness watch lost, told per host: a host all of whose ranks went is named
+  /// as a host ("every process of node2 ended (ranks 2, 3) at 3.1 s, in phase barrier"), other
+  /// ranks one by one. Empty when none was lost.
+  std::string describe_lost() const;
+  /// The ranks that were lost (status `lost` set), in rank order.
+  std::vector<int> lost() const;
 };
 
 /// A one-process job (no launcher, no MPI, or a run that could not gather): `facts` alone, with

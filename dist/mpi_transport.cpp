@@ -127,7 +127,7 @@ class MpiTransport final : public Transport {
     auto beat = Clock::now();
     m_collecting = true;
     m_arrived.store(1, std::memory_order_relaxed);
-    while (remaining > 0 && Clock::now() < deadline && !termination_requested()) {
+    while (remaining > 0 && Clock::now() < deadline && !wait_interrupted()) {
       int flag = 0;
       MPI_Message msg = MPI_MESSAGE_NULL;
       MPI_Status st;
@@ -231,6 +231,8 @@ class MpiTransport final : public Transport {
     auto beat = Clock::now();
     for (;;) {
       int done = 0;
+      // Asked before MPI is: a peer's end seen by MPI's TCP transport ends this process at once.
+      if (wait_interrupted()) return false;
       // With MPI_ERRORS_RETURN a request whose peer hung up completes with an error: that is a
       // failure of the collective, not its completion.
       if (const int rc = MPI_Test(&req, &done, MPI_STATUS_IGNORE); rc != MPI_SUCCESS) {
@@ -242,7 +244,7 @@ class MpiTransport final : public Transport {
       }
       if (done != 0) return true;
       const auto now = Clock::now();
-      if (now >= deadline || termination_requested()) return false;  // left behind: the run ends with abort
+      if (now >= deadline || wait_interrupted()) return false;  // left behind: the run ends with abort
       if (m_view.rank == 0) {
         if (now - beat > kHeartbeat / 5) {
           drain_notices();
@@ -282,6 +284,10 @@ class MpiTransport final : public Transport {
   }
 
   void drain_notices() {
+    // Once another rank is seen gone (or the launcher is ending the job), rank 0 calls MPI no more
+    // until its report is out: Open MPI's TCP transport ends the process when it sees a peer's
+    // connection close.
+    if (wait_interrupted()) return;
     for (int i = 0; i < 100000 && m_recv_req != MPI_REQUEST_NULL; ++i) {
       int done = 0;
       MPI_Status st;

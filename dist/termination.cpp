@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: MIT
+#include <atomic>
 #include <csignal>
+#include <functional>
+#include <utility>
 
 #include "dist/transport.hpp"
 
 namespace preflight {
 namespace {
 volatile std::sig_atomic_t g_terminate = 0;
+std::atomic<bool> g_rank_lost{false};
 extern "C" void on_terminate(int) { g_terminate = 1; }
 }  // namespace
 
@@ -22,4 +26,14 @@ void install_termination_handler() {
 
 bool termination_requested() { return g_terminate != 0; }
 
+}  // namespace preflight
+
+namespace preflight {
+namespace {
+std::function<bool()> g_liveness_quiet;  // the thread that calls MPI only
+}  // namespace
+void note_rank_lost() { g_rank_lost.store(true); }
+void set_liveness_check(std::function<bool()> quiet) { g_liveness_quiet = std::move(quiet); }
+bool rank_lost() { return g_rank_lost.load() || (g_liveness_quiet && !g_liveness_quiet()); }
+bool wait_interrupted() { return termination_requested() || rank_lost(); }
 }  // namespace preflight

@@ -75,6 +75,14 @@ class Transport {
 /// prints before the launcher's SIGKILL.
 void install_termination_handler();
 bool termination_requested();
+/// Rank 0: another rank's process ended, or its host stopped acknowledging (dist/liveness.hpp).
+/// Set from the watching thread.
+void note_rank_lost();
+/// The liveness watch's quiet() (empty: none), asked by rank_lost() on the thread that calls MPI.
+void set_liveness_check(std::function<bool()> quiet);
+bool rank_lost();
+/// Either: a wait on other ranks returns at once, for the report to say what happened.
+bool wait_interrupted();
 
 /// The stand-in for a single process: rank 0 of 1; every collective completes at once.
 std::unique_ptr<Transport> make_local_transport();

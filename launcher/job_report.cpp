@@ -237,6 +237,7 @@ Report assemble_report(const Options& options, Profile profile, JobFacts job, st
   report.source = job.source;
   for (const RankStatus& s : job.status) {
     if (!s.delivered) report.missing.push_back(s);
+    if (!s.lost.empty()) report.lost.push_back(s);
   }
   report.reach_target = job.reach_target;
   report.reach_note = job.reach_note;

@@ -9,12 +9,14 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <thread>
 
 #include "core/deadlines.hpp"
 #include "core/gpu_binding.hpp"
 #include "core/text.hpp"
 #include "dist/payload.hpp"
 #include "dist/pmix_join.hpp"
+#include "dist/liveness.hpp"
 #include "dist/reach.hpp"
 #include "dist/transport.hpp"
 #include "launcher/job_report.hpp"
@@ -145,6 +147,7 @@ class JobRun {
     const bool want = m_options.mpi == "on" || (m_options.mpi == "auto" && launched);
     if (want) {
       std::string error;
+      liveness_reserve_descriptor();  // before MPI opens its sockets (dist/liveness.hpp)
       if (launched) {
         join_before_mpi_init();
         if (unjoined()) return;
@@ -225,6 +228,7 @@ class JobRun {
     }
     record.resize(kRecord, ' ');
     const TimePoint deadline = std::max(m_deadlines.init, Clock::now() + std::chrono::seconds(2));
+    if (m_root) watch_ranks();
     const std::optional<std::vector<std::string>> all = m_transport->gather(record, deadline + grace());
     std::string table;
     if (m_root && all) {
@@ -245,14 +249,24 @@ class JobRun {
         for (const auto& [lr, v] : values) list.push_back(v);
         out[h] = std::move(list);
       }
-      if (usable) table = out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      nlohmann::json message = {{"hosts", usable ? out : nlohmann::json()}};
+      if (m_watch) message["watch"] = m_watch->offer();
+      table = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     const std::optional<std::string> got = m_transport->broadcast(table, deadline + grace());
     if (!got) {
       if (!m_root) give_up("rank 0 did not send the node's CUDA_VISIBLE_DEVICES table");
-      expire("init: the ranks' CUDA_VISIBLE_DEVICES exchange did not complete within " + fmt_s(deadline));
+      expire_missing(Phase::Init, "init: the ranks' CUDA_VISIBLE_DEVICES exchange did not complete within " + fmt_s(deadline));
     }
-    const nlohmann::json t = nlohmann::json::parse(*got, nullptr, false);
+    const nlohmann::json message = nlohmann::json::parse(*got, nullptr, false);
+    if (!m_root && message.is_object() && message.contains("watch")) {
+      try {
+        liveness_connect(message["watch"].get<LivenessOffer>(), m_transport->rank());
+      } catch (const std::exception&) {
+        // not watched: rank 0 waits for this rank's deadlines as before
+      }
+    }
+    const nlohmann::json t = message.is_object() && message.contains("hosts") ? message["hosts"] : nlohmann::json();
     if (!t.is_object() || !t.contains(std::string(host)) || !t[std::string(host)].is_array()) return std::nullopt;
     std::vector<std::optional<std::string>> values;
     for (const nlohmann::json& v : t[std::string(host)]) {
@@ -264,6 +278,22 @@ class JobRun {
     }
     if (static_cast<int>(values.size()) != m_transport->view().local_size) return std::nullopt;
     return values;
+  }
+
+  /// Rank 0: the liveness watch (dist/liveness.hpp), offered to the other ranks in the exchange.
+  /// TCP_USER_TIMEOUT: a host silent this long is gone (3 s at the default --timeout, 10 s at most).
+  void watch_ranks() {
+    m_watch = std::make_unique<LivenessWatch>();
+    const auto unacked = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::clamp(seconds(m_options.timeout_s * 0.05), seconds(3.0), seconds(10.0)));
+    std::string error;
+    if (!m_watch->open(m_transport->size(), unacked, error)) {
+      m_incidents.push_back("rank 0 could not watch the other ranks' processes (" + error +
+                            "): a rank that dies is seen only at the phase's deadline");
+      m_watch.reset();
+      return;
+    }
+    set_liveness_check([watch = m_watch.get()] { return watch->quiet(); });
   }
 
   Clock::duration grace() const { return m_root ? Clock::duration::zero() : m_deadlines.grace; }
@@ -346,7 +376,7 @@ class JobRun {
     refresh_status();
     std::vector<int> out;
     for (const RankStatus& s : m_job.status) {
-      if (s.rank != 0 && (s.last_phase < phase || s.silent_s >= 1.5)) out.push_back(s.rank);
+      if (s.rank != 0 && (s.last_phase < phase || s.silent_s >= 1.5 || !s.lost.empty())) out.push_back(s.rank);
     }
     return out;
   }
@@ -391,7 +421,7 @@ class JobRun {
     }
     m_job.world_size = m_transport->size();
     if (!m_root) {
-      if (!m_transport->send_payload(payload_bytes(), m_deadlines.gather + grace())) {
+    if (!m_transport->send_payload(payload_bytes(), m_deadlines.gather + grace())) {
         give_up("rank 0 did not take this rank's facts");
       }
       return;
@@ -453,21 +483,21 @@ class JobRun {
     b.completed = done;
     if (done) return;
     b.expired = true;
-    b.interrupted = termination_requested();
+    b.interrupted = wait_interrupted();
     if (const std::string why = m_transport->last_error(); !why.empty()) {
       b.note = why;                    // a peer hung up: the barrier failed, it did not run out of time
       b.expired = b.interrupted;       // unless the launcher was ending the job anyway
     }
     refresh_status();
     for (const RankStatus& s : m_job.status) {
-      if (s.rank != 0 && (s.last_phase < Phase::Barrier || s.silent_s >= 1.5)) b.missing.push_back(s.rank);
+      if (s.rank != 0 && (s.last_phase < Phase::Barrier || s.silent_s >= 1.5 || !s.lost.empty())) b.missing.push_back(s.rank);
     }
     std::string names;
     for (int r : b.missing) names += (names.empty() ? "" : "; ") + m_job.describe_rank(r);
     m_job.allreduce.note = "not run: the barrier did not complete";
     if (!b.expired) expire("barrier: failed after " + fixed(b.seconds, 1) + " s: " + b.note + (names.empty() ? "" : ": " + names));
     expire("barrier: did not complete within " + fmt_s(m_deadlines.barrier) +
-           (names.empty() ? std::string(termination_requested() ? "" : "; every rank reached it and is alive")
+           (names.empty() ? std::string(wait_interrupted() ? "" : "; every rank reached it and is alive")
                           : ": " + names));
   }
 
@@ -722,7 +752,7 @@ class JobRun {
     a.deadline_s = duration<double>(m_deadlines.allreduce - t0).count();
     a.missing = missing_in(Phase::Allreduce);
     expire("all_reduce: did not complete within " + fmt_s(m_deadlines.allreduce) +
-           (a.missing.empty() ? std::string(termination_requested() ? "" : "; every rank reached it and is alive")
+           (a.missing.empty() ? std::string(wait_interrupted() ? "" : "; every rank reached it and is alive")
                               : ": " + describe(a.missing)));
   }
 
@@ -761,9 +791,12 @@ class JobRun {
       refresh_status();
       Report r = make_report(false);
       code = m_emit(r, exit_code(r, m_options.strict));
+      set_liveness_check(nullptr);
+      if (m_watch) m_watch->close();  // the verdict is out: the ranks' ends from here on are the job's end
     }
-    const std::optional<std::string> agreed =
+    std::optional<std::string> agreed =
         m_transport->broadcast(std::to_string(code), m_deadlines.end + grace() + std::chrono::seconds(2));
+    if (!agreed && m_root) agreed = std::to_string(code);  // the report is written; a rank lost now changes nothing
     if (!agreed) give_up("rank 0 did not send the run's exit code");
     code = static_cast<int>(parse_int(*agreed).value_or(5));
     if (m_probe_expired) {
@@ -799,11 +832,36 @@ class JobRun {
       fresh[i].delivered = m_job.status[i].delivered;
       fresh[i].payload_error = m_job.status[i].payload_error;
     }
+    if (m_watch) {
+      for (const LivenessLoss& loss : m_watch->losses()) {
+        if (loss.rank < 0 || loss.rank >= static_cast<int>(fresh.size())) continue;
+        RankStatus& s = fresh[static_cast<std::size_t>(loss.rank)];
+        if (!s.lost.empty()) continue;
+        s.lost = loss.kind;
+        s.lost_at_s = duration<double>(loss.at - m_start).count();
+        s.parting = loss.parting;
+      }
+    }
     if (!fresh.empty()) m_job.status = std::move(fresh);
   }
 
   /// Rank 0 at an expired deadline: the report with what is known, then the end of the job.
-  [[noreturn]] void expire(const std::string& what) {
+  [[noreturn]] void expire(std::string what) {
+    if (m_watch && wait_interrupted()) {
+      // The liveness watch, or the launcher ending the job (which it does when a process died, and
+      // sometimes before rank 0 saw that process end), cut the wait short. The processes of a host
+      // that went down end within milliseconds of each other: a moment for the watch to see them
+      // all, so the host is named whole — short, for Open MPI may end this process any moment.
+      for (int round = 0; round < 15; ++round) {
+        refresh_status();
+        if (!m_job.lost().empty() && hosts_lost_whole()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      if (const std::string lost = m_job.describe_lost(); !lost.empty()) {
+        what = std::string(m_phase == Phase::Allreduce ? "all_reduce" : to_string(m_phase)) + ": cut short after " +
+               fixed(since(m_start), 1) + " s: " + lost;
+      }
+    }
     m_incidents.push_back(what);
     m_emit(make_report(true), 4);  // a report that cannot be written does not change the deadline's code
     std::fflush(nullptr);
@@ -812,8 +870,22 @@ class JobRun {
     ::_exit(4);  // abort() does not return; the compiler cannot see that through the interface
   }
 
+  /// Whether every host with a lost rank has lost all its ranks (then the story is complete).
+  bool hosts_lost_whole() const {
+    std::map<std::string, std::pair<int, int>> hosts;  // host -> (ranks, lost)
+    const std::string own = m_job.status.empty() ? std::string() : m_job.status.front().host;
+    for (const RankStatus& s : m_job.status) {
+      if (!s.heard || s.host.empty() || s.host == own) continue;  // rank 0's own host is not gone
+      auto& [all, lost] = hosts[s.host];
+      ++all;
+      lost += s.lost.empty() ? 0 : 1;
+    }
+    return std::all_of(hosts.begin(), hosts.end(), [](const auto& h) { return h.second.second == 0 || h.second.second == h.second.first; });
+  }
+
   /// A non-root rank whose wait for rank 0 expired (rank 0 itself is stuck or gone).
   [[noreturn]] void give_up(const std::string& what) {
+    liveness_say("gave up in phase " + std::string(to_string(m_phase)) + ": " + what);
     std::fprintf(stderr, "preflight: rank %d (pid %d): %s in phase %s before its deadline; ending the job (exit 4)\n",
                  m_transport->rank(), static_cast<int>(::getpid()), what.c_str(), to_string(m_phase));
     std::fflush(nullptr);
@@ -843,6 +915,7 @@ class JobRun {
 
   std::unique_ptr<Transport> m_transport;
   std::unique_ptr<ReachListener> m_listener;  // rank 0, from the reach phase to the end of the gather
+  std::unique_ptr<LivenessWatch> m_watch;     // rank 0, from MPI_Init to the report
   bool m_mpi = false;
   bool m_root = true;
   JoinOutcome m_join;       // the PMIx join before MPI_Init

@@ -8,12 +8,18 @@ namespace {
 using json = nlohmann::ordered_json;
 
 json status_json(const RankStatus& s) {
-  return {
+  json out = {
       {"rank", s.rank},           {"host", s.host},
       {"pid", s.pid},             {"last_phase", to_string(s.last_phase)},
       {"heard", s.heard},         {"silent_s", s.silent_s},
       {"delivered", s.delivered}, {"payload_error", s.payload_error},
   };
+  if (!s.lost.empty()) {
+    out["lost"] = s.lost;
+    out["lost_at_s"] = s.lost_at_s;
+    if (!s.parting.empty()) out["parting"] = s.parting;
+  }
+  return out;
 }
 
 json comm_json(const CommResult& c) {
@@ -44,12 +50,15 @@ json job_json(const Report& report) {
   }
   json missing = json::array();
   for (const RankStatus& s : report.missing) missing.push_back(status_json(s));
+  json lost = json::array();
+  for (const RankStatus& s : report.lost) lost.push_back(status_json(s));
   return {
       {"barrier", barrier},
       {"allreduce", allreduce},
       {"reach_target", reach},
       {"reach_note", report.reach_note},
       {"missing", missing},
+      {"lost", lost},
   };
 }
 

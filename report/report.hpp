@@ -64,6 +64,7 @@ struct Report {
   // The job the report covers (assemble_report copies them from JobFacts).
   std::string source = "none";          // "mpi" (gathered), "merge" (files), "none" (one process)
   std::vector<RankStatus> missing;      // ranks that did not deliver their facts, with what is known of them
+  std::vector<RankStatus> lost;         // ranks whose process ended or whose host stopped answering (rank 0's liveness watch)
   std::optional<ReachTarget> reach_target;  // rank 0's NCCL bootstrap address tested by net.reachability
   std::string reach_note;               // why there is no reach target
   CommResult barrier;
