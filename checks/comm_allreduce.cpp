@@ -294,6 +294,9 @@ constexpr std::string_view kExplain = R"(What it reads
 Failures
   FAIL     the result was wrong on some ranks or GPUs (named, with what was wrong): silent data
            corruption in the GPU path or the host.
+  FAIL     a rank's process ended, or its host stopped answering, before the all_reduce completed
+           (rank 0's liveness watch, as in comm.barrier): names the host when every rank of it went,
+           else the rank.
   FAIL     the deadline expired: names the ranks that did not finish (host, pid, last phase), or says
            that all were alive (the fabric between them). In the node profile the participants are the
            local GPUs' contained helpers, not ranks: it names the GPUs whose helper hung, says when every

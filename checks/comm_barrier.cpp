@@ -144,9 +144,15 @@ constexpr std::string_view kExplain = R"(What it reads
   failed, its time and deadline, and the ranks that did not arrive; for each of those, what rank 0
   last heard from it: host, pid, the last phase it reached (init, probe, reach, gather, barrier, ...)
   and how long it has been silent. Ranks waiting in a phase send a heartbeat every half second, so a
-  rank silent for more than 1.5 s, or one whose last phase is before "barrier", is stuck.
+  rank silent for more than 1.5 s, or one whose last phase is before "barrier", is stuck. And what
+  rank 0's liveness watch saw: every other rank holds one TCP connection to rank 0 until it exits,
+  so a rank whose process ended (its connection closed) or whose host stopped acknowledging is seen
+  at once, and the wait ends there.
 
 Failures
+  FAIL     a rank's process ended, or its host stopped answering, before the barrier completed (or
+           before it could run): names the host when every rank of it went (every process of
+           node2 ended, ranks 2, 3), else the rank, with when rank 0 saw it.
   FAIL     the deadline expired: names every rank that did not arrive (host, pid, last phase), the
            stuck ones first.
   FAIL     the deadline expired although every rank arrived and is alive: the fabric between the
@@ -161,6 +167,8 @@ Failures
   SKIP     a single process (no launcher); results merged from files (the barrier runs only live).
 
 Fix
+  A rank that ended: the launcher's output names its exit code or signal; on its host,
+  journalctl -k | grep -iE 'oom|killed process|segfault'. A host gone: its console or BMC, sinfo -R.
   On the host of a stuck rank, see where it stopped: gdb -p PID -batch -ex 'thread apply all bt',
   cat /proc/PID/stack; a probe stuck in the NVIDIA driver (state D): dmesg | grep -i xid.
   All alive but no barrier: the network MPI uses (--mca btl_tcp_if_include IF, UCX_NET_DEVICES,

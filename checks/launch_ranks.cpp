@@ -235,6 +235,9 @@ constexpr std::string_view kExplain = R"(What it reads
   Run alone (no gather), the launcher's claimed world size.
 
 Failures
+  FAIL     ranks ended (their process, or their host) before delivering their facts: named as a host
+           when every rank of it went, apart from the ranks still on their way when rank 0 stopped
+           waiting.
   FAIL     the world size differs from --expect-world-size.
   FAIL     the number of nodes (distinct hostname + boot id) differs from --expect-nodes.
   FAIL     a rank was delivered twice (two processes claim one rank), or a rank number lies outside
