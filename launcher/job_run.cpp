@@ -15,8 +15,8 @@
 #include "core/gpu_binding.hpp"
 #include "core/text.hpp"
 #include "dist/payload.hpp"
-#include "dist/pmix_join.hpp"
 #include "dist/liveness.hpp"
+#include "dist/pmix_join.hpp"
 #include "dist/reach.hpp"
 #include "dist/transport.hpp"
 #include "launcher/job_report.hpp"
@@ -421,7 +421,7 @@ class JobRun {
     }
     m_job.world_size = m_transport->size();
     if (!m_root) {
-    if (!m_transport->send_payload(payload_bytes(), m_deadlines.gather + grace())) {
+      if (!m_transport->send_payload(payload_bytes(), m_deadlines.gather + grace())) {
         give_up("rank 0 did not take this rank's facts");
       }
       return;
