@@ -46,7 +46,8 @@ namespace {
 // Report order: launcher first (a wrong launch explains everything after it), then the GPU stack
 // (driver before what needs it), then the host, then the environment the libraries will read, then
 // the network and the machine's shape.
-constexpr std::array<const CheckSpec*, 32> kChecks = {
+// The size is the rows': a row added or removed needs no count kept by hand.
+constexpr auto kChecks = std::to_array<const CheckSpec*>({
     &kLaunchEnv,
     &kLaunchRanks,
     &kLaunchGpuBinding,
@@ -79,7 +80,7 @@ constexpr std::array<const CheckSpec*, 32> kChecks = {
     &kClusterShmNamespace,
     &kCommBarrier,
     &kCommAllreduce,
-};
+});
 }  // namespace
 
 std::span<const CheckSpec* const> all_checks() { return kChecks; }

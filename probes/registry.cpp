@@ -10,7 +10,8 @@
 
 namespace preflight {
 namespace {
-constexpr std::array<ProbeSpec, 18> kProbes = {{
+// The size is the rows': a row added or removed needs no count kept by hand.
+constexpr auto kProbes = std::to_array<ProbeSpec>({
     {"identity", &probe_identity},
     {"placement", &probe_placement},  // before shm: the shm need depends on the local rank count
     {"shm", &probe_shm},              // early: its allocation test runs in the background
@@ -29,7 +30,7 @@ constexpr std::array<ProbeSpec, 18> kProbes = {{
     {"nccl_conf", &probe_nccl_conf},
     {"nccl_names", &probe_nccl_names},  // after nccl and nccl_conf: the library's names, its plugins
     {"disk", &probe_disk},              // last: statvfs of a hung network mount blocks, and only it waits then
-}};
+});
 }  // namespace
 
 std::span<const ProbeSpec> all_probes() { return kProbes; }
