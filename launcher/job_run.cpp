@@ -457,8 +457,7 @@ class JobRun {
       if (!s.delivered && s.payload_error.empty()) lost.push_back(s.rank);
     }
     if (!lost.empty()) {
-      std::string names;
-      for (int r : lost) names += (names.empty() ? "" : "; ") + m_job.describe_rank(r);
+      const std::string names = describe(lost);
       const std::string note = "not run: " + names + " did not deliver its facts before the gather deadline";
       m_job.barrier.note = note;
       m_job.allreduce.note = note;
@@ -492,8 +491,7 @@ class JobRun {
     for (const RankStatus& s : m_job.status) {
       if (s.rank != 0 && (s.last_phase < Phase::Barrier || s.silent_s >= 1.5 || !s.lost.empty())) b.missing.push_back(s.rank);
     }
-    std::string names;
-    for (int r : b.missing) names += (names.empty() ? "" : "; ") + m_job.describe_rank(r);
+    const std::string names = describe(b.missing);
     m_job.allreduce.note = "not run: the barrier did not complete";
     if (!b.expired) expire("barrier: failed after " + fixed(b.seconds, 1) + " s: " + b.note + (names.empty() ? "" : ": " + names));
     expire("barrier: did not complete within " + fmt_s(m_deadlines.barrier) +
