@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <net/if.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -21,6 +20,7 @@
 #include <random>
 
 #include "core/text.hpp"
+#include "dist/reach.hpp"
 
 namespace preflight {
 namespace {
@@ -60,42 +60,8 @@ bool send_all(int fd, const std::string& bytes) {
   return true;
 }
 
-/// One connect() to address:port, bounded by `timeout`; the connected descriptor or -1.
-int connect_bounded(const std::string& address, int port, Ms timeout) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  if (::getaddrinfo(address.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || res == nullptr) return -1;
-  const int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    ::freeaddrinfo(res);
-    return -1;
-  }
-  int err = ::connect(fd, res->ai_addr, res->ai_addrlen) == 0 ? 0 : errno;
-  ::freeaddrinfo(res);
-  if (err == EINPROGRESS) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    err = ETIMEDOUT;
-    for (;;) {
-      const auto left = std::chrono::duration_cast<Ms>(deadline - std::chrono::steady_clock::now()).count();
-      if (left <= 0) break;
-      pollfd p{fd, POLLOUT, 0};
-      const int rc = ::poll(&p, 1, static_cast<int>(left));
-      if (rc < 0 && errno == EINTR) continue;
-      if (rc <= 0) break;
-      socklen_t len = sizeof err;
-      if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-      break;
-    }
-  }
-  if (err != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
+/// What a connection's error says of the rank at its other end.
+const char* loss_kind(int error) { return error == ETIMEDOUT || error == EHOSTUNREACH ? "unreachable" : "ended"; }
 
 std::atomic<int> g_connection{-1};  // another rank's connection to rank 0, once made
 std::atomic<int> g_reserved{-1};    // the low descriptor it takes (liveness_reserve_descriptor)
@@ -293,7 +259,7 @@ void LivenessWatch::loop() {
       } else if (n == 0) {
         lost(c, "ended");
       } else if (errno != EAGAIN && errno != EINTR) {
-        lost(c, errno == ETIMEDOUT || errno == EHOSTUNREACH ? "unreachable" : "ended");
+        lost(c, loss_kind(errno));
       }
     }
     if (rc > 0 && (fds[1].revents & POLLIN) != 0) {
@@ -313,7 +279,7 @@ void LivenessWatch::loop() {
           int err = 0;
           socklen_t len = sizeof err;
           ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
-          lost(c, err == ETIMEDOUT || errno == ETIMEDOUT || err == EHOSTUNREACH ? "unreachable" : "ended");
+          lost(c, loss_kind(err != 0 ? err : errno));
         }
       }
       next_ping = Clock::now() + Ms(kPingMs);
@@ -365,7 +331,9 @@ void liveness_reserve_descriptor() {
 void liveness_connect(const LivenessOffer& offer, int rank) {
   std::thread([offer, rank] {
     for (const std::string& address : offer.addresses) {
-      const int fd = connect_bounded(address, offer.port, Ms(kConnectMs));
+      int error = 0;
+      std::string why;
+      const int fd = connect_within(address, offer.port, Ms(kConnectMs), error, why);
       if (fd < 0) continue;
       if (!send_all(fd, "hello " + offer.token + " " + std::to_string(rank) + "\n")) {
         ::close(fd);

@@ -220,31 +220,27 @@ void ReachListener::close() {
 
 // ---- the connection test ---------------------------------------------------------------------------
 
-ReachResult reach(const ReachTarget& target, std::chrono::milliseconds timeout) {
+int connect_within(const std::string& address, int port, std::chrono::milliseconds timeout, int& error, std::string& why) {
   using Clock = std::chrono::steady_clock;
-  ReachResult r;
-  r.attempted = true;
-  r.target = target_text(target);
-  const auto start = Clock::now();
-  const auto deadline = start + timeout;
-  const auto elapsed_ms = [&] { return std::chrono::duration<double, std::milli>(Clock::now() - start).count(); };
-
+  error = 0;
+  why.clear();
   sockaddr_storage ss{};
   socklen_t len = 0;
-  if (target.port < 1 || target.port > 65535) {
-    r.error = "port " + std::to_string(target.port) + " is not in 1..65535";
-    return r;
+  if (port < 1 || port > 65535) {
+    why = "port " + std::to_string(port) + " is not in 1..65535";
+    return -1;
   }
-  if (std::string why = resolve_numeric(target.address, target.port, ss, len); !why.empty()) {
-    r.error = why;
-    return r;
+  if (std::string bad = resolve_numeric(address, port, ss, len); !bad.empty()) {
+    why = bad;
+    return -1;
   }
   const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
-    r.error = errno_text("socket", errno);
-    r.ms = elapsed_ms();
-    return r;
+    error = errno;
+    why = errno_text("socket", error);
+    return -1;
   }
+  const auto deadline = Clock::now() + timeout;
   int err = 0;
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&ss), len) != 0) {
     err = errno;
@@ -269,18 +265,33 @@ ReachResult reach(const ReachTarget& target, std::chrono::milliseconds timeout) 
       }
     }
   }
-  r.ms = elapsed_ms();
-  if (err == 0) {
-    sockaddr_storage local{};
-    socklen_t local_len = sizeof local;
-    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0) r.source = address_text(local);
-    r.ok = true;
-  } else if (err == -1) {
-    r.error = "no answer within " + seconds_text(static_cast<double>(timeout.count())) +
-              " (the SYN was not answered: a firewall drops it, or there is no route)";
+  if (err == 0) return fd;
+  ::close(fd);
+  if (err == -1) {
+    error = ETIMEDOUT;
+    why = "no answer within " + seconds_text(static_cast<double>(timeout.count())) +
+          " (the SYN was not answered: a firewall drops it, or there is no route)";
   } else {
-    r.error = errno_text("connect", err);
+    error = err;
+    why = errno_text("connect", err);
   }
+  return -1;
+}
+
+ReachResult reach(const ReachTarget& target, std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  ReachResult r;
+  r.attempted = true;
+  r.target = target_text(target);
+  const auto start = Clock::now();
+  int error = 0;
+  const int fd = connect_within(target.address, target.port, timeout, error, r.error);
+  r.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  if (fd < 0) return r;
+  sockaddr_storage local{};
+  socklen_t local_len = sizeof local;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) == 0) r.source = address_text(local);
+  r.ok = true;
   ::close(fd);
   return r;
 }
