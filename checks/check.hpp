@@ -97,7 +97,7 @@ const CheckSpec* find_check(std::string_view id);
 Verdict run_check(const CheckSpec& spec, const CheckContext& ctx);
 
 /// Helper for checks: UNKNOWN because a fact could not be gathered.
-/// A fact left behind by a probe that hung (launcher/run.cpp marks them): code Timeout, and a
+/// A fact left behind by a probe that hung (job/run.cpp marks them): code Timeout, and a
 /// detail "probe 'NAME' hung: …" that names the probe and its deadline.
 inline bool hung_probe(const ProbeError& e) {
   return e.code == ProbeErrc::Timeout && e.detail.starts_with("probe '") && e.detail.find("' hung") != std::string::npos;

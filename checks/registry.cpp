@@ -141,7 +141,7 @@ Verdict run_check(const CheckSpec& spec, const CheckContext& ctx) {
   }
   try {
     Verdict v = spec.run(ctx);
-    // A verdict built on facts a hung probe left behind (launcher/run.cpp names them "probe 'X'
+    // A verdict built on facts a hung probe left behind (job/run.cpp names them "probe 'X'
     // hung: …") gets the fix for a hang, whatever the check says about an unreadable fact.
     if (v.status != Status::Pass && v.status != Status::Skip && v.summary.find("' hung: it had not finished") != std::string::npos &&
         v.remedy.find(kHungProbeRemedy) == std::string::npos) {

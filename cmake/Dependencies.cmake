@@ -5,8 +5,8 @@ find_package(Boost 1.74 REQUIRED COMPONENTS program_options)  # libboost-program
 find_package(LibXml2 REQUIRED)                     # libxml2-dev: JUnit output
 find_package(PkgConfig REQUIRED)                   # pkg-config
 pkg_check_modules(HWLOC REQUIRED IMPORTED_TARGET hwloc>=2.0)  # libhwloc-dev: the topology probe
-find_package(MPI REQUIRED COMPONENTS C)             # libopenmpi-dev: the distributed run (dist/mpi_transport.cpp)
-# libpmix-dev (pulled in by libopenmpi-dev): the join before MPI_Init (dist/pmix_join.cpp). Optional:
+find_package(MPI REQUIRED COMPONENTS C)             # libopenmpi-dev: the distributed run (transport/mpi_transport.cpp)
+# libpmix-dev (pulled in by libopenmpi-dev): the join before MPI_Init (transport/pmix_join.cpp). Optional:
 # without it MPI_Init runs under its watchdog alone. Turn it off when the MPI library carries a PMIx
 # of its own rather than the system's (two PMIx clients in one process do not mix).
 option(PREFLIGHT_PMIX "Join the ranks through PMIx before MPI_Init when pkg-config finds pmix" ON)

@@ -39,7 +39,7 @@ struct RankStatus {
                                 // in a phase send a heartbeat notice every half second: a silent rank is stuck)
   bool delivered = false;       // its payload arrived and decoded
   std::string payload_error;    // malformed, oversized or mismatched payload: what was wrong
-  // Seen by rank 0's liveness watch (dist/liveness.hpp): "ended" (the rank's process is gone: its
+  // Seen by rank 0's liveness watch (transport/liveness.hpp): "ended" (the rank's process is gone: its
   // connection closed), "unreachable" (its host stopped acknowledging), or "" (alive or not watched).
   std::string lost;
   double lost_at_s = 0;         // when rank 0 saw it, in seconds from the start of the run

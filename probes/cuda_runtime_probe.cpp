@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/contained.hpp"
+#include "sys/contained.hpp"
 #include "core/cuda_discovery.hpp"
 #include "core/elf_dynamic.hpp"
 #include "core/text.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/facts.hpp"
-#include "core/file_system.hpp"
+#include "sys/file_system.hpp"
 #include "core/mountinfo.hpp"
 
 namespace preflight {

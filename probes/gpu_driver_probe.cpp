@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "core/contained.hpp"
+#include "sys/contained.hpp"
 #include "core/text.hpp"
-#include "probes/gpu_text.hpp"
+#include "core/gpu_text.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {

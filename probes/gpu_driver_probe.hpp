@@ -5,7 +5,7 @@
 #include <string>
 
 #include "core/facts/gpu.hpp"
-#include "core/file_system.hpp"
+#include "sys/file_system.hpp"
 #include "core/probed.hpp"
 
 namespace preflight {

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/contained.hpp"
+#include "sys/contained.hpp"
 #include "core/text.hpp"
 #include "probes/probe.hpp"
 

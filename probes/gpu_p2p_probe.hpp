@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/contained.hpp"
+#include "sys/contained.hpp"
 #include "core/facts/gpu.hpp"
 
 namespace preflight {

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <string>
 
-#include "core/contained.hpp"
+#include "sys/contained.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {

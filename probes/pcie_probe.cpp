@@ -11,7 +11,7 @@
 #include <set>
 
 #include "core/pci_config.hpp"
-#include "core/sysfs_pci.hpp"
+#include "sys/sysfs_pci.hpp"
 #include "core/text.hpp"
 #include "probes/probe.hpp"
 

@@ -11,11 +11,11 @@
 #include <span>
 #include <string_view>
 
-#include "core/capture.hpp"
+#include "sys/capture.hpp"
 #include "core/deadlines.hpp"
 #include "core/env.hpp"
 #include "core/facts.hpp"
-#include "core/file_system.hpp"
+#include "sys/file_system.hpp"
 #include "core/mountinfo.hpp"
 #include "core/options.hpp"
 

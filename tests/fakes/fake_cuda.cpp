@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The fake libcuda.so.1 of the test tree: the CUDA driver API subset of probes/nvidia/cuda_api.hpp,
+// The fake libcuda.so.1 of the test tree: the CUDA driver API subset of gpu_probe/nvidia/cuda_api.hpp,
 // serving the scenario of $PREFLIGHT_FAKE_GPU (tests/fakes/README.md). Like the real driver it
 // reads CUDA_VISIBLE_DEVICES once, at the first cuInit, and cuInit fails with CUDA_ERROR_NO_DEVICE
 // when no device is visible. Device memory is host memory, so a write and read-back really happen.
@@ -17,7 +17,7 @@
 #include <thread>
 #include <type_traits>
 
-#include "probes/nvidia/cuda_api.hpp"
+#include "gpu_probe/nvidia/cuda_api.hpp"
 #include "tests/fakes/scenario.hpp"
 
 using namespace preflight::cuda;

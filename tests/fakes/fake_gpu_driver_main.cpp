@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "probes/nvidia/cuda_api.hpp"
-#include "probes/nvidia/nvml_api.hpp"
+#include "gpu_probe/nvidia/cuda_api.hpp"
+#include "gpu_probe/nvidia/nvml_api.hpp"
 
 namespace {
 

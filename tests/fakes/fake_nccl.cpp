@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The fake libnccl.so.2 of the test tree: the subset of probes/nvidia/nccl_api.hpp, plus the
+// The fake libnccl.so.2 of the test tree: the subset of gpu_probe/nvidia/nccl_api.hpp, plus the
 // "NCCL version X.Y.Z+cudaA.B" string real NCCL carries in its read-only data, which preflight
 // finds by scanning the file for the CUDA it was built for.
 //
@@ -37,8 +37,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "probes/nvidia/cuda_api.hpp"
-#include "probes/nvidia/nccl_api.hpp"
+#include "gpu_probe/nvidia/cuda_api.hpp"
+#include "gpu_probe/nvidia/nccl_api.hpp"
 #include "tests/fakes/scenario.hpp"
 
 #ifndef PREFLIGHT_FAKE_NCCL_VERSION

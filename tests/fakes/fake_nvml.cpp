@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The fake libnvidia-ml.so.1 of the test tree: the NVML subset of probes/nvidia/nvml_api.hpp,
+// The fake libnvidia-ml.so.1 of the test tree: the NVML subset of gpu_probe/nvidia/nvml_api.hpp,
 // serving the scenario of $PREFLIGHT_FAKE_GPU (tests/fakes/README.md). Like real NVML it sees every
 // GPU of the node (CUDA_VISIBLE_DEVICES and nvml_only_gpus do not apply), counts nvmlInit_v2 /
 // nvmlShutdown pairs, and answers NVML_ERROR_UNINITIALIZED outside them. Its event sets deliver
@@ -19,7 +19,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "probes/nvidia/nvml_api.hpp"
+#include "gpu_probe/nvidia/nvml_api.hpp"
 #include "tests/fakes/scenario.hpp"
 
 using namespace preflight::nvml;

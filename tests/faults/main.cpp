@@ -9,8 +9,8 @@
 #include <string>
 
 #include "core/text.hpp"
-#include "launcher/app.hpp"
-#include "launcher/test_faults.hpp"
+#include "cli/app.hpp"
+#include "job/test_faults.hpp"
 
 namespace preflight {
 namespace {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Test-only stand-in for a contained GPU helper: misbehaves on request (argv[1]) so the tests of
-// core/contained.hpp can provoke every outcome without a GPU.
+// sys/contained.hpp can provoke every outcome without a GPU.
 //   ok                      prints a JSON document, exits 0
 //   echo                    copies stdin to stdout
 //   segv | abort            dies with SIGSEGV / SIGABRT

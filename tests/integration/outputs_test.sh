@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Report files and stdout never damage what they are written to (launcher/output.hpp): in a private
+# Report files and stdout never damage what they are written to (cli/output.hpp): in a private
 # mount namespace with its own tmpfs, a character device made with mknod (/dev/null's and
 # /dev/full's numbers), a FIFO with and without a reader, symlinks, a read-only file, a file of
 # another owner, a full file system, descriptors, a directory; each is left as it was or written

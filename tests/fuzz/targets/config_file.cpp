@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The INI config file (--config FILE, launcher/cli.cpp parse_cli): the input is the file's text,
+// The INI config file (--config FILE, cli/cli.cpp parse_cli): the input is the file's text,
 // handed over as /proc/self/fd/N of an in-memory file. A bad file is a UsageError (exit 2), never
 // another exception. The first line is also read as a parameter count (parse_count).
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "launcher/cli.hpp"
+#include "cli/cli.hpp"
 #include "fuzz_common.hpp"
 
 using namespace preflight;

@@ -2,9 +2,9 @@
 // What the contained GPU helpers print (one JSON document, or JSON Lines), read whatever became of
 // the helper: parse_contained_json, for_each_event, parse_peer_copies (p2p), and
 // parse_nccl_rank_outcome (nccl-allreduce). The first input byte picks how the helper ended.
-#include "core/contained.hpp"
+#include "sys/contained.hpp"
 #include "probes/gpu_p2p_probe.hpp"
-#include "probes/nccl_allreduce.hpp"
+#include "job/nccl_allreduce.hpp"
 #include "fuzz_common.hpp"
 
 using namespace preflight;

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "core/version.hpp"
-#include "probes/gpu_text.hpp"
+#include "core/gpu_text.hpp"
 #include "fuzz_common.hpp"
 
 using namespace preflight;

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The result files `preflight merge` reads (launcher/merge): parse_result_file, which refuses
+// The result files `preflight merge` reads (cli/merge): parse_result_file, which refuses
 // anything that is not a preflight/v1 report with a UsageError naming the file, then merge_files
 // of the file alone and twice over, and the job-scope checks over the merged job.
 // With PREFLIGHT_FUZZ_WRITE_SEED=FILE set, the target writes a healthy single-node run's JSON to
 // FILE and exits (how corpus/merge_json/ was made).
 #include <fstream>
 
-#include "launcher/cli.hpp"
-#include "launcher/job_report.hpp"
-#include "launcher/merge.hpp"
+#include "cli/cli.hpp"
+#include "job/job_report.hpp"
+#include "cli/merge.hpp"
 #include "report/report.hpp"
 #include "fuzz_checks.hpp"
 #include "fuzz_common.hpp"

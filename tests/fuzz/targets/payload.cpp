@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The rank payload that every rank sends rank 0 (dist/payload): decode_payload, which must reject
+// The rank payload that every rank sends rank 0 (transport/payload): decode_payload, which must reject
 // anything malformed with an error and never throw. A payload it accepts claims the sending rank,
 // and re-encodes to bytes that decode and re-encode to the same bytes.
 // The first input byte picks the framing: raw bytes as they arrived (even), or the rest as the CBOR
@@ -8,7 +8,7 @@
 // and exits (how corpus/payload/ was made).
 #include <fstream>
 
-#include "dist/payload.hpp"
+#include "transport/payload.hpp"
 #include "fuzz_common.hpp"
 #include "gpu_facts_fixture.hpp"
 

@@ -4,7 +4,7 @@
 // (addresses in NCCL_COMM_ID and /etc/hosts), same_ip, is_loopback_ip.
 #include "core/nccl_socket.hpp"
 #include "core/pci_topology.hpp"
-#include "core/sysfs_pci.hpp"
+#include "sys/sysfs_pci.hpp"
 #include "fuzz_common.hpp"
 
 using namespace preflight;

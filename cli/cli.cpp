@@ -1,0 +1,578 @@
+// SPDX-License-Identifier: MIT
+#include "cli/cli.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "checks/check.hpp"
+#include "core/text.hpp"
+#include "job/run.hpp"
+
+namespace po = boost::program_options;
+
+namespace preflight {
+namespace {
+
+/// Boost's error_with_option_name::what() replaces each %name% placeholder of its message until none
+/// is left, so an option name or value that holds its own placeholder (a config-file key
+/// "%canonical_option%") never ends. The user's text goes into the message with '%' as "%25".
+struct OptionErrorText : po::error_with_option_name {
+  static std::string of(const po::error_with_option_name& e) {
+    po::error_with_option_name copy(e);
+    std::map<std::string, std::string> subs = copy.*(&OptionErrorText::m_substitutions);
+    for (auto& [name, value] : subs) {
+      std::string escaped;
+      for (char c : value) escaped += c == '%' ? std::string("%25") : std::string(1, c);
+      copy.set_substitute(name, escaped);
+    }
+    return copy.what();
+  }
+};
+std::string safe_what(const po::error_with_option_name& e) { return OptionErrorText::of(e); }
+
+po::options_description run_options() {
+  po::options_description d("Options of `preflight run`");
+  // clang-format off
+  d.add_options()
+    ("profile", po::value<std::string>(), "node | job | image (default: node alone, job under a multi-rank launcher)")
+    ("only", po::value<std::vector<std::string>>()->composing(), "run only these checks: GLOB[,GLOB] on check ids, e.g. 'net.*'")
+    ("skip", po::value<std::vector<std::string>>()->composing(), "skip these checks: GLOB[,GLOB]")
+    ("format", po::value<std::string>(), "what goes to stdout: text | json | junit | prometheus (default text)")
+    ("json", po::value<std::string>(), "also write the JSON report to FILE")
+    ("junit", po::value<std::string>(), "also write a JUnit XML report to FILE")
+    ("prom", po::value<std::string>(), "also write a Prometheus textfile to FILE")
+    ("timeout", po::value<std::string>(), "wall-clock budget for the whole run in seconds (default 60)")
+    ("strict", po::bool_switch(), "WARN counts as FAIL for the exit code")
+    ("color", po::value<std::string>(), "auto | always | never (auto: on a TTY unless NO_COLOR is set)")
+    ("progress", po::value<std::string>(), "auto | always | never: a progress line on stderr for phases longer than 1 s (auto: stderr is a TTY)")
+    ("expect-gpus", po::value<std::string>(), "GPUs each node must show")
+    ("expect-world-size", po::value<std::string>(), "ranks the job must have")
+    ("expect-nodes", po::value<std::string>(), "nodes the job must span")
+    ("min-busbw", po::value<std::string>(), "all_reduce bus bandwidth floor in GB/s")
+    ("allreduce-bytes", po::value<std::string>(), "all_reduce message size, 16 B to 8 GiB in whole 8-byte elements (default 32M)")
+    ("target-driver", po::value<std::string>(), "image profile: the fleet's driver version: 535, 535.104 or 535.104.05")
+    ("target-gpu", po::value<std::vector<std::string>>()->composing(),
+     "image profile: the fleet's GPUs CC[,CC]: 9.0, sm_90, 90, 9.0a, compute_90, 10.0, 100; none for a CPU-only image")
+    ("site-packages", po::value<std::vector<std::string>>()->composing(), "where the training framework lives (repeatable)")
+    ("python", po::value<std::string>(), "the Python interpreter of the job")
+    ("cuda-runtime", po::value<std::vector<std::string>>()->composing(), "a CUDA runtime library the job will load (repeatable)")
+    ("nccl-lib", po::value<std::string>(), "the libnccl the job will load")
+    ("model-params", po::value<std::string>(), "parameters of the model, e.g. 7B or 70e9 (host.memory, host.disk)")
+    ("zero-stage", po::value<std::string>(), "ZeRO/FSDP sharding stage 0..3 (host.memory, host.disk)")
+    ("tensor-parallel", po::value<std::string>(), "tensor-parallel degree of the model, default 1 (host.memory)")
+    ("pipeline-parallel", po::value<std::string>(), "pipeline-parallel degree of the model, default 1 (host.memory)")
+    ("ranks-per-node", po::value<std::string>(), "local ranks on each node (default: from the launcher, else 1)")
+    ("host-bytes-per-rank", po::value<std::string>(), "host memory each rank uses outside checkpoints (default 4G)")
+    ("checkpoint-dir", po::value<std::vector<std::string>>()->composing(),
+     "where the job writes checkpoints (repeatable; default the current directory): free space and inodes vs the checkpoint size (host.disk)")
+    ("shm-dataloader-bytes", po::value<std::string>(), "/dev/shm each rank's DataLoader workers use (default 256M)")
+    ("nccl-communicators", po::value<std::string>(), "NCCL communicators per rank (default 1; shm.capacity)")
+    ("sysroot", po::value<std::string>(), "read /sys, /proc, /etc and /dev/shm facts below DIR")
+    ("topology-xml", po::value<std::string>(), "take the topology from an `lstopo --of xml` export")
+    ("matrix", po::value<std::string>(), "compatibility data from DIR instead of the built-in copy")
+    ("json-per-rank", po::value<std::string>(), "every rank also writes its own result file into DIR")
+    ("mpi", po::value<std::string>(), "auto | on | off: gather the ranks over MPI (auto: when mpirun/srun started preflight; on: also alone, as an MPI singleton)")
+    ("config", po::value<std::string>(), "INI file with the same option names (command line wins)")
+    ("verbose,v", po::bool_switch(), "evidence for every check, PASS included");
+  // clang-format on
+  return d;
+}
+
+po::options_description capture_options() {
+  po::options_description d("Options of `preflight capture` (with the options of `run` that decide what is read)");
+  d.add_options()("tar", po::value<std::string>(), "also write the capture as a tar archive FILE (never overwritten)");
+  return d;
+}
+
+po::options_description generic_options() {
+  po::options_description d("General");
+  d.add_options()("help,h", "this help")("version", "print the version");
+  return d;
+}
+
+[[noreturn]] void bad_value(const std::string& option, const std::string& value, const std::string& expected) {
+  throw UsageError("--" + option + " '" + printable(value, 60) + "': expected " + expected);
+}
+
+std::vector<std::string> comma_list(const po::variables_map& vm, const char* name) {
+  std::vector<std::string> out;
+  if (!vm.count(name)) return out;
+  for (const std::string& item : vm[name].as<std::vector<std::string>>()) {
+    for (std::string_view part : split(item, ',')) {
+      part = trim(part);
+      if (!part.empty()) out.emplace_back(part);
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> str(const po::variables_map& vm, const char* name) {
+  if (!vm.count(name)) return std::nullopt;
+  return vm[name].as<std::string>();
+}
+
+int int_in(const po::variables_map& vm, const char* name, long long lo, long long hi, const char* expected) {
+  const std::string v = *str(vm, name);
+  const auto n = parse_int(trim(v));
+  if (!n || *n < lo || *n > hi) bad_value(name, v, expected);
+  return static_cast<int>(*n);
+}
+
+double positive_double(const po::variables_map& vm, const char* name, const char* expected) {
+  const std::string v = *str(vm, name);
+  try {
+    std::size_t used = 0;
+    const double d = std::stod(v, &used);
+    if (used != v.size() || !std::isfinite(d) || d <= 0) bad_value(name, v, expected);
+    return d;
+  } catch (const std::logic_error&) {
+    bad_value(name, v, expected);
+  }
+}
+
+// --python EXE as the shell would run it: a name without '/' looked up on PATH; the file must be an
+// executable regular file. Under --sysroot the path names a file of the captured tree (not run).
+std::string python_executable(const std::string& exe, const std::string& sysroot) {
+  if (exe.empty()) bad_value("python", exe, "an interpreter (a path, or a name on PATH)");
+  auto runnable = [](const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (!sysroot.empty()) {
+    if (exe.front() != '/') bad_value("python", exe, "an absolute path inside --sysroot");
+    return exe;
+  }
+  if (exe.find('/') != std::string::npos) {
+    if (!runnable(exe)) bad_value("python", exe, "an executable file (it does not exist or is not executable)");
+    return exe;
+  }
+  const char* path = std::getenv("PATH");
+  for (const std::string_view dir : split(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin", ':')) {
+    const std::string candidate = (dir.empty() ? std::string(".") : std::string(dir)) + "/" + exe;
+    if (runnable(candidate)) return candidate;
+  }
+  bad_value("python", exe, "an interpreter on PATH or a path to one (not found on PATH)");
+}
+
+std::uint64_t size_value(const po::variables_map& vm, const char* name) {
+  const std::string v = *str(vm, name);
+  const auto n = parse_size(v);
+  if (!n) bad_value(name, v, "a size such as 512M or 8G");
+  return *n;
+}
+
+/// "did you mean shm.capacity?" for a glob that matches no check: the closest id when one is close
+/// (a typo), else the areas the ids are in.
+std::string did_you_mean(const std::string& glob) {
+  std::string best;
+  std::size_t best_distance = std::string::npos;
+  std::vector<std::string> areas;
+  for (const CheckSpec* spec : all_checks()) {
+    const std::string id(spec->id);
+    const std::size_t d = edit_distance(to_lower(glob), id);
+    if (d < best_distance) {
+      best_distance = d;
+      best = id;
+    }
+    const std::string area = id.substr(0, id.find('.')) + ".*";
+    if (std::find(areas.begin(), areas.end(), area) == areas.end()) areas.push_back(area);
+  }
+  if (best_distance <= std::max<std::size_t>(2, glob.size() / 4)) return "did you mean " + best + "?";
+  return "check ids are AREA.NAME, areas " + join(areas, ", ") + "; see `preflight list`";
+}
+
+/// --only and --skip are checked against the registry: a glob that matches no check is a typo
+/// (a gate that runs nothing must not pass), and so is a selection that leaves no check.
+void validate_selection(const Options& o) {
+  const auto matches_some = [](const std::string& glob) {
+    for (const CheckSpec* spec : all_checks()) {
+      if (glob_match(glob, spec->id)) return true;
+    }
+    return false;
+  };
+  for (const auto& [option, globs] : {std::pair{"only", &o.only}, std::pair{"skip", &o.skip}}) {
+    for (const std::string& glob : *globs) {
+      if (!matches_some(glob)) {
+        throw UsageError(std::string("--") + option + " '" + printable(glob, 60) + "' matches no check (" +
+                         did_you_mean(glob) + ")");
+      }
+    }
+  }
+  for (const CheckSpec* spec : all_checks()) {
+    if (selected(o, spec->id)) return;
+  }
+  throw UsageError("--only '" + printable(join(o.only, ","), 60) + "' with --skip '" + printable(join(o.skip, ","), 60) +
+                   "' selects no check");
+}
+
+/// The config file as Boost reads it, after the two rules of ours: a UTF-8 byte order mark at the
+/// start is dropped, and a value written in matching double or single quotes loses them
+/// (`only = "shm.*"` is `only = shm.*`; nothing inside is unescaped).
+po::parsed_options read_config_file(const std::string& path, const po::options_description& options) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw UsageError("--config '" + printable(path, 200) + "': is a directory, not a file");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("--config '" + printable(path, 200) + "': cannot read the file");
+  constexpr std::size_t kMaxConfigBytes = 1 << 20;
+  std::string text(kMaxConfigBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) throw UsageError("--config '" + printable(path, 200) + "': cannot read the file");
+  if (text.size() > kMaxConfigBytes) throw UsageError("--config '" + printable(path, 200) + "': larger than 1 MiB");
+  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
+  std::istringstream stream(text);
+  po::parsed_options parsed = po::parse_config_file(stream, options, /*allow_unregistered=*/false);
+  for (po::option& opt : parsed.options) {
+    for (std::string& value : opt.value) {
+      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+        value = value.substr(1, value.size() - 2);
+      }
+    }
+    opt.original_tokens = opt.value;
+  }
+  return parsed;
+}
+
+Options to_options(const po::variables_map& vm) {
+  Options o;
+  if (auto v = str(vm, "profile")) {
+    if (*v == "node") o.profile = Profile::Node;
+    else if (*v == "job") o.profile = Profile::Job;
+    else if (*v == "image") o.profile = Profile::Image;
+    else bad_value("profile", *v, "node, job or image");
+  }
+  o.only = comma_list(vm, "only");
+  o.skip = comma_list(vm, "skip");
+  if (vm.count("only") && o.only.empty()) {
+    throw UsageError("--only '" + printable(join(vm["only"].as<std::vector<std::string>>(), ","), 60) +
+                     "' selects no check: give check ids or globs such as 'net.*' (see `preflight list`)");
+  }
+  if (vm.count("skip") && o.skip.empty()) {
+    throw UsageError("--skip '" + printable(join(vm["skip"].as<std::vector<std::string>>(), ","), 60) +
+                     "' names no check: give check ids or globs such as 'net.*' (see `preflight list`)");
+  }
+  if (auto v = str(vm, "format")) {
+    if (*v == "text") o.format = Format::Text;
+    else if (*v == "json") o.format = Format::Json;
+    else if (*v == "junit") o.format = Format::Junit;
+    else if (*v == "prometheus") o.format = Format::Prometheus;
+    else bad_value("format", *v, "text, json, junit or prometheus");
+  }
+  for (const char* file_option : {"json", "junit", "prom"}) {
+    // `--json "$OUT"` with OUT unset must not quietly write no report.
+    if (vm.count(file_option) && trim(*str(vm, file_option)).empty()) bad_value(file_option, "", "a file name");
+  }
+  o.json_file = str(vm, "json").value_or("");
+  o.junit_file = str(vm, "junit").value_or("");
+  o.prom_file = str(vm, "prom").value_or("");
+  if (vm.count("timeout")) {
+    o.timeout_s = positive_double(vm, "timeout", "a positive number of seconds");
+    if (o.timeout_s > kMaxTimeoutSeconds) {
+      bad_value("timeout", *str(vm, "timeout"), "a positive number of seconds up to " + general(kMaxTimeoutSeconds) + " (24 h)");
+    }
+  }
+  o.strict = vm["strict"].as<bool>();
+  o.verbose = vm["verbose"].as<bool>();
+  if (auto v = str(vm, "color")) {
+    if (*v == "always") o.color = 1;
+    else if (*v == "never") o.color = 0;
+    else if (*v != "auto") bad_value("color", *v, "auto, always or never");
+  }
+  if (auto v = str(vm, "progress")) {
+    if (*v != "auto" && *v != "always" && *v != "never") bad_value("progress", *v, "auto, always or never");
+    o.progress = *v;
+  }
+  if (vm.count("expect-gpus")) o.expect_gpus = int_in(vm, "expect-gpus", 0, 1 << 20, "a whole number ≥ 0");
+  if (vm.count("expect-world-size")) o.expect_world_size = int_in(vm, "expect-world-size", 1, 1 << 24, "a whole number ≥ 1");
+  if (vm.count("expect-nodes")) o.expect_nodes = int_in(vm, "expect-nodes", 1, 1 << 20, "a whole number ≥ 1");
+  if (vm.count("min-busbw")) o.min_busbw_gbps = positive_double(vm, "min-busbw", "a bandwidth in GB/s");
+  if (vm.count("allreduce-bytes")) {
+    // Refused rather than silently rounded or capped: the size measured is the size asked for.
+    o.allreduce_bytes = size_value(vm, "allreduce-bytes");
+    if (o.allreduce_bytes < kAllreduceMinBytes || o.allreduce_bytes > kAllreduceMaxBytes ||
+        o.allreduce_bytes % kAllreduceElementBytes != 0) {
+      bad_value("allreduce-bytes", *str(vm, "allreduce-bytes"),
+                "a multiple of " + std::to_string(kAllreduceElementBytes) + " bytes from " + format_bytes(kAllreduceMinBytes) +
+                    " to " + format_bytes(kAllreduceMaxBytes) + ": the all_reduce sums whole 8-byte integers, at least two "
+                    "(the rank count and the rank sum it checks), and every GPU holds a send and a receive buffer of "
+                    "this size (over MPI, every rank in host memory)");
+    }
+  }
+  if (auto v = str(vm, "target-driver")) {
+    if (!is_target_driver(*v)) bad_value("target-driver", *v, "a driver version such as 535, 535.104 or 535.104.05");
+    o.target_driver = std::string(trim(*v));
+  }
+  if (vm.count("target-gpu")) {
+    constexpr char kSpellings[] =
+        "compute capabilities CC[,CC] such as 9.0, sm_90, 90, 9.0a, sm_90a, compute_90, 10.0, 100, sm_100 or 120, "
+        "or none for a CPU-only image";
+    const std::vector<std::string> items = comma_list(vm, "target-gpu");
+    if (items.empty()) bad_value("target-gpu", "", kSpellings);
+    for (const std::string& item : items) {
+      if (to_lower(item) == "none") {
+        if (items.size() > 1) {
+          throw UsageError("--target-gpu none (a CPU-only image) cannot be combined with GPU targets ('" +
+                           printable(join(items, ","), 60) + "')");
+        }
+        o.target_cpu_only = true;
+        continue;
+      }
+      const std::optional<std::string> cc = parse_target_gpu(item);
+      if (!cc) bad_value("target-gpu", item, kSpellings);
+      if (std::find(o.target_gpus.begin(), o.target_gpus.end(), *cc) == o.target_gpus.end()) {
+        o.target_gpus.push_back(*cc);
+      }
+    }
+  }
+  o.site_packages = comma_list(vm, "site-packages");
+  o.python = str(vm, "python").value_or("");
+  o.cuda_runtimes = comma_list(vm, "cuda-runtime");
+  o.nccl_lib = str(vm, "nccl-lib").value_or("");
+  if (auto v = str(vm, "model-params")) {
+    o.model_params = parse_count(*v);
+    if (!o.model_params || *o.model_params == 0) bad_value("model-params", *v, "a parameter count such as 7B or 70e9");
+  }
+  if (vm.count("zero-stage")) o.zero_stage = int_in(vm, "zero-stage", 0, 3, "0, 1, 2 or 3");
+  if (vm.count("tensor-parallel")) o.tensor_parallel = int_in(vm, "tensor-parallel", 1, 1 << 20, "a whole number ≥ 1");
+  if (vm.count("pipeline-parallel")) o.pipeline_parallel = int_in(vm, "pipeline-parallel", 1, 1 << 20, "a whole number ≥ 1");
+  if (o.tensor_parallel || o.pipeline_parallel) {
+    const long long tp = o.tensor_parallel.value_or(1), pp = o.pipeline_parallel.value_or(1);
+    if (o.expect_world_size && *o.expect_world_size % (tp * pp) != 0) {
+      throw UsageError("--tensor-parallel " + std::to_string(tp) + " × --pipeline-parallel " + std::to_string(pp) + " = " +
+                       std::to_string(tp * pp) + " does not divide --expect-world-size " +
+                       std::to_string(*o.expect_world_size) +
+                       ": every data-parallel replica holds tensor × pipeline ranks (Megatron-LM refuses this layout)");
+    }
+  }
+  if (vm.count("ranks-per-node")) o.ranks_per_node = int_in(vm, "ranks-per-node", 1, 4096, "a whole number from 1 to 4096");
+  if (vm.count("host-bytes-per-rank")) o.host_bytes_per_rank = size_value(vm, "host-bytes-per-rank");
+  if (vm.count("checkpoint-dir")) {
+    // Paths as given, each once (a path may hold a comma: no list splitting).
+    for (const std::string& dir : vm["checkpoint-dir"].as<std::vector<std::string>>()) {
+      if (trim(dir).empty()) bad_value("checkpoint-dir", dir, "a directory (where the job writes its checkpoints)");
+      if (std::find(o.checkpoint_dirs.begin(), o.checkpoint_dirs.end(), dir) == o.checkpoint_dirs.end()) {
+        o.checkpoint_dirs.push_back(dir);
+      }
+    }
+  }
+  if (vm.count("shm-dataloader-bytes")) o.shm_dataloader_bytes = size_value(vm, "shm-dataloader-bytes");
+  if (vm.count("nccl-communicators")) o.nccl_communicators = int_in(vm, "nccl-communicators", 1, 1024, "a whole number from 1 to 1024");
+  o.sysroot = str(vm, "sysroot").value_or("");
+  o.topology_xml = str(vm, "topology-xml").value_or("");
+  o.matrix_dir = str(vm, "matrix").value_or("");
+  o.json_per_rank_dir = str(vm, "json-per-rank").value_or("");
+  if (auto v = str(vm, "mpi")) {
+    if (*v != "auto" && *v != "on" && *v != "off") bad_value("mpi", *v, "auto, on or off");
+    o.mpi = *v;
+  }
+  o.config_file = str(vm, "config").value_or("");
+  if (vm.count("python")) o.python = python_executable(o.python, o.sysroot);
+  return o;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_count(std::string_view text) {
+  text = trim(text);
+  if (text.empty()) return std::nullopt;
+  double scale = 1;
+  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
+  if (last == 'K' || last == 'M' || last == 'B' || last == 'G' || last == 'T') {
+    scale = last == 'K' ? 1e3 : last == 'M' ? 1e6 : last == 'T' ? 1e12 : 1e9;
+    text.remove_suffix(1);
+  }
+  const std::string number(text);
+  try {
+    std::size_t used = 0;
+    const double d = std::stod(number, &used);
+    if (used != number.size() || !std::isfinite(d) || d < 0 || d * scale >= 1e18) return std::nullopt;
+    return static_cast<std::uint64_t>(std::llround(d * scale));
+  } catch (const std::logic_error&) {
+    return std::nullopt;
+  }
+}
+
+std::optional<std::string> parse_target_gpu(std::string_view text) {
+  std::string t = to_lower(trim(text));
+  for (std::string_view prefix : {"sm_", "compute_"}) {
+    if (t.starts_with(prefix)) {
+      t.erase(0, prefix.size());
+      if (t.find('.') != std::string::npos) return std::nullopt;  // sm_9.0 is no spelling
+      break;
+    }
+  }
+  if (t.ends_with("+ptx")) t.erase(t.size() - 4);
+  if (!t.empty() && (t.back() == 'a' || t.back() == 'f')) t.pop_back();
+  const auto digits = [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  std::string major, minor;
+  if (const std::size_t dot = t.find('.'); dot != std::string::npos) {
+    major = t.substr(0, dot);
+    minor = t.substr(dot + 1);
+    if (major.size() > 2 || minor.size() != 1) return std::nullopt;
+  } else {
+    if (t.size() < 2 || t.size() > 3) return std::nullopt;  // "9" is ambiguous, "1000" no GPU
+    major = t.substr(0, t.size() - 1);
+    minor = t.substr(t.size() - 1);
+  }
+  if (!digits(major) || !digits(minor) || major.front() == '0') return std::nullopt;
+  return major + "." + minor;
+}
+
+bool is_target_driver(std::string_view text) {
+  text = trim(text);
+  const std::vector<std::string_view> parts = split(text, '.');
+  if (text.empty() || parts.size() > 3) return false;
+  for (std::string_view p : parts) {
+    if (p.empty() || p.size() > 6 || !std::all_of(p.begin(), p.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+      return false;
+    }
+  }
+  return parse_uint(parts.front()).value_or(0) > 0;
+}
+
+std::string help_text() {
+  std::ostringstream out;
+  out << "preflight — pre-flight environment validator for distributed GPU training\n\n"
+         "Usage:\n"
+         "  preflight [run] [options]   run the checks (default)\n"
+         "  preflight list              list every check id with a one-line description\n"
+         "  preflight explain CHECK_ID  what a check looks at, why it matters, how to fix each failure\n"
+         "  preflight capture [options] DIR | --tar FILE\n"
+         "                              record what the checks read on this node (the /proc and /sys files,\n"
+         "                              /dev/shm, interfaces, environment without secrets, GPU and library\n"
+         "                              facts, hwloc's topology) into a new DIR and/or tar FILE, to judge\n"
+         "                              elsewhere with --sysroot DIR\n"
+         "  preflight merge [options] FILE...\n"
+         "                              one report from per-node (--json) or per-rank (--json-per-rank)\n"
+         "                              result files, with the job checks over their facts; a directory\n"
+         "                              stands for every *.json file in it\n"
+         "  preflight --version | --help\n\n"
+         "Examples (every option of `run` is used in one of them):\n"
+         "  preflight                                   check this node (profile node)\n"
+         "  mpirun -np 16 --map-by ppr:8:node preflight check the job, launched like the job\n"
+         "  srun --mpi=pmix --ntasks-per-node=8 preflight --expect-nodes 2 --expect-world-size 16 --expect-gpus 8\n"
+         "  preflight --min-busbw 150 --allreduce-bytes 256M     all_reduce floor and message size\n"
+         "  mpirun -np 4 preflight --json-per-rank out/ --mpi auto   every rank keeps its own file (preflight merge out/)\n"
+         "  preflight --only 'shm.*,host.*' --skip host.limits --format json\n"
+         "  preflight --json r.json --junit r.xml --prom /var/lib/node_exporter/preflight.prom   files for CI and dashboards\n"
+         "  preflight --format junit --strict           WARN fails too; JUnit XML on stdout\n"
+         "  preflight --format prometheus --timeout 45  a textfile on stdout, within 45 s\n"
+         "  preflight --profile image --target-driver 535.104.05 --target-gpu 9.0   gate an image build (no GPU)\n"
+         "  preflight --model-params 70B --zero-stage 2 --ranks-per-node 8 --host-bytes-per-rank 6G --only host.memory\n"
+         "  preflight --model-params 405B --zero-stage 1 --tensor-parallel 8 --pipeline-parallel 16 --ranks-per-node 8 \\\n"
+         "            --expect-world-size 1024 --only host.memory\n"
+         "  preflight --shm-dataloader-bytes 1G --nccl-communicators 2 --only shm.capacity\n"
+         "  preflight --model-params 70B --zero-stage 3 --checkpoint-dir /lustre/ckpt --checkpoint-dir /scratch --only host.disk\n"
+         "  preflight --site-packages /opt/venv/lib/python3.11/site-packages --python /opt/venv/bin/python\n"
+         "  preflight --cuda-runtime /opt/cuda/lib64/libcudart.so.12 --nccl-lib /opt/nccl/lib/libnccl.so.2\n"
+         "  preflight capture /captures/node17 --tar node17.tar   capture this node (on the node)\n"
+         "  preflight --sysroot /captures/node17         judge a captured node (elsewhere)\n"
+         "  preflight --sysroot /hwloc-gather/node17 --topology-xml node17.xml   judge any captured /proc, /sys tree\n"
+         "  preflight --matrix /usr/share/preflight/matrix --config /etc/preflight/site.ini\n"
+         "  preflight -v --color never --progress never  evidence for every check, no colour, no progress line\n"
+         "  preflight merge --json cluster.json node-*.json\n"
+         "  preflight explain shm.capacity\n\n"
+      << run_options() << "\n"
+      << capture_options() << "\n"
+      << generic_options() << "\n"
+         "Config file (--config FILE): one `name = value` per line with the long option names (only = net.*),\n"
+         "`#` starts a comment, a value in matching double or single quotes loses them (nothing inside is\n"
+         "unescaped), a UTF-8 byte order mark is ignored; the command line wins over the file.\n"
+         "--only and --skip are checked against the check ids: a glob that matches no check, or a selection\n"
+         "that leaves none, is a usage error (exit 2). --timeout is at most 86400 s.\n\n"
+         "Exit codes: 0 no FAIL/UNKNOWN (WARN allowed unless --strict) · 1 a FAIL · 2 usage or\n"
+         "configuration error · 3 an UNKNOWN, no FAIL · 4 a deadline expired · 5 internal error\n";
+  return out.str();
+}
+
+Cli parse_cli(const std::vector<std::string>& argv) {
+  Cli cli;
+  std::vector<std::string> rest(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
+  if (!rest.empty() && !rest.front().empty() && rest.front().front() != '-') {
+    const std::string& cmd = rest.front();
+    if (cmd == "run") cli.command = Command::Run;
+    else if (cmd == "list") cli.command = Command::List;
+    else if (cmd == "explain") cli.command = Command::Explain;
+    else if (cmd == "merge") cli.command = Command::Merge;
+    else if (cmd == "capture") cli.command = Command::Capture;
+    else throw UsageError("unknown command '" + printable(cmd, 60) + "' (commands: run, list, explain, merge, capture; see --help)");
+    rest.erase(rest.begin());
+  }
+
+  po::options_description all;
+  all.add(run_options()).add(capture_options()).add(generic_options());
+  all.add_options()("args", po::value<std::vector<std::string>>(), "positional arguments");
+  po::positional_options_description positional;
+  positional.add("args", -1);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(rest).options(all).positional(positional).run(), vm);
+    if (vm.count("config")) {
+      const std::string path = vm["config"].as<std::string>();
+      // The command line wins: drop the file's value of every option the command line already set
+      // (store() alone would merge list options such as --only).
+      const po::options_description file_options = run_options();  // parsed_options points into it
+      po::parsed_options from_file = read_config_file(path, file_options);
+      std::erase_if(from_file.options, [&vm](const po::option& o) { return vm.count(o.string_key) != 0 && !vm[o.string_key].defaulted(); });
+      po::store(from_file, vm);
+    }
+    po::notify(vm);
+  } catch (const po::error_with_option_name& e) {
+    throw UsageError(safe_what(e));
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+
+  if (vm.count("help")) {
+    cli.command = Command::Help;
+    return cli;
+  }
+  if (vm.count("version")) {
+    cli.command = Command::Version;
+    return cli;
+  }
+  if (vm.count("args")) cli.args = vm["args"].as<std::vector<std::string>>();
+  if (cli.command == Command::Explain) {
+    if (cli.args.size() != 1) throw UsageError("explain takes exactly one check id (see `preflight list`)");
+  } else if (cli.command == Command::Merge) {
+    if (cli.args.empty()) throw UsageError("merge needs at least one result file: preflight merge [options] FILE...");
+  } else if (cli.command == Command::Capture) {
+    if (vm.count("tar")) cli.tar_file = vm["tar"].as<std::string>();
+    if (cli.args.size() > 1) throw UsageError("capture takes one directory: preflight capture [options] DIR | --tar FILE");
+    if (cli.args.empty() && cli.tar_file.empty()) {
+      throw UsageError("capture needs a new directory or --tar FILE: preflight capture [options] DIR | --tar FILE");
+    }
+    if (vm.count("tar") && cli.tar_file.empty()) throw UsageError("--tar '': expected a file name");
+    if (vm.count("sysroot")) throw UsageError("capture records the live node: --sysroot cannot be given to it");
+    for (const char* report_only : {"json", "junit", "prom", "format", "json-per-rank", "only", "skip", "strict"}) {
+      if (vm.count(report_only) && !vm[report_only].defaulted()) {
+        throw UsageError(std::string("--") + report_only + " is an option of a run, not of capture (a capture judges nothing: "
+                         "judge it with --sysroot DIR)");
+      }
+    }
+  } else if (!cli.args.empty()) {
+    throw UsageError("unexpected argument '" + printable(cli.args.front(), 60) + "'");
+  }
+  if (vm.count("tar") && cli.command != Command::Capture) {
+    throw UsageError("--tar is an option of `preflight capture` (see --help)");
+  }
+  cli.options = to_options(vm);
+  if (cli.command == Command::Run || cli.command == Command::Merge) validate_selection(cli.options);
+  return cli;
+}
+
+}  // namespace preflight

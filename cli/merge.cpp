@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: MIT
+#include "cli/merge.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/json_util.hpp"
+#include "core/text.hpp"
+#include "cli/cli.hpp"
+#include "job/job_report.hpp"
+#include "cli/output.hpp"
+#include "cli/progress.hpp"
+#include "job/run.hpp"
+#include "matrix/compat_matrix.hpp"
+
+#ifndef PREFLIGHT_VERSION
+#define PREFLIGHT_VERSION "0.0.0"
+#endif
+
+extern char** environ;
+
+namespace preflight {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr unsigned kMaxReaders = 8;  // threads reading and parsing files
+
+std::string name_of(const std::string& path) { return printable(path, 200); }
+
+[[noreturn]] void refuse(const std::string& path, const std::string& what) { throw UsageError(name_of(path) + ": " + what); }
+
+/// "0" of "0.1.0"; "" when the text does not start with a number.
+std::string major_of(std::string_view version) {
+  std::size_t n = 0;
+  while (n < version.size() && version[n] >= '0' && version[n] <= '9') ++n;
+  return std::string(version.substr(0, n));
+}
+
+std::string kind_of(const json& j) { return j.type_name(); }
+
+const json& member(const std::string& path, const json& object, const char* key, const char* where) {
+  const auto it = object.find(key);
+  if (it == object.end()) refuse(path, std::string("not a preflight result: ") + where + " has no \"" + key + "\"");
+  return *it;
+}
+
+std::optional<Profile> profile_from(std::string_view text) {
+  if (text == "node") return Profile::Node;
+  if (text == "job") return Profile::Job;
+  if (text == "image") return Profile::Image;
+  return std::nullopt;
+}
+
+int rank_number(const std::string& path, const json& value, const std::string& where) {
+  if (!value.is_number_integer()) refuse(path, where + " is " + kind_of(value) + ", not a rank number");
+  const std::int64_t n = value.get<std::int64_t>();
+  if (n < 0 || n >= kMaxMergeWorld) {
+    refuse(path, where + " is " + std::to_string(n) + ": outside 0.." + std::to_string(kMaxMergeWorld - 1));
+  }
+  return static_cast<int>(n);
+}
+
+std::string host_of(const RankFacts& f) { return f.identity.hostname.empty() ? std::string("?") : f.identity.hostname; }
+
+}  // namespace
+
+std::vector<std::string> result_files(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(p, ec)) {
+      out.push_back(p);
+      continue;
+    }
+    std::vector<std::string> inside;
+    for (const auto& entry : std::filesystem::directory_iterator(p, ec)) {
+      if (entry.path().extension() == ".json" && entry.path().filename().string().front() != '.') {
+        inside.push_back(entry.path().string());
+      }
+    }
+    if (ec) refuse(p, "cannot list the directory: " + ec.message());
+    if (inside.empty()) refuse(p, "the directory holds no *.json result file");
+    std::sort(inside.begin(), inside.end());
+    out.insert(out.end(), inside.begin(), inside.end());
+  }
+  return out;
+}
+
+namespace {
+
+/// Reads every file on up to kMaxReaders threads, counting each one read in `files_read` (when
+/// given); the first bad file in the order given is the error reported.
+std::vector<ResultFile> read_all(const std::vector<std::string>& paths, std::atomic<int>* files_read) {
+  const std::size_t n = paths.size();
+  std::vector<std::optional<ResultFile>> parsed(n);
+  std::vector<std::string> errors(n);
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  const auto work = [&] {
+    for (std::size_t i = next++; i < n && !failed; i = next++) {
+      try {
+        parsed[i] = read_result_file(paths[i]);
+        if (files_read != nullptr) files_read->fetch_add(1, std::memory_order_relaxed);
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+        failed = true;
+      }
+    }
+  };
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const std::size_t threads = std::min<std::size_t>({static_cast<std::size_t>(std::min(hw, kMaxReaders)), n});
+  std::vector<std::thread> pool;
+  for (std::size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& t : pool) t.join();
+  for (const std::string& error : errors) {
+    if (!error.empty()) throw UsageError(error);  // the first refused file in the order given
+  }
+  std::vector<ResultFile> out;
+  out.reserve(n);
+  for (std::optional<ResultFile>& file : parsed) out.push_back(std::move(*file));
+  return out;
+}
+
+}  // namespace
+
+ResultFile parse_result_file(const std::string& path, std::string_view text) {
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::parse_error& e) {
+    if (e.byte >= text.size()) {
+      refuse(path, "truncated: the JSON ends after " + std::to_string(text.size()) + " bytes, before the document does");
+    }
+    refuse(path, "not valid JSON (corrupt at byte " + std::to_string(e.byte) + "): " + printable(e.what(), 160));
+  } catch (const json::exception& e) {  // out_of_range 406: a number no double holds ("1e309")
+    refuse(path, "not valid JSON: " + printable(e.what(), 160));
+  }
+  if (!doc.is_object()) refuse(path, "not a preflight result: the JSON is " + kind_of(doc) + ", not an object");
+
+  const json& schema = member(path, doc, "schema", "the document");
+  if (!schema.is_string() || schema.get<std::string>() != "preflight/v1") {
+    refuse(path, "schema " + printable(schema.dump(), 60) + ", expected \"preflight/v1\" (a result of another format)");
+  }
+  const json& tool = member(path, doc, "tool", "the document");
+  if (!tool.is_object()) refuse(path, "\"tool\" is " + kind_of(tool) + ", not an object");
+  const json& version = member(path, tool, "version", "\"tool\"");
+  if (!version.is_string()) refuse(path, "tool.version is " + kind_of(version) + ", not a string");
+  const std::string theirs = version.get<std::string>();
+  const std::string ours = PREFLIGHT_VERSION;
+  if (major_of(theirs).empty() || major_of(theirs) != major_of(ours)) {
+    refuse(path, "written by preflight " + printable(theirs, 40) + ", this is preflight " + ours +
+                     ": major versions differ (merge the results of one preflight release, or rerun with this one)");
+  }
+
+  ResultFile out;
+  out.path = path;
+  const json& profile = member(path, doc, "profile", "the document");
+  const std::optional<Profile> p = profile.is_string() ? profile_from(profile.get<std::string>()) : std::nullopt;
+  if (!p) refuse(path, "profile " + printable(profile.dump(), 40) + " is none of node, job, image");
+  out.profile = *p;
+  if (const auto w = doc.find("world"); w != doc.end() && w->is_object() && w->contains("size")) {
+    const json& size = w->at("size");
+    if (!size.is_number_integer() || size.get<std::int64_t>() < 1 || size.get<std::int64_t>() > kMaxMergeWorld) {
+      refuse(path, "world.size " + printable(size.dump(), 40) + " is not a world size from 1 to " +
+                       std::to_string(kMaxMergeWorld));
+    }
+    out.world_size = static_cast<int>(size.get<std::int64_t>());
+  }
+
+  const json& ranks = member(path, doc, "ranks", "the document");
+  if (!ranks.is_array()) refuse(path, "\"ranks\" is " + kind_of(ranks) + ", not an array");
+  if (ranks.empty()) refuse(path, "holds no rank's facts (\"ranks\" is empty)");
+  std::unordered_set<int> own;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    const json& item = ranks[i];
+    const std::string where = "ranks[" + std::to_string(i) + "]";
+    if (!item.is_object()) refuse(path, where + " is " + kind_of(item) + ", not an object");
+    const int rank = rank_number(path, member(path, item, "rank", where.c_str()), where + ".rank");
+    const json& facts = member(path, item, "facts", where.c_str());
+    if (!facts.is_object()) refuse(path, where + ".facts is " + kind_of(facts) + ", not an object");
+    if (const std::optional<std::string> bad = float_out_of_range(facts)) {
+      refuse(path, where + ".facts (rank " + std::to_string(rank) + ") has a number out of range at " + printable(*bad, 160));
+    }
+    RankFacts f;
+    try {
+      f = facts.get<RankFacts>();
+    } catch (const std::exception& e) {
+      refuse(path, where + ".facts (rank " + std::to_string(rank) + ") is malformed: " + printable(e.what(), 160));
+    }
+    f.placement.rank = rank;
+    if (f.identity.hostname.empty()) {
+      if (const auto h = item.find("host"); h != item.end() && h->is_string()) f.identity.hostname = h->get<std::string>();
+    }
+    if (!own.insert(rank).second) refuse(path, "rank " + std::to_string(rank) + " appears twice in \"ranks\"");
+    out.ranks.push_back(std::move(f));
+  }
+
+  member(path, doc, "checks", "the document");
+  json& checks = doc.at("checks");
+  if (!checks.is_array()) refuse(path, "\"checks\" is " + kind_of(checks) + ", not an array");
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    const std::string where = "checks[" + std::to_string(i) + "]";
+    json& item = checks[i];
+    if (!item.is_object()) refuse(path, where + " is " + kind_of(item) + ", not an object");
+    // The evidence is moved out of the document, not copied: it is most of a result's bulk.
+    json evidence = json::object();
+    if (const auto ev = item.find("evidence"); ev != item.end()) {
+      if (!ev->is_object()) refuse(path, where + " is malformed: its evidence is " + kind_of(*ev) + ", not an object");
+      evidence = std::move(*ev);
+      item.erase("evidence");
+    }
+    CheckResult r;
+    try {
+      r = item.get<CheckResult>();
+    } catch (const std::exception& e) {
+      refuse(path, where + " is malformed: " + printable(e.what(), 160));
+    }
+    r.verdict.evidence = std::move(evidence);
+    if (r.scope == Scope::Job) continue;  // judged again over the merged job
+    for (int rank : r.ranks) {
+      if (rank < 0 || !own.contains(rank)) {
+        refuse(path, where + " (" + printable(r.id, 40) + ") names rank " + std::to_string(rank) +
+                         ", whose facts the file does not hold (\"ranks\" and \"checks\" do not match)");
+      }
+    }
+    if (r.ranks.empty()) refuse(path, where + " (" + printable(r.id, 40) + ") names no rank");
+    out.results.push_back(std::move(r));
+  }
+
+  if (const auto inc = doc.find("incidents"); inc != doc.end() && inc->is_array()) {
+    for (const json& i : *inc) {
+      if (i.is_string()) out.incidents.push_back(name_of(path) + ": " + i.get<std::string>());
+    }
+  }
+  if (const auto s = doc.find("summary"); s != doc.end() && s->is_object()) {
+    const auto code = s->find("exit_code");
+    out.deadline_expired = code != s->end() && code->is_number_integer() && code->get<std::int64_t>() == 4;
+  }
+  return out;
+}
+
+ResultFile read_result_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) refuse(path, std::string("cannot read: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) refuse(path, "not a regular file");
+  if (static_cast<std::uintmax_t>(st.st_size) > kMaxResultFileBytes) {
+    refuse(path, "is " + format_bytes(static_cast<std::uint64_t>(st.st_size)) + ", over the " +
+                     format_bytes(kMaxResultFileBytes) + " a result file may have: not a preflight result");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) refuse(path, std::string("cannot read: ") + std::strerror(errno));
+  std::string text(static_cast<std::size_t>(st.st_size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (in.bad()) refuse(path, "cannot read");
+  if (in.peek() != std::char_traits<char>::eof()) refuse(path, "grew while it was read: not a finished result");
+  return parse_result_file(path, text);
+}
+
+MergedJob merge_files(std::vector<ResultFile> files, const Options& options) {
+  if (files.empty()) throw UsageError("merge needs at least one result file");
+  MergedJob out;
+
+  // One rank of one host in two files is the same result given twice.
+  std::unordered_map<std::string, std::size_t> seen;  // host '\n' rank -> file
+  std::unordered_set<int> numbers;
+  bool collide = false;
+  bool separate_runs = true;  // every file a whole world of its own (ranks 0..size-1)
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const ResultFile& file = files[i];
+    int top = -1;
+    for (const RankFacts& f : file.ranks) {
+      const std::string key = f.identity.hostname + "\n" + std::to_string(f.placement.rank);
+      const auto [it, inserted] = seen.emplace(key, i);
+      if (!inserted) {
+        refuse(file.path, "rank " + std::to_string(f.placement.rank) + " of host " + host_of(f) + " is also in " +
+                              name_of(files[it->second].path) + " (the same result given twice)");
+      }
+      collide = !numbers.insert(f.placement.rank).second || collide;
+      top = std::max(top, f.placement.rank);
+    }
+    separate_runs = separate_runs && file.world_size == static_cast<int>(file.ranks.size()) &&
+                    top + 1 == static_cast<int>(file.ranks.size());
+    total += file.ranks.size();
+  }
+  if (total > static_cast<std::size_t>(kMaxMergeWorld)) {
+    throw UsageError("the files hold " + std::to_string(total) + " ranks, more than the " +
+                     std::to_string(kMaxMergeWorld) + " a merge takes");
+  }
+
+  // Separate runs each number their ranks from 0: renumber them in file order.
+  const bool renumber = collide && separate_runs;
+  JobFacts& job = out.job;
+  job.source = "merge";
+  int world = 0;
+  if (renumber) {
+    int offset = 0;
+    for (ResultFile& file : files) {
+      const int size = static_cast<int>(file.ranks.size());
+      for (RankFacts& f : file.ranks) f.placement.rank += offset;
+      for (CheckResult& r : file.results) {
+        for (int& rank : r.ranks) rank += offset;
+      }
+      offset += size;
+    }
+    world = offset;
+    for (ResultFile& file : files) {
+      for (RankFacts& f : file.ranks) f.placement.world_size = world;
+    }
+    out.notes.push_back(std::to_string(files.size()) +
+                        " result files of separate runs each numbered their ranks from 0: renumbered in the order "
+                        "the files were given (" + name_of(files.front().path) + " holds rank 0" +
+                        (files.size() > 1 ? ", " + name_of(files.back().path) + " rank " +
+                                                std::to_string(world - static_cast<int>(files.back().ranks.size()))
+                                          : std::string()) +
+                        "); the ranks[] of the JSON report name each rank's host");
+  } else {
+    for (const ResultFile& file : files) {
+      world = std::max(world, file.world_size);
+      for (const RankFacts& f : file.ranks) world = std::max(world, f.placement.rank + 1);
+    }
+  }
+  job.world_size = std::max(1, world);
+
+  // Facts in rank order (file order among equal numbers), their files alongside.
+  struct Entry {
+    int rank;
+    std::size_t file;
+    RankFacts* facts;
+  };
+  std::vector<Entry> entries;
+  entries.reserve(total);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    for (RankFacts& f : files[i].ranks) entries.push_back(Entry{f.placement.rank, i, &f});
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.rank < b.rank; });
+
+  job.status.resize(static_cast<std::size_t>(job.world_size));
+  for (std::size_t r = 0; r < job.status.size(); ++r) job.status[r].rank = static_cast<int>(r);
+  job.ranks.reserve(entries.size());
+  job.files.reserve(entries.size());
+  for (const Entry& e : entries) {
+    RankStatus& s = job.status[static_cast<std::size_t>(e.rank)];
+    s.host = e.facts->identity.hostname;
+    s.pid = e.facts->identity.pid;
+    s.last_phase = Phase::Report;
+    s.heard = true;
+    s.delivered = true;
+    job.files.push_back(files[e.file].path);
+    job.ranks.push_back(std::move(*e.facts));
+  }
+  const std::string why = "merged from result files: the ranks ran separately, ";
+  job.barrier.note = why + "no barrier ran across them";
+  job.allreduce.note = why + "no all_reduce ran across them";
+  job.reach_note = why + "no rank connected to rank 0";
+
+  bool all_image = true;
+  for (ResultFile& file : files) {
+    all_image = all_image && file.profile == Profile::Image;
+    out.deadline_expired = out.deadline_expired || file.deadline_expired;
+    for (std::string& i : file.incidents) out.incidents.push_back(std::move(i));
+    for (CheckResult& r : file.results) out.per_rank.push_back(std::move(r));
+  }
+  out.profile = options.profile ? *options.profile : all_image ? Profile::Image : Profile::Job;
+  return out;
+}
+
+Report merge_report(const Options& options, const std::vector<std::string>& paths, const CompatMatrix* matrix,
+                    std::atomic<int>* files_read) {
+  const std::vector<std::string> files = result_files(paths);
+  if (files.empty()) throw UsageError("merge needs at least one result file: preflight merge FILE...");
+  MergedJob merged = merge_files(read_all(files, files_read), options);
+  // --only/--skip select among the files' results as among the checks a run judges.
+  std::erase_if(merged.per_rank, [&options](const CheckResult& r) { return !selected(options, r.id); });
+  Report report = assemble_report(options, merged.profile, std::move(merged.job), std::move(merged.per_rank), matrix);
+  report.notes.insert(report.notes.begin(), "merged " + std::to_string(files.size()) + " result file" +
+                                                (files.size() == 1 ? "" : "s"));
+  report.notes.insert(report.notes.end(), merged.notes.begin(), merged.notes.end());
+  report.incidents.insert(report.incidents.end(), merged.incidents.begin(), merged.incidents.end());
+  report.deadline_expired = report.deadline_expired || merged.deadline_expired;
+  return report;
+}
+
+int merge_command(const Options& options, const std::vector<std::string>& files) {
+  const auto start = std::chrono::steady_clock::now();
+  check_report_files(options);  // before any file is read
+  const std::optional<CompatMatrix> matrix = load_matrix(options);
+  const EnvSnapshot env = EnvSnapshot::capture(environ);
+  // The count the progress line shows is of result files, a directory's counted one by one.
+  const std::vector<std::string> listed = result_files(files);
+  std::atomic<int> read{0};
+  ProgressLine progress(progress_wanted(options, env), static_cast<int>(listed.size()),
+                        [&read] { return read.load(std::memory_order_relaxed); }, STDERR_FILENO, "files read");
+  progress.phase("merge");
+  Report report = merge_report(options, listed, matrix ? &*matrix : nullptr, &read);
+  progress.stop();
+  report.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  return emit_report(report, options, env, exit_code(report, options.strict));
+}
+
+void write_rank_json(const std::string& dir, const Report& report, const Options& options) {
+  if (report.ranks.empty()) throw std::invalid_argument("write_rank_json: the report holds no rank");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);  // another rank may create it at the same moment
+  if (!std::filesystem::is_directory(dir)) {
+    throw std::runtime_error("--json-per-rank '" + name_of(dir) + "': cannot create the directory" +
+                             (ec ? ": " + ec.message() : std::string()));
+  }
+  const int rank = report.ranks.front().placement.rank;
+  const std::filesystem::path file = std::filesystem::path(dir) / ("preflight-rank-" + std::to_string(rank) + ".json");
+  write_atomically(file.string(), render_json(report, options));
+}
+
+}  // namespace preflight

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+// The progress line on a terminal: for any phase that lasts longer than a second, rank 0 shows on
+// stderr which phase it is in, what it is doing there (the probe that runs) and how many ranks
+// have reported, redrawn in place a few times a second and cleared before the report prints.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/env.hpp"
+#include "core/options.hpp"
+#include "job/job_run.hpp"
+
+namespace preflight {
+
+/// Whether the progress line is shown: --progress always|never, else (auto) when stderr is a
+/// terminal and TERM is not "dumb".
+bool progress_wanted(const Options& options, const EnvSnapshot& env);
+
+/// The text of the line: "preflight: gather · 12/16 ranks reported · 3.4 s". `world` 1 leaves the
+/// count out; `detail` (the probe that runs) follows the phase when there is one; `unit` names
+/// what is counted.
+std::string progress_text(const std::string& phase, const std::string& detail, int arrived, int world, double seconds,
+                          const std::string& unit = "ranks reported");
+
+class ProgressLine final : public JobProgress {
+ public:
+  /// `arrived`: ranks that reached the current phase, read from the drawing thread (it must be
+  /// safe there). Disabled, it draws nothing and starts no thread.
+  ProgressLine(bool enabled, int world, std::function<int()> arrived, int fd = 2, std::string unit = "ranks reported");
+  ~ProgressLine();
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+  void phase(const std::string& name) override;
+  void detail(const std::string& what) override;
+  /// Stops drawing and clears the line (before the report or any message is printed).
+  void stop() override;
+
+ private:
+  void loop();
+
+  const bool m_enabled;
+  const int m_world;
+  const std::function<int()> m_arrived;
+  const int m_fd;
+  const std::string m_unit;
+  std::mutex m_mutex;
+  std::condition_variable m_cv;
+  std::string m_phase;
+  std::string m_detail;
+  std::chrono::steady_clock::time_point m_since = std::chrono::steady_clock::now();
+  bool m_stopped = false;
+  bool m_drawn = false;
+  std::thread m_thread;
+};
+
+}  // namespace preflight

@@ -1,0 +1,956 @@
+// SPDX-License-Identifier: MIT
+#include "job/job_run.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include "core/deadlines.hpp"
+#include "core/gpu_binding.hpp"
+#include "core/text.hpp"
+#include "transport/payload.hpp"
+#include "transport/liveness.hpp"
+#include "transport/pmix_join.hpp"
+#include "transport/reach.hpp"
+#include "transport/transport.hpp"
+#include "job/job_report.hpp"
+#include "job/run.hpp"
+#include "job/test_faults.hpp"
+#include "job/nccl_allreduce.hpp"
+
+namespace preflight {
+namespace {
+
+using std::chrono::duration;
+using std::chrono::duration_cast;
+
+Clock::duration seconds(double s) { return duration_cast<Clock::duration>(duration<double>(s)); }
+double since(TimePoint t) { return duration<double>(Clock::now() - t).count(); }
+
+/// One rank's all_reduce outcome as a fixed-size record for the gather to rank 0: the outcome's
+/// JSON, padded with spaces (long messages are cut to fit).
+constexpr std::size_t kRecordBytes = 4096;
+
+std::string to_record(NcclRankOutcome o) {
+  std::string text = nlohmann::json(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (text.size() > kRecordBytes) {
+    o.error = o.error.substr(0, 1000);
+    o.helper = o.helper.substr(0, 500);
+    text = nlohmann::json(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  text.resize(kRecordBytes, ' ');
+  return text;
+}
+
+NcclRankOutcome from_record(const std::string& record, int rank) {
+  try {
+    NcclRankOutcome o = nlohmann::json::parse(record).get<NcclRankOutcome>();
+    o.rank = rank;
+    return o;
+  } catch (const std::exception& e) {
+    NcclRankOutcome o;
+    o.rank = rank;
+    o.step = "gather";
+    o.error = std::string("its all_reduce record did not parse: ") + e.what();
+    return o;
+  }
+}
+
+/// The exact integers of the self-check: element 0 counts the ranks, element 1 sums their numbers
+/// (a duplicate or missing rank changes it), the rest a pattern with a known sum.
+std::int64_t pattern(std::size_t i, int rank) {
+  if (i == 0) return 1;
+  if (i == 1) return rank;
+  return static_cast<std::int64_t>(rank + 1) * static_cast<std::int64_t>(i % 1021 + 1);
+}
+std::int64_t expected_sum(std::size_t i, int size) {
+  const std::int64_t n = size;
+  if (i == 0) return n;
+  if (i == 1) return n * (n - 1) / 2;
+  return static_cast<std::int64_t>(i % 1021 + 1) * n * (n + 1) / 2;
+}
+
+constexpr int kTimedIterations = 3;
+constexpr int kBusbwRounds = 3;  // a result below --min-busbw is measured again before it fails
+
+class JobRun {
+ public:
+  JobRun(const Options& options, TimePoint start, const EnvSnapshot& env, const CompatMatrix* matrix,
+         const JobHooks& hooks)
+      : m_options(options), m_start(start), m_env(env), m_matrix(matrix), m_hooks(hooks), m_emit(hooks.emit),
+        m_deadlines(PhaseDeadlines::from(start, options.timeout_s)), m_faults(test_faults(env)) {}
+
+  int run() {
+    start_transport();
+    m_root = m_transport->rank() == 0;
+    if (m_root && m_hooks.progress) {
+      Transport* transport = m_transport.get();
+      m_progress = m_hooks.progress(transport->size(), [transport] { return transport->ranks_arrived(); });
+    }
+
+    RankFacts seed;
+    if (m_join.state == JoinOutcome::State::NoServer) seed.placement.launcher_gone = m_join.why;  // launch.env
+    if (m_mpi) {
+      seed.placement.mpi = m_transport->view();
+      // A collective on the world: every rank takes part, whatever its own host's rank count (a
+      // rank alone on its host skipping it would pair the others' gather with its next collective).
+      if (m_transport->size() > 1) {
+        auto node_cvd = exchange_visible_devices();
+        if (seed.placement.mpi->local_size > 1) seed.placement.mpi->node_cvd = std::move(node_cvd);
+      }
+    }
+    enter(Phase::Probe);
+    ProbeRun probes = run_probes(m_options, m_env, m_deadlines.probe, std::move(seed), [] { return termination_requested(); },
+                                 [this](const std::string& probe) {
+                                   if (m_progress) m_progress->detail("probe " + probe);
+                                 });
+    m_probe_expired = probes.expired;
+    if (probes.expired) m_incidents.push_back("rank " + std::to_string(m_transport->rank()) + ": " + probes.incident);
+    m_facts = std::move(probes.facts);
+    m_profile = effective_profile(m_options, m_facts);
+    const bool leader = !m_mpi || m_transport->view().local_rank == 0;
+    m_mine = judge_rank(m_options, m_profile, m_facts, leader, m_matrix);
+    if (unjoined()) report_unjoined();
+
+    enter(Phase::Reach);
+    reach_rank0();
+
+    write_own_file();
+
+    enter(Phase::Gather);
+    gather();
+    m_listener.reset();  // every rank has tried its connection by now
+
+    enter(Phase::Barrier);
+    barrier();
+
+    enter(Phase::Allreduce);
+    allreduce();
+
+    enter(Phase::Report);
+    return report();
+  }
+
+ private:
+  void start_transport() {
+    std::string why;
+    const bool launched = mpi_launch_detected(m_env, why);
+    const bool want = m_options.mpi == "on" || (m_options.mpi == "auto" && launched);
+    if (want) {
+      std::string error;
+      liveness_reserve_descriptor();  // before MPI opens its sockets (transport/liveness.hpp)
+      if (launched) {
+        join_before_mpi_init();
+        if (unjoined()) return;
+        if (m_join.state == JoinOutcome::State::NoServer) error = m_join.why;
+      }
+      // After a join that completed late, MPI_Init still gets a moment: every rank is there.
+      const TimePoint init_deadline =
+          m_join.state == JoinOutcome::State::Complete ? std::max(m_deadlines.init, Clock::now() + m_deadlines.grace) : m_deadlines.init;
+      if (error.empty()) m_transport = init_mpi_transport(init_deadline, !launched, error);
+      if (m_join.state == JoinOutcome::State::Complete) pmix_join_release();
+      if (m_transport) {
+        if (m_transport->rank() == 0) install_termination_handler();
+        m_mpi = true;
+        m_job.source = "mpi";
+        return;
+      }
+      m_incidents.push_back("MPI could not start (" + error + "): this rank ran alone");
+    }
+    m_transport = make_local_transport();
+    m_job.source = "none";
+  }
+
+  /// Under a PMIx launcher, every rank meets the others at a fence with a deadline before MPI_Init
+  /// (transport/pmix_join.hpp). When some rank never started, the lowest rank that did runs its own
+  /// probes alone and reports (report_unjoined); the others wait for it to end the job.
+  void join_before_mpi_init() {
+    const auto window = std::clamp(seconds(m_options.timeout_s * 0.05), seconds(0.3), seconds(2.0));
+    m_join = pmix_join(m_env, m_deadlines.init - window, m_deadlines.init, m_deadlines.end + m_deadlines.grace);
+    if (m_join.state != JoinOutcome::State::Incomplete) return;
+    if (!m_join.reporter) {
+      std::fprintf(stderr,
+                   "preflight: rank %d (pid %d): not every rank started before the deadline; a lower rank reports "
+                   "which, and ends the job (exit 4)\n",
+                   m_join.rank, static_cast<int>(::getpid()));
+      pmix_join_abort(4, "preflight: ranks of the job never started");
+    }
+    install_termination_handler();
+    m_transport = make_local_transport();
+    m_job.source = "mpi";
+    m_job.world_size = m_join.size;
+    m_job.status = m_join.ranks;
+  }
+
+  /// The reporter of a job whose ranks did not all start: its own node's verdicts, the job's
+  /// checks over the ranks that joined, and the incident naming the others and their hosts.
+  [[noreturn]] void report_unjoined() {
+    m_job.ranks = {m_facts};
+    m_results = m_mine;
+    std::vector<int> missing;
+    for (RankStatus& s : m_job.status) {
+      if (s.rank == m_join.rank) s.delivered = true;
+      if (!s.heard) missing.push_back(s.rank);
+    }
+    const std::string note = "not run: " + describe(missing) + " never started";
+    m_job.barrier.note = note;
+    m_job.allreduce.note = note;
+    m_job.barrier.missing = missing;  // the ranks that started are not to blame
+    m_job.allreduce.missing = missing;
+    expire(describe_unjoined(m_join, duration<double>(m_deadlines.init - m_start).count()));
+  }
+
+  /// Every rank's CUDA_VISIBLE_DEVICES to the other ranks of its host (through rank 0), before the
+  /// probes: local rank 0 runs the node's peer copies across the union of the GPUs they will use.
+  /// nullopt when the exchange did not complete in time (the peer copies then see local rank 0's
+  /// GPUs only, and topo.p2p says which pairs were not copied).
+  std::optional<std::vector<std::optional<std::string>>> exchange_visible_devices() {
+    char host[256] = {};
+    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+    nlohmann::json mine = {{"host", std::string(host)}, {"local_rank", m_transport->view().local_rank}};
+    const std::optional<std::string> cvd = m_env.get("CUDA_VISIBLE_DEVICES");
+    constexpr std::size_t kRecord = 2048;
+    mine["cvd"] = cvd ? nlohmann::json(*cvd) : nlohmann::json();
+    std::string record = mine.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (record.size() > kRecord) {
+      mine["cvd"] = "?";  // too long to exchange: the union cannot be formed from it
+      mine["too_long"] = true;
+      record = mine.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    record.resize(kRecord, ' ');
+    const TimePoint deadline = std::max(m_deadlines.init, Clock::now() + std::chrono::seconds(2));
+    if (m_root) watch_ranks();
+    const std::optional<std::vector<std::string>> all = m_transport->gather(record, deadline + grace());
+    std::string table;
+    if (m_root && all) {
+      // host -> values in local rank order
+      std::map<std::string, std::map<int, nlohmann::json>> by_host;
+      bool usable = true;
+      for (const std::string& r : *all) {
+        const nlohmann::json j = nlohmann::json::parse(r, nullptr, false);
+        if (!j.is_object() || j.value("too_long", false)) {
+          usable = false;
+          continue;
+        }
+        by_host[j.value("host", "")][j.value("local_rank", 0)] = j.contains("cvd") ? j["cvd"] : nlohmann::json();
+      }
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& [h, values] : by_host) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& [lr, v] : values) list.push_back(v);
+        out[h] = std::move(list);
+      }
+      nlohmann::json message = {{"hosts", usable ? out : nlohmann::json()}};
+      if (m_watch) message["watch"] = m_watch->offer();
+      table = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    const std::optional<std::string> got = m_transport->broadcast(table, deadline + grace());
+    if (!got) {
+      if (!m_root) give_up("rank 0 did not send the node's CUDA_VISIBLE_DEVICES table");
+      expire_missing(Phase::Init, "init: the ranks' CUDA_VISIBLE_DEVICES exchange did not complete within " + fmt_s(deadline));
+    }
+    const nlohmann::json message = nlohmann::json::parse(*got, nullptr, false);
+    if (!m_root && message.is_object() && message.contains("watch")) {
+      try {
+        liveness_connect(message["watch"].get<LivenessOffer>(), m_transport->rank());
+      } catch (const std::exception&) {
+        // not watched: rank 0 waits for this rank's deadlines as before
+      }
+    }
+    const nlohmann::json t = message.is_object() && message.contains("hosts") ? message["hosts"] : nlohmann::json();
+    if (!t.is_object() || !t.contains(std::string(host)) || !t[std::string(host)].is_array()) return std::nullopt;
+    std::vector<std::optional<std::string>> values;
+    for (const nlohmann::json& v : t[std::string(host)]) {
+      if (v.is_string()) {
+        values.emplace_back(v.get<std::string>());
+      } else {
+        values.emplace_back(std::nullopt);
+      }
+    }
+    if (static_cast<int>(values.size()) != m_transport->view().local_size) return std::nullopt;
+    return values;
+  }
+
+  /// Rank 0: the liveness watch (transport/liveness.hpp), offered to the other ranks in the exchange.
+  /// TCP_USER_TIMEOUT: a host silent this long is gone (3 s at the default --timeout, 10 s at most).
+  void watch_ranks() {
+    m_watch = std::make_unique<LivenessWatch>();
+    const auto unacked = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::clamp(seconds(m_options.timeout_s * 0.05), seconds(3.0), seconds(10.0)));
+    std::string error;
+    if (!m_watch->open(m_transport->size(), unacked, error)) {
+      m_incidents.push_back("rank 0 could not watch the other ranks' processes (" + error +
+                            "): a rank that dies is seen only at the phase's deadline");
+      m_watch.reset();
+      return;
+    }
+    set_liveness_check([watch = m_watch.get()] { return watch->quiet(); });
+  }
+
+  Clock::duration grace() const { return m_root ? Clock::duration::zero() : m_deadlines.grace; }
+
+  void enter(Phase phase) {
+    const TimePoint now = Clock::now();
+    if (m_phase != Phase::Init) m_phase_seconds[to_string(m_phase)] = duration<double>(now - m_phase_start).count();
+    m_phase_start = now;
+    m_phase = phase;
+    if (m_progress) m_progress->phase(phase == Phase::Allreduce ? "all_reduce" : to_string(phase));
+    m_transport->announce(phase);
+    if (m_faults.stop_rank == m_transport->rank() && m_faults.stop_phase == phase) ::raise(SIGSTOP);
+    if (m_faults.kill_rank == m_transport->rank() && m_faults.kill_phase == phase) ::raise(SIGKILL);
+  }
+
+  /// --json-per-rank DIR: this rank's own facts and verdicts, written before anything waits on
+  /// other ranks, so that a run that cannot gather still leaves every rank's result for `merge`.
+  void write_own_file() {
+    if (m_options.json_per_rank_dir.empty() || !m_hooks.write_rank_file) return;
+    JobFacts alone = single_rank_job(m_facts);
+    alone.world_size = m_mpi ? m_transport->size() : alone.world_size;
+    alone.source = m_mpi ? "mpi" : "none";
+    Report own = assemble_report(m_options, m_profile, std::move(alone), m_mine, m_matrix);
+    own.incidents = m_incidents;
+    own.deadline_expired = m_probe_expired;
+    own.duration_ms = since(m_start) * 1000.0;
+    try {
+      m_hooks.write_rank_file(own);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "preflight: rank %d: --json-per-rank: %s\n", m_transport->rank(), e.what());
+    }
+  }
+
+  /// Rank 0 listens on the address NCCL's bootstrap would use there; every rank (rank 0 too)
+  /// opens a bounded TCP connection to it. The result travels in the rank's facts.
+  void reach_rank0() {
+    if (!m_mpi) return;
+    std::string offer;
+    if (m_root) {
+      std::string why;
+      std::optional<ReachTarget> target = bootstrap_target(m_facts, why);
+      if (target) {
+        m_listener = std::make_unique<ReachListener>();
+        std::string error;
+        if (m_listener->listen(target->address, error)) {
+          target->port = m_listener->port();
+          m_job.reach_target = target;
+        } else {
+          m_job.reach_note = "rank 0 could not listen on " + target->address + ": " + error;
+          m_listener.reset();
+        }
+      } else {
+        m_job.reach_note = why;
+      }
+      nlohmann::json j = nlohmann::json::object();
+      if (m_job.reach_target) j["target"] = *m_job.reach_target;
+      offer = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    const std::optional<std::string> got = m_transport->broadcast(offer, m_deadlines.reach + grace());
+    if (!got) {
+      if (!m_root) give_up("rank 0 did not send its bootstrap address");
+      expire_missing(Phase::Reach, "reach: rank 0's bootstrap address did not reach every rank within " +
+                                       fmt_s(m_deadlines.reach));
+    }
+    std::optional<ReachTarget> target;
+    try {
+      const nlohmann::json j = nlohmann::json::parse(*got);
+      if (j.contains("target")) target = j.at("target").get<ReachTarget>();
+    } catch (const std::exception&) {
+      target.reset();
+    }
+    if (!target) return;  // rank 0 had none: net.reachability says why (job.reach_note)
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.reach - Clock::now());
+    const auto timeout = std::clamp(left, std::chrono::milliseconds(200), std::chrono::milliseconds(2000));
+    m_facts.net.reach = reach(*target, timeout);
+  }
+
+  /// Ranks that did not get to `phase` or went silent in it (heartbeats stopped), for messages.
+  std::vector<int> missing_in(Phase phase) {
+    refresh_status();
+    std::vector<int> out;
+    for (const RankStatus& s : m_job.status) {
+      if (s.rank != 0 && (s.last_phase < phase || s.silent_s >= 1.5 || !s.lost.empty())) out.push_back(s.rank);
+    }
+    return out;
+  }
+
+  std::string describe(const std::vector<int>& ranks) const {
+    std::string names;
+    for (int r : ranks) names += (names.empty() ? "" : "; ") + m_job.describe_rank(r);
+    return names;
+  }
+
+  [[noreturn]] void expire_missing(Phase phase, const std::string& what) {
+    const std::vector<int> missing = missing_in(phase);
+    const std::string note = "not run: " + (missing.empty() ? what : describe(missing) + " did not get past " + to_string(phase));
+    m_job.barrier.note = note;
+    m_job.allreduce.note = note;
+    expire(what + (missing.empty() ? std::string() : ": " + describe(missing)));
+  }
+
+  std::string payload_bytes() {
+    RankPayload p;
+    p.rank = m_transport->rank();
+    p.facts = m_facts;
+    p.results = m_mine;
+    p.incidents = m_incidents;
+    std::string bytes = encode_payload(p);
+    if (m_faults.bad_rank != p.rank) return bytes;
+    if (m_faults.bad_kind == "garbage") return std::string(4096, '\x5a');
+    if (m_faults.bad_kind == "oversized") return std::string(kMaxPayloadBytes + 1, '\0');
+    if (m_faults.bad_kind == "truncated") return bytes.substr(0, bytes.size() / 2);
+    if (m_faults.bad_kind == "wrong-rank") {
+      p.rank += 1;
+      return encode_payload(p);
+    }
+    return bytes;
+  }
+
+  void gather() {
+    if (!m_mpi) {
+      m_job = single_rank_job(m_facts);
+      m_results = m_mine;
+      return;
+    }
+    m_job.world_size = m_transport->size();
+    if (!m_root) {
+      if (!m_transport->send_payload(payload_bytes(), m_deadlines.gather + grace())) {
+        give_up("rank 0 did not take this rank's facts");
+      }
+      return;
+    }
+    m_job.status = m_transport->statuses();
+    m_job.status.front().delivered = true;
+    m_job.ranks.push_back(m_facts);
+    std::vector<CheckResult> results = m_mine;
+    m_transport->collect_payloads(m_deadlines.gather, kMaxPayloadBytes, [&](int rank, std::string bytes, std::size_t announced) {
+      RankStatus& status = m_job.status[static_cast<std::size_t>(rank)];
+      if (bytes.empty() && announced > 0) {
+        status.payload_error = "payload from rank " + std::to_string(rank) + " is " + std::to_string(announced) +
+                               " bytes, over the limit of " + std::to_string(kMaxPayloadBytes);
+        return;
+      }
+      DecodedPayload decoded = decode_payload(bytes, rank);
+      if (!decoded.payload) {
+        status.payload_error = decoded.error;
+        return;
+      }
+      status.delivered = true;
+      m_job.ranks.push_back(std::move(decoded.payload->facts));
+      for (CheckResult& r : decoded.payload->results) results.push_back(std::move(r));
+      for (std::string& i : decoded.payload->incidents) m_incidents.push_back(std::move(i));
+      m_remote_expired = m_remote_expired || !decoded.payload->incidents.empty();
+    });
+    std::sort(m_job.ranks.begin(), m_job.ranks.end(),
+              [](const RankFacts& a, const RankFacts& b) { return a.placement.rank < b.placement.rank; });
+    m_results = std::move(results);
+    refresh_status();
+    std::vector<int> lost;
+    for (const RankStatus& s : m_job.status) {
+      if (!s.delivered && s.payload_error.empty()) lost.push_back(s.rank);
+    }
+    if (!lost.empty()) {
+      const std::string names = describe(lost);
+      const std::string note = "not run: " + names + " did not deliver its facts before the gather deadline";
+      m_job.barrier.note = note;
+      m_job.allreduce.note = note;
+      expire("gather: " + std::to_string(lost.size()) + " of " + std::to_string(m_job.world_size) +
+             " ranks did not deliver their facts within " + fmt_s(m_deadlines.gather) + ": " + names);
+    }
+  }
+
+  void barrier() {
+    if (!m_mpi) return;  // one process: nothing to wait for
+    const TimePoint t0 = Clock::now();
+    const bool done = m_transport->barrier(m_deadlines.barrier + grace());
+    if (!m_root) {
+      if (!done) give_up("the barrier did not complete");
+      return;
+    }
+    CommResult& b = m_job.barrier;
+    b.attempted = true;
+    b.transport = m_mpi ? "mpi" : "none";
+    b.seconds = since(t0);
+    b.deadline_s = duration<double>(m_deadlines.barrier - t0).count();
+    b.completed = done;
+    if (done) return;
+    b.expired = true;
+    b.interrupted = wait_interrupted();
+    if (const std::string why = m_transport->last_error(); !why.empty()) {
+      b.note = why;                    // a peer hung up: the barrier failed, it did not run out of time
+      b.expired = b.interrupted;       // unless the launcher was ending the job anyway
+    }
+    refresh_status();
+    for (const RankStatus& s : m_job.status) {
+      if (s.rank != 0 && (s.last_phase < Phase::Barrier || s.silent_s >= 1.5 || !s.lost.empty())) b.missing.push_back(s.rank);
+    }
+    const std::string names = describe(b.missing);
+    m_job.allreduce.note = "not run: the barrier did not complete";
+    if (!b.expired) expire("barrier: failed after " + fixed(b.seconds, 1) + " s: " + b.note + (names.empty() ? "" : ": " + names));
+    expire("barrier: did not complete within " + fmt_s(m_deadlines.barrier) +
+           (names.empty() ? std::string(wait_interrupted() ? "" : "; every rank reached it and is alive")
+                          : ": " + names));
+  }
+
+  /// The all_reduce of the job: NCCL in contained helpers when every rank has a GPU and an NCCL
+  /// (the library the job will load), MPI in host memory otherwise; in one process without MPI,
+  /// NCCL across the node's GPUs. Measured again (up to kBusbwRounds) before a result below
+  /// --min-busbw is reported.
+  void allreduce() {
+    if (!m_mpi) {
+      local_allreduce();
+      return;
+    }
+    const TimePoint deadline = m_deadlines.allreduce + grace();
+    for (int round = 1;; ++round) {
+      const TimePoint t0 = Clock::now();
+      std::string plan_text;
+      if (m_root) plan_text = make_plan().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      const std::optional<std::string> plan_got = m_transport->broadcast(plan_text, deadline);
+      if (!plan_got) {
+        if (!m_root) give_up("rank 0 did not send the all_reduce plan");
+        expire_allreduce(t0, m_options.allreduce_bytes, "mpi");
+      }
+      const nlohmann::json plan = nlohmann::json::parse(*plan_got, nullptr, false);
+      const std::string mode = plan.is_object() ? plan.value("mode", "") : "";
+      if (mode == "skipped") {
+        m_job.allreduce.note = "not run: comm.allreduce is not selected (--only/--skip)";
+        return;
+      }
+      const std::uint64_t bytes = plan.is_object() ? plan.value("bytes", std::uint64_t{0}) : 0;
+      NcclRankOutcome mine;
+      if (mode == "nccl") {
+        mine = nccl_round(plan, bytes, deadline);
+      } else if (mode == "mpi") {
+        mine = mpi_round(bytes, deadline);
+      } else {
+        mine.ok = false;
+        mine.step = "plan";
+        mine.error = plan.is_object() ? plan.value("error", "no all_reduce plan") : "no all_reduce plan";
+      }
+      if (mine.expired && !m_root) give_up("the all_reduce did not complete");
+      const std::optional<std::vector<std::string>> records = m_transport->gather(to_record(mine), deadline);
+      if (!records) {
+        if (!m_root) give_up("rank 0 did not collect the all_reduce results");
+        expire_allreduce(t0, bytes, mode);
+      }
+      bool again = false;
+      if (m_root) {
+        std::vector<NcclRankOutcome> outcomes;
+        for (std::size_t r = 0; r < records->size(); ++r) outcomes.push_back(from_record((*records)[r], static_cast<int>(r)));
+        judge_allreduce(outcomes, plan, mode, bytes, t0);
+        const CommResult& a = m_job.allreduce;
+        again = round < kBusbwRounds && a.completed && m_options.min_busbw_gbps && a.busbw_gbps < *m_options.min_busbw_gbps;
+      }
+      const std::optional<std::string> decision = m_transport->broadcast(again ? "again" : "done", deadline);
+      if (!decision) {
+        if (!m_root) give_up("rank 0 did not say whether to repeat the all_reduce");
+        expire("all_reduce: the ranks did not take the decision to repeat it within " + fmt_s(m_deadlines.allreduce));
+      }
+      if (*decision != "again") return;
+    }
+  }
+
+  /// Rank 0: which all_reduce the job runs. NCCL needs every rank to have the GPU of its local rank
+  /// and a loadable libnccl; then rank 0 makes the unique id for a root on its bootstrap address.
+  nlohmann::json make_plan() {
+    // Not selected (--only/--skip): no rank moves any data; rank 0 decides for all, so that ranks
+    // started with other options still take the same collectives.
+    if (!selected(m_options, "comm.allreduce")) return {{"mode", "skipped"}};
+    // The size asked for, on either transport (the command line refuses sizes they cannot run).
+    nlohmann::json plan = {{"mode", "mpi"}, {"bytes", m_options.allreduce_bytes}};
+    // NCCL runs when every rank has a GPU of its own to use (core/gpu_binding.hpp: the one the
+    // frameworks pick) and a loadable libnccl. MPI in host memory stands in only where no rank's
+    // node has a GPU at all (a CPU-only job); with GPUs present, an all_reduce that cannot run
+    // over NCCL is a failure with its reason, never a substitute.
+    std::string why_not;
+    bool any_gpu = false;
+    for (const RankFacts& f : m_job.ranks) {
+      const auto* devices = f.gpu.driver.cuda_devices.value();
+      const auto* nvml = f.gpu.driver.nvml_gpus.value();
+      any_gpu = any_gpu || (devices != nullptr && !devices->empty()) || (nvml != nullptr && !nvml->empty());
+    }
+    std::map<std::string, int> user_of;  // host + GPU -> the rank that uses it
+    for (const RankFacts& f : m_job.ranks) {
+      const std::string who = "rank " + std::to_string(f.placement.rank) + " (" + f.identity.hostname + ")";
+      const RankGpus g = rank_gpus(f);
+      if (const std::optional<BoundGpu> gpu = g.gpu()) {
+        const auto [it, fresh] = user_of.emplace(host_key(f) + "\n" + gpu->key(), f.placement.rank);
+        if (!fresh) {
+          why_not = who + " and rank " + std::to_string(it->second) + " use the same GPU " + gpu->text() +
+                    " (NCCL refuses: \"Duplicate GPU detected\")";
+          break;
+        }
+      }
+      if (!g.ordinal) {
+        const auto* devices = f.gpu.driver.cuda_devices.value();
+        why_not = who + " has no GPU to use: " +
+                  (!g.why_none.empty() ? g.why_none
+                   : devices == nullptr ? "no CUDA device (" + f.gpu.driver.cuda_devices.why() + ")"
+                                        : std::string("no CUDA device"));
+        break;
+      }
+      if (!f.gpu.nccl.ok()) {
+        why_not = who + " cannot load NCCL (" + f.gpu.nccl.why() + ")";
+        break;
+      }
+    }
+    if (m_profile == Profile::Image) {
+      plan["why"] = "image profile";
+      return plan;
+    }
+    if (!why_not.empty() && !any_gpu) {
+      plan["why"] = "no rank has a GPU: " + why_not;
+      return plan;
+    }
+    if (!why_not.empty()) {
+      return {{"mode", "none"},
+              {"error", "the NCCL all_reduce across the job's GPUs cannot run: " + why_not +
+                            " (see launch.gpu_binding, gpu.count and nccl.library)"}};
+    }
+    if (!m_job.reach_target) {
+      return {{"mode", "none"}, {"error", "rank 0 has no bootstrap address for NCCL's root: " + m_job.reach_note}};
+    }
+    std::string error;
+    const std::optional<std::string> root = free_root(m_job.reach_target->address, error);
+    if (!root) return {{"mode", "none"}, {"error", error}};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now());
+    const Probed<std::string> id = nccl_unique_id(nccl_library(m_facts), std::clamp(left / 4, std::chrono::milliseconds(200),
+                                                                                   std::chrono::milliseconds(10000)), *root);
+    if (!id.ok()) return {{"mode", "none"}, {"error", "ncclGetUniqueId: " + id.why()}};
+    return {{"mode", "nccl"}, {"bytes", m_options.allreduce_bytes}, {"id", *id.value()}, {"root", *root}};
+  }
+
+  std::string nccl_library(const RankFacts& f) const {
+    if (!m_options.nccl_lib.empty()) return m_options.nccl_lib;
+    const NcclLibrary* lib = f.gpu.nccl.value();
+    return lib != nullptr ? lib->path : std::string();
+  }
+
+  /// "ADDR:PORT" with a port free right now on `address` (NCCL's root binds it moments later).
+  static std::optional<std::string> free_root(const std::string& address, std::string& error) {
+    ReachListener probe;
+    if (!probe.listen(address, error)) return std::nullopt;
+    const int port = probe.port();
+    probe.close();
+    const bool v6 = address.find(':') != std::string::npos;
+    return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
+  }
+
+  NcclRankOutcome nccl_round(const nlohmann::json& plan, std::uint64_t bytes, TimePoint deadline) {
+    NcclAllreduceRequest req;
+    req.id_hex = plan.value("id", "");
+    req.root = plan.value("root", "");
+    req.nccl_lib = nccl_library(m_facts);
+    req.rank = m_transport->rank();
+    req.nranks = m_transport->size();
+    req.device = rank_gpus(m_facts).ordinal.value_or(m_facts.placement.local_rank);  // as launch.gpu_binding judges it
+    req.bytes = bytes;
+    req.deadline = std::max(std::chrono::milliseconds(200), std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                                m_deadlines.allreduce - Clock::now()));
+    (void)deadline;
+    return run_nccl_allreduce(req);
+  }
+
+  /// MPI_Iallreduce of exact integers in host memory: one warm-up, then timed iterations; every
+  /// element checked on this rank.
+  NcclRankOutcome mpi_round(std::uint64_t bytes, TimePoint deadline) {
+    const std::size_t n = static_cast<std::size_t>(std::max(bytes, kAllreduceMinBytes) / sizeof(std::int64_t));
+    const int size = m_transport->size();
+    const int rank = m_transport->rank();
+    NcclRankOutcome o;
+    o.rank = rank;
+    o.bytes = n * sizeof(std::int64_t);
+    o.ok = true;
+    std::vector<std::int64_t> buf(n);
+    for (int it = 0; it <= kTimedIterations && o.ok; ++it) {  // iteration 0 warms up
+      for (std::size_t i = 0; i < n; ++i) buf[i] = pattern(i, rank);
+      const TimePoint t = Clock::now();
+      if (!m_transport->allreduce_sum(buf, deadline)) {
+        o.ok = false;
+        o.expired = true;
+        o.step = "allreduce";
+        o.error = "MPI all_reduce did not complete within its deadline";
+        return o;
+      }
+      const double took = since(t);
+      if (it > 0) {
+        o.seconds = o.seconds == 0 ? took : std::min(o.seconds, took);
+        ++o.repeats;
+      }
+      for (std::size_t i = 0; i < n; ++i) {
+        if (buf[i] == expected_sum(i, size)) continue;
+        o.ok = false;
+        o.wrong = true;
+        o.step = "verify";
+        o.wrong_index = static_cast<std::int64_t>(i);
+        o.wrong_value = buf[i];
+        o.expected_value = expected_sum(i, size);
+        o.error = "element " + std::to_string(i) + " is " + std::to_string(buf[i]) + ", expected " +
+                  std::to_string(o.expected_value) + (i < 2 ? " (the rank count/sum self-check)" : "");
+        break;
+      }
+    }
+    if (o.seconds > 0) {
+      o.algbw_gbps = static_cast<double>(o.bytes) / o.seconds / 1e9;
+      o.busbw_gbps = o.algbw_gbps * 2.0 * (size - 1) / std::max(size, 1);
+    }
+    return o;
+  }
+
+  void judge_allreduce(const std::vector<NcclRankOutcome>& outcomes, const nlohmann::json& plan, const std::string& mode,
+                       std::uint64_t bytes, TimePoint t0) {
+    CommResult& a = m_job.allreduce;
+    const CommResult previous = a;
+    const int repeats = outcomes.empty() ? 0 : outcomes.front().repeats;
+    a = combine_nccl_outcomes(outcomes, m_transport->size(), bytes, repeats, since(t0),
+                              duration<double>(m_deadlines.allreduce - t0).count());
+    a.attempted = true;
+    a.transport = mode == "mpi" ? "mpi" : "nccl";
+    if (mode == "mpi") {
+      a.note = "MPI all_reduce of " + std::to_string(bytes) + " bytes of int64 in host memory (" +
+               plan.value("why", std::string("no GPU")) + ")";
+    } else if (mode != "nccl") {
+      a.completed = false;
+      a.blocked = true;
+      a.errors.clear();  // each rank only echoes the plan's error
+      a.note = plan.is_object() ? plan.value("error", std::string("no plan")) : "no plan";
+    }
+    for (std::string& e : a.errors) {
+      for (int r : a.wrong) {
+        const std::string prefix = "rank " + std::to_string(r) + " ";
+        if (e.rfind(prefix, 0) == 0) e = m_job.describe_rank(r) + e.substr(prefix.size() - 1);
+      }
+    }
+    if (previous.attempted && previous.completed && previous.busbw_gbps > a.busbw_gbps) {
+      // Keep the best round: a slow moment must not fail the run.
+      a.algbw_gbps = previous.algbw_gbps;
+      a.busbw_gbps = previous.busbw_gbps;
+    }
+    if (previous.attempted) a.repeats += previous.repeats;
+    // Every round's XID windows count (gpu.xid): an XID in the first round is not undone by a second.
+    a.xid_watches.insert(a.xid_watches.begin(), previous.xid_watches.begin(), previous.xid_watches.end());
+  }
+
+  [[noreturn]] void expire_allreduce(TimePoint t0, std::uint64_t bytes, const std::string& mode) {
+    CommResult& a = m_job.allreduce;
+    a.attempted = true;
+    a.expired = true;
+    a.transport = mode == "nccl" ? "nccl" : "mpi";
+    a.bytes = bytes;
+    a.ranks = m_transport->size();
+    a.seconds = since(t0);
+    a.deadline_s = duration<double>(m_deadlines.allreduce - t0).count();
+    a.missing = missing_in(Phase::Allreduce);
+    expire("all_reduce: did not complete within " + fmt_s(m_deadlines.allreduce) +
+           (a.missing.empty() ? std::string(wait_interrupted() ? "" : "; every rank reached it and is alive")
+                              : ": " + describe(a.missing)));
+  }
+
+  /// One process without MPI (the node profile): NCCL across the node's GPUs, one helper each.
+  void local_allreduce() {
+    if (m_profile != Profile::Node) return;
+    if (!selected(m_options, "comm.allreduce")) return;  // GPU work nobody asked for (--only/--skip)
+    const auto* devices = m_facts.gpu.driver.cuda_devices.value();
+    CommResult& a = m_job.allreduce;
+    if (devices == nullptr || devices->empty()) {
+      a.note = "no CUDA device on this node: the all_reduce across local GPUs needs one";
+      return;
+    }
+    if (!m_options.sysroot.empty()) {
+      // The GPUs judged are the captured node's: an all_reduce would run on this machine's.
+      a.note = "not run under --sysroot: the all_reduce needs the node's own GPUs (run preflight on the node)";
+      return;
+    }
+    if (!m_facts.gpu.nccl.ok()) {
+      a.blocked = true;
+      a.transport = "nccl";
+      a.ranks = static_cast<int>(devices->size());
+      a.note = "the NCCL all_reduce across the node's " + std::to_string(devices->size()) +
+               " GPUs cannot run: NCCL cannot be loaded here (" + m_facts.gpu.nccl.why() + "; see nccl.library)";
+      return;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now());
+    a = nccl_allreduce_local_gpus(static_cast<int>(devices->size()), m_options.allreduce_bytes, 5, nccl_library(m_facts),
+                                  std::max(left, std::chrono::milliseconds(500)));
+    for (RankXidWatch& w : a.xid_watches) w.rank = m_facts.placement.rank;  // every helper ran on this node
+  }
+
+  int report() {
+    int code = 0;
+    if (m_root) {
+      refresh_status();
+      Report r = make_report(false);
+      code = m_emit(r, exit_code(r, m_options.strict));
+      set_liveness_check(nullptr);
+      if (m_watch) m_watch->close();  // the verdict is out: the ranks' ends from here on are the job's end
+    }
+    std::optional<std::string> agreed =
+        m_transport->broadcast(std::to_string(code), m_deadlines.end + grace() + std::chrono::seconds(2));
+    if (!agreed && m_root) agreed = std::to_string(code);  // the report is written; a rank lost now changes nothing
+    if (!agreed) give_up("rank 0 did not send the run's exit code");
+    code = static_cast<int>(parse_int(*agreed).value_or(5));
+    if (m_probe_expired) {
+      // A probe thread is still stuck somewhere; do not wait for it at exit.
+      m_transport->finalize();
+      std::fflush(nullptr);
+      ::_exit(code == 0 ? 4 : code);
+    }
+    m_transport->finalize();
+    return code;
+  }
+
+  Report make_report(bool expired) {
+    if (m_progress) m_progress->stop();  // the line is cleared before anything else prints
+    if (m_results.empty()) m_results = m_mine;
+    if (m_job.ranks.empty()) m_job.ranks.push_back(m_facts);
+    if (!m_job.status.empty() && !unjoined()) m_job.status.front().delivered = true;  // rank 0's own facts are always at hand
+    m_job.phase_seconds = m_phase_seconds;
+    if (m_phase != Phase::Init && m_phase != Phase::Report) {
+      m_job.phase_seconds[to_string(m_phase)] = duration<double>(Clock::now() - m_phase_start).count();  // cut short
+    }
+    Report r = assemble_report(m_options, m_profile, m_job, m_results, m_matrix);
+    r.incidents = m_incidents;
+    r.deadline_expired = expired || m_probe_expired || m_remote_expired;
+    r.duration_ms = since(m_start) * 1000.0;
+    return r;
+  }
+
+  void refresh_status() {
+    if (unjoined()) return;  // the join's table is all there is
+    std::vector<RankStatus> fresh = m_transport->statuses();
+    for (std::size_t i = 0; i < fresh.size() && i < m_job.status.size(); ++i) {
+      fresh[i].delivered = m_job.status[i].delivered;
+      fresh[i].payload_error = m_job.status[i].payload_error;
+    }
+    if (m_watch) {
+      for (const LivenessLoss& loss : m_watch->losses()) {
+        if (loss.rank < 0 || loss.rank >= static_cast<int>(fresh.size())) continue;
+        RankStatus& s = fresh[static_cast<std::size_t>(loss.rank)];
+        if (!s.lost.empty()) continue;
+        s.lost = loss.kind;
+        s.lost_at_s = duration<double>(loss.at - m_start).count();
+        s.parting = loss.parting;
+      }
+    }
+    if (!fresh.empty()) m_job.status = std::move(fresh);
+  }
+
+  /// Rank 0 at an expired deadline: the report with what is known, then the end of the job.
+  [[noreturn]] void expire(std::string what) {
+    if (m_watch && wait_interrupted()) {
+      // The liveness watch, or the launcher ending the job (which it does when a process died, and
+      // sometimes before rank 0 saw that process end), cut the wait short. The processes of a host
+      // that went down end within milliseconds of each other: a moment for the watch to see them
+      // all, so the host is named whole — short, for Open MPI may end this process any moment.
+      for (int round = 0; round < 15; ++round) {
+        refresh_status();
+        if (!m_job.lost().empty() && hosts_lost_whole()) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      if (const std::string lost = m_job.describe_lost(); !lost.empty()) {
+        what = std::string(m_phase == Phase::Allreduce ? "all_reduce" : to_string(m_phase)) + ": cut short after " +
+               fixed(since(m_start), 1) + " s: " + lost;
+      }
+    }
+    m_incidents.push_back(what);
+    m_emit(make_report(true), 4);  // a report that cannot be written does not change the deadline's code
+    std::fflush(nullptr);
+    if (unjoined()) pmix_join_abort(4, "preflight: " + what.substr(0, 200));
+    m_transport->abort(4);
+    ::_exit(4);  // abort() does not return; the compiler cannot see that through the interface
+  }
+
+  /// Whether every host with a lost rank has lost all its ranks (then the story is complete).
+  bool hosts_lost_whole() const {
+    std::map<std::string, std::pair<int, int>> hosts;  // host -> (ranks, lost)
+    const std::string own = m_job.status.empty() ? std::string() : m_job.status.front().host;
+    for (const RankStatus& s : m_job.status) {
+      if (!s.heard || s.host.empty() || s.host == own) continue;  // rank 0's own host is not gone
+      auto& [all, lost] = hosts[s.host];
+      ++all;
+      lost += s.lost.empty() ? 0 : 1;
+    }
+    return std::all_of(hosts.begin(), hosts.end(), [](const auto& h) { return h.second.second == 0 || h.second.second == h.second.first; });
+  }
+
+  /// A non-root rank whose wait for rank 0 expired (rank 0 itself is stuck or gone).
+  [[noreturn]] void give_up(const std::string& what) {
+    liveness_say("gave up in phase " + std::string(to_string(m_phase)) + ": " + what);
+    std::fprintf(stderr, "preflight: rank %d (pid %d): %s in phase %s before its deadline; ending the job (exit 4)\n",
+                 m_transport->rank(), static_cast<int>(::getpid()), what.c_str(), to_string(m_phase));
+    std::fflush(nullptr);
+    m_transport->abort(4);
+    ::_exit(4);
+  }
+
+  /// "within 7.5 s of the start", or what ended the wait early.
+  std::string fmt_s(TimePoint deadline) const {
+    if (termination_requested()) {
+      char buf[256];
+      std::snprintf(buf, sizeof buf, "%.1f s of the start: the launcher ended the job (SIGCONT/SIGTERM) after %.1f s, which "
+                    "it does when one of the ranks died (mpirun/srun names it next to this report)",
+                    duration<double>(deadline - m_start).count(), since(m_start));
+      return buf;
+    }
+    return fixed(duration<double>(deadline - m_start).count(), 1) + " s of the start";
+  }
+
+  const Options& m_options;
+  TimePoint m_start;
+  const EnvSnapshot& m_env;
+  const CompatMatrix* m_matrix;
+  const JobHooks& m_hooks;
+  const EmitReport& m_emit;
+  PhaseDeadlines m_deadlines;
+  TestFaults m_faults;
+
+  std::unique_ptr<Transport> m_transport;
+  std::unique_ptr<ReachListener> m_listener;  // rank 0, from the reach phase to the end of the gather
+  std::unique_ptr<LivenessWatch> m_watch;     // rank 0, from MPI_Init to the report
+  bool m_mpi = false;
+  bool m_root = true;
+  JoinOutcome m_join;       // the PMIx join before MPI_Init
+  /// Some rank never started and this rank reports, without MPI (the join's outcome says so).
+  bool unjoined() const { return m_join.state == JoinOutcome::State::Incomplete && m_join.reporter; }
+  Phase m_phase = Phase::Init;
+  std::unique_ptr<JobProgress> m_progress;  // rank 0
+  TimePoint m_phase_start = Clock::now();
+  std::map<std::string, double> m_phase_seconds;  // rank 0: how long each finished phase took
+  RankFacts m_facts;
+  Profile m_profile = Profile::Node;
+  bool m_probe_expired = false;
+  bool m_remote_expired = false;  // another rank's probes hit their deadline
+  std::vector<CheckResult> m_mine;     // this rank's verdicts
+  std::vector<CheckResult> m_results;  // rank 0: every rank's verdicts
+  std::vector<std::string> m_incidents;
+  JobFacts m_job;
+};
+
+}  // namespace
+
+PhaseDeadlines PhaseDeadlines::from(TimePoint start, double timeout_s) {
+  PhaseDeadlines d;
+  const auto at = [&](double fraction) { return start + seconds(timeout_s * fraction); };
+  d.init = at(PhaseShares::init);
+  d.probe = at(PhaseShares::probe);
+  d.reach = at(PhaseShares::reach);
+  d.gather = at(PhaseShares::gather);
+  d.barrier = at(PhaseShares::barrier);
+  d.allreduce = at(PhaseShares::allreduce);
+  d.end = at(1.0);
+  d.grace = seconds(std::max(PhaseShares::min_grace_seconds, timeout_s * PhaseShares::grace));
+  return d;
+}
+
+int run_job(const Options& options, TimePoint start, const EnvSnapshot& env, const CompatMatrix* matrix,
+            const JobHooks& hooks) {
+  JobRun run(options, start, env, matrix, hooks);
+  return run.run();
+}
+
+}  // namespace preflight

@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+// One run of the checks on this rank: probe (with a deadline), judge, report.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "core/env.hpp"
+#include "sys/file_system.hpp"
+#include "core/options.hpp"
+#include "report/report.hpp"
+
+namespace preflight {
+
+/// Runs every probe in the probe table on a worker thread. When `deadline` passes first, the facts
+/// gathered so far are returned, `expired` names the probe that was running, and the worker is left
+/// behind (the caller must end the process with _exit: a probe stuck in the kernel cannot be joined).
+struct ProbeRun {
+  RankFacts facts;
+  bool expired = false;
+  std::string incident;
+};
+/// `seed`: facts known before the probes (MPI's view of this process in placement.mpi).
+/// `interrupted`: polled while waiting; true ends the wait early, as an expired deadline does.
+/// `probing`: told the name of the probe that runs, while waiting (the progress line).
+/// `recorder`: `preflight capture` copies what the probes read (the CUDA runtime discovery, kept
+/// as a facts file instead, is not recorded).
+/// Under --sysroot the probes and checks see the capture's environment when the tree is a
+/// capture (none when it recorded none), `env` for a plain tree.
+ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline,
+                    RankFacts seed = {}, const std::function<bool()>& interrupted = {},
+                    const std::function<void(const std::string&)>& probing = {},
+                    std::shared_ptr<FsRecorder> recorder = {});
+
+/// The environment judged: a capture's own under --sysroot, else `live`.
+EnvSnapshot judged_environment(const Options& options, const EnvSnapshot& live);
+
+/// The profile in effect: --profile, else job when the launcher says world size > 1, else node.
+Profile effective_profile(const Options& options, const RankFacts& facts);
+
+/// Judges the facts with every selected check (--only/--skip) and assembles the report.
+/// `matrix`: the compatibility data of --matrix DIR, or nullptr for the built-in copy.
+Report build_report(const Options& options, ProbeRun probes, double duration_ms, const CompatMatrix* matrix = nullptr);
+
+/// True when --only/--skip select the check id.
+bool selected(const Options& options, std::string_view id);
+
+}  // namespace preflight

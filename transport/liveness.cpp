@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT
+#include "transport/liveness.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+#include "core/text.hpp"
+#include "transport/reach.hpp"
+
+namespace preflight {
+namespace {
+
+using Ms = std::chrono::milliseconds;
+
+constexpr int kPingMs = 500;         // rank 0 writes a byte to every connection this often
+constexpr int kConnectMs = 1000;     // a rank tries each of rank 0's addresses this long
+constexpr std::size_t kMaxLine = 512;  // a hello or a parting line
+constexpr int kBacklog = 4096;
+
+std::string random_token() {
+  std::random_device rd;
+  std::string out;
+  for (int i = 0; i < 4; ++i) {
+    char buf[9];
+    std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
+    out += buf;
+  }
+  return out;
+}
+
+bool is_bridge(const std::string& name) {
+  return name.rfind("docker", 0) == 0 || name.rfind("virbr", 0) == 0 || name.rfind("br-", 0) == 0 ||
+         name.rfind("veth", 0) == 0 || name.rfind("cni", 0) == 0;
+}
+
+/// A connection of rank 0's that may be written without blocking or raising SIGPIPE.
+bool send_all(int fd, const std::string& bytes) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+/// What a connection's error says of the rank at its other end.
+const char* loss_kind(int error) { return error == ETIMEDOUT || error == EHOSTUNREACH ? "unreachable" : "ended"; }
+
+std::atomic<int> g_connection{-1};  // another rank's connection to rank 0, once made
+std::atomic<int> g_reserved{-1};    // the low descriptor it takes (liveness_reserve_descriptor)
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const LivenessOffer& o) {
+  j = {{"addresses", o.addresses}, {"port", o.port}, {"token", o.token}};
+}
+void from_json(const nlohmann::json& j, LivenessOffer& o) {
+  o.addresses = j.at("addresses").get<std::vector<std::string>>();
+  o.port = j.at("port").get<int>();
+  o.token = j.at("token").get<std::string>();
+}
+
+std::vector<std::string> liveness_address_order(const std::vector<std::pair<std::string, std::string>>& interfaces,
+                                                bool ipv6, std::size_t most) {
+  // Rank: 0 an interface NCCL would consider, 1 a container or VM bridge, 2 loopback; IPv4 first.
+  std::vector<std::pair<int, std::string>> ranked;
+  for (const auto& [name, address] : interfaces) {
+    const bool v6 = address.find(':') != std::string::npos;
+    if (v6 && !ipv6) continue;
+    std::string lower = address;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (v6 && (lower.rfind("fe8", 0) == 0 || lower.rfind("fe9", 0) == 0 || lower.rfind("fea", 0) == 0 ||
+               lower.rfind("feb", 0) == 0)) {
+      continue;  // link-local: needs a scope
+    }
+    const bool loopback = name == "lo" || lower.rfind("127.", 0) == 0 || lower == "::1";
+    const int rank = (loopback ? 4 : is_bridge(name) ? 2 : 0) + (v6 ? 1 : 0);
+    ranked.emplace_back(rank, address);
+  }
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> out;
+  for (const auto& [rank, address] : ranked) {
+    if (out.size() >= most) break;
+    if (std::find(out.begin(), out.end(), address) == out.end()) out.push_back(address);
+  }
+  return out;
+}
+
+// ---- rank 0 ---------------------------------------------------------------------------------------
+
+LivenessWatch::~LivenessWatch() { close(); }
+
+bool LivenessWatch::open(int world, std::chrono::milliseconds unacked, std::string& error) {
+  close();
+  m_world = world;
+  m_unacked_ms = static_cast<int>(unacked.count());
+  // One descriptor per rank: lift the soft limit to the hard one (1024 is a common soft limit).
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+  bool ipv6 = true;
+  int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd >= 0) {
+    const int zero = 0;
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero);
+    sockaddr_in6 any{};
+    any.sin6_family = AF_INET6;
+    any.sin6_addr = in6addr_any;
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&any), sizeof any) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  if (fd < 0) {  // no IPv6 here
+    ipv6 = false;
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in any{};
+    any.sin_family = AF_INET;
+    any.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&any), sizeof any) != 0) {
+      error = std::string("bind: ") + std::strerror(errno);
+      if (fd >= 0) ::close(fd);
+      return false;
+    }
+  }
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  if (::listen(fd, kBacklog) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len) != 0 ||
+      ::pipe2(m_wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+    error = std::string("listen: ") + std::strerror(errno);
+    ::close(fd);
+    m_wake[0] = m_wake[1] = -1;
+    return false;
+  }
+  m_fd = fd;
+  m_offer.port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
+                                             : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+  m_offer.token = random_token();
+  std::vector<std::pair<std::string, std::string>> interfaces;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) == 0) {
+    for (ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || (i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_RUNNING) == 0) continue;
+      char text[INET6_ADDRSTRLEN] = {};
+      if (i->ifa_addr->sa_family == AF_INET) {
+        ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr, text, sizeof text);
+      } else if (i->ifa_addr->sa_family == AF_INET6) {
+        ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, text, sizeof text);
+      } else {
+        continue;
+      }
+      interfaces.emplace_back(i->ifa_name, text);
+    }
+    ::freeifaddrs(list);
+  }
+  m_offer.addresses = liveness_address_order(interfaces, ipv6);
+  if (m_offer.addresses.empty()) {
+    error = "no interface with an address is up";
+    close();
+    return false;
+  }
+  m_thread = std::thread([this] { loop(); });
+  return true;
+}
+
+std::vector<LivenessLoss> LivenessWatch::losses() const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return m_losses;
+}
+
+int LivenessWatch::watched() const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return m_watched;
+}
+
+// lost() and take_lines(): the watching thread, with m_mutex held.
+void LivenessWatch::lost(Conn& c, const std::string& kind) {
+  if (c.rank > 0) {
+    m_losses.push_back(LivenessLoss{c.rank, kind, Clock::now(), c.parting});
+    note_rank_lost();
+  }
+  ::close(c.fd);
+  c.fd = -1;
+}
+
+void LivenessWatch::take_lines(Conn& c) {
+  for (std::size_t nl; (nl = c.buffer.find('\n')) != std::string::npos;) {
+    const std::string line = c.buffer.substr(0, nl);
+    c.buffer.erase(0, nl + 1);
+    if (c.rank < 0) {
+      const std::vector<std::string_view> words = split(line, ' ');
+      const std::optional<std::int64_t> rank = words.size() == 3 ? parse_int(words[2]) : std::nullopt;
+      if (words.size() != 3 || words[0] != "hello" || words[1] != m_offer.token || !rank || *rank < 1 || *rank >= m_world) {
+        ::close(c.fd);  // not one of this job's ranks
+        c.fd = -1;
+        return;
+      }
+      c.rank = static_cast<int>(*rank);
+      ++m_watched;
+    } else if (line.rfind("bye ", 0) == 0) {
+      c.parting = line.substr(4);
+    }
+  }
+  if (c.buffer.size() > kMaxLine) {  // no line: not ours
+    if (c.rank < 0) {
+      ::close(c.fd);
+      c.fd = -1;
+    } else {
+      c.buffer.clear();
+    }
+  }
+}
+
+void LivenessWatch::loop() {
+  auto next_ping = Clock::now() + Ms(kPingMs);
+  std::vector<pollfd> fds;
+  for (;;) {
+    fds.clear();
+    fds.push_back({m_wake[0], POLLIN, 0});
+    fds.push_back({m_fd, POLLIN, 0});
+    {
+      std::lock_guard<std::mutex> lock(m_mutex);
+      for (const Conn& c : m_conns) fds.push_back({c.fd, POLLIN, 0});
+    }
+    const int wait_ms = static_cast<int>(std::max<long long>(
+        0, std::chrono::duration_cast<Ms>(next_ping - Clock::now()).count()));
+    const int rc = ::poll(fds.data(), fds.size(), wait_ms);
+    if (rc < 0 && errno != EINTR) return;
+    if (fds[0].revents != 0) return;
+    std::lock_guard<std::mutex> lock(m_mutex);
+    // The connections polled are m_conns[0 .. fds.size() - 2): accepted ones are appended after.
+    for (std::size_t i = 2; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Conn& c = m_conns[i - 2];
+      char buf[1024];
+      const ssize_t n = ::recv(c.fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        c.buffer.append(buf, static_cast<std::size_t>(n));
+        take_lines(c);
+      } else if (n == 0) {
+        lost(c, "ended");
+      } else if (errno != EAGAIN && errno != EINTR) {
+        lost(c, loss_kind(errno));
+      }
+    }
+    if (rc > 0 && (fds[1].revents & POLLIN) != 0) {
+      for (int k = 0; k < kBacklog; ++k) {
+        const int c = ::accept4(m_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (c < 0) break;  // EAGAIN, or out of descriptors: those ranks are not watched
+        const int one = 1;
+        ::setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        ::setsockopt(c, IPPROTO_TCP, TCP_USER_TIMEOUT, &m_unacked_ms, sizeof m_unacked_ms);
+        m_conns.push_back(Conn{c, -1, {}, {}});
+      }
+    }
+    if (Clock::now() >= next_ping) {
+      for (Conn& c : m_conns) {
+        if (c.fd < 0 || c.rank < 0) continue;
+        if (!send_all(c.fd, ".") && errno != EAGAIN) {
+          int err = 0;
+          socklen_t len = sizeof err;
+          ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+          lost(c, loss_kind(err != 0 ? err : errno));
+        }
+      }
+      next_ping = Clock::now() + Ms(kPingMs);
+    }
+    drop_closed();
+  }
+}
+
+void LivenessWatch::drop_closed() {
+  m_conns.erase(std::remove_if(m_conns.begin(), m_conns.end(), [](const Conn& c) { return c.fd < 0; }), m_conns.end());
+}
+
+bool LivenessWatch::quiet() const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  std::vector<pollfd> fds;
+  for (const Conn& c : m_conns) {
+    if (c.fd >= 0 && c.rank >= 0) fds.push_back({c.fd, POLLIN, 0});
+  }
+  if (fds.empty()) return true;
+  return ::poll(fds.data(), fds.size(), 0) == 0;
+}
+
+void LivenessWatch::close() {
+  if (m_thread.joinable()) {
+    const char byte = 1;
+    while (::write(m_wake[1], &byte, 1) < 0 && errno == EINTR) {
+    }
+    m_thread.join();
+  }
+  std::lock_guard<std::mutex> lock(m_mutex);
+  for (Conn& c : m_conns) {
+    if (c.fd >= 0) ::close(c.fd);
+  }
+  m_conns.clear();
+  for (int* fd : {&m_fd, &m_wake[0], &m_wake[1]}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+}
+
+// ---- the other ranks ------------------------------------------------------------------------------
+
+void liveness_reserve_descriptor() {
+  if (g_reserved.load() >= 0) return;
+  const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) g_reserved.store(fd);
+}
+
+void liveness_connect(const LivenessOffer& offer, int rank) {
+  std::thread([offer, rank] {
+    for (const std::string& address : offer.addresses) {
+      int error = 0;
+      std::string why;
+      const int fd = connect_within(address, offer.port, Ms(kConnectMs), error, why);
+      if (fd < 0) continue;
+      if (!send_all(fd, "hello " + offer.token + " " + std::to_string(rank) + "\n")) {
+        ::close(fd);
+        continue;
+      }
+      int held = fd;
+      if (const int low = g_reserved.exchange(-1); low >= 0) {
+        // onto the low descriptor kept for it, so that it closes first when the process ends
+        if (::dup3(fd, low, O_CLOEXEC) == low) {
+          ::close(fd);
+          held = low;
+        } else {
+          ::close(low);
+        }
+      }
+      g_connection.store(held);  // held until the process ends: its end is the message
+      return;
+    }
+  }).detach();
+}
+
+void liveness_say(const std::string& parting) {
+  const int fd = g_connection.load();
+  if (fd < 0) return;
+  std::string line = parting.substr(0, kMaxLine - 8);
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  send_all(fd, "bye " + line + "\n");
+}
+
+}  // namespace preflight

@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: MIT
+// The join before MPI_Init (transport/pmix_join.hpp). The only file that includes <pmix.h>; every PMIx
+// call that waits on other ranks is the non-blocking form, and its callback (run on PMIx's progress
+// thread) wakes a condition variable that this thread waits on with a deadline.
+#include "transport/pmix_join.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/text.hpp"
+
+#ifdef PREFLIGHT_HAVE_PMIX
+#include <pmix.h>
+#endif
+
+namespace preflight {
+
+std::string describe_unjoined(const JoinOutcome& outcome, double deadline_s) {
+  std::vector<int> missing;
+  std::map<std::string, std::vector<int>> by_host;  // the launcher's host -> ranks that never joined
+  for (const RankStatus& s : outcome.ranks) {
+    if (s.heard) continue;
+    missing.push_back(s.rank);
+    by_host[s.host].push_back(s.rank);
+  }
+  const auto list = [](const std::vector<int>& ranks) {
+    std::string out;
+    for (std::size_t i = 0; i < ranks.size(); ++i) {
+      if (i == 8 && ranks.size() > 9) return out + ", … (" + std::to_string(ranks.size()) + " in all)";
+      out += (i == 0 ? "" : ", ") + std::to_string(ranks[i]);
+    }
+    return out;
+  };
+  std::string where;
+  for (const auto& [host, ranks] : by_host) {
+    where += where.empty() ? "" : "; ";
+    where += (ranks.size() == 1 ? "rank " : "ranks ") + list(ranks) +
+             (host.empty() ? std::string(" (the launcher did not say on which host)") : " on " + host);
+  }
+  const int joined = outcome.size - static_cast<int>(missing.size());
+  return "init: " + std::to_string(missing.size()) + " of " + std::to_string(outcome.size) + " ranks never started (" +
+         where + "): they did not reach MPI initialisation within " + fixed(deadline_s, 1) +
+         " s of the start, while the other " + std::to_string(joined) +
+         " waited for them. A node stuck in start-up, a binary or file system that hangs on that host, or a "
+         "launcher that could not start the process there; MPI_Init would have waited for them without end";
+}
+
+std::string pmix_client_environment(const EnvSnapshot& env) {
+  // The names libpmix's client reads (pmix_client.c: the newest URI it understands first).
+  static constexpr std::array<const char*, 6> kUris = {"PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3",
+                                                       "PMIX_SERVER_URI21", "PMIX_SERVER_URI2", "PMIX_SERVER_URI"};
+  const bool uri = std::any_of(kUris.begin(), kUris.end(), [&](const char* name) { return !env.get(name).value_or("").empty(); });
+  if (!env.has("PMIX_NAMESPACE") || !env.has("PMIX_RANK") || !uri) {
+    return "no PMIx server in the environment (PMIX_NAMESPACE, PMIX_RANK and a PMIX_SERVER_URI*)";
+  }
+  const std::string ns = env.get("PMIX_NAMESPACE").value_or("");
+  if (ns.empty() || ns.size() > 255 ||
+      !std::all_of(ns.begin(), ns.end(), [](char c) { return c > ' ' && c < 0x7f; })) {
+    return "PMIX_NAMESPACE is not a PMIx namespace (1-255 printable characters)";
+  }
+  const std::string rank = env.get("PMIX_RANK").value_or("");
+  if (rank.empty() || rank.size() > 9 || !std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return "PMIX_RANK is not a rank number";
+  }
+  return {};
+}
+
+#ifdef PREFLIGHT_HAVE_PMIX
+namespace {
+
+/// The outstanding non-blocking PMIx requests of this process. Never destroyed: a request left
+/// behind at a deadline may still call back while the process reports and exits.
+struct Requests {
+  std::mutex mutex;
+  std::condition_variable cv;
+  int done = 0;
+};
+Requests& requests() {
+  static auto* r = new Requests;
+  return *r;
+}
+
+struct Pending {
+  bool done = false;
+  pmix_status_t status = PMIX_ERROR;
+  std::string value;
+};
+
+void finished(Pending& p, pmix_status_t status, const pmix_value_t* value) {
+  Requests& r = requests();
+  {
+    std::lock_guard lock(r.mutex);
+    p.status = status;
+    if (status == PMIX_SUCCESS && value != nullptr && value->type == PMIX_STRING && value->data.string != nullptr) {
+      p.value = value->data.string;
+    }
+    p.done = true;
+    ++r.done;
+  }
+  r.cv.notify_all();
+}
+
+extern "C" void on_fence(pmix_status_t status, void* cbdata) { finished(*static_cast<Pending*>(cbdata), status, nullptr); }
+extern "C" void on_value(pmix_status_t status, pmix_value_t* value, void* cbdata) {
+  finished(*static_cast<Pending*>(cbdata), status, value);
+}
+
+/// Waits until `enough(pending)` holds (under the lock) or the deadline passes.
+template <typename Enough>
+void wait_for(TimePoint deadline, Enough enough) {
+  Requests& r = requests();
+  std::unique_lock lock(r.mutex);
+  r.cv.wait_until(lock, deadline, enough);
+}
+
+bool is_done(const Pending& p) {
+  std::lock_guard lock(requests().mutex);
+  return p.done;
+}
+
+constexpr const char* kKey = "preflight.joined";
+
+std::string host_name() {
+  std::array<char, 256> buf{};
+  if (::gethostname(buf.data(), buf.size() - 1) != 0) return "?";
+  return buf.data();
+}
+
+/// The host the launcher placed `rank` on (job data every client holds: no round trip).
+std::string placed_on(const char* nspace, int rank) {
+  pmix_proc_t proc;
+  PMIX_PROC_LOAD(&proc, nspace, static_cast<pmix_rank_t>(rank));
+  pmix_info_t info;
+  bool immediate = true;
+  PMIX_INFO_LOAD(&info, PMIX_IMMEDIATE, &immediate, PMIX_BOOL);
+  pmix_value_t* value = nullptr;
+  std::string host;
+  if (PMIx_Get(&proc, PMIX_HOSTNAME, &info, 1, &value) == PMIX_SUCCESS && value != nullptr) {
+    if (value->type == PMIX_STRING && value->data.string != nullptr) host = value->data.string;
+    PMIX_VALUE_RELEASE(value);
+  }
+  PMIX_INFO_DESTRUCT(&info);
+  return host;
+}
+
+bool answered(const Pending* p) { return p->done && p->status == PMIX_SUCCESS && !p->value.empty(); }
+
+/// Asks for the key of every rank in `ranks` at once, without waiting; each answer is the rank's
+/// "host pid", or nothing when the rank never put it (PMIx's own timeout, or the deadline, first).
+std::map<int, Pending*> ask(const char* nspace, const std::vector<int>& ranks, TimePoint deadline) {
+  std::map<int, Pending*> out;
+  const double left = std::chrono::duration<double>(deadline - Clock::now()).count();
+  int timeout = std::max(1, static_cast<int>(left + 0.999));
+  for (int r : ranks) {
+    auto* p = new Pending;  // owned by the request until it calls back; never freed (see Requests)
+    pmix_proc_t proc;
+    PMIX_PROC_LOAD(&proc, nspace, static_cast<pmix_rank_t>(r));
+    pmix_info_t info;
+    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
+    if (PMIx_Get_nb(&proc, kKey, &info, 1, on_value, p) != PMIX_SUCCESS) {
+      std::lock_guard lock(requests().mutex);
+      p->done = true;  // not asked: no callback will come
+    }
+    PMIX_INFO_DESTRUCT(&info);
+    out[r] = p;
+  }
+  return out;
+}
+
+/// Waits until every answer for a rank below `below` is in, or (`any`) one of them answered, or
+/// the deadline passes.
+void wait_answers(const std::map<int, Pending*>& asked, int below, bool any, TimePoint deadline) {
+  wait_for(deadline, [&] {
+    bool all = true;
+    for (const auto& [r, p] : asked) {
+      if (r >= below) break;
+      if (any && answered(p)) return true;
+      all = all && p->done;
+    }
+    return all;
+  });
+}
+
+/// `answered` read outside a wait.
+bool answered_now(const Pending* p) {
+  std::lock_guard lock(requests().mutex);
+  return answered(p);
+}
+
+}  // namespace
+
+JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoint query_deadline, TimePoint patience) {
+  JoinOutcome out;
+  if (std::string why = pmix_client_environment(env); !why.empty()) {
+    out.why = std::move(why);
+    return out;
+  }
+  const TimePoint start = Clock::now();
+  pmix_proc_t me;
+  if (const pmix_status_t rc = PMIx_Init(&me, nullptr, 0); rc != PMIX_SUCCESS) {
+    out.state = JoinOutcome::State::NoServer;
+    out.why = std::string("the PMIx server that PMIX_SERVER_URI* names does not answer (PMIx_Init: ") +
+              PMIx_Error_string(rc) + "): PMIX_* variables left from another job, or a launcher that is gone";
+    return out;
+  }
+  out.rank = static_cast<int>(me.rank);
+  out.nspace = me.nspace;
+  {
+    pmix_proc_t wildcard;
+    PMIX_PROC_LOAD(&wildcard, me.nspace, PMIX_RANK_WILDCARD);
+    pmix_value_t* value = nullptr;
+    if (PMIx_Get(&wildcard, PMIX_JOB_SIZE, nullptr, 0, &value) == PMIX_SUCCESS && value != nullptr) {
+      if (value->type == PMIX_UINT32) out.size = static_cast<int>(value->data.uint32);
+      PMIX_VALUE_RELEASE(value);
+    }
+  }
+  const std::string mine = host_name() + " " + std::to_string(::getpid());
+  pmix_value_t value;
+  PMIX_VALUE_LOAD(&value, mine.c_str(), PMIX_STRING);
+  const pmix_status_t put = PMIx_Put(PMIX_GLOBAL, kKey, &value);
+  PMIX_VALUE_DESTRUCT(&value);
+  if (put != PMIX_SUCCESS || PMIx_Commit() != PMIX_SUCCESS) {
+    out.why = "PMIx_Put/PMIx_Commit failed";
+    PMIx_Finalize(nullptr, 0);
+    return out;
+  }
+
+  auto* fence = new Pending;  // see Requests: may call back after the deadline
+  pmix_proc_t all;
+  PMIX_PROC_LOAD(&all, me.nspace, PMIX_RANK_WILDCARD);
+  // With the data collected: Slurm's PMIx plugin completes a fence that collects nothing at once,
+  // without waiting for the other hosts (a barrier only with SLURM_PMIX_FENCE_BARRIER); collecting
+  // makes it wait for every rank's contribution under every launcher.
+  pmix_info_t collect;
+  bool yes = true;
+  PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+  const pmix_status_t fenced = PMIx_Fence_nb(&all, 1, &collect, 1, on_fence, fence);
+  PMIX_INFO_DESTRUCT(&collect);
+  if (const pmix_status_t rc = fenced; rc != PMIX_SUCCESS) {
+    out.why = std::string("PMIx_Fence_nb: ") + PMIx_Error_string(rc);
+    PMIx_Finalize(nullptr, 0);
+    return out;
+  }
+  wait_for(fence_deadline, [&] { return fence->done; });
+  out.waited_s = std::chrono::duration<double>(Clock::now() - start).count();
+  if (is_done(*fence) && fence->status == PMIX_SUCCESS) {
+    delete fence;
+    out.state = JoinOutcome::State::Complete;
+    return out;
+  }
+  out.state = JoinOutcome::State::Incomplete;
+
+  // Who reports: rank 0 when it joined; else the lowest of the first 16 ranks that did (the others
+  // do not ask, so a large job does not ask N² questions). Another rank keeps waiting at the fence
+  // until `patience`: a rank that arrived late completes it, and this rank then goes on into
+  // MPI_Init like the reporter, which may have seen the fence complete a moment before its own
+  // deadline.
+  constexpr int kReporterCandidates = 16;
+  const auto wait_at_fence = [&] {
+    wait_for(patience, [&] { return fence->done; });
+    out.waited_s = std::chrono::duration<double>(Clock::now() - start).count();
+    if (is_done(*fence) && fence->status == PMIX_SUCCESS) out.state = JoinOutcome::State::Complete;
+    return out;
+  };
+  if (out.rank >= kReporterCandidates) return wait_at_fence();
+  std::vector<int> others;
+  for (int r = 0; r < out.size; ++r) {
+    if (r != out.rank) others.push_back(r);
+  }
+  const auto got = ask(me.nspace, others, query_deadline);  // every rank at once: the reporter needs them all
+  if (out.rank != 0) {
+    wait_answers(got, out.rank, true, query_deadline);
+    const bool lower_joined = std::any_of(got.begin(), got.end(), [&](const auto& g) { return g.first < out.rank && answered_now(g.second); });
+    if (lower_joined) return wait_at_fence();  // that rank reports
+  }
+  out.reporter = true;
+  wait_answers(got, out.size, false, query_deadline);
+  for (int r = 0; r < out.size; ++r) {
+    RankStatus s;
+    s.rank = r;
+    s.last_phase = Phase::Init;
+    std::string said = r == out.rank ? mine : std::string();
+    if (r != out.rank) {
+      const Pending* p = got.at(r);
+      if (answered_now(p)) {
+        std::lock_guard lock(requests().mutex);
+        said = p->value;
+      }
+    }
+    if (!said.empty()) {
+      s.heard = true;
+      const auto space = said.rfind(' ');
+      s.host = said.substr(0, space);
+      if (space != std::string::npos) s.pid = static_cast<int>(std::strtol(said.c_str() + space + 1, nullptr, 10));
+    } else {
+      s.host = placed_on(me.nspace, r);
+    }
+    out.ranks.push_back(std::move(s));
+  }
+  return out;
+}
+
+void pmix_join_release() { PMIx_Finalize(nullptr, 0); }
+
+void pmix_join_abort(int code, const std::string& message) {
+  std::fflush(nullptr);
+  // PMIx_Abort waits for the launcher, which normally kills this process first; bounded either way.
+  std::thread([code] {
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+    ::_exit(code);
+  }).detach();
+  PMIx_Abort(code, message.c_str(), nullptr, 0);
+  ::_exit(code);
+}
+
+#else  // built without PMIx
+
+JoinOutcome pmix_join(const EnvSnapshot&, TimePoint, TimePoint, TimePoint) {
+  JoinOutcome out;
+  out.why = "built without PMIx (pkg-config pmix not found)";
+  return out;
+}
+void pmix_join_release() {}
+void pmix_join_abort(int code, const std::string&) {
+  std::fflush(nullptr);
+  ::_exit(code);
+}
+
+#endif
+
+}  // namespace preflight
