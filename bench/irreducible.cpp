@@ -1,7 +1,8 @@
 // The irreducible work of a distributed preflight run, and nothing else: MPI start-up, the hwloc
 // topology load with the important I/O devices kept (the same settings as probes/topology_probe.cpp),
 // one all_reduce and one barrier, MPI shutdown. bench/time_to_verdict.sh times preflight against it
-// (SPEC §6: a run finishes within 1.5x of this). Exit 0 when every step worked, 1 otherwise.
+// (the target: a run finishes within 1.5x of this, README.md#performance). Exit 0 when every step
+// worked, 1 otherwise.
 #include <hwloc.h>
 #include <mpi.h>
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Merge throughput (SPEC §6): `preflight merge` of 4096 per-rank result files in under 1 s, and of
+# Merge throughput (README.md#performance): `preflight merge` of 4096 per-rank result files in under 1 s, and of
 # 8192 in under 2.2x that (linear, not quadratic). The files are synthetic but real-sized: one real
 # `preflight --json` report of this machine, copied per rank with the rank, host (8 ranks a host),
 # pid and boot id varied; node-scope results only on the first rank of each host, as a job writes

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Time to verdict (SPEC §6): preflight under mpirun vs the irreducible work of a distributed run
+# Time to verdict (README.md#performance): preflight under mpirun vs the irreducible work of a distributed run
 # (bench/irreducible: MPI init, hwloc topology load with I/O devices, one all_reduce, one barrier),
 # at N ranks on this one host (oversubscribed). Prints a markdown table: best-of-R wall time of each,
 # the ratio (target <= 1.5x), preflight's exit code and its peak RSS per rank.

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/fact_sources.hpp"
 #include "core/facts.hpp"
 #include "core/job.hpp"
 #include "core/options.hpp"
@@ -58,9 +59,10 @@ struct CheckSpec {
   unsigned profiles;          // ProfileMask bits
   std::string_view skip_reason;  // why it does not run in the other profiles
   Verdict (*run)(const CheckContext&);
-  /// The probes (probes/registry.cpp) or job phases ("reach", "gather", "barrier", "allreduce")
-  /// whose facts it judges, comma-separated: their time is the check's time in the JUnit report.
-  std::string_view reads = {};
+  /// Every probe or job phase whose facts it judges (core/fact_sources.hpp), written as names
+  /// ("gpu_driver,allreduce", checked when compiled): a run gathers only what its selected checks
+  /// read (with what those sources read), and their time is the check's time in the JUnit report.
+  FactSources reads = {};
   /// True for node-scope checks whose verdict depends on what every rank of the node sees (the
   /// GPUs of each rank's CUDA_VISIBLE_DEVICES): in a gathered job rank 0 judges them once per host
   /// with every delivered rank of that host (CheckContext::host_ranks).

@@ -243,6 +243,6 @@ Fix
 
 extern const CheckSpec kClusterConsistency = {
     "cluster.consistency", Scope::Job, "driver, CUDA, NCCL, framework, kernel and NIC driver versions agree across ranks", kExplain,
-    kInJob, "an image build has no job to check", &run, "gather"};
+    kInJob, "an image build has no job to check", &run, "gather,gpu_driver,nccl,cuda_runtime,net"};
 
 }  // namespace preflight

@@ -125,6 +125,6 @@ Fix
 
 extern const CheckSpec kClusterShmNamespace = {
     "cluster.shm_namespace", Scope::Job, "ranks of one host share one /dev/shm (one IPC namespace)", kExplain,
-    kInJob, "an image build has no job to check", &run, "gather"};
+    kInJob, "an image build has no job to check", &run, "gather,shm"};
 
 }  // namespace preflight

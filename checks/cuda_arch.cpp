@@ -256,6 +256,6 @@ Fix
 
 extern const CheckSpec kCudaArch = {
     "cuda.arch", Scope::Node, "each GPU's compute capability is supported by the CUDA runtimes and the framework's build",
-    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver", false, "driver.loaded"};
+    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver,pcie", false, "driver.loaded"};
 
 }  // namespace preflight

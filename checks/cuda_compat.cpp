@@ -11,7 +11,7 @@ namespace preflight {
 namespace {
 
 // Kernel-mode driver branches a cuda-compat package supports (the columns of NVIDIA's forward
-// compatibility support matrix, version-matrix.md §2.2): other branches are EOL or New Feature
+// compatibility support matrix): other branches are EOL or New Feature
 // Branches and not supported targets.
 // Source: https://docs.nvidia.com/deploy/cuda-compatibility/forward-compatibility.html
 constexpr std::array<unsigned, 7> kCompatKernelBranches = {535, 570, 580, 590, 595, 610, 615};

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Shared by cuda.runtime, cuda.arch and nccl.library: the driver and the GPUs a check judges
-// against (the node's facts, or --target-driver / --target-gpu in the image profile), and the rule
-// of ../shared/reference/version-matrix.md §9.2 for "a CUDA version vs that driver". Pure: facts,
+// against (the node's facts, or --target-driver / --target-gpu in the image profile), and the one
+// rule for "a CUDA version vs that driver" (judge_cuda_vs_driver below, after NVIDIA's CUDA
+// compatibility guide, https://docs.nvidia.com/deploy/cuda-compatibility/). Pure: facts,
 // options and the compatibility matrix in, findings out.
 #pragma once
 
@@ -87,7 +88,7 @@ struct CudaJudgement {
   std::string remedy;
 };
 
-/// version-matrix.md §9.2: PASS when the driver's CUDA >= the runtime's; PASS (or WARN) through a
+/// A CUDA version vs the driver: PASS when the driver's CUDA >= the runtime's; PASS (or WARN) through a
 /// cuda-compat libcuda on datacenter GPUs; WARN through minor-version compatibility (same major,
 /// driver >= the family minimum; no PTX JIT); FAIL otherwise, naming "driver >= X" and "a build
 /// for CUDA <= Y". UNKNOWN for a version the matrix does not know or a driver that is unknown.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// cuda.runtime: every CUDA runtime the job will load vs the driver (version-matrix.md §9.2), and
+// cuda.runtime: every CUDA runtime the job will load vs the driver (judge_cuda_vs_driver in
+// checks/cuda_compat.hpp), and
 // NVIDIA_REQUIRE_CUDA as the NVIDIA container runtime evaluates it.
 #include <algorithm>
 #include <set>
@@ -349,6 +350,6 @@ Fix
 
 extern const CheckSpec kCudaRuntime = {
     "cuda.runtime", Scope::Node, "every CUDA runtime the job loads is supported by the driver (or --target-driver)",
-    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver", false, "driver.loaded"};
+    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver,pcie", false, "driver.loaded"};
 
 }  // namespace preflight

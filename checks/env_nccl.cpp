@@ -723,6 +723,6 @@ Fix
   decimal of an octal-looking value; where no intent is evident (NCCL_IB_GID_INDEX=three) it
   names the form needed. It never proposes a value this check warns about. Shell remedies are one
   command line (export NCCL_P2P_DISABLE=1; unset NCCL_TIMEOUT); file remedies name the line.)",
-    kInAll, "", &run, "nccl_conf,nccl_names"};
+    kInAll, "", &run, "nccl_conf,nccl_names,nccl,net,gpu_driver"};
 
 }  // namespace preflight

@@ -115,6 +115,6 @@ Fix
 
 extern const CheckSpec kGpuClocks = {
     "gpu.clocks", Scope::Node, "no hardware slowdown (thermal, power brake) while the GPUs are busy", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health", true, "driver.loaded"};
+    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded"};
 
 }  // namespace preflight

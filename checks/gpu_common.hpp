@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What the GPU checks (driver.loaded, cuda.smoke, gpu.count, gpu.busy) share: one verdict for "no
-// driver on this node" in the same words everywhere (SPEC §5: every GPU check FAILs), one mapping of
+// driver on this node" in the same words everywhere (without a driver every GPU check FAILs in the
+// node and job profiles, since the job needs a GPU, and SKIPs in the image profile), one mapping of
 // a contained helper's failure (crash, hang, API error) to a verdict, and the keys that join NVML's
 // view of a GPU to CUDA's.
 #pragma once

@@ -147,6 +147,6 @@ Fix
 
 extern const CheckSpec kGpuFabric = {
     "gpu.fabric", Scope::Node, "the NVSwitch fabric is up and healthy for every GPU (NVSwitch systems)", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health", true, "driver.loaded"};
+    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded"};
 
 }  // namespace preflight

@@ -153,6 +153,6 @@ Fix
 
 extern const CheckSpec kGpuLinks = {
     "gpu.links", Scope::Node, "every NVLink up and error-free, PCIe at full width and generation under load", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health", true, "driver.loaded"};
+    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded"};
 
 }  // namespace preflight

@@ -190,6 +190,6 @@ Fix
 
 extern const CheckSpec kGpuMemoryHealth = {
     "gpu.memory_health", Scope::Node, "no GPU carries a memory fault: row remap failed or pending, uncorrectable ECC, reset required",
-    kExplain, kInNode | kInJob, "an image build has no GPU", &run, "gpu_health", true, "driver.loaded"};
+    kExplain, kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded"};
 
 }  // namespace preflight

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // nccl.library: which libnccl the job loads, its version, the CUDA it was built for vs the driver
-// (version-matrix.md §9.5), and releases with known problems (matrix/nccl_known_issues.tsv).
+// (NCCL's "+cudaX.Y" judged like a CUDA runtime: judge_cuda_vs_driver in checks/cuda_compat.hpp),
+// and releases with known problems (matrix/nccl_known_issues.tsv).
 #include <algorithm>
 
 #include "checks/check.hpp"
@@ -262,6 +263,6 @@ Fix
 
 extern const CheckSpec kNcclLibrary = {
     "nccl.library", Scope::Node, "the libnccl the job loads: its version, its CUDA build vs the driver, known-bad releases",
-    kExplain, kInAll, "", &run, "cuda_runtime,nccl", false, "driver.loaded"};
+    kExplain, kInAll, "", &run, "cuda_runtime,nccl,gpu_driver,pcie", false, "driver.loaded"};
 
 }  // namespace preflight

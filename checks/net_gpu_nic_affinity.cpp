@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // net.gpu_nic_affinity: each GPU's nearest NIC among the ones NCCL will use, by PCIe path class
-// (probes.md §2.4). A GPU whose nearest NIC sits across the socket (SYS) sends every inter-node
+// (core/pci_topology.hpp; the classes of `nvidia-smi topo -m`, NCCL's own in src/graph/paths.cc).
+// A GPU whose nearest NIC sits across the socket (SYS) sends every inter-node
 // byte through the CPU interconnect and gets no GPUDirect RDMA by default (NCCL_NET_GDR_LEVEL
 // defaults to PXB); several GPUs crowding one NIC while another NIC has no GPU near it halves the
 // bandwidth those GPUs get.

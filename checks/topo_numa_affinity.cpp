@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-// topo.numa_affinity: the rank runs and allocates next to its GPU (probes.md §4.1–§4.4). The rank's
+// topo.numa_affinity: the rank runs and allocates next to its GPU (NCCL intersects the process's CPU
+// mask with the GPU's local CPUs for its threads, and logs "Affinity for GPU %d is empty, ignoring"
+// when they do not meet: NCCL's src/graph/topo.cc; the verdicts are in docs/checks.md). The rank's
 // GPU is the CUDA device at local_rank % device count (the rule of the smoke test); its local CPUs
 // and NUMA node come from NVML, else hwloc, else sysfs; the rank's CPUs from sched_getaffinity.
 #include <algorithm>
@@ -435,6 +437,6 @@ Fix
 
 extern const CheckSpec kTopoNumaAffinity = {
     "topo.numa_affinity", Scope::Rank, "the rank runs and allocates on its GPU's NUMA node", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run, "affinity,topology"};
+    kInNode | kInJob, "an image build has no topology", &run, "affinity,topology,pcie,gpu_driver"};
 
 }  // namespace preflight

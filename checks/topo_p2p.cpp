@@ -561,6 +561,6 @@ Fix
 
 extern const CheckSpec kTopoP2p = {
     "topo.p2p", Scope::Node, "GPU peer-to-peer paths carry real copies; NCCL_P2P settings fit the topology", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run, "gpu_p2p,topology", true, "driver.loaded"};
+    kInNode | kInJob, "an image build has no topology", &run, "gpu_p2p,topology,gpu_driver", true, "driver.loaded"};
 
 }  // namespace preflight

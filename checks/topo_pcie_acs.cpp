@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // topo.pcie_acs: no PCIe ACS P2P redirect on the bridges above the GPUs and NICs, and no translated
-// IOMMU on the GPUs' groups (probes.md §3.5, §3.6). Where a bridge's config space could not be read
-// (no CAP_SYS_ADMIN) the answer is UNKNOWN with the IOMMU-group hint, never PASS.
+// IOMMU on the GPUs' groups (ACS redirect sends P2P traffic through the root complex: NCCL's GPU
+// troubleshooting guide; the register layout is Linux's include/uapi/linux/pci_regs.h, the IOMMU
+// group types Linux's Documentation/ABI/testing/sysfs-kernel-iommu_groups). Where a bridge's
+// config space could not be read (no CAP_SYS_ADMIN) the answer is UNKNOWN with the IOMMU-group
+// hint, never PASS.
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -49,7 +52,7 @@ std::string below_text(const std::vector<const PciFunction*>& fs) {
   return join(names, ", ");
 }
 
-/// The non-root ACS hint (probes.md §3.6): two endpoints below the same switch (same root port and
+/// The non-root ACS hint: two endpoints below the same switch (same root port and
 /// the same upstream port) in different IOMMU groups means the switch's downstream ports isolate
 /// them, i.e. ACS is enabled there; in one group, it is not.
 std::string iommu_group_hint(const std::vector<PciFunction>& fns, bool iommu_on) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "cli/app.hpp"
+#include "core/exit_code.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -30,8 +31,8 @@ extern char** environ;
 namespace preflight {
 namespace {
 
-constexpr int kExitUsage = 2;
-constexpr int kExitInternal = 5;
+constexpr int kExitUsage = to_int(ExitCode::Usage);
+constexpr int kExitInternal = to_int(ExitCode::Internal);
 
 /// Text for stdout (help, list, explain): exit 5 when it cannot be written, `code` otherwise (a
 /// reader that closed the pipe early, `preflight list | head -3`, is not an error).
@@ -83,6 +84,11 @@ int explain_check(const std::string& id) {
               "this check as one line under it; JSON: \"cause\").";
   }
   if (!explains.empty()) causes += "\nMay explain: " + join(explains, ", ") + ".";
+  // What `--only ID` gathers: the sources the check reads and what those read.
+  std::string reads = names_of(spec->reads);
+  const std::string with = names_of(with_needs(spec->reads));
+  for (std::size_t at = 0; (at = reads.find(',', at)) != std::string::npos; at += 2) reads.replace(at, 1, ", ");
+  causes += "\nReads: " + reads + " (with what those read, `--only " + std::string(spec->id) + "` runs: " + with + ").";
   return print(std::string(spec->id) + " — " + std::string(spec->title) + "\nscope: " + to_string(spec->scope) + "\n\n" +
                std::string(spec->explain) + "\n" + causes + (causes.empty() ? "" : "\n"));
 }

@@ -2,6 +2,6 @@
 #pragma once
 
 namespace preflight {
-/// The whole program behind main(): parse, dispatch, map every outcome to SPEC §3's exit codes.
+/// The whole program behind main(): parse, dispatch, map every outcome to an exit code (core/exit_code.hpp).
 int app_main(int argc, char** argv);
 }  // namespace preflight

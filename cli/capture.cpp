@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "cli/capture.hpp"
+#include "core/exit_code.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -27,8 +28,9 @@ extern char** environ;
 namespace preflight {
 namespace {
 
-constexpr int kExitDeadline = 4;
-constexpr int kExitInternal = 5;
+constexpr int kExitUsage = to_int(ExitCode::Usage);
+constexpr int kExitDeadline = to_int(ExitCode::Deadline);
+constexpr int kExitInternal = to_int(ExitCode::Internal);
 constexpr std::size_t kMaxTarEntries = 1000000;
 constexpr int kMaxTarDepth = 64;
 
@@ -300,12 +302,12 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
     if (::mkdtemp(dir.data()) == nullptr) {
       std::cerr << "preflight: error: cannot create a working directory next to '" << printable(tar_file, 200)
                 << "': " << std::strerror(errno) << "\n";
-      return 2;
+      return kExitUsage;
     }
     temporary = true;
   } else if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     std::cerr << "preflight: error: capture '" << printable(dir, 200) << "': " << std::strerror(errno) << "\n";
-    return 2;
+    return kExitUsage;
   }
   struct Cleanup {
     bool on;

@@ -72,7 +72,7 @@ Report merge_report(const Options& options, const std::vector<std::string>& path
                     std::atomic<int>* files_read = nullptr);
 
 /// The `preflight merge` command: the merged report printed and written like a run's, and the exit
-/// code of SPEC §3 (a bad file: UsageError, exit 2).
+/// code of a run (README.md#exit-codes; a bad file: UsageError, exit 2).
 int merge_command(const Options& options, const std::vector<std::string>& files);
 
 /// Writes `report` (one rank's) as DIR/preflight-rank-<R>.json, R its first rank, atomically (a

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "cli/output.hpp"
+#include "core/exit_code.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -21,7 +22,7 @@
 namespace preflight {
 namespace {
 
-constexpr int kExitInternal = 5;
+constexpr int kExitInternal = to_int(ExitCode::Internal);
 
 bool use_color(const Options& options, const EnvSnapshot& env) {
   if (options.color) return *options.color == 1;

@@ -2,7 +2,7 @@
 // Pure parsers for the files that tell which CUDA runtime a job will load, without running Python:
 // the toolkit's version.json / version.txt, torch/version.py, *.dist-info names and METADATA,
 // versioned shared-library file names and /etc/ld.so.conf. No I/O here: probes/cuda_runtime_probe.cpp
-// reads the files through the sysroot seam and hands the text in (see version-matrix.md §5).
+// reads the files through the sysroot seam and hands the text in.
 #pragma once
 
 #include <optional>

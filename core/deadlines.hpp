@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Every deadline of a run as a share of its budget, --timeout (SPEC §2: "every phase has its own
-// deadline inside it"). The shares live here and nowhere else; nothing has a fixed cap, so a
-// longer --timeout gives every phase and every helper proportionally longer.
+// Every deadline of a run as a share of its budget, --timeout: every phase has its own deadline
+// inside it (ARCHITECTURE.md, "Deadlines"). The shares live here and nowhere else; nothing has a
+// fixed cap, so a longer --timeout gives every phase and every helper proportionally longer.
 //
 // Phases (where each ends, measured from the start of the run):
 //   init 30%, probe 50%, reach 55%, gather 65%, barrier 75%, all_reduce 90%, end 100%;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // NVIDIA_REQUIRE_CUDA (and the other NVIDIA_REQUIRE_* variables) evaluated as the NVIDIA Container
-// Toolkit does (version-matrix.md §5.3): white space separates groups that are ORed, a comma joins
-// the constraints of one group, which are ANDed. Constraints: cuda (the host driver's CUDA version),
+// Toolkit does (its "Specialized configurations" page): white space separates groups that are ORed,
+// a comma joins the constraints of one group, which are ANDed. Constraints: cuda (the host driver's CUDA version),
 // driver (the host driver version), arch (the GPU's compute capability), brand (tesla, geforce, ...);
 // operators >=, <=, >, <, = (also ==, !=). Pure: the caller supplies what it knows of the host.
 #pragma once

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Every option of `preflight run` as a plain value (SPEC §2). The command line and the config file
-// fill it (cli/cli.cpp); checks read the thresholds they need from it, never from globals.
+// Every option of `preflight run` as a plain value (`preflight --help`, packaging/preflight.1).
+// The command line and the config file fill it (cli/cli.cpp); checks read the thresholds they need from it, never from globals.
 #pragma once
 
 #include <cstdint>

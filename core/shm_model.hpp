@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// How much /dev/shm the ranks of one node need (probes.md §1.1, §1.3). Shared by the shm probe (it
-// sizes the allocation test) and the shm.capacity check (it judges the result).
+// How much /dev/shm the ranks of one node need (NCCL's segments: its proxy ops pool, NCCL's
+// src/proxy.cc, and the SHM transport's buffers, src/transport/shm.cc; plus a DataLoader budget).
+// Shared by the shm probe (it sizes the allocation test) and the shm.capacity check (it judges the result).
 #pragma once
 
 #include <cstdint>

@@ -24,8 +24,9 @@ namespace {
 /// The time of what a check reads (its probes on this rank, or rank 0's job phases).
 double time_of_reads(const CheckSpec& spec, const std::map<std::string, double>& measured) {
   double total = 0;
-  for (std::string_view name : split(spec.reads, ',')) {
-    const auto it = measured.find(std::string(name));
+  for (const FactSourceSpec& source : kFactSources) {
+    if (!spec.reads.contains(source.source)) continue;
+    const auto it = measured.find(std::string(source.name));
     if (it != measured.end()) total += it->second;
   }
   return total;
@@ -103,8 +104,7 @@ void widen_to_host(CheckResult& r, const HostIndex& hosts) {
 
 /// Whether a check judges what the all_reduce recorded (its `reads` names the phase).
 bool reads_allreduce(const CheckSpec& spec) {
-  const std::vector<std::string_view> reads = split(spec.reads, ',');
-  return std::find(reads.begin(), reads.end(), "allreduce") != reads.end();
+  return spec.reads.contains(FactSource::Allreduce);
 }
 
 /// The node-scope checks that judge a node from every rank's view (CheckSpec::node_view): on a

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "job/job_run.hpp"
+#include "core/exit_code.hpp"
 
 #include <unistd.h>
 
@@ -179,7 +180,7 @@ class JobRun {
                    "preflight: rank %d (pid %d): not every rank started before the deadline; a lower rank reports "
                    "which, and ends the job (exit 4)\n",
                    m_join.rank, static_cast<int>(::getpid()));
-      pmix_join_abort(4, "preflight: ranks of the job never started");
+      pmix_join_abort(ExitCode::Deadline, "preflight: ranks of the job never started");
     }
     install_termination_handler();
     m_transport = make_local_transport();
@@ -781,7 +782,7 @@ class JobRun {
   }
 
   int report() {
-    int code = 0;
+    int code = to_int(ExitCode::Ok);
     if (m_root) {
       refresh_status();
       Report r = make_report(false);
@@ -793,12 +794,12 @@ class JobRun {
         m_transport->broadcast(std::to_string(code), m_deadlines.end + grace() + std::chrono::seconds(2));
     if (!agreed && m_root) agreed = std::to_string(code);  // the report is written; a rank lost now changes nothing
     if (!agreed) give_up("rank 0 did not send the run's exit code");
-    code = static_cast<int>(parse_int(*agreed).value_or(5));
+    code = static_cast<int>(parse_int(*agreed).value_or(to_int(ExitCode::Internal)));
     if (m_probe_expired) {
       // A probe thread is still stuck somewhere; do not wait for it at exit.
       m_transport->finalize();
       std::fflush(nullptr);
-      ::_exit(code == 0 ? 4 : code);
+      ::_exit(code == to_int(ExitCode::Ok) ? to_int(ExitCode::Deadline) : code);
     }
     m_transport->finalize();
     return code;
@@ -858,11 +859,11 @@ class JobRun {
       }
     }
     m_incidents.push_back(what);
-    m_emit(make_report(true), 4);  // a report that cannot be written does not change the deadline's code
+    m_emit(make_report(true), to_int(ExitCode::Deadline));  // a report that cannot be written does not change the deadline's code
     std::fflush(nullptr);
-    if (unjoined()) pmix_join_abort(4, "preflight: " + what.substr(0, 200));
-    m_transport->abort(4);
-    ::_exit(4);  // abort() does not return; the compiler cannot see that through the interface
+    if (unjoined()) pmix_join_abort(ExitCode::Deadline, "preflight: " + what.substr(0, 200));
+    m_transport->abort(ExitCode::Deadline);
+    ::_exit(to_int(ExitCode::Deadline));  // abort() does not return; the compiler cannot see that through the interface
   }
 
   /// Whether every host with a lost rank has lost all its ranks (then the story is complete).
@@ -884,8 +885,8 @@ class JobRun {
     std::fprintf(stderr, "preflight: rank %d (pid %d): %s in phase %s before its deadline; ending the job (exit 4)\n",
                  m_transport->rank(), static_cast<int>(::getpid()), what.c_str(), to_string(m_phase));
     std::fflush(nullptr);
-    m_transport->abort(4);
-    ::_exit(4);
+    m_transport->abort(ExitCode::Deadline);
+    ::_exit(to_int(ExitCode::Deadline));
   }
 
   /// "within 7.5 s of the start", or what ended the wait early.

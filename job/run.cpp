@@ -77,7 +77,9 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
   state->published.env = env;
   // Fault injection for the deadline tests (the test binary only: job/test_faults.hpp).
   const std::string hang = test_faults(live_env).hang_probe;
-  std::thread worker([state, options, env, deadline, recorder, hang] {
+  // A capture records everything; a run gathers what its selected checks read.
+  const FactSources wanted = recorder != nullptr ? all_fact_sources() : probes_for(options);
+  std::thread worker([state, options, env, deadline, recorder, hang, wanted] {
     const FileSystem fs(options.sysroot, recorder);
     const ProbeContext ctx(fs, env, options, deadline);
     RankFacts work;
@@ -86,20 +88,21 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
       work = state->published;
     }
     for (const ProbeSpec& probe : all_probes()) {
+      if (!wanted.contains(probe.source)) continue;
       {
         std::lock_guard lock(state->mutex);
-        state->current = std::string(probe.name);
+        state->current = std::string(probe.name());
       }
-      if (probe.name == hang) {
+      if (probe.name() == hang) {
         for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
       }
       const auto t0 = std::chrono::steady_clock::now();
       // Probes whose facts a capture keeps in a facts file of their own: their paths are not copied.
-      const bool unrecorded = recorder != nullptr && (probe.name == "cuda_runtime" || probe.name == "disk");
+      const bool unrecorded = recorder != nullptr && (probe.source == FactSource::CudaRuntime || probe.source == FactSource::Disk);
       if (unrecorded) recorder->set_paused(true);
       probe.run(ctx, work);
       if (unrecorded) recorder->set_paused(false);
-      work.probe_seconds[std::string(probe.name)] =
+      work.probe_seconds[std::string(probe.name())] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard lock(state->mutex);
       state->published = work;
@@ -154,6 +157,14 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
 Profile effective_profile(const Options& options, const RankFacts& facts) {
   if (options.profile) return *options.profile;
   return facts.placement.world_size > 1 ? Profile::Job : Profile::Node;
+}
+
+FactSources probes_for(const Options& options) {
+  FactSources wanted;
+  for (const CheckSpec* spec : all_checks()) {
+    if (selected(options, spec->id)) wanted |= spec->reads;
+  }
+  return with_needs(wanted);
 }
 
 bool selected(const Options& options, std::string_view id) {

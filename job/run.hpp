@@ -7,14 +7,15 @@
 #include <memory>
 
 #include "core/env.hpp"
+#include "core/fact_sources.hpp"
 #include "sys/file_system.hpp"
 #include "core/options.hpp"
 #include "report/report.hpp"
 
 namespace preflight {
 
-/// Runs every probe in the probe table on a worker thread. When `deadline` passes first, the facts
-/// gathered so far are returned, `expired` names the probe that was running, and the worker is left
+/// Runs the probes the selected checks read (probes_for; every probe for a capture) on a worker
+/// thread, in the probe table's order. When `deadline` passes first, the facts gathered so far are returned, `expired` names the probe that was running, and the worker is left
 /// behind (the caller must end the process with _exit: a probe stuck in the kernel cannot be joined).
 struct ProbeRun {
   RankFacts facts;
@@ -45,5 +46,9 @@ Report build_report(const Options& options, ProbeRun probes, double duration_ms,
 
 /// True when --only/--skip select the check id.
 bool selected(const Options& options, std::string_view id);
+
+/// The probes and phases the selected checks read, with what those read (identity and placement
+/// always): `--only host.limits` runs three probes, not eighteen.
+FactSources probes_for(const Options& options);
 
 }  // namespace preflight

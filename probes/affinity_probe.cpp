@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The affinity probe (probes.md §4.2): where this process may run (sched_getaffinity, sized from
+// The affinity probe: where this process may run (sched_getaffinity, sized from
 // /sys/devices/system/cpu/possible) and allocate (get_mempolicy as a raw system call, no libnuma;
 // Mems_allowed_list of the cpuset), the online CPUs, and each NUMA node's CPUs. The process facts
 // only describe this machine: with --sysroot they are Unsupported.

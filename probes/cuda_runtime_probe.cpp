@@ -5,7 +5,7 @@
 // DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH, ld.so.conf and the default directories; the nvidia/* wheel
 // layouts of CUDA 11/12 and 13 and their *.dist-info versions), explicit --cuda-runtime files, the
 // toolkit's version.json/version.txt, the libcudart.so.* and libnccl.so.2 files on the loader path
-// and the container variables (CUDA_VERSION, NVIDIA_REQUIRE_CUDA). version-matrix.md §5. --python
+// and the container variables (CUDA_VERSION, NVIDIA_REQUIRE_CUDA). --python
 // EXE is asked for its sys.path in a contained child with a deadline. Every file goes through
 // ctx.fs, and symbolic links are resolved inside the sysroot, so --sysroot and the fixtures work.
 #include <limits.h>

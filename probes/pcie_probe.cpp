@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The pcie probe (probes.md §2.4, §3.5, §3.6): the GPUs and NICs on the PCI bus, the chain of
+// The pcie probe: the GPUs and NICs on the PCI bus, the chain of
 // bridges above each (from the sysfs device tree), the ACS Control register of every such bridge
 // (from its config space; 64 bytes without CAP_SYS_ADMIN = "restricted"), and the IOMMU's state:
 // its units, the kernel command line, the endpoints' IOMMU groups and their type, and whether this

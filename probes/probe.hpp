@@ -14,6 +14,7 @@
 #include "sys/capture.hpp"
 #include "core/deadlines.hpp"
 #include "core/env.hpp"
+#include "core/fact_sources.hpp"
 #include "core/facts.hpp"
 #include "sys/file_system.hpp"
 #include "core/mountinfo.hpp"
@@ -92,8 +93,9 @@ Probed<T> captured_probed(const ProbeContext& ctx, std::string_view name, std::s
 }
 
 struct ProbeSpec {
-  std::string_view name;
+  FactSource source;  // its row of core/fact_sources.hpp: its name, and the probes it reads
   void (*run)(const ProbeContext&, RankFacts&);
+  constexpr std::string_view name() const { return to_string(source); }
 };
 
 /// Every probe, in the order they run (a probe may read what an earlier one found).

@@ -12,24 +12,24 @@ namespace preflight {
 namespace {
 // The size is the rows': a row added or removed needs no count kept by hand.
 constexpr auto kProbes = std::to_array<ProbeSpec>({
-    {"identity", &probe_identity},
-    {"placement", &probe_placement},  // before shm: the shm need depends on the local rank count
-    {"shm", &probe_shm},              // early: its allocation test runs in the background
-    {"cuda_runtime", &probe_cuda_runtime},  // files only; finds the libnccl candidates
-    {"gpu_driver", &probe_gpu_driver},      // the contained GPU helper: NVML, CUDA driver, smoke test
-    {"nccl", &probe_nccl},                  // the contained GPU helper loads the first candidate
-    {"gpu_p2p", &probe_gpu_p2p},            // the contained GPU helper: peer copies where NVML claims P2P
-    {"gpu_health", &probe_gpu_health},      // the contained GPU helper: NVML health, clocks/PCIe under load
-    {"kernel_log", &probe_kernel_log},      // /dev/kmsg: this boot's Xid / SXid / fallen-off-the-bus lines
-    {"topology", &probe_topology},          // hwloc with I/O devices, or --topology-xml
-    {"pcie", &probe_pcie},                  // sysfs chains, ACS bits, IOMMU
-    {"affinity", &probe_affinity},          // this process's CPU and memory binding
-    {"net", &probe_net},                    // interfaces, RDMA devices, MASTER_ADDR/MASTER_PORT
-    {"memory", &probe_memory},
-    {"limits", &probe_limits},
-    {"nccl_conf", &probe_nccl_conf},
-    {"nccl_names", &probe_nccl_names},  // after nccl and nccl_conf: the library's names, its plugins
-    {"disk", &probe_disk},              // last: statvfs of a hung network mount blocks, and only it waits then
+    {FactSource::Identity, &probe_identity},
+    {FactSource::Placement, &probe_placement},  // before shm: the shm need depends on the local rank count
+    {FactSource::Shm, &probe_shm},              // early: its allocation test runs in the background
+    {FactSource::CudaRuntime, &probe_cuda_runtime},  // files only; finds the libnccl candidates
+    {FactSource::GpuDriver, &probe_gpu_driver},      // the contained GPU helper: NVML, CUDA driver, smoke test
+    {FactSource::Nccl, &probe_nccl},                  // the contained GPU helper loads the first candidate
+    {FactSource::GpuP2p, &probe_gpu_p2p},            // the contained GPU helper: peer copies where NVML claims P2P
+    {FactSource::GpuHealth, &probe_gpu_health},      // the contained GPU helper: NVML health, clocks/PCIe under load
+    {FactSource::KernelLog, &probe_kernel_log},      // /dev/kmsg: this boot's Xid / SXid / fallen-off-the-bus lines
+    {FactSource::Topology, &probe_topology},          // hwloc with I/O devices, or --topology-xml
+    {FactSource::Pcie, &probe_pcie},                  // sysfs chains, ACS bits, IOMMU
+    {FactSource::Affinity, &probe_affinity},          // this process's CPU and memory binding
+    {FactSource::Net, &probe_net},                    // interfaces, RDMA devices, MASTER_ADDR/MASTER_PORT
+    {FactSource::Memory, &probe_memory},
+    {FactSource::Limits, &probe_limits},
+    {FactSource::NcclConf, &probe_nccl_conf},
+    {FactSource::NcclNames, &probe_nccl_names},  // after nccl and nccl_conf: the library's names, its plugins
+    {FactSource::Disk, &probe_disk},              // last: statvfs of a hung network mount blocks, and only it waits then
 });
 }  // namespace
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // /dev/shm: the effective mount, its size and free space, and a real allocation of what this
-// node's ranks need (probes.md §1.3). The test file is unlinked before it is sized, so nothing is
+// node's ranks need (core/shm_model.hpp). The test file is unlinked before it is sized, so nothing is
 // left behind even if preflight is killed mid-test.
 #include <algorithm>
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The machine's topology through hwloc, with the important I/O devices kept: NUMA nodes and their
-// CPUs, and every GPU and NIC with the chain of objects above it (probes.md §2.4, §4.1, §4.5). The
+// CPUs, and every GPU and NIC with the chain of objects above it. The
 // topology is the live machine's, or another node's `lstopo --of xml` export given with
 // --topology-xml. PCI devices are found by walking every PCI object, never by looking a bus id up:
 // hand-edited or buggy exports can hold two devices with one bus id.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "report/report.hpp"
+#include "core/exit_code.hpp"
 
 #include <map>
 #include <string_view>
@@ -26,14 +27,14 @@ Counts count_instances(const Report& report) {
 Status counted_as(Status s, bool strict) { return strict && s == Status::Warn ? Status::Fail : s; }
 
 int exit_code(const Report& report, bool strict) {
-  if (report.deadline_expired) return 4;
+  if (report.deadline_expired) return to_int(ExitCode::Deadline);
   bool unknown = false;
   for (const CheckResult& r : report.results) {
     const Status s = counted_as(r.verdict.status, strict);
-    if (s == Status::Fail) return 1;
+    if (s == Status::Fail) return to_int(ExitCode::Fail);
     unknown = unknown || s == Status::Unknown;
   }
-  return unknown ? 3 : 0;
+  return to_int(unknown ? ExitCode::Unknown : ExitCode::Ok);
 }
 
 Status overall(const Report& report, bool strict) {

@@ -84,13 +84,13 @@ Counts count(const Report& report);
 /// hosts counted apart).
 Counts count_instances(const Report& report);
 
-/// The status a result counts as: under --strict a WARN counts as a FAIL (SPEC §3); every other
+/// The status a result counts as: under --strict a WARN counts as a FAIL (README.md#exit-codes); every other
 /// status, and every status without --strict, counts as itself. The exit code, the overall status,
 /// JUnit's failures and the text view's "what to fix first" all judge by it.
 Status counted_as(Status s, bool strict);
 
-/// SPEC §3: 0 clean (WARN allowed unless strict), 1 any FAIL (or WARN with strict), 3 UNKNOWN and
-/// no FAIL, 4 a deadline expired.
+/// The verdict's exit code (core/exit_code.hpp): Ok (WARN allowed unless strict), Fail (any FAIL, or
+/// WARN with strict), Unknown (UNKNOWN and no FAIL), Deadline (a deadline expired).
 int exit_code(const Report& report, bool strict);
 
 /// The run's overall status for the summary line.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The place of a PCI function in the sysfs device tree: /sys/bus/pci/devices/<bdf> is a symlink to
 // /sys/devices/pciDDDD:BB/<root port>/<switch ports...>/<bdf>; the BDF components below the
-// pciDDDD:BB host bridge are the chain of bridges down to the device (probes.md §2.4).
+// pciDDDD:BB host bridge are the chain of bridges down to the device (the walk NCCL's topology
+// detection makes, src/graph/xml.cc).
 #pragma once
 
 #include <optional>

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "transport/transport.hpp"
+#include "core/exit_code.hpp"
 
 namespace preflight {
 namespace {
@@ -32,9 +33,9 @@ class LocalTransport final : public Transport {
   std::optional<std::vector<std::string>> gather(const std::string& record, TimePoint) override {
     return std::vector<std::string>{record};
   }
-  [[noreturn]] void abort(int code) override {
+  [[noreturn]] void abort(ExitCode code) override {
     std::fflush(nullptr);
-    ::_exit(code);
+    ::_exit(to_int(code));
   }
   void finalize() override {}
 

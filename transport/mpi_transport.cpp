@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "transport/transport.hpp"
+#include "core/exit_code.hpp"
 
 namespace preflight {
 namespace {
@@ -187,10 +188,10 @@ class MpiTransport final : public Transport {
     return out;
   }
 
-  [[noreturn]] void abort(int code) override {
+  [[noreturn]] void abort(ExitCode code) override {
     std::fflush(nullptr);
-    MPI_Abort(MPI_COMM_WORLD, code);
-    ::_exit(code);
+    MPI_Abort(MPI_COMM_WORLD, to_int(code));
+    ::_exit(to_int(code));
   }
 
   void finalize() override {
@@ -362,7 +363,7 @@ class InitWatchdog {
                    "start or the launcher cannot reach it. Exit 4.\n",
                    static_cast<int>(::getpid()), host_name().c_str());
       std::fflush(nullptr);
-      ::_exit(4);
+      ::_exit(to_int(ExitCode::Deadline));
     });
   }
   ~InitWatchdog() {

@@ -310,15 +310,15 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
 
 void pmix_join_release() { PMIx_Finalize(nullptr, 0); }
 
-void pmix_join_abort(int code, const std::string& message) {
+void pmix_join_abort(ExitCode code, const std::string& message) {
   std::fflush(nullptr);
   // PMIx_Abort waits for the launcher, which normally kills this process first; bounded either way.
   std::thread([code] {
     std::this_thread::sleep_for(std::chrono::seconds(3));
-    ::_exit(code);
+    ::_exit(to_int(code));
   }).detach();
-  PMIx_Abort(code, message.c_str(), nullptr, 0);
-  ::_exit(code);
+  PMIx_Abort(to_int(code), message.c_str(), nullptr, 0);
+  ::_exit(to_int(code));
 }
 
 #else  // built without PMIx
@@ -329,9 +329,9 @@ JoinOutcome pmix_join(const EnvSnapshot&, TimePoint, TimePoint, TimePoint) {
   return out;
 }
 void pmix_join_release() {}
-void pmix_join_abort(int code, const std::string&) {
+void pmix_join_abort(ExitCode code, const std::string&) {
   std::fflush(nullptr);
-  ::_exit(code);
+  ::_exit(to_int(code));
 }
 
 #endif

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/exit_code.hpp"
 #include "core/env.hpp"
 #include "core/job.hpp"
 #include "transport/transport.hpp"
@@ -65,7 +66,7 @@ void pmix_join_release();
 
 /// Asks the launcher to end the whole job with `code` (PMIx_Abort: srun does not end a step on a
 /// non-zero exit by itself), then exits with `code`, within a few seconds either way.
-[[noreturn]] void pmix_join_abort(int code, const std::string& message);
+[[noreturn]] void pmix_join_abort(ExitCode code, const std::string& message);
 
 /// The incident naming the ranks that never joined, with their hosts, for the report (pure; tested).
 std::string describe_unjoined(const JoinOutcome& outcome, double deadline_s);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/exit_code.hpp"
 #include "core/env.hpp"
 #include "core/facts.hpp"
 #include "core/job.hpp"
@@ -65,7 +66,7 @@ class Transport {
   virtual std::optional<std::vector<std::string>> gather(const std::string& record, TimePoint deadline) = 0;
 
   /// Ends every rank of the job with `code` (after a deadline expired). Does not return.
-  [[noreturn]] virtual void abort(int code) = 0;
+  [[noreturn]] virtual void abort(ExitCode code) = 0;
   /// Orderly end after a complete run. Never called after a deadline expired.
   virtual void finalize() = 0;
 };

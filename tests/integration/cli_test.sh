@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The command-line contract (SPEC §2, §3): commands, bad input, config files, exit codes.
+# The command-line contract (`preflight --help`, README.md#exit-codes): commands, bad input, config files, exit codes.
 source "$(dirname "$0")/lib.sh"
 
 expect_rc 0 "--version" -- "$PREFLIGHT" --version

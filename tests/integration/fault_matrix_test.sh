@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The fault matrix (SPEC §5 "never hangs and never crashes", "bad input gets a clear error"): every
+# The fault matrix (preflight never hangs and never crashes; bad input gets a clear error): every
 # fault the project can produce, run against the built binary, one row each. Per row: the check id
 # and its status, the exit code, the wall-clock time against a bound, and that preflight itself did
 # not crash (exit code 0-5, no "internal error", no signal, no sanitizer report). The table of all

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Read-only (SPEC §5): a run changes nothing on the machine. Three runs — the node profile, the fake
+# Read-only: a run changes nothing on the machine. Three runs — the node profile, the fake
 # 8-GPU node with its contained helpers (smoke, P2P copies, the NCCL all_reduce), and a 2-rank
 # mpiexec job — each in a session of its own, watched from outside (tests/faults is not needed: the
 # watcher is below). Per run:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --topology-xml and net.gpu_nic_affinity as a user meets them: our own hand-written exports (a
 # balanced 2-socket node: PASS; GPUs crowding one HCA: WARN; a GPU across the socket from the only
-# HCA: WARN), hwloc's real GPU servers from ../shared/fixtures/hwloc (GPU -> NUMA map in the JSON
+# HCA: WARN), hwloc's own test topologies of real GPU servers, kept outside the repository in the
+# directory $hwloc names and skipped when absent (GPU -> NUMA map in the JSON
 # report's facts, the duplicate-bus-id HCA), a missing and a garbage file (UNKNOWN naming it, exit 3),
 # and the live machine.
 # Env: PREFLIGHT (binary), PREFLIGHT_SOURCE_DIR, PREFLIGHT_FIXTURES_DIR, PYTHON3. Exit 0 pass, 1 fail, 77 skip.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Unprivileged by default (SPEC §5): the same runs as root and as `nobody` on this machine, compared
+# Unprivileged by default: the same runs as root and as `nobody` on this machine, compared
 # check by check. What needs privilege (topo.pcie_acs reads PCI extended config space, which the
 # kernel cuts to 64 bytes without CAP_SYS_ADMIN) must be UNKNOWN with the reason as nobody — never
 # PASS; every other check keeps its status (host.limits may differ by CAP_IPC_LOCK alone, which

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // net.gpu_nic_affinity on hand-built topologies (every status, NCCL's NIC selection rules) and on
-// topologies the probe loads from XML: our own fixtures and hwloc's real GPU servers (skipped when
-// ../shared/fixtures/hwloc is absent).
+// topologies the probe loads from XML: our own fixtures and hwloc's own test topologies of real GPU
+// servers, kept outside the repository (skipped when hwloc_dir() below is absent).
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>

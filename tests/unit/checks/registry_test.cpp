@@ -8,6 +8,7 @@
 #include <string>
 
 #include "checks/check.hpp"
+#include "job/run.hpp"
 #include "core/text.hpp"
 #include "probes/probe.hpp"
 
@@ -27,20 +28,49 @@ TEST(Registry, EveryCheckRowIsWholeAndUnique) {
   }
 }
 
-TEST(Registry, EveryProbeRowIsWholeAndWhatChecksReadExists) {
-  std::set<std::string> names;
+TEST(Registry, OneProbeRowForEveryProbeSourceInItsOrder) {
+  // The probe table runs the probes of core/fact_sources.hpp, each once, in the sources' order (a
+  // probe reads only what an earlier one found).
+  std::vector<FactSource> rows;
   for (const ProbeSpec& p : all_probes()) {
-    EXPECT_FALSE(p.name.empty());
-    EXPECT_NE(p.run, nullptr) << p.name;
-    EXPECT_TRUE(names.insert(std::string(p.name)).second) << p.name << " is in the table twice";
+    EXPECT_NE(p.run, nullptr) << p.name();
+    EXPECT_EQ(spec_of(p.source).kind, SourceKind::Probe) << p.name() << " is a phase, not a probe";
+    rows.push_back(p.source);
   }
-  const std::set<std::string> phases = {"reach", "gather", "barrier", "allreduce"};  // the job run's own
-  for (const CheckSpec* spec : all_checks()) {
-    for (std::string_view read : split(spec->reads, ',')) {
-      const std::string r(read);
-      EXPECT_TRUE(names.count(r) != 0 || phases.count(r) != 0) << spec->id << " reads '" << r << "', which nothing gathers";
-    }
+  std::vector<FactSource> expected;
+  for (const FactSourceSpec& s : kFactSources) {
+    if (s.kind == SourceKind::Probe) expected.push_back(s.source);
   }
+  EXPECT_EQ(rows, expected);
+}
+
+TEST(Registry, EveryCheckReadsSomething) {
+  // A check that declares no source would run on facts nobody gathered under --only.
+  for (const CheckSpec* spec : all_checks()) EXPECT_FALSE(spec->reads.empty()) << spec->id;
+}
+
+TEST(Registry, ChecksSelectTheProbesTheyRead) {
+  Options all;
+  EXPECT_EQ(probes_for(all), with_needs(all_fact_sources()));
+  Options limits;
+  limits.only = {"host.limits"};
+  EXPECT_EQ(names_of(probes_for(limits)), "identity,placement,limits");
+  Options nccl_env;
+  nccl_env.only = {"env.nccl"};
+  const FactSources env_sources = probes_for(nccl_env);
+  EXPECT_TRUE(env_sources.contains(FactSource::CudaRuntime)) << names_of(env_sources);  // nccl reads it first
+  EXPECT_FALSE(env_sources.contains(FactSource::Disk)) << names_of(env_sources);
+  Options skip_gpu;
+  skip_gpu.skip = {"gpu.*", "cuda.*", "driver.*", "nccl.*", "topo.*", "net.*", "comm.*", "cluster.*", "launch.*", "env.*"};
+  EXPECT_FALSE(probes_for(skip_gpu).contains(FactSource::GpuDriver)) << names_of(probes_for(skip_gpu));
+}
+
+TEST(FactSources, NamesParseAndNeedsClose) {
+  constexpr FactSources s = "kernel_log,allreduce";
+  static_assert(s.contains(FactSource::KernelLog) && s.contains(FactSource::Allreduce) && !s.contains(FactSource::Shm));
+  EXPECT_EQ(names_of(with_needs(s)), "identity,placement,cuda_runtime,gpu_driver,nccl,kernel_log,net,nccl_conf,allreduce");
+  EXPECT_THROW(FactSources::parse("shm,shmm"), const char*);
+  EXPECT_EQ(FactSources::parse(""), FactSources{});
 }
 
 }  // namespace

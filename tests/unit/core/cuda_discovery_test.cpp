@@ -163,7 +163,7 @@ TEST(CudaDiscovery, LibraryPathAndPythonNames) {
 
 // ---- NVIDIA_REQUIRE_CUDA ----
 
-// The shape of a CUDA 12.4 base image's NVIDIA_REQUIRE_CUDA (version-matrix.md §5.3): the cuda
+// The shape of a CUDA 12.4 base image's NVIDIA_REQUIRE_CUDA (NVIDIA's CUDA container images): the cuda
 // constraint, or one of the brand/driver-branch groups that forward compatibility lets start.
 const std::string kBrands[] = {"tesla", "unknown", "nvidia", "nvidiartx", "geforce", "geforcertx",
                                "quadro", "quadrortx", "titan", "titanrtx"};

@@ -8,7 +8,7 @@
 namespace preflight {
 namespace {
 
-// Rank 1 of `mpirun -np 3` (Open MPI 4.1.4, probes.md §5.6).
+// Rank 1 of `mpirun -np 3`, as Open MPI 4.1.4 sets it (OMPI_UNIVERSE_SIZE is the slot count).
 const std::map<std::string, std::string> kOpenMpiRank1 = {
     {"OMPI_COMM_WORLD_RANK", "1"},       {"OMPI_COMM_WORLD_SIZE", "3"},   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
     {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}, {"OMPI_COMM_WORLD_NODE_RANK", "1"}, {"OMPI_UNIVERSE_SIZE", "2"},

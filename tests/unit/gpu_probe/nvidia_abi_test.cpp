@@ -304,7 +304,7 @@ TEST(NvidiaAbi, Nvml) {
   static_assert(sizeof(v::nvmlMemory_t) == 24);
   static_assert(sizeof(v::nvmlProcessInfo_t) == 24);
   static_assert(offsetof(v::nvmlProcessInfo_t, usedGpuMemory) == 8);
-  // The enum values nvml.h documents (NCCL's nvmlwrap.h copy; probes.md §3.1).
+  // The enum values nvml.h documents (NCCL's copy: src/include/nvmlwrap.h).
   static_assert(v::NVML_TOPOLOGY_INTERNAL == 0 && v::NVML_TOPOLOGY_SINGLE == 10 && v::NVML_TOPOLOGY_MULTIPLE == 20 &&
                 v::NVML_TOPOLOGY_HOSTBRIDGE == 30 && v::NVML_TOPOLOGY_NODE == 40 && v::NVML_TOPOLOGY_SYSTEM == 50);
   static_assert(v::NVML_P2P_CAPS_INDEX_READ == 0 && v::NVML_P2P_CAPS_INDEX_WRITE == 1 &&

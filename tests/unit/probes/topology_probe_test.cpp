@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The hwloc topology probe on real GPU-server exports (hwloc's own test topologies, read from
-// ../shared/fixtures/hwloc; skipped when absent) and on our small hand-written XMLs: every GPU's
-// NUMA node and local CPUs as the fixtures' README table gives them, the NICs with their OS
-// devices (the duplicate-bus-id gotcha), CPU-less NUMA nodes, and files that cannot be loaded.
+// The hwloc topology probe on real GPU-server exports (hwloc's own test topologies, tests/hwloc/xml
+// of hwloc's repository, kept outside this one in hwloc_dir() below; skipped when absent) and on our
+// small hand-written XMLs: every GPU's NUMA node and local CPUs as the machines have them, the NICs
+// with their OS devices (the duplicate-bus-id gotcha), CPU-less NUMA nodes, and files that cannot be loaded.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -223,7 +223,7 @@ TEST(TopologyProbe, DgxTwoSixteenGpusEightPerNodeNoNvSwitches) {
   for (const PciEndpoint& g : t.gpus) EXPECT_EQ(g.vendor_device, "10de:1db8");
   for (const std::string& n : t.notes) EXPECT_EQ(n.find("0000:66:00.0"), std::string::npos) << n;
 
-  // nvidia-smi's classes as hwloc's tree gives them (probes.md §2.4).
+  // nvidia-smi's classes as hwloc's tree gives them (core/pci_topology.hpp).
   const PciEndpoint& g0 = gpu(t, "0000:34:00.0");
   EXPECT_EQ(path_class(g0, g0), "X");
   EXPECT_EQ(path_class(g0, gpu(t, "0000:36:00.0")), "PIX");  // one switch

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Exit codes (SPEC §3), verdict folding, --only/--skip selection, and both renderers.
+// Exit codes (README.md#exit-codes), verdict folding, --only/--skip selection, and both renderers.
 #include <gtest/gtest.h>
 
 #include <tuple>
