@@ -22,6 +22,7 @@
 #include "gpu_probe/xid_watch.hpp"
 #include "gpu_probe/nvidia/cuda_api.hpp"
 #include "gpu_probe/nvidia/nccl_api.hpp"
+#include "gpu_probe/protocol.hpp"
 
 namespace preflight::helper {
 namespace {
@@ -144,7 +145,7 @@ bool nccl_allreduce_uses_int64(int nranks) {
 
 int run_nccl_id(const std::string& lib_path, const std::string& root) {
   auto fail = [](const std::string& step, const std::string& error) {
-    emit_line({{"event", "error"}, {"step", step}, {"error", error}});
+    emit_line({{"event", to_string(gpu_protocol::Event::Error)}, {"step", step}, {"error", error}});
     return 0;
   };
   if (!set_root(root)) {
@@ -158,7 +159,7 @@ int run_nccl_id(const std::string& lib_path, const std::string& root) {
   nccl::ncclUniqueId id{};
   if (const nccl::ncclResult_t rc = get_id(&id); rc != nccl::ncclSuccess) return fail("ncclGetUniqueId", n.name(rc));
   const char* env_root = std::getenv("NCCL_COMM_ID");
-  emit_line({{"event", "id"},
+  emit_line({{"event", to_string(gpu_protocol::Event::Id)},
              {"id", hex_of(reinterpret_cast<const unsigned char*>(id.internal), sizeof id.internal)},
              {"lib", n.lib.path()},
              {"version", n.version},
@@ -177,7 +178,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   const std::size_t count = static_cast<std::size_t>(a.bytes / element);
   const std::uint64_t bytes = count * element;
 
-  nlohmann::json start = {{"event", "start"}, {"rank", a.rank},   {"nranks", a.nranks},
+  nlohmann::json start = {{"event", to_string(gpu_protocol::Event::Start)}, {"rank", a.rank},   {"nranks", a.nranks},
                           {"device", a.device}, {"bytes", bytes}, {"count", count},
                           {"dtype", wide ? "int64" : "int32"},   {"repeats", a.repeats},
                           {"timeout_s", a.timeout_s}};
@@ -188,13 +189,13 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   auto report_xids = [&](const std::string& step) {
     if (xids_reported) return;
     xids_reported = true;
-    emit_line({{"event", "xid_watch"}, {"value", xids.finish(step)}});
+    emit_line({{"event", to_string(gpu_protocol::Event::XidWatch)}, {"value", xids.finish(step)}});
   };
   // Failures before a communicator exists: one error line and the end.
   auto fail = [&](const std::string& step, const std::string& error) {
-    emit_line({{"event", "error"}, {"step", step}, {"error", error}, {"expired", false}, {"seconds", since(begin)}});
+    emit_line({{"event", to_string(gpu_protocol::Event::Error)}, {"step", step}, {"error", error}, {"expired", false}, {"seconds", since(begin)}});
     report_xids(step);
-    emit_line({{"event", "end"}});
+    emit_line({{"event", to_string(gpu_protocol::Event::End)}});
     return 0;
   };
   if (count == 0) {
@@ -303,7 +304,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   // (a communicator in error, or one still running, must not be destroyed or waited for).
   nccl::ncclComm_t comm = nullptr;
   auto fatal = [&](const std::string& step, const std::string& error, bool expired, int code) {
-    nlohmann::json line = {{"event", "error"}, {"step", step},     {"error", error},
+    nlohmann::json line = {{"event", to_string(gpu_protocol::Event::Error)}, {"step", step},     {"error", error},
                            {"expired", expired}, {"seconds", since(begin)}};
     if (code >= 0) {
       line["code"] = code;
@@ -312,16 +313,16 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
     }
     emit_line(line);
     if (comm != nullptr) {
-      emit_line({{"event", "progress"}, {"step", "abort"}, {"seconds", since(begin)}});
+      emit_line({{"event", to_string(gpu_protocol::Event::Progress)}, {"step", "abort"}, {"seconds", since(begin)}});
       const Clock::time_point t = Clock::now();
       const nccl::ncclResult_t rc = comm_abort(comm);
       const char* name = nccl_code_name(rc);
-      emit_line({{"event", "abort"},
+      emit_line({{"event", to_string(gpu_protocol::Event::Abort)},
                  {"result", name != nullptr ? name : std::to_string(static_cast<int>(rc))},
                  {"seconds", since(t)}});
     }
     report_xids(step);
-    emit_line({{"event", "end"}});
+    emit_line({{"event", to_string(gpu_protocol::Event::End)}});
     std::fflush(stdout);
     std::_Exit(0);
   };
@@ -334,7 +335,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   auto pause = [] { std::this_thread::sleep_for(std::chrono::microseconds(50)); };
 
   // Init: non-blocking, polled.
-  emit_line({{"event", "progress"}, {"step", "init"}, {"seconds", since(begin)}});
+  emit_line({{"event", to_string(gpu_protocol::Event::Progress)}, {"step", "init"}, {"seconds", since(begin)}});
   nccl::ncclConfig_t config = nccl::config_initializer();
   config.blocking = 0;
   const Clock::time_point init_begin = Clock::now();
@@ -352,7 +353,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
     if (Clock::now() >= deadline) fatal("init", expired_text("ncclCommInitRankConfig"), true, -1);
     std::this_thread::sleep_for(std::chrono::microseconds(500));
   }
-  emit_line({{"event", "progress"}, {"step", "ready"}, {"seconds", since(begin)}, {"init_seconds", since(init_begin)}});
+  emit_line({{"event", to_string(gpu_protocol::Event::Progress)}, {"step", "ready"}, {"seconds", since(begin)}, {"init_seconds", since(init_begin)}});
 
   // One all_reduce between two events: enqueue (polling ncclInProgress), then poll the end event
   // and the communicator's asynchronous error together.
@@ -397,12 +398,12 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
     return static_cast<double>(ms) / 1000.0;
   };
 
-  emit_line({{"event", "progress"}, {"step", "warmup"}, {"seconds", since(begin)}});
+  emit_line({{"event", to_string(gpu_protocol::Event::Progress)}, {"step", "warmup"}, {"seconds", since(begin)}});
   const double warm = one();
   std::vector<double> times;
   for (int k = 0; k < a.repeats; ++k) {
     times.push_back(one());
-    emit_line({{"event", "progress"}, {"step", "iteration"}, {"i", k}, {"time_s", times.back()}});
+    emit_line({{"event", to_string(gpu_protocol::Event::Progress)}, {"step", "iteration"}, {"i", k}, {"time_s", times.back()}});
   }
   const double best = times.empty() ? warm : *std::min_element(times.begin(), times.end());
 
@@ -437,7 +438,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
     std::snprintf(buf, sizeof buf, "element %zu of %zu (%s) is %lld, expected %lld (%zu of %zu elements wrong)", first,
                   count, wide ? "int64" : "int32", static_cast<long long>(first_value),
                   static_cast<long long>(first_expected), wrong, count);
-    emit_line({{"event", "error"},
+    emit_line({{"event", to_string(gpu_protocol::Event::Error)},
                {"step", "verify"},
                {"error", buf},
                {"expired", false},
@@ -447,7 +448,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
                {"wrong_elements", wrong},
                {"seconds", since(begin)}});
   }
-  emit_line({{"event", "done"},
+  emit_line({{"event", to_string(gpu_protocol::Event::Done)},
              {"ok", wrong == 0},
              {"rank", a.rank},
              {"nranks", a.nranks},
@@ -484,7 +485,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   set_current(nullptr);
   release(dev);
   report_xids("done");
-  emit_line({{"event", "end"}});
+  emit_line({{"event", to_string(gpu_protocol::Event::End)}});
   return 0;
 }
 

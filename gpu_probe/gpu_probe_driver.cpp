@@ -18,6 +18,7 @@
 #include "core/gpu_text.hpp"
 #include "gpu_probe/nvidia/cuda_api.hpp"
 #include "gpu_probe/nvidia/nvml_api.hpp"
+#include "gpu_probe/protocol.hpp"
 
 namespace preflight::helper {
 
@@ -734,8 +735,8 @@ std::uint32_t peer_pattern(int src, int dst) {
 int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
   using namespace cuda;
   auto fatal = [](const std::string& step, const std::string& error) {
-    emit_line({{"event", "error"}, {"failed_step", step}, {"error", error}});
-    emit_line({{"event", "end"}});
+    emit_line({{"event", to_string(gpu_protocol::Event::Error)}, {"failed_step", step}, {"error", error}});
+    emit_line({{"event", to_string(gpu_protocol::Event::End)}});
     return 0;
   };
   if (bytes < 4 * 3) return fatal("verify", "nothing to test: " + std::to_string(bytes) + " bytes");
@@ -836,7 +837,7 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
         r.failed_step = step;
         r.error = std::move(error);
         nlohmann::json line = r;
-        line["event"] = "done";
+        line["event"] = to_string(gpu_protocol::Event::Done);
         emit_line(line);
       };
       int access = 0;
@@ -847,11 +848,11 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
       r.can_access = access == 1;
       if (!r.can_access) {
         nlohmann::json line = r;
-        line["event"] = "done";
+        line["event"] = to_string(gpu_protocol::Event::Done);
         emit_line(line);
         continue;
       }
-      emit_line({{"event", "start"}, {"src", i}, {"dst", j}});
+      emit_line({{"event", to_string(gpu_protocol::Event::Start)}, {"src", i}, {"dst", j}});
       if (!prepare(s)) {
         done(s.broken_step, "GPU " + std::to_string(i) + ": " + s.broken);
         continue;
@@ -898,7 +899,7 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
         std::snprintf(buf, sizeof buf, "did not finish within %.1f s", pair_timeout_s);
         r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
         done("deadline", buf);
-        emit_line({{"event", "end"}});
+        emit_line({{"event", to_string(gpu_protocol::Event::End)}});
         std::fflush(stdout);
         std::_Exit(0);  // the stuck copy holds the device: no cleanup, no further pairs
       }
@@ -953,7 +954,7 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
     }
     if (release != nullptr) release(d.dev);
   }
-  emit_line({{"event", "end"}});
+  emit_line({{"event", to_string(gpu_protocol::Event::End)}});
   return 0;
 }
 

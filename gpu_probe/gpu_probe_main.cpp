@@ -30,6 +30,7 @@
 
 #include "core/text.hpp"
 #include "gpu_probe/gpu_probe.hpp"
+#include "gpu_probe/protocol.hpp"
 
 namespace {
 
@@ -55,40 +56,41 @@ int emit(const nlohmann::json& doc) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  using namespace preflight::gpu_protocol;
   // Die with preflight: a helper stuck in the driver must not outlive it.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
 
   if (argc < 2) return usage("missing subcommand");
-  const std::string_view command = argv[1];
+  const std::string_view subcommand = argv[1];
   std::string ordinal_text, bytes_text, lib, pair_timeout_text, max_load_text;
   std::string id_text, rank_text, nranks_text, device_text, repeats_text, timeout_text, root;
   bool have_lib = false;
   for (int i = 2; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (i + 1 >= argc) return usage("missing value after " + std::string(arg));
-    if (arg == "--ordinal") {
+    if (arg == option::kOrdinal) {
       ordinal_text = argv[++i];
-    } else if (arg == "--bytes") {
+    } else if (arg == option::kBytes) {
       bytes_text = argv[++i];
-    } else if (arg == "--max-load") {
+    } else if (arg == option::kMaxLoad) {
       max_load_text = argv[++i];
-    } else if (arg == "--pair-timeout") {
+    } else if (arg == option::kPairTimeout) {
       pair_timeout_text = argv[++i];
-    } else if (arg == "--id") {
+    } else if (arg == option::kId) {
       id_text = argv[++i];
-    } else if (arg == "--rank") {
+    } else if (arg == option::kRank) {
       rank_text = argv[++i];
-    } else if (arg == "--nranks") {
+    } else if (arg == option::kNranks) {
       nranks_text = argv[++i];
-    } else if (arg == "--device") {
+    } else if (arg == option::kDevice) {
       device_text = argv[++i];
-    } else if (arg == "--repeats") {
+    } else if (arg == option::kRepeats) {
       repeats_text = argv[++i];
-    } else if (arg == "--timeout") {
+    } else if (arg == option::kTimeout) {
       timeout_text = argv[++i];
-    } else if (arg == "--root") {
+    } else if (arg == option::kRoot) {
       root = argv[++i];
-    } else if (arg == "--lib") {
+    } else if (arg == option::kLib) {
       lib = argv[++i];
       have_lib = true;
     } else {
@@ -96,11 +98,11 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    if (command == "driver") {
+    if (subcommand == command::kDriver) {
       if (argc != 2) return usage("driver takes no arguments");
       return emit(preflight::helper::run_driver());
     }
-    if (command == "health") {
+    if (subcommand == command::kHealth) {
       double max_load = 1.0;
       if (!max_load_text.empty()) {
         char* end = nullptr;
@@ -110,14 +112,14 @@ int main(int argc, char** argv) {
       }
       return emit(preflight::helper::run_health(max_load));
     }
-    if (command == "smoke") {
+    if (subcommand == command::kSmoke) {
       const auto ordinal = preflight::parse_int(ordinal_text);
       const auto bytes = preflight::parse_size(bytes_text);
       if (!ordinal || *ordinal < 0 || *ordinal > 1 << 20) return usage("smoke needs --ordinal N (N >= 0)");
       if (!bytes || *bytes == 0) return usage("smoke needs --bytes B (64M, 1G, 4096)");
       return emit(preflight::helper::run_smoke(static_cast<int>(*ordinal), *bytes));
     }
-    if (command == "p2p") {
+    if (subcommand == command::kP2p) {
       const auto bytes = preflight::parse_size(bytes_text);
       if (!bytes || *bytes == 0) return usage("p2p needs --bytes B (64M, 1G, 4096)");
       double pair_timeout = 10.0;
@@ -129,10 +131,10 @@ int main(int argc, char** argv) {
       }
       return preflight::helper::run_p2p(*bytes, pair_timeout);
     }
-    if (command == "nccl-id") {
+    if (subcommand == command::kNcclId) {
       return preflight::helper::run_nccl_id(lib, root);
     }
-    if (command == "nccl-allreduce") {
+    if (subcommand == command::kNcclAllreduce) {
       preflight::helper::AllreduceArgs a;
       const auto rank = preflight::parse_int(rank_text);
       const auto nranks = preflight::parse_int(nranks_text);
@@ -163,7 +165,7 @@ int main(int argc, char** argv) {
       a.bytes = *bytes;
       return preflight::helper::run_nccl_allreduce(a);
     }
-    if (command == "nccl") {
+    if (subcommand == command::kNccl) {
       if (!have_lib) return usage("nccl needs --lib PATH (\"\" for the soname)");
       return emit(preflight::helper::run_nccl(lib));
     }
@@ -171,5 +173,5 @@ int main(int argc, char** argv) {
     std::cerr << "preflight-gpu-probe: " << e.what() << "\n";
     return 3;
   }
-  return usage("unknown subcommand " + std::string(command));
+  return usage("unknown subcommand " + std::string(subcommand));
 }

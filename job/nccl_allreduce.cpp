@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu_probe/protocol.hpp"
 #include "core/deadlines.hpp"
 #include "core/text.hpp"
 
@@ -69,11 +70,11 @@ Probed<std::string> nccl_unique_id(const std::string& nccl_lib, std::chrono::mil
                                    const std::string& root, const NcclHelperSetup& setup) {
   ContainedRequest request;
   request.executable = helper_of(setup);
-  request.args = {"nccl-id", "--lib", nccl_lib};
-  if (!root.empty()) {
-    request.args.push_back("--root");
-    request.args.push_back(root);
-  }
+  namespace proto = gpu_protocol;
+  proto::Request args(proto::command::kNcclId);
+  args.with(proto::option::kLib, nccl_lib);
+  if (!root.empty()) args.with(proto::option::kRoot, root);
+  request.args = args.args();
   request.extra_env = setup.extra_env;
   request.deadline = deadline;
   const std::string what = std::string(kHelper) + " nccl-id --lib '" + nccl_lib + "'";
@@ -86,11 +87,11 @@ Probed<std::string> nccl_unique_id(const std::string& nccl_lib, std::chrono::mil
   }
   const nlohmann::json& doc = parsed.value;
   const std::string event = doc.is_object() ? doc.value("event", std::string()) : std::string();
-  if (event == "id" && doc.contains("id") && doc.at("id").is_string() && doc.at("id").get<std::string>().size() == 256) {
+  if (event == to_string(gpu_protocol::Event::Id) && doc.contains("id") && doc.at("id").is_string() && doc.at("id").get<std::string>().size() == 256) {
     return Probed<std::string>::ok(doc.at("id").get<std::string>(),
                                    "ncclGetUniqueId in " + doc.value("lib", std::string("?")));
   }
-  if (event == "error") {
+  if (event == to_string(gpu_protocol::Event::Error)) {
     const std::string step = doc.value("step", std::string("?"));
     const ProbeErrc code = step == "dlopen" ? ProbeErrc::LibraryMissing : ProbeErrc::ApiError;
     return Probed<std::string>::error(code, what + ": " + step + ": " + doc.value("error", std::string()));
@@ -106,14 +107,14 @@ NcclRankOutcome parse_nccl_rank_outcome(const ContainedResult& result, int rank,
   o.helper = result.describe();
   bool started = false, done = false, ended = false, have_error = false;
   const EventLines read = for_each_event(result.out, [&](const std::string& event, const nlohmann::json& doc) {
-    if (event == "start") {
+    if (event == to_string(gpu_protocol::Event::Start)) {
       started = true;
       o.lib = doc.value("lib", std::string());
       o.nccl_version = doc.value("version", 0);
       o.bytes = doc.value("bytes", std::uint64_t{0});
-    } else if (event == "progress") {
+    } else if (event == to_string(gpu_protocol::Event::Progress)) {
       o.last_step = doc.value("step", std::string());
-    } else if (event == "error") {
+    } else if (event == to_string(gpu_protocol::Event::Error)) {
       const std::string step = doc.value("step", std::string("?"));
       if (step == "verify") {
         o.wrong = true;
@@ -129,15 +130,15 @@ NcclRankOutcome parse_nccl_rank_outcome(const ContainedResult& result, int rank,
         o.expired = doc.value("expired", false);
         o.nccl_error = doc.value("nccl_error", std::string());
       }
-    } else if (event == "abort") {
+    } else if (event == to_string(gpu_protocol::Event::Abort)) {
       o.aborted = true;
-    } else if (event == "xid_watch") {
+    } else if (event == to_string(gpu_protocol::Event::XidWatch)) {
       try {
         o.xid_watch = doc.at("value").get<NvmlXidWatch>();
       } catch (const std::exception&) {
         o.xid_watch = {};  // unreadable: as if the helper had said nothing of it
       }
-    } else if (event == "done") {
+    } else if (event == to_string(gpu_protocol::Event::Done)) {
       done = true;
       o.bytes = doc.value("bytes", o.bytes);
       o.repeats = doc.value("repeats", 0);
@@ -145,7 +146,7 @@ NcclRankOutcome parse_nccl_rank_outcome(const ContainedResult& result, int rank,
       o.algbw_gbps = doc.value("algbw_gbps", 0.0);
       o.busbw_gbps = doc.value("busbw_gbps", 0.0);
       o.ok = doc.value("ok", false) && !have_error;
-    } else if (event == "end") {
+    } else if (event == to_string(gpu_protocol::Event::End)) {
       ended = true;
     } else {
       return false;
@@ -191,14 +192,18 @@ NcclRankOutcome run_nccl_allreduce(const NcclAllreduceRequest& r) {
   const std::string timeout_text = fixed(std::chrono::duration<double>(own).count(), 3);
   ContainedRequest request;
   request.executable = helper_of(r.setup);
-  request.args = {"nccl-allreduce", "--id",      r.id_hex,      "--rank",  std::to_string(r.rank),
-                  "--nranks",       std::to_string(r.nranks),   "--device", std::to_string(r.device),
-                  "--bytes",        std::to_string(r.bytes),    "--repeats", std::to_string(r.repeats),
-                  "--timeout",      timeout_text,               "--lib",   r.nccl_lib};
-  if (!r.root.empty()) {
-    request.args.push_back("--root");
-    request.args.push_back(r.root);
-  }
+  namespace proto = gpu_protocol;
+  proto::Request args(proto::command::kNcclAllreduce);
+  args.with(proto::option::kId, r.id_hex)
+      .with(proto::option::kRank, std::to_string(r.rank))
+      .with(proto::option::kNranks, std::to_string(r.nranks))
+      .with(proto::option::kDevice, std::to_string(r.device))
+      .with(proto::option::kBytes, std::to_string(r.bytes))
+      .with(proto::option::kRepeats, std::to_string(r.repeats))
+      .with(proto::option::kTimeout, timeout_text)
+      .with(proto::option::kLib, r.nccl_lib);
+  if (!r.root.empty()) args.with(proto::option::kRoot, r.root);
+  request.args = args.args();
   request.extra_env = r.setup.extra_env;
   request.deadline = r.deadline;
   request.kill_grace = std::min<std::chrono::milliseconds>(request.kill_grace, std::chrono::milliseconds(1000));

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_probe/protocol.hpp"
 #include "sys/contained.hpp"
 #include "core/text.hpp"
 #include "core/gpu_text.hpp"
@@ -139,7 +140,7 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
   // 1. driver: NVML and the CUDA driver API.
   ContainedRequest request;
   request.executable = helper;
-  request.args = {"driver"};
+  request.args = gpu_protocol::Request(gpu_protocol::command::kDriver).args();
   const HelperDeadline driver_deadline = ctx.helper_deadline(Helper::GpuDriver);
   request.deadline = driver_deadline.limit;
   const ContainedResult result = run_contained(request);
@@ -176,7 +177,10 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
       std::string(kHelper) + " smoke --ordinal " + std::to_string(ordinal) + " --bytes " + kSmokeBytes;
   ContainedRequest smoke;
   smoke.executable = helper;
-  smoke.args = {"smoke", "--ordinal", std::to_string(ordinal), "--bytes", kSmokeBytes};
+  smoke.args = gpu_protocol::Request(gpu_protocol::command::kSmoke)
+                   .with(gpu_protocol::option::kOrdinal, std::to_string(ordinal))
+                   .with(gpu_protocol::option::kBytes, kSmokeBytes)
+                   .args();
   // A new process initialises CUDA again, and NVML for its XID watch: the smoke test also gets the
   // cuInit and nvmlInit_v2 times just measured.
   const HelperDeadline smoke_deadline =

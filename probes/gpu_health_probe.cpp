@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "sys/contained.hpp"
+#include "gpu_probe/protocol.hpp"
 #include "core/text.hpp"
 #include "probes/probe.hpp"
 
@@ -88,7 +89,7 @@ void probe_gpu_health(const ProbeContext& ctx, RankFacts& facts) {
   }
   ContainedRequest request;
   request.executable = helper_path(kHelper);
-  request.args = {"health", "--max-load", kMaxLoad};
+  request.args = gpu_protocol::Request(gpu_protocol::command::kHealth).with(gpu_protocol::option::kMaxLoad, kMaxLoad).args();
   request.extra_env = {"CUDA_VISIBLE_DEVICES"};  // the load covers every GPU of the node
   // A new process initialises CUDA again: the health run also gets the measured cuInit time.
   const HelperDeadline deadline = ctx.helper_deadline(Helper::GpuHealth, d.cuda_init_seconds.value_or(0.0));

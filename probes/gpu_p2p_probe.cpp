@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/gpu_binding.hpp"
+#include "gpu_probe/protocol.hpp"
 #include "core/text.hpp"
 #include "probes/probe.hpp"
 
@@ -38,18 +39,18 @@ Copies parse_peer_copies(const ContainedResult& result, const std::vector<CudaDe
   bool ended = false;
   std::string fatal_step, fatal;
   const EventLines read = for_each_event(result.out, [&](const std::string& event, const nlohmann::json& doc) {
-    if (event == "start") {
+    if (event == to_string(gpu_protocol::Event::Start)) {
       run_src = doc.at("src").get<int>();
       run_dst = doc.at("dst").get<int>();
       running = true;
-    } else if (event == "done") {
+    } else if (event == to_string(gpu_protocol::Event::Done)) {
       PeerCopy c = doc.get<PeerCopy>();
       if (running && run_src == c.src && run_dst == c.dst) running = false;
       copies.push_back(std::move(c));
-    } else if (event == "error") {
+    } else if (event == to_string(gpu_protocol::Event::Error)) {
       fatal_step = doc.value("failed_step", std::string("?"));
       fatal = doc.value("error", std::string());
-    } else if (event == "end") {
+    } else if (event == to_string(gpu_protocol::Event::End)) {
       ended = true;
     } else {
       return false;
@@ -176,7 +177,10 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
   request.extra_env = extra_env;
   const double copies_s = std::max(deadline.seconds() - deadline.allowance_s, deadline.seconds() / 2);
   const double pair_s = std::max(0.1, copies_s / 2);
-  request.args = {"p2p", "--bytes", kPeerCopyBytes, "--pair-timeout", fixed(pair_s, 2)};
+  request.args = gpu_protocol::Request(gpu_protocol::command::kP2p)
+                     .with(gpu_protocol::option::kBytes, kPeerCopyBytes)
+                     .with(gpu_protocol::option::kPairTimeout, fixed(pair_s, 2))
+                     .args();
   const std::string source = std::string(kHelper) + " p2p --bytes " + kPeerCopyBytes + scope_note;
   const ContainedResult result = run_contained(request);
   d.helper += (d.helper.empty() ? "" : "; ") + std::string("p2p: ") + result.describe();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "sys/contained.hpp"
+#include "gpu_probe/protocol.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {
@@ -31,7 +32,7 @@ void probe_nccl(const ProbeContext& ctx, RankFacts& facts) {
   const std::string what = "preflight-gpu-probe nccl --lib '" + path + "' (dlopen, ncclGetVersion)";
   ContainedRequest request;
   request.executable = helper;
-  request.args = {"nccl", "--lib", path};
+  request.args = gpu_protocol::Request(gpu_protocol::command::kNccl).with(gpu_protocol::option::kLib, path).args();
   const HelperDeadline deadline = ctx.helper_deadline(Helper::Nccl);
   request.deadline = deadline.limit;
   const ContainedResult result = run_contained(request);
