@@ -79,6 +79,9 @@ struct CheckSpec {
   /// job-level result replaces the check's per-rank results, whose non-PASS summaries it keeps in
   /// its evidence ("per_rank"); nullopt leaves the per-rank results as they are.
   std::optional<Verdict> (*job_finding)(const CheckContext&) = nullptr;
+  /// The findings it can report (FindingSpec, core/verdict.hpp), declared next to run(): their codes
+  /// are "<id>/<what>", listed by `preflight explain ID`, and run() reports them by these rows.
+  std::span<const FindingSpec> findings = {};
 
   /// "shm" of "shm.capacity": the group it is shown under.
   std::string_view area() const { return id.substr(0, id.find('.')); }

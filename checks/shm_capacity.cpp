@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // shm.capacity: /dev/shm exists, is tmpfs, is writable, and holds what this node's ranks need.
+#include <array>
+
 #include "checks/check.hpp"
 #include "core/shm_model.hpp"
 #include "core/text.hpp"
@@ -7,12 +9,46 @@
 namespace preflight {
 namespace {
 
-std::string size_remedy(std::uint64_t need) {
-  const std::string gib = std::to_string(recommended_shm_bytes(need) >> 30);
-  return "Give the job a larger /dev/shm: `docker run --shm-size=" + gib +
-         "g …` (or `--ipc=host`); Kubernetes: mount an emptyDir {medium: Memory, sizeLimit: " + gib +
-         "Gi} at /dev/shm; bare metal: `mount -o remount,size=" + gib + "g /dev/shm`.";
-}
+// The fix for too little room, with {gib} the size to give it.
+#define PREFLIGHT_SHM_SIZE_FIX                                                                              \
+  "Give the job a larger /dev/shm: `docker run --shm-size={gib}g …` (or `--ipc=host`); Kubernetes: mount " \
+  "an emptyDir {medium: Memory, sizeLimit: {gib}Gi} at /dev/shm; bare metal: `mount -o remount,size={gib}g /dev/shm`."
+
+constexpr FindingSpec kMissing = {
+    "shm.capacity/missing", Status::Fail, "{path} does not exist ({detail}); NCCL fails at init when it cannot stat it",
+    "Mount a tmpfs at /dev/shm: `mount -t tmpfs -o size={gib}g tmpfs /dev/shm`, or run the container with "
+    "`--ipc=host` / `--shm-size`."};
+constexpr FindingSpec kReadOnly = {
+    "shm.capacity/read-only", Status::Fail, "{path} is read-only; NCCL cannot create its segments",
+    "Remount it read-write (`mount -o remount,rw /dev/shm`) or give the container a writable /dev/shm."};
+constexpr FindingSpec kNotTmpfs = {
+    "shm.capacity/not-tmpfs", Status::Warn, "{path} is not tmpfs ({fstype}): segments hit disk",
+    "Mount a tmpfs at /dev/shm (`mount -t tmpfs tmpfs /dev/shm`; containers: `--shm-size` or `--ipc=host`)."};
+constexpr FindingSpec kTooSmall = {"shm.capacity/too-small", Status::Fail, "{path} is {size}; {need}",
+                                   PREFLIGHT_SHM_SIZE_FIX};
+constexpr FindingSpec kAllocationFailed = {
+    "shm.capacity/allocation-failed", Status::Fail,
+    "allocating {bytes} in {path} failed at {step}: {error} ({path} reports {size}; a cgroup or tmpfs quota is smaller)",
+    PREFLIGHT_SHM_SIZE_FIX " If the mount is large enough, raise the container's memory limit: tmpfs pages count "
+                           "against it."};
+constexpr FindingSpec kAllocationDenied = {
+    "shm.capacity/allocation-denied", Status::Fail,
+    "allocating {bytes} in {path} failed at {step}: {error} ({path} reports {size}; a cgroup or tmpfs quota is smaller)",
+    "Make /dev/shm writable by this user (mode 1777)."};
+constexpr FindingSpec kAllocationUntested = {
+    "shm.capacity/allocation-untested", Status::Unknown, "the allocation test did not run: {why}",
+    "Run preflight on the node itself so it can test a real allocation in /dev/shm."};
+constexpr FindingSpec kBelowRecommended = {
+    "shm.capacity/below-recommended", Status::Warn,
+    "{path} is {size}, enough for {ranks} but below the 1 GiB NCCL recommends for containers", PREFLIGHT_SHM_SIZE_FIX};
+constexpr FindingSpec kEnough = {"shm.capacity/enough", Status::Pass, "{path} is {size}; {need}{allocation}", ""};
+#undef PREFLIGHT_SHM_SIZE_FIX
+
+constexpr std::array kFindings = {kMissing,           kReadOnly,           kNotTmpfs,         kTooSmall, kAllocationFailed,
+                                  kAllocationDenied, kAllocationUntested, kBelowRecommended, kEnough};
+
+/// The size to give /dev/shm for `need` bytes, in GiB (the {gib} of the fixes).
+std::uint64_t gib_for(std::uint64_t need) { return recommended_shm_bytes(need) >> 30; }
 
 nlohmann::json need_evidence(const ShmNeed& need) {
   return {{"required_bytes", need.node_total},
@@ -34,11 +70,8 @@ Verdict run(const CheckContext& ctx) {
   if (usage == nullptr) {
     const ProbeError* err = shm.usage.error();
     if (err->code == ProbeErrc::NotFound) {
-      return Verdict::fail(shm.path + " does not exist (" + err->detail + "); NCCL fails at init when it cannot stat it",
-                           "Mount a tmpfs at /dev/shm: `mount -t tmpfs -o size=" +
-                               std::to_string(recommended_shm_bytes(need.node_total) >> 30) +
-                               "g tmpfs /dev/shm`, or run the container with `--ipc=host` / `--shm-size`.",
-                           b.evidence());
+      return Verdict::of(kMissing, {{"path", shm.path}, {"detail", err->detail}, {"gib", gib_for(need.node_total)}},
+                         b.evidence());
     }
     return unknown_from(shm.usage, shm.path);
   }
@@ -60,41 +93,34 @@ Verdict run(const CheckContext& ctx) {
   const std::string need_text = std::to_string(need.local_ranks) + (need.local_ranks == 1 ? " local rank needs ≥ " : " local ranks need ≥ ") + format_bytes(need.node_total);
 
   const MountEntry* mount = shm.mount.value();
-  if (!usage->writable || (mount != nullptr && mount->read_only)) {
-    b.add(Status::Fail, shm.path + " is read-only; NCCL cannot create its segments",
-          "Remount it read-write (`mount -o remount,rw /dev/shm`) or give the container a writable /dev/shm.");
-  }
-  if (!usage->is_tmpfs) {
-    b.add(Status::Warn, shm.path + " is not tmpfs" + (mount ? " (" + mount->fstype + ")" : std::string()) + ": segments hit disk",
-          "Mount a tmpfs at /dev/shm (`mount -t tmpfs tmpfs /dev/shm`; containers: `--shm-size` or `--ipc=host`).");
-  }
-  if (!usage->unlimited && usage->free_bytes < need.node_total) {
-    b.add(Status::Fail, shm.path + " is " + size_text + "; " + need_text, size_remedy(need.node_total));
-  }
+  const nlohmann::json at = {{"path", shm.path}, {"size", size_text}, {"need", need_text}, {"gib", gib_for(need.node_total)}};
+  const auto with = [&](nlohmann::json more) {
+    nlohmann::json p = at;
+    p.update(more);
+    return p;
+  };
+  if (!usage->writable || (mount != nullptr && mount->read_only)) b.add(kReadOnly, at);
+  if (!usage->is_tmpfs) b.add(kNotTmpfs, with({{"fstype", mount ? mount->fstype : std::string("its mount not read")}}));
+  if (!usage->unlimited && usage->free_bytes < need.node_total) b.add(kTooSmall, at);
 
   if (const ShmAllocTest* alloc = shm.alloc.value()) {
     b.evidence()["allocation_test_bytes"] = alloc->requested_bytes;
     b.evidence()["allocation_test_ok"] = alloc->ok;
     if (!alloc->ok) {
       b.evidence()["allocation_test_error"] = alloc->step + ": " + alloc->error;
-      b.add(Status::Fail,
-            "allocating " + format_bytes(alloc->requested_bytes) + " in " + shm.path + " failed at " + alloc->step + ": " +
-                alloc->error + " (" + shm.path + " reports " + size_text + "; a cgroup or tmpfs quota is smaller)",
-            alloc->err == ENOSPC || alloc->err == ENOMEM || alloc->err == EFBIG
-                ? size_remedy(need.node_total) + " If the mount is large enough, raise the container's memory limit: tmpfs pages count against it."
-                : "Make /dev/shm writable by this user (mode 1777).");
+      const bool no_room = alloc->err == ENOSPC || alloc->err == ENOMEM || alloc->err == EFBIG;
+      b.add(no_room ? kAllocationFailed : kAllocationDenied,
+            with({{"bytes", format_bytes(alloc->requested_bytes)}, {"step", alloc->step}, {"error", alloc->error}}));
     }
   } else if (shm.alloc.error()->code != ProbeErrc::Unsupported) {
-    b.add(Status::Unknown, "the allocation test did not run: " + shm.alloc.why(),
-          "Run preflight on the node itself so it can test a real allocation in /dev/shm.");
+    b.add(kAllocationUntested, with({{"why", shm.alloc.why()}}));
   } else {
     b.evidence()["allocation_test"] = shm.alloc.error()->detail;
   }
 
   if (b.status() == Status::Pass && !usage->unlimited && usage->total_bytes < kNcclRecommendedShmBytes) {
-    b.add(Status::Warn, shm.path + " is " + size_text + ", enough for " + need_text.substr(0, need_text.find(" need")) +
-                            " but below the 1 GiB NCCL recommends for containers",
-          size_remedy(kNcclRecommendedShmBytes));
+    b.add(kBelowRecommended,
+          with({{"ranks", need_text.substr(0, need_text.find(" need"))}, {"gib", gib_for(kNcclRecommendedShmBytes)}}));
   }
   if (b.status() == Status::Pass) {
     const ShmAllocTest* alloc = shm.alloc.value();
@@ -102,7 +128,8 @@ Verdict run(const CheckContext& ctx) {
                                                     (alloc->requested_bytes < need.node_total ? " (NCCL's segments)" : "") +
                                                     " succeeded"
                                               : "";
-    b.note(shm.path + " is " + (usage->is_tmpfs && !usage->unlimited ? "tmpfs " : "") + size_text + "; " + need_text + alloc_text);
+    b.add(kEnough, with({{"size", std::string(usage->is_tmpfs && !usage->unlimited ? "tmpfs " : "") + size_text},
+                         {"allocation", alloc_text}}));
   }
   return b.build();
 }
@@ -152,6 +179,6 @@ Fix
 
 extern const CheckSpec kShmCapacity = {
     "shm.capacity", Scope::Node, "/dev/shm exists, is tmpfs, writable and large enough for the node's ranks",
-    kExplain, kInNode | kInJob, "an image build's /dev/shm is not the one the job will get", &run, "shm", false, {}, "room in /dev/shm"};
+    kExplain, kInNode | kInJob, "an image build's /dev/shm is not the one the job will get", &run, "shm", false, {}, "room in /dev/shm", nullptr, kFindings};
 
 }  // namespace preflight

@@ -84,6 +84,15 @@ int explain_check(const std::string& id) {
               "this check as one line under it; JSON: \"cause\").";
   }
   if (!explains.empty()) causes += "\nMay explain: " + join(explains, ", ") + ".";
+  if (!spec->findings.empty()) {
+    // The findings table: code, status and message template of each.
+    causes += "\nFindings (JSON: findings[].code):";
+    for (const FindingSpec& f : spec->findings) {
+      std::string status = to_string(f.status);
+      status.resize(8, ' ');
+      causes += "\n  " + status + std::string(f.code) + "\n          " + std::string(f.message);
+    }
+  }
   // What `--only ID` gathers: the sources the check reads and what those read.
   std::string reads = names_of(spec->reads);
   const std::string with = names_of(with_needs(spec->reads));

@@ -43,23 +43,28 @@ Verdict Verdict::unknown(std::string summary, std::string remedy, nlohmann::json
 
 std::string render_template(std::string_view text, const nlohmann::json& params) {
   if (!params.is_object() || params.empty()) return std::string(text);
+  // A parameter is {name} with name of [a-z0-9_]; any other brace is text ("{medium: Memory,
+  // sizeLimit: {gib}Gi}" renders its {gib} and keeps the outer braces).
+  const auto is_name = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; };
   std::string out;
   out.reserve(text.size());
   std::size_t i = 0;
   while (i < text.size()) {
     const std::size_t open = text.find('{', i);
     if (open == std::string_view::npos) break;
-    const std::size_t close = text.find('}', open + 1);
-    if (close == std::string_view::npos) break;
-    const std::string name(text.substr(open + 1, close - open - 1));
+    std::size_t end = open + 1;
+    while (end < text.size() && is_name(text[end])) ++end;
     out.append(text.substr(i, open - i));
-    const auto it = params.find(name);
+    const auto it = end > open + 1 && end < text.size() && text[end] == '}'
+                        ? params.find(std::string(text.substr(open + 1, end - open - 1)))
+                        : params.end();
     if (it == params.end()) {
-      out.append(text.substr(open, close - open + 1));
-    } else {
-      out += it->is_string() ? it->get<std::string>() : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      out += '{';
+      i = open + 1;
+      continue;
     }
-    i = close + 1;
+    out += it->is_string() ? it->get<std::string>() : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    i = end + 1;
   }
   out.append(text.substr(i));
   return out;
@@ -72,8 +77,18 @@ Verdict Verdict::coded(Status s, std::string code, std::string message, std::str
   v.summary = render_template(message, params);
   v.remedy = render_template(fix, params);
   v.evidence = std::move(evidence);
-  v.finding = {std::move(code), std::move(message), std::move(fix), std::move(params)};
+  v.finding = {std::move(code), s, std::move(message), std::move(fix), std::move(params)};
+  v.findings = {v.finding};
   return v;
+}
+
+Verdict Verdict::of(const FindingSpec& spec, nlohmann::json params, nlohmann::json evidence) {
+  return coded(spec.status, std::string(spec.code), std::string(spec.message), std::string(spec.fix), std::move(params),
+               std::move(evidence));
+}
+
+void VerdictBuilder::add(const FindingSpec& spec, nlohmann::json params) {
+  add(spec.status, std::string(spec.code), std::string(spec.message), std::string(spec.fix), std::move(params));
 }
 
 void VerdictBuilder::add(Status s, std::string summary, std::string remedy) {
@@ -86,7 +101,7 @@ void VerdictBuilder::add(Status s, std::string code, std::string message, std::s
   if (params.is_object()) {
     for (const auto& [name, value] : params.items()) m_params[name] = value;
   }
-  m_findings.push_back({s, std::move(code), std::move(message), std::move(fix)});
+  m_findings.push_back({s, std::move(code), std::move(message), std::move(fix), params.is_object() ? params : nlohmann::json::object()});
 }
 
 Verdict VerdictBuilder::build() const {
@@ -124,7 +139,12 @@ Verdict VerdictBuilder::build() const {
   v.evidence = m_evidence;
   v.summary = render_template(message, m_params);
   v.remedy = render_template(fix, m_params);
-  if (!code.empty()) v.finding = {code, std::move(message), std::move(fix), m_params};
+  if (!code.empty()) v.finding = {code, m_status, std::move(message), std::move(fix), m_params};
+  for (Status level : {Status::Fail, Status::Unknown, Status::Warn, Status::Skip, Status::Pass}) {
+    for (const Item& f : m_findings) {
+      if (f.status == level && !f.code.empty()) v.findings.push_back({f.code, f.status, f.message, f.fix, f.params});
+    }
+  }
   return v;
 }
 

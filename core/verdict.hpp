@@ -27,9 +27,21 @@ Status worst(Status a, Status b);
 /// the report groups them into one row that names every rank, with each rank's values kept.
 struct Finding {
   std::string code = {};         // "" when the verdict is plain text (grouped by its text)
+  Status status = Status::Pass;  // the finding's own status (the verdict's is the worst of them)
   std::string message = {};      // the summary with {name} where a parameter goes
   std::string fix = {};          // the remedy, a template too
   nlohmann::json params = nlohmann::json::object();  // name -> value (number or string)
+};
+
+/// One finding a check can report, declared in the check's table (CheckSpec::findings, next to its
+/// run() in checks/<id>.cpp): a stable code "<check id>/<what>", its status, and its message and fix
+/// as templates over named parameters ({name}). `preflight explain ID` lists them; JSON results
+/// carry the findings a run reported by code, status and parameters.
+struct FindingSpec {
+  std::string_view code;     // "shm.capacity/too-small"
+  Status status;
+  std::string_view message;  // "{path} is {size}; {need}"
+  std::string_view fix;      // "" for a PASS note
 };
 
 /// `text` with every {name} that `params` holds replaced by its value (a string as it is, a number
@@ -42,6 +54,7 @@ struct Verdict {
   std::string remedy;            // the exact fix; empty on PASS
   nlohmann::json evidence = nlohmann::json::object();
   Finding finding = {};          // the finding that decides the status, when the check states it as data
+  std::vector<Finding> findings = {};  // every coded finding of the verdict, worst first (JSON: findings)
   /// The check whose non-PASS result explains this one ("driver.loaded" for every GPU check on a
   /// node without a driver): one of the causes its CheckSpec declares. The result keeps its own
   /// status; the report prints it as one short line under its cause. "" when it stands alone.
@@ -52,6 +65,9 @@ struct Verdict {
   /// This verdict stated as a finding: summary and remedy are the templates rendered with `params`.
   static Verdict coded(Status s, std::string code, std::string message, std::string fix, nlohmann::json params,
                        nlohmann::json evidence = nlohmann::json::object());
+  /// The verdict of one declared finding.
+  static Verdict of(const FindingSpec& spec, nlohmann::json params = nlohmann::json::object(),
+                    nlohmann::json evidence = nlohmann::json::object());
   /// The same verdict, marked as following from `check`'s non-PASS result.
   Verdict&& because(std::string check) && {
     cause = std::move(check);
@@ -72,6 +88,8 @@ class VerdictBuilder {
   void add(Status s, std::string summary, std::string remedy = {});
   /// A finding with a code: its message and fix are templates over `params` (see Finding).
   void add(Status s, std::string code, std::string message, std::string fix, nlohmann::json params);
+  /// A finding of the check's table (CheckSpec::findings) with its parameters.
+  void add(const FindingSpec& spec, nlohmann::json params = nlohmann::json::object());
   void note(std::string summary) { add(Status::Pass, std::move(summary)); }
   nlohmann::json& evidence() { return m_evidence; }
   Status status() const { return m_status; }
@@ -83,6 +101,7 @@ class VerdictBuilder {
     std::string code;
     std::string message;  // a template when coded, else plain text
     std::string fix;
+    nlohmann::json params = nlohmann::json::object();
   };
   Status m_status = Status::Pass;
   std::vector<Item> m_findings;

@@ -59,6 +59,13 @@ void check_to_json(Json& j, const CheckResult& r) {
     const Finding& f = r.verdict.finding;
     j["finding"] = Json{{"code", f.code}, {"message", f.message}, {"fix", f.fix}, {"params", Json(f.params)}};
   }
+  if (!r.verdict.findings.empty()) {
+    Json all = Json::array();
+    for (const Finding& f : r.verdict.findings) {
+      all.push_back(Json{{"code", f.code}, {"status", to_string(f.status)}, {"params", Json(f.params)}});
+    }
+    j["findings"] = std::move(all);
+  }
 }
 
 template <typename Json>
@@ -96,6 +103,19 @@ void check_from_json(const Json& j, CheckResult& r) {
     r.verdict.finding.fix = f.value("fix", std::string());
     if (f.contains("params") && f.at("params").is_object()) {
       r.verdict.finding.params = nlohmann::json::parse(f.at("params").dump());
+    }
+    r.verdict.finding.status = r.verdict.status;
+  }
+  r.verdict.findings.clear();
+  if (j.contains("findings") && j.at("findings").is_array()) {
+    for (const Json& f : j.at("findings")) {
+      if (!f.is_object() || !f.contains("code") || !f.at("code").is_string()) continue;
+      Finding one;
+      one.code = f.at("code").template get<std::string>();
+      const std::optional<Status> fs = status_from_string(f.value("status", std::string()));
+      one.status = fs.value_or(Status::Unknown);
+      if (f.contains("params") && f.at("params").is_object()) one.params = nlohmann::json::parse(f.at("params").dump());
+      r.verdict.findings.push_back(std::move(one));
     }
   }
 }

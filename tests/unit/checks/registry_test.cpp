@@ -65,6 +65,29 @@ TEST(Registry, ChecksSelectTheProbesTheyRead) {
   EXPECT_FALSE(probes_for(skip_gpu).contains(FactSource::GpuDriver)) << names_of(probes_for(skip_gpu));
 }
 
+TEST(Registry, FindingTablesAreWellFormed) {
+  // Codes are "<check id>/<kebab-case>", unique; a non-PASS finding has a fix; every {name} of a
+  // template is a parameter name (lower case, digits, underscores).
+  const std::regex suffix("[a-z0-9]+(-[a-z0-9]+)*");
+  std::set<std::string> codes;
+  int declared = 0;
+  for (const CheckSpec* spec : all_checks()) {
+    for (const FindingSpec& f : spec->findings) {
+      ++declared;
+      const std::string code(f.code);
+      const std::string prefix = std::string(spec->id) + "/";
+      ASSERT_TRUE(code.starts_with(prefix)) << code << " is not a finding of " << spec->id;
+      EXPECT_TRUE(std::regex_match(code.substr(prefix.size()), suffix)) << code;
+      EXPECT_TRUE(codes.insert(code).second) << code << " is declared twice";
+      EXPECT_FALSE(f.message.empty()) << code;
+      if (f.status != Status::Pass) {
+        EXPECT_FALSE(f.fix.empty()) << code << " says what is wrong but not the fix";
+      }
+    }
+  }
+  EXPECT_GT(declared, 0);
+}
+
 TEST(FactSources, NamesParseAndNeedsClose) {
   constexpr FactSources s = "kernel_log,allreduce";
   static_assert(s.contains(FactSource::KernelLog) && s.contains(FactSource::Allreduce) && !s.contains(FactSource::Shm));

@@ -80,6 +80,7 @@ TEST(ShmNeed, RecommendationRoundsUpToWholeGiB) {
 TEST(ShmCapacity, PassesWhenLargeEnough) {
   const Verdict v = judge(facts_with_shm(8 * kGiB, 8 * kGiB));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.finding.code, "shm.capacity/enough");
   EXPECT_NE(v.summary.find("8 GiB"), std::string::npos);
   EXPECT_EQ(v.evidence["local_ranks"], 8);
 }
@@ -87,6 +88,8 @@ TEST(ShmCapacity, PassesWhenLargeEnough) {
 TEST(ShmCapacity, FailsWhen64MiBFor8Ranks) {
   const Verdict v = judge(facts_with_shm(64 * kMiB, 64 * kMiB));
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "shm.capacity/too-small");
+  EXPECT_EQ(v.finding.params["gib"], 4);
   EXPECT_NE(v.summary.find("/dev/shm is 64 MiB"), std::string::npos) << v.summary;
   EXPECT_NE(v.summary.find("8 local ranks need ≥ 2.5 GiB"), std::string::npos) << v.summary;
   EXPECT_NE(v.remedy.find("--shm-size=4g"), std::string::npos) << v.remedy;
@@ -104,6 +107,7 @@ TEST(ShmCapacity, FailsWhenTheAllocationTestHitsAQuota) {
   f.shm.alloc = Probed<ShmAllocTest>::ok(t, "fallocate");
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "shm.capacity/allocation-failed");
   EXPECT_NE(v.summary.find("allocating 2 GiB"), std::string::npos) << v.summary;
   EXPECT_NE(v.summary.find("No space left on device"), std::string::npos);
   EXPECT_NE(v.remedy.find("memory limit"), std::string::npos);
@@ -114,6 +118,7 @@ TEST(ShmCapacity, FailsWhenReadOnly) {
   f.shm.usage.value()->writable = false;
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "shm.capacity/read-only");
   EXPECT_NE(v.summary.find("read-only"), std::string::npos);
 }
 
@@ -122,7 +127,34 @@ TEST(ShmCapacity, FailsWhenMissing) {
   f.shm.usage = Probed<FsUsage>::error(ProbeErrc::NotFound, "does not exist", "/dev/shm");
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "shm.capacity/missing");
   EXPECT_NE(v.summary.find("does not exist"), std::string::npos);
+}
+
+TEST(ShmCapacity, AllocationRefusedForPermissionsIsItsOwnFinding) {
+  RankFacts f = facts_with_shm(8 * kGiB, 8 * kGiB);
+  ShmAllocTest t;
+  t.requested_bytes = 64 * kMiB;
+  t.err = EACCES;
+  t.step = "open";
+  t.error = "Permission denied";
+  f.shm.alloc = Probed<ShmAllocTest>::ok(t, "open");
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.finding.code, "shm.capacity/allocation-denied");
+  EXPECT_NE(v.remedy.find("mode 1777"), std::string::npos) << v.remedy;
+}
+
+TEST(ShmCapacity, EveryFindingIsReportedWithItsOwnStatus) {
+  // Read-only and too small at once: both findings, worst first, each with its status.
+  RankFacts f = facts_with_shm(64 * kMiB, 64 * kMiB);
+  f.shm.usage.value()->writable = false;
+  const Verdict v = judge(f);
+  ASSERT_EQ(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[0].code, "shm.capacity/read-only");
+  EXPECT_EQ(v.findings[1].code, "shm.capacity/too-small");
+  EXPECT_EQ(v.findings[1].status, Status::Fail);
+  // The fix's Kubernetes braces are text, its {gib} a parameter.
+  EXPECT_NE(v.remedy.find("{medium: Memory, sizeLimit: 4Gi}"), std::string::npos) << v.remedy;
 }
 
 TEST(ShmCapacity, WarnsWhenNotTmpfs) {
@@ -131,6 +163,8 @@ TEST(ShmCapacity, WarnsWhenNotTmpfs) {
   f.shm.mount.value()->fstype = "overlay";
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "shm.capacity/not-tmpfs");
+  EXPECT_EQ(v.finding.params["fstype"], "overlay");
   EXPECT_NE(v.summary.find("not tmpfs (overlay)"), std::string::npos) << v.summary;
 }
 
@@ -139,6 +173,7 @@ TEST(ShmCapacity, WarnsBelowNcclsOneGibRecommendation) {
   o.shm_dataloader_bytes = 16 * kMiB;
   const Verdict v = judge(facts_with_shm(512 * kMiB, 512 * kMiB, 1), o);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "shm.capacity/below-recommended");
   EXPECT_NE(v.summary.find("1 GiB"), std::string::npos);
 }
 
@@ -154,6 +189,7 @@ TEST(ShmCapacity, UnknownWhenTheAllocationTestCouldNotRun) {
   RankFacts f = facts_with_shm(8 * kGiB, 8 * kGiB);
   f.shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Timeout, "did not finish", "fallocate");
   EXPECT_EQ(judge(f).status, Status::Unknown);
+  EXPECT_EQ(judge(f).finding.code, "shm.capacity/allocation-untested");
 }
 
 TEST(ShmCapacity, SkippedInTheImageProfile) {
