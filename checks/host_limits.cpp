@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // host.limits (rank): the resource limits this rank inherited from its launcher: locked memory (RDMA
 // registration), open files (NCCL sockets), core files.
+#include <array>
+
 #include <nlohmann/json.hpp>
 
 #include "checks/check.hpp"
@@ -28,17 +30,51 @@ nlohmann::json fact_json(const Probed<T>& p) {
   return {{"error", p.why()}};
 }
 
-void unknown_limit(const Probed<Rlimit>& p, const char* name, VerdictBuilder& b) {
-  b.add(Status::Unknown, std::string("could not read ") + name + ": " + p.why(),
-        "Run preflight where /proc/self/limits is readable (it is for every process on Linux), or check the "
-        "--sysroot tree.");
-}
+#define PREFLIGHT_MEMLOCK_FIX                                                                                    \
+  "Raise the locked-memory limit to unlimited for the job: docker run --ulimit memlock=-1 (Kubernetes: the "      \
+  "container runtime's default ulimits), `ulimit -l unlimited` in the job script where the hard limit allows, "   \
+  "'* - memlock unlimited' in /etc/security/limits.conf, and under Slurm PropagateResourceLimitsExcept=MEMLOCK " \
+  "in slurm.conf (srun otherwise copies the login shell's low limit); or grant CAP_IPC_LOCK."
 
-const char* const kMemlockRemedy =
-    "Raise the locked-memory limit to unlimited for the job: docker run --ulimit memlock=-1 (Kubernetes: the "
-    "container runtime's default ulimits), `ulimit -l unlimited` in the job script where the hard limit allows, "
-    "'* - memlock unlimited' in /etc/security/limits.conf, and under Slurm PropagateResourceLimitsExcept=MEMLOCK "
-    "in slurm.conf (srun otherwise copies the login shell's low limit); or grant CAP_IPC_LOCK.";
+constexpr FindingSpec kLimitUnreadable = {
+    "host.limits/limit-unreadable", Status::Unknown, "could not read {limit}: {why}",
+    "Run preflight where /proc/self/limits is readable (it is for every process on Linux), or check the --sysroot "
+    "tree."};
+constexpr FindingSpec kMemlockLow = {
+    "host.limits/memlock-low", Status::Fail,
+    "{memlock} without CAP_IPC_LOCK, and RDMA devices are present ({devices}): NCCL cannot register its IB buffers "
+    "(libibverbs: \"couldn't lock memory\"); needs unlimited or >= {min}",
+    PREFLIGHT_MEMLOCK_FIX};
+constexpr FindingSpec kRdmaDevicesUnreadable = {
+    "host.limits/rdma-devices-unreadable", Status::Unknown, "{memlock}; could not list RDMA devices: {why}",
+    "Make /sys/class/infiniband readable, or raise the limit anyway: " PREFLIGHT_MEMLOCK_FIX};
+constexpr FindingSpec kCapIpcLockUnreadable = {
+    "host.limits/cap-ipc-lock-unreadable", Status::Unknown,
+    "{memlock} with RDMA devices present, and CAP_IPC_LOCK could not be read: {why}", PREFLIGHT_MEMLOCK_FIX};
+#undef PREFLIGHT_MEMLOCK_FIX
+#define PREFLIGHT_NOFILE_FIX                                                                                 \
+  "Raise the hard open-files limit to at least {warn_below}: docker run --ulimit nofile=1048576:1048576, " \
+  "LimitNOFILE= in the service unit, or 'nofile' in /etc/security/limits.conf (NCCL raises the soft limit to the hard limit itself)."
+constexpr FindingSpec kNofileTooLow = {
+    "host.limits/nofile-too-low", Status::Fail,
+    "{nofile}, below {fail_below}: NCCL's sockets and the data loaders run out of descriptors (\"Too many open files\")",
+    PREFLIGHT_NOFILE_FIX};
+constexpr FindingSpec kNofileLow = {"host.limits/nofile-low", Status::Warn,
+                                    "{nofile}, below {warn_below}: large jobs run out of sockets", PREFLIGHT_NOFILE_FIX};
+#undef PREFLIGHT_NOFILE_FIX
+constexpr FindingSpec kCoreFilesUnbounded = {
+    "host.limits/core-files-unbounded", Status::Warn,
+    "{core} and cores are written as plain files{pattern}: one GPU process core can be tens of GiB, and every rank "
+    "that crashes writes one",
+    "Cap the size (`ulimit -c <bytes>` in the job script) or pipe cores to a handler with its own limits "
+    "(systemd-coredump: core_pattern '|/lib/systemd/systemd-coredump …')."};
+
+constexpr std::array kFindings = {kLimitUnreadable, kMemlockLow,    kRdmaDevicesUnreadable, kCapIpcLockUnreadable,
+                                  kNofileTooLow,    kNofileLow,     kCoreFilesUnbounded};
+
+void unknown_limit(const Probed<Rlimit>& p, const char* name, VerdictBuilder& b) {
+  b.add(kLimitUnreadable, {{"limit", name}, {"why", p.why()}});
+}
 
 void check_memlock(const LimitsFacts& f, VerdictBuilder& b) {
   const Rlimit* memlock = f.memlock.value();
@@ -50,26 +86,15 @@ void check_memlock(const LimitsFacts& f, VerdictBuilder& b) {
   const bool* cap = f.cap_ipc_lock.value();
   if (cap != nullptr && *cap) return b.note(shown + ", lifted by CAP_IPC_LOCK");
   const auto* devices = f.rdma_devices.value();
-  if (devices == nullptr) {
-    return b.add(Status::Unknown, shown + "; could not list RDMA devices: " + f.rdma_devices.why(),
-                 "Make /sys/class/infiniband readable, or raise the limit anyway: " + std::string(kMemlockRemedy));
-  }
+  if (devices == nullptr) return b.add(kRdmaDevicesUnreadable, {{"memlock", shown}, {"why", f.rdma_devices.why()}});
   if (devices->empty()) {
     // Only verbs memory registration is charged against this limit (CUDA pins host memory through
     // the driver): without RDMA devices NCCL uses sockets and never reaches it.
     return b.note(shown + ", below " + format_bytes(kMemlockMin) +
                   ", but no RDMA devices are visible: it matters once the job uses IB/RoCE");
   }
-  if (cap == nullptr) {
-    return b.add(Status::Unknown,
-                 shown + " with RDMA devices present, and CAP_IPC_LOCK could not be read: " + f.cap_ipc_lock.why(),
-                 kMemlockRemedy);
-  }
-  b.add(Status::Fail,
-        shown + " without CAP_IPC_LOCK, and RDMA devices are present (" + join(*devices, ", ") +
-            "): NCCL cannot register its IB buffers (libibverbs: \"couldn't lock memory\"); needs unlimited or >= " +
-            format_bytes(kMemlockMin),
-        kMemlockRemedy);
+  if (cap == nullptr) return b.add(kCapIpcLockUnreadable, {{"memlock", shown}, {"why", f.cap_ipc_lock.why()}});
+  b.add(kMemlockLow, {{"memlock", shown}, {"devices", join(*devices, ", ")}, {"min", format_bytes(kMemlockMin)}});
 }
 
 void check_nofile(const LimitsFacts& f, VerdictBuilder& b) {
@@ -78,19 +103,9 @@ void check_nofile(const LimitsFacts& f, VerdictBuilder& b) {
   // NCCL raises its soft limit to the hard limit itself, so only the hard limit bounds its sockets.
   const std::string shown = "RLIMIT_NOFILE hard limit is " + count_or_unlimited(nofile->hard) + " (soft " +
                             count_or_unlimited(nofile->soft) + ")";
-  const std::string remedy =
-      "Raise the hard open-files limit to at least " + std::to_string(kNofileWarnBelow) +
-      ": docker run --ulimit nofile=1048576:1048576, LimitNOFILE= in the service unit, or 'nofile' in "
-      "/etc/security/limits.conf (NCCL raises the soft limit to the hard limit itself).";
   if (!nofile->hard || *nofile->hard >= kNofileWarnBelow) return b.note(shown);
-  if (*nofile->hard < kNofileFailBelow) {
-    return b.add(Status::Fail,
-                 shown + ", below " + std::to_string(kNofileFailBelow) +
-                     ": NCCL's sockets and the data loaders run out of descriptors (\"Too many open files\")",
-                 remedy);
-  }
-  b.add(Status::Warn, shown + ", below " + std::to_string(kNofileWarnBelow) + ": large jobs run out of sockets",
-        remedy);
+  const nlohmann::json params = {{"nofile", shown}, {"fail_below", kNofileFailBelow}, {"warn_below", kNofileWarnBelow}};
+  b.add(*nofile->hard < kNofileFailBelow ? kNofileTooLow : kNofileLow, params);
 }
 
 bool writes_local_file(const std::string& pattern) { return !pattern.empty() && pattern.front() != '|'; }
@@ -112,11 +127,7 @@ void check_core(const LimitsFacts& f, VerdictBuilder& b) {
                   "`ulimit -c unlimited` in the job script" + pattern_note + ")");
   }
   if (!core->soft && pattern != nullptr && writes_local_file(*pattern)) {
-    return b.add(Status::Warn,
-                 shown + " and cores are written as plain files" + pattern_note +
-                     ": one GPU process core can be tens of GiB, and every rank that crashes writes one",
-                 "Cap the size (`ulimit -c <bytes>` in the job script) or pipe cores to a handler with its own "
-                 "limits (systemd-coredump: core_pattern '|/lib/systemd/systemd-coredump …').");
+    return b.add(kCoreFilesUnbounded, {{"core", shown}, {"pattern", pattern_note}});
   }
   b.note(shown);
 }
@@ -169,7 +180,7 @@ extern const CheckSpec kHostLimits = {
     kInNode | kInJob,
     "resource limits in an image build are those of the build container; they are checked on the node the job "
     "runs on",
-    &run, "limits",
+    &run, "limits", false, {}, {}, nullptr, kFindings,
 };
 
 }  // namespace preflight

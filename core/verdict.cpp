@@ -99,18 +99,31 @@ void VerdictBuilder::add(Status s, std::string summary, std::string remedy) {
 void VerdictBuilder::add(Status s, std::string code, std::string message, std::string fix, nlohmann::json params) {
   m_status = worst(m_status, s);
   if (params.is_object()) {
-    for (const auto& [name, value] : params.items()) m_params[name] = value;
+    for (const auto& [name, value] : params.items()) {
+      const auto it = m_params.find(name);
+      if (it != m_params.end() && *it != value) m_params_collide = true;
+      m_params[name] = value;
+    }
   }
   m_findings.push_back({s, std::move(code), std::move(message), std::move(fix), params.is_object() ? params : nlohmann::json::object()});
 }
 
 Verdict VerdictBuilder::build() const {
-  std::string message;
+  // Two texts side by side: the templates (the finding the report groups by) and the text, each
+  // finding rendered with its own parameters (two findings may use one name for different values).
+  std::string message, summary;
   std::string code;
+  const auto rendered = [](const Item& f, const std::string& text) {
+    return f.code.empty() ? text : render_template(text, f.params);
+  };
+  const auto append = [](std::string& to, const std::string& sep, const std::string& text) {
+    if (!to.empty()) to += sep;
+    to += text;
+  };
   for (const Item& f : m_findings) {
     if (f.status == m_status && !f.message.empty()) {
-      if (!message.empty()) message += "; ";
-      message += f.message;
+      append(message, "; ", f.message);
+      append(summary, "; ", rendered(f, f.message));
       if (code.empty()) code = f.code;
     }
   }
@@ -119,27 +132,31 @@ Verdict VerdictBuilder::build() const {
     if (level == m_status) continue;
     for (const Item& f : m_findings) {
       if (f.status == level && !f.fix.empty() && !f.message.empty()) {
-        message += (message.empty() ? "" : "; ") + std::string("also ") + to_string(level) + ": " + f.message;
+        const std::string also = std::string("also ") + to_string(level) + ": ";
+        append(message, "; ", also + f.message);
+        append(summary, "; ", also + rendered(f, f.message));
       }
     }
   }
   // The remedies of every non-PASS finding, worst first, each once.
-  std::string fix;
+  std::string fix, remedy;
   for (Status level : {Status::Fail, Status::Unknown, Status::Warn, Status::Skip}) {
     for (const Item& f : m_findings) {
-      if (f.status == level && !f.fix.empty() && fix.find(f.fix) == std::string::npos) {
-        if (!fix.empty()) fix += " ";
-        fix += f.fix;
-      }
+      if (f.status != level || f.fix.empty()) continue;
+      const std::string text = rendered(f, f.fix);
+      if (remedy.find(text) != std::string::npos) continue;
+      append(fix, " ", f.fix);
+      append(remedy, " ", text);
     }
   }
-  if (message.empty()) message = "no findings";
+  if (message.empty()) message = summary = "no findings";
   Verdict v;
   v.status = m_status;
   v.evidence = m_evidence;
-  v.summary = render_template(message, m_params);
-  v.remedy = render_template(fix, m_params);
-  if (!code.empty()) v.finding = {code, m_status, std::move(message), std::move(fix), m_params};
+  v.summary = std::move(summary);
+  v.remedy = std::move(remedy);
+  // The joined templates stand for the verdict only when their parameters do not collide.
+  if (!code.empty() && !m_params_collide) v.finding = {code, m_status, std::move(message), std::move(fix), m_params};
   for (Status level : {Status::Fail, Status::Unknown, Status::Warn, Status::Skip, Status::Pass}) {
     for (const Item& f : m_findings) {
       if (f.status == level && !f.code.empty()) v.findings.push_back({f.code, f.status, f.message, f.fix, f.params});

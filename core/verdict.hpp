@@ -106,6 +106,7 @@ class VerdictBuilder {
   Status m_status = Status::Pass;
   std::vector<Item> m_findings;
   nlohmann::json m_params = nlohmann::json::object();
+  bool m_params_collide = false;  // two findings gave one parameter name different values
   nlohmann::json m_evidence = nlohmann::json::object();
 };
 

@@ -57,6 +57,8 @@ TEST(HostLimits, LowMemlockWithRdmaFails) {
   const Verdict v = check(f);
   expect(v, Status::Fail, "RLIMIT_MEMLOCK is 64 KiB (hard 64 KiB) without CAP_IPC_LOCK, and RDMA devices are present (mlx5_0)",
          "--ulimit memlock=-1");
+  EXPECT_EQ(v.finding.code, "host.limits/memlock-low");
+  EXPECT_EQ(v.finding.params["devices"], "mlx5_0");
   EXPECT_NE(v.summary.find("couldn't lock memory"), std::string::npos);
   EXPECT_NE(v.remedy.find("PropagateResourceLimitsExcept=MEMLOCK"), std::string::npos);
   EXPECT_EQ(v.evidence["memlock"]["soft"], 64 * kKiB);
@@ -94,11 +96,13 @@ TEST(HostLimits, LowMemlockUnknownWhenRdmaOrCapUnreadable) {
   f.rdma_devices = Probed<std::vector<std::string>>::error(ProbeErrc::PermissionDenied, "permission denied",
                                                            "/sys/class/infiniband");
   expect(check(f), Status::Unknown, "could not list RDMA devices: /sys/class/infiniband: permission denied");
+  EXPECT_EQ(check(f).finding.code, "host.limits/rdma-devices-unreadable");
 
   f = healthy();
   f.memlock = limit(64 * kKiB, 64 * kKiB);
   f.cap_ipc_lock = Probed<bool>::error(ProbeErrc::ParseError, "no 'CapEff:' line", "/proc/self/status");
   expect(check(f), Status::Unknown, "CAP_IPC_LOCK could not be read: /proc/self/status: no 'CapEff:' line");
+  EXPECT_EQ(check(f).finding.code, "host.limits/cap-ipc-lock-unreadable");
 }
 
 TEST(HostLimits, NofileHardLimit) {
@@ -106,10 +110,12 @@ TEST(HostLimits, NofileHardLimit) {
   f.nofile = limit(1024, 20000);
   expect(check(f), Status::Warn, "RLIMIT_NOFILE hard limit is 20000 (soft 1024), below 65536",
          "--ulimit nofile=1048576:1048576");
+  EXPECT_EQ(check(f).finding.code, "host.limits/nofile-low");
   f.nofile = limit(1024, 1024);
   const Verdict v = check(f);
   expect(v, Status::Fail, "RLIMIT_NOFILE hard limit is 1024 (soft 1024), below 4096", "at least 65536");
   EXPECT_EQ(v.evidence["nofile"]["hard"], 1024);
+  EXPECT_EQ(v.finding.code, "host.limits/nofile-too-low");
   f.nofile = limit(1024, 65536);
   expect(check(f), Status::Pass, "RLIMIT_NOFILE hard limit is 65536");
 }
@@ -133,6 +139,7 @@ TEST(HostLimits, UnlimitedCoresToPlainFiles) {
   f.core_pattern = Probed<std::string>::ok("/var/crash/core.%e.%p", "/proc/sys/kernel/core_pattern");
   expect(check(f), Status::Warn, "cores are written as plain files (core_pattern '/var/crash/core.%e.%p')",
          "ulimit -c <bytes>");
+  EXPECT_EQ(check(f).finding.code, "host.limits/core-files-unbounded");
   f.core = limit(4 * kGiB, kUnlimited);  // capped: fine
   expect(check(f), Status::Pass, "RLIMIT_CORE is 4 GiB");
 }
@@ -162,6 +169,23 @@ TEST(HostLimits, UnreadableLimitsAreUnknown) {
   expect(check(f), Status::Unknown, "could not read RLIMIT_NOFILE");
 
   expect(check(LimitsFacts()), Status::Unknown, "not probed");  // nobody probed: fail closed
+}
+
+TEST(HostLimits, TwoUnreadableLimitsEachNameTheirOwn) {
+  // One finding twice with different parameters: each is said with its own values.
+  LimitsFacts f = healthy();
+  f.nofile = Probed<Rlimit>::error(ProbeErrc::ParseError, "no 'Max open files' line", "/proc/self/limits");
+  f.core = Probed<Rlimit>::error(ProbeErrc::ParseError, "no 'Max core file size' line", "/proc/self/limits");
+  const Verdict v = check(f);
+  EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_NE(v.summary.find("could not read RLIMIT_NOFILE: /proc/self/limits: no 'Max open files' line"), std::string::npos)
+      << v.summary;
+  EXPECT_NE(v.summary.find("could not read RLIMIT_CORE: /proc/self/limits: no 'Max core file size' line"), std::string::npos)
+      << v.summary;
+  ASSERT_EQ(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[0].code, "host.limits/limit-unreadable");
+  EXPECT_EQ(v.findings[1].params["limit"], "RLIMIT_CORE");
+  EXPECT_TRUE(v.finding.code.empty()) << "the joined template cannot stand for both";
 }
 
 TEST(HostLimits, SkippedInImageProfile) {
