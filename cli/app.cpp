@@ -31,8 +31,6 @@ extern char** environ;
 namespace preflight {
 namespace {
 
-constexpr int kExitUsage = to_int(ExitCode::Usage);
-constexpr int kExitInternal = to_int(ExitCode::Internal);
 
 /// Text for stdout (help, list, explain): exit 5 when it cannot be written, `code` otherwise (a
 /// reader that closed the pipe early, `preflight list | head -3`, is not an error).
@@ -40,7 +38,7 @@ int print(const std::string& text, int code = 0) {
   const int err = write_all(STDOUT_FILENO, text);
   if (err != 0 && err != EPIPE) {
     std::cerr << "preflight: error: cannot write to standard output: " << std::strerror(err) << "\n";
-    return kExitInternal;
+    return to_int(ExitCode::Internal);
   }
   return code;
 }
@@ -65,7 +63,7 @@ int explain_check(const std::string& id) {
     std::string known;
     for (const CheckSpec* s : all_checks()) known += (known.empty() ? "" : ", ") + std::string(s->id);
     std::cerr << "preflight: error: no check '" << printable(id, 60) << "' (checks: " << known << ")\n";
-    return kExitUsage;
+    return to_int(ExitCode::Usage);
   }
   // What the check table says of causes: the checks whose failure this one's verdict may follow
   // from (the report folds it under them), and the checks that may follow from this one.
@@ -94,10 +92,8 @@ int explain_check(const std::string& id) {
     }
   }
   // What `--only ID` gathers: the sources the check reads and what those read.
-  std::string reads = names_of(spec->reads);
-  const std::string with = names_of(with_needs(spec->reads));
-  for (std::size_t at = 0; (at = reads.find(',', at)) != std::string::npos; at += 2) reads.replace(at, 1, ", ");
-  causes += "\nReads: " + reads + " (with what those read, `--only " + std::string(spec->id) + "` runs: " + with + ").";
+  causes += "\nReads: " + names_of(spec->reads, ", ") + " (with what those read, `--only " + std::string(spec->id) +
+            "` runs: " + names_of(with_needs(spec->reads)) + ").";
   return print(std::string(spec->id) + " — " + std::string(spec->title) + "\nscope: " + to_string(spec->scope) + "\n\n" +
                std::string(spec->explain) + "\n" + causes + (causes.empty() ? "" : "\n"));
 }
@@ -157,12 +153,12 @@ int app_main(int argc, char** argv) {
     }
   } catch (const UsageError& e) {
     std::cerr << "preflight: error: " << e.what() << "\n";
-    return kExitUsage;
+    return to_int(ExitCode::Usage);
   } catch (const std::exception& e) {
     std::cerr << "preflight: internal error: " << e.what() << "\n";
-    return kExitInternal;
+    return to_int(ExitCode::Internal);
   }
-  return kExitInternal;
+  return to_int(ExitCode::Internal);
 }
 
 }  // namespace preflight

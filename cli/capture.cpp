@@ -28,9 +28,6 @@ extern char** environ;
 namespace preflight {
 namespace {
 
-constexpr int kExitUsage = to_int(ExitCode::Usage);
-constexpr int kExitDeadline = to_int(ExitCode::Deadline);
-constexpr int kExitInternal = to_int(ExitCode::Internal);
 constexpr std::size_t kMaxTarEntries = 1000000;
 constexpr int kMaxTarDepth = 64;
 
@@ -302,12 +299,12 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
     if (::mkdtemp(dir.data()) == nullptr) {
       std::cerr << "preflight: error: cannot create a working directory next to '" << printable(tar_file, 200)
                 << "': " << std::strerror(errno) << "\n";
-      return kExitUsage;
+      return to_int(ExitCode::Usage);
     }
     temporary = true;
   } else if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     std::cerr << "preflight: error: capture '" << printable(dir, 200) << "': " << std::strerror(errno) << "\n";
-    return kExitUsage;
+    return to_int(ExitCode::Usage);
   }
   struct Cleanup {
     bool on;
@@ -374,21 +371,21 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
   if (probes.expired) manifest["incident"] = probes.incident;
   if (const std::string error = write_file(dir + std::string(kCaptureManifest), dump(manifest)); !error.empty()) {
     std::cerr << "preflight: error: " << error << "\n";
-    return kExitInternal;
+    return to_int(ExitCode::Internal);
   }
 
   if (!tar_file.empty()) {
     const int fd = ::open(tar_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
       std::cerr << "preflight: error: --tar '" << printable(tar_file, 200) << "': " << std::strerror(errno) << "\n";
-      return kExitInternal;
+      return to_int(ExitCode::Internal);
     }
     std::string error = write_tar(dir, fd);
     if (::close(fd) != 0 && error.empty()) error = std::strerror(errno);
     if (!error.empty()) {
       ::unlink(tar_file.c_str());
       std::cerr << "preflight: error: --tar '" << printable(tar_file, 200) << "': " << error << "\n";
-      return kExitInternal;
+      return to_int(ExitCode::Internal);
     }
   }
 
@@ -406,7 +403,7 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
     std::cerr.flush();
     cleanup.on = false;
     if (temporary) remove_tree(dir);
-    ::_exit(kExitDeadline);  // a probe is still running on its thread
+    ::_exit(to_int(ExitCode::Deadline));  // a probe is still running on its thread
   }
   return 0;
 }

@@ -22,7 +22,6 @@
 namespace preflight {
 namespace {
 
-constexpr int kExitInternal = to_int(ExitCode::Internal);
 
 bool use_color(const Options& options, const EnvSnapshot& env) {
   if (options.color) return *options.color == 1;
@@ -297,7 +296,7 @@ int emit_report(const Report& report, const Options& options, const EnvSnapshot&
     }
   } catch (const std::runtime_error& e) {  // OutputError, or UsageError from the second check
     std::cerr << "preflight: error: " << e.what() << "\n";
-    return kExitInternal;
+    return to_int(ExitCode::Internal);
   }
   std::string text;
   switch (options.format) {
@@ -311,7 +310,7 @@ int emit_report(const Report& report, const Options& options, const EnvSnapshot&
   if (err == EPIPE) return verdict_code;  // `preflight | head`: the reader has what it wanted
   if (err != 0) {
     std::cerr << "preflight: error: cannot write the report to standard output: " << std::strerror(err) << "\n";
-    return kExitInternal;
+    return to_int(ExitCode::Internal);
   }
   return verdict_code;
 }

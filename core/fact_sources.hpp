@@ -62,7 +62,7 @@ struct FactSourceSpec {
   FactSources needs;
 };
 
-inline constexpr std::array<FactSourceSpec, 22> kFactSources = {{
+inline constexpr auto kFactSources = std::to_array<FactSourceSpec>({
     {FactSource::Identity, "identity", SourceKind::Probe, {}},
     {FactSource::Placement, "placement", SourceKind::Probe, {}},
     {FactSource::Shm, "shm", SourceKind::Probe, {FactSource::Placement}},
@@ -90,16 +90,16 @@ inline constexpr std::array<FactSourceSpec, 22> kFactSources = {{
     {FactSource::Barrier, "barrier", SourceKind::Phase, {}},
     {FactSource::Allreduce, "allreduce", SourceKind::Phase,
      {FactSource::GpuDriver, FactSource::CudaRuntime, FactSource::Nccl, FactSource::Net, FactSource::NcclConf}},
-}};
+});
 
 constexpr bool fact_sources_in_order() {
   for (std::size_t i = 0; i < kFactSources.size(); ++i) {
-    if (static_cast<std::size_t>(kFactSources[i].source) != i) return false;
+    if (static_cast<std::size_t>(kFactSources[i].source) != i) return false;  // one row per enumerator, in order
     for (std::size_t j = i; j < kFactSources.size(); ++j) {
       if (kFactSources[i].needs.contains(kFactSources[j].source)) return false;  // a need must come first
     }
   }
-  return true;
+  return static_cast<std::size_t>(FactSource::Allreduce) + 1 == kFactSources.size();  // the last enumerator has a row
 }
 static_assert(fact_sources_in_order(), "kFactSources: one row per FactSource, in enum order, needing only earlier rows");
 
@@ -144,11 +144,11 @@ constexpr FactSources all_fact_sources() {
   return all;
 }
 
-/// The names of `set`, comma-separated, in table order.
-inline std::string names_of(FactSources set) {
+/// The names of `set`, in table order, joined by `separator`.
+inline std::string names_of(FactSources set, std::string_view separator = ",") {
   std::string out;
   for (const FactSourceSpec& s : kFactSources) {
-    if (set.contains(s.source)) out += (out.empty() ? "" : ",") + std::string(s.name);
+    if (set.contains(s.source)) out += (out.empty() ? "" : std::string(separator)) + std::string(s.name);
   }
   return out;
 }

@@ -84,7 +84,7 @@ class JobRun {
  public:
   JobRun(const Options& options, TimePoint start, const EnvSnapshot& env, const CompatMatrix* matrix,
          const JobHooks& hooks)
-      : m_options(options), m_start(start), m_env(env), m_matrix(matrix), m_hooks(hooks), m_emit(hooks.emit),
+      : m_options(options), m_start(start), m_env(env), m_matrix(matrix), m_hooks(hooks),
         m_deadlines(PhaseDeadlines::from(start, options.timeout_s)), m_faults(test_faults(env)) {}
 
   int run() {
@@ -786,7 +786,7 @@ class JobRun {
     if (m_root) {
       refresh_status();
       Report r = make_report(false);
-      code = m_emit(r, exit_code(r, m_options.strict));
+      code = m_hooks.emit(r, exit_code(r, m_options.strict));
       set_liveness_check(nullptr);
       if (m_watch) m_watch->close();  // the verdict is out: the ranks' ends from here on are the job's end
     }
@@ -859,7 +859,7 @@ class JobRun {
       }
     }
     m_incidents.push_back(what);
-    m_emit(make_report(true), to_int(ExitCode::Deadline));  // a report that cannot be written does not change the deadline's code
+    m_hooks.emit(make_report(true), to_int(ExitCode::Deadline));  // a report that cannot be written does not change the deadline's code
     std::fflush(nullptr);
     if (unjoined()) pmix_join_abort(ExitCode::Deadline, "preflight: " + what.substr(0, 200));
     m_transport->abort(ExitCode::Deadline);
@@ -906,7 +906,6 @@ class JobRun {
   const EnvSnapshot& m_env;
   const CompatMatrix* m_matrix;
   const JobHooks& m_hooks;
-  const EmitReport& m_emit;
   PhaseDeadlines m_deadlines;
   TestFaults m_faults;
 
