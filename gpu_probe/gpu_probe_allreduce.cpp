@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/backoff.hpp"
 #include "gpu_probe/dynlib.hpp"
 #include "gpu_probe/gpu_probe.hpp"
 #include "gpu_probe/xid_watch.hpp"
@@ -332,7 +333,11 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
                   what, a.timeout_s);
     return std::string(buf);
   };
-  auto pause = [] { std::this_thread::sleep_for(std::chrono::microseconds(50)); };
+  // Every wait below polls with a back-off bounded by the deadline (core/backoff.hpp): a completion
+  // is seen at most 2 ms late, and the helper does not keep a core busy while NCCL works.
+  auto pause = [&](Backoff& b) {
+    std::this_thread::sleep_for(b.next(std::chrono::duration_cast<Backoff::Duration>(deadline - Clock::now())));
+  };
 
   // Init: non-blocking, polled.
   emit_line({{"event", to_string(gpu_protocol::Event::Progress)}, {"step", "init"}, {"seconds", since(begin)}});
@@ -344,14 +349,14 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
     if (rc != nccl::ncclSuccess && rc != nccl::ncclInProgress) fatal("init", "ncclCommInitRankConfig: " + n.name(rc, comm), false, rc);
     if (comm == nullptr) fatal("init", "ncclCommInitRankConfig returned no communicator", false, -1);
   }
-  for (;;) {
+  for (Backoff b = poll_backoff();;) {
     nccl::ncclResult_t state = nccl::ncclInProgress;
     const nccl::ncclResult_t rc = async_error(comm, &state);
     if (rc != nccl::ncclSuccess) fatal("init", "ncclCommGetAsyncError: " + n.name(rc, comm), false, rc);
     if (state == nccl::ncclSuccess) break;
     if (state != nccl::ncclInProgress) fatal("init", "ncclCommInitRankConfig: " + n.name(state, comm), false, state);
     if (Clock::now() >= deadline) fatal("init", expired_text("ncclCommInitRankConfig"), true, -1);
-    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    pause(b);
   }
   emit_line({{"event", to_string(gpu_protocol::Event::Progress)}, {"step", "ready"}, {"seconds", since(begin)}, {"init_seconds", since(init_begin)}});
 
@@ -364,7 +369,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
                                        reinterpret_cast<void*>(static_cast<std::uintptr_t>(recv)), count, dtype,
                                        nccl::ncclSum, comm, stream);
     if (rc != nccl::ncclSuccess && rc != nccl::ncclInProgress) fatal("allreduce", "ncclAllReduce: " + n.name(rc, comm), false, rc);
-    while (rc == nccl::ncclInProgress) {
+    for (Backoff b = poll_backoff(); rc == nccl::ncclInProgress;) {
       nccl::ncclResult_t state = nccl::ncclInProgress;
       if (const nccl::ncclResult_t q = async_error(comm, &state); q != nccl::ncclSuccess) {
         fatal("allreduce", "ncclCommGetAsyncError: " + n.name(q, comm), false, q);
@@ -375,11 +380,11 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
       rc = state;
       if (rc == nccl::ncclInProgress) {
         if (Clock::now() >= deadline) fatal("allreduce", expired_text("ncclAllReduce (enqueue)"), true, -1);
-        pause();
+        pause(b);
       }
     }
     if (const CUresult r = event_record(ev_end, stream); r != CUDA_SUCCESS) fatal("allreduce", cu("cuEventRecord", r), false, -1);
-    for (unsigned polls = 0;; ++polls) {
+    for (Backoff b = poll_backoff();;) {
       const CUresult q = event_query(ev_end);
       if (q == CUDA_SUCCESS) break;
       if (q != CUDA_ERROR_NOT_READY) fatal("allreduce", cu("cuEventQuery", q), false, -1);
@@ -391,7 +396,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
         fatal("async", "the communicator reported " + n.name(state, comm) + " during ncclAllReduce", false, state);
       }
       if (Clock::now() >= deadline) fatal("allreduce", expired_text("ncclAllReduce"), true, -1);
-      if (polls > 64) pause();
+      pause(b);
     }
     float ms = 0.0f;
     if (const CUresult r = elapsed(&ms, ev_start, ev_end); r != CUDA_SUCCESS) fatal("allreduce", cu("cuEventElapsedTime", r), false, -1);
@@ -464,13 +469,13 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   // finalize in time is aborted.
   if (comm_finalize != nullptr) {
     nccl::ncclResult_t rc = comm_finalize(comm);
-    while (rc == nccl::ncclInProgress) {
+    for (Backoff b = poll_backoff(); rc == nccl::ncclInProgress;) {
       nccl::ncclResult_t state = nccl::ncclInProgress;
       if (async_error(comm, &state) != nccl::ncclSuccess) break;
       rc = state;
       if (rc == nccl::ncclInProgress) {
         if (Clock::now() >= deadline) fatal("finalize", expired_text("ncclCommFinalize"), true, -1);
-        std::this_thread::sleep_for(std::chrono::microseconds(500));
+        pause(b);
       }
     }
     if (rc != nccl::ncclSuccess) fatal("finalize", "ncclCommFinalize: " + n.name(rc, comm), false, rc);

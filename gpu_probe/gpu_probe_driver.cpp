@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/backoff.hpp"
 #include "core/pci_topology.hpp"
 #include "gpu_probe/dynlib.hpp"
 #include "gpu_probe/gpu_probe.hpp"
@@ -890,9 +891,10 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
       // Poll, never block: a copy that never completes must be reported, not waited for.
       const auto begin = std::chrono::steady_clock::now();
       CUresult q = CUDA_ERROR_NOT_READY;
-      while ((q = event_query(s.end)) == CUDA_ERROR_NOT_READY &&
-             std::chrono::steady_clock::now() - begin < pair_timeout) {
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      for (Backoff b = poll_backoff(); (q = event_query(s.end)) == CUDA_ERROR_NOT_READY;) {
+        const auto left = pair_timeout - (std::chrono::steady_clock::now() - begin);
+        if (left <= left.zero()) break;
+        std::this_thread::sleep_for(b.next(std::chrono::duration_cast<Backoff::Duration>(left)));
       }
       if (q == CUDA_ERROR_NOT_READY) {
         char buf[96];

@@ -11,15 +11,21 @@
 // Communicators really reduce across processes, so that wrong data is detectable: the ranks of
 // one unique id meet in a rendezvous directory, $PREFLIGHT_FAKE_NCCL_DIR (default $TMPDIR, else
 // /tmp) / preflight-fake-nccl-<the id's first 16 bytes in hex>. Init writes init.<rank> and
-// completes once every rank's file exists; each all_reduce writes <seq>.<rank> (the send buffer,
-// read through the fake libcuda) and is enqueued on the stream with the fake libcuda's
-// preflight_fake_cuda_stream_enqueue: cuEventQuery completes it once all ranks' files exist, by
-// summing them into the receive buffer. The last rank to read a step removes its files; the last
-// rank to leave (ncclCommDestroy / ncclCommAbort) removes the directory. The scenario's
-// "allreduce" object scripts faults and the modelled bus bandwidth (tests/fakes/README.md).
+// completes once every rank's file exists. The all_reduces share two mapped files, data.0 and
+// data.1 (by the parity of the step), with a slot per rank and one for the sum: the rank copies its
+// send buffer (read through the fake libcuda) into its slot and counts itself in <seq>.in, and the
+// op is enqueued on the stream with the fake libcuda's preflight_fake_cuda_stream_enqueue.
+// cuEventQuery advances it as a ring all_reduce does its work: once every rank is in, each rank
+// sums its own share of the elements into the sum slot (<seq>.sum counts them); once every share
+// is summed, each rank copies the sum into its receive buffer. The last rank to read a step
+// removes its counts; the last rank to leave (ncclCommDestroy / ncclCommAbort) removes the
+// directory and all in it. The scenario's "allreduce" object scripts faults and the modelled bus
+// bandwidth (tests/fakes/README.md).
 // One thread per communicator, as the helper uses it.
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,20 +137,6 @@ bool write_file(const std::string& path, const void* data, std::size_t size) {
   return ::rename(tmp.c_str(), path.c_str()) == 0;
 }
 
-bool read_file(const std::string& path, std::vector<unsigned char>& out, std::size_t size) {
-  out.assign(size, 0);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  std::size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::read(fd, out.data() + done, size - done);
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  return done == size;
-}
-
 /// Appends one byte to `path` and answers how many bytes it now holds (O_APPEND is atomic): the
 /// rank that makes it `n` is the last of n.
 long long count_in(const std::string& path) {
@@ -158,6 +150,12 @@ long long count_in(const std::string& path) {
   }
   ::close(fd);
   return size;
+}
+
+/// How many ranks count_in() has counted in `path` so far (0 before the first).
+long long count_of(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<long long>(st.st_size) : 0;
 }
 
 std::size_t element_size(ncclDataType_t t) {
@@ -201,6 +199,35 @@ void add_into(ncclDataType_t t, unsigned char* acc, const unsigned char* in, std
   }
 }
 
+/// A step's shared file, mapped: nranks slots of the send buffers, then the sum.
+struct StepMap {
+  unsigned char* base = nullptr;
+  std::size_t size = 0;
+  StepMap() = default;
+  StepMap(const StepMap&) = delete;
+  StepMap& operator=(const StepMap&) = delete;
+  ~StepMap() { close(); }
+  void close() {
+    if (base != nullptr) ::munmap(base, size);
+    base = nullptr;
+    size = 0;
+  }
+  /// Maps `path`, made at least `bytes` long by whichever rank comes first. False when it cannot.
+  bool open(const std::string& path, std::size_t bytes) {
+    if (bytes == 0) return true;
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return false;
+    struct stat st {};
+    bool ok = ::fstat(fd, &st) == 0 && (static_cast<std::size_t>(st.st_size) >= bytes || ::ftruncate(fd, static_cast<off_t>(bytes)) == 0);
+    void* p = ok ? ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    ::close(fd);
+    if (p == MAP_FAILED) return false;
+    base = static_cast<unsigned char*>(p);
+    size = bytes;
+    return true;
+  }
+};
+
 struct Op;
 
 }  // namespace
@@ -219,6 +246,10 @@ struct preflight::nccl::ncclComm {
   std::uint64_t seq = 0;
   CudaFns cuda;
   std::vector<std::unique_ptr<Op>> ops;
+  // The steps' shared files, data.0 and data.1, by the parity of the step: a rank waits for each
+  // all_reduce before it starts the next (as the helper does), so when any rank writes step k + 1,
+  // every rank has read the sum of step k - 1 from the same file. Mapped once, reused.
+  StepMap maps[2];
 };
 
 namespace {
@@ -229,6 +260,8 @@ struct Op {
   void* recv = nullptr;
   std::size_t count = 0;
   ncclDataType_t type = ncclInt32;
+  StepMap* map = nullptr;  // the communicator's file of this step's parity
+  enum class Stage { Gather, Share } stage = Stage::Gather;  // waiting for every rank's data / every share
   bool done = false;
   bool never = false;        // hang / async_error: never completes
   bool async_error = false;  // reports the scenario's error to ncclCommGetAsyncError when polled
@@ -241,8 +274,9 @@ std::vector<std::unique_ptr<Op>>& graveyard() {
   return ops;
 }
 
-std::string step_file(const ncclComm& c, std::uint64_t seq, int rank) {
-  return c.dir + "/" + std::to_string(seq) + "." + std::to_string(rank);
+/// <dir>/<seq>.<what>: "in", "sum" and "read", the counts of ranks of a step.
+std::string step_file(const ncclComm& c, std::uint64_t seq, const char* what) {
+  return c.dir + "/" + std::to_string(seq) + "." + what;
 }
 
 bool init_complete(ncclComm& c) {
@@ -275,32 +309,40 @@ int complete_op(void* arg) {
     }
     return 0;
   }
-  for (int r = 0; r < c->nranks; ++r)
-    if (!exists(step_file(*c, op.seq, r))) return 0;
-  const std::size_t bytes = op.count * element_size(op.type);
-  std::vector<unsigned char> acc(bytes, 0), in;
-  for (int r = 0; r < c->nranks; ++r) {
-    if (!read_file(step_file(*c, op.seq, r), in, bytes)) {
-      c->async = ncclSystemError;
-      c->last_error = "cannot read " + step_file(*c, op.seq, r);
-      return 0;
+  const std::size_t element = element_size(op.type);
+  const std::size_t bytes = op.count * element;
+  const auto n = static_cast<std::size_t>(c->nranks);
+  if (op.stage == Op::Stage::Gather) {
+    if (count_of(step_file(*c, op.seq, "in")) < c->nranks) return 0;
+    // This rank's share of the elements, summed over every rank's slot into the sum slot.
+    const std::size_t per = (op.count + n - 1) / n;
+    const std::size_t first = std::min(op.count, per * static_cast<std::size_t>(c->rank));
+    const std::size_t last = std::min(op.count, first + per);
+    if (last > first) {
+      unsigned char* sum = op.map->base + n * bytes + first * element;
+      std::memcpy(sum, op.map->base + first * element, (last - first) * element);
+      for (std::size_t r = 1; r < n; ++r) add_into(op.type, sum, op.map->base + r * bytes + first * element, last - first);
     }
-    add_into(op.type, acc.data(), in.data(), op.count);
+    count_in(step_file(*c, op.seq, "sum"));
+    op.stage = Op::Stage::Share;
   }
+  if (count_of(step_file(*c, op.seq, "sum")) < c->nranks) return 0;
+  const unsigned char* sum = op.map->base != nullptr ? op.map->base + n * bytes : nullptr;
+  std::vector<unsigned char> corrupted;
   if (op.corrupt && op.count > 0) {
-    const std::size_t e = std::min<std::size_t>(17, op.count - 1) * element_size(op.type);
-    for (std::size_t k = 0; k < element_size(op.type); ++k) acc[e + k] = static_cast<unsigned char>(~acc[e + k]);
+    corrupted.assign(sum, sum + bytes);
+    const std::size_t e = std::min<std::size_t>(17, op.count - 1) * element;
+    for (std::size_t k = 0; k < element; ++k) corrupted[e + k] = static_cast<unsigned char>(~corrupted[e + k]);
+    sum = corrupted.data();
   }
   const auto dst = static_cast<preflight::cuda::CUdeviceptr>(reinterpret_cast<std::uintptr_t>(op.recv));
-  if (c->cuda.htod(dst, acc.data(), bytes) != preflight::cuda::CUDA_SUCCESS) {
+  if (bytes > 0 && c->cuda.htod(dst, sum, bytes) != preflight::cuda::CUDA_SUCCESS) {
     c->async = ncclUnhandledCudaError;
     c->last_error = "cuMemcpyHtoD_v2 into the receive buffer failed";
     return 0;
   }
-  const std::string read_count = c->dir + "/" + std::to_string(op.seq) + ".read";
-  if (count_in(read_count) == c->nranks) {
-    for (int r = 0; r < c->nranks; ++r) ::unlink(step_file(*c, op.seq, r).c_str());
-    ::unlink(read_count.c_str());
+  if (count_in(step_file(*c, op.seq, "read")) == c->nranks) {
+    for (const char* what : {"in", "sum", "read"}) ::unlink(step_file(*c, op.seq, what).c_str());
   }
   op.done = true;
   return 1;
@@ -308,8 +350,16 @@ int complete_op(void* arg) {
 
 /// The rank leaves the rendezvous: the last one removes the directory.
 void leave(ncclComm& c) {
+  c.maps[0].close();
+  c.maps[1].close();
   if (count_in(c.dir + "/gone") == c.nranks) {
-    ::unlink((c.dir + "/gone").c_str());
+    // Everything, the files of a step that never completed included.
+    if (DIR* d = ::opendir(c.dir.c_str())) {
+      while (const dirent* e = ::readdir(d)) {
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) ::unlinkat(::dirfd(d), e->d_name, 0);
+      }
+      ::closedir(d);
+    }
     ::rmdir(c.dir.c_str());
   }
 }
@@ -460,12 +510,19 @@ PREFLIGHT_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* rec
   o->corrupt = mine && script.fault == Fault::Corrupt;
   const std::size_t bytes = count * element;
   if (!o->never) {
-    std::vector<unsigned char> data(bytes);
+    const auto slots = static_cast<std::size_t>(comm->nranks) + 1;
+    StepMap& map = comm->maps[o->seq % 2];
+    const std::string path = comm->dir + "/data." + std::to_string(o->seq % 2);
+    if (map.size < slots * bytes && (map.close(), !map.open(path, slots * bytes))) {
+      return fail(comm, ncclSystemError, "ncclAllReduce: cannot map " + path);
+    }
+    o->map = &map;
     const auto src = static_cast<preflight::cuda::CUdeviceptr>(reinterpret_cast<std::uintptr_t>(sendbuff));
-    if (bytes > 0 && comm->cuda.dtoh(data.data(), src, bytes) != preflight::cuda::CUDA_SUCCESS) {
+    if (bytes > 0 && comm->cuda.dtoh(o->map->base + static_cast<std::size_t>(comm->rank) * bytes, src, bytes) !=
+                         preflight::cuda::CUDA_SUCCESS) {
       return fail(comm, ncclUnhandledCudaError, "ncclAllReduce: cuMemcpyDtoH_v2 of the send buffer failed");
     }
-    if (!write_file(step_file(*comm, o->seq, comm->rank), data.data(), bytes)) {
+    if (count_in(step_file(*comm, o->seq, "in")) < 0) {
       return fail(comm, ncclSystemError, "ncclAllReduce: cannot write to " + comm->dir);
     }
   }
