@@ -7,7 +7,7 @@
 #
 #   bench/cluster_time_to_verdict.sh
 #   HOSTS=2 PER_HOST=8 REPEAT=5 bench/cluster_time_to_verdict.sh
-# Environment: BUILD_DIR (default build), HOSTS, PER_HOST, REPEAT, PREFLIGHT_ARGS (default:
+# Environment: BENCH_SUMMARY (a file for the targets' lines, bench/targets.sh), BUILD_DIR (default build), HOSTS, PER_HOST, REPEAT, PREFLIGHT_ARGS (default:
 # --profile job --format json --timeout 120).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -67,3 +67,7 @@ echo "| hosts × ranks | irreducible | preflight | ratio (≤ 1.5×) | mpirun's 
 echo "|---|---:|---:|---:|---:|"
 printf '| %d × %d (emulated hosts, `mpirun` through the rsh agent) | %.3f s | %.3f s | %.2f× | %d |\n' \
   "$hosts" "$per_host" "$irr" "$pf" "$(awk -v a="$pf" -v b="$irr" 'BEGIN { print a / b }')" "$pf_rc"
+if [ -n "${BENCH_SUMMARY:-}" ]; then
+  ratio=$(awk -v a="$pf" -v b="$irr" 'BEGIN { printf "%.2f", a / b }')
+  echo "time to verdict, $hosts emulated hosts × $per_host ranks|${ratio}x ($pf s vs $irr s)|<= 1.5x|$(awk -v r="$ratio" 'BEGIN { print (r + 0 <= 1.5) ? "met" : "MISSED" }')" >>"$BENCH_SUMMARY"
+fi

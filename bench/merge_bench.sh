@@ -7,7 +7,7 @@
 #
 #   bench/merge_bench.sh                     # N = 4096 8192, best of 3, binary from build/
 #   COUNTS="1024 4096" REPEAT=5 bench/merge_bench.sh
-# Environment: BUILD_DIR (default build), PREFLIGHT (the binary), COUNTS, REPEAT, RANKS_PER_HOST
+# Environment: BENCH_SUMMARY (a file for the targets' lines, bench/targets.sh), BUILD_DIR (default build), PREFLIGHT (the binary), COUNTS, REPEAT, RANKS_PER_HOST
 # (default 8), MERGE_ARGS (default: none: the text report to /dev/null), TMPDIR (where the files go).
 set -uo pipefail
 
@@ -83,10 +83,16 @@ for n in $counts; do
   target=""
   [ "$n" -eq 4096 ] && target=$([ "$(echo "$best < 1" | bc -l)" = 1 ] && echo "< 1 s: met" || echo "< 1 s: MISSED")
   printf '| %d | %d | %.3f | %s | %d | %s |\n' "$n" "$mib" "$best" "${runs%, }" "$rc" "$target"
+  if [ -n "$target" ] && [ -n "${BENCH_SUMMARY:-}" ]; then
+    echo "merge of 4096 result files|$best s|< 1 s|${target##*: }" >>"$BENCH_SUMMARY"
+  fi
   rm -rf "$dir"
 done
 if [ -n "${best_of[4096]:-}" ] && [ -n "${best_of[8192]:-}" ]; then
   ratio=$(echo "${best_of[8192]} / ${best_of[4096]}" | bc -l)
   verdict=$([ "$(echo "$ratio < 2.2" | bc -l)" = 1 ] && echo "met" || echo "MISSED")
   printf '\n8192 / 4096 = %.2fx (target < 2.2x: %s)\n' "$ratio" "$verdict"
+  if [ -n "${BENCH_SUMMARY:-}" ]; then
+    printf 'merge of 8192 result files|%s s (%.2fx the 4096)|< 2.2x the 4096|%s\n' "${best_of[8192]}" "$ratio" "$verdict" >>"$BENCH_SUMMARY"
+  fi
 fi

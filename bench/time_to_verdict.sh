@@ -7,7 +7,8 @@
 #   bench/time_to_verdict.sh                 # N = 1 16 64, best of 3, binaries from build/
 #   RANKS="1 4" REPEAT=5 bench/time_to_verdict.sh
 # Environment: BUILD_DIR (default build), PREFLIGHT, IRREDUCIBLE (the binaries), RANKS, REPEAT,
-# PREFLIGHT_ARGS (default: --profile job --format json --timeout 120), MPIRUN (default mpirun).
+# PREFLIGHT_ARGS (default: --profile job --format json --timeout 120), MPIRUN (default mpirun),
+# BENCH_SUMMARY (a file: one "figure|measured|target|verdict" line per target is appended to it).
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -103,6 +104,11 @@ row() {  # row N LAUNCH IRR_SECONDS PF_SECONDS RC RSS NOTE
   ratio=$(awk -v a="$3" -v b="$4" 'BEGIN { if (a > 0) printf "%.2f", b / a; else print "n/a" }')
   verdict=$(awk -v r="$ratio" 'BEGIN { if (r == "n/a") print "n/a"; else if (r + 0 <= 1.5) print "≤ 1.5x ok"; else print "> 1.5x MISSED" }')
   echo "| $1 | $2 | $3 | $4 | ${ratio}x | $verdict | $5 | $6 | $7 |"
+  if [ -n "${BENCH_SUMMARY:-}" ]; then
+    local rss_max=${6%% *}
+    echo "time to verdict, $1 rank(s), $2|${ratio}x ($4 s vs $3 s)|<= 1.5x|$([[ $verdict == *ok ]] && echo met || echo MISSED)" >>"$BENCH_SUMMARY"
+    echo "peak RSS per rank, $1 rank(s), $2|$rss_max MiB (max)|< 64 MiB|$(awk -v m="$rss_max" 'BEGIN { print (m + 0 < 64 && m != "n/a") ? "met" : "MISSED" }')" >>"$BENCH_SUMMARY"
+  fi
 }
 
 total_t0=$(now)

@@ -14,17 +14,21 @@ namespace {
 
 /// The size measured, and the size asked for where they differ (they should not: a size the
 /// transports cannot run is refused on the command line).
-std::string size_text(const CommResult& c, std::uint64_t requested) {
+std::string size_text(const CommResult& c, const Options& o) {
   std::string s = format_bytes(c.bytes);
-  if (c.bytes != 0 && c.bytes != requested) s += " (--allreduce-bytes asked for " + format_bytes(requested) + ")";
+  const std::uint64_t requested = o.allreduce_bytes_for(c.transport);
+  if (c.bytes != 0 && c.bytes != requested) {
+    s += o.allreduce_bytes ? " (--allreduce-bytes asked for " + format_bytes(requested) + ")"
+                           : " (the default over " + c.transport + " is " + format_bytes(requested) + ")";
+  }
   return s;
 }
 
-std::string measured(const CommResult& c, std::uint64_t requested) {
+std::string measured(const CommResult& c, const Options& o) {
   const std::string who = c.transport == "nccl" ? std::to_string(c.ranks) + (c.ranks == 1 ? " GPU" : " GPUs")
                                                 : std::to_string(c.ranks) + (c.ranks == 1 ? " rank" : " ranks");
   return "algbw " + fixed(c.algbw_gbps, 2) + " GB/s, busbw " + fixed(c.busbw_gbps, 2) + " GB/s for " +
-         size_text(c, requested) + " across " + who + " over " + (c.transport.empty() ? std::string("?") : c.transport) +
+         size_text(c, o) + " across " + who + " over " + (c.transport.empty() ? std::string("?") : c.transport) +
          " (best of " + std::to_string(c.repeats) + ", " + format_duration(c.seconds) + ")";
 }
 
@@ -121,7 +125,7 @@ Verdict run(const CheckContext& ctx) {
   if (job->source == "merge") return Verdict::skip("the all_reduce runs only in a live job (these results were merged from files)");
   const JobFacts& j = *job;
   const CommResult& c = j.allreduce;
-  nlohmann::json ev = {{"bytes", c.bytes}, {"requested_bytes", ctx.options.allreduce_bytes},           {"ranks", c.ranks},           {"algbw_gbps", c.algbw_gbps},
+  nlohmann::json ev = {{"bytes", c.bytes}, {"requested_bytes", ctx.options.allreduce_bytes_for(c.transport)},           {"ranks", c.ranks},           {"algbw_gbps", c.algbw_gbps},
                              {"busbw_gbps", c.busbw_gbps}, {"seconds", c.seconds},       {"transport", c.transport},
                              {"repeats", c.repeats},       {"attempted", c.attempted},   {"completed", c.completed},
                              {"expired", c.expired},       {"deadline_s", c.deadline_s}, {"note", c.note},
@@ -251,7 +255,7 @@ Verdict run(const CheckContext& ctx) {
     // A GPU-fabric floor does not apply to host memory over MPI: that part is skipped, with the
     // reason, never failed.
     ev["min_busbw_skipped"] = "the all_reduce ran over MPI in host memory (no rank has a GPU)";
-    return Verdict::pass("the all_reduce was correct on every participant: " + measured(c, ctx.options.allreduce_bytes) +
+    return Verdict::pass("the all_reduce was correct on every participant: " + measured(c, ctx.options) +
                              mpi_note + "; --min-busbw " + general(*floor) +
                              " GB/s: SKIP, a floor for a GPU fabric does not apply to MPI in host memory",
                          ev);
@@ -263,7 +267,7 @@ Verdict run(const CheckContext& ctx) {
   }
   if (floor && c.busbw_gbps < *floor) {
     return Verdict::fail("all_reduce busbw is below --min-busbw " + general(*floor) + " GB/s: " +
-                             measured(c, ctx.options.allreduce_bytes),
+                             measured(c, ctx.options),
                          "Find the slow link: compare with nccl-tests at what was measured here, `" +
                              nccl_tests_command(c, node_local) +
                              "` (its busbw column is the figure compared); rerun with NCCL_DEBUG=INFO and look for "
@@ -271,7 +275,7 @@ Verdict run(const CheckContext& ctx) {
                              "(topo.pcie_acs), or a NIC across the socket (net.gpu_nic_affinity).",
                          ev);
   }
-  return Verdict::pass("the all_reduce was correct on every participant: " + measured(c, ctx.options.allreduce_bytes) +
+  return Verdict::pass("the all_reduce was correct on every participant: " + measured(c, ctx.options) +
                            (floor ? " (≥ --min-busbw " + general(*floor) + " GB/s)" : std::string()) + mpi_note,
                        ev);
 }
@@ -285,10 +289,11 @@ constexpr std::string_view kExplain = R"(What it reads
   and only when this check is selected (--only/--skip): the GPUs are not exercised for nothing.
   Its message size, participants, the timed repeats (the best is kept), algbw (bytes / time) and
   busbw (algbw * 2(n-1)/n, the figure nccl-tests reports); --min-busbw GBPS.
-  The size is exactly --allreduce-bytes on every transport (default 32 MiB; 16 B to 8 GiB in whole
-  8-byte elements, anything else is refused at the command line with exit 2: the sum is of 8-byte
+  The size is exactly --allreduce-bytes on every transport (16 B to 8 GiB in whole 8-byte
+  elements, anything else is refused at the command line with exit 2: the sum is of 8-byte
   integers, at least two, and every GPU holds a send and a receive buffer of that size, over MPI
-  every rank in host memory). The size measured is in the summary ("for 16 B"), the evidence
+  every rank in host memory). Without it: 32 MiB over NCCL, where the bus bandwidth shows; 1 MiB
+  over MPI, where the collective and its sums are checked and the bandwidth is not judged. The size measured is in the summary ("for 16 B"), the evidence
   (bytes, and requested_bytes) and the Prometheus sample preflight_allreduce_bytes.
 
 Failures

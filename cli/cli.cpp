@@ -58,7 +58,7 @@ po::options_description run_options() {
     ("expect-world-size", po::value<std::string>(), "ranks the job must have")
     ("expect-nodes", po::value<std::string>(), "nodes the job must span")
     ("min-busbw", po::value<std::string>(), "all_reduce bus bandwidth floor in GB/s")
-    ("allreduce-bytes", po::value<std::string>(), "all_reduce message size, 16 B to 8 GiB in whole 8-byte elements (default 32M)")
+    ("allreduce-bytes", po::value<std::string>(), "all_reduce message size, 16 B to 8 GiB in whole 8-byte elements (default 32M over NCCL, 1M over MPI)")
     ("target-driver", po::value<std::string>(), "image profile: the fleet's driver version: 535, 535.104 or 535.104.05")
     ("target-gpu", po::value<std::vector<std::string>>()->composing(),
      "image profile: the fleet's GPUs CC[,CC]: 9.0, sm_90, 90, 9.0a, compute_90, 10.0, 100; none for a CPU-only image")
@@ -299,9 +299,9 @@ Options to_options(const po::variables_map& vm) {
   if (vm.count("min-busbw")) o.min_busbw_gbps = positive_double(vm, "min-busbw", "a bandwidth in GB/s");
   if (vm.count("allreduce-bytes")) {
     // Refused rather than silently rounded or capped: the size measured is the size asked for.
-    o.allreduce_bytes = size_value(vm, "allreduce-bytes");
-    if (o.allreduce_bytes < kAllreduceMinBytes || o.allreduce_bytes > kAllreduceMaxBytes ||
-        o.allreduce_bytes % kAllreduceElementBytes != 0) {
+    const std::uint64_t bytes = size_value(vm, "allreduce-bytes");
+    o.allreduce_bytes = bytes;
+    if (bytes < kAllreduceMinBytes || bytes > kAllreduceMaxBytes || bytes % kAllreduceElementBytes != 0) {
       bad_value("allreduce-bytes", *str(vm, "allreduce-bytes"),
                 "a multiple of " + std::to_string(kAllreduceElementBytes) + " bytes from " + format_bytes(kAllreduceMinBytes) +
                     " to " + format_bytes(kAllreduceMaxBytes) + ": the all_reduce sums whole 8-byte integers, at least two "

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace preflight {
@@ -23,6 +24,13 @@ const char* to_string(Format f);
 inline constexpr std::uint64_t kAllreduceMinBytes = 16;
 inline constexpr std::uint64_t kAllreduceMaxBytes = 8ull << 30;
 inline constexpr std::uint64_t kAllreduceElementBytes = 8;
+/// The sizes without --allreduce-bytes, by transport. Over NCCL, 32 MiB: large enough that the bus
+/// bandwidth shows (nccl-tests' curves flatten from a few MiB), small enough for every GPU. Over
+/// MPI in host memory (a CPU-only job, where --min-busbw is not judged), 1 MiB: the collective and
+/// its sums are what is checked, and 64 oversubscribed ranks must not each hold 64 MiB of buffers
+/// or push gigabytes through TCP for it. An explicit --allreduce-bytes is run exactly on both.
+inline constexpr std::uint64_t kAllreduceDefaultNcclBytes = 32u << 20;
+inline constexpr std::uint64_t kAllreduceDefaultMpiBytes = 1u << 20;
 
 struct Options {
   std::optional<Profile> profile;  // unset: node without a multi-rank launcher, job with one
@@ -38,7 +46,14 @@ struct Options {
 
   std::optional<int> expect_gpus, expect_world_size, expect_nodes;
   std::optional<double> min_busbw_gbps;
-  std::uint64_t allreduce_bytes = 32u << 20;  // within kAllreduceMinBytes..kAllreduceMaxBytes, a multiple of 8
+  // --allreduce-bytes as given (within kAllreduceMinBytes..kAllreduceMaxBytes, a multiple of 8);
+  // unset: the transport's default (allreduce_bytes_for).
+  std::optional<std::uint64_t> allreduce_bytes;
+  /// The all_reduce's message size over "nccl" or "mpi".
+  [[nodiscard]] std::uint64_t allreduce_bytes_for(std::string_view transport) const {
+    if (allreduce_bytes) return *allreduce_bytes;
+    return transport == "mpi" ? kAllreduceDefaultMpiBytes : kAllreduceDefaultNcclBytes;
+  }
 
   // Image profile. --target-driver as given, checked at option parsing (535, 535.104, 535.104.05).
   std::string target_driver;

@@ -514,7 +514,7 @@ class JobRun {
       const std::optional<std::string> plan_got = m_transport->broadcast(plan_text, deadline);
       if (!plan_got) {
         if (!m_root) give_up("rank 0 did not send the all_reduce plan");
-        expire_allreduce(t0, m_options.allreduce_bytes, "mpi");
+        expire_allreduce(t0, m_options.allreduce_bytes_for("mpi"), "mpi");
       }
       const nlohmann::json plan = nlohmann::json::parse(*plan_got, nullptr, false);
       const std::string mode = plan.is_object() ? plan.value("mode", "") : "";
@@ -563,7 +563,7 @@ class JobRun {
     // started with other options still take the same collectives.
     if (!selected(m_options, "comm.allreduce")) return {{"mode", "skipped"}};
     // The size asked for, on either transport (the command line refuses sizes they cannot run).
-    nlohmann::json plan = {{"mode", "mpi"}, {"bytes", m_options.allreduce_bytes}};
+    nlohmann::json plan = {{"mode", "mpi"}, {"bytes", m_options.allreduce_bytes_for("mpi")}};
     // NCCL runs when every rank has a GPU of its own to use (core/gpu_binding.hpp: the one the
     // frameworks pick) and a loadable libnccl. MPI in host memory stands in only where no rank's
     // node has a GPU at all (a CPU-only job); with GPUs present, an all_reduce that cannot run
@@ -623,7 +623,7 @@ class JobRun {
     const Probed<std::string> id = nccl_unique_id(nccl_library(m_facts), std::clamp(left / 4, std::chrono::milliseconds(200),
                                                                                    std::chrono::milliseconds(10000)), *root);
     if (!id.ok()) return {{"mode", "none"}, {"error", "ncclGetUniqueId: " + id.why()}};
-    return {{"mode", "nccl"}, {"bytes", m_options.allreduce_bytes}, {"id", *id.value()}, {"root", *root}};
+    return {{"mode", "nccl"}, {"bytes", m_options.allreduce_bytes_for("nccl")}, {"id", *id.value()}, {"root", *root}};
   }
 
   std::string nccl_library(const RankFacts& f) const {
@@ -776,7 +776,7 @@ class JobRun {
       return;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now());
-    a = nccl_allreduce_local_gpus(static_cast<int>(devices->size()), m_options.allreduce_bytes, 5, nccl_library(m_facts),
+    a = nccl_allreduce_local_gpus(static_cast<int>(devices->size()), m_options.allreduce_bytes_for("nccl"), 5, nccl_library(m_facts),
                                   std::max(left, std::chrono::milliseconds(500)));
     for (RankXidWatch& w : a.xid_watches) w.rank = m_facts.placement.rank;  // every helper ran on this node
   }

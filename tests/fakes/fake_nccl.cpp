@@ -11,10 +11,10 @@
 // Communicators really reduce across processes, so that wrong data is detectable: the ranks of
 // one unique id meet in a rendezvous directory, $PREFLIGHT_FAKE_NCCL_DIR (default $TMPDIR, else
 // /tmp) / preflight-fake-nccl-<the id's first 16 bytes in hex>. Init writes init.<rank> and
-// completes once every rank's file exists. The all_reduces share two mapped files, data.0 and
-// data.1 (by the parity of the step), with a slot per rank and one for the sum: the rank copies its
-// send buffer (read through the fake libcuda) into its slot and counts itself in <seq>.in, and the
-// op is enqueued on the stream with the fake libcuda's preflight_fake_cuda_stream_enqueue.
+// completes once every rank's file exists. The all_reduces share one mapped file, data, with a
+// slot per rank and one for the sum: the rank copies its send buffer (read through the fake
+// libcuda) into its slot and counts itself in <seq>.in, and the op is enqueued on the stream with
+// the fake libcuda's preflight_fake_cuda_stream_enqueue.
 // cuEventQuery advances it as a ring all_reduce does its work: once every rank is in, each rank
 // sums its own share of the elements into the sum slot (<seq>.sum counts them); once every share
 // is summed, each rank copies the sum into its receive buffer. The last rank to read a step
@@ -246,10 +246,11 @@ struct preflight::nccl::ncclComm {
   std::uint64_t seq = 0;
   CudaFns cuda;
   std::vector<std::unique_ptr<Op>> ops;
-  // The steps' shared files, data.0 and data.1, by the parity of the step: a rank waits for each
-  // all_reduce before it starts the next (as the helper does), so when any rank writes step k + 1,
-  // every rank has read the sum of step k - 1 from the same file. Mapped once, reused.
-  StepMap maps[2];
+  // The steps' shared file, mapped once and reused. A rank waits for each all_reduce before it
+  // starts the next (as the helper does), so a rank in step k + 1 knows every rank has summed its
+  // share of step k (the slots are free), and the sum slot is written again only once every rank
+  // is in step k + 1 (so has copied the sum of step k out).
+  StepMap map;
 };
 
 namespace {
@@ -260,7 +261,7 @@ struct Op {
   void* recv = nullptr;
   std::size_t count = 0;
   ncclDataType_t type = ncclInt32;
-  StepMap* map = nullptr;  // the communicator's file of this step's parity
+  StepMap* map = nullptr;  // the communicator's
   enum class Stage { Gather, Share } stage = Stage::Gather;  // waiting for every rank's data / every share
   bool done = false;
   bool never = false;        // hang / async_error: never completes
@@ -350,8 +351,7 @@ int complete_op(void* arg) {
 
 /// The rank leaves the rendezvous: the last one removes the directory.
 void leave(ncclComm& c) {
-  c.maps[0].close();
-  c.maps[1].close();
+  c.map.close();
   if (count_in(c.dir + "/gone") == c.nranks) {
     // Everything, the files of a step that never completed included.
     if (DIR* d = ::opendir(c.dir.c_str())) {
@@ -511,8 +511,8 @@ PREFLIGHT_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* rec
   const std::size_t bytes = count * element;
   if (!o->never) {
     const auto slots = static_cast<std::size_t>(comm->nranks) + 1;
-    StepMap& map = comm->maps[o->seq % 2];
-    const std::string path = comm->dir + "/data." + std::to_string(o->seq % 2);
+    StepMap& map = comm->map;
+    const std::string path = comm->dir + "/data";
     if (map.size < slots * bytes && (map.close(), !map.open(path, slots * bytes))) {
       return fail(comm, ncclSystemError, "ncclAllReduce: cannot map " + path);
     }

@@ -94,7 +94,7 @@ skip_row() {  # skip_row NAME REASON
 }
 
 with_gpu() {  # with_gpu SCENARIO-FILE PREFLIGHT-ARGS...: the fake 8-GPU node (a 1 MiB all_reduce: the
-  local scenario=$1  # node's all_reduce probe runs whatever --only selects, and its default size costs ~10 s of CPU here)
+  local scenario=$1  # node's all_reduce probe runs whatever --only selects, and 1 MiB keeps these rows short)
   shift
   env LD_LIBRARY_PATH="$L" PREFLIGHT_FAKE_GPU="$scenario" "$PREFLIGHT" --allreduce-bytes 1M "$@"
 }

@@ -103,9 +103,25 @@ TEST(CommAllreduce, TheSizeMeasuredIsStated) {
   EXPECT_EQ(v.evidence["requested_bytes"], 16);
   // Were a transport ever to measure another size than asked, the summary says both.
   j.allreduce.bytes = 1u << 20;
-  v = judge_job(spec(), j);
+  o.allreduce_bytes = 32u << 20;
+  v = judge_job(spec(), j, o);
   expect(v, Status::Pass, "for 1 MiB (--allreduce-bytes asked for 32 MiB) across 16 GPUs");
   EXPECT_EQ(v.evidence["requested_bytes"], 32u << 20);
+  // Or than its default, when none was asked for.
+  v = judge_job(spec(), j);
+  expect(v, Status::Pass, "for 1 MiB (the default over nccl is 32 MiB) across 16 GPUs");
+  EXPECT_EQ(v.evidence["requested_bytes"], 32u << 20);
+}
+
+TEST(CommAllreduce, TheDefaultSizeIsTheTransports) {
+  const Options o;
+  EXPECT_FALSE(o.allreduce_bytes.has_value());
+  EXPECT_EQ(o.allreduce_bytes_for("nccl"), 32u << 20);
+  EXPECT_EQ(o.allreduce_bytes_for("mpi"), 1u << 20);
+  Options asked;
+  asked.allreduce_bytes = 24;
+  EXPECT_EQ(asked.allreduce_bytes_for("nccl"), 24u);
+  EXPECT_EQ(asked.allreduce_bytes_for("mpi"), 24u);
 }
 
 TEST(CommAllreduce, UnconnectedRanksTellTheStoryOfLaunchRanks) {

@@ -40,7 +40,7 @@ TEST(Cli, ParsesEveryKindOfValue) {
   EXPECT_EQ(c.options.model_params, 7'000'000'000ull);
   EXPECT_EQ(c.options.zero_stage, 2);
   EXPECT_EQ(c.options.ranks_per_node, 8);
-  EXPECT_EQ(c.options.allreduce_bytes, 64ull << 20);
+  EXPECT_EQ(c.options.allreduce_bytes, std::optional<std::uint64_t>(64ull << 20));
   EXPECT_EQ(c.options.target_gpus, (std::vector<std::string>{"8.0", "9.0"}));
 }
 
@@ -102,8 +102,9 @@ TEST(Cli, AllreduceSizesTheTransportsCannotRunAreRefused) {
   EXPECT_EQ(usage_error({"--allreduce-bytes", "100G"}).find("--allreduce-bytes '100G': expected a multiple of 8 bytes"), 0u);
   EXPECT_EQ(usage_error({"--allreduce-bytes", "20"}).find("--allreduce-bytes '20': expected"), 0u);
   EXPECT_EQ(usage_error({"--allreduce-bytes", "8"}).find("--allreduce-bytes '8': expected"), 0u);
-  EXPECT_EQ(parse({"--allreduce-bytes", "16"}).options.allreduce_bytes, 16u);
-  EXPECT_EQ(parse({"--allreduce-bytes", "8G"}).options.allreduce_bytes, 8ull << 30);
+  EXPECT_EQ(parse({"--allreduce-bytes", "16"}).options.allreduce_bytes, std::optional<std::uint64_t>(16));
+  EXPECT_FALSE(parse({}).options.allreduce_bytes.has_value());  // the transport's default
+  EXPECT_EQ(parse({"--allreduce-bytes", "8G"}).options.allreduce_bytes, std::optional<std::uint64_t>(8ull << 30));
 }
 
 TEST(Cli, ModelParallelDegrees) {
