@@ -18,6 +18,7 @@ declare -A may=(
   [job]="core sys probes matrix checks report transport"
   [cli]="core sys probes matrix checks report transport job"
   [gpu_probe]="core"
+  [tools]="core matrix checks report"
 )
 
 bad=0
