@@ -45,22 +45,15 @@ std::string join_path(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
 }
 
-// readlink through the seam: the link's target as written, or "" if path is not a link.
-std::string read_link(const FileSystem& fs, const std::string& path) {
-  char buf[PATH_MAX];
-  const std::string host = fs.host_path(path);
-  const ssize_t n = ::readlink(host.c_str(), buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  return std::string(buf, static_cast<std::size_t>(n));
-}
-
 // Resolves symbolic links component by component inside the sysroot (an absolute target restarts
-// at the sysroot's root, never the host's). The live system needs nothing: the kernel does it.
+// at the sysroot's root, never the host's). Unlike fs.real_path, a component that does not exist is
+// kept as written and the walk goes on, so what is then read at the result stays inside the sysroot
+// and fails there. The live system needs nothing: the kernel does it.
 std::string resolve(const FileSystem& fs, const std::string& path) {
   if (path.empty() || path.front() != '/') return path;
   if (fs.is_live()) {  // the kernel resolves; only used to tell two spellings of one file apart
-    char buf[PATH_MAX];
-    return ::realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
+    const Probed<std::string> real = fs.real_path(path);
+    return real.ok() ? *real.value() : path;
   }
   std::vector<std::string> pending;
   for (const std::string_view part : split(path, '/')) {
@@ -80,11 +73,12 @@ std::string resolve(const FileSystem& fs, const std::string& path) {
     std::string current = "/";
     for (const std::string& d : done) current = join_path(current, d);
     current = join_path(current, part);
-    const std::string target = read_link(fs, current);
-    if (target.empty() || ++hops > 40) {
+    const Probed<std::string> link = fs.read_link(current);
+    if (!link.ok() || link.value()->empty() || ++hops > 40) {
       done.push_back(std::move(part));
       continue;
     }
+    const std::string& target = *link.value();
     if (target.front() == '/') done.clear();
     std::vector<std::string> parts;
     for (const std::string_view p : split(target, '/')) {
@@ -190,8 +184,9 @@ class Discovery {
     std::string best = of(base_name(path));
     std::string current = path;
     for (int hop = 0; hop < 8; ++hop) {
-      const std::string target = read_link(fs(), resolve(fs(), parent_dir(current)) + "/" + base_name(current));
-      if (target.empty()) break;
+      const Probed<std::string> link = fs().read_link(resolve(fs(), parent_dir(current)) + "/" + base_name(current));
+      if (!link.ok() || link.value()->empty()) break;
+      const std::string& target = *link.value();
       current = target.front() == '/' ? target : join_path(parent_dir(current), target);
       const std::string v = of(base_name(current));
       if (Version::parse(v) && (best.empty() || Version::parse(v)->size() > Version::parse(best)->size())) best = v;

@@ -28,21 +28,12 @@ std::string parent_dir(const std::string& path) {
   return path.substr(0, slash);
 }
 
-/// `path` (as on the live system) with its symbolic links resolved inside the seam's root; the path
-/// as it was when it cannot be resolved or a link leads out of the root.
+/// `path` (as on the live system) with its symbolic links resolved inside the seam's root (an
+/// absolute link of a captured tree stays in the capture); the path as it was when it cannot be
+/// resolved.
 std::string resolve_links(const FileSystem& fs, const std::string& path) {
-  char* real = ::realpath(fs.host_path(path).c_str(), nullptr);
-  if (real == nullptr) return path;
-  std::string out(real);
-  std::free(real);
-  if (fs.is_live()) return out;
-  char* root = ::realpath(fs.root().c_str(), nullptr);
-  if (root == nullptr) return path;
-  const std::string r(root);
-  std::free(root);
-  if (out == r) return "/";
-  if (out.starts_with(r + "/")) return out.substr(r.size());
-  return path;
+  const Probed<std::string> real = fs.real_path(path);
+  return real.ok() ? *real.value() : path;
 }
 
 Probed<MountEntry> mount_of(const Probed<MountInfo>& mounts, const std::string& path) {

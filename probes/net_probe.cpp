@@ -50,18 +50,12 @@ std::string read_text(const FileSystem& fs, const std::string& path) {
 
 // The PCI bus id behind a sysfs "device" link: the last path component that is a bus id, after
 // resolving the link inside the root (virtio devices sit one level below their PCI function).
+// A link whose target is not in a captured tree is read as written.
 std::string pci_bus_id_of(const FileSystem& fs, const std::string& link) {
-  std::string target;
-  const std::string host = fs.host_path(link);
-  if (char* real = ::realpath(host.c_str(), nullptr)) {
-    target = real;
-    std::free(real);
-  } else {
-    char buf[4096];
-    const ssize_t n = ::readlink(host.c_str(), buf, sizeof buf - 1);
-    if (n <= 0) return {};
-    target.assign(buf, static_cast<std::size_t>(n));
-  }
+  Probed<std::string> resolved = fs.real_path(link);
+  if (!resolved.ok()) resolved = fs.read_link(link);
+  if (!resolved.ok() || resolved.value()->empty()) return {};
+  const std::string& target = *resolved.value();
   const std::vector<std::string_view> parts = split(target, '/');
   for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
     const std::string id = normalize_bus_id(*it);
@@ -72,11 +66,9 @@ std::string pci_bus_id_of(const FileSystem& fs, const std::string& link) {
 
 // The last component of a symbolic link's target inside the root ("" when it is not a link).
 std::string link_basename(const FileSystem& fs, const std::string& link) {
-  char buf[4096];
-  const std::string host = fs.host_path(link);
-  const ssize_t n = ::readlink(host.c_str(), buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  std::string_view target(buf, static_cast<std::size_t>(n));
+  const Probed<std::string> text = fs.read_link(link);
+  if (!text.ok()) return {};
+  std::string_view target(*text.value());
   while (!target.empty() && target.back() == '/') target.remove_suffix(1);
   const std::size_t slash = target.rfind('/');
   return std::string(slash == std::string_view::npos ? target : target.substr(slash + 1));

@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,25 @@ std::string absolute_of(const std::vector<std::string>& parts) {
 
 constexpr int kMaxLinkHops = 40;           // the kernel's own bound (MAXSYMLINKS)
 constexpr std::size_t kMaxListed = 100000;  // entries recorded per directory
+constexpr std::size_t kMaxLinkText = 1u << 20;
+
+/// readlink(2) of a host path, the whole target however long; nullopt with errno set.
+std::optional<std::string> link_text(const std::string& host) {
+  std::string buf(256, '\0');
+  for (;;) {
+    const ssize_t n = ::readlink(host.c_str(), buf.data(), buf.size());
+    if (n < 0) return std::nullopt;
+    if (static_cast<std::size_t>(n) < buf.size()) {
+      buf.resize(static_cast<std::size_t>(n));
+      return buf;
+    }
+    if (buf.size() >= kMaxLinkText) {
+      errno = ENAMETOOLONG;
+      return std::nullopt;
+    }
+    buf.resize(buf.size() * 2);
+  }
+}
 
 }  // namespace
 
@@ -105,12 +126,7 @@ std::string capture_link_text(const std::string& target, std::size_t depth, cons
   return out.empty() ? std::string(".") : out;
 }
 
-std::string read_link_text(const std::string& path) {
-  char buf[4096];
-  const ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  return std::string(buf, static_cast<std::size_t>(n));
-}
+std::string read_link_text(const std::string& path) { return link_text(path).value_or(std::string()); }
 
 }  // namespace
 
@@ -391,6 +407,94 @@ bool FileSystem::exists(std::string_view path) const {
   const bool found = ::stat(rooted(m_root, path).c_str(), &st) == 0;
   if (FsRecorder* r = found ? active_recorder() : nullptr) r->path(path);
   return found;
+}
+
+Probed<std::string> FileSystem::read_link(std::string_view path) const {
+  const std::string source(path);
+  std::optional<std::string> target = link_text(rooted(m_root, path));
+  if (!target) {
+    const int err = errno;
+    if (err == EINVAL) {
+      if (FsRecorder* r = active_recorder()) r->path(path);  // the file or directory it is instead
+      return Probed<std::string>::error(ProbeErrc::ParseError, "is not a symbolic link", source);
+    }
+    const ProbeError e = probe_error_from_errno(err);
+    if (e.code == ProbeErrc::NotFound) {
+      if (const ProbeError* f = recorded_failure(path)) return Probed<std::string>::error(*f, source);
+    } else if (FsRecorder* r = active_recorder()) {
+      r->failed(path, e);
+    }
+    return Probed<std::string>::error(e, source);
+  }
+  if (FsRecorder* r = active_recorder()) r->path(path);  // the link, recreated with its chain
+  return Probed<std::string>::ok(std::move(*target), source);
+}
+
+Probed<std::string> FileSystem::real_path(std::string_view path) const {
+  const std::string source(path);
+  const auto fail = [&](int err) {
+    const ProbeError e = probe_error_from_errno(err);
+    if (e.code == ProbeErrc::NotFound) {
+      if (const ProbeError* f = recorded_failure(path)) return Probed<std::string>::error(*f, source);
+    } else if (FsRecorder* r = active_recorder()) {
+      r->failed(path, e);
+    }
+    return Probed<std::string>::error(e, source);
+  };
+  const auto found = [&](std::string real) {
+    if (FsRecorder* r = active_recorder()) r->path(path);  // the chain of links that led there
+    return Probed<std::string>::ok(std::move(real), source);
+  };
+  if (path.empty()) return fail(ENOENT);
+  if (is_live()) {
+    char* real = ::realpath(rooted(m_root, path).c_str(), nullptr);
+    if (real == nullptr) return fail(errno);
+    std::string out(real);
+    std::free(real);
+    return found(std::move(out));
+  }
+  struct stat st {};
+  if (::stat(rooted(m_root, "/").c_str(), &st) != 0) return fail(errno);
+  if (!S_ISDIR(st.st_mode)) return fail(ENOTDIR);
+  // The components still to walk, the next one last. A slash after the last component reads as a
+  // "." after it, so a file followed by anything at all is ENOTDIR, as realpath(3) finds it.
+  std::vector<std::string> pending;
+  const auto push = [&pending](std::string_view text) {
+    std::vector<std::string> parts;
+    for (const std::string_view part : split(text, '/')) {
+      if (!part.empty()) parts.emplace_back(part);
+    }
+    if (!parts.empty() && text.back() == '/') parts.emplace_back(".");
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it) pending.push_back(std::move(*it));
+  };
+  push(path);
+  std::vector<std::string> done;
+  int hops = 0;
+  while (!pending.empty()) {
+    std::string part = std::move(pending.back());
+    pending.pop_back();
+    if (part == ".") continue;
+    if (part == "..") {
+      if (!done.empty()) done.pop_back();
+      continue;
+    }
+    done.push_back(std::move(part));
+    const std::string current = absolute_of(done);
+    if (::lstat(rooted(m_root, current).c_str(), &st) != 0) return fail(errno);
+    if (S_ISDIR(st.st_mode)) continue;
+    if (!S_ISLNK(st.st_mode)) {
+      if (!pending.empty()) return fail(ENOTDIR);
+      continue;
+    }
+    if (++hops > kMaxLinkHops) return fail(ELOOP);
+    const Probed<std::string> target = read_link(current);
+    if (!target.ok()) return Probed<std::string>::error(*target.error(), source);
+    if (target.value()->empty()) return fail(ENOENT);
+    done.pop_back();
+    if (target.value()->front() == '/') done.clear();
+    push(*target.value());
+  }
+  return found(absolute_of(done));
 }
 
 }  // namespace preflight

@@ -87,6 +87,20 @@ class FileSystem {
 
   bool exists(std::string_view path) const;
 
+  /// The target of a symbolic link as stored, not followed (readlink(2)): an absolute target names a
+  /// path inside the root. As for read and list, the components before the last are followed by the
+  /// kernel (a capture holds no absolute links; real_path resolves each inside the root). NotFound,
+  /// PermissionDenied, Unreadable; ParseError "is not a symbolic link" for a file or directory.
+  Probed<std::string> read_link(std::string_view path) const;
+
+  /// The canonical absolute path of `path` as seen inside the root (realpath(3)): every symbolic
+  /// link resolved with read_link, an absolute target restarting at the root (never the host's /), a
+  /// relative one from the link's directory; ".." never climbs above the root. Every component must
+  /// exist (NotFound); a file followed by more components is NotFound (ENOTDIR); more than 40 links
+  /// is Unreadable (ELOOP). A relative `path` is taken from the root, as by every call here. On the
+  /// live system, realpath(3)'s answer.
+  Probed<std::string> real_path(std::string_view path) const;
+
   FsRecorder* recorder() const { return m_recorder.get(); }
 
  private:

@@ -1,10 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "sys/sysfs_pci.hpp"
 
-#include <unistd.h>
-
 #include <cctype>
-#include <cerrno>
 #include <filesystem>
 
 #include "core/text.hpp"
@@ -18,21 +15,6 @@ bool all_hex(std::string_view s) {
     if (std::isxdigit(static_cast<unsigned char>(c)) == 0) return false;
   }
   return true;
-}
-
-Probed<std::string> read_link(const FileSystem& fs, std::string_view path) {
-  const std::string real = fs.host_path(path);
-  std::string buf(4096, '\0');
-  const ssize_t n = ::readlink(real.c_str(), buf.data(), buf.size());
-  if (n < 0) {
-    if (errno == EINVAL) return Probed<std::string>::error(ProbeErrc::ParseError, "is not a symbolic link", std::string(path));
-    return Probed<std::string>::error(probe_error_from_errno(errno), std::string(path));
-  }
-  if (static_cast<std::size_t>(n) >= buf.size()) {
-    return Probed<std::string>::error(ProbeErrc::ParseError, "link target too long", std::string(path));
-  }
-  buf.resize(static_cast<std::size_t>(n));
-  return Probed<std::string>::ok(std::move(buf), std::string(path));
 }
 
 }  // namespace
@@ -71,11 +53,18 @@ std::optional<PciChain> parse_pci_device_path(std::string_view path) {
 
 Probed<PciChain> resolve_pci_chain(const FileSystem& fs, std::string_view bdf) {
   const std::string link = "/sys/bus/pci/devices/" + std::string(bdf);
-  const Probed<std::string> target = read_link(fs, link);
+  const Probed<std::string> target = fs.read_link(link);
   if (!target.ok()) return Probed<PciChain>::error(*target.error(), link);
-  std::filesystem::path resolved(*target.value());
-  if (resolved.is_relative()) resolved = std::filesystem::path("/sys/bus/pci/devices") / resolved;
-  const std::string normal = resolved.lexically_normal().generic_string();
+  // The device directory as the kernel finds it inside the root; a target the captured tree lacks
+  // is read as written, from the link's directory.
+  std::string normal;
+  if (const Probed<std::string> real = fs.real_path(link); real.ok()) {
+    normal = *real.value();
+  } else {
+    std::filesystem::path resolved(*target.value());
+    if (resolved.is_relative()) resolved = std::filesystem::path("/sys/bus/pci/devices") / resolved;
+    normal = resolved.lexically_normal().generic_string();
+  }
   std::optional<PciChain> chain = parse_pci_device_path(normal);
   if (!chain) {
     return Probed<PciChain>::error(ProbeErrc::ParseError, "points to " + normal + ", not below a pciDDDD:BB host bridge",
@@ -88,7 +77,7 @@ Probed<PciChain> resolve_pci_chain(const FileSystem& fs, std::string_view bdf) {
 }
 
 Probed<std::string> read_link_name(const FileSystem& fs, std::string_view path) {
-  Probed<std::string> target = read_link(fs, path);
+  Probed<std::string> target = fs.read_link(path);
   if (!target.ok()) return target;
   std::string name = *target.value();
   while (!name.empty() && name.back() == '/') name.pop_back();

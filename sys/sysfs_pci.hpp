@@ -31,8 +31,8 @@ bool is_pci_host_bridge(std::string_view name);
 /// followed by at least one BDF.
 std::optional<PciChain> parse_pci_device_path(std::string_view path);
 
-/// Resolves /sys/bus/pci/devices/<bdf> inside the file system's root (the link is read, not
-/// followed, so a captured tree never escapes to the live /sys) and parses the result.
+/// Resolves /sys/bus/pci/devices/<bdf> inside the file system's root (FileSystem::real_path: an
+/// absolute link never escapes to the live /sys) and parses the result.
 Probed<PciChain> resolve_pci_chain(const FileSystem& fs, std::string_view bdf);
 
 /// The last component of a symlink's target, read inside the file system's root:
