@@ -39,4 +39,12 @@ class DynLib {
   std::string m_path;
 };
 
+/// A function table of gpu_probe/nvidia (nvml::NvmlFunctions, cuda::CudaFunctions, nccl::NcclFunctions) resolved
+/// from `lib` in one pass, right after it is opened: each member null when the library does not export it, all of
+/// them null when `lib` did not open.
+template <typename Table>
+Table resolve_table(const DynLib& lib) {
+  return Table::resolve(lib);
+}
+
 }  // namespace preflight::helper

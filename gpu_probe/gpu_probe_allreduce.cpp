@@ -81,6 +81,7 @@ bool parse_hex(const std::string& text, unsigned char* out, std::size_t n) {
 /// libnccl with its error reporting.
 struct Nccl {
   DynLib lib;
+  nccl::NcclFunctions fn{};  // resolved once from lib when it is opened
   nccl::PFN_ncclGetErrorString error_string = nullptr;
   nccl::PFN_ncclGetLastError last_error = nullptr;
   int version = 0;
@@ -101,17 +102,18 @@ struct Nccl {
 
 Nccl open_nccl(const std::string& lib_path) {
   Nccl n{DynLib::open(lib_path.empty() ? std::string(nccl::soname) : lib_path)};
-  n.error_string = n.lib.get<nccl::PFN_ncclGetErrorString>(nccl::name_ncclGetErrorString);
-  n.last_error = n.lib.get<nccl::PFN_ncclGetLastError>(nccl::name_ncclGetLastError);
-  if (const auto get_version = n.lib.get<nccl::PFN_ncclGetVersion>(nccl::name_ncclGetVersion)) {
+  n.fn = resolve_table<nccl::NcclFunctions>(n.lib);
+  n.error_string = n.fn.ncclGetErrorString;
+  n.last_error = n.fn.ncclGetLastError;
+  if (const auto get_version = n.fn.ncclGetVersion) {
     int code = 0;
     if (get_version(&code) == nccl::ncclSuccess) n.version = code;
   }
   return n;
 }
 
-std::string cuda_name(const DynLib& cuda_lib, cuda::CUresult rc) {
-  const auto error_name = cuda_lib.get<cuda::PFN_cuGetErrorName>(cuda::name_cuGetErrorName);
+std::string cuda_name(const cuda::CudaFunctions& cuda_fn, cuda::CUresult rc) {
+  const auto error_name = cuda_fn.cuGetErrorName;
   const char* text = nullptr;
   if (error_name != nullptr && error_name(rc, &text) == cuda::CUDA_SUCCESS && text != nullptr) {
     return std::string(text) + " (" + std::to_string(static_cast<int>(rc)) + ")";
@@ -158,7 +160,7 @@ int run_nccl_id(const std::string& lib_path, const std::string& root) {
   }
   const Nccl n = open_nccl(lib_path);
   if (!n.lib) return fail("dlopen", n.lib.error());
-  const auto get_id = n.lib.get<nccl::PFN_ncclGetUniqueId>(nccl::name_ncclGetUniqueId);
+  const auto get_id = n.fn.ncclGetUniqueId;
   if (get_id == nullptr) return fail("dlsym", "ncclGetUniqueId is not exported by " + n.lib.path());
   nccl::ncclUniqueId id{};
   if (const nccl::ncclResult_t rc = get_id(&id); rc != nccl::ncclSuccess) return fail("ncclGetUniqueId", n.name(rc));
@@ -216,6 +218,7 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
     return fail("args", "--id is not " + std::to_string(2 * sizeof id.internal) + " hex digits");
   }
   const DynLib cuda_lib = DynLib::open(cuda::soname);
+  const CudaFunctions cuda_fn = resolve_table<CudaFunctions>(cuda_lib);
   const Nccl n = open_nccl(a.lib);
   start["lib"] = n.lib ? n.lib.path() : (a.lib.empty() ? std::string(nccl::soname) : a.lib);
   start["version"] = n.version;
@@ -223,25 +226,25 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   if (!cuda_lib) return fail("cuda", cuda_lib.error());
   if (!n.lib) return fail("dlopen", n.lib.error());
 
-  const auto init = cuda_lib.get<PFN_cuInit>(name_cuInit);
-  const auto get = cuda_lib.get<PFN_cuDeviceGet>(name_cuDeviceGet);
-  const auto retain = cuda_lib.get<PFN_cuDevicePrimaryCtxRetain>(name_cuDevicePrimaryCtxRetain);
-  const auto release = cuda_lib.get<PFN_cuDevicePrimaryCtxRelease_v2>(name_cuDevicePrimaryCtxRelease_v2);
-  const auto set_current = cuda_lib.get<PFN_cuCtxSetCurrent>(name_cuCtxSetCurrent);
-  const auto synchronize = cuda_lib.get<PFN_cuCtxSynchronize>(name_cuCtxSynchronize);
-  const auto alloc = cuda_lib.get<PFN_cuMemAlloc_v2>(name_cuMemAlloc_v2);
-  const auto mem_free = cuda_lib.get<PFN_cuMemFree_v2>(name_cuMemFree_v2);
-  const auto memset32 = cuda_lib.get<PFN_cuMemsetD32_v2>(name_cuMemsetD32_v2);
-  const auto copy_htod = cuda_lib.get<PFN_cuMemcpyHtoD_v2>(name_cuMemcpyHtoD_v2);
-  const auto copy_dtoh = cuda_lib.get<PFN_cuMemcpyDtoH_v2>(name_cuMemcpyDtoH_v2);
-  const auto stream_create = cuda_lib.get<PFN_cuStreamCreate>(name_cuStreamCreate);
-  const auto stream_destroy = cuda_lib.get<PFN_cuStreamDestroy_v2>(name_cuStreamDestroy_v2);
-  const auto event_create = cuda_lib.get<PFN_cuEventCreate>(name_cuEventCreate);
-  const auto event_record = cuda_lib.get<PFN_cuEventRecord>(name_cuEventRecord);
-  const auto event_query = cuda_lib.get<PFN_cuEventQuery>(name_cuEventQuery);
-  const auto event_destroy = cuda_lib.get<PFN_cuEventDestroy_v2>(name_cuEventDestroy_v2);
-  auto elapsed = cuda_lib.get<PFN_cuEventElapsedTime_v2>(name_cuEventElapsedTime_v2);
-  if (elapsed == nullptr) elapsed = cuda_lib.get<PFN_cuEventElapsedTime>(name_cuEventElapsedTime);
+  const auto init = cuda_fn.cuInit;
+  const auto get = cuda_fn.cuDeviceGet;
+  const auto retain = cuda_fn.cuDevicePrimaryCtxRetain;
+  const auto release = cuda_fn.cuDevicePrimaryCtxRelease_v2;
+  const auto set_current = cuda_fn.cuCtxSetCurrent;
+  const auto synchronize = cuda_fn.cuCtxSynchronize;
+  const auto alloc = cuda_fn.cuMemAlloc_v2;
+  const auto mem_free = cuda_fn.cuMemFree_v2;
+  const auto memset32 = cuda_fn.cuMemsetD32_v2;
+  const auto copy_htod = cuda_fn.cuMemcpyHtoD_v2;
+  const auto copy_dtoh = cuda_fn.cuMemcpyDtoH_v2;
+  const auto stream_create = cuda_fn.cuStreamCreate;
+  const auto stream_destroy = cuda_fn.cuStreamDestroy_v2;
+  const auto event_create = cuda_fn.cuEventCreate;
+  const auto event_record = cuda_fn.cuEventRecord;
+  const auto event_query = cuda_fn.cuEventQuery;
+  const auto event_destroy = cuda_fn.cuEventDestroy_v2;
+  auto elapsed = cuda_fn.cuEventElapsedTime_v2;
+  if (elapsed == nullptr) elapsed = cuda_fn.cuEventElapsedTime;
   if (init == nullptr || get == nullptr || retain == nullptr || release == nullptr || set_current == nullptr ||
       synchronize == nullptr || alloc == nullptr || mem_free == nullptr || memset32 == nullptr ||
       copy_htod == nullptr || copy_dtoh == nullptr || stream_create == nullptr || stream_destroy == nullptr ||
@@ -249,12 +252,12 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
       elapsed == nullptr) {
     return fail("cuda", "a driver API entry point of the all_reduce test is not exported by " + cuda_lib.path());
   }
-  const auto comm_init = n.lib.get<nccl::PFN_ncclCommInitRankConfig>(nccl::name_ncclCommInitRankConfig);
-  const auto async_error = n.lib.get<nccl::PFN_ncclCommGetAsyncError>(nccl::name_ncclCommGetAsyncError);
-  const auto all_reduce = n.lib.get<nccl::PFN_ncclAllReduce>(nccl::name_ncclAllReduce);
-  const auto comm_abort = n.lib.get<nccl::PFN_ncclCommAbort>(nccl::name_ncclCommAbort);
-  const auto comm_finalize = n.lib.get<nccl::PFN_ncclCommFinalize>(nccl::name_ncclCommFinalize);
-  const auto comm_destroy = n.lib.get<nccl::PFN_ncclCommDestroy>(nccl::name_ncclCommDestroy);
+  const auto comm_init = n.fn.ncclCommInitRankConfig;
+  const auto async_error = n.fn.ncclCommGetAsyncError;
+  const auto all_reduce = n.fn.ncclAllReduce;
+  const auto comm_abort = n.fn.ncclCommAbort;
+  const auto comm_finalize = n.fn.ncclCommFinalize;
+  const auto comm_destroy = n.fn.ncclCommDestroy;
   if (comm_init == nullptr || async_error == nullptr || all_reduce == nullptr || comm_abort == nullptr ||
       comm_destroy == nullptr) {
     return fail("dlsym", n.lib.path() + " lacks ncclCommInitRankConfig, ncclCommGetAsyncError, ncclAllReduce, "
@@ -262,13 +265,13 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   }
 
   // The device, its primary context (NCCL's CUDA runtime adopts it), buffers, a stream, two events.
-  auto cu = [&](const char* call, CUresult rc) { return std::string(call) + ": " + cuda_name(cuda_lib, rc); };
+  auto cu = [&](const char* call, CUresult rc) { return std::string(call) + ": " + cuda_name(cuda_fn, rc); };
   if (const CUresult rc = init(0); rc != CUDA_SUCCESS) return fail("cuda", cu("cuInit", rc));
   CUdevice dev = 0;
   if (const CUresult rc = get(&dev, a.device); rc != CUDA_SUCCESS) {
     return fail("cuda", cu("cuDeviceGet", rc) + " (device " + std::to_string(a.device) + ")");
   }
-  xids.start(cuda_lib, dev, a.device);  // before the work: context, buffers, NCCL's init
+  xids.start(cuda_fn, dev, a.device);  // before the work: context, buffers, NCCL's init
   CUcontext ctx = nullptr;
   if (const CUresult rc = retain(&ctx, dev); rc != CUDA_SUCCESS) return fail("cuda", cu("cuDevicePrimaryCtxRetain", rc));
   if (const CUresult rc = set_current(ctx); rc != CUDA_SUCCESS) return fail("cuda", cu("cuCtxSetCurrent", rc));

@@ -61,6 +61,7 @@ namespace {
 
 struct Nvml {
   DynLib lib;
+  nvml::NvmlFunctions fn{};  // resolved once from lib when it is opened
   nvml::PFN_nvmlErrorString error_string = nullptr;
 
   /// "nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED (Driver Not Loaded)"
@@ -96,19 +97,19 @@ std::vector<int> mask_bits(const std::vector<unsigned long>& mask) {
 void nvml_locality(const Nvml& n, nvml::nvmlDevice_t dev, NvmlGpu& gpu) {
   using namespace nvml;
   constexpr unsigned int kSetSize = 64;  // unsigned longs: 4096 CPUs / NUMA nodes
-  if (const auto get = n.lib.get<PFN_nvmlDeviceGetCpuAffinity>(name_nvmlDeviceGetCpuAffinity)) {
+  if (const auto get = n.fn.nvmlDeviceGetCpuAffinity) {
     std::vector<unsigned long> set(kSetSize, 0UL);
     if (get(dev, kSetSize, set.data()) == NVML_SUCCESS) gpu.cpu_affinity = mask_bits(set);
   }
   bool numa_done = false;
-  if (const auto get = n.lib.get<PFN_nvmlDeviceGetNumaNodeId>(name_nvmlDeviceGetNumaNodeId)) {
+  if (const auto get = n.fn.nvmlDeviceGetNumaNodeId) {
     unsigned int node = 0;
     const nvmlReturn_t rc = get(dev, &node);
     if (rc == NVML_SUCCESS) gpu.numa_node = static_cast<int>(node);
     numa_done = rc != NVML_ERROR_FUNCTION_NOT_FOUND;
   }
   if (!numa_done) {
-    if (const auto get = n.lib.get<PFN_nvmlDeviceGetMemoryAffinity>(name_nvmlDeviceGetMemoryAffinity)) {
+    if (const auto get = n.fn.nvmlDeviceGetMemoryAffinity) {
       std::vector<unsigned long> set(kSetSize, 0UL);
       if (get(dev, kSetSize, set.data(), NVML_AFFINITY_SCOPE_NODE) == NVML_SUCCESS) {
         const std::vector<int> nodes = mask_bits(set);
@@ -116,8 +117,8 @@ void nvml_locality(const Nvml& n, nvml::nvmlDevice_t dev, NvmlGpu& gpu) {
       }
     }
   }
-  const auto get_state = n.lib.get<PFN_nvmlDeviceGetNvLinkState>(name_nvmlDeviceGetNvLinkState);
-  const auto get_remote = n.lib.get<PFN_nvmlDeviceGetNvLinkRemotePciInfo_v2>(name_nvmlDeviceGetNvLinkRemotePciInfo_v2);
+  const auto get_state = n.fn.nvmlDeviceGetNvLinkState;
+  const auto get_remote = n.fn.nvmlDeviceGetNvLinkRemotePciInfo_v2;
   if (get_state == nullptr) return;
   for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
     nvmlEnableState_t active = NVML_FEATURE_DISABLED;
@@ -175,10 +176,9 @@ Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu
   using namespace nvml;
   using Result = Probed<std::vector<GpuPair>>;
   const std::string source = n.source("nvmlDeviceGetTopologyCommonAncestor/nvmlDeviceGetP2PStatus");
-  const auto get_handle = n.lib.get<PFN_nvmlDeviceGetHandleByIndex_v2>(name_nvmlDeviceGetHandleByIndex_v2);
-  const auto get_ancestor =
-      n.lib.get<PFN_nvmlDeviceGetTopologyCommonAncestor>(name_nvmlDeviceGetTopologyCommonAncestor);
-  const auto get_p2p = n.lib.get<PFN_nvmlDeviceGetP2PStatus>(name_nvmlDeviceGetP2PStatus);
+  const auto get_handle = n.fn.nvmlDeviceGetHandleByIndex_v2;
+  const auto get_ancestor = n.fn.nvmlDeviceGetTopologyCommonAncestor;
+  const auto get_p2p = n.fn.nvmlDeviceGetP2PStatus;
   if (get_handle == nullptr) return Result::error(ProbeErrc::ApiError, "nvmlDeviceGetHandleByIndex_v2 not exported", source);
   std::vector<nvmlDevice_t> handles;
   for (const NvmlGpu& g : gpus) {
@@ -240,22 +240,21 @@ Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu
 /// the list, naming the GPU and the call (a lost GPU must not read as "fewer GPUs").
 Probed<std::vector<NvmlGpu>> nvml_gpus(const Nvml& n) {
   using namespace nvml;
-  const auto get_count = n.lib.get<PFN_nvmlDeviceGetCount_v2>(name_nvmlDeviceGetCount_v2);
-  const auto get_handle = n.lib.get<PFN_nvmlDeviceGetHandleByIndex_v2>(name_nvmlDeviceGetHandleByIndex_v2);
+  const auto get_count = n.fn.nvmlDeviceGetCount_v2;
+  const auto get_handle = n.fn.nvmlDeviceGetHandleByIndex_v2;
   if (get_count == nullptr || get_handle == nullptr) {
     return Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError,
                                                "nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2 not exported by " +
                                                    n.lib.path());
   }
-  const auto get_name = n.lib.get<PFN_nvmlDeviceGetName>(name_nvmlDeviceGetName);
-  const auto get_uuid = n.lib.get<PFN_nvmlDeviceGetUUID>(name_nvmlDeviceGetUUID);
-  const auto get_pci = n.lib.get<PFN_nvmlDeviceGetPciInfo_v3>(name_nvmlDeviceGetPciInfo_v3);
-  const auto get_cc = n.lib.get<PFN_nvmlDeviceGetCudaComputeCapability>(name_nvmlDeviceGetCudaComputeCapability);
-  const auto get_mem = n.lib.get<PFN_nvmlDeviceGetMemoryInfo>(name_nvmlDeviceGetMemoryInfo);
-  const auto get_procs =
-      n.lib.get<PFN_nvmlDeviceGetComputeRunningProcesses_v3>(name_nvmlDeviceGetComputeRunningProcesses_v3);
-  const auto get_persistence = n.lib.get<PFN_nvmlDeviceGetPersistenceMode>(name_nvmlDeviceGetPersistenceMode);
-  const auto get_mig = n.lib.get<PFN_nvmlDeviceGetMigMode>(name_nvmlDeviceGetMigMode);
+  const auto get_name = n.fn.nvmlDeviceGetName;
+  const auto get_uuid = n.fn.nvmlDeviceGetUUID;
+  const auto get_pci = n.fn.nvmlDeviceGetPciInfo_v3;
+  const auto get_cc = n.fn.nvmlDeviceGetCudaComputeCapability;
+  const auto get_mem = n.fn.nvmlDeviceGetMemoryInfo;
+  const auto get_procs = n.fn.nvmlDeviceGetComputeRunningProcesses_v3;
+  const auto get_persistence = n.fn.nvmlDeviceGetPersistenceMode;
+  const auto get_mig = n.fn.nvmlDeviceGetMigMode;
 
   const std::string source = n.source("nvmlDeviceGet*");
   auto fail = [&](unsigned index, const char* call, nvmlReturn_t rc) {
@@ -360,6 +359,7 @@ Probed<std::vector<NvmlGpu>> nvml_gpus(const Nvml& n) {
 
 struct Cuda {
   DynLib lib;
+  cuda::CudaFunctions fn{};  // resolved once from lib when it is opened
   cuda::PFN_cuGetErrorName error_name = nullptr;
 
   /// "CUDA_ERROR_NO_DEVICE (100)"
@@ -372,16 +372,12 @@ struct Cuda {
   }
   std::string failure(const char* call, cuda::CUresult rc) const { return std::string(call) + ": " + name(rc); }
   std::string source(const char* call) const { return std::string(call) + " in " + lib.path(); }
-
-  template <typename F>
-  F get(const char* symbol) const {
-    return lib.get<F>(symbol);
-  }
 };
 
 Cuda open_cuda() {
   Cuda c{DynLib::open(cuda::soname)};
-  c.error_name = c.get<cuda::PFN_cuGetErrorName>(cuda::name_cuGetErrorName);
+  c.fn = resolve_table<cuda::CudaFunctions>(c.lib);
+  c.error_name = c.fn.cuGetErrorName;
   return c;
 }
 
@@ -389,14 +385,14 @@ Probed<std::vector<CudaDevice>> cuda_devices(const Cuda& c, std::optional<double
   using namespace cuda;
   using Result = Probed<std::vector<CudaDevice>>;
   const std::string source = c.source("cuInit/cuDeviceGet*");
-  const auto init = c.get<PFN_cuInit>(name_cuInit);
-  const auto get_count = c.get<PFN_cuDeviceGetCount>(name_cuDeviceGetCount);
-  const auto get = c.get<PFN_cuDeviceGet>(name_cuDeviceGet);
-  const auto get_name = c.get<PFN_cuDeviceGetName>(name_cuDeviceGetName);
-  const auto get_attr = c.get<PFN_cuDeviceGetAttribute>(name_cuDeviceGetAttribute);
-  const auto total_mem = c.get<PFN_cuDeviceTotalMem_v2>(name_cuDeviceTotalMem_v2);
-  auto get_uuid = c.get<PFN_cuDeviceGetUuid_v2>(name_cuDeviceGetUuid_v2);
-  if (get_uuid == nullptr) get_uuid = c.get<PFN_cuDeviceGetUuid>(name_cuDeviceGetUuid);
+  const auto init = c.fn.cuInit;
+  const auto get_count = c.fn.cuDeviceGetCount;
+  const auto get = c.fn.cuDeviceGet;
+  const auto get_name = c.fn.cuDeviceGetName;
+  const auto get_attr = c.fn.cuDeviceGetAttribute;
+  const auto total_mem = c.fn.cuDeviceTotalMem_v2;
+  auto get_uuid = c.fn.cuDeviceGetUuid_v2;
+  if (get_uuid == nullptr) get_uuid = c.fn.cuDeviceGetUuid;
   if (init == nullptr || get_count == nullptr || get == nullptr) {
     return Result::error(ProbeErrc::ApiError, "cuInit/cuDeviceGetCount/cuDeviceGet not exported by " + c.lib.path(),
                          source);
@@ -469,21 +465,22 @@ class DeviceXidWatch::Impl {
   void start(const std::string& bus_id) {
     using namespace nvml;
     m_n.lib = DynLib::open(nvml::soname);
+    m_n.fn = resolve_table<NvmlFunctions>(m_n.lib);
     if (!m_n.lib) return void(m_why = m_n.lib.error());
-    m_n.error_string = m_n.lib.get<PFN_nvmlErrorString>(name_nvmlErrorString);
-    const auto init = m_n.lib.get<PFN_nvmlInit_v2>(name_nvmlInit_v2);
+    m_n.error_string = m_n.fn.nvmlErrorString;
+    const auto init = m_n.fn.nvmlInit_v2;
     if (init == nullptr) return void(m_why = "nvmlInit_v2 not exported by " + m_n.lib.path());
     if (const nvmlReturn_t rc = init(); rc != NVML_SUCCESS) return void(m_why = m_n.failure("nvmlInit_v2", rc));
-    m_shutdown = m_n.lib.get<PFN_nvmlShutdown>(name_nvmlShutdown);
+    m_shutdown = m_n.fn.nvmlShutdown;
     m_initialised = true;
     std::string driver;
-    if (const auto get = m_n.lib.get<PFN_nvmlSystemGetDriverVersion>(name_nvmlSystemGetDriverVersion)) {
+    if (const auto get = m_n.fn.nvmlSystemGetDriverVersion) {
       char buf[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
       if (get(buf, sizeof buf) == NVML_SUCCESS) driver = from_buffer(buf, sizeof buf);
     }
-    const auto get_count = m_n.lib.get<PFN_nvmlDeviceGetCount_v2>(name_nvmlDeviceGetCount_v2);
-    const auto get_handle = m_n.lib.get<PFN_nvmlDeviceGetHandleByIndex_v2>(name_nvmlDeviceGetHandleByIndex_v2);
-    const auto get_pci = m_n.lib.get<PFN_nvmlDeviceGetPciInfo_v3>(name_nvmlDeviceGetPciInfo_v3);
+    const auto get_count = m_n.fn.nvmlDeviceGetCount_v2;
+    const auto get_handle = m_n.fn.nvmlDeviceGetHandleByIndex_v2;
+    const auto get_pci = m_n.fn.nvmlDeviceGetPciInfo_v3;
     if (get_count == nullptr || get_handle == nullptr || get_pci == nullptr)
       return void(m_why = "nvmlDeviceGetCount_v2/HandleByIndex_v2/GetPciInfo_v3 not exported by " + m_n.lib.path());
     unsigned count = 0;
@@ -496,7 +493,7 @@ class DeviceXidWatch::Impl {
       std::string nvml_bus = from_buffer(pci.busId, sizeof pci.busId);
       if (nvml_bus.empty()) nvml_bus = gpu_text::format_pci_bus_id(pci.domain, pci.bus, pci.device);
       if (normalize_bus_id(nvml_bus) != want) continue;
-      m_watch = std::make_unique<XidWatch>(m_n.lib, driver, m_work);
+      m_watch = std::make_unique<XidWatch>(m_n.fn, driver, m_work);
       m_watch->start({{static_cast<int>(i), dev, nvml_bus}});
       return;
     }
@@ -532,9 +529,9 @@ DeviceXidWatch::DeviceXidWatch(std::string work, std::string what)
     : m(std::make_unique<Impl>(std::move(work), std::move(what))) {}
 DeviceXidWatch::~DeviceXidWatch() = default;
 void DeviceXidWatch::start(const std::string& bus_id) { m->start(bus_id); }
-void DeviceXidWatch::start(const DynLib& cuda_lib, cuda::CUdevice dev, int ordinal) {
+void DeviceXidWatch::start(const cuda::CudaFunctions& cuda_fn, cuda::CUdevice dev, int ordinal) {
   using namespace cuda;
-  const auto get_attr = cuda_lib.get<PFN_cuDeviceGetAttribute>(name_cuDeviceGetAttribute);
+  const auto get_attr = cuda_fn.cuDeviceGetAttribute;
   int dom = 0, bus = 0, slot = 0;
   if (get_attr != nullptr && get_attr(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) == CUDA_SUCCESS &&
       get_attr(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == CUDA_SUCCESS &&
@@ -562,14 +559,15 @@ nlohmann::json run_driver() {
 
   // NVML: the kernel driver's view, every GPU of the node.
   Nvml n{DynLib::open(nvml::soname)};
+  n.fn = resolve_table<nvml::NvmlFunctions>(n.lib);
   if (!n.lib) {
     nvml_driver_version = Probed<std::string>::error(ProbeErrc::LibraryMissing, n.lib.error(), nvml::soname);
     gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::LibraryMissing, n.lib.error(), nvml::soname);
     pairs = Probed<std::vector<GpuPair>>::error(ProbeErrc::LibraryMissing, n.lib.error(), nvml::soname);
   } else {
     loaded.push_back(n.lib.path());
-    n.error_string = n.lib.get<nvml::PFN_nvmlErrorString>(nvml::name_nvmlErrorString);
-    const auto init = n.lib.get<nvml::PFN_nvmlInit_v2>(nvml::name_nvmlInit_v2);
+    n.error_string = n.fn.nvmlErrorString;
+    const auto init = n.fn.nvmlInit_v2;
     const auto init_start = std::chrono::steady_clock::now();
     const nvml::nvmlReturn_t rc = init != nullptr ? init() : nvml::NVML_ERROR_FUNCTION_NOT_FOUND;
     if (init != nullptr) {
@@ -581,7 +579,7 @@ nlohmann::json run_driver() {
       gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError, why, n.lib.path());
       pairs = Probed<std::vector<GpuPair>>::error(ProbeErrc::ApiError, why, n.lib.path());
     } else {
-      if (const auto get = n.lib.get<nvml::PFN_nvmlSystemGetDriverVersion>(nvml::name_nvmlSystemGetDriverVersion)) {
+      if (const auto get = n.fn.nvmlSystemGetDriverVersion) {
         char buf[nvml::NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
         const nvml::nvmlReturn_t vrc = get(buf, sizeof buf);
         nvml_driver_version =
@@ -596,7 +594,7 @@ nlohmann::json run_driver() {
       gpus = nvml_gpus(n);
       if (const std::vector<NvmlGpu>* list = gpus.value()) pairs = nvml_pairs(n, *list);
       else pairs = Probed<std::vector<GpuPair>>::error(gpus.error()->code, "not read: " + gpus.why(), n.lib.path());
-      if (const auto shutdown = n.lib.get<nvml::PFN_nvmlShutdown>(nvml::name_nvmlShutdown)) shutdown();
+      if (const auto shutdown = n.fn.nvmlShutdown) shutdown();
     }
   }
 
@@ -607,7 +605,7 @@ nlohmann::json run_driver() {
     devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::LibraryMissing, c.lib.error(), cuda::soname);
   } else {
     loaded.push_back(c.lib.path());
-    if (const auto get = c.get<cuda::PFN_cuDriverGetVersion>(cuda::name_cuDriverGetVersion)) {
+    if (const auto get = c.fn.cuDriverGetVersion) {
       int version = 0;
       const cuda::CUresult rc = get(&version);
       cuda_driver_version = rc == cuda::CUDA_SUCCESS
@@ -651,16 +649,16 @@ SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {
 
   const Cuda c = open_cuda();
   if (!c.lib) return finish("dlopen", c.lib.error());
-  const auto init = c.get<PFN_cuInit>(name_cuInit);
-  const auto get = c.get<PFN_cuDeviceGet>(name_cuDeviceGet);
-  const auto retain = c.get<PFN_cuDevicePrimaryCtxRetain>(name_cuDevicePrimaryCtxRetain);
-  const auto release = c.get<PFN_cuDevicePrimaryCtxRelease_v2>(name_cuDevicePrimaryCtxRelease_v2);
-  const auto set_current = c.get<PFN_cuCtxSetCurrent>(name_cuCtxSetCurrent);
-  const auto synchronize = c.get<PFN_cuCtxSynchronize>(name_cuCtxSynchronize);
-  const auto alloc = c.get<PFN_cuMemAlloc_v2>(name_cuMemAlloc_v2);
-  const auto mem_free = c.get<PFN_cuMemFree_v2>(name_cuMemFree_v2);
-  const auto memset32 = c.get<PFN_cuMemsetD32_v2>(name_cuMemsetD32_v2);
-  const auto copy_dtoh = c.get<PFN_cuMemcpyDtoH_v2>(name_cuMemcpyDtoH_v2);
+  const auto init = c.fn.cuInit;
+  const auto get = c.fn.cuDeviceGet;
+  const auto retain = c.fn.cuDevicePrimaryCtxRetain;
+  const auto release = c.fn.cuDevicePrimaryCtxRelease_v2;
+  const auto set_current = c.fn.cuCtxSetCurrent;
+  const auto synchronize = c.fn.cuCtxSynchronize;
+  const auto alloc = c.fn.cuMemAlloc_v2;
+  const auto mem_free = c.fn.cuMemFree_v2;
+  const auto memset32 = c.fn.cuMemsetD32_v2;
+  const auto copy_dtoh = c.fn.cuMemcpyDtoH_v2;
   if (init == nullptr || get == nullptr || retain == nullptr || release == nullptr || set_current == nullptr ||
       synchronize == nullptr || alloc == nullptr || mem_free == nullptr || memset32 == nullptr || copy_dtoh == nullptr) {
     return finish("dlsym", "a driver API entry point of the smoke test is not exported by " + c.lib.path());
@@ -670,7 +668,7 @@ SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {
   CUdevice dev = 0;
   if (const CUresult rc = get(&dev, ordinal); rc != CUDA_SUCCESS) return finish("cuDeviceGet", c.name(rc));
   // The XID watch is registered on this device before the work (context, allocation, write).
-  xids.start(c.lib, dev, ordinal);
+  xids.start(c.fn, dev, ordinal);
   CUcontext ctx = nullptr;
   if (const CUresult rc = retain(&ctx, dev); rc != CUDA_SUCCESS) return finish("cuDevicePrimaryCtxRetain", c.name(rc));
   CUdeviceptr ptr = 0;
@@ -743,26 +741,26 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
   if (bytes < 4 * 3) return fatal("verify", "nothing to test: " + std::to_string(bytes) + " bytes");
   const Cuda c = open_cuda();
   if (!c.lib) return fatal("dlopen", c.lib.error());
-  const auto init = c.get<PFN_cuInit>(name_cuInit);
-  const auto get_count = c.get<PFN_cuDeviceGetCount>(name_cuDeviceGetCount);
-  const auto get = c.get<PFN_cuDeviceGet>(name_cuDeviceGet);
-  const auto get_attr = c.get<PFN_cuDeviceGetAttribute>(name_cuDeviceGetAttribute);
-  const auto retain = c.get<PFN_cuDevicePrimaryCtxRetain>(name_cuDevicePrimaryCtxRetain);
-  const auto set_current = c.get<PFN_cuCtxSetCurrent>(name_cuCtxSetCurrent);
-  const auto synchronize = c.get<PFN_cuCtxSynchronize>(name_cuCtxSynchronize);
-  const auto alloc = c.get<PFN_cuMemAlloc_v2>(name_cuMemAlloc_v2);
-  const auto memset32 = c.get<PFN_cuMemsetD32_v2>(name_cuMemsetD32_v2);
-  const auto copy_dtoh = c.get<PFN_cuMemcpyDtoH_v2>(name_cuMemcpyDtoH_v2);
-  const auto can_access = c.get<PFN_cuDeviceCanAccessPeer>(name_cuDeviceCanAccessPeer);
-  const auto enable_peer = c.get<PFN_cuCtxEnablePeerAccess>(name_cuCtxEnablePeerAccess);
-  const auto copy_peer = c.get<PFN_cuMemcpyPeerAsync>(name_cuMemcpyPeerAsync);
-  const auto disable_peer = c.get<PFN_cuCtxDisablePeerAccess>(name_cuCtxDisablePeerAccess);
-  const auto stream_create = c.get<PFN_cuStreamCreate>(name_cuStreamCreate);
-  const auto event_create = c.get<PFN_cuEventCreate>(name_cuEventCreate);
-  const auto event_record = c.get<PFN_cuEventRecord>(name_cuEventRecord);
-  const auto event_query = c.get<PFN_cuEventQuery>(name_cuEventQuery);
-  auto elapsed = c.get<PFN_cuEventElapsedTime_v2>(name_cuEventElapsedTime_v2);
-  if (elapsed == nullptr) elapsed = c.get<PFN_cuEventElapsedTime>(name_cuEventElapsedTime);
+  const auto init = c.fn.cuInit;
+  const auto get_count = c.fn.cuDeviceGetCount;
+  const auto get = c.fn.cuDeviceGet;
+  const auto get_attr = c.fn.cuDeviceGetAttribute;
+  const auto retain = c.fn.cuDevicePrimaryCtxRetain;
+  const auto set_current = c.fn.cuCtxSetCurrent;
+  const auto synchronize = c.fn.cuCtxSynchronize;
+  const auto alloc = c.fn.cuMemAlloc_v2;
+  const auto memset32 = c.fn.cuMemsetD32_v2;
+  const auto copy_dtoh = c.fn.cuMemcpyDtoH_v2;
+  const auto can_access = c.fn.cuDeviceCanAccessPeer;
+  const auto enable_peer = c.fn.cuCtxEnablePeerAccess;
+  const auto copy_peer = c.fn.cuMemcpyPeerAsync;
+  const auto disable_peer = c.fn.cuCtxDisablePeerAccess;
+  const auto stream_create = c.fn.cuStreamCreate;
+  const auto event_create = c.fn.cuEventCreate;
+  const auto event_record = c.fn.cuEventRecord;
+  const auto event_query = c.fn.cuEventQuery;
+  auto elapsed = c.fn.cuEventElapsedTime_v2;
+  if (elapsed == nullptr) elapsed = c.fn.cuEventElapsedTime;
   if (init == nullptr || get_count == nullptr || get == nullptr || get_attr == nullptr || retain == nullptr ||
       set_current == nullptr || synchronize == nullptr || alloc == nullptr || memset32 == nullptr ||
       copy_dtoh == nullptr || can_access == nullptr || enable_peer == nullptr || copy_peer == nullptr ||
@@ -937,10 +935,10 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
     }
   }
   // Give back what was taken: buffers, streams, events, the primary contexts.
-  const auto mem_free = c.get<PFN_cuMemFree_v2>(name_cuMemFree_v2);
-  const auto stream_destroy = c.get<PFN_cuStreamDestroy_v2>(name_cuStreamDestroy_v2);
-  const auto event_destroy = c.get<PFN_cuEventDestroy_v2>(name_cuEventDestroy_v2);
-  const auto release = c.get<PFN_cuDevicePrimaryCtxRelease_v2>(name_cuDevicePrimaryCtxRelease_v2);
+  const auto mem_free = c.fn.cuMemFree_v2;
+  const auto stream_destroy = c.fn.cuStreamDestroy_v2;
+  const auto event_destroy = c.fn.cuEventDestroy_v2;
+  const auto release = c.fn.cuDevicePrimaryCtxRelease_v2;
   for (Device& d : devices) {
     if (d.ctx == nullptr) continue;
     if (set_current(d.ctx) == CUDA_SUCCESS) {

@@ -39,11 +39,7 @@ struct Reader {
   DynLib lib;
   PFN_nvmlErrorString error_string = nullptr;
   std::string driver;
-
-  template <typename F>
-  F get(const char* symbol) const {
-    return lib.get<F>(symbol);
-  }
+  NvmlFunctions fn{};  // resolved once from lib when it is opened
 
   std::string text(const char* call, nvmlReturn_t rc) const {
     const char* name = nvml_code_name(rc);
@@ -90,7 +86,7 @@ struct LinkErrors {
 
 LinkErrors link_errors(const Reader& r, nvmlDevice_t dev, GpuHealth& g, const std::vector<int>& links) {
   LinkErrors e;
-  const auto get = r.get<PFN_nvmlDeviceGetNvLinkErrorCounter>(name_nvmlDeviceGetNvLinkErrorCounter);
+  const auto get = r.fn.nvmlDeviceGetNvLinkErrorCounter;
   if (get == nullptr) {
     if (!links.empty()) r.missing(g, "nvlink_errors", name_nvmlDeviceGetNvLinkErrorCounter);
     return e;
@@ -113,14 +109,14 @@ LinkErrors link_errors(const Reader& r, nvmlDevice_t dev, GpuHealth& g, const st
 }
 
 void read_memory(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
-  if (const auto get = r.get<PFN_nvmlDeviceGetRemappedRows>(name_nvmlDeviceGetRemappedRows)) {
+  if (const auto get = r.fn.nvmlDeviceGetRemappedRows) {
     unsigned corr = 0, unc = 0, pending = 0, failure = 0;
     if (r.ok(g, "remapped_rows", name_nvmlDeviceGetRemappedRows, get(dev, &corr, &unc, &pending, &failure))) {
       g.remap_correctable = corr;
       g.remap_uncorrectable = unc;
       g.remap_pending = pending != 0;
       g.remap_failure = failure != 0;
-      if (const auto hist = r.get<PFN_nvmlDeviceGetRowRemapperHistogram>(name_nvmlDeviceGetRowRemapperHistogram)) {
+      if (const auto hist = r.fn.nvmlDeviceGetRowRemapperHistogram) {
         nvmlRowRemapperHistogramValues_t h{};
         if (hist(dev, &h) == NVML_SUCCESS) g.remap_banks_exhausted = h.none;
       }
@@ -128,11 +124,11 @@ void read_memory(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
   } else {
     r.missing(g, "remapped_rows", name_nvmlDeviceGetRemappedRows);
   }
-  if (const auto get = r.get<PFN_nvmlDeviceGetRetiredPagesPendingStatus>(name_nvmlDeviceGetRetiredPagesPendingStatus)) {
+  if (const auto get = r.fn.nvmlDeviceGetRetiredPagesPendingStatus) {
     nvmlEnableState_t pending = NVML_FEATURE_DISABLED;
     if (r.ok(g, "retired_pages", name_nvmlDeviceGetRetiredPagesPendingStatus, get(dev, &pending))) {
       g.retired_pages_pending = pending == NVML_FEATURE_ENABLED;
-      if (const auto pages = r.get<PFN_nvmlDeviceGetRetiredPages>(name_nvmlDeviceGetRetiredPages)) {
+      if (const auto pages = r.fn.nvmlDeviceGetRetiredPages) {
         for (const auto cause : {NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
                                  NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS}) {
           unsigned count = 0;
@@ -145,7 +141,7 @@ void read_memory(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
   } else {
     r.missing(g, "retired_pages", name_nvmlDeviceGetRetiredPagesPendingStatus);
   }
-  if (const auto get = r.get<PFN_nvmlDeviceGetEccMode>(name_nvmlDeviceGetEccMode)) {
+  if (const auto get = r.fn.nvmlDeviceGetEccMode) {
     nvmlEnableState_t current = NVML_FEATURE_DISABLED, pending = NVML_FEATURE_DISABLED;
     if (r.ok(g, "ecc_mode", name_nvmlDeviceGetEccMode, get(dev, &current, &pending))) {
       g.ecc_enabled = current == NVML_FEATURE_ENABLED;
@@ -155,7 +151,7 @@ void read_memory(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
     r.missing(g, "ecc_mode", name_nvmlDeviceGetEccMode);
   }
   if (g.ecc_enabled.value_or(false)) {
-    if (const auto get = r.get<PFN_nvmlDeviceGetTotalEccErrors>(name_nvmlDeviceGetTotalEccErrors)) {
+    if (const auto get = r.fn.nvmlDeviceGetTotalEccErrors) {
       unsigned long long v = 0;
       if (r.ok(g, "ecc_errors", name_nvmlDeviceGetTotalEccErrors,
                get(dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &v))) {
@@ -170,7 +166,7 @@ void read_memory(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
     g.unavailable.emplace("ecc_errors", "ECC is disabled on this GPU: no error counters");
   }
   // The recovery action: field 230 (R570), else the reset / drain-and-reset status fields (R560).
-  if (const auto get = r.get<PFN_nvmlDeviceGetFieldValues>(name_nvmlDeviceGetFieldValues)) {
+  if (const auto get = r.fn.nvmlDeviceGetFieldValues) {
     nvmlFieldValue_t v[3] = {};
     v[0].fieldId = NVML_FI_DEV_GET_GPU_RECOVERY_ACTION;
     v[1].fieldId = NVML_FI_DEV_RESET_STATUS;
@@ -208,7 +204,7 @@ void read_memory(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
 /// NVLink states; returns the present links.
 std::vector<int> read_nvlinks(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
   std::vector<int> present;
-  const auto get = r.get<PFN_nvmlDeviceGetNvLinkState>(name_nvmlDeviceGetNvLinkState);
+  const auto get = r.fn.nvmlDeviceGetNvLinkState;
   if (get == nullptr) {
     r.missing(g, "nvlink", name_nvmlDeviceGetNvLinkState);
     return present;
@@ -244,21 +240,19 @@ void read_pcie_static(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
     unsigned v = 0;
     if (r.ok(g, fact, call, get(dev, &v))) out = static_cast<int>(v);
   };
-  read_uint("pcie", name_nvmlDeviceGetMaxPcieLinkGeneration,
-            r.get<PFN_nvmlDeviceGetMaxPcieLinkGeneration>(name_nvmlDeviceGetMaxPcieLinkGeneration), g.pcie_gen_max);
-  read_uint("pcie", name_nvmlDeviceGetMaxPcieLinkWidth,
-            r.get<PFN_nvmlDeviceGetMaxPcieLinkWidth>(name_nvmlDeviceGetMaxPcieLinkWidth), g.pcie_width_max);
-  if (const auto get = r.get<PFN_nvmlDeviceGetGpuMaxPcieLinkGeneration>(name_nvmlDeviceGetGpuMaxPcieLinkGeneration)) {
+  read_uint("pcie", name_nvmlDeviceGetMaxPcieLinkGeneration, r.fn.nvmlDeviceGetMaxPcieLinkGeneration, g.pcie_gen_max);
+  read_uint("pcie", name_nvmlDeviceGetMaxPcieLinkWidth, r.fn.nvmlDeviceGetMaxPcieLinkWidth, g.pcie_width_max);
+  if (const auto get = r.fn.nvmlDeviceGetGpuMaxPcieLinkGeneration) {
     unsigned v = 0;
     if (get(dev, &v) == NVML_SUCCESS) g.pcie_gen_gpu_max = static_cast<int>(v);
   }
-  if (const auto get = r.get<PFN_nvmlDeviceGetPcieReplayCounter>(name_nvmlDeviceGetPcieReplayCounter)) {
+  if (const auto get = r.fn.nvmlDeviceGetPcieReplayCounter) {
     unsigned v = 0;
     if (r.ok(g, "pcie_replay", name_nvmlDeviceGetPcieReplayCounter, get(dev, &v))) g.pcie_replay_before = v;
   } else {
     r.missing(g, "pcie_replay", name_nvmlDeviceGetPcieReplayCounter);
   }
-  if (const auto get = r.get<PFN_nvmlDeviceGetTemperatureThreshold>(name_nvmlDeviceGetTemperatureThreshold)) {
+  if (const auto get = r.fn.nvmlDeviceGetTemperatureThreshold) {
     unsigned v = 0;
     if (get(dev, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &v) == NVML_SUCCESS) g.slowdown_temperature_c = static_cast<int>(v);
   }
@@ -274,7 +268,7 @@ void read_fabric(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
     g.fabric_clique_id = clique;
     g.fabric_cluster_uuid = hex_uuid(uuid);
   };
-  if (const auto getv = r.get<PFN_nvmlDeviceGetGpuFabricInfoV>(name_nvmlDeviceGetGpuFabricInfoV)) {
+  if (const auto getv = r.fn.nvmlDeviceGetGpuFabricInfoV) {
     nvmlGpuFabricInfo_v3_t info{};
     info.version = nvmlGpuFabricInfo_v3;
     nvmlReturn_t rc = getv(dev, &info);
@@ -301,7 +295,7 @@ void read_fabric(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
       return;
     }
   }
-  if (const auto get = r.get<PFN_nvmlDeviceGetGpuFabricInfo>(name_nvmlDeviceGetGpuFabricInfo)) {
+  if (const auto get = r.fn.nvmlDeviceGetGpuFabricInfo) {
     nvmlGpuFabricInfo_t info{};
     const nvmlReturn_t rc = get(dev, &info);
     if (rc == NVML_SUCCESS) return keep(1, info.clusterUuid, info.status, info.cliqueId, info.state);
@@ -324,9 +318,8 @@ void read_fabric(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
 /// temperature. Returns whether the GPU was at P0.
 bool sample(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
   // The R535 name first, then the older one (deprecated in 13.0).
-  const auto events = r.get<PFN_nvmlDeviceGetCurrentClocksEventReasons>(name_nvmlDeviceGetCurrentClocksEventReasons);
-  const auto throttle =
-      r.get<PFN_nvmlDeviceGetCurrentClocksThrottleReasons>(name_nvmlDeviceGetCurrentClocksThrottleReasons);
+  const auto events = r.fn.nvmlDeviceGetCurrentClocksEventReasons;
+  const auto throttle = r.fn.nvmlDeviceGetCurrentClocksThrottleReasons;
   ++g.load_samples;
   if (events != nullptr || throttle != nullptr) {
     unsigned long long v = 0;
@@ -344,7 +337,7 @@ bool sample(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
     r.missing(g, "clocks", name_nvmlDeviceGetCurrentClocksEventReasons);
   }
   bool p0 = false;
-  if (const auto get = r.get<PFN_nvmlDeviceGetPerformanceState>(name_nvmlDeviceGetPerformanceState)) {
+  if (const auto get = r.fn.nvmlDeviceGetPerformanceState) {
     nvmlPstates_t p = NVML_PSTATE_UNKNOWN;
     if (r.ok(g, "pstate", name_nvmlDeviceGetPerformanceState, get(dev, &p)) && p != NVML_PSTATE_UNKNOWN) {
       g.pstate = std::min(g.pstate.value_or(p), p);
@@ -353,21 +346,21 @@ bool sample(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
   } else {
     r.missing(g, "pstate", name_nvmlDeviceGetPerformanceState);
   }
-  if (const auto get = r.get<PFN_nvmlDeviceGetCurrPcieLinkGeneration>(name_nvmlDeviceGetCurrPcieLinkGeneration)) {
+  if (const auto get = r.fn.nvmlDeviceGetCurrPcieLinkGeneration) {
     unsigned v = 0;
     if (r.ok(g, "pcie", name_nvmlDeviceGetCurrPcieLinkGeneration, get(dev, &v)))
       g.pcie_gen = std::max(g.pcie_gen.value_or(0), static_cast<int>(v));
   } else {
     r.missing(g, "pcie", name_nvmlDeviceGetCurrPcieLinkGeneration);
   }
-  if (const auto get = r.get<PFN_nvmlDeviceGetCurrPcieLinkWidth>(name_nvmlDeviceGetCurrPcieLinkWidth)) {
+  if (const auto get = r.fn.nvmlDeviceGetCurrPcieLinkWidth) {
     unsigned v = 0;
     if (r.ok(g, "pcie", name_nvmlDeviceGetCurrPcieLinkWidth, get(dev, &v)))
       g.pcie_width = std::max(g.pcie_width.value_or(0), static_cast<int>(v));
   } else {
     r.missing(g, "pcie", name_nvmlDeviceGetCurrPcieLinkWidth);
   }
-  if (const auto get = r.get<PFN_nvmlDeviceGetTemperature>(name_nvmlDeviceGetTemperature)) {
+  if (const auto get = r.fn.nvmlDeviceGetTemperature) {
     unsigned v = 0;
     if (r.ok(g, "temperature", name_nvmlDeviceGetTemperature, get(dev, NVML_TEMPERATURE_GPU, &v)))
       g.temperature_c = std::max(g.temperature_c.value_or(0), static_cast<int>(v));
@@ -378,6 +371,7 @@ bool sample(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
 /// The load: a primary context, a buffer and a stream of cuMemsetD32 on every CUDA device.
 struct Load {
   DynLib lib;
+  cuda::CudaFunctions fn{};  // resolved once from lib when it is opened
   cuda::PFN_cuCtxSetCurrent set_current = nullptr;
   cuda::PFN_cuMemsetD32_v2 memset32 = nullptr;
   cuda::PFN_cuCtxSynchronize synchronize = nullptr;
@@ -395,21 +389,22 @@ struct Load {
   void start() {
     using namespace cuda;
     lib = DynLib::open(cuda::soname);
+    fn = resolve_table<CudaFunctions>(lib);
     if (!lib) {
       error = lib.error();
       return;
     }
-    const auto init = lib.get<PFN_cuInit>(name_cuInit);
-    const auto get_count = lib.get<PFN_cuDeviceGetCount>(name_cuDeviceGetCount);
-    const auto get = lib.get<PFN_cuDeviceGet>(name_cuDeviceGet);
-    const auto get_attr = lib.get<PFN_cuDeviceGetAttribute>(name_cuDeviceGetAttribute);
-    const auto retain = lib.get<PFN_cuDevicePrimaryCtxRetain>(name_cuDevicePrimaryCtxRetain);
-    const auto alloc = lib.get<PFN_cuMemAlloc_v2>(name_cuMemAlloc_v2);
-    set_current = lib.get<PFN_cuCtxSetCurrent>(name_cuCtxSetCurrent);
-    memset32 = lib.get<PFN_cuMemsetD32_v2>(name_cuMemsetD32_v2);
-    synchronize = lib.get<PFN_cuCtxSynchronize>(name_cuCtxSynchronize);
-    mem_free = lib.get<PFN_cuMemFree_v2>(name_cuMemFree_v2);
-    release = lib.get<PFN_cuDevicePrimaryCtxRelease_v2>(name_cuDevicePrimaryCtxRelease_v2);
+    const auto init = fn.cuInit;
+    const auto get_count = fn.cuDeviceGetCount;
+    const auto get = fn.cuDeviceGet;
+    const auto get_attr = fn.cuDeviceGetAttribute;
+    const auto retain = fn.cuDevicePrimaryCtxRetain;
+    const auto alloc = fn.cuMemAlloc_v2;
+    set_current = fn.cuCtxSetCurrent;
+    memset32 = fn.cuMemsetD32_v2;
+    synchronize = fn.cuCtxSynchronize;
+    mem_free = fn.cuMemFree_v2;
+    release = fn.cuDevicePrimaryCtxRelease_v2;
     if (init == nullptr || get_count == nullptr || get == nullptr || get_attr == nullptr || retain == nullptr ||
         alloc == nullptr || set_current == nullptr || memset32 == nullptr || synchronize == nullptr) {
       error = "a driver API entry point of the load is not exported by " + lib.path();
@@ -460,18 +455,19 @@ struct Load {
 
 nlohmann::json run_health(double max_load_s) {
   Reader r{DynLib::open(nvml::soname), nullptr, {}};
+  r.fn = resolve_table<NvmlFunctions>(r.lib);
   if (!r.lib) return {{"error", r.lib.error()}};
-  r.error_string = r.get<PFN_nvmlErrorString>(name_nvmlErrorString);
-  const auto init = r.get<PFN_nvmlInit_v2>(name_nvmlInit_v2);
+  r.error_string = r.fn.nvmlErrorString;
+  const auto init = r.fn.nvmlInit_v2;
   if (init == nullptr) return {{"error", "nvmlInit_v2 not exported by " + r.lib.path()}};
   if (const nvmlReturn_t rc = init(); rc != NVML_SUCCESS) return {{"error", r.text("nvmlInit_v2", rc)}};
-  const auto shutdown = r.get<PFN_nvmlShutdown>(name_nvmlShutdown);
+  const auto shutdown = r.fn.nvmlShutdown;
   auto fail = [&](std::string why) {
     if (shutdown != nullptr) shutdown();
     return nlohmann::json{{"error", std::move(why)}};
   };
   GpuHealthFacts facts;
-  if (const auto get = r.get<PFN_nvmlSystemGetDriverVersion>(name_nvmlSystemGetDriverVersion)) {
+  if (const auto get = r.fn.nvmlSystemGetDriverVersion) {
     char buf[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE] = {};
     if (get(buf, sizeof buf) == NVML_SUCCESS) {
       buf[sizeof buf - 1] = '\0';
@@ -479,15 +475,15 @@ nlohmann::json run_health(double max_load_s) {
     }
   }
   facts.driver_version = r.driver;
-  const auto get_count = r.get<PFN_nvmlDeviceGetCount_v2>(name_nvmlDeviceGetCount_v2);
-  const auto get_handle = r.get<PFN_nvmlDeviceGetHandleByIndex_v2>(name_nvmlDeviceGetHandleByIndex_v2);
+  const auto get_count = r.fn.nvmlDeviceGetCount_v2;
+  const auto get_handle = r.fn.nvmlDeviceGetHandleByIndex_v2;
   if (get_count == nullptr || get_handle == nullptr) return fail("nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2 not exported");
   unsigned count = 0;
   if (const nvmlReturn_t rc = get_count(&count); rc != NVML_SUCCESS) return fail(r.text("nvmlDeviceGetCount_v2", rc));
-  const auto get_name = r.get<PFN_nvmlDeviceGetName>(name_nvmlDeviceGetName);
-  const auto get_pci = r.get<PFN_nvmlDeviceGetPciInfo_v3>(name_nvmlDeviceGetPciInfo_v3);
-  const auto get_persistence = r.get<PFN_nvmlDeviceGetPersistenceMode>(name_nvmlDeviceGetPersistenceMode);
-  const auto get_mig = r.get<PFN_nvmlDeviceGetMigMode>(name_nvmlDeviceGetMigMode);
+  const auto get_name = r.fn.nvmlDeviceGetName;
+  const auto get_pci = r.fn.nvmlDeviceGetPciInfo_v3;
+  const auto get_persistence = r.fn.nvmlDeviceGetPersistenceMode;
+  const auto get_mig = r.fn.nvmlDeviceGetMigMode;
 
   std::vector<nvmlDevice_t> handles;
   std::vector<std::vector<int>> links;
@@ -540,7 +536,7 @@ nlohmann::json run_health(double max_load_s) {
   }
 
   // XID events on every GPU, registered before the load starts and read at every sample round.
-  XidWatch xids(r.lib, r.driver, "health load");
+  XidWatch xids(r.fn, r.driver, "health load");
   {
     std::vector<XidDevice> devices;
     for (std::size_t i = 0; i < handles.size(); ++i)
@@ -592,7 +588,7 @@ nlohmann::json run_health(double max_load_s) {
     if (before[i].replay && after.replay) g.nvlink_replay_delta = *after.replay - std::min(*after.replay, *before[i].replay);
     if (before[i].crc && after.crc) g.nvlink_crc_delta = *after.crc - std::min(*after.crc, *before[i].crc);
     if (g.pcie_replay_before) {
-      if (const auto get = r.get<PFN_nvmlDeviceGetPcieReplayCounter>(name_nvmlDeviceGetPcieReplayCounter)) {
+      if (const auto get = r.fn.nvmlDeviceGetPcieReplayCounter) {
         unsigned v = 0;
         if (get(handles[i], &v) == NVML_SUCCESS) g.pcie_replay_after = v;
       }

@@ -50,15 +50,16 @@ std::string cuda_build_of(const std::string& path, const std::string& version) {
 Probed<NcclLibrary> run_nccl(const std::string& lib_path) {
   const std::string requested = lib_path.empty() ? std::string(nccl::soname) : lib_path;
   const DynLib lib = DynLib::open(requested);
+  const nccl::NcclFunctions fn = resolve_table<nccl::NcclFunctions>(lib);
   if (!lib) return Probed<NcclLibrary>::error(ProbeErrc::LibraryMissing, lib.error(), requested);
-  const auto get_version = lib.get<nccl::PFN_ncclGetVersion>(nccl::name_ncclGetVersion);
+  const auto get_version = fn.ncclGetVersion;
   if (get_version == nullptr) {
     return Probed<NcclLibrary>::error(ProbeErrc::ApiError, "ncclGetVersion not exported by " + lib.path(), lib.path());
   }
   int code = 0;
   if (const nccl::ncclResult_t rc = get_version(&code); rc != nccl::ncclSuccess) {
     std::string why = "ncclGetVersion: ncclResult_t " + std::to_string(static_cast<int>(rc));
-    if (const auto error_string = lib.get<nccl::PFN_ncclGetErrorString>(nccl::name_ncclGetErrorString)) {
+    if (const auto error_string = fn.ncclGetErrorString) {
       if (const char* text = error_string(rc); text != nullptr) why += std::string(" (") + text + ")";
     }
     return Probed<NcclLibrary>::error(ProbeErrc::ApiError, why, lib.path());

@@ -26,7 +26,8 @@ std::chrono::steady_clock::time_point helper_start() { return kStart; }
 
 double helper_seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - kStart).count(); }
 
-XidWatch::XidWatch(const DynLib& nvml, std::string driver, std::string work) : m_lib(nvml), m_driver(std::move(driver)) {
+XidWatch::XidWatch(const NvmlFunctions& nvml, std::string driver, std::string work)
+    : m_fn(nvml), m_driver(std::move(driver)) {
   m_facts.work = std::move(work);
 }
 
@@ -45,7 +46,7 @@ NvmlXidWatch XidWatch::not_collected(std::string work, std::string why) {
 std::string XidWatch::text(const char* call, nvmlReturn_t rc) const {
   const char* name = nvml_code_name(rc);
   std::string out = std::string(call) + ": " + (name != nullptr ? name : "nvmlReturn_t " + std::to_string(rc));
-  if (const auto error_string = m_lib.get<PFN_nvmlErrorString>(name_nvmlErrorString)) {
+  if (const auto error_string = m_fn.nvmlErrorString) {
     if (const char* t = error_string(rc); t != nullptr && *t != '\0') out += std::string(" (") + t + ")";
   }
   return out;
@@ -57,12 +58,12 @@ std::string XidWatch::no_symbol(const char* call) const {
 
 void XidWatch::start(const std::vector<XidDevice>& devices) {
   m_facts.start_s = m_facts.end_s = helper_seconds();
-  const auto create = m_lib.get<PFN_nvmlEventSetCreate>(name_nvmlEventSetCreate);
-  const auto reg = m_lib.get<PFN_nvmlDeviceRegisterEvents>(name_nvmlDeviceRegisterEvents);
-  const auto supported = m_lib.get<PFN_nvmlDeviceGetSupportedEventTypes>(name_nvmlDeviceGetSupportedEventTypes);
-  m_wait = m_lib.get<PFN_nvmlEventSetWait_v2>(name_nvmlEventSetWait_v2);
-  m_wait_old = m_lib.get<PFN_nvmlEventSetWait>(name_nvmlEventSetWait);
-  m_free = m_lib.get<PFN_nvmlEventSetFree>(name_nvmlEventSetFree);
+  const auto create = m_fn.nvmlEventSetCreate;
+  const auto reg = m_fn.nvmlDeviceRegisterEvents;
+  const auto supported = m_fn.nvmlDeviceGetSupportedEventTypes;
+  m_wait = m_fn.nvmlEventSetWait_v2;
+  m_wait_old = m_fn.nvmlEventSetWait;
+  m_free = m_fn.nvmlEventSetFree;
   if (m_wait == nullptr) {
     m_wait = m_wait_old;  // a library older than NVML 11.0
     m_wait_name = name_nvmlEventSetWait;

@@ -33,9 +33,9 @@ struct XidDevice {
 
 class XidWatch {
  public:
-  /// `nvml`: the helper's libnvidia-ml, initialised (nvmlInit_v2) for as long as the watch lives;
+  /// `nvml`: the functions of the helper's libnvidia-ml, initialised (nvmlInit_v2) for as long as the watch lives;
   /// `driver`: its version, for "driver 470.82.01 has no nvmlEventSetCreate" (may be empty).
-  XidWatch(const DynLib& nvml, std::string driver, std::string work);
+  XidWatch(const nvml::NvmlFunctions& nvml, std::string driver, std::string work);
   ~XidWatch();
   XidWatch(const XidWatch&) = delete;
   XidWatch& operator=(const XidWatch&) = delete;
@@ -55,7 +55,7 @@ class XidWatch {
   std::string text(const char* call, nvml::nvmlReturn_t rc) const;
   std::string no_symbol(const char* call) const;
 
-  const DynLib& m_lib;
+  const nvml::NvmlFunctions& m_fn;
   std::string m_driver;
   NvmlXidWatch m_facts;
   nvml::PFN_nvmlEventSetWait_v2 m_wait = nullptr;
@@ -82,8 +82,9 @@ class DeviceXidWatch {
 
   /// Registers XID events on the NVML GPU at `bus_id` (any spelling normalize_bus_id accepts).
   void start(const std::string& bus_id);
-  /// The same for CUDA device `dev` (ordinal `ordinal`) of `cuda_lib`, found by its PCI bus id.
-  void start(const DynLib& cuda_lib, cuda::CUdevice dev, int ordinal);
+  /// The same for CUDA device `dev` (ordinal `ordinal`) of the libcuda whose functions are `cuda_fn`, found by its
+  /// PCI bus id.
+  void start(const cuda::CudaFunctions& cuda_fn, cuda::CUdevice dev, int ordinal);
   /// No watch, for `why`.
   void skip(std::string why);
   /// The watch's facts (or why there is none: `step`, where the test ended, when it never

@@ -128,6 +128,29 @@ inline constexpr char name_ncclCommFinalize[] = "ncclCommFinalize";
 inline constexpr char name_ncclCommDestroy[] = "ncclCommDestroy";
 inline constexpr char name_ncclCommAbort[] = "ncclCommAbort";
 
+/// Every function declared above, once each: X(name) for PFN_name and name_name.
+#define PREFLIGHT_NCCL_FUNCTIONS(X) \
+  X(ncclGetVersion) X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId) X(ncclCommInitRankConfig) \
+  X(ncclCommGetAsyncError) X(ncclAllReduce) X(ncclCommFinalize) X(ncclCommDestroy) X(ncclCommAbort)
+
+/// The functions of one opened libnccl, resolved once (resolve_table in gpu_probe/dynlib.hpp): a member is
+/// null when the library does not export that symbol (an older NCCL), and every caller checks before calling.
+struct NcclFunctions {
+#define PREFLIGHT_NCCL_MEMBER(name) PFN_##name name = nullptr;
+  PREFLIGHT_NCCL_FUNCTIONS(PREFLIGHT_NCCL_MEMBER)
+#undef PREFLIGHT_NCCL_MEMBER
+
+  /// Every member looked up by its exported name with lib.get<PFN_name>(name_name) (null when absent).
+  template <typename Lib>
+  static NcclFunctions resolve(const Lib& lib) {
+    NcclFunctions table;
+#define PREFLIGHT_NCCL_RESOLVE(name) table.name = lib.template get<PFN_##name>(name_##name);
+    PREFLIGHT_NCCL_FUNCTIONS(PREFLIGHT_NCCL_RESOLVE)
+#undef PREFLIGHT_NCCL_RESOLVE
+    return table;
+  }
+};
+
 inline constexpr char soname[] = "libnccl.so.2";
 
 }  // namespace preflight::nccl

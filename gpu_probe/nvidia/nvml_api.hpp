@@ -403,6 +403,43 @@ inline constexpr char name_nvmlEventSetWait_v2[] = "nvmlEventSetWait_v2";
 inline constexpr char name_nvmlEventSetWait[] = "nvmlEventSetWait";
 inline constexpr char name_nvmlEventSetFree[] = "nvmlEventSetFree";
 
+/// Every function declared above, once each: X(name) for PFN_name and name_name.
+#define PREFLIGHT_NVML_FUNCTIONS(X) \
+  X(nvmlInit_v2) X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion) \
+  X(nvmlSystemGetCudaDriverVersion_v2) X(nvmlSystemGetCudaDriverVersion) X(nvmlDeviceGetCount_v2) \
+  X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetName) X(nvmlDeviceGetUUID) X(nvmlDeviceGetPciInfo_v3) \
+  X(nvmlDeviceGetCudaComputeCapability) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetComputeRunningProcesses_v3) \
+  X(nvmlDeviceGetPersistenceMode) X(nvmlDeviceGetMigMode) X(nvmlDeviceGetCpuAffinity) X(nvmlDeviceGetNumaNodeId) \
+  X(nvmlDeviceGetMemoryAffinity) X(nvmlDeviceGetNvLinkState) X(nvmlDeviceGetNvLinkRemotePciInfo_v2) \
+  X(nvmlDeviceGetNvLinkRemoteDeviceType) X(nvmlDeviceGetTopologyCommonAncestor) X(nvmlDeviceGetP2PStatus) \
+  X(nvmlDeviceGetRemappedRows) X(nvmlDeviceGetRowRemapperHistogram) X(nvmlDeviceGetRetiredPagesPendingStatus) \
+  X(nvmlDeviceGetRetiredPages) X(nvmlDeviceGetEccMode) X(nvmlDeviceGetTotalEccErrors) X(nvmlDeviceGetFieldValues) \
+  X(nvmlDeviceGetCurrentClocksEventReasons) X(nvmlDeviceGetCurrentClocksThrottleReasons) \
+  X(nvmlDeviceGetPerformanceState) X(nvmlDeviceGetTemperature) X(nvmlDeviceGetTemperatureThreshold) \
+  X(nvmlDeviceGetCurrPcieLinkGeneration) X(nvmlDeviceGetCurrPcieLinkWidth) X(nvmlDeviceGetMaxPcieLinkGeneration) \
+  X(nvmlDeviceGetMaxPcieLinkWidth) X(nvmlDeviceGetGpuMaxPcieLinkGeneration) X(nvmlDeviceGetPcieReplayCounter) \
+  X(nvmlDeviceGetNvLinkErrorCounter) X(nvmlDeviceGetGpuFabricInfo) X(nvmlDeviceGetGpuFabricInfoV) \
+  X(nvmlEventSetCreate) X(nvmlDeviceRegisterEvents) X(nvmlDeviceGetSupportedEventTypes) X(nvmlEventSetWait_v2) \
+  X(nvmlEventSetWait) X(nvmlEventSetFree)
+
+/// The functions of one opened libnvidia-ml, resolved once (resolve_table in gpu_probe/dynlib.hpp): a member is
+/// null when the library does not export that symbol (an older driver), and every caller checks before calling.
+struct NvmlFunctions {
+#define PREFLIGHT_NVML_MEMBER(name) PFN_##name name = nullptr;
+  PREFLIGHT_NVML_FUNCTIONS(PREFLIGHT_NVML_MEMBER)
+#undef PREFLIGHT_NVML_MEMBER
+
+  /// Every member looked up by its exported name with lib.get<PFN_name>(name_name) (null when absent).
+  template <typename Lib>
+  static NvmlFunctions resolve(const Lib& lib) {
+    NvmlFunctions table;
+#define PREFLIGHT_NVML_RESOLVE(name) table.name = lib.template get<PFN_##name>(name_##name);
+    PREFLIGHT_NVML_FUNCTIONS(PREFLIGHT_NVML_RESOLVE)
+#undef PREFLIGHT_NVML_RESOLVE
+    return table;
+  }
+};
+
 /// The soname opened with dlopen (what NCCL opens too).
 inline constexpr char soname[] = "libnvidia-ml.so.1";
 
