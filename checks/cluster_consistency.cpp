@@ -4,6 +4,7 @@
 // are grouped by value; the largest group is the majority and every other group is named with its
 // hosts and ranks. Drift of what shapes the collectives (driver, CUDA, NCCL) is a FAIL, the rest a WARN.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -28,11 +29,65 @@ Value unread(const Probed<T>& p) {
   return Value{std::nullopt, p.why(), e != nullptr && (e->code == ProbeErrc::LibraryMissing || e->code == ProbeErrc::NotFound)};
 }
 
+// A drift of one item: {odd} names every other group with its hosts and ranks ("gpu-c (ranks 4–5) has
+// 2.18.1"), {majority} the largest group's value, held by {count} of {total} ranks.
+#define PREFLIGHT_DRIFT(item, consequence)                                               \
+  item " drift: {odd}, the majority ({count} of {total} ranks) {majority}: " consequence
+constexpr FindingSpec kDriverDrift = {
+    "cluster.consistency/driver-drift", Status::Fail,
+    PREFLIGHT_DRIFT("NVIDIA driver", "mixed drivers change NCCL's and CUDA's behaviour between nodes"),
+    "Install one driver version on every node (the majority's) and reboot the odd ones; drain them until then."};
+constexpr FindingSpec kCudaDriverDrift = {
+    "cluster.consistency/cuda-driver-drift", Status::Fail,
+    PREFLIGHT_DRIFT("CUDA driver API", "ranks run on different CUDA driver versions"),
+    "Install one driver version on every node (the majority's); check for a forward-compatibility libcuda on "
+    "LD_LIBRARY_PATH on the odd hosts (`ldconfig -p | grep libcuda`)."};
+constexpr FindingSpec kCudaRuntimeDrift = {
+    "cluster.consistency/cuda-runtime-drift", Status::Fail,
+    PREFLIGHT_DRIFT("CUDA runtimes", "ranks load different CUDA runtimes"),
+    "Run every rank from one image or one Python environment (the majority's): the odd hosts have another framework "
+    "build or toolkit."};
+constexpr FindingSpec kNcclDrift = {
+    "cluster.consistency/nccl-drift", Status::Fail,
+    PREFLIGHT_DRIFT("NCCL", "mixed NCCL versions in one communicator can hang or corrupt data"),
+    "Make every rank load the same libnccl.so.2 (one image or environment; `--nccl-lib`, LD_LIBRARY_PATH, the "
+    "nvidia-nccl-cu* wheel) with the majority's version."};
+constexpr FindingSpec kFrameworkDrift = {"cluster.consistency/framework-drift", Status::Warn,
+                                         PREFLIGHT_DRIFT("framework", "ranks run different framework builds"),
+                                         "Run every rank from one image or one Python environment (the majority's)."};
+constexpr FindingSpec kKernelDrift = {
+    "cluster.consistency/kernel-drift", Status::Warn, PREFLIGHT_DRIFT("kernel", "nodes boot different kernels"),
+    "Boot every node into the majority's kernel (or drain the odd ones for the job)."};
+constexpr FindingSpec kNicDriverDrift = {
+    "cluster.consistency/nic-driver-drift", Status::Warn,
+    PREFLIGHT_DRIFT("NIC drivers", "nodes run different NIC drivers (RDMA and TCP behaviour can differ)"),
+    "Install one NIC driver (e.g. one MLNX_OFED/DOCA release) on every node, the majority's."};
+#undef PREFLIGHT_DRIFT
+#define PREFLIGHT_UNREADABLE_FIX                                                                                   \
+  "Look at the named ranks' own checks (driver.loaded, nccl.library, cuda.runtime) for why the version could not " \
+  "be read there."
+constexpr FindingSpec kUnreadableEverywhere = {"cluster.consistency/unreadable-everywhere", Status::Unknown,
+                                               "{item} not readable on any rank ({why}): it cannot be compared",
+                                               PREFLIGHT_UNREADABLE_FIX};
+// {where}: the hosts and ranks that could not read it ("gpu-b (ranks 2–3)").
+constexpr FindingSpec kUnreadable = {"cluster.consistency/unreadable", Status::Unknown,
+                                     "{item} could not be read on {where} ({why})", PREFLIGHT_UNREADABLE_FIX};
+#undef PREFLIGHT_UNREADABLE_FIX
+constexpr FindingSpec kNotGathered = {
+    "cluster.consistency/not-gathered", Status::Unknown,
+    "only {delivered} of {world} ranks delivered facts: the versions cannot be compared across the job",
+    "See launch.ranks: start preflight so every rank's facts reach rank 0 (mpirun, srun --mpi=pmix), or merge "
+    "per-rank files (`--json-per-rank DIR`, `preflight merge`)."};
+constexpr FindingSpec kSingleRank = {"cluster.consistency/single-rank", Status::Skip,
+                                     "a world of one rank: nothing to compare", ""};
+
+constexpr std::array kFindings = {kDriverDrift,    kCudaDriverDrift, kCudaRuntimeDrift, kNcclDrift,
+                                  kFrameworkDrift, kKernelDrift,     kNicDriverDrift,   kUnreadableEverywhere,
+                                  kUnreadable,     kNotGathered,     kSingleRank};
+
 struct Item {
   const char* name;
-  Status drift;
-  const char* consequence;
-  const char* remedy;
+  const FindingSpec* drift;
   Value (*read)(const RankFacts&);
 };
 
@@ -91,27 +146,13 @@ Value nic_drivers_of(const RankFacts& f) {
 }
 
 constexpr Item kItems[] = {
-    {"NVIDIA driver", Status::Fail, "mixed drivers change NCCL's and CUDA's behaviour between nodes",
-     "Install one driver version on every node (the majority's) and reboot the odd ones; drain them until then.",
-     &driver_of},
-    {"CUDA driver API", Status::Fail, "ranks run on different CUDA driver versions",
-     "Install one driver version on every node (the majority's); check for a forward-compatibility libcuda on "
-     "LD_LIBRARY_PATH on the odd hosts (`ldconfig -p | grep libcuda`).",
-     &cuda_driver_of},
-    {"CUDA runtimes", Status::Fail, "ranks load different CUDA runtimes",
-     "Run every rank from one image or one Python environment (the majority's): the odd hosts have another "
-     "framework build or toolkit.",
-     &runtimes_of},
-    {"NCCL", Status::Fail, "mixed NCCL versions in one communicator can hang or corrupt data",
-     "Make every rank load the same libnccl.so.2 (one image or environment; `--nccl-lib`, LD_LIBRARY_PATH, the "
-     "nvidia-nccl-cu* wheel) with the majority's version.",
-     &nccl_of},
-    {"framework", Status::Warn, "ranks run different framework builds",
-     "Run every rank from one image or one Python environment (the majority's).", &framework_of},
-    {"kernel", Status::Warn, "nodes boot different kernels",
-     "Boot every node into the majority's kernel (or drain the odd ones for the job).", &kernel_of},
-    {"NIC drivers", Status::Warn, "nodes run different NIC drivers (RDMA and TCP behaviour can differ)",
-     "Install one NIC driver (e.g. one MLNX_OFED/DOCA release) on every node, the majority's.", &nic_drivers_of},
+    {"NVIDIA driver", &kDriverDrift, &driver_of},
+    {"CUDA driver API", &kCudaDriverDrift, &cuda_driver_of},
+    {"CUDA runtimes", &kCudaRuntimeDrift, &runtimes_of},
+    {"NCCL", &kNcclDrift, &nccl_of},
+    {"framework", &kFrameworkDrift, &framework_of},
+    {"kernel", &kKernelDrift, &kernel_of},
+    {"NIC drivers", &kNicDriverDrift, &nic_drivers_of},
 };
 
 std::string host_of(const RankFacts& f) { return f.identity.hostname.empty() ? "?" : f.identity.hostname; }
@@ -128,7 +169,14 @@ std::string where(const std::vector<const RankFacts*>& ranks) {
   return join(hosts, ", ") + (numbers.size() == 1 ? " (rank " : " (ranks ") + range_list(numbers) + ")";
 }
 
-void judge(const Item& item, const std::vector<const RankFacts*>& ranks, VerdictBuilder& b, std::vector<std::string>& unknowns) {
+/// A version that could not be read: one of the unreadable findings with its parameters.
+struct Unread {
+  const FindingSpec* spec;
+  nlohmann::json params;
+};
+
+void judge(const Item& item, const std::vector<const RankFacts*>& ranks, VerdictBuilder& b,
+           std::vector<Unread>& unknowns) {
   std::map<std::string, std::vector<const RankFacts*>> groups;
   std::vector<const RankFacts*> unreadable;
   std::string why;
@@ -161,7 +209,7 @@ void judge(const Item& item, const std::vector<const RankFacts*>& ranks, Verdict
   }
   if (groups.empty()) {
     // Nothing to compare is not agreement: UNKNOWN (unless a drift elsewhere already fails the job).
-    unknowns.push_back(std::string(item.name) + " not readable on any rank (" + why + "): it cannot be compared");
+    unknowns.push_back({&kUnreadableEverywhere, {{"item", item.name}, {"why", why}}});
     return;
   }
   // The majority: the largest group; on a tie, the one holding the lowest rank.
@@ -175,16 +223,15 @@ void judge(const Item& item, const std::vector<const RankFacts*>& ranks, Verdict
     for (auto it = groups.begin(); it != groups.end(); ++it) {
       if (it != majority) odd.push_back(where(it->second) + " has " + it->first);
     }
-    b.add(item.drift,
-          std::string(item.name) + " drift: " + join(odd, "; ") + ", the majority (" +
-              std::to_string(majority->second.size()) + " of " + std::to_string(ranks.size()) + " ranks) " +
-              majority->first + ": " + item.consequence,
-          item.remedy);
+    b.add(*item.drift, {{"odd", join(odd, "; ")},
+                        {"count", majority->second.size()},
+                        {"total", ranks.size()},
+                        {"majority", majority->first}});
   } else {
     b.note(std::string(item.name) + " " + majority->first + " on every rank");
   }
   if (!unreadable.empty()) {
-    unknowns.push_back(std::string(item.name) + " could not be read on " + where(unreadable) + " (" + why + ")");
+    unknowns.push_back({&kUnreadable, {{"item", item.name}, {"where", where(unreadable)}, {"why", why}}});
   }
 }
 
@@ -192,26 +239,19 @@ Verdict run(const CheckContext& ctx) {
   const std::vector<const RankFacts*> ranks = job_ranks(ctx);
   const int world = ctx.job != nullptr ? ctx.job->world_size : std::max(1, ctx.facts.placement.world_size);
   if (ranks.size() < 2) {
-    if (world > 1) {
-      return Verdict::unknown("only " + std::to_string(ranks.size()) + " of " + std::to_string(world) +
-                                  " ranks delivered facts: the versions cannot be compared across the job",
-                              "See launch.ranks: start preflight so every rank's facts reach rank 0 (mpirun, srun "
-                              "--mpi=pmix), or merge per-rank files (`--json-per-rank DIR`, `preflight merge`).");
-    }
-    return Verdict::skip("a world of one rank: nothing to compare");
+    if (world > 1) return Verdict::of(kNotGathered, {{"delivered", ranks.size()}, {"world", world}});
+    return Verdict::of(kSingleRank);
   }
   VerdictBuilder b;
-  std::vector<std::string> unknowns;
+  std::vector<Unread> unknowns;
   for (const Item& item : kItems) judge(item, ranks, b, unknowns);
   // A version a rank could not read is not a mismatch: UNKNOWN only when nothing else was found.
   const bool found = b.status() != Status::Pass;
-  for (const std::string& u : unknowns) {
+  for (const Unread& u : unknowns) {
     if (found) {
-      b.note(u);
+      b.note(render_template(u.spec->message, u.params));
     } else {
-      b.add(Status::Unknown, u,
-            "Look at the named ranks' own checks (driver.loaded, nccl.library, cuda.runtime) for why the version "
-            "could not be read there.");
+      b.add(*u.spec, u.params);
     }
   }
   return b.build();
@@ -243,6 +283,7 @@ Fix
 
 extern const CheckSpec kClusterConsistency = {
     "cluster.consistency", Scope::Job, "driver, CUDA, NCCL, framework, kernel and NIC driver versions agree across ranks", kExplain,
-    kInJob, "an image build has no job to check", &run, "gather,gpu_driver,nccl,cuda_runtime,net"};
+    kInJob, "an image build has no job to check", &run, "gather,gpu_driver,nccl,cuda_runtime,net", false, {}, {}, nullptr,
+    kFindings};
 
 }  // namespace preflight

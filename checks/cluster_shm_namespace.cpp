@@ -4,6 +4,7 @@
 // separate IPC namespaces) it disables the SHM and P2P transports between them and goes through the
 // network instead — or fails when there is none.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <unordered_map>
 #include <sstream>
@@ -13,6 +14,24 @@
 
 namespace preflight {
 namespace {
+
+// {devices}: each /dev/shm with the ranks that see it ("ranks 0–1: st_dev 0x1a; ranks 2–3: st_dev 0x99, tmpfs …").
+constexpr FindingSpec kSeparateShm = {
+    "cluster.shm_namespace/separate-shm", Status::Fail,
+    "{host}: the ranks see {count} different /dev/shm ({devices}): they run in separate containers or IPC namespaces, "
+    "so NCCL disables its SHM and P2P transports between them and falls back to the network",
+    "Run the ranks of a host in one IPC namespace with one /dev/shm: one container for all local ranks, or "
+    "`docker run --ipc=host …` for each; in Kubernetes one pod per node (or `hostIPC: true`), or a shared emptyDir "
+    "volume with `medium: Memory` mounted at /dev/shm in every container."};
+constexpr FindingSpec kShmUnreadable = {
+    "cluster.shm_namespace/shm-unreadable", Status::Unknown,
+    "{host}: /dev/shm could not be read on {ranks} ({why}): whether it shares /dev/shm with the host's other ranks is "
+    "not known",
+    "Make /dev/shm readable in every rank's container (it must exist and be a tmpfs: see shm.capacity), then rerun."};
+constexpr FindingSpec kShared = {"cluster.shm_namespace/shared", Status::Pass,
+                                 "the ranks of each host share one /dev/shm ({hosts} host(s) with several ranks)", ""};
+
+constexpr std::array kFindings = {kSeparateShm, kShmUnreadable, kShared};
 
 std::string host_key(const RankFacts& f) { return f.identity.hostname + "\n" + f.identity.boot_id; }
 std::string host_of(const RankFacts& f) { return f.identity.hostname.empty() ? "?" : f.identity.hostname; }
@@ -79,19 +98,11 @@ Verdict run(const CheckContext& ctx) {
       for (const auto& [dev, users] : by_dev) {
         parts.push_back(ranks_text(users) + ": st_dev " + dev_text(dev) + mount_text(*users.front()));
       }
-      b.add(Status::Fail,
-            host + ": the ranks see " + std::to_string(by_dev.size()) + " different /dev/shm (" + join(parts, "; ") +
-                "): they run in separate containers or IPC namespaces, so NCCL disables its SHM and P2P transports "
-                "between them and falls back to the network",
-            "Run the ranks of a host in one IPC namespace with one /dev/shm: one container for all local ranks, or "
-            "`docker run --ipc=host …` for each; in Kubernetes one pod per node (or `hostIPC: true`), or a shared "
-            "emptyDir volume with `medium: Memory` mounted at /dev/shm in every container.");
+      b.add(kSeparateShm, {{"host", host}, {"count", by_dev.size()}, {"devices", join(parts, "; ")}});
     }
     if (!unreadable.empty()) {
-      b.add(Status::Unknown,
-            host + ": /dev/shm could not be read on " + ranks_text(unreadable) + " (" + unreadable.front()->shm.usage.why() +
-                "): whether it shares /dev/shm with the host's other ranks is not known",
-            "Make /dev/shm readable in every rank's container (it must exist and be a tmpfs: see shm.capacity), then rerun.");
+      b.add(kShmUnreadable,
+            {{"host", host}, {"ranks", ranks_text(unreadable)}, {"why", unreadable.front()->shm.usage.why()}});
     }
   }
   b.evidence()["hosts"] = std::move(hosts_ev);
@@ -99,7 +110,7 @@ Verdict run(const CheckContext& ctx) {
     if (shared_hosts == 0) {
       b.note("one rank per host: no /dev/shm is shared between ranks (" + std::to_string(hosts.size()) + " host(s))");
     } else {
-      b.note("the ranks of each host share one /dev/shm (" + std::to_string(shared_hosts) + " host(s) with several ranks)");
+      b.add(kShared, {{"hosts", shared_hosts}});
     }
   }
   return b.build();
@@ -125,6 +136,6 @@ Fix
 
 extern const CheckSpec kClusterShmNamespace = {
     "cluster.shm_namespace", Scope::Job, "ranks of one host share one /dev/shm (one IPC namespace)", kExplain,
-    kInJob, "an image build has no job to check", &run, "gather,shm"};
+    kInJob, "an image build has no job to check", &run, "gather,shm", false, {}, {}, nullptr, kFindings};
 
 }  // namespace preflight

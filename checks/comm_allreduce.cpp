@@ -4,6 +4,7 @@
 // rank, finished before its deadline, and with a bus bandwidth (algbw * 2(n-1)/n, as nccl-tests
 // reports it) at or above --min-busbw.
 #include <algorithm>
+#include <array>
 
 #include "checks/check.hpp"
 #include "checks/comm_ranks.hpp"
@@ -24,12 +25,27 @@ std::string size_text(const CommResult& c, const Options& o) {
   return s;
 }
 
-std::string measured(const CommResult& c, const Options& o) {
+// What was measured, with {algbw}, {busbw}, {size}, {participants}, {transport}, {repeats} and {time}.
+#define PREFLIGHT_MEASURED                                                                    \
+  "algbw {algbw} GB/s, busbw {busbw} GB/s for {size} across {participants} over {transport} " \
+  "(best of {repeats}, {time})"
+
+std::string transport_of(const CommResult& c) { return c.transport.empty() ? std::string("?") : c.transport; }
+
+nlohmann::json measured_params(const CommResult& c, const Options& o) {
   const std::string who = c.transport == "nccl" ? std::to_string(c.ranks) + (c.ranks == 1 ? " GPU" : " GPUs")
                                                 : std::to_string(c.ranks) + (c.ranks == 1 ? " rank" : " ranks");
-  return "algbw " + fixed(c.algbw_gbps, 2) + " GB/s, busbw " + fixed(c.busbw_gbps, 2) + " GB/s for " +
-         size_text(c, o) + " across " + who + " over " + (c.transport.empty() ? std::string("?") : c.transport) +
-         " (best of " + std::to_string(c.repeats) + ", " + format_duration(c.seconds) + ")";
+  return {{"algbw", fixed(c.algbw_gbps, 2)},
+          {"busbw", fixed(c.busbw_gbps, 2)},
+          {"size", size_text(c, o)},
+          {"participants", who},
+          {"transport", transport_of(c)},
+          {"repeats", c.repeats},
+          {"time", format_duration(c.seconds)}};
+}
+
+std::string measured(const CommResult& c, const Options& o) {
+  return render_template(PREFLIGHT_MEASURED, measured_params(c, o));
 }
 
 /// The nccl-tests run that measures what this all_reduce measured, like with like: the same size
@@ -45,9 +61,10 @@ std::string nccl_tests_command(const CommResult& c, bool node_local) {
 constexpr std::string_view kMpiNote =
     "measured over MPI in host memory (a CPU-only node): this is the hosts' network and memory, not a GPU fabric";
 
-constexpr std::string_view kNcclDebug =
-    " Rerun the job's first collective with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the transport NCCL picks; "
-    "see net.socket_ifname, net.ib and topo.p2p for the cause.";
+#define PREFLIGHT_NCCL_DEBUG                                                                                     \
+  " Rerun the job's first collective with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET to see the transport NCCL " \
+  "picks; see net.socket_ifname, net.ib and topo.p2p for the cause."
+constexpr std::string_view kNcclDebug = PREFLIGHT_NCCL_DEBUG;
 
 /// "rank 3 (GPU 3): allreduce: …" of a node-local all_reduce as "GPU 3's helper: allreduce: …":
 /// in the node profile the participants are the local GPUs' helpers, not ranks of a launcher.
@@ -112,17 +129,107 @@ std::string grouped_errors(const std::vector<std::string>& errors, bool node_loc
   return join(out, "; ");
 }
 
-constexpr std::string_view kLocalHangRemedy =
-    "A collective that hangs between the GPUs of one node is almost always the peer path between them: see "
-    "topo.p2p (its real peer copies name the pair) and topo.pcie_acs (ACS or an IOMMU redirecting peer traffic); "
-    "rerun with NCCL_P2P_DISABLE=1 — if it then completes, P2P/NVLink between these GPUs is broken "
-    "(`nvidia-smi topo -p2p rw`, `nvidia-smi nvlink --status`, the fabric manager on NVSwitch systems); check "
-    "`dmesg | grep -i -e xid -e nvrm` for the GPUs named, and drain the node until it passes.";
+constexpr FindingSpec kNotGathered = {"comm.allreduce/not-gathered", Status::Skip,
+                                      "no all_reduce was run in this process (nothing was gathered)", ""};
+constexpr FindingSpec kMerged = {"comm.allreduce/merged", Status::Skip,
+                                 "the all_reduce runs only in a live job (these results were merged from files)", ""};
+constexpr FindingSpec kNotConnected = {"comm.allreduce/not-connected", Status::Unknown,
+                                       "the all_reduce was not run: " PREFLIGHT_COMM_NOT_CONNECTED,
+                                       PREFLIGHT_COMM_CONNECT_FIX};
+constexpr FindingSpec kMpiWorldOfOne = {"comm.allreduce/mpi-world-of-one", Status::Unknown,
+                                        "the all_reduce was not run: " PREFLIGHT_COMM_MPI_WORLD_OF_ONE,
+                                        PREFLIGHT_COMM_CONNECT_FIX};
+// {reason}: why the NCCL all_reduce the job needs could not run.
+constexpr FindingSpec kNcclBlocked = {
+    "comm.allreduce/nccl-blocked", Status::Fail, "{reason}",
+    "Fix what is named first (launch.gpu_binding, gpu.count or nccl.library say how); the job's own first NCCL "
+    "collective fails the same way."};
+// {lost}: the hosts and ranks rank 0's liveness watch lost; {look_at}: what to look at on their hosts.
+constexpr FindingSpec kRanksLost = {"comm.allreduce/ranks-lost", Status::Fail,
+                                    "the all_reduce over {transport} could not complete: {lost}", "{look_at}."};
+constexpr FindingSpec kRanksLostBefore = {"comm.allreduce/ranks-lost-before", Status::Fail,
+                                          "the all_reduce was not run: {lost}", "{look_at}."};
+// {note}: " (why)", or "".
+constexpr FindingSpec kRanksMissing = {
+    "comm.allreduce/ranks-missing", Status::Fail,
+    "the all_reduce was not run: {count} of {world} ranks did not arrive earlier: {named}{note}", "{look_at}."};
+// {note}: ": " and why, or "".
+constexpr FindingSpec kNotRun = {"comm.allreduce/not-run", Status::Skip, "no all_reduce was run{note}", ""};
+// {who}: the ranks (the GPUs in the node profile); {errors}: " (what was wrong)", or "".
+#define PREFLIGHT_WRONG_RESULT                                                                         \
+  "the all_reduce result was wrong on {count} of {ranks} participants: {who}{errors} over {transport}"
+constexpr FindingSpec kWrongResultNccl = {
+    "comm.allreduce/wrong-result-nccl", Status::Fail, PREFLIGHT_WRONG_RESULT,
+    "Silent data corruption in the GPU path: rerun with NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, then "
+    "NCCL_IB_DISABLE=1 to find the transport that corrupts; check the GPUs named (`nvidia-smi -q -d ECC,ERRORS`, "
+    "`dmesg | grep -i xid`) and PCIe ACS (topo.pcie_acs); drain the node until it passes."};
+constexpr FindingSpec kWrongResultMpi = {
+    "comm.allreduce/wrong-result-mpi", Status::Fail, PREFLIGHT_WRONG_RESULT,
+    "MPI delivered wrong sums: check that every rank runs the same MPI build and the hosts named (memory errors: "
+    "`dmesg`, `edac-util`); drain the host until it passes."};
+#undef PREFLIGHT_WRONG_RESULT
+// {hung}: "; the helpers of GPUs 0–7 hung (8 of 8)…", or ""; {errors}: " (the helpers' errors)", or "".
+constexpr FindingSpec kNodeHang = {
+    "comm.allreduce/node-hang", Status::Fail,
+    "the NCCL all_reduce across the node's {ranks} GPUs (one contained helper per GPU) did not finish: stopped after "
+    "{time}{hung}{errors}",
+    "A collective that hangs between the GPUs of one node is almost always the peer path between them: see topo.p2p "
+    "(its real peer copies name the pair) and topo.pcie_acs (ACS or an IOMMU redirecting peer traffic); rerun with "
+    "NCCL_P2P_DISABLE=1 — if it then completes, P2P/NVLink between these GPUs is broken (`nvidia-smi topo -p2p rw`, "
+    "`nvidia-smi nvlink --status`, the fabric manager on NVSwitch systems); check `dmesg | grep -i -e xid -e nvrm` for "
+    "the GPUs named, and drain the node until it passes."};
+// The deadline passed in a job. {errors}: " (the errors)", or ""; {nccl_debug}: kNcclDebug over NCCL, or "".
+constexpr FindingSpec kExpiredUnnamed = {
+    "comm.allreduce/expired-unnamed", Status::Fail,
+    "the all_reduce did not complete within {waited} over {transport} (no rank was named as missing){errors}",
+    "See the errors in the detail.{nccl_debug}"};
+constexpr FindingSpec kFabric = {
+    "comm.allreduce/fabric", Status::Fail,
+    "the all_reduce did not complete within {waited} over {transport}: every rank reached it and is alive ({alive}): "
+    "the fabric between the ranks, not a stuck rank{errors}",
+    "The collective's transport does not carry data between these ranks: a firewall between the hosts or an interface "
+    "the others cannot route to.{nccl_debug}"};
+// {alive}: "; alive and waiting: …", or "".
+constexpr FindingSpec kExpired = {
+    "comm.allreduce/expired", Status::Fail,
+    "the all_reduce did not complete within {waited} over {transport}: {count} of {world} ranks did not finish: "
+    "{named}{alive}{errors}",
+    "{look_at}.{nccl_debug}"};
+// {error}: the errors quoted, or "no error message".
+constexpr FindingSpec kErrorNccl = {
+    "comm.allreduce/error-nccl", Status::Fail, "the all_reduce over {transport} failed: {error}",
+    "Fix the NCCL error quoted (an init failure is usually the network or the library: nccl.library, "
+    "env.nccl)." PREFLIGHT_NCCL_DEBUG};
+constexpr FindingSpec kErrorMpi = {"comm.allreduce/error-mpi", Status::Fail,
+                                   "the all_reduce over {transport} failed: {error}",
+                                   "Fix the MPI error quoted; check that every rank runs the same MPI build."};
+constexpr FindingSpec kBusbwUnmeasured = {
+    "comm.allreduce/busbw-unmeasured", Status::Unknown,
+    "the all_reduce was correct, but its bandwidth was not measured ({repeats} timed repeats): --min-busbw {floor} "
+    "GB/s cannot be judged",
+    "Give the run more time (--timeout) so the timed repeats can run."};
+// {command}: the nccl-tests command that measures what was measured here.
+constexpr FindingSpec kBusbwLow = {
+    "comm.allreduce/busbw-low", Status::Fail, "all_reduce busbw is below --min-busbw {floor} GB/s: " PREFLIGHT_MEASURED,
+    "Find the slow link: compare with nccl-tests at what was measured here, `{command}` (its busbw column is the "
+    "figure compared); rerun with NCCL_DEBUG=INFO and look for NET/Socket where IB was expected, P2P disabled "
+    "between GPUs (topo.p2p), PCIe ACS (topo.pcie_acs), or a NIC across the socket (net.gpu_nic_affinity)."};
+// {floor}: " (≥ --min-busbw 100 GB/s)", or ""; {mpi_note}: "; " and kMpiNote over MPI, or "".
+constexpr FindingSpec kCorrect = {
+    "comm.allreduce/correct", Status::Pass,
+    "the all_reduce was correct on every participant: " PREFLIGHT_MEASURED "{floor}{mpi_note}", ""};
+#undef PREFLIGHT_NCCL_DEBUG
+#undef PREFLIGHT_MEASURED
+
+constexpr std::array kFindings = {kNotGathered,    kMerged,          kNotConnected,    kMpiWorldOfOne, kNcclBlocked,
+                                  kRanksLost,      kRanksLostBefore, kRanksMissing,    kNotRun,        kWrongResultNccl,
+                                  kWrongResultMpi, kNodeHang,        kExpiredUnnamed,  kFabric,        kExpired,
+                                  kErrorNccl,      kErrorMpi,        kBusbwUnmeasured, kBusbwLow,      kCorrect};
 
 Verdict run(const CheckContext& ctx) {
   const JobFacts* job = ctx.job;
-  if (job == nullptr) return Verdict::skip("no all_reduce was run in this process (nothing was gathered)");
-  if (job->source == "merge") return Verdict::skip("the all_reduce runs only in a live job (these results were merged from files)");
+  if (job == nullptr) return Verdict::of(kNotGathered);
+  if (job->source == "merge") return Verdict::of(kMerged);
   const JobFacts& j = *job;
   const CommResult& c = j.allreduce;
   nlohmann::json ev = {{"bytes", c.bytes}, {"requested_bytes", ctx.options.allreduce_bytes_for(c.transport)},           {"ranks", c.ranks},           {"algbw_gbps", c.algbw_gbps},
@@ -134,28 +241,24 @@ Verdict run(const CheckContext& ctx) {
                                                                            : nlohmann::json(nullptr)}};
   const bool live_job = j.source == "mpi" && j.world_size > 1;
   // The ranks the launcher claims were never connected: one story with launch.ranks.
-  if (const std::optional<std::string> why = comm::unconnected(j)) {
-    return Verdict::unknown("the all_reduce was not run: " + *why, std::string(comm::kConnectRemedy), ev);
+  if (const std::optional<comm::Unconnected> u = comm::unconnected(j)) {
+    return Verdict::of(u->mpi_world_of_one ? kMpiWorldOfOne : kNotConnected, u->params, ev);
   }
 
   // The NCCL all_reduce the job needs could not run (GPUs exist but a rank has no GPU of its own, or
   // NCCL cannot be loaded): a failure with its reason, never a host-memory stand-in.
   if (c.blocked) {
-    return Verdict::fail(c.note.empty() ? std::string("the NCCL all_reduce could not run") : c.note,
-                         "Fix what is named first (launch.gpu_binding, gpu.count or nccl.library say how); the job's "
-                         "own first NCCL collective fails the same way.",
-                         ev)
+    const std::string reason = c.note.empty() ? std::string("the NCCL all_reduce could not run") : c.note;
+    return Verdict::of(kNcclBlocked, {{"reason", reason}}, ev)
         .because("launch.gpu_binding,nccl.library,driver.loaded");
   }
   const bool node_local = c.transport == "nccl" && !live_job;  // the node profile: one helper per local GPU
 
   if (const std::string lost = j.describe_lost(); live_job && !lost.empty() && !c.completed) {
     // Rank 0's liveness watch saw processes end (or a host stop answering): that is the story.
-    return Verdict::fail((c.attempted ? "the all_reduce over " + (c.transport.empty() ? std::string("?") : c.transport) +
-                                            " could not complete: "
-                                      : std::string("the all_reduce was not run: ")) +
-                             lost,
-                         comm::look_at_all(j, j.lost()) + ".", ev);
+    nlohmann::json params = {{"lost", lost}, {"look_at", comm::look_at_all(j, j.lost())}};
+    if (c.attempted) params["transport"] = transport_of(c);
+    return Verdict::of(c.attempted ? kRanksLost : kRanksLostBefore, std::move(params), ev);
   }
 
   if (!c.attempted) {
@@ -163,64 +266,65 @@ Verdict run(const CheckContext& ctx) {
     if (!missing.empty()) {
       const comm::Partition p = comm::partition(j, missing, Phase::Allreduce);
       const std::vector<int>& named = p.stuck.empty() ? missing : p.stuck;
-      return Verdict::fail("the all_reduce was not run: " + std::to_string(missing.size()) + " of " +
-                               std::to_string(j.world_size) + " ranks did not arrive earlier: " + comm::describe(j, named) +
-                               (c.note.empty() ? std::string() : " (" + c.note + ")"),
-                           comm::look_at_all(j, named) + ".", ev);
+      return Verdict::of(kRanksMissing,
+                         {{"count", missing.size()},
+                          {"world", j.world_size},
+                          {"named", comm::describe(j, named)},
+                          {"note", c.note.empty() ? std::string() : " (" + c.note + ")"},
+                          {"look_at", comm::look_at_all(j, named)}},
+                         ev);
     }
-    return Verdict::skip("no all_reduce was run" + (c.note.empty() ? std::string() : ": " + c.note), ev);
+    return Verdict::of(kNotRun, {{"note", c.note.empty() ? std::string() : ": " + c.note}}, ev);
   }
 
   if (!c.wrong.empty()) {
     std::vector<std::string> who;
     for (int r : c.wrong) who.push_back(c.transport == "nccl" && !live_job ? "GPU " + std::to_string(r) : j.describe_rank(r));
-    return Verdict::fail("the all_reduce result was wrong on " + std::to_string(c.wrong.size()) + " of " + std::to_string(c.ranks) +
-                             " participants: " + join(who, "; ") +
-                             (c.errors.empty() ? std::string() : " (" + join(c.errors, "; ") + ")") + " over " +
-                             (c.transport.empty() ? std::string("?") : c.transport),
-                         c.transport == "nccl"
-                             ? "Silent data corruption in the GPU path: rerun with NCCL_P2P_DISABLE=1, then NCCL_SHM_DISABLE=1, "
-                               "then NCCL_IB_DISABLE=1 to find the transport that corrupts; check the GPUs named (`nvidia-smi -q "
-                               "-d ECC,ERRORS`, `dmesg | grep -i xid`) and PCIe ACS (topo.pcie_acs); drain the node until it passes."
-                             : "MPI delivered wrong sums: check that every rank runs the same MPI build and the hosts named "
-                               "(memory errors: `dmesg`, `edac-util`); drain the host until it passes.",
-                         ev);
+    return Verdict::of(c.transport == "nccl" ? kWrongResultNccl : kWrongResultMpi,
+                       {{"count", c.wrong.size()},
+                        {"ranks", c.ranks},
+                        {"who", join(who, "; ")},
+                        {"errors", c.errors.empty() ? std::string() : " (" + join(c.errors, "; ") + ")"},
+                        {"transport", transport_of(c)}},
+                       ev);
   }
 
   if (c.expired && node_local) {
-    std::vector<int> hung = c.missing;
-    std::string summary = "the NCCL all_reduce across the node's " + std::to_string(c.ranks) + " GPUs (one contained " +
-                          "helper per GPU) did not finish: stopped after " + format_duration(c.seconds);
+    const std::vector<int>& hung = c.missing;
+    std::string hung_text;
     if (!hung.empty()) {
-      summary += "; the helper" + std::string(hung.size() == 1 ? " of " : "s of ") + gpu_list(hung) + " hung (" +
-                 std::to_string(hung.size()) + " of " + std::to_string(c.ranks) + ")";
-      if (static_cast<int>(hung.size()) == c.ranks) summary += ": every communicator was aborted after its deadline";
+      hung_text = "; the helper" + std::string(hung.size() == 1 ? " of " : "s of ") + gpu_list(hung) + " hung (" +
+                  std::to_string(hung.size()) + " of " + std::to_string(c.ranks) + ")";
+      if (static_cast<int>(hung.size()) == c.ranks) hung_text += ": every communicator was aborted after its deadline";
     }
-    if (!c.errors.empty()) summary += " (" + grouped_errors(c.errors, true) + ")";
-    return Verdict::fail(summary, std::string(kLocalHangRemedy), ev);
+    return Verdict::of(kNodeHang,
+                       {{"ranks", c.ranks},
+                        {"time", format_duration(c.seconds)},
+                        {"hung", hung_text},
+                        {"errors", c.errors.empty() ? std::string() : " (" + grouped_errors(c.errors, true) + ")"}},
+                       ev);
   }
 
   if (c.expired) {
     const comm::Partition p = comm::partition(j, c.missing, Phase::Allreduce);
-    const double waited_s = c.deadline_s > 0 ? c.deadline_s : c.seconds;
-    std::string summary = "the all_reduce did not complete within " + format_duration(waited_s) + " over " +
-                          (c.transport.empty() ? std::string("?") : c.transport);
-    std::string remedy;
+    nlohmann::json params = {{"waited", format_duration(c.deadline_s > 0 ? c.deadline_s : c.seconds)},
+                             {"transport", transport_of(c)},
+                             {"errors", c.errors.empty() ? std::string() : " (" + join(c.errors, "; ") + ")"},
+                             {"nccl_debug", c.transport == "nccl" ? std::string(kNcclDebug) : std::string()}};
+    const FindingSpec* spec = &kExpired;
     if (c.missing.empty()) {
-      summary += " (no rank was named as missing)";
-      remedy = "See the errors in the detail.";
+      spec = &kExpiredUnnamed;
     } else if (p.stuck.empty()) {
-      summary += ": every rank reached it and is alive (" + comm::describe(j, p.alive) +
-                 "): the fabric between the ranks, not a stuck rank";
-      remedy = "The collective's transport does not carry data between these ranks: a firewall between the hosts or an "
-               "interface the others cannot route to.";
+      spec = &kFabric;
+      params["alive"] = comm::describe(j, p.alive);
     } else {
-      summary += ": " + std::to_string(c.missing.size()) + " of " + std::to_string(j.world_size) + " ranks did not finish: " +
-                 comm::describe(j, p.stuck) + (p.alive.empty() ? std::string() : "; alive and waiting: " + comm::describe(j, p.alive));
-      remedy = comm::look_at_all(j, p.stuck) + ".";
+      params["count"] = c.missing.size();
+      params["world"] = j.world_size;
+      params["named"] = comm::describe(j, p.stuck);
+      params["alive"] = p.alive.empty() ? std::string() : "; alive and waiting: " + comm::describe(j, p.alive);
+      params["look_at"] = comm::look_at_all(j, p.stuck);
     }
-    if (!c.errors.empty()) summary += " (" + join(c.errors, "; ") + ")";
-    return Verdict::fail(summary, remedy + (c.transport == "nccl" ? std::string(kNcclDebug) : std::string()), ev)
+    return Verdict::of(*spec, std::move(params), ev)
         .because(p.stuck.empty() ? "net.socket_ifname,net.reachability" : "");
   }
 
@@ -232,13 +336,9 @@ Verdict run(const CheckContext& ctx) {
     // NCCL's SHM transport names its segment ("/dev/shm/nccl-…", "shared memory"): a full or
     // small /dev/shm explains it where shm.capacity finds fault with it.
     const bool shm = what.find("/dev/shm") != std::string::npos || what.find("shared memory") != std::string::npos;
-    return Verdict::fail("the all_reduce over " + (c.transport.empty() ? std::string("?") : c.transport) + " failed: " +
-                             (what.empty() ? std::string("no error message") : what),
-                         c.transport == "nccl"
-                             ? "Fix the NCCL error quoted (an init failure is usually the network or the library: "
-                               "nccl.library, env.nccl)." + std::string(kNcclDebug)
-                             : std::string("Fix the MPI error quoted; check that every rank runs the same MPI build."),
-                         ev)
+    const std::string error = what.empty() ? std::string("no error message") : what;
+    return Verdict::of(c.transport == "nccl" ? kErrorNccl : kErrorMpi, {{"transport", transport_of(c)}, {"error", error}},
+                       ev)
         .because(shm ? "shm.capacity" : "nccl.library,net.socket_ifname");
   }
 
@@ -261,23 +361,17 @@ Verdict run(const CheckContext& ctx) {
                          ev);
   }
   if (floor && (c.repeats <= 0 || !(c.busbw_gbps > 0))) {
-    return Verdict::unknown("the all_reduce was correct, but its bandwidth was not measured (" + std::to_string(c.repeats) +
-                                " timed repeats): --min-busbw " + general(*floor) + " GB/s cannot be judged",
-                            "Give the run more time (--timeout) so the timed repeats can run.", ev);
+    return Verdict::of(kBusbwUnmeasured, {{"repeats", c.repeats}, {"floor", general(*floor)}}, ev);
   }
+  nlohmann::json params = measured_params(c, ctx.options);
   if (floor && c.busbw_gbps < *floor) {
-    return Verdict::fail("all_reduce busbw is below --min-busbw " + general(*floor) + " GB/s: " +
-                             measured(c, ctx.options),
-                         "Find the slow link: compare with nccl-tests at what was measured here, `" +
-                             nccl_tests_command(c, node_local) +
-                             "` (its busbw column is the figure compared); rerun with NCCL_DEBUG=INFO and look for "
-                             "NET/Socket where IB was expected, P2P disabled between GPUs (topo.p2p), PCIe ACS "
-                             "(topo.pcie_acs), or a NIC across the socket (net.gpu_nic_affinity).",
-                         ev);
+    params["floor"] = general(*floor);
+    params["command"] = nccl_tests_command(c, node_local);
+    return Verdict::of(kBusbwLow, std::move(params), ev);
   }
-  return Verdict::pass("the all_reduce was correct on every participant: " + measured(c, ctx.options) +
-                           (floor ? " (≥ --min-busbw " + general(*floor) + " GB/s)" : std::string()) + mpi_note,
-                       ev);
+  params["floor"] = floor ? " (≥ --min-busbw " + general(*floor) + " GB/s)" : std::string();
+  params["mpi_note"] = mpi_note;
+  return Verdict::of(kCorrect, std::move(params), ev);
 }
 
 constexpr std::string_view kExplain = R"(What it reads
@@ -338,6 +432,8 @@ Fix
 
 extern const CheckSpec kCommAllreduce = {
     "comm.allreduce", Scope::Job, "an all_reduce of exact integers is correct on every rank and fast enough", kExplain,
-    kInNode | kInJob, "an image build has no job to check", &run, "allreduce", false, "launch.gpu_binding,nccl.library,driver.loaded,shm.capacity,net.socket_ifname,net.reachability"};
+    kInNode | kInJob, "an image build has no job to check", &run, "allreduce", false,
+    "launch.gpu_binding,nccl.library,driver.loaded,shm.capacity,net.socket_ifname,net.reachability", {}, nullptr,
+    kFindings};
 
 }  // namespace preflight

@@ -3,6 +3,7 @@
 // ranks that did not arrive are named with their host, pid and the last phase they reached: the
 // stuck ones (silent, or stopped before the barrier) first.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <string>
 #include <utility>
@@ -17,9 +18,68 @@ namespace {
 
 std::string secs(double s) { return format_duration(s); }
 
-constexpr std::string_view kRealJob =
-    " For the training job itself, run with NCCL_DEBUG=INFO (and TORCH_DISTRIBUTED_DEBUG=DETAIL) to see where it stops; "
-    "`py-spy dump --pid PID` on a hung Python rank shows its stack.";
+#define PREFLIGHT_REAL_JOB                                                                                       \
+  " For the training job itself, run with NCCL_DEBUG=INFO (and TORCH_DISTRIBUTED_DEBUG=DETAIL) to see where it " \
+  "stops; `py-spy dump --pid PID` on a hung Python rank shows its stack."
+
+constexpr FindingSpec kSingleProcess = {"comm.barrier/single-process", Status::Skip,
+                                        "a single process: there is no barrier between ranks to run", ""};
+constexpr FindingSpec kMerged = {"comm.barrier/merged", Status::Skip,
+                                 "the barrier runs only in a live job (these results were merged from files)", ""};
+constexpr FindingSpec kNotConnected = {"comm.barrier/not-connected", Status::Unknown,
+                                       "the barrier was not run: " PREFLIGHT_COMM_NOT_CONNECTED,
+                                       PREFLIGHT_COMM_CONNECT_FIX};
+constexpr FindingSpec kMpiWorldOfOne = {"comm.barrier/mpi-world-of-one", Status::Unknown,
+                                        "the barrier was not run: " PREFLIGHT_COMM_MPI_WORLD_OF_ONE,
+                                        PREFLIGHT_COMM_CONNECT_FIX};
+// {deadline}: " (deadline 10 s)", or "".
+constexpr FindingSpec kCompleted = {"comm.barrier/completed", Status::Pass,
+                                    "a barrier across {world} ranks completed in {time}{deadline}", ""};
+// {lost}: the hosts and ranks rank 0's liveness watch lost; {look_at}: what to look at on their hosts.
+constexpr FindingSpec kRanksLost = {"comm.barrier/ranks-lost", Status::Fail, "the barrier could not complete: {lost}",
+                                    "{look_at}."};
+constexpr FindingSpec kRanksLostBefore = {"comm.barrier/ranks-lost-before", Status::Fail,
+                                          "the barrier was not run: {lost}", "{look_at}."};
+// {note}: ": " and why, or "".
+constexpr FindingSpec kNotRun = {"comm.barrier/not-run", Status::Unknown, "the barrier was not run{note}",
+                                 "See the detail; rerun preflight under the same launcher as the job."};
+// {alive}: "; still alive: …", or ""; {note}: " (why)", or "".
+constexpr FindingSpec kRanksMissing = {
+    "comm.barrier/ranks-missing", Status::Fail,
+    "the barrier was not run: {count} of {world} ranks did not arrive earlier: {named}{alive}{note}",
+    "{look_at}." PREFLIGHT_REAL_JOB};
+// {heard}: " (last heard: gpu-b 900 ms ago, …)", or "".
+constexpr FindingSpec kInterrupted = {
+    "comm.barrier/interrupted", Status::Fail,
+    "the barrier was interrupted after {time}: the launcher ended the job, which it does when a rank or its host dies; "
+    "every rank had arrived{heard}",
+    "Read the launcher's message next to this report (mpirun: \"ORTE has lost communication with a remote daemon\" or "
+    "\"exited on signal 9\"; srun: \"task N: Killed\"): it names the rank or host that died; on that host, "
+    "`dmesg | grep -iE 'oom|killed process'` and the node's health (a reboot, a network link "
+    "down)." PREFLIGHT_REAL_JOB};
+// {waiting}: " (waiting: …)", or "".
+constexpr FindingSpec kFabric = {
+    "comm.barrier/fabric", Status::Fail,
+    "the barrier did not complete within {waited}, yet every rank arrived and is alive{waiting}: the fabric between "
+    "ranks (MPI's transport), not a stuck rank",
+    "Check the network MPI uses between the hosts: a firewall between them, or MPI choosing an interface the others "
+    "cannot route to (Open MPI: `--mca btl_tcp_if_include <if>` / `--mca oob_tcp_if_include <if>`, UCX: "
+    "`UCX_NET_DEVICES`); rerun with `--mca btl_base_verbose 100`." PREFLIGHT_REAL_JOB};
+// {alive}: "; alive and waiting: …", or "".
+constexpr FindingSpec kExpired = {
+    "comm.barrier/expired", Status::Fail,
+    "the barrier did not complete within {waited}: {count} of {world} ranks did not arrive: {named}{alive}",
+    "{look_at}." PREFLIGHT_REAL_JOB};
+// {error}: ": " and MPI's error, or " without an error message"; {missing}: " (did not arrive: …)", or "".
+constexpr FindingSpec kError = {
+    "comm.barrier/error", Status::Fail, "the barrier across {world} ranks failed{error}{missing}",
+    "The MPI library reported the error above: check that every rank runs the same MPI build and that the hosts "
+    "reach each other on the network MPI uses (rerun with `--mca btl_base_verbose 100`)." PREFLIGHT_REAL_JOB};
+#undef PREFLIGHT_REAL_JOB
+
+constexpr std::array kFindings = {kSingleProcess, kMerged,          kNotConnected, kMpiWorldOfOne, kCompleted,
+                                  kRanksLost,     kRanksLostBefore, kNotRun,       kRanksMissing,  kInterrupted,
+                                  kFabric,        kExpired,         kError};
 
 nlohmann::json ranks_json(const JobFacts& j, const std::vector<int>& ranks) {
   nlohmann::json out = nlohmann::json::array();
@@ -39,28 +99,25 @@ nlohmann::json ranks_json(const JobFacts& j, const std::vector<int>& ranks) {
 
 Verdict run(const CheckContext& ctx) {
   const JobFacts* job = ctx.job;
-  if (job == nullptr || (job->source == "none" && job->world_size <= 1)) {
-    return Verdict::skip("a single process: there is no barrier between ranks to run");
-  }
-  if (job->source == "merge") {
-    return Verdict::skip("the barrier runs only in a live job (these results were merged from files)");
-  }
+  if (job == nullptr || (job->source == "none" && job->world_size <= 1)) return Verdict::of(kSingleProcess);
+  if (job->source == "merge") return Verdict::of(kMerged);
   const JobFacts& j = *job;
   const CommResult& c = j.barrier;
   nlohmann::json ev = {{"transport", c.transport}, {"attempted", c.attempted}, {"completed", c.completed},
                        {"expired", c.expired},     {"seconds", c.seconds},     {"deadline_s", c.deadline_s},
                        {"world_size", j.world_size}};
   if (!c.note.empty()) ev["note"] = c.note;
-  const std::string world = std::to_string(j.world_size) + " ranks";
   // The ranks the launcher claims were never connected: one story with launch.ranks, not "no launcher".
-  if (const std::optional<std::string> why = comm::unconnected(j)) {
-    return Verdict::unknown("the barrier was not run: " + *why, std::string(comm::kConnectRemedy), std::move(ev));
+  if (const std::optional<comm::Unconnected> u = comm::unconnected(j)) {
+    return Verdict::of(u->mpi_world_of_one ? kMpiWorldOfOne : kNotConnected, u->params, std::move(ev));
   }
 
   if (c.attempted && c.completed) {
-    return Verdict::pass("a barrier across " + world + " completed in " + secs(c.seconds) +
-                             (c.deadline_s > 0 ? " (deadline " + secs(c.deadline_s) + ")" : std::string()),
-                         std::move(ev));
+    return Verdict::of(kCompleted,
+                       {{"world", j.world_size},
+                        {"time", secs(c.seconds)},
+                        {"deadline", c.deadline_s > 0 ? " (deadline " + secs(c.deadline_s) + ")" : std::string()}},
+                       std::move(ev));
   }
 
   // The ranks that did not arrive: those the barrier names, else those that never delivered.
@@ -72,25 +129,28 @@ Verdict run(const CheckContext& ctx) {
 
   if (const std::string lost = j.describe_lost(); !lost.empty()) {
     // Rank 0's liveness watch saw processes end (or a host stop answering): that is the story.
-    return Verdict::fail((c.attempted ? "the barrier could not complete: " : "the barrier was not run: ") + lost,
-                         comm::look_at_all(j, j.lost()) + ".", std::move(ev));
+    return Verdict::of(c.attempted ? kRanksLost : kRanksLostBefore,
+                       {{"lost", lost}, {"look_at", comm::look_at_all(j, j.lost())}}, std::move(ev));
   }
 
   if (!c.attempted) {
     if (missing.empty()) {
-      return Verdict::unknown("the barrier was not run" + (c.note.empty() ? std::string() : ": " + c.note),
-                              "See the detail; rerun preflight under the same launcher as the job.", std::move(ev));
+      return Verdict::of(kNotRun, {{"note", c.note.empty() ? std::string() : ": " + c.note}}, std::move(ev));
     }
-    return Verdict::fail("the barrier was not run: " + std::to_string(missing.size()) + " of " + world +
-                             " did not arrive earlier: " + comm::describe(j, p.stuck.empty() ? missing : p.stuck) +
-                             (p.stuck.empty() || p.alive.empty() ? std::string() : "; still alive: " + comm::describe(j, p.alive)) +
-                             (c.note.empty() ? std::string() : " (" + c.note + ")"),
-                         comm::look_at_all(j, p.stuck.empty() ? missing : p.stuck) + "." + std::string(kRealJob),
-                         std::move(ev));
+    const std::vector<int>& named = p.stuck.empty() ? missing : p.stuck;
+    return Verdict::of(
+        kRanksMissing,
+        {{"count", missing.size()},
+         {"world", j.world_size},
+         {"named", comm::describe(j, named)},
+         {"alive", p.stuck.empty() || p.alive.empty() ? std::string() : "; still alive: " + comm::describe(j, p.alive)},
+         {"note", c.note.empty() ? std::string() : " (" + c.note + ")"},
+         {"look_at", comm::look_at_all(j, named)}},
+        std::move(ev));
   }
 
   if (c.expired) {
-    const std::string head = "the barrier did not complete within " + secs(c.deadline_s > 0 ? c.deadline_s : c.seconds);
+    const std::string waited = secs(c.deadline_s > 0 ? c.deadline_s : c.seconds);
     if (p.stuck.empty() && c.interrupted) {
       // The launcher ended the job before the deadline: a rank, or its whole host, died. The ranks
       // were heard from too recently to tell which; the launcher's own message names it.
@@ -104,39 +164,36 @@ Verdict run(const CheckContext& ctx) {
       std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
       std::string heard;
       for (const auto& [host, s] : order) heard += (heard.empty() ? "" : ", ") + host + " " + secs(s) + " ago";
-      return Verdict::fail("the barrier was interrupted after " + secs(c.seconds) +
-                               ": the launcher ended the job, which it does when a rank or its host dies; "
-                               "every rank had arrived" + (heard.empty() ? std::string() : " (last heard: " + heard + ")"),
-                           "Read the launcher's message next to this report (mpirun: \"ORTE has lost communication "
-                           "with a remote daemon\" or \"exited on signal 9\"; srun: \"task N: Killed\"): it names the "
-                           "rank or host that died; on that host, `dmesg | grep -iE 'oom|killed process'` and the "
-                           "node's health (a reboot, a network link down)." + std::string(kRealJob),
-                           std::move(ev));
+      return Verdict::of(kInterrupted,
+                         {{"time", secs(c.seconds)},
+                          {"heard", heard.empty() ? std::string() : " (last heard: " + heard + ")"}},
+                         std::move(ev));
     }
     if (p.stuck.empty()) {
       // Every rank reached the barrier and is still alive: the ranks are fine, the messages are not.
-      return Verdict::fail(head + ", yet every rank arrived and is alive" +
-                               (p.alive.empty() ? std::string() : " (waiting: " + comm::describe(j, p.alive) + ")") +
-                               ": the fabric between ranks (MPI's transport), not a stuck rank",
-                           "Check the network MPI uses between the hosts: a firewall between them, or MPI choosing an "
-                           "interface the others cannot route to (Open MPI: `--mca btl_tcp_if_include <if>` / "
-                           "`--mca oob_tcp_if_include <if>`, UCX: `UCX_NET_DEVICES`); rerun with `--mca btl_base_verbose 100`." +
-                               std::string(kRealJob),
-                           std::move(ev));
+      return Verdict::of(
+          kFabric,
+          {{"waited", waited},
+           {"waiting", p.alive.empty() ? std::string() : " (waiting: " + comm::describe(j, p.alive) + ")"}},
+          std::move(ev));
     }
-    return Verdict::fail(head + ": " + std::to_string(missing.size()) + " of " + world + " did not arrive: " +
-                             comm::describe(j, p.stuck) +
-                             (p.alive.empty() ? std::string() : "; alive and waiting: " + comm::describe(j, p.alive)),
-                         comm::look_at_all(j, p.stuck) + "." + std::string(kRealJob), std::move(ev));
+    return Verdict::of(kExpired,
+                       {{"waited", waited},
+                        {"count", missing.size()},
+                        {"world", j.world_size},
+                        {"named", comm::describe(j, p.stuck)},
+                        {"alive", p.alive.empty() ? std::string() : "; alive and waiting: " + comm::describe(j, p.alive)},
+                        {"look_at", comm::look_at_all(j, p.stuck)}},
+                       std::move(ev));
   }
 
   // Attempted, neither completed nor expired: the barrier call itself failed.
-  return Verdict::fail("the barrier across " + world + " failed" + (c.note.empty() ? std::string(" without an error message") : ": " + c.note) +
-                           (missing.empty() ? std::string() : " (did not arrive: " + comm::describe(j, missing) + ")"),
-                       "The MPI library reported the error above: check that every rank runs the same MPI build and that "
-                       "the hosts reach each other on the network MPI uses (rerun with `--mca btl_base_verbose 100`)." +
-                           std::string(kRealJob),
-                       std::move(ev));
+  return Verdict::of(
+      kError,
+      {{"world", j.world_size},
+       {"error", c.note.empty() ? std::string(" without an error message") : ": " + c.note},
+       {"missing", missing.empty() ? std::string() : " (did not arrive: " + comm::describe(j, missing) + ")"}},
+      std::move(ev));
 }
 
 constexpr std::string_view kExplain = R"(What it reads
@@ -179,6 +236,6 @@ Fix
 
 extern const CheckSpec kCommBarrier = {
     "comm.barrier", Scope::Job, "a barrier across all ranks completes within its deadline", kExplain,
-    kInJob, "an image build has no job to check", &run, "barrier"};
+    kInJob, "an image build has no job to check", &run, "barrier", false, {}, {}, nullptr, kFindings};
 
 }  // namespace preflight

@@ -4,10 +4,11 @@
 // look at on the host of a stuck rank.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
-#include <optional>
+#include <nlohmann/json.hpp>
 
 #include "core/job.hpp"
 #include "core/launch.hpp"
@@ -97,28 +98,37 @@ inline std::string look_at_all(const JobFacts& j, const std::vector<int>& ranks,
 
 /// The launcher claims more ranks than preflight could connect (srun without --mpi=pmix, an mpirun of
 /// another MPI than preflight's): the story launch.ranks tells, for the collectives that could not run.
-inline std::optional<std::string> unconnected(const JobFacts& j) {
+/// The two ways it happens, as message templates over unconnected()'s parameters.
+#define PREFLIGHT_COMM_NOT_CONNECTED                                                                           \
+  "the launcher ({launcher}) claims {world} ranks, but preflight ran as a single process: its ranks were not " \
+  "connected to each other (e.g. srun without --mpi=pmix); see launch.ranks"
+#define PREFLIGHT_COMM_MPI_WORLD_OF_ONE                                                                           \
+  "MPI started as a world of 1 while {variable}={size} ({launcher}): the ranks were not connected to each other " \
+  "(e.g. srun without --mpi=pmix); see launch.ranks"
+#define PREFLIGHT_COMM_CONNECT_FIX                                                                               \
+  "Start preflight so its ranks connect: `srun --mpi=pmix …` (see `srun --mpi=list`), or the mpirun of the MPI " \
+  "preflight was built with."
+
+struct Unconnected {
+  bool mpi_world_of_one = false;  // PREFLIGHT_COMM_MPI_WORLD_OF_ONE, else PREFLIGHT_COMM_NOT_CONNECTED
+  nlohmann::json params;          // the template's parameters
+};
+
+inline std::optional<Unconnected> unconnected(const JobFacts& j) {
   if (j.ranks.empty()) return std::nullopt;
   const RankFacts& lead = j.ranks.front();
   if (j.source == "none" && j.world_size > 1) {
-    return "the launcher (" + (lead.placement.launcher.empty() ? std::string("?") : lead.placement.launcher) +
-           ") claims " + std::to_string(j.world_size) +
-           " ranks, but preflight ran as a single process: its ranks were not connected to each other (e.g. srun "
-           "without --mpi=pmix); see launch.ranks";
+    const std::string launcher = lead.placement.launcher.empty() ? std::string("?") : lead.placement.launcher;
+    return Unconnected{false, {{"launcher", launcher}, {"world", j.world_size}}};
   }
   if (j.source == "mpi" && j.world_size == 1) {
     const LaunchView view = detect_launchers(lead.env);
     if (const LauncherClaim* active = view.active(); active != nullptr && active->size && active->size->value > 1) {
-      return "MPI started as a world of 1 while " + active->size->variable + "=" + std::to_string(active->size->value) +
-             " (" + active->launcher + "): the ranks were not connected to each other (e.g. srun without --mpi=pmix); "
-             "see launch.ranks";
+      return Unconnected{
+          true, {{"variable", active->size->variable}, {"size", active->size->value}, {"launcher", active->launcher}}};
     }
   }
   return std::nullopt;
 }
-
-inline constexpr std::string_view kConnectRemedy =
-    "Start preflight so its ranks connect: `srun --mpi=pmix …` (see `srun --mpi=list`), or the mpirun of the MPI "
-    "preflight was built with.";
 
 }  // namespace preflight::comm

@@ -2,6 +2,7 @@
 // cuda.arch: each GPU's compute capability vs each CUDA runtime's supported range, the driver
 // branch's supported architectures, and the framework's compiled architectures.
 #include <algorithm>
+#include <array>
 
 #include "checks/check.hpp"
 #include "checks/cuda_compat.hpp"
@@ -11,7 +12,87 @@ namespace preflight {
 namespace {
 
 /// The verb for a GPU label: "GPU 0 (…) is", "GPUs 0–7 (…) are" (the same model grouped).
-std::string is_are(const std::string& label) { return label.starts_with("GPUs ") ? " are" : " is"; }
+std::string is_are(const std::string& label) { return label.starts_with("GPUs ") ? "are" : "is"; }
+
+// {gpu} is a GPU's label ("GPU 0 (Tesla V100-SXM2-16GB, CC 7.0)", "GPUs 0–7 (…)", "target GPU CC 9.0
+// (Hopper)") and {is} its verb ("is", "are"); {cuda} a CUDA in use ("CUDA 13.0 (torch 2.9.0+cu130)"),
+// {range} the compute capabilities it supports; {driver} the driver's label.
+constexpr FindingSpec kCpuOnlyImage = {"cuda.arch/cpu-only-image", Status::Skip,
+                                       "a CPU-only image (--target-gpu none): no GPU architecture to judge", ""};
+constexpr FindingSpec kNoTargetGpu = {"cuda.arch/no-target-gpu", Status::Unknown,
+                                      "no GPU compute capability to judge: {why}",
+                                      "Pass --target-gpu CC[,CC] (the fleet's GPUs, e.g. --target-gpu 9.0)."};
+constexpr FindingSpec kNoGpuList = {"cuda.arch/no-gpu-list", Status::Unknown,
+                                    "no GPU compute capability to judge: {why}",
+                                    "Make the GPUs visible to the job (see driver.loaded and gpu.count), then rerun."};
+constexpr FindingSpec kNoGpu = {
+    "cuda.arch/no-gpu", Status::Unknown,
+    "the driver reports no GPU: no compute capability to judge (gpu.count reports it)",
+    "Make the GPUs visible to the job (CUDA_VISIBLE_DEVICES, container --gpus), then rerun."};
+// {fix}: DriverView::missing_remedy().
+constexpr FindingSpec kDriverNewerThanMatrix = {"cuda.arch/driver-newer-than-matrix", Status::Unknown,
+                                                "cannot tell which GPU architectures {driver} supports: {why}",
+                                                "{fix}"};
+constexpr FindingSpec kNoTargetDriver = {
+    "cuda.arch/no-target-driver", Status::Unknown,
+    "whether the fleet's driver supports the target GPUs' architectures is not judged: {why}", "{fix}"};
+constexpr FindingSpec kTargetGpuInvalid = {"cuda.arch/target-gpu-invalid", Status::Unknown,
+                                           "{gpu}: {its} compute capability could not be read",
+                                           "Give --target-gpu as major.minor, e.g. 9.0."};
+constexpr FindingSpec kCcUnreadable = {"cuda.arch/cc-unreadable", Status::Unknown,
+                                       "{gpu}: {its} compute capability could not be read",
+                                       "Check the GPU with nvidia-smi; rerun."};
+constexpr FindingSpec kDroppedByDriver = {
+    "cuda.arch/dropped-by-driver", Status::Fail,
+    "{gpu} ({arch}) {is} not supported by {driver}: R{last_branch} is the last driver branch for {arch}",
+    "Use a driver of branch R{last_branch} or older{last_build}, or newer GPUs."};
+constexpr FindingSpec kDriverPredatesGpu = {
+    "cuda.arch/driver-predates-gpu", Status::Fail,
+    "{gpu} {is} not supported by {driver}: {arch} CC {cc} needs driver branch {first_branch}{first_cuda} or newer, the "
+    "first that supports it; the driver does not initialise the GPU (no CUDA device)",
+    "Install a driver of branch {first_branch} or newer on the nodes with these GPUs{image_note}{blackwell_note}."};
+constexpr FindingSpec kGpuNotInMatrix = {
+    "cuda.arch/gpu-not-in-matrix", Status::Unknown,
+    "{gpu} {is} not in matrix/gpu_arch.tsv: which driver branch supports it is unknown",
+    "Check the compute capability given to --target-gpu, or pass --matrix DIR with a gpu_arch.tsv row for CC {cc}."};
+constexpr FindingSpec kCudaNotInTable = {
+    "cuda.arch/cuda-not-in-table", Status::Unknown, "{cuda} is not in the compute-capability table: cannot judge {gpu}",
+    "Check the version read, or run with --matrix DIR holding a newer cuda_compute_capability.tsv."};
+#define PREFLIGHT_TOO_OLD \
+  "{gpu} {is} not supported by {cuda} (CC {range}): no kernels can run on it (cudaErrorNoKernelImageForDevice, 209)"
+constexpr FindingSpec kGpuTooOldForCuda = {
+    "cuda.arch/gpu-too-old-for-cuda", Status::Fail, PREFLIGHT_TOO_OLD,
+    "Use a build for CUDA ≤ {last_cuda} (a CUDA {last_major}.x build supports CC {last_range}), or newer GPUs (CC ≥ "
+    "{min_cc})."};
+constexpr FindingSpec kGpuTooOldForAnyCuda = {
+    "cuda.arch/gpu-too-old-for-any-cuda", Status::Fail, PREFLIGHT_TOO_OLD,
+    "Use newer GPUs (CC ≥ {min_cc}): no CUDA in the matrix supports CC {cc}."};
+#undef PREFLIGHT_TOO_OLD
+constexpr FindingSpec kGpuNewerThanCuda = {
+    "cuda.arch/gpu-newer-than-cuda", Status::Warn,
+    "{gpu} {is} newer than {cuda} knows (CC {range}): only kernels shipped as PTX run, JIT-compiled at start-up",
+    "Use a build for {needed}{arch_note}."};
+// {framework}: "torch 2.9.0+cu130"; {sm}: "sm_90"; {arch_list}: its compiled architectures.
+constexpr FindingSpec kFrameworkPtxOnly = {
+    "cuda.arch/framework-ptx-only", Status::Warn,
+    "{framework} has no {sm} SASS for {gpu}, only PTX (arch list: {arch_list}): every kernel is JIT-compiled at first "
+    "start (minutes), and it fails under minor-version compatibility (no PTX JIT)",
+    "Use a build compiled for {sm} (e.g. TORCH_CUDA_ARCH_LIST=\"{cc}\" for a source build)."};
+constexpr FindingSpec kFrameworkNoKernels = {
+    "cuda.arch/framework-no-kernels", Status::Fail,
+    "{framework} has no kernels for {gpu}: arch list {arch_list} has no {sm} SASS and no PTX ≤ {compute} "
+    "(cudaErrorNoKernelImageForDevice, 209)",
+    "Use a build compiled for {sm}{wheel_note}, or build from source with TORCH_CUDA_ARCH_LIST=\"{cc}\"."};
+constexpr FindingSpec kNothingToJudge = {
+    "cuda.arch/nothing-to-judge", Status::Skip,
+    "no CUDA runtime or framework found to judge the GPUs' compute capabilities against (cuda.runtime reports it)", ""};
+
+constexpr std::array kFindings = {kCpuOnlyImage,          kNoTargetGpu,           kNoGpuList,
+                                  kNoGpu,                 kDriverNewerThanMatrix, kNoTargetDriver,
+                                  kTargetGpuInvalid,      kCcUnreadable,          kDroppedByDriver,
+                                  kDriverPredatesGpu,     kGpuNotInMatrix,        kCudaNotInTable,
+                                  kGpuTooOldForCuda,      kGpuTooOldForAnyCuda,   kGpuNewerThanCuda,
+                                  kFrameworkPtxOnly,      kFrameworkNoKernels,    kNothingToJudge};
 
 struct CudaInUse {
   Version cuda;       // major.minor
@@ -65,38 +146,32 @@ Verdict run(const CheckContext& ctx) {
   for (const CudaInUse& c : cudas) cuda_list.push_back(c.label);
   b.evidence()["cuda"] = std::move(cuda_list);
 
-  if (gpus.cpu_only) {
-    return Verdict::skip("a CPU-only image (--target-gpu none): no GPU architecture to judge", b.evidence());
-  }
+  if (gpus.cpu_only) return Verdict::of(kCpuOnlyImage, nlohmann::json::object(), b.evidence());
   if (!gpus.known) {
-    return Verdict::unknown("no GPU compute capability to judge: " + gpus.why,
-                            driver.image ? "Pass --target-gpu CC[,CC] (the fleet's GPUs, e.g. --target-gpu 9.0)."
-                                         : "Make the GPUs visible to the job (see driver.loaded and gpu.count), then rerun.",
-                            b.evidence())
+    return Verdict::of(driver.image ? kNoTargetGpu : kNoGpuList, {{"why", gpus.why}}, b.evidence())
         .because(driver.missing ? "driver.loaded" : "");
   }
-  if (gpus.gpus.empty()) {
-    return Verdict::unknown("the driver reports no GPU: no compute capability to judge (gpu.count reports it)",
-                            "Make the GPUs visible to the job (CUDA_VISIBLE_DEVICES, container --gpus), then rerun.",
-                            b.evidence());
-  }
+  if (gpus.gpus.empty()) return Verdict::of(kNoGpu, nlohmann::json::object(), b.evidence());
 
   bool judged_something = false;
   // A driver newer than the matrix: which architectures it supports is not known (never guessed).
   if (driver.newer_than_matrix) {
     judged_something = true;
-    b.add(Status::Unknown, "cannot tell which GPU architectures " + driver.label() + " supports: " + driver.why,
-          driver.missing_remedy());
+    b.add(kDriverNewerThanMatrix, {{"driver", driver.label()}, {"why", driver.why}, {"fix", driver.missing_remedy()}});
   } else if (driver.image && !driver.version) {
     judged_something = true;
-    b.add(Status::Unknown,
-          "whether the fleet's driver supports the target GPUs' architectures is not judged: " + driver.why,
-          driver.missing_remedy());
+    b.add(kNoTargetDriver, {{"why", driver.why}, {"fix", driver.missing_remedy()}});
   }
   for (const GpuView& g : gpus.gpus) {
+    const nlohmann::json gpu = {{"gpu", g.label}, {"is", is_are(g.label)}};
+    const auto with = [&gpu](nlohmann::json more) {
+      nlohmann::json p = gpu;
+      p.update(more);
+      return p;
+    };
     if (!g.cc) {
-      b.add(Status::Unknown, g.label + (g.label.starts_with("GPUs ") ? ": their" : ": its") + " compute capability could not be read",
-            driver.image ? "Give --target-gpu as major.minor, e.g. 9.0." : "Check the GPU with nvidia-smi; rerun.");
+      b.add(driver.image ? kTargetGpuInvalid : kCcUnreadable,
+            {{"gpu", g.label}, {"its", g.label.starts_with("GPUs ") ? "their" : "its"}});
       continue;
     }
     const Version& cc = *g.cc;
@@ -105,12 +180,13 @@ Verdict run(const CheckContext& ctx) {
     // The driver branch dropped the architecture (Volta/Pascal/Maxwell after R580, Kepler after R470).
     if (arch != nullptr && arch->last_driver_branch && driver.version && driver.version->major() > *arch->last_driver_branch) {
       judged_something = true;
-      b.add(Status::Fail,
-            g.label + " (" + arch->arch + ")" + is_are(g.label) + " not supported by " + driver.label() + ": R" +
-                std::to_string(*arch->last_driver_branch) + " is the last driver branch for " + arch->arch,
-            "Use a driver of branch R" + std::to_string(*arch->last_driver_branch) + " or older" +
-                (arch->last_cuda_major ? " with a CUDA " + std::to_string(*arch->last_cuda_major) + ".x build" : std::string()) +
-                ", or newer GPUs.");
+      b.add(kDroppedByDriver,
+            with({{"arch", arch->arch},
+                  {"driver", driver.label()},
+                  {"last_branch", *arch->last_driver_branch},
+                  {"last_build", arch->last_cuda_major
+                                     ? " with a CUDA " + std::to_string(*arch->last_cuda_major) + ".x build"
+                                     : std::string()}}));
     }
 
     // The driver branch predates the architecture (Blackwell on R535/R550): the driver does not
@@ -118,52 +194,48 @@ Verdict run(const CheckContext& ctx) {
     if (arch != nullptr && arch->first_driver_branch && driver.version &&
         driver.version->major() < *arch->first_driver_branch) {
       judged_something = true;
-      const std::string first = "R" + std::to_string(*arch->first_driver_branch);
-      const std::string first_cuda = arch->first_cuda ? " (CUDA " + arch->first_cuda->str() + ")" : std::string();
-      b.add(Status::Fail,
-            g.label + is_are(g.label) + " not supported by " + driver.label() + ": " + arch->arch + " CC " + cc.str() +
-                " needs driver branch " + first + first_cuda + " or newer, the first that supports it; the driver "
-                "does not initialise the GPU (no CUDA device)",
-            "Install a driver of branch " + first + " or newer on the nodes with these GPUs" +
-                (driver.image ? " (and judge the image with that --target-driver)" : std::string()) +
-                (arch->arch == "Blackwell" ? "; Blackwell needs the open GPU kernel modules" : std::string()) + ".");
+      b.add(kDriverPredatesGpu,
+            with({{"driver", driver.label()},
+                  {"arch", arch->arch},
+                  {"cc", cc.str()},
+                  {"first_branch", "R" + std::to_string(*arch->first_driver_branch)},
+                  {"first_cuda", arch->first_cuda ? " (CUDA " + arch->first_cuda->str() + ")" : std::string()},
+                  {"image_note", driver.image ? " (and judge the image with that --target-driver)" : std::string()},
+                  {"blackwell_note",
+                   arch->arch == "Blackwell" ? "; Blackwell needs the open GPU kernel modules" : std::string()}}));
     } else if (arch == nullptr && driver.image && driver.version) {
       judged_something = true;
-      b.add(Status::Unknown,
-            g.label + is_are(g.label) + " not in matrix/gpu_arch.tsv: which driver branch supports it is unknown",
-            "Check the compute capability given to --target-gpu, or pass --matrix DIR with a gpu_arch.tsv row for CC " +
-                cc.str() + ".");
+      b.add(kGpuNotInMatrix, with({{"cc", cc.str()}}));
     }
 
     for (const CudaInUse& c : cudas) {
       judged_something = true;
       const CcRangeRow* range = m.cc_range_for(c.cuda);
       if (range == nullptr) {
-        b.add(Status::Unknown, c.label + " is not in the compute-capability table: cannot judge " + g.label,
-              "Check the version read, or run with --matrix DIR holding a newer cuda_compute_capability.tsv.");
+        b.add(kCudaNotInTable, with({{"cuda", c.label}}));
         continue;
       }
+      const nlohmann::json judged = with({{"cuda", c.label}, {"range", cc_range_text(*range)}});
+      const auto and_with = [&judged](nlohmann::json more) {
+        nlohmann::json p = judged;
+        p.update(more);
+        return p;
+      };
       if (cc < range->min_cc) {
-        const CcRangeRow* ok = newest_range_with(m, cc);
-        std::string fix;
-        if (ok != nullptr) {
+        if (const CcRangeRow* ok = newest_range_with(m, cc)) {
           const Version last = ok->cuda_to ? *ok->cuda_to : ok->cuda_from;
-          fix = "Use a build for CUDA ≤ " + last.str() + " (a CUDA " + std::to_string(last.major()) + ".x build supports CC " +
-                cc_range_text(*ok) + "), or newer GPUs (CC ≥ " + range->min_cc.str() + ").";
+          b.add(kGpuTooOldForCuda, and_with({{"last_cuda", last.str()},
+                                             {"last_major", last.major()},
+                                             {"last_range", cc_range_text(*ok)},
+                                             {"min_cc", range->min_cc.str()}}));
         } else {
-          fix = "Use newer GPUs (CC ≥ " + range->min_cc.str() + "): no CUDA in the matrix supports CC " + cc.str() + ".";
+          b.add(kGpuTooOldForAnyCuda, and_with({{"min_cc", range->min_cc.str()}, {"cc", cc.str()}}));
         }
-        b.add(Status::Fail,
-              g.label + is_are(g.label) + " not supported by " + c.label + " (CC " + cc_range_text(*range) +
-                  "): no kernels can run on it (cudaErrorNoKernelImageForDevice, 209)",
-              fix);
       } else if (range->max_cc < cc) {
-        const std::string first =
-            arch != nullptr && arch->first_cuda ? "CUDA ≥ " + arch->first_cuda->str() : "a newer CUDA";
-        b.add(Status::Warn,
-              g.label + is_are(g.label) + " newer than " + c.label + " knows (CC " + cc_range_text(*range) +
-                  "): only kernels shipped as PTX run, JIT-compiled at start-up",
-              "Use a build for " + first + (arch != nullptr ? " (the first CUDA for " + arch->arch + ")" : std::string()) + ".");
+        b.add(kGpuNewerThanCuda,
+              and_with({{"needed", arch != nullptr && arch->first_cuda ? "CUDA ≥ " + arch->first_cuda->str()
+                                                                        : std::string("a newer CUDA")},
+                        {"arch_note", arch != nullptr ? " (the first CUDA for " + arch->arch + ")" : std::string()}}));
       } else {
         b.note(c.label + " supports " + g.label + " (CC " + cc_range_text(*range) + ")");
       }
@@ -174,26 +246,22 @@ Verdict run(const CheckContext& ctx) {
       judged_something = true;
       const std::string fw_label = fw.name + " " + fw.version;
       const std::string list = join(fw.arch_list, " ");
+      const nlohmann::json built =
+          with({{"framework", fw_label}, {"sm", sm_of(cc)}, {"arch_list", list}, {"cc", cc.str()}});
       switch (match_arch(fw.arch_list, cc)) {
         case ArchMatch::Sass:
           b.note(fw_label + " has SASS for " + g.label);
           break;
         case ArchMatch::PtxOnly:
-          b.add(Status::Warn,
-                fw_label + " has no " + sm_of(cc) + " SASS for " + g.label + ", only PTX (arch list: " + list +
-                    "): every kernel is JIT-compiled at first start (minutes), and it fails under minor-version "
-                    "compatibility (no PTX JIT)",
-                "Use a build compiled for " + sm_of(cc) + " (e.g. TORCH_CUDA_ARCH_LIST=\"" + cc.str() + "\" for a source build).");
+          b.add(kFrameworkPtxOnly, built);
           break;
-        case ArchMatch::None:
-          b.add(Status::Fail,
-                fw_label + " has no kernels for " + g.label + ": arch list " + list + " has no " + sm_of(cc) +
-                    " SASS and no PTX ≤ compute_" + std::to_string(cc.major()) + std::to_string(cc.minor()) +
-                    " (cudaErrorNoKernelImageForDevice, 209)",
-                "Use a build compiled for " + sm_of(cc) +
-                    (cc.major() < 8 ? " (e.g. a CUDA 12.x wheel: CUDA 13 builds start at sm_75)" : std::string()) +
-                    ", or build from source with TORCH_CUDA_ARCH_LIST=\"" + cc.str() + "\".");
+        case ArchMatch::None: {
+          nlohmann::json p = built;
+          p["compute"] = "compute_" + std::to_string(cc.major()) + std::to_string(cc.minor());
+          p["wheel_note"] = cc.major() < 8 ? " (e.g. a CUDA 12.x wheel: CUDA 13 builds start at sm_75)" : "";
+          b.add(kFrameworkNoKernels, p);
           break;
+        }
         case ArchMatch::Unreadable:
           b.evidence()["unreadable_arch_lists"].push_back(fw_label + ": " + list);
           break;
@@ -202,9 +270,7 @@ Verdict run(const CheckContext& ctx) {
   }
 
   if (!judged_something && b.status() == Status::Pass) {
-    return Verdict::skip("no CUDA runtime or framework found to judge the GPUs' compute capabilities against "
-                         "(cuda.runtime reports it)",
-                         b.evidence());
+    return Verdict::of(kNothingToJudge, nlohmann::json::object(), b.evidence());
   }
   return b.build();
 }
@@ -256,6 +322,6 @@ Fix
 
 extern const CheckSpec kCudaArch = {
     "cuda.arch", Scope::Node, "each GPU's compute capability is supported by the CUDA runtimes and the framework's build",
-    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver,pcie", false, "driver.loaded"};
+    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver,pcie", false, "driver.loaded", {}, nullptr, kFindings};
 
 }  // namespace preflight

@@ -296,40 +296,52 @@ ArchMatch match_arch(const std::vector<std::string>& arch_list, const Version& c
 
 std::string cc_range_text(const CcRangeRow& row) { return row.min_cc.str() + "–" + row.max_cc.str(); }
 
+namespace {
+
+CudaJudgement judged(const CudaOutcome& outcome, std::string rule, nlohmann::json params) {
+  CudaJudgement j;
+  j.status = outcome.status;
+  j.rule = std::move(rule);
+  j.summary = render_template(outcome.message, params);
+  j.remedy = render_template(outcome.fix, params);
+  j.outcome = &outcome;
+  j.params = std::move(params);
+  return j;
+}
+
+}  // namespace
+
 CudaJudgement judge_cuda_vs_driver(const Version& cuda, std::string_view what_view, const DriverView& driver,
                                    const GpusView& gpus, const CompatMatrix& m, std::string_view build_noun) {
   const std::string what(what_view);
   const std::string noun(build_noun);
   const Version r2 = cuda.truncated(2);
   const std::optional<Version> needs = m.min_driver_for(cuda);
-  if (!needs) {
-    return {Status::Unknown, "unknown",
-            what + " is not in the compatibility matrix (it knows CUDA 10.0–" + newest_toolkit(m) +
-                "): cannot tell which driver it needs",
-            "Check the version read (see the evidence), or run with --matrix DIR holding a newer "
-            "cuda_toolkit_driver.tsv."};
-  }
+  if (!needs) return judged(kCudaNotInMatrix, "unknown", {{"what", what}, {"newest", newest_toolkit(m)}});
   if (!driver.cuda) {
-    return {Status::Unknown, "unknown", "cannot judge " + what + ": " + driver.why, driver.missing_remedy()};
+    return judged(kCudaDriverUnknown, "unknown",
+                  {{"what", what}, {"why", driver.why}, {"fix", driver.missing_remedy()}});
   }
   const Version& d = *driver.cuda;
   const std::string label = driver.label();
-  if (r2 <= d) {
-    return {Status::Pass, "backward", what + " runs on " + label, {}};
-  }
+  nlohmann::json params = {{"what", what}, {"driver", label}};
+  if (r2 <= d) return judged(kCudaBackward, "backward", std::move(params));
 
   const std::optional<Version> same_major_min = m.minor_compat_min_driver(d.major());
   const bool driver_has_minor_compat = same_major_min && driver.version && *driver.version >= *same_major_min;
-  const std::string build_fix = noun + " for CUDA ≤ " + d.str() +
-                                (driver_has_minor_compat ? " (any CUDA " + std::to_string(d.major()) + ".x build runs on " +
-                                                               label + " through minor-version compatibility)"
-                                                         : std::string());
+  params["driver_cuda"] = d.str();
+  params["cuda"] = r2.str();
+  params["min_driver"] = needs->str();
+  params["build"] = noun;
+  params["minor_note"] = driver_has_minor_compat ? " (any CUDA " + std::to_string(d.major()) + ".x build runs on " +
+                                                       label + " through minor-version compatibility)"
+                                                 : std::string();
+  params["compat_note"] = "";
 
   // Forward compatibility: a cuda-compat libcuda the loader resolves, on a datacenter GPU.
-  std::string compat_note;
   if (!driver.compat_lib.empty() && driver.compat_cuda && r2 <= *driver.compat_cuda) {
-    const std::string via = "cuda-compat libcuda " + driver.compat_lib + " (CUDA " + driver.compat_cuda->str() +
-                            ") over kernel " + label;
+    params["compat_lib"] = driver.compat_lib;
+    params["compat_cuda"] = driver.compat_cuda->str();
     std::vector<std::string> consumer, unsure;
     for (const GpuView& g : gpus.gpus) {
       const GpuClass c = gpu_class(g.name);
@@ -339,57 +351,31 @@ CudaJudgement judge_cuda_vs_driver(const Version& cuda, std::string_view what_vi
     const unsigned branch = driver.version ? driver.version->major() : 0;
     const bool branch_ok =
         std::find(kCompatKernelBranches.begin(), kCompatKernelBranches.end(), branch) != kCompatKernelBranches.end();
-    const std::string fix = "Install driver ≥ " + needs->str() + " (CUDA " + r2.str() + ") and drop the compat directory, or use " +
-                            build_fix + ".";
     if (!consumer.empty()) {
-      compat_note = "; the " + via + " does not help: " + consumer.front() +
-                    " is not a datacenter GPU (forward compatibility fails there with "
-                    "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)";
+      params["compat_note"] = "; the " + render_template(kCudaCompatVia, params) + " does not help: " +
+                              consumer.front() + " is not a datacenter GPU (forward compatibility fails there with "
+                              "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)";
     } else if (!gpus.known || gpus.gpus.empty()) {
-      return {Status::Warn, "forward",
-              what + " relies on forward compatibility (" + via + "), which works on datacenter GPUs only; the GPUs could "
-                     "not be read to confirm it (" + gpus.why + ")",
-              fix};
+      params["gpus_why"] = gpus.why;
+      return judged(kCudaForwardGpusUnknown, "forward", std::move(params));
     } else if (!unsure.empty()) {
-      return {Status::Warn, "forward",
-              what + " relies on forward compatibility (" + via + "), which works on " + unsure.front() +
-                  " only if it is an NGC-Ready RTX SKU (else CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)",
-              fix};
+      params["gpu"] = unsure.front();
+      return judged(kCudaForwardRtx, "forward", std::move(params));
     } else if (!branch_ok) {
-      return {Status::Warn, "forward",
-              what + " relies on forward compatibility (" + via + "), but kernel branch R" + std::to_string(branch) +
-                  " is not a supported cuda-compat target (R535, R570, R580 and later production branches)",
-              fix};
+      params["branch"] = branch;
+      return judged(kCudaForwardBranch, "forward", std::move(params));
     } else {
-      return {Status::Pass, "forward",
-              what + " runs through forward compatibility: " + via + " on datacenter GPUs", {}};
+      return judged(kCudaForward, "forward", std::move(params));
     }
   }
 
   if (r2.major() == d.major() && same_major_min) {
-    if (!driver.version) {
-      return {Status::Unknown, "unknown",
-              what + " is newer than " + label + " and the driver version is unreadable, so whether it meets the " +
-                  std::to_string(d.major()) + ".x minor-version-compatibility minimum " + same_major_min->str() +
-                  " is unknown" + compat_note,
-              "Make the driver version readable (NVML or /proc/driver/nvidia/version), or install driver ≥ " + needs->str() +
-                  "."};
-    }
-    if (driver_has_minor_compat) {
-      return {Status::Warn, "minor-version",
-              what + " is newer than " + label + ": it runs through minor-version compatibility, without PTX JIT" +
-                  compat_note,
-              "It works because " + label + " ≥ " + same_major_min->str() + ", the " + std::to_string(d.major()) +
-                  ".x minimum, with caveats: no PTX JIT (kernels without SASS for this GPU fail with "
-                  "cudaErrorUnsupportedPtxVersion, 222) and APIs newer than CUDA " + d.str() +
-                  " return cudaErrorCallRequiresNewerDriver (36). To lift them: driver ≥ " + needs->str() + " (CUDA " +
-                  r2.str() + "), or " + noun + " for CUDA ≤ " + d.str() + "."};
-    }
+    params["major"] = d.major();
+    params["minor_min"] = same_major_min->str();
+    if (!driver.version) return judged(kCudaMinorCompatUnknown, "unknown", std::move(params));
+    if (driver_has_minor_compat) return judged(kCudaMinorCompat, "minor-version", std::move(params));
   }
-  return {Status::Fail, "too-new",
-          what + " needs driver ≥ " + needs->str() + "; " + label + " supports CUDA ≤ " + d.str() +
-              " (the job fails with cudaErrorInsufficientDriver, 35: \"driver too old\")" + compat_note,
-          "Install driver ≥ " + needs->str() + " (CUDA " + r2.str() + "), or use " + build_fix + "."};
+  return judged(kCudaTooNew, "too-new", std::move(params));
 }
 
 GpuPresence gpu_presence(const CheckContext& ctx) {

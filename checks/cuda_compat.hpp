@@ -80,12 +80,94 @@ enum class ArchMatch {
 };
 ArchMatch match_arch(const std::vector<std::string>& arch_list, const Version& cc);
 
+/// One conclusion judge_cuda_vs_driver can reach, with its message and fix as templates over the
+/// judgement's parameters (CudaJudgement::params): a check declares a finding of each it reports with
+/// these texts (cuda_finding) and reports the judgement's parameters.
+struct CudaOutcome {
+  Status status;
+  std::string_view message;
+  std::string_view fix;
+};
+
+/// The finding `code` of a check for one outcome of judge_cuda_vs_driver.
+constexpr FindingSpec cuda_finding(std::string_view code, const CudaOutcome& o) {
+  return {code, o.status, o.message, o.fix};
+}
+
+// Parameters: {what} the thing judged, {driver} the driver's label ("driver 535.104.05 (CUDA 12.2)"),
+// {driver_cuda} the CUDA it supports, {cuda} the judged CUDA (major.minor), {min_driver} the driver
+// that CUDA needs, {build} the second fix's noun ("a framework build"), {minor_note} how a build of
+// the driver's CUDA major runs through minor-version compatibility (or ""), {compat_note} why a
+// cuda-compat libcuda does not help (or "").
+#define PREFLIGHT_COMPAT_VIA "cuda-compat libcuda {compat_lib} (CUDA {compat_cuda}) over kernel {driver}"
+/// How a cuda-compat libcuda carries a newer CUDA ({compat_lib}, {compat_cuda}) over the kernel-mode driver.
+inline constexpr std::string_view kCudaCompatVia = PREFLIGHT_COMPAT_VIA;
+#define PREFLIGHT_COMPAT_FIX                                                                             \
+  "Install driver ≥ {min_driver} (CUDA {cuda}) and drop the compat directory, or use {build} for CUDA ≤ " \
+  "{driver_cuda}{minor_note}."
+
+/// The CUDA version is not in the matrix ({newest}: the newest CUDA it knows).
+inline constexpr CudaOutcome kCudaNotInMatrix = {
+    Status::Unknown,
+    "{what} is not in the compatibility matrix (it knows CUDA 10.0–{newest}): cannot tell which driver it needs",
+    "Check the version read (see the evidence), or run with --matrix DIR holding a newer cuda_toolkit_driver.tsv."};
+/// The driver's CUDA is unknown ({why}, {fix}: DriverView::why and missing_remedy()).
+inline constexpr CudaOutcome kCudaDriverUnknown = {Status::Unknown, "cannot judge {what}: {why}", "{fix}"};
+/// The driver's CUDA is at least the judged one.
+inline constexpr CudaOutcome kCudaBackward = {Status::Pass, "{what} runs on {driver}", ""};
+/// Forward compatibility where the GPUs could not be read ({gpus_why}).
+inline constexpr CudaOutcome kCudaForwardGpusUnknown = {
+    Status::Warn,
+    "{what} relies on forward compatibility (" PREFLIGHT_COMPAT_VIA "), which works on datacenter GPUs only; the GPUs "
+    "could not be read to confirm it ({gpus_why})",
+    PREFLIGHT_COMPAT_FIX};
+/// Forward compatibility on an RTX or Quadro GPU ({gpu}).
+inline constexpr CudaOutcome kCudaForwardRtx = {
+    Status::Warn,
+    "{what} relies on forward compatibility (" PREFLIGHT_COMPAT_VIA "), which works on {gpu} only if it is an "
+    "NGC-Ready RTX SKU (else CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)",
+    PREFLIGHT_COMPAT_FIX};
+/// Forward compatibility over a kernel branch ({branch}) cuda-compat does not support.
+inline constexpr CudaOutcome kCudaForwardBranch = {
+    Status::Warn,
+    "{what} relies on forward compatibility (" PREFLIGHT_COMPAT_VIA "), but kernel branch R{branch} is not a supported "
+    "cuda-compat target (R535, R570, R580 and later production branches)",
+    PREFLIGHT_COMPAT_FIX};
+/// Forward compatibility on datacenter GPUs.
+inline constexpr CudaOutcome kCudaForward = {
+    Status::Pass, "{what} runs through forward compatibility: " PREFLIGHT_COMPAT_VIA " on datacenter GPUs", ""};
+/// Same major, newer minor, and the driver version that decides minor-version compatibility is
+/// unreadable ({major}.x needs {minor_min}).
+inline constexpr CudaOutcome kCudaMinorCompatUnknown = {
+    Status::Unknown,
+    "{what} is newer than {driver} and the driver version is unreadable, so whether it meets the {major}.x "
+    "minor-version-compatibility minimum {minor_min} is unknown{compat_note}",
+    "Make the driver version readable (NVML or /proc/driver/nvidia/version), or install driver ≥ {min_driver}."};
+/// Minor-version compatibility: it runs, without PTX JIT.
+inline constexpr CudaOutcome kCudaMinorCompat = {
+    Status::Warn,
+    "{what} is newer than {driver}: it runs through minor-version compatibility, without PTX JIT{compat_note}",
+    "It works because {driver} ≥ {minor_min}, the {major}.x minimum, with caveats: no PTX JIT (kernels without SASS "
+    "for this GPU fail with cudaErrorUnsupportedPtxVersion, 222) and APIs newer than CUDA {driver_cuda} return "
+    "cudaErrorCallRequiresNewerDriver (36). To lift them: driver ≥ {min_driver} (CUDA {cuda}), or {build} for CUDA ≤ "
+    "{driver_cuda}."};
+/// Newer than the driver supports: the job fails.
+inline constexpr CudaOutcome kCudaTooNew = {
+    Status::Fail,
+    "{what} needs driver ≥ {min_driver}; {driver} supports CUDA ≤ {driver_cuda} (the job fails with "
+    "cudaErrorInsufficientDriver, 35: \"driver too old\"){compat_note}",
+    "Install driver ≥ {min_driver} (CUDA {cuda}), or use {build} for CUDA ≤ {driver_cuda}{minor_note}."};
+#undef PREFLIGHT_COMPAT_FIX
+#undef PREFLIGHT_COMPAT_VIA
+
 /// One finding about one CUDA version (a runtime, or the CUDA an NCCL was built for) vs the driver.
 struct CudaJudgement {
   Status status = Status::Unknown;
   std::string rule;  // "backward", "minor-version", "forward", "too-new", "unknown"
   std::string summary;
   std::string remedy;
+  const CudaOutcome* outcome = nullptr;              // which conclusion (one of the kCuda* above)
+  nlohmann::json params = nlohmann::json::object();  // its parameters: summary and remedy are its templates rendered
 };
 
 /// A CUDA version vs the driver: PASS when the driver's CUDA >= the runtime's; PASS (or WARN) through a

@@ -3,6 +3,7 @@
 // checks/cuda_compat.hpp), and
 // NVIDIA_REQUIRE_CUDA as the NVIDIA container runtime evaluates it.
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "checks/check.hpp"
@@ -16,6 +17,124 @@ namespace {
 std::string trim_copy(std::string_view s) { return std::string(trim(s)); }
 
 std::string join_list(const std::vector<std::string>& items, std::string_view sep = ", ") { return join(items, sep); }
+
+// A runtime the job loads vs the driver: a finding for each conclusion of judge_cuda_vs_driver that is not
+// PASS, with its texts.
+constexpr FindingSpec kNotInMatrix = cuda_finding("cuda.runtime/not-in-matrix", kCudaNotInMatrix);
+constexpr FindingSpec kForwardGpusUnknown =
+    cuda_finding("cuda.runtime/forward-compat-gpus-unknown", kCudaForwardGpusUnknown);
+constexpr FindingSpec kForwardRtx = cuda_finding("cuda.runtime/forward-compat-rtx", kCudaForwardRtx);
+constexpr FindingSpec kForwardBranch = cuda_finding("cuda.runtime/forward-compat-branch", kCudaForwardBranch);
+constexpr FindingSpec kMinorCompatUnknown =
+    cuda_finding("cuda.runtime/minor-compat-driver-unknown", kCudaMinorCompatUnknown);
+constexpr FindingSpec kMinorCompat = cuda_finding("cuda.runtime/minor-compat", kCudaMinorCompat);
+constexpr FindingSpec kTooNew = cuda_finding("cuda.runtime/too-new", kCudaTooNew);
+// No driver's CUDA to judge the runtimes against: {what} names them, {why} and {fix} are the driver's.
+constexpr FindingSpec kDriverUnknown = cuda_finding("cuda.runtime/driver-unknown", kCudaDriverUnknown);
+constexpr FindingSpec kTargetDriverUnknown = cuda_finding("cuda.runtime/target-driver-unknown", kCudaDriverUnknown);
+constexpr FindingSpec kDriverNewerThanMatrix =
+    cuda_finding("cuda.runtime/driver-newer-than-matrix", kCudaDriverUnknown);
+
+constexpr FindingSpec kMinorCompatNoSass = {
+    "cuda.runtime/minor-compat-no-sass", Status::Fail,
+    "{framework} (CUDA {framework_cuda}) has no {sm} SASS for {gpu} (arch list: {arch_list}): its kernels need PTX "
+    "JIT, which minor-version compatibility with {driver} does not provide (cudaErrorUnsupportedPtxVersion, 222)",
+    "Install driver ≥ {min_driver} (CUDA {cuda}), or use a framework build for CUDA ≤ {driver_cuda}, or one compiled "
+    "for {sm}."};
+#define PREFLIGHT_REQUIRE "NVIDIA_REQUIRE_CUDA=\"{require}\""
+constexpr FindingSpec kRequireNotMet = {
+    "cuda.runtime/require-not-met", Status::Fail,
+    PREFLIGHT_REQUIRE " is not met by {driver}{on}: the NVIDIA container runtime refuses to start the container "
+                      "({detail})",
+    "Run the image on a driver that meets it, or build the image from a base for an older CUDA (its "
+    "NVIDIA_REQUIRE_CUDA follows the base image's CUDA)."};
+constexpr FindingSpec kRequireUnknown = {
+    "cuda.runtime/require-unknown", Status::Unknown,
+    PREFLIGHT_REQUIRE " could not be evaluated against {driver}{on}: {detail}",
+    "Make the driver version and GPUs readable (driver.loaded), then rerun."};
+constexpr FindingSpec kRequireUnknownTarget = {
+    "cuda.runtime/require-unknown-target", Status::Unknown,
+    PREFLIGHT_REQUIRE " could not be evaluated against {driver}{on}: {detail}",
+    "Pass --target-driver and --target-gpu so every constraint can be evaluated."};
+constexpr FindingSpec kRequireMalformed = {
+    "cuda.runtime/require-malformed", Status::Fail,
+    PREFLIGHT_REQUIRE " is malformed at '{token}': the NVIDIA container runtime rejects it ({detail})",
+    "Fix NVIDIA_REQUIRE_CUDA in the image (e.g. \"cuda>=12.4 brand=tesla,driver>=535,driver<536\")."};
+#undef PREFLIGHT_REQUIRE
+constexpr FindingSpec kUnloadedTooNew = {
+    "cuda.runtime/unloaded-too-new", Status::Warn,
+    "{what} needs driver ≥ {min_driver}, newer than {driver}: what is built with it (nvcc, torch.utils.cpp_extension, "
+    "Triton/JIT extensions) will fail; {uses}",
+    "Build extensions with a toolkit for CUDA ≤ {driver_cuda} (or install driver ≥ {min_driver}); nothing needs to "
+    "change for the framework itself."};
+// A CPU-only torch: {install} is how to get a CUDA build for the driver, {image_note} the image
+// profile's way out.
+#define PREFLIGHT_CPU_TORCH "torch {torch} ({path}) is a CPU-only build (torch.version.cuda = None)"
+#define PREFLIGHT_CPU_TORCH_FIX \
+  "{install}; a distribution's torch package may be a CPU build (Debian's python3-torch is).{image_note}"
+constexpr FindingSpec kCpuTorch = {
+    "cuda.runtime/cpu-torch", Status::Fail,
+    PREFLIGHT_CPU_TORCH ": the job cannot use {gpus} (torch.cuda.is_available() is False) nor the NCCL backend "
+                        "(\"Distributed package doesn't have NCCL built in\")",
+    PREFLIGHT_CPU_TORCH_FIX};
+constexpr FindingSpec kCpuTorchGpusUnknown = {
+    "cuda.runtime/cpu-torch-gpus-unknown", Status::Unknown,
+    PREFLIGHT_CPU_TORCH "; whether the job will have GPUs could not be told", PREFLIGHT_CPU_TORCH_FIX};
+#undef PREFLIGHT_CPU_TORCH_FIX
+#undef PREFLIGHT_CPU_TORCH
+constexpr FindingSpec kPythonUnreadable = {
+    "cuda.runtime/python-unreadable", Status::Unknown,
+    "the job's interpreter could not be asked where it imports from: {error}",
+    "Check that {python} runs ({python} -c 'import sys; print(sys.path)'), or name the environment with "
+    "--site-packages DIR."};
+constexpr FindingSpec kCudartMissing = {
+    "cuda.runtime/cudart-missing", Status::Fail,
+    "torch {torch} needs {soname} ({library}) and the loader finds it nowhere ({searched}): import torch fails with "
+    "\"{soname}: cannot open shared object file\"",
+    "Reinstall the framework with its CUDA wheels (pip install --force-reinstall torch, which pulls "
+    "nvidia-cuda-runtime-cu{cuda_major}), or put the directory holding {soname} on LD_LIBRARY_PATH."};
+constexpr FindingSpec kSearchIncomplete = {
+    "cuda.runtime/search-incomplete", Status::Unknown,
+    "no CUDA runtime found, but some files could not be read ({problems}); searched: {searched}",
+    "Make the named files readable to this user, or name the runtime with --cuda-runtime LIB."};
+constexpr FindingSpec kNoRuntime = {
+    "cuda.runtime/no-runtime", Status::Warn, "no CUDA runtime found where the job will look (searched: {searched})",
+    "Install the framework's CUDA build (e.g. a torch cuXXX wheel) or a CUDA toolkit where the job runs, or point "
+    "preflight at it: --site-packages DIR, --python EXE or --cuda-runtime LIB."};
+constexpr FindingSpec kNothingLoadedNoDriver = {
+    "cuda.runtime/nothing-loaded-no-driver", Status::Skip,
+    "the job loads no CUDA runtime ({uses}) and there is no driver to judge the others against: {why}", ""};
+constexpr FindingSpec kVersionUnreadable = {
+    "cuda.runtime/version-unreadable", Status::Unknown,
+    "the CUDA runtime version '{version}' read from {path} ({kind}) is not a version",
+    "Check that file (a broken install?), or name the runtime with --cuda-runtime LIB."};
+
+constexpr std::array kFindings = {kPythonUnreadable,      kCpuTorch,              kCpuTorchGpusUnknown,
+                                  kCudartMissing,         kSearchIncomplete,      kNoRuntime,
+                                  kNothingLoadedNoDriver, kDriverUnknown,         kTargetDriverUnknown,
+                                  kDriverNewerThanMatrix, kVersionUnreadable,     kNotInMatrix,
+                                  kForwardGpusUnknown,    kForwardRtx,            kForwardBranch,
+                                  kMinorCompatUnknown,    kMinorCompat,           kTooNew,
+                                  kMinorCompatNoSass,     kUnloadedTooNew,        kRequireNotMet,
+                                  kRequireUnknown,        kRequireUnknownTarget,  kRequireMalformed};
+
+/// This check's finding for a conclusion of judge_cuda_vs_driver; nullptr for a PASS (noted as text) and for
+/// one it never reaches.
+const FindingSpec* judgement_finding(const CudaJudgement& j) {
+  static constexpr std::array<std::pair<const CudaOutcome*, const FindingSpec*>, 7> kByOutcome = {{
+      {&kCudaNotInMatrix, &kNotInMatrix},
+      {&kCudaForwardGpusUnknown, &kForwardGpusUnknown},
+      {&kCudaForwardRtx, &kForwardRtx},
+      {&kCudaForwardBranch, &kForwardBranch},
+      {&kCudaMinorCompatUnknown, &kMinorCompatUnknown},
+      {&kCudaMinorCompat, &kMinorCompat},
+      {&kCudaTooNew, &kTooNew},
+  }};
+  for (const auto& [outcome, spec] : kByOutcome) {
+    if (outcome == j.outcome) return spec;
+  }
+  return nullptr;
+}
 
 std::string runtime_label(const CudaRuntime& r) {
   std::string s = "CUDA " + r.version + " (" + (r.detail.empty() ? r.kind : r.detail);
@@ -36,12 +155,15 @@ void check_sass_under_minor_compat(const Version& cuda, const DriverView& driver
       const ArchMatch match = match_arch(fw.arch_list, *g.cc);
       if (match == ArchMatch::Sass || match == ArchMatch::Unreadable) continue;
       const std::string sm = "sm_" + std::to_string(g.cc->major()) + std::to_string(g.cc->minor());
-      b.add(Status::Fail,
-            fw.name + " " + fw.version + " (CUDA " + fw_cuda->str() + ") has no " + sm + " SASS for " + g.label +
-                " (arch list: " + join_list(fw.arch_list, " ") + "): its kernels need PTX JIT, which minor-version "
-                "compatibility with " + driver.label() + " does not provide (cudaErrorUnsupportedPtxVersion, 222)",
-            "Install driver ≥ " + m.min_driver_for(cuda)->str() + " (CUDA " + cuda.truncated(2).str() +
-                "), or use a framework build for CUDA ≤ " + driver.cuda->str() + ", or one compiled for " + sm + ".");
+      b.add(kMinorCompatNoSass, {{"framework", fw.name + " " + fw.version},
+                                 {"framework_cuda", fw_cuda->str()},
+                                 {"sm", sm},
+                                 {"gpu", g.label},
+                                 {"arch_list", join_list(fw.arch_list, " ")},
+                                 {"driver", driver.label()},
+                                 {"min_driver", m.min_driver_for(cuda)->str()},
+                                 {"cuda", cuda.truncated(2).str()},
+                                 {"driver_cuda", driver.cuda->str()}});
     }
   }
 }
@@ -73,27 +195,23 @@ void check_nvidia_require(const CheckContext& ctx, const DriverView& driver, con
   for (const std::optional<Version>& arch : archs) {
     const RequireResult r = evaluate_nvidia_require(text, driver.version, driver.cuda, brand, arch);
     const std::string on = arch ? " on CC " + arch->str() : std::string();
+    const nlohmann::json params = {{"require", text}, {"driver", driver.label()}, {"on", on}, {"detail", r.detail}};
     switch (r.status) {
       case RequireStatus::Satisfied:
         b.note(what + " holds for " + driver.label() + on + (r.group.empty() ? "" : " (" + r.group + ")"));
         break;
       case RequireStatus::NotSatisfied:
-        b.add(Status::Fail,
-              what + " is not met by " + driver.label() + on + ": the NVIDIA container runtime refuses to start the "
-                  "container (" + r.detail + ")",
-              "Run the image on a driver that meets it, or build the image from a base for an older CUDA (its "
-              "NVIDIA_REQUIRE_CUDA follows the base image's CUDA).");
+        b.add(kRequireNotMet, params);
         break;
       case RequireStatus::Unknown:
-        b.add(Status::Unknown, what + " could not be evaluated against " + driver.label() + on + ": " + r.detail,
-              driver.image ? "Pass --target-driver and --target-gpu so every constraint can be evaluated."
-                           : "Make the driver version and GPUs readable (driver.loaded), then rerun.");
+        b.add(driver.image ? kRequireUnknownTarget : kRequireUnknown, params);
         break;
-      case RequireStatus::Malformed:
-        b.add(Status::Fail,
-              what + " is malformed at '" + r.token + "': the NVIDIA container runtime rejects it (" + r.detail + ")",
-              "Fix NVIDIA_REQUIRE_CUDA in the image (e.g. \"cuda>=12.4 brand=tesla,driver>=535,driver<536\").");
+      case RequireStatus::Malformed: {
+        nlohmann::json malformed = params;
+        malformed["token"] = r.token;
+        b.add(kRequireMalformed, malformed);
         break;
+      }
     }
     if (r.status != RequireStatus::Satisfied) break;
   }
@@ -126,15 +244,14 @@ void judge_unloaded(const CudaRuntime& r, const Version& v, const DriverView& dr
     b.note(runtime_label(r) + " is not loaded by the job (" + uses + ")");
     return;
   }
-  const std::optional<Version> need = m.min_driver_for(v);
+  // A FAIL is "too new" (kCudaTooNew): its parameters name the driver it needs and the driver's CUDA.
   const std::string what = r.kind == "toolkit" ? "the CUDA " + v.truncated(2).str() + " toolkit (" + r.path + ")"
                                                : runtime_label(r);
-  b.add(Status::Warn,
-        what + " needs driver ≥ " + (need ? need->str() : std::string("?")) + ", newer than " + driver.label() +
-            ": what is built with it (nvcc, torch.utils.cpp_extension, Triton/JIT extensions) will fail; " + uses,
-        "Build extensions with a toolkit for CUDA ≤ " + (driver.cuda ? driver.cuda->str() : std::string("the driver's")) +
-            " (or install driver ≥ " + (need ? need->str() : std::string("its minimum")) + "); nothing needs to change for "
-            "the framework itself.");
+  b.add(kUnloadedTooNew, {{"what", what},
+                          {"min_driver", j.params.at("min_driver")},
+                          {"driver", j.params.at("driver")},
+                          {"driver_cuda", j.params.at("driver_cuda")},
+                          {"uses", uses}});
 }
 
 // A CPU-only framework where the job will have GPUs: it cannot use them nor the NCCL backend.
@@ -149,28 +266,33 @@ void judge_cpu_frameworks(const CheckContext& ctx, const RuntimeFacts& rt, const
       b.note(label + ", and the job has " + gpus.text + ": consistent");
       continue;
     }
-    std::string fix;
+    std::string install;
     const TorchBuildRow* build = driver.cuda ? m.torch_build_for(*driver.cuda) : nullptr;
     if (build != nullptr) {
-      fix = "Install a CUDA build of torch for " + driver.label() + " in the job's environment: pip install torch "
-            "--index-url " + build->index_url + " (CUDA " + build->cuda.str() + " ≤ the driver's " + driver.cuda->str() + ")";
+      install = "Install a CUDA build of torch for " + driver.label() + " in the job's environment: pip install torch "
+                "--index-url " + build->index_url + " (CUDA " + build->cuda.str() + " ≤ the driver's " +
+                driver.cuda->str() + ")";
     } else if (driver.cuda) {
-      fix = "No PyTorch CUDA build in the matrix runs on " + driver.label() + ": upgrade the driver, then install a "
-            "CUDA build of torch (https://pytorch.org/get-started/locally/)";
+      install = "No PyTorch CUDA build in the matrix runs on " + driver.label() +
+                ": upgrade the driver, then install a CUDA build of torch (https://pytorch.org/get-started/locally/)";
     } else {
-      fix = "Install a CUDA build of torch matching the driver (pip install torch --index-url "
-            "https://download.pytorch.org/whl/cuXYZ, XYZ ≤ the driver's CUDA; https://pytorch.org/get-started/locally/)";
+      install = "Install a CUDA build of torch matching the driver (pip install torch --index-url "
+                "https://download.pytorch.org/whl/cuXYZ, XYZ ≤ the driver's CUDA; "
+                "https://pytorch.org/get-started/locally/)";
     }
-    fix += "; a distribution's torch package may be a CPU build (Debian's python3-torch is).";
-    if (ctx.profile == Profile::Image) fix += " If the image is meant to run without GPUs, say so with --target-gpu none.";
+    nlohmann::json params = {
+        {"torch", fw->version},
+        {"path", fw->path},
+        {"install", install},
+        {"image_note", ctx.profile == Profile::Image
+                           ? " If the image is meant to run without GPUs, say so with --target-gpu none."
+                           : ""}};
     if (!gpus.has_gpus) {
-      b.add(Status::Unknown, label + "; whether the job will have GPUs could not be told", fix);
+      b.add(kCpuTorchGpusUnknown, std::move(params));
       continue;
     }
-    b.add(Status::Fail,
-          label + ": the job cannot use " + gpus.text + " (torch.cuda.is_available() is False) nor the NCCL backend "
-              "(\"Distributed package doesn't have NCCL built in\")",
-          fix);
+    params["gpus"] = gpus.text;
+    b.add(kCpuTorch, std::move(params));
   }
 }
 
@@ -188,36 +310,27 @@ Verdict run(const CheckContext& ctx) {
   if (!rt.frameworks.empty()) b.evidence()["frameworks"] = rt.frameworks;
 
   if (rt.python && !rt.python->error.empty()) {
-    b.add(Status::Unknown, "the job's interpreter could not be asked where it imports from: " + rt.python->error,
-          "Check that " + rt.python->exe + " runs (" + rt.python->exe + " -c 'import sys; print(sys.path)'), or name "
-          "the environment with --site-packages DIR.");
+    b.add(kPythonUnreadable, {{"error", rt.python->error}, {"python", rt.python->exe}});
   }
   judge_cpu_frameworks(ctx, rt, driver, m, b);
 
   // A CUDA build of the framework whose own libcudart the loader cannot find: `import torch` fails.
   for (const FrameworkBuild* fw : cuda_frameworks(rt)) {
     if (fw->library.empty() || !fw->cudart_path.empty() || fw->cudart_soname.empty()) continue;
-    b.add(Status::Fail,
-          "torch " + fw->version + " needs " + fw->cudart_soname + " (" + fw->library + ") and the loader finds it "
-              "nowhere (" + join_list(fw->searched) + "): import torch fails with \"" + fw->cudart_soname +
-              ": cannot open shared object file\"",
-          "Reinstall the framework with its CUDA wheels (pip install --force-reinstall torch, which pulls "
-          "nvidia-cuda-runtime-cu" + std::to_string(Version::parse(trim_copy(fw->cuda))->major()) + "), or put the "
-          "directory holding " + fw->cudart_soname + " on LD_LIBRARY_PATH.");
+    b.add(kCudartMissing, {{"torch", fw->version},
+                           {"soname", fw->cudart_soname},
+                           {"library", fw->library},
+                           {"searched", join_list(fw->searched)},
+                           {"cuda_major", Version::parse(trim_copy(fw->cuda))->major()}});
   }
 
   const bool cpu_only_reported = !cpu_frameworks(rt).empty() && cuda_frameworks(rt).empty();
   if (rt.runtimes.empty()) {
     const std::string searched = rt.searched.empty() ? std::string("nothing") : join_list(rt.searched);
     if (!rt.problems.empty()) {
-      b.add(Status::Unknown,
-            "no CUDA runtime found, but some files could not be read (" + join_list(rt.problems, "; ") + "); searched: " +
-                searched,
-            "Make the named files readable to this user, or name the runtime with --cuda-runtime LIB.");
+      b.add(kSearchIncomplete, {{"problems", join_list(rt.problems, "; ")}, {"searched", searched}});
     } else if (!cpu_only_reported) {
-      b.add(Status::Warn, "no CUDA runtime found where the job will look (searched: " + searched + ")",
-            "Install the framework's CUDA build (e.g. a torch cuXXX wheel) or a CUDA toolkit where the job runs, or "
-            "point preflight at it: --site-packages DIR, --python EXE or --cuda-runtime LIB.");
+      b.add(kNoRuntime, {{"searched", searched}});
     }
   } else if (!driver.cuda) {
     std::vector<std::string> names;
@@ -226,11 +339,12 @@ Verdict run(const CheckContext& ctx) {
     }
     b.evidence()["runtimes"] = rt.runtimes;
     if (names.empty() && b.status() == Status::Pass) {
-      b.add(Status::Skip, "the job loads no CUDA runtime (" + what_the_job_uses(rt) + ") and there is no driver to judge "
-            "the others against: " + driver.why);
+      b.add(kNothingLoadedNoDriver, {{"uses", what_the_job_uses(rt)}, {"why", driver.why}});
     } else if (!names.empty()) {
-      b.add(Status::Unknown,
-            "cannot judge " + join_list(names, ", ") + ": " + driver.why, driver.missing_remedy());
+      const FindingSpec& spec = driver.newer_than_matrix ? kDriverNewerThanMatrix
+                                : driver.image           ? kTargetDriverUnknown
+                                                         : kDriverUnknown;
+      b.add(spec, {{"what", join_list(names, ", ")}, {"why", driver.why}, {"fix", driver.missing_remedy()}});
     }
     Verdict v = b.build();
     if (driver.missing) v.cause = "driver.loaded";
@@ -244,8 +358,12 @@ Verdict run(const CheckContext& ctx) {
     const std::optional<Version> v = Version::parse(trim_copy(r.version));
     if (!v) {
       const Status s = job_loads(r) ? Status::Unknown : Status::Pass;
-      b.add(s, "the CUDA runtime version '" + r.version + "' read from " + r.path + " (" + r.kind + ") is not a version",
-            job_loads(r) ? "Check that file (a broken install?), or name the runtime with --cuda-runtime LIB." : "");
+      const nlohmann::json params = {{"version", r.version}, {"path", r.path}, {"kind", r.kind}};
+      if (job_loads(r)) {
+        b.add(kVersionUnreadable, params);
+      } else {
+        b.note(render_template(kVersionUnreadable.message, params));  // a runtime the job does not load: noted
+      }
       row["status"] = to_string(s);
       judged.push_back(std::move(row));
       continue;
@@ -256,7 +374,11 @@ Verdict run(const CheckContext& ctx) {
       continue;
     }
     const CudaJudgement j = judge_cuda_vs_driver(*v, runtime_label(r), driver, gpus, m);
-    b.add(j.status, j.summary, j.remedy);
+    if (const FindingSpec* spec = judgement_finding(j)) {
+      b.add(*spec, j.params);
+    } else {
+      b.add(j.status, j.summary, j.remedy);
+    }
     if (j.rule == "minor-version") check_sass_under_minor_compat(*v, driver, gpus, rt, m, sass_checked, b);
     row["status"] = to_string(j.status);
     row["rule"] = j.rule;
@@ -350,6 +472,6 @@ Fix
 
 extern const CheckSpec kCudaRuntime = {
     "cuda.runtime", Scope::Node, "every CUDA runtime the job loads is supported by the driver (or --target-driver)",
-    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver,pcie", false, "driver.loaded"};
+    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver,pcie", false, "driver.loaded", {}, nullptr, kFindings};
 
 }  // namespace preflight

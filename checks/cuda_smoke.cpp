@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // cuda.smoke: on this rank's GPU, in a contained helper process: init, context, allocate, write a
 // pattern, read it back. A crash (signal), a hang (deadline) or wrong data is a FAIL naming it.
+#include <array>
 
 #include "checks/check.hpp"
 #include "checks/gpu_common.hpp"
@@ -30,37 +31,88 @@ std::string device_text(const DriverFacts& d, int ordinal) {
   return s;
 }
 
-std::string step_remedy(const SmokeResult& r) {
+// The GPU checks' shared verdicts (no driver; a GPU fact the helper could not deliver), restated:
+// {problem} and {fix} are their summary and remedy.
+constexpr FindingSpec kNoDriver = {"cuda.smoke/no-driver", Status::Fail, "{problem}", "{fix}"};
+constexpr FindingSpec kNotGathered = {"cuda.smoke/not-gathered", Status::Unknown, "{problem}", "{fix}"};
+constexpr FindingSpec kLibraryMissing = {"cuda.smoke/library-missing", Status::Fail, "{problem}", "{fix}"};
+constexpr FindingSpec kDriverError = {"cuda.smoke/driver-error", Status::Fail, "{problem}", "{fix}"};
+constexpr FindingSpec kHelperGarbage = {"cuda.smoke/helper-garbage", Status::Fail, "{problem}", "{fix}"};
+constexpr FindingSpec kNotRead = {"cuda.smoke/not-read", Status::Unknown, "{problem}", "{fix}"};
+constexpr FindingSpec kNoDevice = {
+    "cuda.smoke/no-device", Status::Fail, "no CUDA device visible to this rank ({why}); the job needs a GPU",
+    "Give the rank a GPU: check CUDA_VISIBLE_DEVICES, `docker run --gpus …`, the Slurm --gpus/--gres request, and "
+    "gpu.count."};
+// The helper ran past its deadline: {hang} is the probe's message where it names the helper and its
+// deadline, else "the CUDA smoke test did not finish within …"; {source} the probe (" [driver helper]").
+constexpr FindingSpec kHang = {"cuda.smoke/hang", Status::Fail, "{hang}{source}", "{fix}"};
+constexpr FindingSpec kCrashed = {"cuda.smoke/crashed", Status::Fail, "the CUDA smoke test died: {why}", "{fix}"};
+constexpr FindingSpec kNotRun = {"cuda.smoke/not-run", Status::Fail,
+                                 "the CUDA smoke test was not run: {reason}; the job needs a GPU", "{fix}"};
+constexpr FindingSpec kNotRunUnknown = {"cuda.smoke/not-run-unknown", Status::Unknown,
+                                        "the CUDA smoke test was not run: {reason}", "{fix}"};
+// A step of the test failed, by the fix its error calls for.
+#define PREFLIGHT_STEP_FAILED "CUDA smoke test on {device} failed at {step}: {error}"
+constexpr FindingSpec kWrongData = {
+    "cuda.smoke/wrong-data", Status::Fail, PREFLIGHT_STEP_FAILED,
+    "The GPU returned different data than was written: do not train on it. Drain the node, check "
+    "`nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT` and `dmesg | grep -i Xid` (48, 63, 64, 94, 95), run "
+    "`dcgmi diag -r 3`; reset the GPU (`nvidia-smi -r -i <gpu>`) and, if it repeats, send it for repair."};
+constexpr FindingSpec kDriverMismatch = {
+    "cuda.smoke/driver-mismatch", Status::Fail, PREFLIGHT_STEP_FAILED,
+    "The user-space driver and the kernel module differ: reboot (or reload the nvidia module) after the driver "
+    "upgrade; see driver.loaded."};
+constexpr FindingSpec kOutOfMemory = {"cuda.smoke/out-of-memory", Status::Fail, PREFLIGHT_STEP_FAILED,
+                                      "The GPU's memory is taken: see gpu.busy for the processes holding it."};
+constexpr FindingSpec kNoUsableGpu = {
+    "cuda.smoke/no-usable-gpu", Status::Fail, PREFLIGHT_STEP_FAILED,
+    "No usable GPU for this rank: check CUDA_VISIBLE_DEVICES, the container's --gpus, and gpu.count."};
+constexpr FindingSpec kFabricNotReady = {
+    "cuda.smoke/fabric-not-ready", Status::Fail, PREFLIGHT_STEP_FAILED,
+    "On NVSwitch systems start nvidia-fabricmanager (same release as the driver) and wait for it."};
+constexpr FindingSpec kGpuExclusive = {
+    "cuda.smoke/gpu-exclusive", Status::Fail, PREFLIGHT_STEP_FAILED,
+    "The GPU is in an exclusive compute mode and another process holds it: see gpu.busy, or `nvidia-smi -c DEFAULT` "
+    "where exclusivity is not wanted."};
+constexpr FindingSpec kStepFailed = {
+    "cuda.smoke/step-failed", Status::Fail, PREFLIGHT_STEP_FAILED,
+    "The job's first GPU calls will fail the same way at {failed_step}. Check `nvidia-smi` and "
+    "`dmesg | grep -i -e NVRM -e Xid`; see driver.loaded and cuda.runtime."};
+#undef PREFLIGHT_STEP_FAILED
+constexpr FindingSpec kPassed = {"cuda.smoke/passed", Status::Pass,
+                                 "wrote and read back {bytes} on {device} in {seconds}", ""};
+
+constexpr std::array kFindings = {kNoDriver,       kNotGathered,    kLibraryMissing, kDriverError,    kHelperGarbage,
+                                  kNotRead,        kNoDevice,       kHang,           kCrashed,        kNotRun,
+                                  kNotRunUnknown,  kWrongData,      kDriverMismatch, kOutOfMemory,    kNoUsableGpu,
+                                  kFabricNotReady, kGpuExclusive,   kStepFailed,     kPassed};
+
+/// The finding of a failed step, by the fix its error calls for.
+const FindingSpec& step_finding(const SmokeResult& r) {
   const std::string& e = r.error;
-  if (r.failed_step == "verify" || mentions(e, "wrong data") || mentions(e, "wrote 0x")) {
-    return "The GPU returned different data than was written: do not train on it. Drain the node, check "
-           "`nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT` and `dmesg | grep -i Xid` (48, 63, 64, 94, 95), run "
-           "`dcgmi diag -r 3`; reset the GPU (`nvidia-smi -r -i <gpu>`) and, if it repeats, send it for repair.";
-  }
-  if (mentions(e, "803") || mentions(e, "MISMATCH")) {
-    return "The user-space driver and the kernel module differ: reboot (or reload the nvidia module) after the driver "
-           "upgrade; see driver.loaded.";
-  }
-  if (mentions(e, "OUT_OF_MEMORY") || mentions(e, "(2)")) {
-    return "The GPU's memory is taken: see gpu.busy for the processes holding it.";
-  }
+  if (r.failed_step == "verify" || mentions(e, "wrong data") || mentions(e, "wrote 0x")) return kWrongData;
+  if (mentions(e, "803") || mentions(e, "MISMATCH")) return kDriverMismatch;
+  if (mentions(e, "OUT_OF_MEMORY") || mentions(e, "(2)")) return kOutOfMemory;
   if (mentions(e, "NO_DEVICE") || mentions(e, "(100)") || mentions(e, "INVALID_DEVICE") || mentions(e, "(101)")) {
-    return "No usable GPU for this rank: check CUDA_VISIBLE_DEVICES, the container's --gpus, and gpu.count.";
+    return kNoUsableGpu;
   }
-  if (mentions(e, "SYSTEM_NOT_READY") || mentions(e, "(802)")) {
-    return "On NVSwitch systems start nvidia-fabricmanager (same release as the driver) and wait for it.";
-  }
-  if (mentions(e, "DEVICES_UNAVAILABLE") || mentions(e, "(46)")) {
-    return "The GPU is in an exclusive compute mode and another process holds it: see gpu.busy, or "
-           "`nvidia-smi -c DEFAULT` where exclusivity is not wanted.";
-  }
-  return "The job's first GPU calls will fail the same way at " + r.failed_step +
-         ". Check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; see driver.loaded and cuda.runtime.";
+  if (mentions(e, "SYSTEM_NOT_READY") || mentions(e, "(802)")) return kFabricNotReady;
+  if (mentions(e, "DEVICES_UNAVAILABLE") || mentions(e, "(46)")) return kGpuExclusive;
+  return kStepFailed;
+}
+
+/// A shared GPU verdict stated as `spec` with `params` (by default its summary and remedy as {problem}
+/// and {fix}), keeping its evidence and cause.
+Verdict restated(const FindingSpec& spec, const Verdict& v, nlohmann::json params = nlohmann::json()) {
+  if (params.is_null()) params = {{"problem", v.summary}, {"fix", v.remedy}};
+  Verdict out = Verdict::of(spec, std::move(params), v.evidence);
+  out.cause = v.cause;
+  return out;
 }
 
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
-  if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return *none;
+  if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return restated(kNoDriver, *none);
 
   nlohmann::json ev = {{"local_rank", ctx.facts.placement.local_rank}};
   if (!d.helper.empty()) ev["helper"] = d.helper;
@@ -71,15 +123,12 @@ Verdict run(const CheckContext& ctx) {
     const ProbeError& err = *d.smoke.error();
     // No device to test on: name that rather than a step.
     if (const std::vector<CudaDevice>* devs = d.cuda_devices.value(); devs != nullptr && devs->empty()) {
-      return Verdict::fail("no CUDA device visible to this rank (" + d.smoke.why() + "); " + std::string(kNeedsGpu),
-                           "Give the rank a GPU: check CUDA_VISIBLE_DEVICES, `docker run --gpus …`, the Slurm "
-                           "--gpus/--gres request, and gpu.count.",
-                           ev);
+      return Verdict::of(kNoDevice, {{"why", d.smoke.why()}}, ev);
     }
     if (hung_probe(err)) {  // a probe before it hung: the smoke test never started
       Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result", {});
       v.evidence.update(ev);
-      return v;
+      return restated(kNotGathered, v);
     }
     if (err.code == ProbeErrc::Timeout) {
       std::string what = err.detail;
@@ -87,26 +136,30 @@ Verdict run(const CheckContext& ctx) {
       Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
       // The probe's message names the helper, its deadline and --timeout: it stands on its own.
       const bool named = what.starts_with("the GPU smoke test helper");
-      v.summary = (named ? what : "the CUDA smoke test " + what) +
-                  (d.smoke.source().empty() ? "" : " [" + d.smoke.source() + "]");
       v.evidence.update(ev);
-      return v;
+      return restated(kHang, v,
+                      {{"hang", named ? what : "the CUDA smoke test " + what},
+                       {"source", d.smoke.source().empty() ? "" : " [" + d.smoke.source() + "]"},
+                       {"fix", v.remedy}});
     }
     if (err.code == ProbeErrc::Crashed) {
       Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
-      v.summary = "the CUDA smoke test died: " + d.smoke.why();
       v.evidence.update(ev);
-      return v;
+      return restated(kCrashed, v, {{"why", d.smoke.why()}, {"fix", v.remedy}});
     }
     Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result",
                                  job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+    v.evidence.update(ev);
     // A test that never ran has no result to read: say it was not run, and why.
     if (err.detail.starts_with("not run: ")) {
-      v.summary = "the CUDA smoke test was not run: " + err.detail.substr(9) +
-                  (job_meets_it(err.code) ? "; " + std::string(kNeedsGpu) : std::string());
+      return restated(job_meets_it(err.code) ? kNotRun : kNotRunUnknown, v,
+                      {{"reason", err.detail.substr(9)}, {"fix", v.remedy}});
     }
-    v.evidence.update(ev);
-    return v;
+    if (v.status != Status::Fail) return restated(kNotRead, v);
+    return restated(err.code == ProbeErrc::LibraryMissing ? kLibraryMissing
+                    : err.code == ProbeErrc::ParseError   ? kHelperGarbage
+                                                          : kDriverError,
+                    v);
   }
 
   ev["ordinal"] = r->ordinal;
@@ -118,11 +171,15 @@ Verdict run(const CheckContext& ctx) {
     ev["failed_step"] = r->failed_step;
     ev["error"] = r->error;
     const std::string step = r->failed_step.empty() ? std::string("an unnamed step") : r->failed_step;
-    return Verdict::fail("CUDA smoke test on " + dev + " failed at " + step + ": " + printable(r->error, 200),
-                         step_remedy(*r), ev);
-  }
-  return Verdict::pass("wrote and read back " + format_bytes(r->bytes) + " on " + dev + " in " + seconds_text(r->seconds),
+    return Verdict::of(step_finding(*r),
+                       {{"device", dev},
+                        {"step", step},
+                        {"error", printable(r->error, 200)},
+                        {"failed_step", r->failed_step}},
                        ev);
+  }
+  return Verdict::of(kPassed,
+                     {{"bytes", format_bytes(r->bytes)}, {"device", dev}, {"seconds", seconds_text(r->seconds)}}, ev);
 }
 
 constexpr std::string_view kExplain = R"EXPLAIN(What it reads
@@ -155,6 +212,7 @@ Fix
 
 extern const CheckSpec kCudaSmoke = {
     "cuda.smoke", Scope::Rank, "init, allocate, write and read back on the rank's GPU, in a contained child process",
-    kExplain, kInNode | kInJob, "an image build has no GPU to run on", &run, "gpu_driver", false, "driver.loaded"};
+    kExplain, kInNode | kInJob, "an image build has no GPU to run on", &run, "gpu_driver", false, "driver.loaded", {},
+    nullptr, kFindings};
 
 }  // namespace preflight

@@ -2,6 +2,7 @@
 // driver.loaded: the NVIDIA driver is there, its user-space libraries load, and they match the
 // kernel module that is running (a driver upgraded without a reboot fails every CUDA call).
 #include <algorithm>
+#include <array>
 
 #include "checks/check.hpp"
 #include "checks/gpu_common.hpp"
@@ -10,11 +11,104 @@
 namespace preflight {
 namespace {
 
-constexpr std::string_view kRebootRemedy =
-    "Reboot the node (or, with no GPU process running, reload the module: `rmmod nvidia_uvm nvidia_drm "
-    "nvidia_modeset nvidia && modprobe nvidia`) after the driver upgrade, so the kernel module and the "
-    "libraries are the same release; in a container, the host's driver libraries must be mounted (NVIDIA "
-    "container runtime), not a copy baked into the image.";
+#define PREFLIGHT_REBOOT_FIX                                                                            \
+  "Reboot the node (or, with no GPU process running, reload the module: `rmmod nvidia_uvm nvidia_drm " \
+  "nvidia_modeset nvidia && modprobe nvidia`) after the driver upgrade, so the kernel module and the " \
+  "libraries are the same release; in a container, the host's driver libraries must be mounted "      \
+  "(NVIDIA container runtime), not a copy baked into the image."
+#define PREFLIGHT_PERSISTENCE_FIX \
+  "Run nvidia-persistenced on the node (`systemctl enable --now nvidia-persistenced`; or `nvidia-smi -pm 1` as root)."
+
+// Neither library loads (no driver at all, or a kernel module without its libraries): the GPU checks'
+// shared verdict, {problem} and {fix} its summary and remedy.
+constexpr FindingSpec kNoDriver = {"driver.loaded/no-driver", Status::Fail, "{problem}", "{fix}"};
+constexpr FindingSpec kModuleWithoutLibraries = {"driver.loaded/module-without-libraries", Status::Fail, "{problem}",
+                                                 "{fix}"};
+// One library (or both, {library} names them) that failed; {why} is the helper's reason.
+constexpr FindingSpec kLibraryMissing = {
+    "driver.loaded/library-missing", Status::Fail, "{library} cannot be loaded ({why}){module_loaded}",
+    "Install the driver's user-space libraries of the same release as the kernel module (Debian/Ubuntu: "
+    "libnvidia-compute-<branch>, RHEL: nvidia-driver-cuda-libs), or in a container use the NVIDIA container runtime "
+    "(`docker run --gpus all …`) so the host's libraries are mounted in."};
+constexpr FindingSpec kHelperTimeout = {
+    "driver.loaded/helper-timeout", Status::Fail, "{library}: {why}",
+    "If the GPUs are only slow to initialise (persistence mode off: the first cuInit sets up every GPU, seconds each "
+    "on a node of 8), give the helper longer with a larger --timeout (the driver helper gets 25% of it) and enable "
+    "persistence mode (`systemctl enable --now nvidia-persistenced`, or `nvidia-smi -pm 1`). If it never finishes at "
+    "any --timeout, the job's first GPU call hangs too: check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; a "
+    "wedged GPU needs `nvidia-smi -r` or a reboot."};
+constexpr FindingSpec kHelperCrashed = {
+    "driver.loaded/helper-crashed", Status::Fail, "{library}: {why}",
+    "The job's first GPU call will do the same. Check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; a CUDA "
+    "library that does not belong to the running driver (a forward-compatibility libcuda or a copy in the image, see "
+    "the loaded files) crashes like this: remove it from LD_LIBRARY_PATH; a wedged GPU needs `nvidia-smi -r` or a "
+    "reboot."};
+constexpr FindingSpec kLibraryVersionMismatch = {
+    "driver.loaded/library-version-mismatch", Status::Fail,
+    "driver/library version mismatch: {library} returned {error}{module_version}", PREFLIGHT_REBOOT_FIX};
+#define PREFLIGHT_INIT_FAILED "{library} failed to initialise: {why}"
+constexpr FindingSpec kModuleNotLoaded = {
+    "driver.loaded/module-not-loaded", Status::Fail, PREFLIGHT_INIT_FAILED,
+    "The libraries are there but the nvidia kernel module is not loaded: `modprobe nvidia` (as root; `dmesg | grep -i "
+    "NVRM` says why it failed to load — often a kernel updated without rebuilding the driver's module: reinstall the "
+    "driver or its DKMS package); in a container, run it with the NVIDIA container runtime (`docker run --gpus all "
+    "…`)."};
+constexpr FindingSpec kNoPermission = {
+    "driver.loaded/no-permission", Status::Fail, PREFLIGHT_INIT_FAILED,
+    "This user may not open /dev/nvidia*: check `ls -l /dev/nvidia*` (mode 0666, or the job's user in the device "
+    "group) and the container's device cgroup."};
+constexpr FindingSpec kFabricNotReady = {
+    "driver.loaded/fabric-not-ready", Status::Fail, PREFLIGHT_INIT_FAILED,
+    "On NVSwitch systems start the fabric manager (`systemctl start nvidia-fabricmanager`, same version as the driver) "
+    "and wait for it to finish training the fabric."};
+constexpr FindingSpec kInitFailed = {
+    "driver.loaded/init-failed", Status::Fail, PREFLIGHT_INIT_FAILED,
+    "Check `nvidia-smi` and `dmesg | grep -i NVRM` on the node; reinstall the driver if they fail too."};
+#undef PREFLIGHT_INIT_FAILED
+constexpr FindingSpec kHelperGarbage = {
+    "driver.loaded/helper-garbage", Status::Fail, "{library}: the GPU helper's answer was garbage ({why})",
+    "Run `nvidia-smi` and check `dmesg | grep -i NVRM`; if the driver is healthy, report it as a preflight bug with "
+    "the --json output."};
+constexpr FindingSpec kNotRead = {
+    "driver.loaded/not-read", Status::Unknown, "{library} was not read: {why}",
+    "Run preflight on the node itself so its GPU helper can load the driver's libraries."};
+constexpr FindingSpec kModuleLibraryMismatch = {
+    "driver.loaded/module-library-mismatch", Status::Fail,
+    "driver/library version mismatch: kernel module {module}, libnvidia-ml {nvml}",
+    "Reboot (or reload the nvidia module) after the driver upgrade. " PREFLIGHT_REBOOT_FIX};
+constexpr FindingSpec kStaleLibcuda = {
+    "driver.loaded/stale-libcuda", Status::Fail,
+    "driver/library version mismatch: {path} is release {release} but the driver is {driver}",
+    "Two driver releases are installed: remove the stale libcuda (check `ldconfig -p | grep libcuda` and "
+    "LD_LIBRARY_PATH; a copy baked into a container image is the usual culprit) or reboot after the upgrade. CUDA "
+    "refuses to start with CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803)."};
+constexpr FindingSpec kSeveralLibcuda = {
+    "driver.loaded/several-libcuda", Status::Warn, "{count} different libcuda files were loaded: {files}",
+    "Keep one libcuda on the loader path (check LD_LIBRARY_PATH and `ldconfig -p | grep libcuda`): which one a process "
+    "gets then depends on its environment, and the job may get another than preflight did."};
+constexpr FindingSpec kPersistenceOff = {
+    "driver.loaded/persistence-off", Status::Warn,
+    "persistence mode is off on GPU {gpus}: every process start re-initialises the GPU (seconds per rank, and state "
+    "lost between jobs)",
+    PREFLIGHT_PERSISTENCE_FIX};
+constexpr FindingSpec kPersistenceOffSlowInit = {
+    "driver.loaded/persistence-off-slow-init", Status::Warn,
+    "persistence mode is off on GPU {gpus}: cuInit took {init} here, and every process of the job pays it again (each "
+    "start re-initialises the GPUs; state is lost between jobs)",
+    PREFLIGHT_PERSISTENCE_FIX};
+// The driver and what is noted of it: {cuda} " (CUDA 12.4)", {module} whether the kernel module
+// matches, {compat} a forward-compatibility libcuda, {init} a slow cuInit, {loaded} the files.
+constexpr FindingSpec kLoaded = {"driver.loaded/loaded", Status::Pass,
+                                 "driver {driver}{cuda}, {module}{compat}{init}; {loaded}", ""};
+#undef PREFLIGHT_PERSISTENCE_FIX
+#undef PREFLIGHT_REBOOT_FIX
+
+constexpr std::array kFindings = {kNoDriver,               kModuleWithoutLibraries, kLibraryMissing,
+                                  kHelperTimeout,          kHelperCrashed,          kLibraryVersionMismatch,
+                                  kModuleNotLoaded,        kNoPermission,           kFabricNotReady,
+                                  kInitFailed,             kHelperGarbage,          kNotRead,
+                                  kModuleLibraryMismatch,  kStaleLibcuda,           kSeveralLibcuda,
+                                  kPersistenceOff,         kPersistenceOffSlowInit, kLoaded};
 
 std::string file_name(std::string_view path) {
   const std::size_t slash = path.rfind('/');
@@ -45,23 +139,12 @@ bool is_version_mismatch_error(std::string_view detail) {
          mentions(detail, "(18)");
 }
 
-std::string api_error_remedy(std::string_view detail) {
-  if (is_version_mismatch_error(detail)) return std::string(kRebootRemedy);
-  if (mentions(detail, "DRIVER_NOT_LOADED")) {
-    return "The libraries are there but the nvidia kernel module is not loaded: `modprobe nvidia` (as root; "
-           "`dmesg | grep -i NVRM` says why it failed to load — often a kernel updated without rebuilding the "
-           "driver's module: reinstall the driver or its DKMS package); in a container, run it with the NVIDIA "
-           "container runtime (`docker run --gpus all …`).";
-  }
-  if (mentions(detail, "NO_PERMISSION")) {
-    return "This user may not open /dev/nvidia*: check `ls -l /dev/nvidia*` (mode 0666, or the job's user in the "
-           "device group) and the container's device cgroup.";
-  }
-  if (mentions(detail, "SYSTEM_NOT_READY") || mentions(detail, "(802)")) {
-    return "On NVSwitch systems start the fabric manager (`systemctl start nvidia-fabricmanager`, same version as the "
-           "driver) and wait for it to finish training the fabric.";
-  }
-  return "Check `nvidia-smi` and `dmesg | grep -i NVRM` on the node; reinstall the driver if they fail too.";
+/// The finding of an initialisation error that is not a version mismatch, by the fix it needs.
+const FindingSpec& init_error_finding(std::string_view detail) {
+  if (mentions(detail, "DRIVER_NOT_LOADED")) return kModuleNotLoaded;
+  if (mentions(detail, "NO_PERMISSION")) return kNoPermission;
+  if (mentions(detail, "SYSTEM_NOT_READY") || mentions(detail, "(802)")) return kFabricNotReady;
+  return kInitFailed;
 }
 
 Verdict run(const CheckContext& ctx) {
@@ -74,8 +157,11 @@ Verdict run(const CheckContext& ctx) {
   if (!d.helper.empty()) b.evidence()["helper"] = d.helper;
 
   if (std::optional<Verdict> none = no_driver_verdict(d, {})) {
-    none->evidence.update(b.evidence());
-    return *none;
+    Verdict v = Verdict::of(d.kernel_module_version.ok() ? kModuleWithoutLibraries : kNoDriver,
+                            {{"problem", none->summary}, {"fix", none->remedy}}, std::move(none->evidence));
+    v.evidence.update(b.evidence());
+    v.cause = none->cause;
+    return v;
   }
 
   const std::string* km = d.kernel_module_version.value();
@@ -98,56 +184,44 @@ Verdict run(const CheckContext& ctx) {
   }
   for (const Lib& lib : libs) {
     if (lib.err == nullptr) continue;
+    const nlohmann::json failed = {{"library", lib.name}, {"why", lib.why}};
+    const auto with = [&failed](nlohmann::json more) {
+      nlohmann::json p = failed;
+      p.update(more);
+      return p;
+    };
     switch (lib.err->code) {
       case ProbeErrc::LibraryMissing:
-        b.add(Status::Fail,
-              lib.name + " cannot be loaded (" + lib.why + ")" +
-                  (km ? "; the nvidia kernel module " + *km + " is loaded" : std::string()),
-              "Install the driver's user-space libraries of the same release as the kernel module (Debian/Ubuntu: "
-              "libnvidia-compute-<branch>, RHEL: nvidia-driver-cuda-libs), or in a container use the NVIDIA "
-              "container runtime (`docker run --gpus all …`) so the host's libraries are mounted in.");
+        b.add(kLibraryMissing,
+              with({{"module_loaded", km ? "; the nvidia kernel module " + *km + " is loaded" : std::string()}}));
         break;
       case ProbeErrc::Timeout:
-        b.add(Status::Fail, lib.name + ": " + lib.why,
-              "If the GPUs are only slow to initialise (persistence mode off: the first cuInit sets up every GPU, "
-              "seconds each on a node of 8), give the helper longer with a larger --timeout (the driver helper "
-              "gets 25% of it) and enable persistence mode (`systemctl enable --now nvidia-persistenced`, or "
-              "`nvidia-smi -pm 1`). If it never finishes at any --timeout, the job's first GPU call hangs too: "
-              "check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; a wedged GPU needs `nvidia-smi -r` or a "
-              "reboot.");
+        b.add(kHelperTimeout, failed);
         break;
       case ProbeErrc::Crashed:
-        b.add(Status::Fail, lib.name + ": " + lib.why,
-              "The job's first GPU call will do the same. Check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; "
-              "a CUDA library that does not belong to the running driver (a forward-compatibility libcuda or a "
-              "copy in the image, see the loaded files) crashes like this: remove it from LD_LIBRARY_PATH; a "
-              "wedged GPU needs `nvidia-smi -r` or a reboot.");
+        b.add(kHelperCrashed, failed);
         break;
       case ProbeErrc::ApiError:
         if (is_version_mismatch_error(lib.err->detail)) {
-          b.add(Status::Fail, "driver/library version mismatch: " + lib.name + " returned " + lib.err->detail +
-                                  (km ? " (kernel module " + *km + ")" : std::string()),
-                std::string(kRebootRemedy));
+          b.add(kLibraryVersionMismatch,
+                with({{"error", lib.err->detail},
+                      {"module_version", km ? " (kernel module " + *km + ")" : std::string()}}));
         } else {
-          b.add(Status::Fail, lib.name + " failed to initialise: " + lib.why, api_error_remedy(lib.err->detail));
+          b.add(init_error_finding(lib.err->detail), failed);
         }
         break;
       case ProbeErrc::ParseError:
-        b.add(Status::Fail, lib.name + ": the GPU helper's answer was garbage (" + lib.why + ")",
-              "Run `nvidia-smi` and check `dmesg | grep -i NVRM`; if the driver is healthy, report it as a preflight "
-              "bug with the --json output.");
+        b.add(kHelperGarbage, failed);
         break;
       default:
-        b.add(Status::Unknown, lib.name + " was not read: " + lib.why,
-              "Run preflight on the node itself so its GPU helper can load the driver's libraries.");
+        b.add(kNotRead, failed);
         break;
     }
   }
 
   // Kernel module vs user space.
   if (km != nullptr && nvml != nullptr && trim(*km) != trim(*nvml)) {
-    b.add(Status::Fail, "driver/library version mismatch: kernel module " + *km + ", libnvidia-ml " + *nvml,
-          "Reboot (or reload the nvidia module) after the driver upgrade. " + std::string(kRebootRemedy));
+    b.add(kModuleLibraryMismatch, {{"module", *km}, {"nvml", *nvml}});
   } else if (km == nullptr && nvml != nullptr) {
     b.evidence()["kernel_module_note"] = "kernel module version not readable (" + d.kernel_module_version.why() +
                                          "); NVML initialised, so a matching module is loaded";
@@ -169,18 +243,10 @@ Verdict run(const CheckContext& ctx) {
     }
     const std::string v = version_in_name(path);
     if (!v.empty() && !driver_version.empty() && v != driver_version) {
-      b.add(Status::Fail,
-            "driver/library version mismatch: " + path + " is release " + v + " but the driver is " + driver_version,
-            "Two driver releases are installed: remove the stale libcuda (check `ldconfig -p | grep libcuda` and "
-            "LD_LIBRARY_PATH; a copy baked into a container image is the usual culprit) or reboot after the upgrade. "
-            "CUDA refuses to start with CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (803).");
+      b.add(kStaleLibcuda, {{"path", path}, {"release", v}, {"driver", driver_version}});
     }
   }
-  if (cuda_files.size() > 1) {
-    b.add(Status::Warn, std::to_string(cuda_files.size()) + " different libcuda files were loaded: " + join(cuda_files, ", "),
-          "Keep one libcuda on the loader path (check LD_LIBRARY_PATH and `ldconfig -p | grep libcuda`): which one a "
-          "process gets then depends on its environment, and the job may get another than preflight did.");
-  }
+  if (cuda_files.size() > 1) b.add(kSeveralLibcuda, {{"count", cuda_files.size()}, {"files", join(cuda_files, ", ")}});
   if (!compat.empty()) b.evidence()["forward_compat_libcuda"] = compat;
 
   // How long the driver took to initialise: slow without persistence mode (every GPU is set up
@@ -198,28 +264,28 @@ Verdict run(const CheckContext& ctx) {
     }
     if (!off.empty()) {
       b.evidence()["persistence_mode_off"] = off;
-      b.add(Status::Warn,
-            "persistence mode is off on GPU " + join(off, ", ") +
-                (slow_init ? ": cuInit took " + format_duration(*init_s) + " here, and every process of the job pays it "
-                             "again (each start re-initialises the GPUs; state is lost between jobs)"
-                           : ": every process start re-initialises the GPU (seconds per rank, and state lost "
-                             "between jobs)"),
-            "Run nvidia-persistenced on the node (`systemctl enable --now nvidia-persistenced`; or "
-            "`nvidia-smi -pm 1` as root).");
+      if (slow_init) {
+        b.add(kPersistenceOffSlowInit, {{"gpus", join(off, ", ")}, {"init", format_duration(*init_s)}});
+      } else {
+        b.add(kPersistenceOff, {{"gpus", join(off, ", ")}});
+      }
     }
   }
 
   if (b.status() == Status::Pass) {
-    std::string s = "driver " + driver_version;
-    if (cuda) s += " (CUDA " + cuda_version_text(*cuda) + ")";
-    s += km ? ", kernel module matches" : ", kernel module version not readable (NVML works, so the module is loaded)";
-    if (!compat.empty()) s += "; forward-compatibility libcuda in use";
-    if (init_s && *init_s >= 1.0) {
-      s += "; cuInit took " + format_duration(*init_s) + (slow_init ? " (slow, but within the helper's deadline)" : "");
-    }
-    s += d.loaded_libraries.empty() ? std::string("; no library file reported")
-                                    : "; loaded " + join(cuda_files.empty() ? d.loaded_libraries : cuda_files, ", ");
-    b.note(std::move(s));
+    const bool init_noted = init_s && *init_s >= 1.0;
+    b.add(kLoaded,
+          {{"driver", driver_version},
+           {"cuda", cuda ? " (CUDA " + cuda_version_text(*cuda) + ")" : std::string()},
+           {"module", km ? "kernel module matches"
+                         : "kernel module version not readable (NVML works, so the module is loaded)"},
+           {"compat", compat.empty() ? std::string() : "; forward-compatibility libcuda in use"},
+           {"init", init_noted ? "; cuInit took " + format_duration(*init_s) +
+                                     (slow_init ? " (slow, but within the helper's deadline)" : "")
+                               : std::string()},
+           {"loaded", d.loaded_libraries.empty()
+                          ? std::string("no library file reported")
+                          : "loaded " + join(cuda_files.empty() ? d.loaded_libraries : cuda_files, ", ")}});
   }
   return b.build();
 }
@@ -273,6 +339,7 @@ Fix
 extern const CheckSpec kDriverLoaded = {
     "driver.loaded", Scope::Node, "the NVIDIA driver is present, its libraries load and match the kernel module",
     kExplain, kInNode | kInJob,
-    "an image build has no driver: the image is judged against --target-driver by cuda.runtime", &run, "gpu_driver", false, {}, "the driver"};
+    "an image build has no driver: the image is judged against --target-driver by cuda.runtime", &run, "gpu_driver", false, {}, "the driver",
+    nullptr, kFindings};
 
 }  // namespace preflight

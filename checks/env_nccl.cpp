@@ -2,6 +2,7 @@
 // env.nccl: the NCCL / PyTorch / Gloo / CUDA variables of this rank, read with the grammar each
 // consumer really uses, including the values NCCL takes from its configuration files.
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 #include <string>
@@ -53,10 +54,122 @@ struct Setting {
   std::string shown() const { return name + "=" + printable(value, 80) + " (" + source() + ")"; }
 };
 
-struct Finding {
-  Status status;
-  std::string summary;
-  std::string remedy;
+// The findings about one variable. Each fix is one parameter, the remedy for that variable: {unset}
+// (`unset NAME`, or the line of the file to delete), {rename} (to the name meant), {set} (the value meant,
+// or the form it needs). Shell remedies of several findings become one command line (see run()).
+constexpr FindingSpec kNoEffect = {"env.nccl/no-effect", Status::Warn, "{setting} has no effect: {note}{versions}",
+                                   "{unset}"};
+constexpr FindingSpec kDcgmListed = {"env.nccl/dcgm-listed", Status::Warn, "{name} is set ({source}): {note}",
+                                     "{unset}"};
+constexpr FindingSpec kDebugSetting = {"env.nccl/debug-setting", Status::Warn,
+                                       "{setting} forces a debugging setting: {note}", "{unset}"};
+// A name the catalog knows that the loaded NCCL does not read: {releases} says which do; {nothing_reads}
+// is ": <why>" for a name no release reads, and then {unset} has no "(or load an NCCL release that reads it)".
+constexpr FindingSpec kOtherReleaseName = {"env.nccl/other-release-name", Status::Warn,
+                                           "{setting} is not read by {library}{releases}{nothing_reads}", "{unset}"};
+// {suggestion}: "; did you mean NAME?", with " (which is set too)" when that name is set as well, or "".
+constexpr FindingSpec kNotInLibrary = {"env.nccl/not-in-library", Status::Warn,
+                                       "{setting} is not a variable {library} reads{suggestion}", "{rename}"};
+constexpr FindingSpec kUnknownNcclName = {"env.nccl/unknown-nccl-name", Status::Warn,
+                                          "{setting} is not a variable NCCL reads (no readable libnccl.so.2: judged by "
+                                          "the catalog of NCCL 2.28.9){suggestion}",
+                                          "{rename}"};
+constexpr FindingSpec kUnknownTorchName = {"env.nccl/unknown-torch-name", Status::Warn,
+                                           "{setting} is not a variable PyTorch reads{suggestion}", "{rename}"};
+constexpr FindingSpec kLegacyName = {
+    "env.nccl/legacy-name", Status::Warn,
+    "{setting} is the deprecated PyTorch name of {current} (NCCL itself does not read it)", "{rename}"};
+constexpr FindingSpec kLegacyNameDiffers = {
+    "env.nccl/legacy-name-differs", Status::Warn,
+    "{name} and {current} are both set and differ; torch uses {current_setting}", "{unset}"};
+// {about}: " (NAME: <the catalog's note>)", or "".
+constexpr FindingSpec kInvalidValue = {"env.nccl/invalid-value", Status::Fail, "{setting}: {problem}{about}", "{set}"};
+constexpr FindingSpec kMisreadValue = {"env.nccl/misread-value", Status::Warn, "{setting}: {problem}{about}", "{set}"};
+// {default}: " (the default is VALUE)", or "".
+constexpr FindingSpec kDiscouragedValue = {"env.nccl/discouraged-value", Status::Warn,
+                                           "{setting}: {reader} reads {reads_as}; {rule_note}{default}", "{unset}"};
+constexpr FindingSpec kAllocConfRejected = {"env.nccl/alloc-conf-rejected", Status::Fail, "{setting}: {problem}",
+                                            "{set}"};
+constexpr FindingSpec kAllocConfMisread = {"env.nccl/alloc-conf-misread", Status::Warn, "{setting}: {problem}",
+                                           "{set}"};
+
+// NCCL's configuration files.
+constexpr FindingSpec kConfFileMissing = {
+    "env.nccl/conf-file-missing", Status::Warn,
+    "NCCL_CONF_FILE={path} does not exist: NCCL applies no user configuration (and skips ~/.nccl.conf)",
+    "Point NCCL_CONF_FILE at the file you meant, or unset it."};
+constexpr FindingSpec kConfFileDenied = {
+    "env.nccl/conf-file-denied", Status::Warn,
+    "{path} is not readable (permission denied): NCCL, running as this user, silently skips it",
+    "chmod a+r {path} (or remove it if its settings are not wanted)."};
+constexpr FindingSpec kConfFileUnread = {"env.nccl/conf-file-unread", Status::Unknown,
+                                         "could not read {path} ({detail}): the values NCCL takes from it are unknown",
+                                         "Make {path} a readable text file, or remove it."};
+constexpr FindingSpec kConfMalformedLines = {
+    "env.nccl/conf-malformed-lines", Status::Warn, "{path} line(s) {lines} have no NAME=VALUE form: NCCL skips them",
+    "Write NAME=VALUE on those lines of {path}, or start them with '#' in column 1."};
+constexpr FindingSpec kConfSpacedName = {
+    "env.nccl/conf-spaced-name", Status::Warn,
+    "{path}:{line} sets '{entry}': NCCL keeps spaces and other characters around '=' as part of the name, so nothing "
+    "reads it",
+    "Write {bare}={value} without spaces on line {line} of {path}."};
+
+// What NCCL does with the values that pick its network and the files it loads.
+#define PREFLIGHT_NO_NET_PLUGIN "NCCL init fails (\"Failed to initialize any NET plugin\")"
+constexpr FindingSpec kPluginMissing = {
+    "env.nccl/plugin-missing", Status::Warn,
+    "{setting}: no {tried} where libnccl's dlopen looks; NCCL goes on without the {kind} plugin ({fallback})",
+    "Install the {kind} plugin where the loader finds it (LD_LIBRARY_PATH), give its full path, or unset {variable}."};
+constexpr FindingSpec kNetIbDisabled = {
+    "env.nccl/net-ib-disabled", Status::Fail,
+    "{setting} with NCCL_IB_DISABLE set: the IB transport is off, so no network matches and " PREFLIGHT_NO_NET_PLUGIN,
+    "{unset}"};
+constexpr FindingSpec kNetIbWithoutRdma = {
+    "env.nccl/net-ib-without-rdma", Status::Fail,
+    "{setting} but this node has no RDMA device (/sys/class/infiniband): NCCL's IB transport finds no device and "
+    "init fails (\"Failed to initialize any NET plugin\")",
+    "Unset NCCL_NET (NCCL picks Socket), set NCCL_NET=Socket, or run where the RDMA devices are visible "
+    "(--device=/dev/infiniband in a container)."};
+// {hint}: "; did you mean Socket?", "; did you mean IB?", or "".
+constexpr FindingSpec kNetUnknown = {
+    "env.nccl/net-unknown", Status::Fail,
+    "{setting} names no network NCCL has here (IB and Socket are built in; no net plugin is found){hint}: "
+    PREFLIGHT_NO_NET_PLUGIN,
+    "Set NCCL_NET to IB or Socket (any case), install the plugin that provides '{net}', or unset NCCL_NET."};
+#undef PREFLIGHT_NO_NET_PLUGIN
+constexpr FindingSpec kIbHcaWithoutRdma = {
+    "env.nccl/ib-hca-without-rdma", Status::Warn,
+    "{setting} asks for InfiniBand/RoCE devices, but this node has none: NCCL uses sockets",
+    "Run where the RDMA devices are visible (--device=/dev/infiniband in a container), or unset NCCL_IB_HCA."};
+// {why}: "does not exist" or "cannot be read (<state>)".
+constexpr FindingSpec kGraphFileUnreadable = {
+    "env.nccl/graph-file-unreadable", Status::Fail,
+    "{setting}: {path} {why}; NCCL fails the graph search (ncclSystemError, \"Could not open XML graph file\") and "
+    "init fails",
+    "Point NCCL_GRAPH_FILE at a readable graph XML, or unset it."};
+constexpr FindingSpec kTopoFileUnreadable = {"env.nccl/topo-file-unreadable", Status::Warn,
+                                             "{setting}: {path} {why}; NCCL ignores it and detects the topology itself",
+                                             "Point {variable} at a readable topology XML, or unset it."};
+
+constexpr std::array kFindings = {
+    kNoEffect,          kDcgmListed,       kDebugSetting,       kOtherReleaseName,  kNotInLibrary,
+    kUnknownNcclName,   kUnknownTorchName, kLegacyName,         kLegacyNameDiffers, kInvalidValue,
+    kMisreadValue,      kDiscouragedValue, kAllocConfRejected,  kAllocConfMisread,  kConfFileMissing,
+    kConfFileDenied,    kConfFileUnread,   kConfMalformedLines, kConfSpacedName,    kPluginMissing,
+    kNetIbDisabled,     kNetIbWithoutRdma, kNetUnknown,         kIbHcaWithoutRdma,  kGraphFileUnreadable,
+    kTopoFileUnreadable};
+
+// A finding about one variable: its row and its parameters.
+struct VarFinding {
+  const FindingSpec* spec;
+  json params;
+
+  Status status() const { return spec->status; }
+  std::string remedy() const { return render_template(spec->fix, params); }
+  // Its fix is one parameter ("{unset}"): another remedy in its place.
+  void set_remedy(std::string text) {
+    params[std::string(spec->fix.substr(1, spec->fix.size() - 2))] = std::move(text);
+  }
 };
 
 bool linted(const EnvCatalog& catalog, std::string_view name) {
@@ -130,7 +243,7 @@ class EnvLint {
           MitigationLookup mitigation)
       : m_catalog(catalog), m_settings(settings), m_readers(readers), m_mitigation(std::move(mitigation)) {}
 
-  std::vector<Finding> findings;
+  std::vector<VarFinding> findings;
   std::vector<std::string> notes;
   std::string consumer = "unknown";
   std::string reads_as;
@@ -149,14 +262,19 @@ class EnvLint {
     const bool no_effect = spec->no_effect && !(nccl_name && m_readers.available());
     if (no_effect) {
       reads_as = "not read";
-      add(Status::Warn, s.shown() + " has no effect: " + spec->note + versions_text(*spec), unset_remedy(s));
+      add(kNoEffect, {{"setting", s.shown()},
+                      {"note", spec->note},
+                      {"versions", versions_text(*spec)},
+                      {"unset", unset_remedy(s)}});
     }
-    if (spec->dcgm_bad) add(Status::Warn, s.name + " is set (" + s.source() + "): " + spec->note, unset_remedy(s));
+    if (spec->dcgm_bad) {
+      add(kDcgmListed, {{"name", s.name}, {"source", s.source()}, {"note", spec->note}, {"unset", unset_remedy(s)}});
+    }
     if (spec->debug_only) {
       if (const std::string issue = m_mitigation(s.name, s.value); !issue.empty()) {
         notes.push_back(s.name + "=" + printable(s.value, 80) + " mitigates " + issue + " (nccl.library): keep it");
       } else {
-        add(Status::Warn, s.shown() + " forces a debugging setting: " + spec->note, unset_remedy(s));
+        add(kDebugSetting, {{"setting", s.shown()}, {"note", spec->note}, {"unset", unset_remedy(s)}});
       }
     }
     if (!spec->alias_of.empty()) legacy_alias(s, *spec);
@@ -164,9 +282,7 @@ class EnvLint {
   }
 
  private:
-  void add(Status status, std::string summary, std::string remedy) {
-    findings.push_back({status, std::move(summary), std::move(remedy)});
-  }
+  void add(const FindingSpec& spec, json params) { findings.push_back({&spec, std::move(params)}); }
 
   static std::string versions_text(const EnvVarSpec& spec) {
     if (spec.versions.empty()) return {};
@@ -201,26 +317,33 @@ class EnvLint {
     const std::vector<std::string> close = close_names(s.name);
     if (spec != nullptr && close.empty()) {
       const std::string others = spec->versions.empty() ? " (the catalog's NCCL 2.28.9 reads it)" : versions_text(*spec);
-      add(Status::Warn, s.shown() + " is not read by " + m_readers.library_text + others + (spec->no_effect ? ": " + spec->note : ""),
-          unset_remedy(s) + (spec->no_effect ? "" : " (or load an NCCL release that reads it)"));
+      add(kOtherReleaseName,
+          {{"setting", s.shown()},
+           {"library", m_readers.library_text},
+           {"releases", others},
+           {"nothing_reads", spec->no_effect ? ": " + spec->note : ""},
+           {"unset", unset_remedy(s) + (spec->no_effect ? "" : " (or load an NCCL release that reads it)")}});
       return;
     }
-    rename_or_unset(s, s.shown() + " is not a variable " + m_readers.library_text + " reads", close);
+    rename_or_unset(s, kNotInLibrary, {{"setting", s.shown()}, {"library", m_readers.library_text}}, close);
   }
 
-  void rename_or_unset(const Setting& s, std::string summary, const std::vector<std::string>& close) {
+  void rename_or_unset(const Setting& s, const FindingSpec& spec, json params, const std::vector<std::string>& close) {
+    std::string suggestion;
     std::string remedy = unset_remedy(s);
     if (!close.empty() && m_settings.count(close.front()) != 0) {
       // The right name is set as well: moving the value there would overwrite it.
-      summary += "; did you mean " + close.front() + "? (which is set too)";
+      suggestion = "; did you mean " + close.front() + "? (which is set too)";
     } else if (!close.empty()) {
-      summary += "; did you mean " + close.front() + "?";
+      suggestion = "; did you mean " + close.front() + "?";
       Setting renamed = s;
       renamed.name = close.front();
       remedy = s.from_file() ? "Rename " + s.name + " to " + close.front() + " on line " + std::to_string(s.line) + " of " + s.file + "."
                              : "unset " + s.name + "; " + set_remedy(renamed, s.value);
     }
-    add(Status::Warn, std::move(summary), std::move(remedy));
+    params["suggestion"] = std::move(suggestion);
+    params["rename"] = std::move(remedy);
+    add(spec, std::move(params));
   }
 
   void unknown_name(const Setting& s) {
@@ -231,22 +354,21 @@ class EnvLint {
     const std::vector<std::string> close = close_names(s.name);
     // PyTorch adds TORCH_NCCL_ / PYTORCH_ variables often: only a near miss of a known name is worth a WARN.
     if (!nccl && !((s.name.starts_with("TORCH_NCCL_") || pytorch) && !close.empty())) return;
-    rename_or_unset(s, s.shown() + " is not a variable " + (nccl ? "NCCL" : "PyTorch") + " reads" +
-                           (nccl ? " (no readable libnccl.so.2: judged by the catalog of NCCL 2.28.9)" : ""),
-                    close);
+    rename_or_unset(s, nccl ? kUnknownNcclName : kUnknownTorchName, {{"setting", s.shown()}}, close);
   }
 
   void legacy_alias(const Setting& s, const EnvVarSpec& spec) {
     const auto current = m_settings.find(spec.alias_of);
     Setting renamed = s;
     renamed.name = spec.alias_of;
-    add(Status::Warn,
-        s.shown() + " is the deprecated PyTorch name of " + spec.alias_of + " (NCCL itself does not read it)",
-        unset_remedy(s) + (s.from_file() ? " " : "; ") + set_remedy(renamed, s.value));
+    add(kLegacyName, {{"setting", s.shown()},
+                      {"current", spec.alias_of},
+                      {"rename", unset_remedy(s) + (s.from_file() ? " " : "; ") + set_remedy(renamed, s.value)}});
     if (current != m_settings.end() && current->second.value != s.value) {
-      add(Status::Warn,
-          s.name + " and " + spec.alias_of + " are both set and differ; torch uses " + current->second.shown(),
-          unset_remedy(s));
+      add(kLegacyNameDiffers, {{"name", s.name},
+                               {"current", spec.alias_of},
+                               {"current_setting", current->second.shown()},
+                               {"unset", unset_remedy(s)}});
     }
   }
 
@@ -260,16 +382,23 @@ class EnvLint {
       r.fix.clear();
     }
     if (r.status != Status::Pass) {
-      std::string summary = s.shown() + ": " + r.problem;
-      if (!spec.note.empty()) summary += " (" + spec.name + ": " + spec.note + ")";
       const std::string remedy = !r.fix.empty() ? set_remedy(s, r.fix)
                                                 : "Set " + s.name + " to " + expected_text(spec.grammar) + where(s) + ", or remove it.";
-      add(r.status, std::move(summary), remedy);
+      add(r.status == Status::Fail ? kInvalidValue : kMisreadValue,
+          {{"setting", s.shown()},
+           {"problem", r.problem},
+           {"about", spec.note.empty() ? std::string() : " (" + spec.name + ": " + spec.note + ")"},
+           {"set", remedy}});
       return;
     }
     if (std::find(rules.warn_if.begin(), rules.warn_if.end(), r.canonical) != rules.warn_if.end()) {
       const std::string deflt = rules.default_value.empty() ? "" : " (the default is " + rules.default_value + ")";
-      add(Status::Warn, s.shown() + ": " + who + " reads " + r.reads_as + "; " + rules.note + deflt, unset_remedy(s));
+      add(kDiscouragedValue, {{"setting", s.shown()},
+                              {"reader", who},
+                              {"reads_as", r.reads_as},
+                              {"rule_note", rules.note},
+                              {"default", deflt},
+                              {"unset", unset_remedy(s)}});
     }
     if (std::find(rules.note_if.begin(), rules.note_if.end(), r.canonical) != rules.note_if.end()) {
       notes.push_back(s.name + "=" + printable(s.value, 80) + " (" + s.source() + "): " + rules.note);
@@ -304,14 +433,11 @@ json lint_conf_file(const ConfFile& file, VerdictBuilder& b) {
     ev["state"] = to_string(err.code);
     ev["detail"] = err.detail;
     if (err.code == ProbeErrc::NotFound && file.role == "NCCL_CONF_FILE") {
-      b.add(Status::Warn, "NCCL_CONF_FILE=" + printable(file.path) + " does not exist: NCCL applies no user configuration (and skips ~/.nccl.conf)",
-            "Point NCCL_CONF_FILE at the file you meant, or unset it.");
+      b.add(kConfFileMissing, {{"path", printable(file.path)}});
     } else if (err.code == ProbeErrc::PermissionDenied) {
-      b.add(Status::Warn, printable(file.path) + " is not readable (permission denied): NCCL, running as this user, silently skips it",
-            "chmod a+r " + printable(file.path) + " (or remove it if its settings are not wanted).");
+      b.add(kConfFileDenied, {{"path", printable(file.path)}});
     } else if (err.code != ProbeErrc::NotFound) {
-      b.add(Status::Unknown, "could not read " + printable(file.path) + " (" + err.detail + "): the values NCCL takes from it are unknown",
-            "Make " + printable(file.path) + " a readable text file, or remove it.");
+      b.add(kConfFileUnread, {{"path", printable(file.path)}, {"detail", err.detail}});
     }
     return ev;
   }
@@ -319,17 +445,16 @@ json lint_conf_file(const ConfFile& file, VerdictBuilder& b) {
   ev["entries"] = contents->entries.size();
   ev["malformed_lines"] = contents->malformed_lines;
   if (!contents->malformed_lines.empty()) {
-    b.add(Status::Warn, printable(file.path) + " line(s) " + line_list(contents->malformed_lines) + " have no NAME=VALUE form: NCCL skips them",
-          "Write NAME=VALUE on those lines of " + printable(file.path) + ", or start them with '#' in column 1.");
+    b.add(kConfMalformedLines, {{"path", printable(file.path)}, {"lines", line_list(contents->malformed_lines)}});
   }
   for (const ConfEntry& e : contents->entries) {
     if (is_env_name(e.name)) continue;
     const std::string bare(trim(e.name));
-    b.add(Status::Warn,
-          printable(file.path) + ":" + std::to_string(e.line) + " sets '" + printable(e.name) +
-              "': NCCL keeps spaces and other characters around '=' as part of the name, so nothing reads it",
-          "Write " + (is_env_name(bare) ? bare : std::string("NAME")) + "=" + printable(trim(e.value)) + " without spaces on line " +
-              std::to_string(e.line) + " of " + printable(file.path) + ".");
+    b.add(kConfSpacedName, {{"path", printable(file.path)},
+                            {"line", e.line},
+                            {"entry", printable(e.name)},
+                            {"bare", is_env_name(bare) ? bare : std::string("NAME")},
+                            {"value", printable(trim(e.value))}});
   }
   return ev;
 }
@@ -491,10 +616,11 @@ void lint_nccl_runtime(const CheckContext& ctx, const std::map<std::string, Sett
     if (p.variable.empty() || !p.path.empty()) continue;
     const Setting* s = setting(p.variable.c_str());
     const std::string shown = s != nullptr ? s->shown() : p.variable + "=" + printable(p.requested);
-    b.add(Status::Warn,
-          shown + ": no " + join(p.tried, " or ") + " where libnccl's dlopen looks; NCCL goes on without the " + p.kind +
-              " plugin (" + (p.kind == "net" ? "its own IB/Socket transports" : "its defaults") + ")",
-          "Install the " + p.kind + " plugin where the loader finds it (LD_LIBRARY_PATH), give its full path, or unset " + p.variable + ".");
+    b.add(kPluginMissing, {{"setting", shown},
+                           {"tried", join(p.tried, " or ")},
+                           {"kind", p.kind},
+                           {"fallback", p.kind == "net" ? "its own IB/Socket transports" : "its defaults"},
+                           {"variable", p.variable}});
   }
   if (const Setting* net = setting("NCCL_NET")) {
     const std::string v(trim(net->value));
@@ -505,40 +631,27 @@ void lint_nccl_runtime(const CheckContext& ctx, const std::map<std::string, Sett
     }();
     if (::strcasecmp(v.c_str(), "IB") == 0) {
       if (ib_disabled) {
-        b.add(Status::Fail, net->shown() + " with NCCL_IB_DISABLE set: the IB transport is off, so no network matches and NCCL init "
-                            "fails (\"Failed to initialize any NET plugin\")", unset_remedy(*setting("NCCL_IB_DISABLE")));
+        b.add(kNetIbDisabled, {{"setting", net->shown()}, {"unset", unset_remedy(*setting("NCCL_IB_DISABLE"))}});
       } else if (ib_known && !has_rdma) {
-        b.add(Status::Fail, net->shown() + " but this node has no RDMA device (/sys/class/infiniband): NCCL's IB transport finds "
-                            "no device and init fails (\"Failed to initialize any NET plugin\")",
-              "Unset NCCL_NET (NCCL picks Socket), set NCCL_NET=Socket, or run where the RDMA devices are visible "
-              "(--device=/dev/infiniband in a container).");
+        b.add(kNetIbWithoutRdma, {{"setting", net->shown()}});
       }
     } else if (::strcasecmp(v.c_str(), "Socket") != 0 && !external_net) {
       std::string hint;
       if (edit_distance(to_lower(v), "socket") <= 2) hint = "; did you mean Socket?";
       else if (edit_distance(to_lower(v), "ib") <= 1 || to_lower(v) == "infiniband" || to_lower(v) == "roce") hint = "; did you mean IB?";
-      b.add(Status::Fail,
-            net->shown() + " names no network NCCL has here (IB and Socket are built in; no net plugin is found)" + hint +
-                ": NCCL init fails (\"Failed to initialize any NET plugin\")",
-            "Set NCCL_NET to IB or Socket (any case), install the plugin that provides '" + printable(v) + "', or unset NCCL_NET.");
+      b.add(kNetUnknown, {{"setting", net->shown()}, {"hint", hint}, {"net", printable(v)}});
     }
   }
   if (const Setting* hca = setting("NCCL_IB_HCA"); hca != nullptr && ib_known && !has_rdma) {
-    b.add(Status::Warn, hca->shown() + " asks for InfiniBand/RoCE devices, but this node has none: NCCL uses sockets",
-          "Run where the RDMA devices are visible (--device=/dev/infiniband in a container), or unset NCCL_IB_HCA.");
+    b.add(kIbHcaWithoutRdma, {{"setting", hca->shown()}});
   }
   for (const NcclNamedFile& f : conf.named_files) {
     if (f.state == "ok") continue;
     const Setting* s = setting(f.variable.c_str());
     const std::string shown = s != nullptr ? s->shown() : f.variable + "=" + printable(f.path);
     const std::string why = f.state == "not_found" ? "does not exist" : "cannot be read (" + f.state + ")";
-    if (f.variable == "NCCL_GRAPH_FILE") {
-      b.add(Status::Fail, shown + ": " + printable(f.path) + " " + why + "; NCCL fails the graph search (ncclSystemError, "
-                          "\"Could not open XML graph file\") and init fails", "Point NCCL_GRAPH_FILE at a readable graph XML, or unset it.");
-    } else {
-      b.add(Status::Warn, shown + ": " + printable(f.path) + " " + why + "; NCCL ignores it and detects the topology itself",
-            "Point " + f.variable + " at a readable topology XML, or unset it.");
-    }
+    const json params = {{"setting", shown}, {"path", printable(f.path)}, {"why", why}, {"variable", f.variable}};
+    b.add(f.variable == "NCCL_GRAPH_FILE" ? kGraphFileUnreadable : kTopoFileUnreadable, params);
   }
 }
 
@@ -592,7 +705,7 @@ Verdict run(const CheckContext& ctx) {
     return {};
   };
 
-  std::vector<Finding> all;
+  std::vector<VarFinding> all;
   std::vector<std::string> notes;
   json variables = json::array();
   for (const auto& [name, setting] : settings) {
@@ -602,15 +715,19 @@ Verdict run(const CheckContext& ctx) {
     if (spec != nullptr && name.find("ALLOC_CONF") != std::string::npos && spec->consumer == "torch") {
       const AllocFinding a = read_alloc_conf(setting.value, name);
       if (a.status != Status::Pass) {
-        lint.findings.push_back({a.status, setting.shown() + ": " + a.problem,
-                                 !a.fix.empty() ? set_remedy(setting, a.fix)
-                                                : "Write " + name + " as key:value pairs separated by ',' (expandable_segments:True,"
-                                                  "max_split_size_mb:512)" + where(setting) + ", or remove it."});
+        lint.findings.push_back({a.status == Status::Fail ? &kAllocConfRejected : &kAllocConfMisread,
+                                 {{"setting", setting.shown()},
+                                  {"problem", a.problem},
+                                  {"set", !a.fix.empty() ? set_remedy(setting, a.fix)
+                                                         : "Write " + name +
+                                                               " as key:value pairs separated by ',' "
+                                                               "(expandable_segments:True,max_split_size_mb:512)" +
+                                                               where(setting) + ", or remove it."}}});
       }
     }
     Status worst_status = Status::Pass;
-    for (Finding& f : lint.findings) {
-      worst_status = worst(worst_status, f.status);
+    for (VarFinding& f : lint.findings) {
+      worst_status = worst(worst_status, f.status());
       all.push_back(std::move(f));
     }
     for (std::string& n : lint.notes) notes.push_back(std::move(n));
@@ -622,24 +739,25 @@ Verdict run(const CheckContext& ctx) {
   std::vector<std::size_t> order;
   for (Status level : {Status::Fail, Status::Unknown, Status::Warn}) {
     for (std::size_t i = 0; i < all.size(); ++i) {
-      if (all[i].status == level) order.push_back(i);
+      if (all[i].status() == level) order.push_back(i);
     }
   }
   std::vector<std::string> commands;
   for (std::size_t i : order) {
-    if (shell_command(all[i].remedy) && std::find(commands.begin(), commands.end(), all[i].remedy) == commands.end()) {
-      commands.push_back(all[i].remedy);
+    const std::string remedy = all[i].remedy();
+    if (shell_command(remedy) && std::find(commands.begin(), commands.end(), remedy) == commands.end()) {
+      commands.push_back(remedy);
     }
   }
   if (commands.size() > 1) {
     for (std::size_t i : order) {
-      if (shell_command(all[i].remedy)) {
-        all[i].remedy = join(commands, "; ");
+      if (shell_command(all[i].remedy())) {
+        all[i].set_remedy(join(commands, "; "));
         break;
       }
     }
   }
-  for (Finding& f : all) b.add(f.status, std::move(f.summary), std::move(f.remedy));
+  for (VarFinding& f : all) b.add(*f.spec, std::move(f.params));
   lint_nccl_runtime(ctx, settings, b);
   for (const std::string& n : notes) b.note(n);
   if (b.status() == Status::Pass && notes.empty()) {
@@ -723,6 +841,6 @@ Fix
   decimal of an octal-looking value; where no intent is evident (NCCL_IB_GID_INDEX=three) it
   names the form needed. It never proposes a value this check warns about. Shell remedies are one
   command line (export NCCL_P2P_DISABLE=1; unset NCCL_TIMEOUT); file remedies name the line.)",
-    kInAll, "", &run, "nccl_conf,nccl_names,nccl,net,gpu_driver"};
+    kInAll, "", &run, "nccl_conf,nccl_names,nccl,net,gpu_driver", false, {}, {}, nullptr, kFindings};
 
 }  // namespace preflight

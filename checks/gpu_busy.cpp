@@ -2,6 +2,7 @@
 // gpu.busy: processes or memory already on the GPUs this job will use — typically orphans of an
 // earlier job that still hold tens of GiB, so the new job runs out of memory on its first step.
 #include <algorithm>
+#include <array>
 
 #include "checks/check.hpp"
 #include "checks/gpu_common.hpp"
@@ -18,6 +19,32 @@ constexpr double kUnexplainedShare = 0.05;               // …or above 5% of th
 std::string gpu_text(const NvmlGpu& g) {
   return "GPU " + std::to_string(g.index) + " (" + (g.pci_bus_id.empty() ? g.uuid : g.pci_bus_id) + ")";
 }
+
+// {visible_devices}: " (CUDA_VISIBLE_DEVICES='…')", or " (CUDA lists no device)" when it is unset.
+constexpr FindingSpec kJobSeesNoGpu = {
+    "gpu.busy/job-sees-no-gpu", Status::Fail,
+    "the job will see no GPU{visible_devices}: no GPU of the job to check for other processes (NVML sees {nvml_gpus} "
+    "GPUs); the job needs a GPU",
+    "See gpu.count: give the job its GPUs (unset or correct CUDA_VISIBLE_DEVICES, the scheduler's GPU "
+    "request), then rerun preflight to check them."};
+constexpr FindingSpec kForeignProcess = {
+    "gpu.busy/foreign-process", Status::Fail, "{processes} — another process is already on a GPU this job will use",
+    "List them with `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` (on the host: inside a "
+    "container the pids are the host's), confirm they are leftovers of an earlier job (`ps -o pid,user,etime,cmd -p "
+    "{pid}`), then `kill {pid}` (preflight kills nothing), or drain the node (`scontrol update nodename=$(hostname -s) "
+    "state=drain reason=\"orphan GPU processes\"`)."};
+constexpr FindingSpec kUnexplainedMemory = {
+    "gpu.busy/unexplained-memory", Status::Warn,
+    "{memory} (a process in another container or pid namespace, or a leak the driver still holds)",
+    "Run `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` on the host to find the owner and stop it; "
+    "memory held with no process at all needs a GPU reset (`nvidia-smi -r -i <gpu>`) or a reboot."};
+constexpr FindingSpec kNoJobGpu = {"gpu.busy/no-job-gpu", Status::Pass,
+                                   "no GPU of this job found in NVML's list ({nvml_gpus} GPUs): nothing to check", ""};
+constexpr FindingSpec kFree = {
+    "gpu.busy/free", Status::Pass,
+    "no other process on the {gpus} this job will use (most memory in use on one: {max_used})", ""};
+
+constexpr std::array kFindings = {kJobSeesNoGpu, kForeignProcess, kUnexplainedMemory, kNoJobGpu, kFree};
 
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
@@ -72,14 +99,11 @@ Verdict run(const CheckContext& ctx) {
   }
   if (!all_nvml && blind.size() == host.size()) {
     const auto cvd = ctx.facts.env.get("CUDA_VISIBLE_DEVICES");
-    return Verdict::fail(
-        "the job will see no GPU" +
-            (cvd ? " (CUDA_VISIBLE_DEVICES='" + printable(*cvd) + "')" : std::string(" (CUDA lists no device)")) +
-            ": no GPU of the job to check for other processes (NVML sees " + std::to_string(nvml->size()) +
-            " GPUs); " + std::string(kNeedsGpu),
-        "See gpu.count: give the job its GPUs (unset or correct CUDA_VISIBLE_DEVICES, the scheduler's GPU "
-        "request), then rerun preflight to check them.",
-        b.evidence());
+    return Verdict::of(kJobSeesNoGpu,
+                       {{"visible_devices", cvd ? " (CUDA_VISIBLE_DEVICES='" + printable(*cvd) + "')"
+                                                : std::string(" (CUDA lists no device)")},
+                        {"nvml_gpus", nvml->size()}},
+                       b.evidence());
   }
 
   // This job's own processes (every rank of the node) are not another job's.
@@ -88,7 +112,8 @@ Verdict run(const CheckContext& ctx) {
     if (f->identity.pid != 0) own_pids.push_back(f->identity.pid);
   }
   nlohmann::json per_gpu = nlohmann::json::array();
-  std::vector<std::string> foreign, unexplained, foreign_pids;
+  std::vector<std::string> foreign, unexplained;
+  std::vector<int> foreign_pids;
   std::uint64_t max_used = 0;
   for (const NvmlGpu* g : used) {
     std::vector<std::string> holders;
@@ -101,7 +126,7 @@ Verdict run(const CheckContext& ctx) {
       if (own) continue;
       holders.push_back("pid " + std::to_string(p.pid) +
                         (p.used_bytes > 0 ? " holds " + mib_text(p.used_bytes) : std::string(" (memory not reported)")));
-      foreign_pids.push_back(std::to_string(p.pid));
+      foreign_pids.push_back(p.pid);
     }
     per_gpu.push_back({{"index", g->index}, {"pci_bus_id", g->pci_bus_id}, {"uuid", g->uuid},
                        {"memory_total", g->memory_total}, {"memory_used", g->memory_used}, {"processes", procs}});
@@ -122,27 +147,14 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["own_pid"] = ctx.facts.identity.pid;
   b.evidence()["own_pids"] = own_pids;
 
-  if (!foreign.empty()) {
-    const std::string pid = foreign_pids.front();
-    b.add(Status::Fail, join(foreign, "; ") + " — another process is already on a GPU this job will use",
-          "List them with `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` (on the host: inside a "
-          "container the pids are the host's), confirm they are leftovers of an earlier job (`ps -o pid,user,etime,cmd -p " +
-              pid + "`), then `kill " + pid +
-              "` (preflight kills nothing), or drain the node (`scontrol update nodename=$(hostname -s) state=drain "
-              "reason=\"orphan GPU processes\"`).");
-  }
-  if (!unexplained.empty()) {
-    b.add(Status::Warn,
-          join(unexplained, "; ") + " (a process in another container or pid namespace, or a leak the driver still holds)",
-          "Run `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` on the host to find the owner and stop it; "
-          "memory held with no process at all needs a GPU reset (`nvidia-smi -r -i <gpu>`) or a reboot.");
-  }
+  if (!foreign.empty()) b.add(kForeignProcess, {{"processes", join(foreign, "; ")}, {"pid", foreign_pids.front()}});
+  if (!unexplained.empty()) b.add(kUnexplainedMemory, {{"memory", join(unexplained, "; ")}});
   if (b.status() == Status::Pass) {
     if (used.empty()) {
-      b.note("no GPU of this job found in NVML's list (" + std::to_string(nvml->size()) + " GPUs): nothing to check");
+      b.add(kNoJobGpu, {{"nvml_gpus", nvml->size()}});
     } else {
-      b.note("no other process on the " + std::to_string(used.size()) + (used.size() == 1 ? " GPU" : " GPUs") +
-             " this job will use (most memory in use on one: " + mib_text(max_used) + ")");
+      b.add(kFree, {{"gpus", std::to_string(used.size()) + (used.size() == 1 ? " GPU" : " GPUs")},
+                    {"max_used", mib_text(max_used)}});
     }
   }
   return b.build();
@@ -178,8 +190,18 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kGpuBusy = {
-    "gpu.busy", Scope::Node, "no other process or memory already on the GPUs this job will use", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run, "gpu_driver", true, "driver.loaded"};
+extern const CheckSpec kGpuBusy = {"gpu.busy",
+                                   Scope::Node,
+                                   "no other process or memory already on the GPUs this job will use",
+                                   kExplain,
+                                   kInNode | kInJob,
+                                   "an image build has no GPU",
+                                   &run,
+                                   "gpu_driver",
+                                   true,
+                                   "driver.loaded",
+                                   {},
+                                   nullptr,
+                                   kFindings};
 
 }  // namespace preflight

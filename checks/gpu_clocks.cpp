@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // gpu.clocks: hardware slowdown while the GPUs are busy — the clock event reasons NVML reports
 // while the contained helper keeps every GPU busy (idle GPUs report "idle" and prove nothing).
+#include <array>
+
 #include "checks/check.hpp"
 #include "checks/gpu_health_common.hpp"
 
@@ -18,6 +20,39 @@ std::string reasons_text(std::uint64_t bits) {
   return names.empty() ? std::string("none") : list_text(names, 4);
 }
 
+#define PREFLIGHT_SLOWDOWN_FIX                                                                             \
+  "Hardware slowdown halves the clocks or worse: check cooling and airflow (`nvidia-smi -q -d "            \
+  "TEMPERATURE,PERFORMANCE`), the power supplies and the external power-brake signal (power brake), then " \
+  "drain the node and have it serviced if it persists under load."
+#define PREFLIGHT_NO_LOAD_FIX "See cuda.smoke for why the GPUs could not be given work, then rerun preflight."
+constexpr FindingSpec kNoGpu = {"gpu.clocks/no-gpu", Status::Skip, "NVML lists no GPU on this node: no clocks to check",
+                                ""};
+constexpr FindingSpec kGpuLost = {"gpu.clocks/gpu-lost", Status::Fail, kLostGpuMessage, kLostGpuRemedy};
+constexpr FindingSpec kHardwareSlowdown = {"gpu.clocks/hardware-slowdown", Status::Fail, "{slowed} under load",
+                                           PREFLIGHT_SLOWDOWN_FIX};
+constexpr FindingSpec kHardwareSlowdownOnce = {"gpu.clocks/hardware-slowdown-once", Status::Warn,
+                                               "{slowed_once} under load (once: may be a P-state change)",
+                                               PREFLIGHT_SLOWDOWN_FIX};
+constexpr FindingSpec kThermalLimit = {
+    "gpu.clocks/thermal-limit", Status::Warn, "{hot}",
+    "The GPU runs at its thermal limit: check fans, airflow and the inlet temperature (`nvidia-smi -q -d "
+    "TEMPERATURE`)."};
+constexpr FindingSpec kUnreadable = {
+    "gpu.clocks/unreadable", Status::Unknown, "clock event reasons not readable: {unread}",
+    "Run preflight with a driver that reports clock event reasons (R535+: "
+    "nvmlDeviceGetCurrentClocksEventReasons), or check by hand with `nvidia-smi -q -d PERFORMANCE` under load."};
+constexpr FindingSpec kIdleOnly = {
+    "gpu.clocks/idle-only", Status::Unknown,
+    "clock event reasons sampled only at idle ({load}): hardware slowdown shows under load", PREFLIGHT_NO_LOAD_FIX};
+constexpr FindingSpec kNoSlowdown = {
+    "gpu.clocks/no-slowdown", Status::Pass,
+    "{gpu_count}: no hardware slowdown under load ({load}; idle and software power cap are not problems)", ""};
+#undef PREFLIGHT_SLOWDOWN_FIX
+#undef PREFLIGHT_NO_LOAD_FIX
+
+constexpr std::array kFindings = {kNoGpu,        kGpuLost,    kHardwareSlowdown, kHardwareSlowdownOnce,
+                                  kThermalLimit, kUnreadable, kIdleOnly,         kNoSlowdown};
+
 Verdict run(const CheckContext& ctx) {
   const HealthView view = node_health(ctx, "the GPUs' clock event reasons (NVML)");
   if (view.verdict) return *view.verdict;
@@ -32,8 +67,8 @@ Verdict run(const CheckContext& ctx) {
   }
   b.evidence()["gpus"] = std::move(per_gpu);
   b.evidence()["load"] = h.load;
-  if (h.gpus.empty()) return Verdict::skip("NVML lists no GPU on this node: no clocks to check", b.evidence());
-  add_lost_gpus(b, h);
+  if (h.gpus.empty()) return Verdict::of(kNoGpu, nlohmann::json::object(), b.evidence());
+  add_lost_gpus(b, h, kGpuLost);
   std::vector<std::string> hard, once, soft, hot, unread;
   for (const GpuHealth& g : h.gpus) {
     if (!g.lost.empty()) continue;
@@ -56,34 +91,18 @@ Verdict run(const CheckContext& ctx) {
                     std::to_string(*g.slowdown_temperature_c) + " °C");
     }
   }
-  const std::string remedy =
-      "Hardware slowdown halves the clocks or worse: check cooling and airflow (`nvidia-smi -q -d "
-      "TEMPERATURE,PERFORMANCE`), the power supplies and the external power-brake signal (power brake), then "
-      "drain the node and have it serviced if it persists under load.";
-  if (!hard.empty()) b.add(Status::Fail, list_text(hard, 4) + " under load", remedy);
-  if (!once.empty())
-    b.add(Status::Warn, list_text(once, 4) + " under load (once: may be a P-state change)", remedy);
+  if (!hard.empty()) b.add(kHardwareSlowdown, {{"slowed", list_text(hard, 4)}});
+  if (!once.empty()) b.add(kHardwareSlowdownOnce, {{"slowed_once", list_text(once, 4)}});
   if (!soft.empty() || !hot.empty()) {
     std::vector<std::string> all = soft;
     all.insert(all.end(), hot.begin(), hot.end());
-    b.add(Status::Warn, list_text(all, 4),
-          "The GPU runs at its thermal limit: check fans, airflow and the inlet temperature (`nvidia-smi -q -d "
-          "TEMPERATURE`).");
+    b.add(kThermalLimit, {{"hot", list_text(all, 4)}});
   }
-  if (!unread.empty()) {
-    b.add(Status::Unknown, "clock event reasons not readable: " + list_text(unread, 4),
-          "Run preflight with a driver that reports clock event reasons (R535+: "
-          "nvmlDeviceGetCurrentClocksEventReasons), or check by hand with `nvidia-smi -q -d PERFORMANCE` under load.");
-  }
-  if (!h.loaded && b.status() == Status::Pass) {
-    return Verdict::unknown("clock event reasons sampled only at idle (" + h.load +
-                                "): hardware slowdown shows under load",
-                            "See cuda.smoke for why the GPUs could not be given work, then rerun preflight.",
-                            b.evidence());
-  }
+  if (!unread.empty()) b.add(kUnreadable, {{"unread", list_text(unread, 4)}});
+  if (!h.loaded && b.status() == Status::Pass) return Verdict::of(kIdleOnly, {{"load", h.load}}, b.evidence());
   if (b.status() == Status::Pass) {
-    b.note(std::to_string(h.gpus.size()) + (h.gpus.size() == 1 ? " GPU" : " GPUs") +
-           ": no hardware slowdown under load (" + h.load + "; idle and software power cap are not problems)");
+    b.add(kNoSlowdown,
+          {{"gpu_count", std::to_string(h.gpus.size()) + (h.gpus.size() == 1 ? " GPU" : " GPUs")}, {"load", h.load}});
   }
   return b.build();
 }
@@ -115,6 +134,7 @@ Fix
 
 extern const CheckSpec kGpuClocks = {
     "gpu.clocks", Scope::Node, "no hardware slowdown (thermal, power brake) while the GPUs are busy", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded"};
+    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded", {}, nullptr,
+    kFindings};
 
 }  // namespace preflight

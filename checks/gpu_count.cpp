@@ -2,6 +2,7 @@
 // gpu.count: the GPUs this node's ranks can use (CUDA's view, which honours CUDA_VISIBLE_DEVICES)
 // against --expect-gpus and the local ranks, and GPUs NVML sees that CUDA does not.
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "checks/check.hpp"
@@ -59,6 +60,73 @@ std::string cvd_note(const std::vector<const RankFacts*>& host) {
   if (host.size() > 8) parts.push_back("…");
   return " (per-rank CUDA_VISIBLE_DEVICES: " + join(parts, ", ") + ")";
 }
+
+// {ranks}: "rank 2: " (the ranks whose value it is) when the node's ranks are judged together, else "".
+constexpr FindingSpec kCvdHidesAll = {
+    "gpu.count/cvd-hides-all", Status::Fail,
+    "{ranks}CUDA_VISIBLE_DEVICES='{value}' hides every GPU: the job will see no GPU (NVML sees {nvml_gpus}); the job "
+    "needs a GPU",
+    "Unset CUDA_VISIBLE_DEVICES or list the GPUs the job should use (`nvidia-smi -L`); 'NoDevFiles' or "
+    "'none' come from a scheduler or container runtime that gave the job no GPU: request GPUs "
+    "(Slurm --gpus / --gres, `docker run --gpus all`)."};
+constexpr FindingSpec kCvdInvalidEntry = {
+    "gpu.count/cvd-invalid-entry", Status::Fail,
+    "{ranks}CUDA_VISIBLE_DEVICES={value} has an invalid entry {entry} at position {position}: the driver stops reading "
+    "the list there, so only {listed} {verb} visible and the rest of the list is ignored",
+    "Fix CUDA_VISIBLE_DEVICES: list valid indices (0..{last_index}) or full GPU UUIDs from `nvidia-smi -L`, each "
+    "once, separated by commas; or let the scheduler set it (`srun --gpus-per-task=1`)."};
+constexpr FindingSpec kRankSeesNoGpu = {
+    "gpu.count/rank-sees-no-gpu", Status::Fail, "rank {rank} sees no GPU{rank_cvd}; the job needs a GPU",
+    "Give every rank a GPU: a per-rank CUDA_VISIBLE_DEVICES that names a valid GPU, or the scheduler's "
+    "per-task GPU binding (`srun --gpus-per-task=1`)."};
+// {counted}: " to the node's 4 ranks" or ""; {cvd}: " (CUDA_VISIBLE_DEVICES=…)" or ""; {nvml}: what NVML sees, or "".
+constexpr FindingSpec kNoGpuVisible = {
+    "gpu.count/no-gpu-visible", Status::Fail, "no GPU visible to CUDA{counted}{cvd}{nvml}; the job needs a GPU",
+    "Give the job GPUs: `docker run --gpus all …`, the scheduler's GPU request (Slurm --gpus / --gres), "
+    "and check that this user can open /dev/nvidia* (`ls -l /dev/nvidia*`)."};
+constexpr FindingSpec kCvdSelectsNoGpu = {
+    "gpu.count/cvd-selects-no-gpu", Status::Fail, "no GPU visible to CUDA{counted}{cvd}{nvml}; the job needs a GPU",
+    "CUDA_VISIBLE_DEVICES={value} selects no usable GPU: unset it or list valid indices/UUIDs (`nvidia-smi -L`)."};
+constexpr FindingSpec kFewerThanExpected = {
+    "gpu.count/fewer-than-expected", Status::Fail,
+    "{visible} visible to CUDA{counted}{cvd}, --expect-gpus {expect}{nvml}",
+    "Find the missing GPUs: `nvidia-smi -L` (absent there too: `dmesg | grep -i -e NVRM -e Xid`, a GPU "
+    "fallen off the bus needs a reset or repair), CUDA_VISIBLE_DEVICES, the container's --gpus, the "
+    "scheduler's GPU request; or correct --expect-gpus."};
+constexpr FindingSpec kMoreThanExpected = {
+    "gpu.count/more-than-expected", Status::Fail,
+    "{visible} visible to CUDA{counted}{cvd}, --expect-gpus {expect}{nvml}",
+    "More GPUs than expected: restrict them with CUDA_VISIBLE_DEVICES or the scheduler's GPU request, "
+    "or correct --expect-gpus."};
+constexpr FindingSpec kMoreRanksThanGpus = {
+    "gpu.count/more-ranks-than-gpus", Status::Fail,
+    "{local_ranks} local ranks but {visible} visible{cvd}: ranks would share a GPU or fail to get one",
+    "Start at most {at_most} per node (`mpirun --map-by ppr:{visible_count}:node`, "
+    "`srun --ntasks-per-node={visible_count}`), or make more GPUs visible to each node's ranks."};
+constexpr FindingSpec kHiddenByCvd = {
+    "gpu.count/hidden-by-cvd", Status::Warn,
+    "NVML sees {nvml_gpus}, CUDA {visible_count}: {hidden} {hidden_verb} not visible to CUDA ({hidden_by})",
+    "If the job should use them, unset CUDA_VISIBLE_DEVICES or list them in it (the scheduler sets it from its GPU "
+    "request: ask for more GPUs){expect_hint}"};
+constexpr FindingSpec kHiddenFromCuda = {
+    "gpu.count/hidden-from-cuda", Status::Warn,
+    "NVML sees {nvml_gpus}, CUDA {visible_count}: {hidden} {hidden_verb} not visible to CUDA (not through "
+    "CUDA_VISIBLE_DEVICES: check /dev/nvidia* permissions and the container's device cgroup)",
+    "Check `ls -l /dev/nvidia*` (each GPU's node readable and writable by this user), the container's device list "
+    "(`--gpus all`, NVIDIA_VISIBLE_DEVICES), and `nvidia-smi -q -d MIG`."};
+constexpr FindingSpec kMigMode = {
+    "gpu.count/mig-mode", Status::Warn,
+    "MIG mode is on for {mig_gpus}: CUDA sees its MIG instances, not the whole GPU, and NCCL cannot use P2P/NVLink "
+    "between MIG instances",
+    "Disable MIG on training nodes (`nvidia-smi -i <gpu> -mig 0` as root, then reset the GPU), or "
+    "select MIG instances by their MIG-… UUIDs in CUDA_VISIBLE_DEVICES."};
+constexpr FindingSpec kVisible = {"gpu.count/visible", Status::Pass,
+                                  "{visible} visible to CUDA{counted} ({models}){cvd}{as_expected}{nvml}; {locals}",
+                                  ""};
+
+constexpr std::array kFindings = {kCvdHidesAll,     kCvdInvalidEntry,   kRankSeesNoGpu,    kNoGpuVisible,
+                                  kCvdSelectsNoGpu, kFewerThanExpected, kMoreThanExpected, kMoreRanksThanGpus,
+                                  kHiddenByCvd,     kHiddenFromCuda,    kMigMode,          kVisible};
 
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
@@ -144,29 +212,21 @@ Verdict run(const CheckContext& ctx) {
       const std::string whose = several ? (ranks.size() == 1 ? "rank " : "ranks ") + range_list(ranks) + ": " : "";
       if (parsed.no_gpu) {
         hidden_by_value = hidden_by_value || !several;
-        b.add(Status::Fail,
-              whose + "CUDA_VISIBLE_DEVICES='" + printable(value) + "' hides every GPU: the job will see no GPU (NVML "
-                  "sees " + gpus(nvml->size()) + "); " + std::string(kNeedsGpu),
-              "Unset CUDA_VISIBLE_DEVICES or list the GPUs the job should use (`nvidia-smi -L`); 'NoDevFiles' or "
-              "'none' come from a scheduler or container runtime that gave the job no GPU: request GPUs "
-              "(Slurm --gpus / --gres, `docker run --gpus all`).");
+        b.add(kCvdHidesAll, {{"ranks", whose}, {"value", printable(value)}, {"nvml_gpus", gpus(nvml->size())}});
         continue;
       }
-      b.add(Status::Fail,
-            whose + "CUDA_VISIBLE_DEVICES=" + printable(value) + " has an invalid entry " + *parsed.invalid +
-                " at position " + std::to_string(parsed.position) + ": the driver stops reading the list there, so " +
-                "only " + gpus(parsed.visible.size()) + (parsed.visible.size() == 1 ? " is" : " are") +
-                " visible and the rest of the list is ignored",
-            "Fix CUDA_VISIBLE_DEVICES: list valid indices (0.." + std::to_string(static_cast<long>(nvml->size()) - 1) +
-                ") or full GPU UUIDs from `nvidia-smi -L`, each once, separated by commas; or let the scheduler set "
-                "it (`srun --gpus-per-task=1`).");
+      b.add(kCvdInvalidEntry, {{"ranks", whose},
+                               {"value", printable(value)},
+                               {"entry", *parsed.invalid},
+                               {"position", parsed.position},
+                               {"listed", gpus(parsed.visible.size())},
+                               {"verb", parsed.visible.size() == 1 ? "is" : "are"},
+                               {"last_index", static_cast<long>(nvml->size()) - 1}});
     }
   }
   if (several && visible > 0) {
     for (const RankFacts* f : blind) {
-      b.add(Status::Fail, rank_name(*f) + " sees no GPU" + cvd_note({f}) + "; " + std::string(kNeedsGpu),
-            "Give every rank a GPU: a per-rank CUDA_VISIBLE_DEVICES that names a valid GPU, or the scheduler's "
-            "per-task GPU binding (`srun --gpus-per-task=1`).");
+      b.add(kRankSeesNoGpu, {{"rank", f->placement.rank}, {"rank_cvd", cvd_note({f})}});
     }
   }
 
@@ -183,32 +243,27 @@ Verdict run(const CheckContext& ctx) {
   if (visible == 0 && hidden_by_value) {
     // said above
   } else if (visible == 0) {
-    std::string why = nvml != nullptr ? "; NVML sees " + gpus(nvml->size()) : std::string();
-    b.add(Status::Fail, "no GPU visible to CUDA" + counted + cvd_text + why + "; " + std::string(kNeedsGpu),
-          cvd ? "CUDA_VISIBLE_DEVICES=" + *cvd +
-                    " selects no usable GPU: unset it or list valid indices/UUIDs (`nvidia-smi -L`)."
-              : "Give the job GPUs: `docker run --gpus all …`, the scheduler's GPU request (Slurm --gpus / --gres), "
-                "and check that this user can open /dev/nvidia* (`ls -l /dev/nvidia*`).");
+    nlohmann::json params = {{"counted", counted},
+                             {"cvd", cvd_text},
+                             {"nvml", nvml != nullptr ? "; NVML sees " + gpus(nvml->size()) : std::string()}};
+    if (cvd) params["value"] = *cvd;
+    b.add(cvd ? kCvdSelectsNoGpu : kNoGpuVisible, std::move(params));
   } else {
     if (ctx.options.expect_gpus && static_cast<std::size_t>(*ctx.options.expect_gpus) != visible) {
       const int expect = *ctx.options.expect_gpus;
-      b.add(Status::Fail,
-            gpus(visible) + " visible to CUDA" + counted + cvd_text + ", --expect-gpus " + std::to_string(expect) +
-                (nvml != nullptr ? " (NVML sees " + std::to_string(nvml->size()) + ")" : std::string()),
-            static_cast<std::size_t>(expect) > visible
-                ? "Find the missing GPUs: `nvidia-smi -L` (absent there too: `dmesg | grep -i -e NVRM -e Xid`, a GPU "
-                  "fallen off the bus needs a reset or repair), CUDA_VISIBLE_DEVICES, the container's --gpus, the "
-                  "scheduler's GPU request; or correct --expect-gpus."
-                : "More GPUs than expected: restrict them with CUDA_VISIBLE_DEVICES or the scheduler's GPU request, "
-                  "or correct --expect-gpus.");
+      b.add(static_cast<std::size_t>(expect) > visible ? kFewerThanExpected : kMoreThanExpected,
+            {{"visible", gpus(visible)},
+             {"counted", counted},
+             {"cvd", cvd_text},
+             {"expect", expect},
+             {"nvml", nvml != nullptr ? " (NVML sees " + std::to_string(nvml->size()) + ")" : std::string()}});
     }
     if (static_cast<std::size_t>(local_ranks) > visible) {
-      b.add(Status::Fail,
-            std::to_string(local_ranks) + " local ranks but " + gpus(visible) + " visible" + cvd_text +
-                ": ranks would share a GPU or fail to get one",
-            "Start at most " + std::to_string(visible) + (visible == 1 ? " rank" : " ranks") + " per node (`mpirun --map-by ppr:" +
-                std::to_string(visible) + ":node`, `srun --ntasks-per-node=" + std::to_string(visible) +
-                "`), or make more GPUs visible to each node's ranks.");
+      b.add(kMoreRanksThanGpus, {{"local_ranks", local_ranks},
+                                 {"visible", gpus(visible)},
+                                 {"cvd", cvd_text},
+                                 {"at_most", std::to_string(visible) + (visible == 1 ? " rank" : " ranks")},
+                                 {"visible_count", visible}});
     }
   }
 
@@ -223,46 +278,46 @@ Verdict run(const CheckContext& ctx) {
     // All hidden GPUs in MIG mode: CUDA sees their instances instead; the MIG finding below says so.
     if (!all_mig) {
       const bool intended = ctx.options.expect_gpus && static_cast<std::size_t>(*ctx.options.expect_gpus) == visible;
-      std::string why;
-      std::string remedy;
-      if (!cvd_text.empty()) {
+      const bool by_cvd = !cvd_text.empty();
+      std::string why =
+          "not through CUDA_VISIBLE_DEVICES: check /dev/nvidia* permissions and the container's device cgroup";
+      if (by_cvd)
         why = several ? "the ranks' CUDA_VISIBLE_DEVICES hide them" : "CUDA_VISIBLE_DEVICES=" + *cvd + " hides them";
-        remedy = "If the job should use them, unset CUDA_VISIBLE_DEVICES or list them in it (the scheduler sets it "
-                 "from its GPU request: ask for more GPUs)";
-        // --expect-gpus only says the hiding is intended; it cannot fix more ranks than GPUs.
-        remedy += static_cast<std::size_t>(local_ranks) > visible
-                      ? "."
-                      : "; otherwise state --expect-gpus " + std::to_string(visible) + ".";
-      } else {
-        why = "not through CUDA_VISIBLE_DEVICES: check /dev/nvidia* permissions and the container's device cgroup";
-        remedy = "Check `ls -l /dev/nvidia*` (each GPU's node readable and writable by this user), the container's "
-                 "device list (`--gpus all`, NVIDIA_VISIBLE_DEVICES), and `nvidia-smi -q -d MIG`.";
-      }
       if (intended) {
         b.note(gpus(hidden.size()) + " NVML sees are hidden from CUDA (" + why + "), as --expect-gpus says");
       } else {
-        b.add(Status::Warn,
-              "NVML sees " + gpus(nvml->size()) + ", CUDA " + std::to_string(visible) + ": " + join(names, ", ") +
-                  (hidden.size() == 1 ? " is" : " are") + " not visible to CUDA (" + why + ")",
-              remedy);
+        nlohmann::json params = {{"nvml_gpus", gpus(nvml->size())},
+                                 {"visible_count", visible},
+                                 {"hidden", join(names, ", ")},
+                                 {"hidden_verb", hidden.size() == 1 ? "is" : "are"}};
+        if (by_cvd) {
+          params["hidden_by"] = why;
+          // --expect-gpus only says the hiding is intended; it cannot fix more ranks than GPUs.
+          params["expect_hint"] = static_cast<std::size_t>(local_ranks) > visible
+                                      ? std::string(".")
+                                      : "; otherwise state --expect-gpus " + std::to_string(visible) + ".";
+        }
+        b.add(by_cvd ? kHiddenByCvd : kHiddenFromCuda, std::move(params));
       }
     }
   }
   if (!mig.empty()) {
     std::vector<std::string> names;
     for (const NvmlGpu* g : mig) names.push_back(nvml_name(*g));
-    b.add(Status::Warn, "MIG mode is on for " + join(names, ", ") + ": CUDA sees its MIG instances, not the whole GPU, and NCCL cannot use P2P/NVLink between MIG instances",
-          "Disable MIG on training nodes (`nvidia-smi -i <gpu> -mig 0` as root, then reset the GPU), or "
-          "select MIG instances by their MIG-… UUIDs in CUDA_VISIBLE_DEVICES.");
+    b.add(kMigMode, {{"mig_gpus", join(names, ", ")}});
   }
 
   if (b.status() == Status::Pass) {
-    std::string s = gpus(visible) + " visible to CUDA" + counted + " (" + models(*cuda) + ")" + cvd_text;
-    if (ctx.options.expect_gpus) s += ", as --expect-gpus says";
-    if (nvml != nullptr && hidden.empty()) s += "; NVML sees the same " + std::to_string(nvml->size());
-    if (nvml == nullptr) s += "; NVML's view not available (" + d.nvml_gpus.why() + ")";
-    s += "; " + std::to_string(local_ranks) + (local_ranks == 1 ? " local rank" : " local ranks");
-    b.note(std::move(s));
+    std::string nvml_text;
+    if (nvml != nullptr && hidden.empty()) nvml_text = "; NVML sees the same " + std::to_string(nvml->size());
+    if (nvml == nullptr) nvml_text = "; NVML's view not available (" + d.nvml_gpus.why() + ")";
+    b.add(kVisible, {{"visible", gpus(visible)},
+                     {"counted", counted},
+                     {"models", models(*cuda)},
+                     {"cvd", cvd_text},
+                     {"as_expected", ctx.options.expect_gpus ? ", as --expect-gpus says" : ""},
+                     {"nvml", nvml_text},
+                     {"locals", std::to_string(local_ranks) + (local_ranks == 1 ? " local rank" : " local ranks")}});
   }
   return b.build();
 }
@@ -306,7 +361,18 @@ Fix
 }  // namespace
 
 extern const CheckSpec kGpuCount = {
-    "gpu.count", Scope::Node, "GPUs visible to CUDA vs --expect-gpus and local ranks; GPUs NVML sees but CUDA does not",
-    kExplain, kInNode | kInJob, "an image build has no GPU", &run, "gpu_driver", true, "driver.loaded"};
+    "gpu.count",
+    Scope::Node,
+    "GPUs visible to CUDA vs --expect-gpus and local ranks; GPUs NVML sees but CUDA does not",
+    kExplain,
+    kInNode | kInJob,
+    "an image build has no GPU",
+    &run,
+    "gpu_driver",
+    true,
+    "driver.loaded",
+    {},
+    nullptr,
+    kFindings};
 
 }  // namespace preflight

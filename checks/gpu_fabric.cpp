@@ -3,6 +3,7 @@
 // every CUDA call fails with error 802, "system not yet initialized"): its state per GPU, the
 // health mask, the fabric manager service, and one clique and cluster for the node's GPUs.
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "checks/check.hpp"
@@ -13,6 +14,61 @@ namespace {
 
 // nvmlGpuFabricInfo_v2 health mask fields: (mask >> shift) & width; 1 = TRUE, 2 = FALSE, 0 = not supported.
 unsigned field(unsigned mask, unsigned shift, unsigned width) { return (mask >> shift) & width; }
+
+#define PREFLIGHT_FABRIC_MANAGER_FIX                                                                       \
+  "Start the fabric manager (`systemctl start nvidia-fabricmanager`; its version must equal the driver's " \
+  "exactly), check `journalctl -u nvidia-fabricmanager` and /var/log/fabricmanager.log, and wait until "   \
+  "`nvidia-smi -q | grep -A2 Fabric` says State: Completed, Status: Success before starting the job."
+// {unread_sysfs}: " reported (sysfs not readable) and" when the NVSwitch count is unknown, else " and".
+constexpr FindingSpec kNoFabric = {"gpu.fabric/no-fabric", Status::Skip,
+                                   "no NVSwitch on this node{unread_sysfs} no GPU takes part in an NVSwitch fabric",
+                                   ""};
+constexpr FindingSpec kGpuLost = {"gpu.fabric/gpu-lost", Status::Fail, kLostGpuMessage, kLostGpuRemedy};
+constexpr FindingSpec kNoFabricManager = {
+    "gpu.fabric/no-fabric-manager", Status::Fail,
+    "{nvswitches} NVSwitch(es) on the node and no nvidia-fabricmanager process running", PREFLIGHT_FABRIC_MANAGER_FIX};
+constexpr FindingSpec kNotStarted = {
+    "gpu.fabric/not-started", Status::Fail,
+    "NVSwitch fabric not started on {not_started}: every CUDA call will fail with error 802 (system not yet "
+    "initialized)",
+    PREFLIGHT_FABRIC_MANAGER_FIX};
+constexpr FindingSpec kInProgress = {"gpu.fabric/in-progress", Status::Fail,
+                                     "NVSwitch fabric registration still in progress on {in_progress}",
+                                     PREFLIGHT_FABRIC_MANAGER_FIX};
+constexpr FindingSpec kCompletedWithError = {"gpu.fabric/completed-with-error", Status::Fail,
+                                             "NVSwitch fabric completed with an error on {failed}",
+                                             PREFLIGHT_FABRIC_MANAGER_FIX};
+constexpr FindingSpec kUnhealthy = {
+    "gpu.fabric/unhealthy", Status::Fail, "NVSwitch fabric unhealthy: {unhealthy}",
+    "Check the NVSwitches (`nvidia-smi -q | grep -A8 Fabric`, fabric manager log), reset the GPUs or reboot "
+    "the node; a fabric that stays unhealthy needs the baseboard serviced."};
+constexpr FindingSpec kDegraded = {
+    "gpu.fabric/degraded", Status::Warn, "NVSwitch fabric degraded: {degraded}",
+    "Bandwidth across the NVSwitches is reduced: check the fabric manager log and `nvidia-smi nvlink "
+    "--status`; reset or reboot the node before a bandwidth-bound job."};
+constexpr FindingSpec kSplit = {
+    "gpu.fabric/split", Status::Warn,
+    "the node's GPUs are in {groups} different fabric cliques/clusters: they cannot all reach each other over NVLink",
+    "Check the fabric manager's partition configuration (`nvidia-smi -q | grep -A6 Fabric` on each GPU)."};
+constexpr FindingSpec kUnreadable = {
+    "gpu.fabric/unreadable", Status::Unknown, "fabric state not readable: {unread}",
+    "Run preflight with a driver that reports the GPU fabric (R525+: nvmlDeviceGetGpuFabricInfo), or check "
+    "`nvidia-smi -q | grep -A4 Fabric`."};
+constexpr FindingSpec kFabricManagerUnknown = {
+    "gpu.fabric/fabric-manager-unknown", Status::Unknown,
+    "{nvswitches} NVSwitch(es) on the node, no GPU reports a fabric state and whether the fabric manager runs could "
+    "not be read (/proc)",
+    "Check `systemctl status nvidia-fabricmanager` and `nvidia-smi -q | grep -A4 Fabric`."};
+constexpr FindingSpec kCompleted = {"gpu.fabric/completed", Status::Pass,
+                                    "NVSwitch fabric completed with success on every GPU that takes part", ""};
+constexpr FindingSpec kFabricManagerRuns = {
+    "gpu.fabric/fabric-manager-runs", Status::Pass,
+    "NVSwitches present; the GPUs report no fabric state (pre-Hopper) and the fabric manager runs", ""};
+#undef PREFLIGHT_FABRIC_MANAGER_FIX
+
+constexpr std::array kFindings = {
+    kNoFabric, kGpuLost, kNoFabricManager, kNotStarted,           kInProgress, kCompletedWithError, kUnhealthy,
+    kDegraded, kSplit,   kUnreadable,      kFabricManagerUnknown, kCompleted,  kFabricManagerRuns};
 
 Verdict run(const CheckContext& ctx) {
   const HealthView view = node_health(ctx, "the GPUs' NVSwitch fabric state (NVML)");
@@ -33,12 +89,10 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["fabric_manager_running"] = h.fabric_manager_running;
   const bool switches = h.nvswitches.value_or(0) > 0;
   if (!any_fabric && !switches) {
-    return Verdict::skip(std::string("no NVSwitch on this node") +
-                             (h.nvswitches ? "" : " reported (sysfs not readable) and") +
-                             " no GPU takes part in an NVSwitch fabric",
-                         b.evidence());
+    return Verdict::of(kNoFabric, {{"unread_sysfs", h.nvswitches ? " and" : " reported (sysfs not readable) and"}},
+                       b.evidence());
   }
-  add_lost_gpus(b, h);
+  add_lost_gpus(b, h, kGpuLost);
   std::vector<std::string> not_started, in_progress, failed, unhealthy, degraded, unread;
   std::set<std::string> clusters;
   std::set<unsigned> cliques;
@@ -73,51 +127,20 @@ Verdict run(const CheckContext& ctx) {
     if (g.fabric_health_summary.value_or(0) == 2) unhealthy.push_back(who + ": health summary unhealthy");
     if (g.fabric_health_summary.value_or(0) == 3) degraded.push_back(who + ": health summary limited capacity");
   }
-  const std::string fm_remedy =
-      "Start the fabric manager (`systemctl start nvidia-fabricmanager`; its version must equal the driver's "
-      "exactly), check `journalctl -u nvidia-fabricmanager` and /var/log/fabricmanager.log, and wait until "
-      "`nvidia-smi -q | grep -A2 Fabric` says State: Completed, Status: Success before starting the job.";
   if (switches && h.fabric_manager_running && !*h.fabric_manager_running) {
-    b.add(Status::Fail,
-          std::to_string(*h.nvswitches) + " NVSwitch(es) on the node and no nvidia-fabricmanager process running",
-          fm_remedy);
+    b.add(kNoFabricManager, {{"nvswitches", *h.nvswitches}});
   }
-  if (!not_started.empty())
-    b.add(Status::Fail, "NVSwitch fabric not started on " + list_text(not_started) +
-                            ": every CUDA call will fail with error 802 (system not yet initialized)",
-          fm_remedy);
-  if (!in_progress.empty())
-    b.add(Status::Fail, "NVSwitch fabric registration still in progress on " + list_text(in_progress), fm_remedy);
-  if (!failed.empty())
-    b.add(Status::Fail, "NVSwitch fabric completed with an error on " + list_text(failed), fm_remedy);
-  if (!unhealthy.empty())
-    b.add(Status::Fail, "NVSwitch fabric unhealthy: " + list_text(unhealthy, 4),
-          "Check the NVSwitches (`nvidia-smi -q | grep -A8 Fabric`, fabric manager log), reset the GPUs or reboot "
-          "the node; a fabric that stays unhealthy needs the baseboard serviced.");
-  if (!degraded.empty())
-    b.add(Status::Warn, "NVSwitch fabric degraded: " + list_text(degraded, 4),
-          "Bandwidth across the NVSwitches is reduced: check the fabric manager log and `nvidia-smi nvlink "
-          "--status`; reset or reboot the node before a bandwidth-bound job.");
-  if (clusters.size() > 1 || cliques.size() > 1)
-    b.add(Status::Warn,
-          "the node's GPUs are in " + std::to_string(std::max(clusters.size(), cliques.size())) +
-              " different fabric cliques/clusters: they cannot all reach each other over NVLink",
-          "Check the fabric manager's partition configuration (`nvidia-smi -q | grep -A6 Fabric` on each GPU).");
-  if (!unread.empty())
-    b.add(Status::Unknown, "fabric state not readable: " + list_text(unread, 4),
-          "Run preflight with a driver that reports the GPU fabric (R525+: nvmlDeviceGetGpuFabricInfo), or check "
-          "`nvidia-smi -q | grep -A4 Fabric`.");
+  if (!not_started.empty()) b.add(kNotStarted, {{"not_started", list_text(not_started)}});
+  if (!in_progress.empty()) b.add(kInProgress, {{"in_progress", list_text(in_progress)}});
+  if (!failed.empty()) b.add(kCompletedWithError, {{"failed", list_text(failed)}});
+  if (!unhealthy.empty()) b.add(kUnhealthy, {{"unhealthy", list_text(unhealthy, 4)}});
+  if (!degraded.empty()) b.add(kDegraded, {{"degraded", list_text(degraded, 4)}});
+  if (clusters.size() > 1 || cliques.size() > 1) b.add(kSplit, {{"groups", std::max(clusters.size(), cliques.size())}});
+  if (!unread.empty()) b.add(kUnreadable, {{"unread", list_text(unread, 4)}});
   if (!any_fabric && unread.empty() && !h.fabric_manager_running && b.status() == Status::Pass) {
-    return Verdict::unknown(std::to_string(*h.nvswitches) +
-                                " NVSwitch(es) on the node, no GPU reports a fabric state and whether the fabric "
-                                "manager runs could not be read (/proc)",
-                            "Check `systemctl status nvidia-fabricmanager` and `nvidia-smi -q | grep -A4 Fabric`.",
-                            b.evidence());
+    return Verdict::of(kFabricManagerUnknown, {{"nvswitches", *h.nvswitches}}, b.evidence());
   }
-  if (b.status() == Status::Pass) {
-    b.note(any_fabric ? "NVSwitch fabric completed with success on every GPU that takes part"
-                      : "NVSwitches present; the GPUs report no fabric state (pre-Hopper) and the fabric manager runs");
-  }
+  if (b.status() == Status::Pass) b.add(any_fabric ? kCompleted : kFabricManagerRuns);
   return b.build();
 }
 
@@ -145,8 +168,18 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kGpuFabric = {
-    "gpu.fabric", Scope::Node, "the NVSwitch fabric is up and healthy for every GPU (NVSwitch systems)", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded"};
+extern const CheckSpec kGpuFabric = {"gpu.fabric",
+                                     Scope::Node,
+                                     "the NVSwitch fabric is up and healthy for every GPU (NVSwitch systems)",
+                                     kExplain,
+                                     kInNode | kInJob,
+                                     "an image build has no GPU",
+                                     &run,
+                                     "gpu_health,gpu_driver",
+                                     true,
+                                     "driver.loaded",
+                                     {},
+                                     nullptr,
+                                     kFindings};
 
 }  // namespace preflight

@@ -9,12 +9,6 @@
 
 namespace preflight {
 
-const std::string_view kLostGpuRemedy =
-    "The GPU no longer answers the driver: drain the node (`scontrol update nodename=$(hostname -s) state=drain "
-    "reason=\"GPU lost\"`), look for the Xid in `dmesg | grep -i -e NVRM -e Xid` (Xid 79: fallen off the bus), "
-    "then reset the GPU (`nvidia-smi -r -i <gpu>`, no process may use it) or reboot the node; if it comes back "
-    "lost, reseat or replace the GPU.";
-
 HealthView node_health(const CheckContext& ctx, std::string_view what) {
   HealthView v;
   const DriverFacts& d = ctx.facts.gpu.driver;
@@ -55,13 +49,13 @@ std::string unavailable_text(const GpuHealth& g, const std::string& fact) {
   return it != g.unavailable.end() ? it->second : std::string("not reported");
 }
 
-bool add_lost_gpus(VerdictBuilder& b, const GpuHealthFacts& h) {
+bool add_lost_gpus(VerdictBuilder& b, const GpuHealthFacts& h, const FindingSpec& spec) {
   std::vector<std::string> lost;
   for (const GpuHealth& g : h.gpus) {
     if (!g.lost.empty()) lost.push_back(health_gpu_text(g) + ": " + g.lost);
   }
   if (lost.empty()) return false;
-  b.add(Status::Fail, list_text(lost, 4) + " — the GPU is lost or needs a reset", std::string(kLostGpuRemedy));
+  b.add(spec, {{"gpus", list_text(lost, 4)}});
   return true;
 }
 

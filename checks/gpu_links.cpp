@@ -2,6 +2,7 @@
 // gpu.links: NVLinks down, NVLink errors that rise while the GPUs are busy, and PCIe links trained
 // below what the GPU and the slot can do, judged under load (idle GPUs downshift their links).
 #include <algorithm>
+#include <array>
 
 #include "checks/check.hpp"
 #include "checks/gpu_health_common.hpp"
@@ -17,6 +18,49 @@ std::string links_text(const std::vector<int>& links) {
   for (const int l : links) parts.push_back(std::to_string(l));
   return join(parts, ", ");
 }
+
+#define PREFLIGHT_NVLINK_FIX                                                                                    \
+  "Check `nvidia-smi nvlink --status` and `nvidia-smi nvlink -e`; a link down or erroring needs the GPU reset " \
+  "(`nvidia-smi -r`), the fabric manager restarted, or the baseboard serviced: drain the node. NCCL routes "    \
+  "around nothing: a missing link lowers every all_reduce's bandwidth."
+#define PREFLIGHT_PCIE_FIX                                                                                \
+  "A link trained below its width or generation: reseat the GPU or riser, check the slot's BIOS setting " \
+  "(link speed forced lower), and compare with `nvidia-smi -q | grep -A4 'Link Width'` under load; "      \
+  "`lspci -vv -s <bus id>` shows LnkSta against LnkCap."
+constexpr FindingSpec kNoGpu = {"gpu.links/no-gpu", Status::Skip, "NVML lists no GPU on this node: no links to check",
+                                ""};
+constexpr FindingSpec kGpuLost = {"gpu.links/gpu-lost", Status::Fail, kLostGpuMessage, kLostGpuRemedy};
+constexpr FindingSpec kNvlinkDown = {"gpu.links/nvlink-down", Status::Fail, "{links_down}", PREFLIGHT_NVLINK_FIX};
+constexpr FindingSpec kNvlinkReplays = {"gpu.links/nvlink-replays", Status::Fail,
+                                        "{nvlink_replays} during the load (should always be 0)", PREFLIGHT_NVLINK_FIX};
+constexpr FindingSpec kNvlinkCrcHigh = {"gpu.links/nvlink-crc-high", Status::Fail,
+                                        "{crc_errors} (100 per second or more)", PREFLIGHT_NVLINK_FIX};
+constexpr FindingSpec kPcieNarrow = {"gpu.links/pcie-narrow", Status::Fail, "{narrow}", PREFLIGHT_PCIE_FIX};
+constexpr FindingSpec kNvlinkFewer = {"gpu.links/nvlink-fewer", Status::Warn, "{fewer}", PREFLIGHT_NVLINK_FIX};
+constexpr FindingSpec kNvlinkCrc = {"gpu.links/nvlink-crc", Status::Warn, "{crc_low}", PREFLIGHT_NVLINK_FIX};
+constexpr FindingSpec kPcieSlow = {"gpu.links/pcie-slow", Status::Warn, "{slow}", PREFLIGHT_PCIE_FIX};
+constexpr FindingSpec kPcieReplays = {
+    "gpu.links/pcie-replays", Status::Warn, "{pcie_replays} (link errors the link layer retried)",
+    "Rising PCIe replays mean a marginal link: reseat the GPU or riser; if it keeps rising, service the slot."};
+constexpr FindingSpec kUnreadable = {
+    "gpu.links/unreadable", Status::Unknown, "link state not readable: {unread}",
+    "Run preflight with a driver that reports NVLink and PCIe link state, or check with `nvidia-smi nvlink "
+    "--status` and `nvidia-smi -q -d PCIE`."};
+constexpr FindingSpec kPcieIdle = {
+    "gpu.links/pcie-idle", Status::Unknown,
+    "PCIe link not judged for {idle}: not sampled busy ({load}); idle GPUs lower their link generation",
+    "See cuda.smoke for why the GPUs could not be given work, then rerun preflight."};
+constexpr FindingSpec kLinksHealthy = {
+    "gpu.links/healthy", Status::Pass,
+    "{gpu_count}: every NVLink up, no NVLink error during the load, PCIe at its maximum width and generation under "
+    "load",
+    ""};
+#undef PREFLIGHT_NVLINK_FIX
+#undef PREFLIGHT_PCIE_FIX
+
+constexpr std::array kFindings = {kNoGpu,      kGpuLost,     kNvlinkDown,  kNvlinkReplays, kNvlinkCrcHigh,
+                                  kPcieNarrow, kNvlinkFewer, kNvlinkCrc,   kPcieSlow,      kPcieReplays,
+                                  kUnreadable, kPcieIdle,    kLinksHealthy};
 
 Verdict run(const CheckContext& ctx) {
   const HealthView view = node_health(ctx, "the GPUs' NVLink and PCIe link state (NVML)");
@@ -35,8 +79,8 @@ Verdict run(const CheckContext& ctx) {
   }
   b.evidence()["gpus"] = std::move(per_gpu);
   b.evidence()["load"] = h.load;
-  if (h.gpus.empty()) return Verdict::skip("NVML lists no GPU on this node: no links to check", b.evidence());
-  add_lost_gpus(b, h);
+  if (h.gpus.empty()) return Verdict::of(kNoGpu, nlohmann::json::object(), b.evidence());
+  add_lost_gpus(b, h, kGpuLost);
   int most_up = 0;
   for (const GpuHealth& g : h.gpus)
     if (!g.mig_enabled.value_or(false)) most_up = std::max(most_up, g.nvlinks_up.value_or(0));
@@ -87,37 +131,19 @@ Verdict run(const CheckContext& ctx) {
       replays.push_back(who + ": " + std::to_string(*g.pcie_replay_after - *g.pcie_replay_before) +
                         " PCIe replay(s) during the load");
   }
-  const std::string nvlink_remedy =
-      "Check `nvidia-smi nvlink --status` and `nvidia-smi nvlink -e`; a link down or erroring needs the GPU reset "
-      "(`nvidia-smi -r`), the fabric manager restarted, or the baseboard serviced: drain the node. NCCL routes "
-      "around nothing: a missing link lowers every all_reduce's bandwidth.";
-  const std::string pcie_remedy =
-      "A link trained below its width or generation: reseat the GPU or riser, check the slot's BIOS setting "
-      "(link speed forced lower), and compare with `nvidia-smi -q | grep -A4 'Link Width'` under load; "
-      "`lspci -vv -s <bus id>` shows LnkSta against LnkCap.";
-  if (!down.empty()) b.add(Status::Fail, list_text(down, 4), nvlink_remedy);
-  if (!replay.empty()) b.add(Status::Fail, list_text(replay, 4) + " during the load (should always be 0)", nvlink_remedy);
-  if (!crc_fail.empty()) b.add(Status::Fail, list_text(crc_fail, 4) + " (100 per second or more)", nvlink_remedy);
-  if (!narrow.empty()) b.add(Status::Fail, list_text(narrow, 4), pcie_remedy);
-  if (!fewer.empty()) b.add(Status::Warn, list_text(fewer, 4), nvlink_remedy);
-  if (!crc_warn.empty()) b.add(Status::Warn, list_text(crc_warn, 4), nvlink_remedy);
-  if (!slow.empty()) b.add(Status::Warn, list_text(slow, 4), pcie_remedy);
-  if (!replays.empty())
-    b.add(Status::Warn, list_text(replays, 4) + " (link errors the link layer retried)",
-          "Rising PCIe replays mean a marginal link: reseat the GPU or riser; if it keeps rising, service the slot.");
-  if (!unread.empty())
-    b.add(Status::Unknown, "link state not readable: " + list_text(unread, 4),
-          "Run preflight with a driver that reports NVLink and PCIe link state, or check with `nvidia-smi nvlink "
-          "--status` and `nvidia-smi -q -d PCIE`.");
-  if (!idle.empty())
-    b.add(Status::Unknown,
-          "PCIe link not judged for " + list_text(idle, 4) + ": not sampled busy (" + h.load +
-              "); idle GPUs lower their link generation",
-          "See cuda.smoke for why the GPUs could not be given work, then rerun preflight.");
+  if (!down.empty()) b.add(kNvlinkDown, {{"links_down", list_text(down, 4)}});
+  if (!replay.empty()) b.add(kNvlinkReplays, {{"nvlink_replays", list_text(replay, 4)}});
+  if (!crc_fail.empty()) b.add(kNvlinkCrcHigh, {{"crc_errors", list_text(crc_fail, 4)}});
+  if (!narrow.empty()) b.add(kPcieNarrow, {{"narrow", list_text(narrow, 4)}});
+  if (!fewer.empty()) b.add(kNvlinkFewer, {{"fewer", list_text(fewer, 4)}});
+  if (!crc_warn.empty()) b.add(kNvlinkCrc, {{"crc_low", list_text(crc_warn, 4)}});
+  if (!slow.empty()) b.add(kPcieSlow, {{"slow", list_text(slow, 4)}});
+  if (!replays.empty()) b.add(kPcieReplays, {{"pcie_replays", list_text(replays, 4)}});
+  if (!unread.empty()) b.add(kUnreadable, {{"unread", list_text(unread, 4)}});
+  if (!idle.empty()) b.add(kPcieIdle, {{"idle", list_text(idle, 4)}, {"load", h.load}});
   for (const std::string& n : notes) b.note(n);
   if (b.status() == Status::Pass) {
-    b.note(std::to_string(h.gpus.size()) + (h.gpus.size() == 1 ? " GPU" : " GPUs") +
-           ": every NVLink up, no NVLink error during the load, PCIe at its maximum width and generation under load");
+    b.add(kLinksHealthy, {{"gpu_count", std::to_string(h.gpus.size()) + (h.gpus.size() == 1 ? " GPU" : " GPUs")}});
   }
   return b.build();
 }
@@ -153,6 +179,7 @@ Fix
 
 extern const CheckSpec kGpuLinks = {
     "gpu.links", Scope::Node, "every NVLink up and error-free, PCIe at full width and generation under load", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded"};
+    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded", {}, nullptr,
+    kFindings};
 
 }  // namespace preflight

@@ -2,6 +2,8 @@
 // gpu.memory_health: the memory faults a GPU carries into the job — a row remap that failed or
 // waits for a reset, uncorrectable ECC errors, pre-Ampere page retirement pending, a GPU that is
 // lost or whose driver asks for a reset, reboot or drain.
+#include <array>
+
 #include "checks/check.hpp"
 #include "checks/gpu_health_common.hpp"
 
@@ -43,6 +45,66 @@ nlohmann::json evidence_of(const GpuHealth& g) {
           {"unavailable", g.unavailable}};
 }
 
+#define PREFLIGHT_REPLACE_GPU_FIX "The GPU's memory is failing: drain the node and replace the GPU."
+#define PREFLIGHT_RESET_FOR_REMAP_FIX                                                                   \
+  "Reset the GPU before the job (`nvidia-smi -r -i <gpu>` with no process on it, or reboot the node): " \
+  "the remap is applied only then."
+constexpr FindingSpec kNoGpu = {"gpu.memory_health/no-gpu", Status::Skip,
+                                "NVML lists no GPU on this node: no GPU memory to check", ""};
+constexpr FindingSpec kGpuLost = {"gpu.memory_health/gpu-lost", Status::Fail, kLostGpuMessage, kLostGpuRemedy};
+constexpr FindingSpec kRemapFailed = {
+    "gpu.memory_health/remap-failed", Status::Fail,
+    "row remapping failed on {failed_gpus} (a memory bank has no spare row left)",
+    "Drain the node and have the GPU replaced (an RMA case: `nvidia-smi -q -d ROW_REMAPPER` shows "
+    "\"Remapping Failure Occurred: Yes\"); the job would hit the faulty rows."};
+constexpr FindingSpec kRemapPending = {"gpu.memory_health/remap-pending", Status::Fail,
+                                       "a row remap waits for a GPU reset on {pending_gpus}",
+                                       PREFLIGHT_RESET_FOR_REMAP_FIX};
+constexpr FindingSpec kRemapPendingJob = {
+    "gpu.memory_health/remap-pending-job", Status::Warn,
+    "a row remap waits for a GPU reset on {pending_gpus} (running jobs may continue; the remap takes effect at the "
+    "next reset)",
+    PREFLIGHT_RESET_FOR_REMAP_FIX};
+constexpr FindingSpec kManyUncorrectableRemaps = {"gpu.memory_health/many-uncorrectable-remaps", Status::Fail,
+                                                  "{remapped} (at least {remap_limit})", PREFLIGHT_REPLACE_GPU_FIX};
+constexpr FindingSpec kRecoveryAction = {
+    "gpu.memory_health/recovery-action", Status::Fail, "the driver asks for recovery: {recovery}",
+    "Do what the driver asks before any job: stop every process on the GPU and `nvidia-smi -r -i <gpu>` (GPU "
+    "reset), reboot the node (node reboot), or drain it first (drain and reset)."};
+constexpr FindingSpec kDoubleBitErrors = {
+    "gpu.memory_health/double-bit-errors", Status::Fail, "{dbe_errors} since the driver loaded",
+    "Uncorrectable memory errors kill the job that meets them: drain the node, reset the GPU (`nvidia-smi -r`) "
+    "to apply the row remaps, and replace it if the errors come back (`nvidia-smi -q -d ECC`)."};
+constexpr FindingSpec kRetirementPending = {
+    "gpu.memory_health/retirement-pending", Status::Fail, "page retirement waits for a reboot on {retired_gpus}",
+    "Reboot the node (or reset the GPU) so the retired pages are blacklisted before a job uses them."};
+constexpr FindingSpec kManyRetiredPages = {"gpu.memory_health/many-retired-pages", Status::Fail,
+                                           "{retired_pages} (at least {retired_limit})", PREFLIGHT_REPLACE_GPU_FIX};
+constexpr FindingSpec kBankExhausted = {
+    "gpu.memory_health/bank-exhausted", Status::Warn, "{exhausted}",
+    "The GPU has used up the spare rows of a bank: the next failure there cannot be remapped. Plan to "
+    "replace it; `nvidia-smi -q -d ROW_REMAPPER` shows the histogram."};
+constexpr FindingSpec kEccChangePending = {
+    "gpu.memory_health/ecc-change-pending", Status::Warn, "an ECC mode change is pending: {ecc_changes}",
+    "Reboot the node (or reset the GPU) to apply the ECC mode, or set it back (`nvidia-smi -e 1`)."};
+constexpr FindingSpec kEccOff = {
+    "gpu.memory_health/ecc-off", Status::Warn, "ECC is off on {ecc_off_gpus}: memory errors go undetected",
+    "Enable ECC (`nvidia-smi -e 1`, then reboot) unless the fleet runs without it on purpose."};
+constexpr FindingSpec kUnreadable = {
+    "gpu.memory_health/unreadable", Status::Unknown, "memory health not readable: {unread}",
+    "Run preflight with a driver that reports row remapping (R450 or newer) and with MIG off, or check by hand "
+    "with `nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT,ECC`."};
+constexpr FindingSpec kHealthy = {
+    "gpu.memory_health/healthy", Status::Pass,
+    "{gpu_count}: no row remap failed or pending, no uncorrectable ECC error, no recovery action", ""};
+#undef PREFLIGHT_REPLACE_GPU_FIX
+#undef PREFLIGHT_RESET_FOR_REMAP_FIX
+
+constexpr std::array kFindings = {kNoGpu,           kGpuLost,          kRemapFailed,       kRemapPending,
+                                  kRemapPendingJob, kManyUncorrectableRemaps, kRecoveryAction, kDoubleBitErrors,
+                                  kRetirementPending, kManyRetiredPages, kBankExhausted, kEccChangePending,
+                                  kEccOff,          kUnreadable,       kHealthy};
+
 Verdict run(const CheckContext& ctx) {
   const HealthView view = node_health(ctx, "the GPUs' memory health (NVML)");
   if (view.verdict) return *view.verdict;
@@ -51,10 +113,8 @@ Verdict run(const CheckContext& ctx) {
   nlohmann::json per_gpu = nlohmann::json::array();
   for (const GpuHealth& g : h.gpus) per_gpu.push_back(evidence_of(g));
   b.evidence()["gpus"] = std::move(per_gpu);
-  if (h.gpus.empty()) {
-    return Verdict::skip("NVML lists no GPU on this node: no GPU memory to check", b.evidence());
-  }
-  add_lost_gpus(b, h);
+  if (h.gpus.empty()) return Verdict::of(kNoGpu, nlohmann::json::object(), b.evidence());
+  add_lost_gpus(b, h, kGpuLost);
   const bool acceptance = ctx.profile == Profile::Node;
   std::vector<std::string> failed, pending, many, exhausted, dbe, retired, retired_many, ecc_off, ecc_change,
       recovery, unknown, volatile_note;
@@ -89,65 +149,26 @@ Verdict run(const CheckContext& ctx) {
     }
     if (g.ecc_dbe_volatile && !g.persistence_mode.value_or(true)) volatile_note.push_back(who);
   }
-  if (!failed.empty()) {
-    b.add(Status::Fail, "row remapping failed on " + list_text(failed) + " (a memory bank has no spare row left)",
-          "Drain the node and have the GPU replaced (an RMA case: `nvidia-smi -q -d ROW_REMAPPER` shows "
-          "\"Remapping Failure Occurred: Yes\"); the job would hit the faulty rows.");
-  }
-  if (!pending.empty()) {
-    b.add(acceptance ? Status::Fail : Status::Warn,
-          "a row remap waits for a GPU reset on " + list_text(pending) +
-              (acceptance ? "" : " (running jobs may continue; the remap takes effect at the next reset)"),
-          "Reset the GPU before the job (`nvidia-smi -r -i <gpu>` with no process on it, or reboot the node): "
-          "the remap is applied only then.");
-  }
-  if (!many.empty()) {
-    b.add(Status::Fail, list_text(many) + " (at least " + std::to_string(kMaxUncorrectableRemaps) + ")",
-          "The GPU's memory is failing: drain the node and replace the GPU.");
-  }
-  if (!recovery.empty()) {
-    b.add(Status::Fail, "the driver asks for recovery: " + list_text(recovery),
-          "Do what the driver asks before any job: stop every process on the GPU and `nvidia-smi -r -i <gpu>` (GPU "
-          "reset), reboot the node (node reboot), or drain it first (drain and reset).");
-  }
-  if (!dbe.empty()) {
-    b.add(Status::Fail, list_text(dbe) + " since the driver loaded",
-          "Uncorrectable memory errors kill the job that meets them: drain the node, reset the GPU (`nvidia-smi -r`) "
-          "to apply the row remaps, and replace it if the errors come back (`nvidia-smi -q -d ECC`).");
-  }
-  if (!retired.empty()) {
-    b.add(Status::Fail, "page retirement waits for a reboot on " + list_text(retired),
-          "Reboot the node (or reset the GPU) so the retired pages are blacklisted before a job uses them.");
-  }
+  if (!failed.empty()) b.add(kRemapFailed, {{"failed_gpus", list_text(failed)}});
+  if (!pending.empty()) b.add(acceptance ? kRemapPending : kRemapPendingJob, {{"pending_gpus", list_text(pending)}});
+  if (!many.empty())
+    b.add(kManyUncorrectableRemaps, {{"remapped", list_text(many)}, {"remap_limit", kMaxUncorrectableRemaps}});
+  if (!recovery.empty()) b.add(kRecoveryAction, {{"recovery", list_text(recovery)}});
+  if (!dbe.empty()) b.add(kDoubleBitErrors, {{"dbe_errors", list_text(dbe)}});
+  if (!retired.empty()) b.add(kRetirementPending, {{"retired_gpus", list_text(retired)}});
   if (!retired_many.empty()) {
-    b.add(Status::Fail, list_text(retired_many) + " (at least " + std::to_string(kMaxRetiredPages) + ")",
-          "The GPU's memory is failing: drain the node and replace the GPU.");
+    b.add(kManyRetiredPages, {{"retired_pages", list_text(retired_many)}, {"retired_limit", kMaxRetiredPages}});
   }
-  if (!exhausted.empty()) {
-    b.add(Status::Warn, list_text(exhausted),
-          "The GPU has used up the spare rows of a bank: the next failure there cannot be remapped. Plan to "
-          "replace it; `nvidia-smi -q -d ROW_REMAPPER` shows the histogram.");
-  }
-  if (!ecc_change.empty()) {
-    b.add(Status::Warn, "an ECC mode change is pending: " + list_text(ecc_change),
-          "Reboot the node (or reset the GPU) to apply the ECC mode, or set it back (`nvidia-smi -e 1`).");
-  }
-  if (!ecc_off.empty()) {
-    b.add(Status::Warn, "ECC is off on " + list_text(ecc_off) + ": memory errors go undetected",
-          "Enable ECC (`nvidia-smi -e 1`, then reboot) unless the fleet runs without it on purpose.");
-  }
-  if (!unknown.empty()) {
-    b.add(Status::Unknown, "memory health not readable: " + list_text(unknown, 4),
-          "Run preflight with a driver that reports row remapping (R450 or newer) and with MIG off, or check by hand "
-          "with `nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT,ECC`.");
-  }
+  if (!exhausted.empty()) b.add(kBankExhausted, {{"exhausted", list_text(exhausted)}});
+  if (!ecc_change.empty()) b.add(kEccChangePending, {{"ecc_changes", list_text(ecc_change)}});
+  if (!ecc_off.empty()) b.add(kEccOff, {{"ecc_off_gpus", list_text(ecc_off)}});
+  if (!unknown.empty()) b.add(kUnreadable, {{"unread", list_text(unknown, 4)}});
   if (!volatile_note.empty()) {
     b.note("persistence mode is off on " + list_text(volatile_note) +
            ": the volatile ECC counters restart whenever the driver loads again, so errors of earlier jobs may be gone");
   }
   if (b.status() == Status::Pass) {
-    b.note(std::to_string(h.gpus.size()) + (h.gpus.size() == 1 ? " GPU" : " GPUs") +
-           ": no row remap failed or pending, no uncorrectable ECC error, no recovery action");
+    b.add(kHealthy, {{"gpu_count", std::to_string(h.gpus.size()) + (h.gpus.size() == 1 ? " GPU" : " GPUs")}});
   }
   return b.build();
 }
@@ -190,6 +211,7 @@ Fix
 
 extern const CheckSpec kGpuMemoryHealth = {
     "gpu.memory_health", Scope::Node, "no GPU carries a memory fault: row remap failed or pending, uncorrectable ECC, reset required",
-    kExplain, kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded"};
+    kExplain, kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded", {},
+    nullptr, kFindings};
 
 }  // namespace preflight

@@ -6,6 +6,7 @@
 // report them. Without the kernel log, NVML's events on every GPU are a PASS that says its scope;
 // anything less stays UNKNOWN.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <iterator>
 #include <map>
@@ -143,6 +144,65 @@ std::map<std::string, std::string> node_gpus(const DriverFacts& d, const NvmlVie
   return out;
 }
 
+#define PREFLIGHT_XID_RESET_FIX                                                                               \
+  ". Most clear with a GPU reset (`nvidia-smi -r -i <gpu>`) or a reboot; one that comes back after a reboot " \
+  "needs the GPU serviced."
+constexpr FindingSpec kFatalDuringRun = {
+    "gpu.xid/fatal-during-run", Status::Fail, "fatal GPU errors: {run_fatal}",
+    "Drain the node before any job (the GPU failed under preflight's own work), then act on each: "
+    "{run_action}" PREFLIGHT_XID_RESET_FIX};
+constexpr FindingSpec kFatalInLog = {"gpu.xid/fatal-in-log", Status::Fail,
+                                     "fatal GPU errors in this boot's kernel log: {fatal}",
+                                     "Drain the node before any job, then act on each: {action}" PREFLIGHT_XID_RESET_FIX
+                                     " `dmesg -T | grep -e Xid -e 'fallen off'` shows the lines."};
+#undef PREFLIGHT_XID_RESET_FIX
+constexpr FindingSpec kSxidFatal = {
+    "gpu.xid/sxid-fatal", Status::Fail, "fatal NVSwitch errors: {sxid_fatal}",
+    "Check the fabric manager log (/var/log/fabricmanager.log) and reboot the node; recurring SXids need the "
+    "baseboard serviced."};
+constexpr FindingSpec kErrorDuringRun = {
+    "gpu.xid/error-during-run", Status::Warn, "GPU errors: {run_errors}",
+    "Look them up in NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/); run preflight again "
+    "and reset the GPU at the next drain if they recur."};
+constexpr FindingSpec kApplicationXidDuringRun = {
+    "gpu.xid/application-xid-during-run", Status::Warn, "application Xids: {run_application}",
+    "preflight's own work (a memset, a copy) is no faulty application: run it again, and reset the GPU "
+    "(`nvidia-smi -r -i <gpu>`) or drain the node if the Xid recurs."};
+constexpr FindingSpec kErrorInLog = {
+    "gpu.xid/error-in-log", Status::Warn, "GPU errors in this boot's kernel log: {errors}",
+    "Look them up in NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/); reset the GPU at the "
+    "next drain if they recur."};
+constexpr FindingSpec kApplicationXidInLog = {
+    "gpu.xid/application-xid-in-log", Status::Warn, "application Xids in this boot's kernel log: {application}",
+    "Usually a job's own fault (illegal memory access, a kernel exception, a killed context): check the job that "
+    "ran then; many of them on one GPU point at the GPU."};
+constexpr FindingSpec kSxidNonFatal = {"gpu.xid/sxid-non-fatal", Status::Warn,
+                                       "non-fatal NVSwitch errors: {sxid_non_fatal}",
+                                       "Watch the fabric manager log; reboot the node if they keep coming."};
+// {coverage}: "; …" what NVML's events covered instead (the GPUs they did not, and why), or "".
+constexpr FindingSpec kKernelLogDenied = {
+    "gpu.xid/kernel-log-denied", Status::Unknown, "the kernel log is not readable: {detail}{coverage}",
+    "Run preflight with CAP_SYSLOG (as root, `docker run --cap-add syslog`, or "
+    "`sysctl kernel.dmesg_restrict=0`), or read it yourself: `sudo dmesg | grep -e Xid -e "
+    "SXid -e 'fallen off the bus'`."};
+constexpr FindingSpec kKernelLogNotRead = {
+    "gpu.xid/kernel-log-not-read", Status::Unknown, "the kernel log was not read: {why}{coverage}",
+    "Run preflight on the node (not in the image profile) with gpu.xid selected."};
+// {nvml}: "; none raised during preflight's own GPU work on 8 GPUs (NVML events)" when they covered any, else "".
+constexpr FindingSpec kClean = {
+    "gpu.xid/clean", Status::Pass,
+    "no Xid, SXid or fallen-off-the-bus line in this boot's kernel log ({records} records of {source}){nvml}", ""};
+constexpr FindingSpec kCleanDuringRun = {
+    "gpu.xid/clean-during-run", Status::Pass,
+    "no XID during preflight's own GPU work on {gpu_count} (NVML events); this boot's earlier kernel log was not "
+    "{read}: {why}",
+    ""};
+
+constexpr std::array kFindings = {
+    kFatalDuringRun, kFatalInLog,          kSxidFatal,    kErrorDuringRun,  kApplicationXidDuringRun,
+    kErrorInLog,     kApplicationXidInLog, kSxidNonFatal, kKernelLogDenied, kKernelLogNotRead,
+    kClean,          kCleanDuringRun};
+
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
   const Probed<KernelLogFacts>* log = &d.kernel_log;
@@ -248,40 +308,14 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["nvml"] = {{"windows", std::move(watched)}, {"events", std::move(nvml_events)},
                           {"covered", covered_gpus}, {"not_covered", uncovered}};
 
-  if (!run_fatal.empty())
-    b.add(Status::Fail, "fatal GPU errors: " + list_text(run_fatal, 4),
-          "Drain the node before any job (the GPU failed under preflight's own work), then act on each: " +
-              run_action +
-              ". Most clear with a GPU reset (`nvidia-smi -r -i <gpu>`) or a reboot; one that comes back after a "
-              "reboot needs the GPU serviced.");
-  if (!fatal.empty())
-    b.add(Status::Fail, "fatal GPU errors in this boot's kernel log: " + list_text(fatal, 4),
-          "Drain the node before any job, then act on each: " + fatal_action +
-              ". Most clear with a GPU reset (`nvidia-smi -r -i <gpu>`) or a reboot; one that comes back after a "
-              "reboot needs the GPU serviced. `dmesg -T | grep -e Xid -e 'fallen off'` shows the lines.");
-  if (!sxid_fatal.empty())
-    b.add(Status::Fail, "fatal NVSwitch errors: " + list_text(sxid_fatal, 4),
-          "Check the fabric manager log (/var/log/fabricmanager.log) and reboot the node; recurring SXids need the "
-          "baseboard serviced.");
-  if (!run_warn.empty())
-    b.add(Status::Warn, "GPU errors: " + list_text(run_warn, 4),
-          "Look them up in NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/); run preflight again "
-          "and reset the GPU at the next drain if they recur.");
-  if (!run_app.empty())
-    b.add(Status::Warn, "application Xids: " + list_text(run_app, 4),
-          "preflight's own work (a memset, a copy) is no faulty application: run it again, and reset the GPU "
-          "(`nvidia-smi -r -i <gpu>`) or drain the node if the Xid recurs.");
-  if (!warn.empty())
-    b.add(Status::Warn, "GPU errors in this boot's kernel log: " + list_text(warn, 4),
-          "Look them up in NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/); reset the GPU at the "
-          "next drain if they recur.");
-  if (!app.empty())
-    b.add(Status::Warn, "application Xids in this boot's kernel log: " + list_text(app, 4),
-          "Usually a job's own fault (illegal memory access, a kernel exception, a killed context): check the job that "
-          "ran then; many of them on one GPU point at the GPU.");
-  if (!sxid_warn.empty())
-    b.add(Status::Warn, "non-fatal NVSwitch errors: " + list_text(sxid_warn, 4),
-          "Watch the fabric manager log; reboot the node if they keep coming.");
+  if (!run_fatal.empty()) b.add(kFatalDuringRun, {{"run_fatal", list_text(run_fatal, 4)}, {"run_action", run_action}});
+  if (!fatal.empty()) b.add(kFatalInLog, {{"fatal", list_text(fatal, 4)}, {"action", fatal_action}});
+  if (!sxid_fatal.empty()) b.add(kSxidFatal, {{"sxid_fatal", list_text(sxid_fatal, 4)}});
+  if (!run_warn.empty()) b.add(kErrorDuringRun, {{"run_errors", list_text(run_warn, 4)}});
+  if (!run_app.empty()) b.add(kApplicationXidDuringRun, {{"run_application", list_text(run_app, 4)}});
+  if (!warn.empty()) b.add(kErrorInLog, {{"errors", list_text(warn, 4)}});
+  if (!app.empty()) b.add(kApplicationXidInLog, {{"application", list_text(app, 4)}});
+  if (!sxid_warn.empty()) b.add(kSxidNonFatal, {{"sxid_non_fatal", list_text(sxid_warn, 4)}});
 
   const std::string gpus_text = std::to_string(covered_gpus.size()) + " GPU" + (covered_gpus.size() == 1 ? "" : "s");
   if (k != nullptr) {
@@ -289,10 +323,10 @@ Verdict run(const CheckContext& ctx) {
     b.evidence()["records"] = k->records;
     b.evidence()["events"] = std::move(events);
     if (b.status() == Status::Pass) {
-      std::string note = "no Xid, SXid or fallen-off-the-bus line in this boot's kernel log (" +
-                         std::to_string(k->records) + " records of " + k->source + ")";
-      if (!covered_gpus.empty()) note += "; none raised during preflight's own GPU work on " + gpus_text + " (NVML events)";
-      b.note(std::move(note));
+      const std::string nvml = covered_gpus.empty()
+                                   ? std::string()
+                                   : "; none raised during preflight's own GPU work on " + gpus_text + " (NVML events)";
+      b.add(kClean, {{"records", k->records}, {"source", k->source}, {"nvml", nvml}});
     }
     return b.build();
   }
@@ -304,9 +338,9 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["kernel_log"] = {{"error", to_string(e.code)}, {"detail", e.detail}};
   const bool all_covered = !gpus_of_node.empty() && uncovered.empty();
   if (all_covered) {
-    if (b.status() == Status::Pass)
-      b.note("no XID during preflight's own GPU work on " + gpus_text + " (NVML events); this boot's earlier kernel log " +
-             (denied ? "was not readable: " : "was not read: ") + log_why);
+    if (b.status() == Status::Pass) {
+      b.add(kCleanDuringRun, {{"gpu_count", gpus_text}, {"read", denied ? "readable" : "read"}, {"why", log_why}});
+    }
     return b.build();
   }
   std::string coverage;
@@ -319,13 +353,9 @@ Verdict run(const CheckContext& ctx) {
     else if (nv.watches.empty()) coverage += " (preflight's own GPU work did not watch them)";
   }
   if (denied)
-    b.add(Status::Unknown, "the kernel log is not readable: " + e.detail + coverage,
-          "Run preflight with CAP_SYSLOG (as root, `docker run --cap-add syslog`, or "
-          "`sysctl kernel.dmesg_restrict=0`), or read it yourself: `sudo dmesg | grep -e Xid -e "
-          "SXid -e 'fallen off the bus'`.");
+    b.add(kKernelLogDenied, {{"detail", e.detail}, {"coverage", coverage}});
   else
-    b.add(Status::Unknown, "the kernel log was not read: " + log->why() + coverage,
-          "Run preflight on the node (not in the image profile) with gpu.xid selected.");
+    b.add(kKernelLogNotRead, {{"why", log->why()}, {"coverage", coverage}});
   return b.build();
 }
 
@@ -374,8 +404,18 @@ Fix
 }  // namespace
 
 extern const CheckSpec kGpuXid = {
-    "gpu.xid", Scope::Node,
-    "no fatal Xid, fallen-off-the-bus or SXid in this boot's kernel log or while preflight's own GPU work ran", kExplain,
-    kInNode | kInJob, "an image build has no kernel log of the node", &run, "kernel_log,gpu_health,gpu_driver,allreduce", true};
+    "gpu.xid",
+    Scope::Node,
+    "no fatal Xid, fallen-off-the-bus or SXid in this boot's kernel log or while preflight's own GPU work ran",
+    kExplain,
+    kInNode | kInJob,
+    "an image build has no kernel log of the node",
+    &run,
+    "kernel_log,gpu_health,gpu_driver,allreduce",
+    true,
+    {},
+    {},
+    nullptr,
+    kFindings};
 
 }  // namespace preflight

@@ -17,7 +17,7 @@ namespace {
 constexpr std::uint64_t kGiB = 1ull << 30;
 constexpr std::uint64_t kFullBelowBytes = kGiB;  // without a checkpoint size: FAIL below this much free
 constexpr double kNearlyFullShare = 0.05;        // without a checkpoint size: WARN below this share free
-constexpr std::uint64_t kFewInodes = 1000;       // WARN below this many free inodes ...
+constexpr std::uint64_t kFewInodesBelow = 1000;  // WARN below this many free inodes ...
 constexpr double kFewInodesShare = 0.01;         // ... or below this share of them
 
 constexpr const char* kExplain = R"(What it reads
@@ -109,7 +109,7 @@ std::string percent(double share) {
 struct Need {
   std::uint64_t bytes = 0;
   std::string basis;  // "job" or "node"
-  std::string text;   // a template: "{need}" is the size
+  std::string text;   // "the job runs on one node: its whole checkpoint of a 7B-parameter model is ≈ 91.3 GiB (…)"
 };
 
 /// "" when the checkpoint size is known, else why not.
@@ -131,14 +131,15 @@ Need need_of(const CheckpointPlan& plan, bool shared) {
     n.basis = "job";
     n.text = std::string(one_node && !shared ? "the job runs on one node: its whole checkpoint"
                                              : "the job's whole checkpoint (every node writes its part into it)") +
-             " of a " + model + " model is ≈ {need} (" + format_params(*plan.params) +
+             " of a " + model + " model is ≈ " + format_bytes(n.bytes) + " (" + format_params(*plan.params) +
              " × (2 + 12) B: bf16 weights and fp32 optimizer states)";
     return n;
   }
   n.bytes = saturate_bytes(plan.node_bytes(plan.zero_stage));
   n.basis = "node";
-  n.text = "this node's ranks write ≈ {need} of each " + model + " ZeRO-" + std::to_string(plan.zero_stage) +
-           " checkpoint there (node-local: the busiest node's share, " + plan.node_formula() + ")";
+  n.text = "this node's ranks write ≈ " + format_bytes(n.bytes) + " of each " + model + " ZeRO-" +
+           std::to_string(plan.zero_stage) + " checkpoint there (node-local: the busiest node's share, " +
+           plan.node_formula() + ")";
   if (plan.stage_defaulted) n.text += " (ZeRO-0 assumed: no --zero-stage)";
   if (!plan.world_known && plan.model_parallel) {
     n.text += " (world size " + std::to_string(plan.world_size) + " assumed: no --expect-world-size)";
@@ -181,18 +182,113 @@ std::string dir_label(const CheckpointDir& d) {
   return notes.empty() ? name : name + " (" + join(notes, ", ") + ")";
 }
 
-constexpr std::string_view kMoveFix =
-    "point the job's save directory (Megatron-LM --save, DeepSpeed save_checkpoint(save_dir), Hugging Face output_dir, "
-    "Lightning ModelCheckpoint(dirpath)) and --checkpoint-dir at a volume";
+// Where else the checkpoints can go, ending each fix that frees room.
+#define PREFLIGHT_MOVE_FIX                                                                                       \
+  "point the job's save directory (Megatron-LM --save, DeepSpeed save_checkpoint(save_dir), Hugging Face output_dir, " \
+  "Lightning ModelCheckpoint(dirpath)) and --checkpoint-dir at a volume"
+#define PREFLIGHT_SIZE_FIX \
+  " Give the checkpoint size with --model-params N (and --zero-stage S) to check the room for one."
+#define PREFLIGHT_INODE_FIX                                                                                     \
+  "See where the files are (`df -i {holder}`; `du -x --inodes {mount} | sort -n | tail`), delete the small files " \
+  "that fill it (caches, logs, old checkpoints), or " PREFLIGHT_MOVE_FIX " with free inodes."
+
+constexpr FindingSpec kNoDirectory = {"host.disk/no-directory", Status::Unknown, "no checkpoint directory was probed",
+                                      "Give the directory the job saves to with --checkpoint-dir DIR."};
+constexpr FindingSpec kNotADirectory = {
+    "host.disk/not-a-directory", Status::Fail, "{dir} {state}",
+    "Point --checkpoint-dir and the framework's save directory at a directory, or move the file {holder} out of the "
+    "way (`ls -ld {holder}`)."};
+constexpr FindingSpec kNotGathered = {"host.disk/not-gathered", Status::Unknown,
+                                      "the free space of {dir} was not gathered: {why}", kHungProbeRemedy};
+constexpr FindingSpec kUnreadable = {
+    "host.disk/unreadable", Status::Unknown, "the free space of {dir} could not be read: {why}",
+    "Run `df -h {holder}` and `stat {holder}` as the job's user to see why (a stale network mount hangs or fails: "
+    "`timeout 5 df {holder}`); fix the permission or the mount, or give a --checkpoint-dir that can be read."};
+constexpr FindingSpec kMountUnknown = {
+    "host.disk/mount-unknown", Status::Unknown,
+    "the mount holding {dir} is not known ({why_mount}): whether it is read-only, in RAM or a network file system "
+    "shared by the nodes cannot be told",
+    "Run preflight where /proc/self/mountinfo is readable (it is for every process on Linux; a --sysroot tree "
+    "must hold it), or check by hand: `findmnt -T {holder}`."};
+constexpr FindingSpec kReadOnly = {
+    "host.disk/read-only", Status::Fail,
+    "{dir} is on a read-only mount, {fs}: the checkpoint save fails with EROFS (Read-only file system)",
+    "Remount it read-write (`mount -o remount,rw {mount}`; a container: mount the volume without :ro, Kubernetes "
+    "readOnly: false), or " PREFLIGHT_MOVE_FIX " that is writable."};
+constexpr FindingSpec kNotWritable = {
+    "host.disk/not-writable", Status::Fail,
+    "this user cannot create files in {holder} on {fs}, where {dir} goes: the checkpoint save fails with EACCES "
+    "(Permission denied)",
+    "Give the job's user write access (`ls -ld {holder}` shows owner and mode; `chown` or `chmod u+wx`), "
+    "or " PREFLIGHT_MOVE_FIX " it can write."};
+constexpr FindingSpec kNoSize = {
+    "host.disk/no-size", Status::Unknown,
+    "{fs} reports no size (statvfs f_blocks 0): the free space for {dir} cannot be told",
+    "Check the room by hand (`df -h {holder}`; for object storage behind FUSE, the bucket's quota), then skip this "
+    "check for that directory with --skip host.disk."};
+constexpr FindingSpec kTooSmall = {
+    "host.disk/too-small", Status::Fail, "{dir} has {free} free of {total} on {fs}; {checkpoint}",
+    "Free at least {short} more in {holder} (`df -h {holder}` shows the file system, "
+    "`du -xsh {mount_files} | sort -h | tail` what fills it; old checkpoints are the usual culprits), "
+    "or " PREFLIGHT_MOVE_FIX " with at least {two} free (room for two checkpoints)."};
+constexpr FindingSpec kOneCheckpoint = {
+    "host.disk/one-checkpoint", Status::Warn,
+    "{dir} has {free} free of {total} on {fs}: room for one checkpoint but not two; {checkpoint}, and frameworks keep "
+    "the previous checkpoint until the new one is complete",
+    "Free {short} more in {holder} so that two checkpoints fit (`df -h {holder}`), let the framework delete old "
+    "checkpoints as it goes (Hugging Face save_total_limit, Lightning ModelCheckpoint(save_top_k)), "
+    "or " PREFLIGHT_MOVE_FIX " with at least {two} free."};
+constexpr FindingSpec kRoom = {"host.disk/room", Status::Pass,
+                               "{dir}: {free} free of {total} on {fs}, room for {fits} checkpoints; {checkpoint}", ""};
+constexpr FindingSpec kFull = {
+    "host.disk/full", Status::Fail, "{dir} is full: {free} free of {total} on {fs} ({used} used); {no_size}",
+    "Free space in {holder} (`df -h {holder}` shows the file system, `du -xsh {mount_files} | sort -h | tail` what "
+    "fills it; old checkpoints are the usual culprits), or " PREFLIGHT_MOVE_FIX " with room." PREFLIGHT_SIZE_FIX};
+constexpr FindingSpec kNearlyFull = {
+    "host.disk/nearly-full", Status::Warn,
+    "{dir} is nearly full: {free} free of {total} on {fs} ({free_share} free); {no_size}",
+    "Free space in {holder} (`df -h {holder}`, `du -xsh {mount_files} | sort -h | tail`), or " PREFLIGHT_MOVE_FIX
+    " with room." PREFLIGHT_SIZE_FIX};
+constexpr FindingSpec kRoomUnsized = {
+    "host.disk/room-unsized", Status::Pass,
+    "{dir}: {free} free of {total} on {fs}; {no_size}: only a full or nearly full file system is found (give "
+    "--model-params N and --zero-stage S to check the room for a checkpoint)",
+    ""};
+constexpr FindingSpec kNoInodes = {
+    "host.disk/no-inodes", Status::Fail,
+    "{fs} has no free inodes (0 of {inodes_total}): no file of {dir}'s checkpoints can be created, however much space "
+    "is free",
+    PREFLIGHT_INODE_FIX};
+constexpr FindingSpec kFewInodes = {
+    "host.disk/few-inodes", Status::Warn,
+    "{fs} has only {inodes_free} free inodes of {inodes_total}: a checkpoint of many files (one or more per rank) in "
+    "{dir} may not fit",
+    PREFLIGHT_INODE_FIX};
+constexpr FindingSpec kInMemory = {
+    "host.disk/in-memory", Status::Warn,
+    "{dir} is on {fs}: a checkpoint there lives in RAM, is lost at reboot and counts against the node's memory (and "
+    "the container's memory limit)",
+    "Point the job's save directory (Megatron-LM --save, DeepSpeed save_checkpoint(save_dir), Hugging Face output_dir, "
+    "Lightning ModelCheckpoint(dirpath)) and --checkpoint-dir at a disk or a shared file system."};
+#undef PREFLIGHT_INODE_FIX
+#undef PREFLIGHT_SIZE_FIX
+#undef PREFLIGHT_MOVE_FIX
+
+constexpr std::array kFindings = {kNoDirectory, kNotADirectory, kNotGathered, kUnreadable,  kMountUnknown,
+                                  kReadOnly,    kNotWritable,   kNoSize,      kTooSmall,    kOneCheckpoint,
+                                  kRoom,        kFull,          kNearlyFull,  kRoomUnsized, kNoInodes,
+                                  kFewInodes,   kInMemory};
 
 /// The findings for one directory; `suffix` keeps its parameters apart from the other directories'.
 void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::string& suffix, VerdictBuilder& b,
                nlohmann::json& ev) {
   nlohmann::json params = {{"dir", dir_label(d)}, {"path", d.path}, {"holder", d.holder}};
-  const auto add = [&](Status s, const char* code, const std::string& message, const std::string& fix) {
+  const auto add = [&](const FindingSpec& spec) {
     nlohmann::json p;
     for (const auto& [k, v] : params.items()) p[k + suffix] = v;
-    b.add(s, std::string("host.disk/") + code, suffixed(message, suffix), suffixed(fix, suffix), p);
+    if (suffix.empty()) return b.add(spec, std::move(p));
+    b.add(spec.status, std::string(spec.code), suffixed(std::string(spec.message), suffix),
+          suffixed(std::string(spec.fix), suffix), std::move(p));
   };
 
   ev = {{"given", d.given}, {"path", d.path}, {"defaulted", d.defaulted}, {"exists", d.exists}, {"holder", d.holder},
@@ -223,17 +319,13 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
     ev["usage_error"] = d.usage.why();
     params["why"] = d.usage.why();
     if (!d.holder_is_dir) {
-      add(Status::Fail, "not-a-directory",
-          d.exists ? "{dir} exists and is not a directory: no checkpoint can be written into it"
-                   : "{dir} cannot be created: {holder} on its path is a file, not a directory",
-          "Point --checkpoint-dir and the framework's save directory at a directory, or move the file {holder} out of "
-          "the way (`ls -ld {holder}`).");
+      params["state"] = d.exists ? "exists and is not a directory: no checkpoint can be written into it"
+                                 : "cannot be created: " + d.holder + " on its path is a file, not a directory";
+      add(kNotADirectory);
     } else if (const ProbeError* e = d.usage.error(); e != nullptr && hung_probe(*e)) {
-      add(Status::Unknown, "not-gathered", "the free space of {dir} was not gathered: {why}", std::string(kHungProbeRemedy));
+      add(kNotGathered);
     } else {
-      add(Status::Unknown, "unreadable", "the free space of {dir} could not be read: {why}",
-          "Run `df -h {holder}` and `stat {holder}` as the job's user to see why (a stale network mount hangs or fails: "
-          "`timeout 5 df {holder}`); fix the permission or the mount, or give a --checkpoint-dir that can be read.");
+      add(kUnreadable);
     }
     return;
   }
@@ -250,26 +342,15 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
   if (m == nullptr) {
     problem = true;
     params["why_mount"] = d.mount.why();
-    add(Status::Unknown, "mount-unknown",
-        "the mount holding {dir} is not known ({why_mount}): whether it is read-only, in RAM or a network file system "
-        "shared by the nodes cannot be told",
-        "Run preflight where /proc/self/mountinfo is readable (it is for every process on Linux; a --sysroot tree "
-        "must hold it), or check by hand: `findmnt -T {holder}`.");
+    add(kMountUnknown);
   }
   const bool read_only = u->read_only || (m != nullptr && m->read_only);
   if (read_only) {
     problem = true;
-    add(Status::Fail, "read-only",
-        "{dir} is on a read-only mount, {fs}: the checkpoint save fails with EROFS (Read-only file system)",
-        "Remount it read-write (`mount -o remount,rw {mount}`; a container: mount the volume without :ro, Kubernetes "
-        "readOnly: false), or " + std::string(kMoveFix) + " that is writable.");
+    add(kReadOnly);
   } else if (!u->writable) {
     problem = true;
-    add(Status::Fail, "not-writable",
-        "this user cannot create files in {holder} on {fs}, where {dir} goes: the checkpoint save fails with EACCES "
-        "(Permission denied)",
-        "Give the job's user write access (`ls -ld {holder}` shows owner and mode; `chown` or `chmod u+wx`), or " +
-            std::string(kMoveFix) + " it can write.");
+    add(kNotWritable);
   }
 
   const std::string no_size = no_size_reason(plan);
@@ -277,10 +358,7 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
     // Nothing can be written there whatever the room: the space and inodes are evidence only.
   } else if (u->total_bytes == 0) {
     problem = true;
-    add(Status::Unknown, "no-size",
-        "{fs} reports no size (statvfs f_blocks 0): the free space for {dir} cannot be told",
-        "Check the room by hand (`df -h {holder}`; for object storage behind FUSE, the bucket's quota), then skip this "
-        "check for that directory with --skip host.disk.");
+    add(kNoSize);
   } else if (no_size.empty()) {
     // A mount of unknown kind is held to this node's share: the smaller need, so a FAIL is certain.
     const Need need = need_of(plan, network);
@@ -289,78 +367,49 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
     ev["need_of"] = need.basis;
     params["need"] = format_bytes(need.bytes);
     params["two"] = format_bytes(two);
+    params["checkpoint"] = need.text;
     if (u->free_bytes < need.bytes) {
       problem = true;
       params["short"] = format_bytes(need.bytes - u->free_bytes);
-      add(Status::Fail, "too-small", "{dir} has {free} free of {total} on {fs}; " + need.text,
-          "Free at least {short} more in {holder} (`df -h {holder}` shows the file system, `du -xsh {mount_files} | sort -h | tail` "
-          "what fills it; old checkpoints are the usual culprits), or " + std::string(kMoveFix) +
-              " with at least {two} free (room for two checkpoints).");
+      add(kTooSmall);
     } else if (u->free_bytes < two) {
       problem = true;
       params["short"] = format_bytes(two - u->free_bytes);
-      add(Status::Warn, "one-checkpoint",
-          "{dir} has {free} free of {total} on {fs}: room for one checkpoint but not two; " + need.text +
-              ", and frameworks keep the previous checkpoint until the new one is complete",
-          "Free {short} more in {holder} so that two checkpoints fit (`df -h {holder}`), let the framework delete old "
-          "checkpoints as it goes (Hugging Face save_total_limit, Lightning ModelCheckpoint(save_top_k)), or " +
-              std::string(kMoveFix) + " with at least {two} free.");
+      add(kOneCheckpoint);
     } else if (!problem) {
       const std::uint64_t fits = need.bytes == 0 ? 0 : u->free_bytes / need.bytes;
       params["fits"] = fits > 100 ? std::string("more than 100") : std::to_string(fits);
-      add(Status::Pass, "room", "{dir}: {free} free of {total} on {fs}, room for {fits} checkpoints; " + need.text, "");
+      add(kRoom);
     }
   } else {
     params["no_size"] = no_size;
     const double free_share = static_cast<double>(u->free_bytes) / static_cast<double>(u->total_bytes);
     params["used"] = percent(1 - free_share);
     params["free_share"] = percent(free_share);
-    const std::string size_fix = " Give the checkpoint size with --model-params N (and --zero-stage S) to check the room for one.";
     if (u->free_bytes < kFullBelowBytes) {
       problem = true;
-      add(Status::Fail, "full", "{dir} is full: {free} free of {total} on {fs} ({used} used); {no_size}",
-          "Free space in {holder} (`df -h {holder}` shows the file system, `du -xsh {mount_files} | sort -h | tail` what fills "
-          "it; old checkpoints are the usual culprits), or " + std::string(kMoveFix) + " with room." + size_fix);
+      add(kFull);
     } else if (free_share < kNearlyFullShare) {
       problem = true;
-      add(Status::Warn, "nearly-full", "{dir} is nearly full: {free} free of {total} on {fs} ({free_share} free); {no_size}",
-          "Free space in {holder} (`df -h {holder}`, `du -xsh {mount_files} | sort -h | tail`), or " + std::string(kMoveFix) +
-              " with room." + size_fix);
+      add(kNearlyFull);
     } else if (!problem) {
-      add(Status::Pass, "room-unsized",
-          "{dir}: {free} free of {total} on {fs}; {no_size}: only a full or nearly full file system is found (give "
-          "--model-params N and --zero-stage S to check the room for a checkpoint)",
-          "");
+      add(kRoomUnsized);
     }
   }
 
   if (u->total_inodes > 0 && !read_only) {
     params["inodes_free"] = u->free_inodes;
     params["inodes_total"] = u->total_inodes;
-    const std::string inode_fix =
-        "See where the files are (`df -i {holder}`; `du -x --inodes {mount} | sort -n | tail`), delete the small files that "
-        "fill it (caches, logs, old checkpoints), or " + std::string(kMoveFix) + " with free inodes.";
     if (u->free_inodes == 0) {
       problem = true;
-      add(Status::Fail, "no-inodes",
-          "{fs} has no free inodes (0 of {inodes_total}): no file of {dir}'s checkpoints can be created, however much space is free",
-          inode_fix);
-    } else if (u->free_inodes < kFewInodes ||
+      add(kNoInodes);
+    } else if (u->free_inodes < kFewInodesBelow ||
                static_cast<double>(u->free_inodes) < kFewInodesShare * static_cast<double>(u->total_inodes)) {
       problem = true;
-      add(Status::Warn, "few-inodes",
-          "{fs} has only {inodes_free} free inodes of {inodes_total}: a checkpoint of many files (one or more per rank) "
-          "in {dir} may not fit",
-          inode_fix);
+      add(kFewInodes);
     }
   }
-  if (in_ram) {
-    add(Status::Warn, "in-memory",
-        "{dir} is on {fs}: a checkpoint there lives in RAM, is lost at reboot and counts against the node's memory "
-        "(and the container's memory limit)",
-        "Point the job's save directory (Megatron-LM --save, DeepSpeed save_checkpoint(save_dir), Hugging Face output_dir, "
-        "Lightning ModelCheckpoint(dirpath)) and --checkpoint-dir at a disk or a shared file system.");
-  }
+  if (in_ram) add(kInMemory);
 }
 
 Verdict run(const CheckContext& ctx) {
@@ -371,7 +420,7 @@ Verdict run(const CheckContext& ctx) {
                         "node with `preflight capture DIR --checkpoint-dir ...` to judge it with --sysroot.");
   }
   if (facts->dirs.empty()) {
-    return Verdict::unknown("no checkpoint directory was probed", "Give the directory the job saves to with --checkpoint-dir DIR.");
+    return Verdict::of(kNoDirectory);
   }
   const CheckpointPlan plan = checkpoint_plan(ctx.facts.placement, ctx.options);
   VerdictBuilder b;
@@ -405,7 +454,7 @@ extern const CheckSpec kHostDisk = {
     kExplain,
     kInNode | kInJob,
     "an image build's disk is not the job's: the checkpoint directories are checked on the nodes that run it",
-    &run, "disk",
+    &run, "disk", false, {}, {}, nullptr, kFindings,
 };
 
 }  // namespace preflight

@@ -3,6 +3,7 @@
 // minus what the group already uses) against what its local ranks will need, checkpoint saves
 // included. The model is in kExplain.
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "checks/check.hpp"
@@ -156,32 +157,61 @@ Plan plan_of(const CheckContext& ctx) {
   return plan;
 }
 
-/// The exact ways out when the budget does not hold the need, most effective first.
-std::string remedy_for(const Plan& plan, const Budget& budget) {
-  std::vector<std::string> ways;
+// The ways out when the budget does not hold the need, most effective first: {sharded} and
+// {fewer_ranks} are each a sentence and a space, or "" where they would not help; {more_memory}
+// raises the cgroup limit or names the node's RAM.
+#define PREFLIGHT_MEMORY_FIX \
+  "{sharded}{fewer_ranks}{more_memory} If a rank uses less than {per_rank} outside checkpoints, say so with " \
+  "--host-bytes-per-rank SIZE."
+
+constexpr FindingSpec kLayoutUndivided = {
+    "host.memory/layout-undivided", Status::Fail,
+    "--tensor-parallel {tp} × --pipeline-parallel {pp} = {mp} does not divide the world size {world_size}: the job "
+    "cannot be laid out in data-parallel replicas (Megatron-LM's initialize_model_parallel raises a RuntimeError at "
+    "start)",
+    "Start a world size that is a multiple of {mp} ranks, or state the job's real --tensor-parallel and "
+    "--pipeline-parallel."};
+constexpr FindingSpec kTooLittle = {"host.memory/too-little", Status::Fail, "node has {budget}; {need}",
+                                    PREFLIGHT_MEMORY_FIX};
+constexpr FindingSpec kLittleHeadroom = {"host.memory/little-headroom", Status::Warn,
+                                         "node has {budget}; {need}; only {spare} to spare (< 10%)",
+                                         PREFLIGHT_MEMORY_FIX};
+constexpr FindingSpec kEnough = {"host.memory/enough", Status::Pass, "node has {budget}; {need}", ""};
+constexpr FindingSpec kRamHeldElsewhere = {
+    "host.memory/ram-held-elsewhere", Status::Warn,
+    "only {available} of {total} RAM is available: other processes hold the rest",
+    "Find what holds the memory (ps -eo pid,rss,etime,cmd --sort=-rss | head), often leftovers of an earlier job, and "
+    "stop it before the job starts."};
+#undef PREFLIGHT_MEMORY_FIX
+
+constexpr std::array kFindings = {kLayoutUndivided, kTooLittle, kLittleHeadroom, kEnough, kRamHeldElsewhere};
+
+/// The parameters of the fix when the budget does not hold the need (PREFLIGHT_MEMORY_FIX).
+nlohmann::json fix_params(const Plan& plan, const Budget& budget) {
+  nlohmann::json p = {{"sharded", ""}, {"fewer_ranks", ""}};
   if (plan.params && plan.need(3) < plan.need(plan.zero_stage)) {
-    ways.push_back("Save sharded checkpoints so no process gathers the whole model (ZeRO-3 needs ≈ " +
+    p["sharded"] = "Save sharded checkpoints so no process gathers the whole model (ZeRO-3 needs ≈ " +
                    format_bytes(plan.need(3)) +
                    " here): DeepSpeed zero_optimization.stage 3 with stage3_gather_16bit_weights_on_model_save "
-                   "false, or FSDP StateDictType.SHARDED_STATE_DICT.");
+                   "false, or FSDP StateDictType.SHARDED_STATE_DICT. ";
   }
   const double fit = std::floor(static_cast<double>(budget.bytes) / plan.rank_bytes(plan.zero_stage));
   if (fit >= 1 && fit < plan.local_ranks) {
     const std::string n = std::to_string(static_cast<int>(fit));
-    ways.push_back("Run at most " + n + (fit == 1 ? " rank" : " ranks") + " per node (`srun --ntasks-per-node=" + n +
-                   "`, `mpirun --map-by ppr:" + n + ":node`).");
+    p["fewer_ranks"] = "Run at most " + n + (fit == 1 ? " rank" : " ranks") +
+                       " per node (`srun --ntasks-per-node=" + n + "`, `mpirun --map-by ppr:" + n + ":node`). ";
   }
   const std::uint64_t need = plan.need(plan.zero_stage);
   if (budget.cgroup_binds && need <= budget.mem_available) {
     const double limit = static_cast<double>(budget.cgroup_in_use) + (1 + kHeadroom) * static_cast<double>(need);
-    ways.push_back("Raise the memory limit of cgroup " + budget.cgroup_path + " to at least " +
-                   format_bytes(round_up_gib(limit)) + " (docker run --memory=…, Kubernetes resources.limits.memory, Slurm --mem=…).");
+    p["more_memory"] = "Raise the memory limit of cgroup " + budget.cgroup_path + " to at least " +
+                       format_bytes(round_up_gib(limit)) +
+                       " (docker run --memory=…, Kubernetes resources.limits.memory, Slurm --mem=…).";
   } else {
-    ways.push_back("Use nodes with more RAM: this one has " + format_bytes(budget.mem_available) + " available.");
+    p["more_memory"] = "Use nodes with more RAM: this one has " + format_bytes(budget.mem_available) + " available.";
   }
-  ways.push_back("If a rank uses less than " + format_bytes(plan.host_bytes_per_rank) +
-                 " outside checkpoints, say so with --host-bytes-per-rank SIZE.");
-  return join(ways, " ");
+  p["per_rank"] = format_bytes(plan.host_bytes_per_rank);
+  return p;
 }
 
 nlohmann::json evidence_of(const MemInfo& mem, const CgroupMemory* cgroup, const Budget& budget, const Plan& plan) {
@@ -229,36 +259,32 @@ Verdict run(const CheckContext& ctx) {
   const Budget budget = budget_of(*mem, facts.cgroup.value());
   const Plan plan = plan_of(ctx);
   if (!plan.divides()) {
-    VerdictBuilder out;
-    out.evidence() = evidence_of(*mem, facts.cgroup.value(), budget, plan);
-    out.add(Status::Fail,
-            "--tensor-parallel " + std::to_string(plan.tp) + " × --pipeline-parallel " + std::to_string(plan.pp) + " = " +
-                std::to_string(plan.mp()) + " does not divide the world size " + std::to_string(plan.world_size) +
-                ": the job cannot be laid out in data-parallel replicas (Megatron-LM's initialize_model_parallel "
-                "raises a RuntimeError at start)",
-            "Start a world size that is a multiple of " + std::to_string(plan.mp()) +
-                " ranks, or state the job's real --tensor-parallel and --pipeline-parallel.");
-    return out.build();
+    return Verdict::of(kLayoutUndivided,
+                       {{"tp", plan.tp}, {"pp", plan.pp}, {"mp", plan.mp()}, {"world_size", plan.world_size}},
+                       evidence_of(*mem, facts.cgroup.value(), budget, plan));
   }
   const std::uint64_t need = plan.need(plan.zero_stage);
-  const std::string numbers = "node has " + budget.text + "; " + plan.text();
+  const nlohmann::json numbers = {{"budget", budget.text}, {"need", plan.text()}};
+  const auto with = [&](nlohmann::json more) {
+    nlohmann::json p = numbers;
+    p.update(more);
+    return p;
+  };
 
   VerdictBuilder out;
   out.evidence() = evidence_of(*mem, facts.cgroup.value(), budget, plan);
   if (budget.bytes < need) {
-    out.add(Status::Fail, numbers, remedy_for(plan, budget));
+    out.add(kTooLittle, with(fix_params(plan, budget)));
   } else if (static_cast<double>(budget.bytes - need) < kHeadroom * static_cast<double>(need)) {
-    out.add(Status::Warn, numbers + "; only " + format_bytes(budget.bytes - need) + " to spare (< 10%)",
-            remedy_for(plan, budget));
+    nlohmann::json p = with(fix_params(plan, budget));
+    p["spare"] = format_bytes(budget.bytes - need);
+    out.add(kLittleHeadroom, std::move(p));
   } else {
-    out.note(numbers);
+    out.add(kEnough, numbers);
   }
   if (static_cast<double>(mem->mem_available) < kLowAvailable * static_cast<double>(mem->mem_total)) {
-    out.add(Status::Warn,
-            "only " + format_bytes(mem->mem_available) + " of " + format_bytes(mem->mem_total) +
-                " RAM is available: other processes hold the rest",
-            "Find what holds the memory (ps -eo pid,rss,etime,cmd --sort=-rss | head), often leftovers of an "
-            "earlier job, and stop it before the job starts.");
+    out.add(kRamHeldElsewhere,
+            {{"available", format_bytes(mem->mem_available)}, {"total", format_bytes(mem->mem_total)}});
   }
   return out.build();
 }
@@ -272,7 +298,7 @@ extern const CheckSpec kHostMemory = {
     kExplain,
     kInNode | kInJob,
     "an image build's memory is not the job's: host memory is checked on the nodes that run it",
-    &run, "memory",
+    &run, "memory", false, {}, {}, nullptr, kFindings,
 };
 
 }  // namespace preflight

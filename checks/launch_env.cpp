@@ -2,6 +2,7 @@
 // launch.env (rank): do the launchers' variables in this process agree with each other and with
 // what the framework will read (RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE)? Where the run
 // initialised MPI, every claim is also compared with MPI's own rank, size, local rank and local size.
+#include <array>
 #include <map>
 #include <optional>
 
@@ -19,36 +20,159 @@ using Field = std::optional<Claimed> LauncherClaim::*;
 constexpr Field kCompared[] = {&LauncherClaim::rank, &LauncherClaim::size, &LauncherClaim::local_rank,
                                &LauncherClaim::local_size};
 
-std::string shown(const Claimed& c) { return c.variable + "=" + std::to_string(c.value); }
+#define PREFLIGHT_ORDER_FIX                                                                                  \
+  "A rank must be below the size it belongs to: do not set these variables by hand; start the job with one " \
+  "launcher and let it set them."
+// The fix for rank variables that were set once for every rank, whichever comparison found them (with the
+// launcher's variables or with MPI's own numbers): said once.
+#define PREFLIGHT_FRAMEWORK_FIX                                                                                         \
+  "Do not export RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE to every rank (`mpirun -x RANK=…`, `export` in the job " \
+  "script, the image's ENV): under {launcher} let the framework read {rank_variable}, or set them per rank in a "       \
+  "wrapper script (`export RANK=${rank_variable}` …)."
 
-void require_order(const std::string& who, const std::optional<Claimed>& low, const std::optional<Claimed>& high,
-                   bool strict, VerdictBuilder& b) {
-  if (!low || !high || low->value < high->value || (!strict && low->value == high->value)) return;
-  b.add(Status::Fail, who + ": " + shown(*low) + (strict ? " is not below " : " exceeds ") + shown(*high),
-        "A rank must be below the size it belongs to: do not set these variables by hand; start the job with one "
-        "launcher and let it set them.");
+constexpr FindingSpec kLauncherGone = {
+    "launch.env/launcher-gone", Status::Warn, "the launcher variables here name a job that is gone: {why}",
+    "Unset the PMIX_* variables (and the launcher's others) left in this shell, e.g. "
+    "`unset $(env | sed -n 's/^\\(PMIX_[A-Za-z0-9_]*\\)=.*/\\1/p')`, or start the job under a live launcher "
+    "(mpirun, srun --mpi=pmix)."};
+constexpr FindingSpec kNotANumber = {
+    "launch.env/not-a-number", Status::Fail, "{claim}: {error}",
+    "Unset or fix the variable named: launchers set these themselves, and the framework will fail on or misread a "
+    "value that is not a number."};
+constexpr FindingSpec kRankNotBelowSize = {"launch.env/rank-not-below-size", Status::Fail,
+                                           "{claim}: {rank_name}={rank} is not below {size_name}={size}",
+                                           PREFLIGHT_ORDER_FIX};
+constexpr FindingSpec kLocalRankNotBelowLocalSize = {
+    "launch.env/local-rank-not-below-local-size", Status::Fail,
+    "{claim}: {local_rank_name}={local_rank} is not below {local_size_name}={local_size}", PREFLIGHT_ORDER_FIX};
+constexpr FindingSpec kLocalSizeAboveSize = {"launch.env/local-size-above-size", Status::Fail,
+                                             "{claim}: {local_size_name}={local_size} exceeds {size_name}={size}",
+                                             PREFLIGHT_ORDER_FIX};
+// {disagreements}: "SLURM_PROCID={stale0} but OMPI_COMM_WORLD_RANK={current0}, …" (the variables named, the values
+// as parameters).
+constexpr FindingSpec kStaleVariables = {
+    "launch.env/stale-launcher-variables", Status::Warn,
+    "stale {stale} variables under {launcher}: {disagreements} (they describe the allocation's step, not this rank)",
+    "Don't derive the rank from SLURM_PROCID/SLURM_LOCALID/SLURM_NTASKS under {launcher}: read {rank_source} (or "
+    "launch with srun directly, which sets SLURM_* for every task)."};
+// {disagreements}: "PMI_RANK={peer0} but OMPI_COMM_WORLD_RANK={active0}, …".
+constexpr FindingSpec kMixedLaunchers = {
+    "launch.env/mixed-launchers", Status::Fail, "mixed launchers: {disagreements}",
+    "Two launchers' variables are in this process's environment: start the job with one launcher and do not export "
+    "another launcher's variables (OMPI_*, PMI_*, PMIX_*, SLURM_*) from the job script or the container image."};
+// {disagreements}: "RANK={f0} but OMPI_COMM_WORLD_RANK={l0}, …".
+constexpr FindingSpec kFrameworkDisagreesWithLauncher = {"launch.env/framework-disagrees-with-launcher", Status::Fail,
+                                                         "the framework will read {disagreements}",
+                                                         PREFLIGHT_FRAMEWORK_FIX};
+constexpr FindingSpec kRanksWithoutLauncher = {
+    "launch.env/ranks-without-launcher", Status::Warn,
+    "{variable}={value} says the job has more than one rank, but preflight was started alone (no launcher)",
+    "Start preflight the way the job is started (mpirun -np N … preflight, srun … preflight, or torchrun … "
+    "preflight) so every rank is checked; or unset RANK/WORLD_SIZE for a single-process run."};
+constexpr FindingSpec kMpiWorldOfOne = {
+    "launch.env/mpi-world-of-one", Status::Warn,
+    "MPI started as a world of 1 while {variable}={claimed_size} ({claimed_by}): MPI is not connected to the launcher, "
+    "so every process is its own world",
+    "Start the job so MPI connects to the launcher: `srun --mpi=pmix …` (see `srun --mpi=list`), or the mpirun of the "
+    "MPI the program was built with; an MPI job started this way runs N separate worlds of 1."};
+// {disagreements}: "RANK={claimed0} but MPI's rank is {mpi0}, …".
+constexpr FindingSpec kFrameworkDisagreesWithMpi = {"launch.env/framework-disagrees-with-mpi", Status::Fail,
+                                                    "the environment disagrees with MPI ({library}): {disagreements}",
+                                                    PREFLIGHT_FRAMEWORK_FIX};
+constexpr FindingSpec kLauncherDisagreesWithMpi = {
+    "launch.env/launcher-disagrees-with-mpi", Status::Fail,
+    "the environment disagrees with MPI ({library}): {disagreements}",
+    "Another launcher's variables were exported into the job (OMPI_*, PMI_*, PMIX_*, SLURM_*): start the job with one "
+    "launcher and export none of them."};
+constexpr FindingSpec kSameRankOnEveryRank = {
+    "launch.env/same-rank-on-every-rank", Status::Fail,
+    "every rank claims {claims}: all {ranks} ranks read the same rank (`mpirun -x {first}`, or an export in the job "
+    "script or image?)",
+    "Remove {first} from what every rank inherits (`mpirun -x`, `srun --export`, the job script, the image's ENV) and "
+    "let each rank derive it from its launcher: a wrapper with `export RANK=$OMPI_COMM_WORLD_RANK` (Open MPI), "
+    "`RANK=$SLURM_PROCID` (srun), or start the job with torchrun, which sets it per rank."};
+#undef PREFLIGHT_FRAMEWORK_FIX
+#undef PREFLIGHT_ORDER_FIX
+
+constexpr std::array kFindings = {kLauncherGone,
+                                  kNotANumber,
+                                  kRankNotBelowSize,
+                                  kLocalRankNotBelowLocalSize,
+                                  kLocalSizeAboveSize,
+                                  kStaleVariables,
+                                  kMixedLaunchers,
+                                  kFrameworkDisagreesWithLauncher,
+                                  kRanksWithoutLauncher,
+                                  kMpiWorldOfOne,
+                                  kFrameworkDisagreesWithMpi,
+                                  kLauncherDisagreesWithMpi,
+                                  kSameRankOnEveryRank};
+
+/// Where two sources of one number disagree, said as "RANK={f0} but OMPI_COMM_WORLD_RANK={l0}": the
+/// variables are named in the text and the values are parameters, so that the ranks whose values differ
+/// but whose finding is the same (RANK=0 on ranks 1..15) group into one row that says the values together.
+struct Disagreements {
+  std::vector<std::string> items;
+  nlohmann::json params = nlohmann::json::object();
+
+  /// "<left>={<a>N}<middle>{<b>N}", N the item's index.
+  void add(const std::string& left, const char* a, std::int64_t a_value, const std::string& middle, const char* b,
+           std::int64_t b_value) {
+    const std::string n = std::to_string(items.size());
+    items.push_back(left + "={" + a + n + "}" + middle + "{" + b + n + "}");
+    params[a + n] = a_value;
+    params[b + n] = b_value;
+  }
+  bool empty() const { return items.empty(); }
+};
+
+/// The finding `spec` with its {disagreements} written out, reported with `params` and the values of `d`.
+void add_disagreements(VerdictBuilder& b, const FindingSpec& spec, const Disagreements& d, nlohmann::json params) {
+  params.update(d.params);
+  b.add(spec.status, std::string(spec.code), render_template(spec.message, {{"disagreements", join(d.items, ", ")}}),
+        std::string(spec.fix), std::move(params));
 }
 
 void check_values(const LauncherClaim& claim, VerdictBuilder& b) {
-  for (const std::string& error : claim.errors) {
-    b.add(Status::Fail, claim.launcher + ": " + error,
-          "Unset or fix the variable named: launchers set these themselves, and the framework will fail on or "
-          "misread a value that is not a number.");
+  for (const std::string& error : claim.errors) b.add(kNotANumber, {{"claim", claim.launcher}, {"error", error}});
+  const auto& rank = claim.rank;
+  const auto& size = claim.size;
+  const auto& local_rank = claim.local_rank;
+  const auto& local_size = claim.local_size;
+  if (rank && size && rank->value >= size->value) {
+    b.add(kRankNotBelowSize, {{"claim", claim.launcher},
+                              {"rank_name", rank->variable},
+                              {"rank", rank->value},
+                              {"size_name", size->variable},
+                              {"size", size->value}});
   }
-  require_order(claim.launcher, claim.rank, claim.size, true, b);
-  require_order(claim.launcher, claim.local_rank, claim.local_size, true, b);
-  require_order(claim.launcher, claim.local_size, claim.size, false, b);
+  if (local_rank && local_size && local_rank->value >= local_size->value) {
+    b.add(kLocalRankNotBelowLocalSize, {{"claim", claim.launcher},
+                                        {"local_rank_name", local_rank->variable},
+                                        {"local_rank", local_rank->value},
+                                        {"local_size_name", local_size->variable},
+                                        {"local_size", local_size->value}});
+  }
+  if (local_size && size && local_size->value > size->value) {
+    b.add(kLocalSizeAboveSize, {{"claim", claim.launcher},
+                                {"local_size_name", local_size->variable},
+                                {"local_size", local_size->value},
+                                {"size_name", size->variable},
+                                {"size", size->value}});
+  }
 }
 
-/// The fields two claims both set but disagree on, as "A=1 but B=2".
-std::vector<std::string> disagreements(const LauncherClaim& a, const LauncherClaim& b) {
-  std::vector<std::string> out;
+/// The fields two claims both set but disagree on, as "A={<a>N} but B={<b>N}".
+Disagreements disagreements(const LauncherClaim& x, const char* a, const LauncherClaim& y, const char* b) {
+  Disagreements d;
   for (const Field field : kCompared) {
-    const auto& x = a.*field;
-    const auto& y = b.*field;
-    if (x && y && x->value != y->value) out.push_back(shown(*x) + " but " + shown(*y));
+    const auto& left = x.*field;
+    const auto& right = y.*field;
+    if (left && right && left->value != right->value) {
+      d.add(left->variable, a, left->value, " but " + right->variable + "=", b, right->value);
+    }
   }
-  return out;
+  return d;
 }
 
 std::string variable_of(const LauncherClaim& claim, Field field, const char* fallback) {
@@ -62,59 +186,36 @@ void compare_claim(const LauncherClaim& active, const LauncherClaim& other, Verd
            " agent, not this process)");
     return;
   }
-  const std::vector<std::string> diff = disagreements(other, active);
   if (other.role == ClaimRole::Stale) {
+    const Disagreements diff = disagreements(other, "stale", active, "current");
     if (diff.empty()) {
       b.note(other.launcher + " variables of the enclosing allocation agree");
       return;
     }
-    b.add(Status::Warn,
-          "stale " + other.launcher + " variables under " + active.launcher + ": " + join(diff, ", ") +
-              " (they describe the allocation's step, not this rank)",
-          "Don't derive the rank from SLURM_PROCID/SLURM_LOCALID/SLURM_NTASKS under " + active.launcher +
-              ": read " + variable_of(active, &LauncherClaim::rank, "the MPI rank") +
-              " (or launch with srun directly, which sets SLURM_* for every task).");
+    add_disagreements(b, kStaleVariables, diff,
+                      {{"stale", other.launcher},
+                       {"launcher", active.launcher},
+                       {"rank_source", variable_of(active, &LauncherClaim::rank, "the MPI rank")}});
     return;
   }
-  if (!diff.empty()) {
-    b.add(Status::Fail, "mixed launchers: " + join(diff, ", "),
-          "Two launchers' variables are in this process's environment: start the job with one launcher and do not "
-          "export another launcher's variables (OMPI_*, PMI_*, PMIX_*, SLURM_*) from the job script or the "
-          "container image.");
-  }
+  const Disagreements diff = disagreements(other, "peer", active, "active");
+  if (!diff.empty()) add_disagreements(b, kMixedLaunchers, diff, nlohmann::json::object());
 }
 
 // torchrun is the framework's own launcher: its claim is read from the framework's variables.
 bool is_framework_launcher(const LauncherClaim* active) { return active != nullptr && active->launcher == "torchrun"; }
 
-/// The one fix for rank variables that were set once for every rank, whichever comparison found
-/// them (with the launcher's variables or with MPI's own numbers): said once.
-std::string framework_fix(const LauncherClaim* active) {
+/// The parameters of the fix for rank variables set once for every rank (PREFLIGHT_FRAMEWORK_FIX).
+nlohmann::json framework_fix_params(const LauncherClaim* active) {
   const std::string launcher = active != nullptr ? active->launcher : std::string("the launcher");
   const std::string rank_var = active != nullptr ? variable_of(*active, &LauncherClaim::rank, "its rank variable")
                                                  : std::string("its rank variable");
-  return "Do not export RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE to every rank (`mpirun -x RANK=…`, `export` in "
-         "the job script, the image's ENV): under " + launcher + " let the framework read " + rank_var +
-         ", or set them per rank in a wrapper script (`export RANK=$" + rank_var + "` …).";
+  return {{"launcher", launcher}, {"rank_variable", rank_var}};
 }
 
 void compare_framework(const LauncherClaim& active, const LauncherClaim& framework, VerdictBuilder& b) {
-  // "RANK={f0} but OMPI_COMM_WORLD_RANK={l0}": the values are the finding's parameters, so the
-  // ranks of one misconfigured job group into one row.
-  std::vector<std::string> diff;
-  nlohmann::json params = nlohmann::json::object();
-  for (const Field field : kCompared) {
-    const auto& x = framework.*field;
-    const auto& y = active.*field;
-    if (!x || !y || x->value == y->value) continue;
-    const std::string n = std::to_string(diff.size());
-    diff.push_back(x->variable + "={f" + n + "} but " + y->variable + "={l" + n + "}");
-    params["f" + n] = x->value;
-    params["l" + n] = y->value;
-  }
-  if (diff.empty()) return;
-  b.add(Status::Fail, "launch.env/framework-disagrees-with-launcher", "the framework will read " + join(diff, ", "),
-        framework_fix(&active), std::move(params));
+  const Disagreements diff = disagreements(framework, "f", active, "l");
+  if (!diff.empty()) add_disagreements(b, kFrameworkDisagreesWithLauncher, diff, framework_fix_params(&active));
 }
 
 std::string describe(const LauncherClaim& c) {
@@ -133,10 +234,8 @@ void check_alone(const LauncherClaim& framework, VerdictBuilder& b) {
     b.note("no launcher: a world of one");
     return;
   }
-  const std::string claim = framework.size ? shown(*framework.size) : shown(*framework.rank);
-  b.add(Status::Warn, claim + " says the job has more than one rank, but preflight was started alone (no launcher)",
-        "Start preflight the way the job is started (mpirun -np N … preflight, srun … preflight, or torchrun … "
-        "preflight) so every rank is checked; or unset RANK/WORLD_SIZE for a single-process run.");
+  const Claimed& claim = framework.size ? *framework.size : *framework.rank;
+  b.add(kRanksWithoutLauncher, {{"variable", claim.variable}, {"value", claim.value}});
 }
 
 /// MPI's own numbers (MPI_Comm_rank/size on MPI_COMM_WORLD and the shared-memory split) against
@@ -161,27 +260,19 @@ void compare_with_mpi(const MpiView& mpi, const LaunchView& view, VerdictBuilder
   if (mpi.size == 1) {
     for (const LauncherClaim* c : claims) {
       if (!c->size || c->size->value <= 1) continue;
-      b.add(Status::Warn,
-            "MPI started as a world of 1 while " + shown(*c->size) + " (" + c->launcher +
-                "): MPI is not connected to the launcher, so every process is its own world",
-            "Start the job so MPI connects to the launcher: `srun --mpi=pmix …` (see `srun --mpi=list`), or the "
-            "mpirun of the MPI the program was built with; an MPI job started this way runs N separate worlds of 1.");
+      b.add(kMpiWorldOfOne,
+            {{"variable", c->size->variable}, {"claimed_size", c->size->value}, {"claimed_by", c->launcher}});
       return;
     }
   }
-  // One parameter pair per disagreement, so that ranks whose numbers differ but whose finding is
-  // the same (RANK=0 on ranks 1..15) group into one row.
-  std::vector<std::string> diff;
-  nlohmann::json params = nlohmann::json::object();
+  Disagreements diff;
   bool framework_differs = false;
   for (const LauncherClaim* c : claims) {
     for (const Truth& t : truths) {
       const auto& claimed = (*c).*(t.field);
       if (!claimed || claimed->value == t.value) continue;
-      const std::string n = std::to_string(diff.size());
-      diff.push_back(claimed->variable + "={claimed" + n + "} but MPI's " + t.what + " is {mpi" + n + "}");
-      params["claimed" + n] = claimed->value;
-      params["mpi" + n] = t.value;
+      diff.add(claimed->variable, "claimed", claimed->value, std::string(" but MPI's ") + t.what + " is ", "mpi",
+               t.value);
       framework_differs = framework_differs || c == &view.framework;
     }
   }
@@ -191,13 +282,10 @@ void compare_with_mpi(const MpiView& mpi, const LaunchView& view, VerdictBuilder
     return;
   }
   const std::string library = mpi.library.empty() ? std::string("MPI_COMM_WORLD") : mpi.library.substr(0, mpi.library.find(','));
-  b.add(Status::Fail, framework_differs ? "launch.env/framework-disagrees-with-mpi" : "launch.env/launcher-disagrees-with-mpi",
-        "the environment disagrees with MPI (" + library + "): " + join(diff, ", "),
-        framework_differs
-            ? framework_fix(view.active())
-            : "Another launcher's variables were exported into the job (OMPI_*, PMI_*, PMIX_*, SLURM_*): start the job "
-              "with one launcher and export none of them.",
-        std::move(params));
+  nlohmann::json params = framework_differs ? framework_fix_params(view.active()) : nlohmann::json::object();
+  params["library"] = library;
+  add_disagreements(b, framework_differs ? kFrameworkDisagreesWithMpi : kLauncherDisagreesWithMpi, diff,
+                    std::move(params));
 }
 
 /// The rank variables every delivered rank of the job holds with one and the same value: the
@@ -234,14 +322,8 @@ std::optional<Verdict> same_rank_everywhere(const CheckContext& ctx) {
   for (const auto& [variable, value] : common) claims.push_back(variable + "=" + std::to_string(value));
   const std::string said = join(claims, ", ");
   nlohmann::json evidence = {{"variables", claims}, {"ranks", ranks.size()}};
-  return Verdict::coded(
-      Status::Fail, "launch.env/same-rank-on-every-rank",
-      "every rank claims {claims}: all {ranks} ranks read the same rank (`mpirun -x {first}`, or an export in the job "
-      "script or image?)",
-      "Remove {first} from what every rank inherits (`mpirun -x`, `srun --export`, the job script, the image's ENV) and "
-      "let each rank derive it from its launcher: a wrapper with `export RANK=$OMPI_COMM_WORLD_RANK` (Open MPI), "
-      "`RANK=$SLURM_PROCID` (srun), or start the job with torchrun, which sets it per rank.",
-      {{"claims", said}, {"ranks", ranks.size()}, {"first", claims.front()}}, std::move(evidence));
+  return Verdict::of(kSameRankOnEveryRank, {{"claims", said}, {"ranks", ranks.size()}, {"first", claims.front()}},
+                     std::move(evidence));
 }
 
 Verdict run(const CheckContext& ctx) {
@@ -254,10 +336,7 @@ Verdict run(const CheckContext& ctx) {
   if (!ctx.facts.placement.launcher_gone.empty()) {
     // Variables that claim a launched job whose launcher is gone: this run was alone, and a
     // framework started from this shell would try to join that job (and hang or abort in init).
-    b.add(Status::Warn, "the launcher variables here name a job that is gone: " + ctx.facts.placement.launcher_gone,
-          "Unset the PMIX_* variables (and the launcher's others) left in this shell, e.g. "
-          "`unset $(env | sed -n 's/^\\(PMIX_[A-Za-z0-9_]*\\)=.*/\\1/p')`, or start the job under a live launcher "
-          "(mpirun, srun --mpi=pmix).");
+    b.add(kLauncherGone, {{"why", ctx.facts.placement.launcher_gone}});
   }
   for (const LauncherClaim& claim : view.launchers) check_values(claim, b);
   if (!is_framework_launcher(active)) check_values(view.framework, b);
@@ -322,7 +401,7 @@ extern const CheckSpec kLaunchEnv = {
     "an image build has no launcher; the launch environment is checked when the job starts",
     &run, "placement",
     false, {}, {},
-    &same_rank_everywhere,
+    &same_rank_everywhere, kFindings,
 };
 
 }  // namespace preflight

@@ -5,6 +5,7 @@
 // launcher's local rank) among the GPUs visible to it — CUDA's list when the driver probe ran,
 // else NVML's list filtered by CUDA_VISIBLE_DEVICES the way the driver filters it.
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "checks/check.hpp"
@@ -16,10 +17,67 @@ namespace preflight {
 namespace {
 
 constexpr std::string_view kNeedsGpu = "the job needs a GPU";
-constexpr const char* kBindRemedy =
-    "Give every local rank its own GPU: with Slurm `srun --gpus-per-task=1` (or `--gpu-bind=single:1`), with "
-    "mpirun a per-rank wrapper `export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK`, and in the training "
-    "script `torch.cuda.set_device(local_rank)` with LOCAL_RANK set per rank (torchrun sets it).";
+#define PREFLIGHT_BIND_FIX                                                                                    \
+  "Give every local rank its own GPU: with Slurm `srun --gpus-per-task=1` (or `--gpu-bind=single:1`), with " \
+  "mpirun a per-rank wrapper `export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK`, and in the training " \
+  "script `torch.cuda.set_device(local_rank)` with LOCAL_RANK set per rank (torchrun sets it)."
+// One rank, named by its number and host.
+#define PREFLIGHT_RANK "rank {rank} ({host}): "
+
+constexpr FindingSpec kBadLocalRank = {
+    "launch.gpu_binding/bad-local-rank", Status::Fail, PREFLIGHT_RANK "LOCAL_RANK='{local_rank}' is not a device index",
+    "Unset LOCAL_RANK or let the launcher set it (torchrun does; under mpirun use $OMPI_COMM_WORLD_LOCAL_RANK)."};
+constexpr FindingSpec kVisibleDevicesHideAll = {
+    "launch.gpu_binding/visible-devices-hide-all", Status::Fail,
+    PREFLIGHT_RANK "CUDA_VISIBLE_DEVICES='{cvd}' hides every GPU: the rank will see no GPU",
+    "Unset CUDA_VISIBLE_DEVICES or list the rank's GPU in it (`nvidia-smi -L`); with Slurm request GPUs "
+    "(`srun --gpus-per-task=1`): NoDevFiles/none means the scheduler or container gave the job none."};
+constexpr FindingSpec kVisibleDevicesInvalid = {
+    "launch.gpu_binding/visible-devices-invalid", Status::Fail,
+    PREFLIGHT_RANK "CUDA_VISIBLE_DEVICES={cvd} has an invalid entry {entry} at position {position}: the driver stops "
+                   "reading the list there, so only {visible} GPU(s) are visible",
+    "Fix CUDA_VISIBLE_DEVICES: list valid indices (0..{last_index}) or full GPU UUIDs from `nvidia-smi -L`, each once, "
+    "separated by commas without a space; or let the scheduler set it (`srun --gpus-per-task=1`)."};
+constexpr FindingSpec kInvalidOrdinal = {
+    "launch.gpu_binding/invalid-ordinal", Status::Fail,
+    PREFLIGHT_RANK "{index} but it sees {visible} GPU(s){cvd_note}: torch.cuda.set_device({ordinal}) fails with "
+                   "\"invalid device ordinal\"",
+    PREFLIGHT_BIND_FIX};
+constexpr FindingSpec kSeesNoGpu = {
+    "launch.gpu_binding/sees-no-gpu", Status::Fail, PREFLIGHT_RANK "it sees no GPU{cvd_note}; the job needs a GPU",
+    "See gpu.count on its host: give the rank a GPU (the container's --gpus, the scheduler's GPU request, a valid "
+    "CUDA_VISIBLE_DEVICES)."};
+// The GPUs of some ranks could not be listed: {who} names them where the job has several ranks
+// ("ranks 0–3 (gpu-a, gpu-b): "), {problem} and {fix} are the GPU checks' shared verdict.
+constexpr FindingSpec kNoDriver = {"launch.gpu_binding/no-driver", Status::Fail, "{who}{problem}", "{fix}"};
+constexpr FindingSpec kGpusUnlisted = {"launch.gpu_binding/gpus-unlisted", Status::Fail, "{who}{problem}", "{fix}"};
+constexpr FindingSpec kGpusUnknown = {"launch.gpu_binding/gpus-unknown", Status::Unknown, "{who}{problem}", "{fix}"};
+constexpr FindingSpec kSharedGpu = {
+    "launch.gpu_binding/shared-gpu", Status::Fail,
+    "ranks {ranks} on {host} all use GPU {gpu}: NCCL fails with \"Duplicate GPU detected\" (and without NCCL they "
+    "share one GPU's memory)",
+    PREFLIGHT_BIND_FIX};
+constexpr FindingSpec kTooManyRanks = {
+    "launch.gpu_binding/too-many-ranks", Status::Fail,
+    "{host}: {local} local ranks but only {gpus} GPU(s) visible to them: ranks must share GPUs",
+    "Start at most {gpus} ranks per node (`--map-by ppr:{gpus}:node`, `srun --ntasks-per-node={gpus}`), or make more "
+    "GPUs visible."};
+constexpr FindingSpec kIdleGpus = {
+    "launch.gpu_binding/idle-gpus", Status::Warn,
+    "{host}: {local} local rank(s) for {gpus} visible GPUs: {idle} GPU(s) stay idle",
+    "Start one rank per GPU (`--map-by ppr:{gpus}:node`, `srun --ntasks-per-node={gpus}`), or restrict "
+    "CUDA_VISIBLE_DEVICES to the GPUs the job should use."};
+constexpr FindingSpec kRankUsesGpu = {"launch.gpu_binding/rank-uses-gpu", Status::Pass,
+                                      "rank {rank} ({host}) uses GPU {gpu} ({choice})", ""};
+constexpr FindingSpec kGpuPerRank = {"launch.gpu_binding/gpu-per-rank", Status::Pass,
+                                     "{rank_count} ranks on {host_count} host(s), each with a GPU of its own", ""};
+#undef PREFLIGHT_RANK
+#undef PREFLIGHT_BIND_FIX
+
+constexpr std::array kFindings = {kBadLocalRank, kVisibleDevicesHideAll, kVisibleDevicesInvalid, kInvalidOrdinal,
+                                  kSeesNoGpu,    kNoDriver,              kGpusUnlisted,          kGpusUnknown,
+                                  kSharedGpu,    kTooManyRanks,          kIdleGpus,              kRankUsesGpu,
+                                  kGpuPerRank};
 
 struct RankView {
   const RankFacts* facts = nullptr;
@@ -27,48 +85,52 @@ struct RankView {
   std::optional<BoundGpu> gpu;  // the GPU it will use
 };
 
-std::string who(const RankFacts& f) {
-  return "rank " + std::to_string(f.placement.rank) + " (" + (f.identity.hostname.empty() ? "?" : f.identity.hostname) + ")";
+std::string host_of(const RankFacts& f) { return f.identity.hostname.empty() ? "?" : f.identity.hostname; }
+
+/// The parameters that name a rank ({rank}, {host}), with `more`.
+nlohmann::json who(const RankFacts& f, nlohmann::json more = nlohmann::json::object()) {
+  nlohmann::json p = {{"rank", f.placement.rank}, {"host", host_of(f)}};
+  p.update(more);
+  return p;
 }
+
+/// Why a rank's GPUs are not known: the GPU checks' shared verdict, and the row it is reported by.
+struct Unlisted {
+  const FindingSpec* spec;
+  Verdict verdict;
+};
 
 std::string cvd_text(const RankFacts& f) {
   const auto cvd = f.env.get("CUDA_VISIBLE_DEVICES");
   return cvd ? " (CUDA_VISIBLE_DEVICES=" + printable(*cvd) + ")" : std::string();
 }
 
-/// Findings about the rank's CUDA_VISIBLE_DEVICES and LOCAL_RANK; the verdict that says why its
-/// GPUs are not known, when they are not.
-std::optional<Verdict> judge_view(RankView& v, VerdictBuilder& b) {
+/// Findings about the rank's CUDA_VISIBLE_DEVICES and LOCAL_RANK; why its GPUs are not known, when
+/// they are not.
+std::optional<Unlisted> judge_view(RankView& v, VerdictBuilder& b) {
   const RankFacts& f = *v.facts;
   const DriverFacts& d = f.gpu.driver;
   const RankGpus& g = v.gpus;
-  if (g.bad_local_rank) {
-    b.add(Status::Fail, who(f) + ": LOCAL_RANK='" + printable(*g.bad_local_rank) + "' is not a device index",
-          "Unset LOCAL_RANK or let the launcher set it (torchrun does; under mpirun use $OMPI_COMM_WORLD_LOCAL_RANK).");
-  }
+  if (g.bad_local_rank) b.add(kBadLocalRank, who(f, {{"local_rank", printable(*g.bad_local_rank)}}));
   if (g.cvd && cvd_hides_all(*g.cvd)) {
-    b.add(Status::Fail,
-          who(f) + ": CUDA_VISIBLE_DEVICES='" + printable(*g.cvd) + "' hides every GPU: the rank will see no GPU",
-          "Unset CUDA_VISIBLE_DEVICES or list the rank's GPU in it (`nvidia-smi -L`); with Slurm request GPUs "
-          "(`srun --gpus-per-task=1`): NoDevFiles/none means the scheduler or container gave the job none.");
+    b.add(kVisibleDevicesHideAll, who(f, {{"cvd", printable(*g.cvd)}}));
   } else if (g.parsed && g.parsed->invalid) {
     const std::size_t n = d.nvml_gpus.value() != nullptr ? d.nvml_gpus.value()->size() : 0;
-    b.add(Status::Fail,
-          who(f) + ": CUDA_VISIBLE_DEVICES=" + printable(*g.cvd) + " has an invalid entry " + *g.parsed->invalid +
-              " at position " + std::to_string(g.parsed->position) +
-              ": the driver stops reading the list there, so only " +
-              std::to_string(g.parsed->visible.size()) + " GPU(s) are visible",
-          "Fix CUDA_VISIBLE_DEVICES: list valid indices (0.." + std::to_string(static_cast<long>(n) - 1) +
-              ") or full GPU UUIDs from `nvidia-smi -L`, each once, separated by commas without a space; or let the "
-              "scheduler set it (`srun --gpus-per-task=1`).");
+    b.add(kVisibleDevicesInvalid, who(f, {{"cvd", printable(*g.cvd)},
+                                          {"entry", *g.parsed->invalid},
+                                          {"position", g.parsed->position},
+                                          {"visible", g.parsed->visible.size()},
+                                          {"last_index", static_cast<long>(n) - 1}}));
   }
   if (g.visible) return std::nullopt;
 
-  if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return none;
+  if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return Unlisted{&kNoDriver, std::move(*none)};
   const ProbeError& err = d.cuda_devices.error() != nullptr ? *d.cuda_devices.error()
                                                             : ProbeError{ProbeErrc::NotProbed, "no GPU list"};
-  return missing_gpu_fact(err, d.cuda_devices.source(), "the visible GPUs",
-                          job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+  Verdict missing = missing_gpu_fact(err, d.cuda_devices.source(), "the visible GPUs",
+                                     job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+  const FindingSpec* spec = missing.status == Status::Fail ? &kGpusUnlisted : &kGpusUnknown;
+  return Unlisted{spec, std::move(missing)};
 }
 
 Verdict run(const CheckContext& ctx) {
@@ -78,7 +140,7 @@ Verdict run(const CheckContext& ctx) {
   nlohmann::json per_rank = nlohmann::json::array();
   std::vector<RankView> views;
   struct Missing {
-    Status status = Status::Unknown;
+    const FindingSpec* spec = nullptr;
     std::vector<const RankFacts*> ranks;
     std::string cause;
   };
@@ -88,21 +150,18 @@ Verdict run(const CheckContext& ctx) {
     v.facts = f;
     v.gpus = rank_gpus(*f);
     const RankGpus& g = v.gpus;
-    if (std::optional<Verdict> missing = judge_view(v, b)) {
-      Missing& m = missing_by_text[{missing->summary, missing->remedy}];
-      m.status = missing->status;
+    if (std::optional<Unlisted> missing = judge_view(v, b)) {
+      Missing& m = missing_by_text[{missing->verdict.summary, missing->verdict.remedy}];
+      m.spec = missing->spec;
       m.ranks.push_back(f);
-      m.cause = missing->cause;
+      m.cause = missing->verdict.cause;
     } else if (!g.ordinal && !g.visible->empty() && !g.bad_local_rank) {
-      b.add(Status::Fail,
-            who(*f) + ": " + g.index_text + " but it sees " + std::to_string(g.visible->size()) + " GPU(s)" +
-                cvd_text(*f) +
-                ": torch.cuda.set_device(" + std::to_string(g.index) + ") fails with \"invalid device ordinal\"",
-            kBindRemedy);
+      b.add(kInvalidOrdinal, who(*f, {{"index", g.index_text},
+                                      {"visible", g.visible->size()},
+                                      {"cvd_note", cvd_text(*f)},
+                                      {"ordinal", g.index}}));
     } else if (!g.ordinal && g.visible->empty() && !(g.cvd && cvd_hides_all(*g.cvd))) {
-      b.add(Status::Fail, who(*f) + ": it sees no GPU" + cvd_text(*f) + "; " + std::string(kNeedsGpu),
-            "See gpu.count on its host: give the rank a GPU (the container's --gpus, the scheduler's GPU request, "
-            "a valid CUDA_VISIBLE_DEVICES).");
+      b.add(kSeesNoGpu, who(*f, {{"cvd_note", cvd_text(*f)}}));
     } else {
       v.gpu = g.gpu();
     }
@@ -123,27 +182,26 @@ Verdict run(const CheckContext& ctx) {
   bool all_driver = !missing_by_text.empty();
   for (const auto& [text, m] : missing_by_text) {
     all_driver = all_driver && m.cause == "driver.loaded";
-    if (ranks.size() == 1) {
-      b.add(m.status, text.first, text.second);
-      continue;
+    std::string named;  // alone, the rank needs no name
+    if (ranks.size() > 1) {
+      std::vector<int> numbers;
+      std::vector<std::string> names;
+      for (const RankFacts* f : m.ranks) {
+        numbers.push_back(f->placement.rank);
+        const std::string h = host_of(*f);
+        if (std::find(names.begin(), names.end(), h) == names.end()) names.push_back(h);
+      }
+      std::sort(numbers.begin(), numbers.end());
+      named = (numbers.size() == 1 ? "rank " : "ranks ") + range_list(numbers) + " (" + join(names, ", ") + "): ";
     }
-    std::vector<int> numbers;
-    std::vector<std::string> names;
-    for (const RankFacts* f : m.ranks) {
-      numbers.push_back(f->placement.rank);
-      const std::string h = f->identity.hostname.empty() ? "?" : f->identity.hostname;
-      if (std::find(names.begin(), names.end(), h) == names.end()) names.push_back(h);
-    }
-    std::sort(numbers.begin(), numbers.end());
-    b.add(m.status, (numbers.size() == 1 ? "rank " : "ranks ") + range_list(numbers) + " (" + join(names, ", ") + "): " + text.first,
-          text.second);
+    b.add(*m.spec, {{"who", named}, {"problem", text.first}, {"fix", text.second}});
   }
 
   // Per host: ranks sharing a GPU, and local ranks vs the GPUs visible to them.
   std::map<std::string, std::vector<const RankView*>> hosts;
   for (const RankView& v : views) hosts[host_key(*v.facts)].push_back(&v);
   for (const auto& [key, members] : hosts) {
-    const std::string host = members.front()->facts->identity.hostname.empty() ? "?" : members.front()->facts->identity.hostname;
+    const std::string host = host_of(*members.front()->facts);
     std::map<std::string, std::vector<const RankView*>> by_gpu;
     std::map<std::string, BoundGpu> union_gpus;
     bool all_known = true;
@@ -162,10 +220,7 @@ Verdict run(const CheckContext& ctx) {
                         (u->gpus.visible && u->gpus.visible->size() == 1
                              ? (u->gpus.cvd ? "CUDA_VISIBLE_DEVICES=" + printable(*u->gpus.cvd) : "its only GPU")
                              : u->gpus.index_text) + ")");
-      b.add(Status::Fail,
-            "ranks " + join(names, ", ") + " on " + host + " all use GPU " + users.front()->gpu->text() +
-                ": NCCL fails with \"Duplicate GPU detected\" (and without NCCL they share one GPU's memory)",
-            kBindRemedy);
+      b.add(kSharedGpu, {{"ranks", join(names, ", ")}, {"host", host}, {"gpu", users.front()->gpu->text()}});
     }
     if (!all_known || union_gpus.empty()) continue;
     // The host's local ranks: those gathered, or what the launcher (--ranks-per-node) claims when alone.
@@ -173,27 +228,18 @@ Verdict run(const CheckContext& ctx) {
     if (!gathered) local = static_cast<std::size_t>(std::max(1, members.front()->facts->placement.local_ranks));
     const std::size_t gpus = union_gpus.size();
     if (local > gpus) {
-      b.add(Status::Fail,
-            host + ": " + std::to_string(local) + " local ranks but only " + std::to_string(gpus) +
-                " GPU(s) visible to them: ranks must share GPUs",
-            "Start at most " + std::to_string(gpus) + " ranks per node (`--map-by ppr:" + std::to_string(gpus) +
-                ":node`, `srun --ntasks-per-node=" + std::to_string(gpus) + "`), or make more GPUs visible.");
+      b.add(kTooManyRanks, {{"host", host}, {"local", local}, {"gpus", gpus}});
     } else if (local < gpus && (gathered || local > 1)) {
-      b.add(Status::Warn,
-            host + ": " + std::to_string(local) + " local rank(s) for " + std::to_string(gpus) + " visible GPUs: " +
-                std::to_string(gpus - local) + " GPU(s) stay idle",
-            "Start one rank per GPU (`--map-by ppr:" + std::to_string(gpus) + ":node`, `srun --ntasks-per-node=" +
-                std::to_string(gpus) + "`), or restrict CUDA_VISIBLE_DEVICES to the GPUs the job should use.");
+      b.add(kIdleGpus, {{"host", host}, {"local", local}, {"gpus", gpus}, {"idle", gpus - local}});
     }
   }
 
   if (b.status() == Status::Pass) {
     if (views.size() == 1 && views.front().gpu) {
-      b.note(who(*views.front().facts) + " uses GPU " + views.front().gpu->text() + " (" + views.front().gpus.choice +
-             ")");
+      b.add(kRankUsesGpu,
+            who(*views.front().facts, {{"gpu", views.front().gpu->text()}, {"choice", views.front().gpus.choice}}));
     } else {
-      b.note(std::to_string(views.size()) + " ranks on " + std::to_string(hosts.size()) +
-             " host(s), each with a GPU of its own");
+      b.add(kGpuPerRank, {{"rank_count", views.size()}, {"host_count", hosts.size()}});
     }
   }
   Verdict v = b.build();
@@ -234,6 +280,7 @@ Fix
 
 extern const CheckSpec kLaunchGpuBinding = {
     "launch.gpu_binding", Scope::Job, "every rank of a host has a GPU of its own that it can see", kExplain,
-    kInJob, "an image build has no job to check", &run, "gpu_driver,gather", false, "driver.loaded", "one GPU of their own per rank"};
+    kInJob, "an image build has no job to check", &run, "gpu_driver,gather", false, "driver.loaded",
+    "one GPU of their own per rank", nullptr, kFindings};
 
 }  // namespace preflight

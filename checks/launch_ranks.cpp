@@ -2,6 +2,7 @@
 // launch.ranks (job): the world rank 0 gathered has the ranks and nodes expected, every rank exactly
 // once, spread evenly over the hosts. A host is its hostname with its boot id (NCCL's host identity).
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "checks/check.hpp"
@@ -20,6 +21,75 @@ std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
+// The fix where the ranks could not be gathered, with `np` the launcher to name.
+#define PREFLIGHT_CONNECT_FIX(np)                                                                                    \
+  "Start preflight so its ranks connect: `srun --mpi=pmix …` (see `srun --mpi=list`), or " np                        \
+  " of the MPI "                                                                                                     \
+  "preflight was built with; where they cannot connect, run `preflight --json-per-rank DIR` on every rank and then " \
+  "`preflight merge DIR/*.json`."
+
+constexpr FindingSpec kNotGathered = {
+    "launch.ranks/not-gathered", Status::Unknown,
+    "the launcher ({launcher}) claims a world of {world} ranks, but preflight ran as a single process: the ranks could "
+    "not be gathered (no MPI or PMI connection between them: e.g. srun without --mpi=pmix, or an mpirun of another MPI "
+    "than preflight's)",
+    PREFLIGHT_CONNECT_FIX("`mpirun -np {world} …`")};
+constexpr FindingSpec kMpiWorldOfOne = {
+    "launch.ranks/mpi-world-of-one", Status::Unknown,
+    "MPI started as a world of 1 while {variable}={size} ({launcher}): the ranks could not be gathered (MPI is not "
+    "connected to the launcher: e.g. srun without --mpi=pmix)",
+    PREFLIGHT_CONNECT_FIX("the mpirun")};
+#undef PREFLIGHT_CONNECT_FIX
+constexpr FindingSpec kSingleProcess = {
+    "launch.ranks/single-process", Status::Skip,
+    "preflight ran as a single process (no launcher, a world of 1): no ranks to compare; --expect-world-size and "
+    "--expect-nodes check the world's size",
+    ""};
+constexpr FindingSpec kDuplicateRank = {
+    "launch.ranks/duplicate-rank", Status::Fail, "rank {rank} was delivered {times} times ({processes})",
+    "Each rank must be one process: do not start preflight twice per rank (a wrapper that itself runs mpirun/srun, or "
+    "torchrun inside srun with --ntasks-per-node > 1), and in `preflight merge` give each rank's file once."};
+constexpr FindingSpec kOutsideWorld = {
+    "launch.ranks/outside-world", Status::Fail, "facts arrived for rank(s) {ranks} outside the world of {world}",
+    "The files or ranks come from different runs: rerun every rank in one job (merge only one run's files)."};
+// {on_way}: "; 1 rank was still on the way when rank 0 stopped waiting (…)", or "".
+constexpr FindingSpec kRanksEnded = {"launch.ranks/ranks-ended", Status::Fail,
+                                     "{count} {ranks_word} of {world} ended before delivering facts: {named}{on_way}",
+                                     "{look_at}."};
+// {waiting}: "; 1 rank started and waited for them, so their facts were not gathered: …", or "".
+constexpr FindingSpec kRanksNeverStarted = {
+    "launch.ranks/ranks-never-started", Status::Fail, "{count} {ranks_word} of {world} never started: {named}{waiting}",
+    "Look at the host the named rank was placed on: the launcher could not start the process there, or it hangs before "
+    "preflight's first step (a node stuck in start-up, a file system that does not answer: `ls` the binary's directory "
+    "there, `dmesg`, the launcher's output); rerun preflight on that host alone."};
+constexpr FindingSpec kRanksMissing = {
+    "launch.ranks/ranks-missing", Status::Fail,
+    "{count} {ranks_word} of {world} did not deliver facts: {named}{waiting}",
+    "Look at the named rank's host: a process stuck in the phase named (a hung driver call, a full disk, a SIGSTOP), "
+    "killed (out of memory: `dmesg | grep -i oom`), or whose payload was refused (the detail); rerun preflight on that "
+    "host alone to see its own report."};
+constexpr FindingSpec kWorldSizeMismatch = {
+    "launch.ranks/world-size-mismatch", Status::Fail,
+    "world size {world} ({source}), --expect-world-size {expected_world_size}",
+    "Start the job with {expected_world_size} ranks (`mpirun -np {expected_world_size} …`, "
+    "`srun --ntasks={expected_world_size} …`), or correct --expect-world-size."};
+// {counting}: " (counting the ranks that delivered)" when ranks are missing, or "".
+constexpr FindingSpec kNodesMismatch = {
+    "launch.ranks/nodes-mismatch", Status::Fail,
+    "{nodes} {nodes_word} ({hosts}), --expect-nodes {expected_nodes}{counting}",
+    "Start the job on {expected_nodes} nodes (`srun --nodes={expected_nodes} …`, an mpirun hostfile with "
+    "{expected_nodes} hosts), or correct --expect-nodes."};
+constexpr FindingSpec kUnevenRanks = {
+    "launch.ranks/uneven-ranks", Status::Warn, "uneven ranks per node: {counts}",
+    "Place the same number of ranks on every node (`mpirun --map-by ppr:N:node`, `srun --ntasks-per-node=N`): the "
+    "node with more ranks is the slowest and every collective waits for it, and LOCAL_RANK-based GPU selection differs "
+    "between nodes."};
+
+constexpr std::array kFindings = {kNotGathered,       kMpiWorldOfOne, kSingleProcess,     kDuplicateRank,
+                                  kOutsideWorld,      kRanksEnded,    kRanksNeverStarted, kRanksMissing,
+                                  kWorldSizeMismatch, kNodesMismatch, kUnevenRanks};
+
+const char* ranks_word(std::size_t n) { return n == 1 ? "rank" : "ranks"; }
 
 struct Host {
   std::string name;
@@ -53,33 +123,20 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
   const std::string launcher = lead.placement.launcher;
   const bool gathered = job.source != "none";
   if (!gathered && world > 1) {
-    b.add(Status::Unknown,
-          "the launcher (" + launcher + ") claims a world of " + std::to_string(world) +
-              " ranks, but preflight ran as a single process: the ranks could not be gathered (no MPI or PMI "
-              "connection between them: e.g. srun without --mpi=pmix, or an mpirun of another MPI than preflight's)",
-          "Start preflight so its ranks connect: `srun --mpi=pmix …` (see `srun --mpi=list`), or `mpirun -np " +
-              std::to_string(world) + " …` of the MPI preflight was built with; where they cannot connect, run "
-              "`preflight --json-per-rank DIR` on every rank and then `preflight merge DIR/*.json`.");
+    b.add(kNotGathered, {{"launcher", launcher}, {"world", world}});
     return b.build();
   }
   if (gathered && job.source == "mpi" && world == 1) {
     // MPI did not connect to the launcher: each process became its own world of 1.
     const LaunchView view = detect_launchers(lead.env);
     if (const LauncherClaim* active = view.active(); active != nullptr && active->size && active->size->value > 1) {
-      b.add(Status::Unknown,
-            "MPI started as a world of 1 while " + active->size->variable + "=" + std::to_string(active->size->value) +
-                " (" + active->launcher + "): the ranks could not be gathered (MPI is not connected to the launcher: "
-                "e.g. srun without --mpi=pmix)",
-            "Start preflight so its ranks connect: `srun --mpi=pmix …` (see `srun --mpi=list`), or the mpirun of the "
-            "MPI preflight was built with; where they cannot connect, run `preflight --json-per-rank DIR` on every rank "
-            "and then `preflight merge DIR/*.json`.");
+      b.add(kMpiWorldOfOne,
+            {{"variable", active->size->variable}, {"size", active->size->value}, {"launcher", active->launcher}});
       return b.build();
     }
   }
   if (!gathered && !o.expect_world_size && !o.expect_nodes) {
-    return Verdict::skip("preflight ran as a single process (no launcher, a world of 1): no ranks to compare; "
-                         "--expect-world-size and --expect-nodes check the world's size",
-                         std::move(ev));
+    return Verdict::of(kSingleProcess, {}, std::move(ev));
   }
 
   // Duplicates: two delivered facts claim one rank.
@@ -87,10 +144,7 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
     if (claims.size() < 2) continue;
     std::vector<std::string> who;
     for (const RankFacts* f : claims) who.push_back(host_name(*f) + " pid " + std::to_string(f->identity.pid));
-    b.add(Status::Fail,
-          "rank " + std::to_string(rank) + " was delivered " + std::to_string(claims.size()) + " times (" + join(who, ", ") + ")",
-          "Each rank must be one process: do not start preflight twice per rank (a wrapper that itself runs mpirun/srun, "
-          "or torchrun inside srun with --ntasks-per-node > 1), and in `preflight merge` give each rank's file once.");
+    b.add(kDuplicateRank, {{"rank", rank}, {"times", claims.size()}, {"processes", join(who, ", ")}});
   }
   // Ranks outside the world.
   std::vector<int> outside;
@@ -100,8 +154,7 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
   if (!outside.empty()) {
     std::vector<std::string> names;
     for (int r : outside) names.push_back(std::to_string(r));
-    b.add(Status::Fail, "facts arrived for rank(s) " + join(names, ", ") + " outside the world of " + std::to_string(world),
-          "The files or ranks come from different runs: rerun every rank in one job (merge only one run's files).");
+    b.add(kOutsideWorld, {{"ranks", join(names, ", ")}, {"world", world}});
   }
   // Missing ranks.
   const std::vector<int> missing = job.undelivered();
@@ -135,10 +188,12 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
              comm::describe(job, std::vector<int>(on_way.begin(), on_way.begin() + static_cast<long>(std::min(on_way.size(), kNamed)))) +
              (on_way.size() > kNamed ? "; and " + std::to_string(on_way.size() - kNamed) + " more" : std::string()) + ")";
     }
-    b.add(Status::Fail,
-          plural(gone.size(), "rank", "ranks") + " of " + std::to_string(world) + " ended before delivering facts: " +
-              (job.describe_lost().empty() ? named : job.describe_lost()) + rest,
-          comm::look_at_all(job, gone) + ".");
+    b.add(kRanksEnded, {{"count", gone.size()},
+                        {"ranks_word", ranks_word(gone.size())},
+                        {"world", world},
+                        {"named", job.describe_lost().empty() ? named : job.describe_lost()},
+                        {"on_way", rest},
+                        {"look_at", comm::look_at_all(job, gone)}});
     absent.clear();
   }
   if (!absent.empty()) {
@@ -162,36 +217,28 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
                 (absent.size() == 1 ? "it" : "them") + ", so their facts were not gathered: " + name_ranks(waited);
     }
     const bool never_started = !waited.empty();
-    b.add(Status::Fail,
-          plural(absent.size(), "rank", "ranks") + " of " + std::to_string(world) +
-              (never_started ? " never started: " : " did not deliver facts: ") + named + waiting,
-          never_started
-              ? "Look at the host the named rank was placed on: the launcher could not start the process there, or it "
-                "hangs before preflight's first step (a node stuck in start-up, a file system that does not answer: "
-                "`ls` the binary's directory there, `dmesg`, the launcher's output); rerun preflight on that host alone."
-              : "Look at the named rank's host: a process stuck in the phase named (a hung driver call, a full disk, a "
-                "SIGSTOP), killed (out of memory: `dmesg | grep -i oom`), or whose payload was refused (the detail); rerun "
-                "preflight on that host alone to see its own report.");
+    b.add(never_started ? kRanksNeverStarted : kRanksMissing, {{"count", absent.size()},
+                                                               {"ranks_word", ranks_word(absent.size())},
+                                                               {"world", world},
+                                                               {"named", named},
+                                                               {"waiting", waiting}});
   }
   // World size and nodes against the expectations.
   if (o.expect_world_size && *o.expect_world_size != world) {
-    b.add(Status::Fail,
-          "world size " + std::to_string(world) + " (" + (gathered ? job.source : std::string("a single process")) +
-              "), --expect-world-size " + std::to_string(*o.expect_world_size),
-          "Start the job with " + std::to_string(*o.expect_world_size) + " ranks (`mpirun -np " +
-              std::to_string(*o.expect_world_size) + " …`, `srun --ntasks=" + std::to_string(*o.expect_world_size) +
-              " …`), or correct --expect-world-size.");
+    b.add(kWorldSizeMismatch, {{"world", world},
+                               {"source", gathered ? job.source : std::string("a single process")},
+                               {"expected_world_size", *o.expect_world_size}});
   }
   const int nodes = static_cast<int>(hosts.size());
   ev["nodes"] = nodes;
   if (o.expect_nodes && *o.expect_nodes != nodes) {
     std::vector<std::string> names;
     for (const Host& h : hosts) names.push_back(h.name);
-    b.add(Status::Fail,
-          plural(static_cast<std::size_t>(nodes), "node", "nodes") + " (" + join(names, ", ") + "), --expect-nodes " +
-              std::to_string(*o.expect_nodes) + (missing.empty() ? "" : " (counting the ranks that delivered)"),
-          "Start the job on " + std::to_string(*o.expect_nodes) + " nodes (`srun --nodes=" + std::to_string(*o.expect_nodes) +
-              " …`, an mpirun hostfile with " + std::to_string(*o.expect_nodes) + " hosts), or correct --expect-nodes.");
+    b.add(kNodesMismatch, {{"nodes", nodes},
+                           {"nodes_word", nodes == 1 ? "node" : "nodes"},
+                           {"hosts", join(names, ", ")},
+                           {"expected_nodes", *o.expect_nodes},
+                           {"counting", missing.empty() ? "" : " (counting the ranks that delivered)"}});
   }
   // Uneven ranks per node (judged only on a complete world: a missing rank is reported above).
   if (missing.empty() && hosts.size() > 1) {
@@ -200,10 +247,7 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
     if (by_count.size() > 1) {
       std::vector<std::string> parts;
       for (const auto& [count, names] : by_count) parts.push_back(join(names, ", ") + ": " + plural(count, "rank", "ranks"));
-      b.add(Status::Warn, "uneven ranks per node: " + join(parts, "; "),
-            "Place the same number of ranks on every node (`mpirun --map-by ppr:N:node`, `srun --ntasks-per-node=N`): "
-            "the node with more ranks is the slowest and every collective waits for it, and LOCAL_RANK-based GPU "
-            "selection differs between nodes.");
+      b.add(kUnevenRanks, {{"counts", join(parts, "; ")}});
     }
   }
   if (b.status() == Status::Pass) {
@@ -263,6 +307,6 @@ Fix
 
 extern const CheckSpec kLaunchRanks = {
     "launch.ranks", Scope::Job, "the world has the expected ranks and nodes, each rank once, evenly spread", kExplain,
-    kInNode | kInJob, "an image build has no job to check", &run, "gather"};
+    kInNode | kInJob, "an image build has no job to check", &run, "gather", false, {}, {}, nullptr, kFindings};
 
 }  // namespace preflight

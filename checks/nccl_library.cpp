@@ -3,6 +3,7 @@
 // (NCCL's "+cudaX.Y" judged like a CUDA runtime: judge_cuda_vs_driver in checks/cuda_compat.hpp),
 // and releases with known problems (matrix/nccl_known_issues.tsv).
 #include <algorithm>
+#include <array>
 
 #include "checks/check.hpp"
 #include "checks/cuda_compat.hpp"
@@ -20,9 +21,113 @@ std::string candidates_text(const RuntimeFacts& rt) {
   return items.empty() ? std::string("nothing") : join(items, ", ");
 }
 
-constexpr std::string_view kInstallNccl =
-    "Install NCCL where the job loads it: the framework's wheel (pip install nvidia-nccl-cu12 / nvidia-nccl-cu13) or "
-    "the system package (libnccl2), or name the file with --nccl-lib PATH.";
+#define PREFLIGHT_INSTALL_NCCL                                                                                   \
+  "Install NCCL where the job loads it: the framework's wheel (pip install nvidia-nccl-cu12 / nvidia-nccl-cu13) or " \
+  "the system package (libnccl2), or name the file with --nccl-lib PATH."
+// A CPU-only torch: {present} says what of NCCL is on the node.
+#define PREFLIGHT_CPU_TORCH "torch {torch} ({torch_file}) is a CPU-only build: it has no NCCL ({present})"
+// A known problem of the release (matrix/nccl_known_issues.tsv), fixed as the matrix says.
+#define PREFLIGHT_ISSUE_FIX "Known problem {issue}: {issue_fix} ({issue_source})."
+
+constexpr FindingSpec kCpuTorchNoGpus = {"nccl.library/cpu-torch-no-gpus", Status::Skip,
+                                         PREFLIGHT_CPU_TORCH "; the job has {gpus}", ""};
+constexpr FindingSpec kCpuTorchGpusUnknown = {
+    "nccl.library/cpu-torch-gpus-unknown", Status::Unknown,
+    PREFLIGHT_CPU_TORCH "; whether the job will have GPUs could not be told",
+    "Install a CUDA build of torch (see cuda.runtime), which brings its NCCL."};
+constexpr FindingSpec kCpuTorch = {
+    "nccl.library/cpu-torch", Status::Fail,
+    PREFLIGHT_CPU_TORCH "; the job will have {gpus}: init_process_group(\"nccl\") fails with \"Distributed package "
+                        "doesn't have NCCL built in\"",
+    "Install a CUDA build of torch (cuda.runtime names the one for this driver); it brings its own NCCL (the "
+    "nvidia-nccl wheel)."};
+constexpr FindingSpec kLinkedIn = {
+    "nccl.library/linked-in", Status::Unknown,
+    "torch {torch} has NCCL linked into {torch_library} (it needs no libnccl.so.2): its version cannot be read from "
+    "files, and {present}",
+    "Read it where the job runs: python -c 'import torch; print(torch.cuda.nccl.version())'; or name the library the "
+    "job loads with --nccl-lib PATH."};
+constexpr FindingSpec kTorchNcclMissing = {
+    "nccl.library/torch-nccl-missing", Status::Fail,
+    "torch {torch} needs libnccl.so.2 ({torch_library}) and {nccl_via}: import torch fails with \"libnccl.so.2: cannot "
+    "open shared object file\"",
+    "Reinstall torch with its NCCL wheel (pip install --force-reinstall torch, which pulls "
+    "nvidia-nccl-cu{cuda_major}), or put the directory holding libnccl.so.2 on LD_LIBRARY_PATH."};
+constexpr FindingSpec kNotProbed = {"nccl.library/not-probed", Status::Unknown,
+                                    "the NCCL library was not probed: {why}",
+                                    "Rerun preflight; if this persists, report it with the --json output."};
+constexpr FindingSpec kNotFound = {"nccl.library/not-found", Status::Fail,
+                                   "libnccl.so.2 not found where the job looks (searched: {searched}): {why}",
+                                   PREFLIGHT_INSTALL_NCCL};
+constexpr FindingSpec kNotRead = {
+    "nccl.library/not-read", Status::Unknown, "the NCCL library was not read: {why}",
+    "Capture the node with `preflight capture` (it records the library's version), or run preflight on the node."};
+constexpr FindingSpec kVersionNotRead = {
+    "nccl.library/version-not-read", Status::Unknown, "the NCCL version could not be read: {why}",
+    "Check the library named (a broken or stripped build?), or name another with --nccl-lib."};
+constexpr FindingSpec kLoadFailed = {
+    "nccl.library/load-failed", Status::Fail, "libnccl.so.2 could not be loaded ({error}): {why}",
+    "Fix or replace the library named (the job loads the same file and fails the same way). " PREFLIGHT_INSTALL_NCCL};
+constexpr FindingSpec kVersionUnreadable = {
+    "nccl.library/version-unreadable", Status::Unknown,
+    "the NCCL version of {file} is unreadable (ncclGetVersion gave '{version}', code {version_code})",
+    "Check the library named (a broken build?), or name another with --nccl-lib."};
+constexpr FindingSpec kCudaBuildUnreadable = {
+    "nccl.library/cuda-build-unreadable", Status::Unknown,
+    "{library}: the CUDA it was built for is unreadable ('{cuda_build}'; NCCL prints it as \"NCCL version "
+    "X+cudaA.B\"), so it cannot be judged against {driver}",
+    "Check the library named, or use an NVIDIA NCCL build (wheel nvidia-nccl-cu12/cu13 or libnccl2)."};
+// Its CUDA build vs the driver, judged as cuda.runtime judges a runtime (judge_cuda_vs_driver):
+// {judgement} and {fix} are that rule's.
+constexpr FindingSpec kCudaBuildTooNew = {"nccl.library/cuda-build-too-new", Status::Fail, "{library}: {judgement}",
+                                          "{fix}"};
+constexpr FindingSpec kCudaBuildMinorCompat = {"nccl.library/cuda-build-minor-compat", Status::Warn,
+                                               "{library}: {judgement}", "{fix}"};
+constexpr FindingSpec kCudaBuildForwardCompat = {"nccl.library/cuda-build-forward-compat", Status::Warn,
+                                                 "{library}: {judgement}", "{fix}"};
+constexpr FindingSpec kCudaBuildUnjudged = {"nccl.library/cuda-build-unjudged", Status::Unknown,
+                                            "{library}: {judgement}", "{fix}"};
+constexpr FindingSpec kCudaBuildRuns = {"nccl.library/cuda-build-runs", Status::Pass, "{library}: {judgement}", ""};
+constexpr FindingSpec kDriverTooOld = {
+    "nccl.library/driver-too-old", Status::Fail,
+    "{library}: NCCL needs a driver supporting CUDA ≥ 11.3 (CUDA_DRIVER_MIN_VERSION); {driver} is older",
+    "Install a driver ≥ {min_driver} (CUDA 11.3) or newer."};
+constexpr FindingSpec kKnownIssue = {"nccl.library/known-issue", Status::Warn,
+                                     "{library} has a known problem: {problem}", PREFLIGHT_ISSUE_FIX};
+constexpr FindingSpec kKnownIssueEnv = {"nccl.library/known-issue-env", Status::Fail,
+                                        "{library} with {variable}={value} (set here): {problem}", PREFLIGHT_ISSUE_FIX};
+constexpr FindingSpec kKnownIssueGpu = {"nccl.library/known-issue-gpu", Status::Warn, "{library} on {gpu}: {problem}",
+                                        PREFLIGHT_ISSUE_FIX};
+constexpr FindingSpec kKnownIssueGpuUnknown = {
+    "nccl.library/known-issue-gpu-unknown", Status::Warn,
+    "{library} on {gpu_model} GPUs (the GPU models are not known here): {problem}", PREFLIGHT_ISSUE_FIX};
+constexpr FindingSpec kKnownIssueGdr = {"nccl.library/known-issue-gdr", Status::Warn,
+                                        "{library} with GPUDirect RDMA: {problem}", PREFLIGHT_ISSUE_FIX};
+constexpr FindingSpec kKnownIssueCudaGraphs = {"nccl.library/known-issue-cuda-graphs", Status::Warn,
+                                               "{library} with CUDA graphs: {problem}", PREFLIGHT_ISSUE_FIX};
+constexpr FindingSpec kKnownIssueWhen = {"nccl.library/known-issue-when", Status::Warn,
+                                         "{library} (when {condition}): {problem}", PREFLIGHT_ISSUE_FIX};
+#undef PREFLIGHT_ISSUE_FIX
+#undef PREFLIGHT_CPU_TORCH
+#undef PREFLIGHT_INSTALL_NCCL
+
+constexpr std::array kFindings = {
+    kCpuTorchNoGpus,      kCpuTorchGpusUnknown,    kCpuTorch,          kLinkedIn,          kTorchNcclMissing,
+    kNotProbed,           kNotFound,               kNotRead,           kVersionNotRead,    kLoadFailed,
+    kVersionUnreadable,   kCudaBuildUnreadable,    kCudaBuildTooNew,   kCudaBuildMinorCompat,
+    kCudaBuildForwardCompat, kCudaBuildUnjudged,   kCudaBuildRuns,     kDriverTooOld,      kKnownIssue,
+    kKnownIssueEnv,       kKnownIssueGpu,          kKnownIssueGpuUnknown, kKnownIssueGdr,  kKnownIssueCudaGraphs,
+    kKnownIssueWhen};
+
+/// The row of the table for a judgement of the CUDA build against the driver.
+const FindingSpec& cuda_build_finding(const CudaJudgement& j) {
+  switch (j.status) {
+    case Status::Fail: return kCudaBuildTooNew;
+    case Status::Warn: return j.rule == "minor-version" ? kCudaBuildMinorCompat : kCudaBuildForwardCompat;
+    case Status::Pass: return kCudaBuildRuns;
+    default: return kCudaBuildUnjudged;
+  }
+}
 
 // NCCL's CUDA_DRIVER_MIN_VERSION (src/misc/cudawrap.cc): below it, NCCL's CUDA init fails.
 const Version& nccl_min_driver_cuda() {
@@ -35,7 +140,12 @@ void add_known_issues(const CheckContext& ctx, const Version& version, const std
   nlohmann::json seen = nlohmann::json::array();
   for (const NcclIssueRow* row : m.nccl_issues_for(version)) {
     const std::string& cond = row->condition;
-    const std::string fix = "Known problem " + row->id + ": " + row->fix + " (" + row->source + ").";
+    const auto issue = [&](nlohmann::json more = nlohmann::json::object()) {
+      nlohmann::json p = {{"library", lib_text},   {"problem", row->problem},      {"issue", row->id},
+                          {"issue_fix", row->fix}, {"issue_source", row->source}};
+      p.update(more);
+      return p;
+    };
     nlohmann::json ev = {{"id", row->id}, {"condition", cond}, {"problem", row->problem}, {"fix", row->fix}};
     const std::string mitigated = row->mitigated_by([&](const std::string& name) { return ctx.facts.env.get(name); });
     if (!mitigated.empty()) {
@@ -47,7 +157,7 @@ void add_known_issues(const CheckContext& ctx, const Version& version, const std
       continue;
     }
     if (cond == "-" || cond.empty()) {
-      b.add(Status::Warn, lib_text + " has a known problem: " + row->problem, fix);
+      b.add(kKnownIssue, issue());
       ev["applies"] = true;
     } else if (cond.starts_with("env:")) {
       const std::string spec = cond.substr(4);
@@ -58,7 +168,7 @@ void add_known_issues(const CheckContext& ctx, const Version& version, const std
       const bool applies = have && std::string(trim(*have)) == want;
       ev["applies"] = applies;
       if (applies) {
-        b.add(Status::Fail, lib_text + " with " + name + "=" + want + " (set here): " + row->problem, fix);
+        b.add(kKnownIssueEnv, issue({{"variable", name}, {"value", want}}));
       }
     } else if (cond.starts_with("gpu:")) {
       const std::string gpu = to_lower(cond.substr(4));
@@ -70,19 +180,18 @@ void add_known_issues(const CheckContext& ctx, const Version& version, const std
       }
       ev["applies"] = !hit.empty() || !names_known;
       if (!hit.empty()) {
-        b.add(Status::Warn, lib_text + " on " + hit + ": " + row->problem, fix);
+        b.add(kKnownIssueGpu, issue({{"gpu", hit}}));
       } else if (!names_known) {
-        b.add(Status::Warn, lib_text + " on " + cond.substr(4) + " GPUs (the GPU models are not known here): " + row->problem,
-              fix);
+        b.add(kKnownIssueGpuUnknown, issue({{"gpu_model", cond.substr(4)}}));
       }
     } else if (cond == "gdr") {
-      b.add(Status::Warn, lib_text + " with GPUDirect RDMA: " + row->problem, fix);
+      b.add(kKnownIssueGdr, issue());
       ev["applies"] = true;
     } else if (cond == "cuda-graphs") {
-      b.add(Status::Warn, lib_text + " with CUDA graphs: " + row->problem, fix);
+      b.add(kKnownIssueCudaGraphs, issue());
       ev["applies"] = true;
     } else {
-      b.add(Status::Warn, lib_text + " (when " + cond + "): " + row->problem, fix);
+      b.add(kKnownIssueWhen, issue({{"condition", cond}}));
       ev["applies"] = true;
     }
     seen.push_back(std::move(ev));
@@ -107,34 +216,26 @@ Verdict run(const CheckContext& ctx) {
   if (cuda_fws.empty() && !cpu_fws.empty() && (front == nullptr || front->loaded_by.empty())) {
     const FrameworkBuild& fw = *cpu_fws.front();
     const GpuPresence gpus = gpu_presence(ctx);
-    const std::string what = "torch " + fw.version + " (" + fw.path + ") is a CPU-only build: it has no NCCL (" + present + ")";
-    if (gpus.has_gpus && !*gpus.has_gpus) return Verdict::skip(what + "; the job has " + gpus.text, b.evidence());
-    if (!gpus.has_gpus)
-      return Verdict::unknown(what + "; whether the job will have GPUs could not be told",
-                              "Install a CUDA build of torch (see cuda.runtime), which brings its NCCL.", b.evidence());
-    return Verdict::fail(what + "; the job will have " + gpus.text + ": init_process_group(\"nccl\") fails with "
-                             "\"Distributed package doesn't have NCCL built in\"",
-                         "Install a CUDA build of torch (cuda.runtime names the one for this driver); it brings its "
-                         "own NCCL (the nvidia-nccl wheel).",
-                         b.evidence());
+    const nlohmann::json what = {{"torch", fw.version}, {"torch_file", fw.path}, {"present", present}};
+    if (!gpus.has_gpus) return Verdict::of(kCpuTorchGpusUnknown, what, b.evidence());
+    nlohmann::json params = what;
+    params["gpus"] = gpus.text;
+    return Verdict::of(*gpus.has_gpus ? kCpuTorch : kCpuTorchNoGpus, std::move(params), b.evidence());
   }
   for (const FrameworkBuild* fw : cuda_fws) {
     if (fw->library.empty()) continue;  // not read from torch's own library: the candidates decide
     if (fw->nccl_via.starts_with("linked in")) {
       b.evidence()["framework_nccl"] = fw->nccl_via;
-      return Verdict::unknown("torch " + fw->version + " has NCCL linked into " + fw->library +
-                                  " (it needs no libnccl.so.2): its version cannot be read from files, and " + present,
-                              "Read it where the job runs: python -c 'import torch; print(torch.cuda.nccl.version())'; "
-                              "or name the library the job loads with --nccl-lib PATH.",
-                              b.evidence());
+      return Verdict::of(kLinkedIn, {{"torch", fw->version}, {"torch_library", fw->library}, {"present", present}},
+                         b.evidence());
     }
     if (fw->nccl_path.empty()) {
-      return Verdict::fail("torch " + fw->version + " needs libnccl.so.2 (" + fw->library + ") and " + fw->nccl_via +
-                               ": import torch fails with \"libnccl.so.2: cannot open shared object file\"",
-                           "Reinstall torch with its NCCL wheel (pip install --force-reinstall torch, which pulls "
-                           "nvidia-nccl-cu" + std::to_string(Version::parse(std::string(trim(fw->cuda)))->major()) +
-                               "), or put the directory holding libnccl.so.2 on LD_LIBRARY_PATH.",
-                           b.evidence());
+      return Verdict::of(kTorchNcclMissing,
+                         {{"torch", fw->version},
+                          {"torch_library", fw->library},
+                          {"nccl_via", fw->nccl_via},
+                          {"cuda_major", Version::parse(std::string(trim(fw->cuda)))->major()}},
+                         b.evidence());
     }
   }
   if (front != nullptr) b.evidence()["loaded_by"] = front->loaded_by;
@@ -145,28 +246,15 @@ Verdict run(const CheckContext& ctx) {
     b.evidence()["error"] = to_string(err->code);
     b.evidence()["detail"] = probed.why();
     switch (err->code) {
-      case ProbeErrc::NotProbed:
-        return Verdict::unknown("the NCCL library was not probed: " + probed.why(),
-                                "Rerun preflight; if this persists, report it with the --json output.", b.evidence());
+      case ProbeErrc::NotProbed: return Verdict::of(kNotProbed, {{"why", probed.why()}}, b.evidence());
       case ProbeErrc::LibraryMissing:
-        return Verdict::fail("libnccl.so.2 not found where the job looks (searched: " + candidates_text(rt) + "): " +
-                                 probed.why(),
-                             std::string(kInstallNccl), b.evidence());
+        return Verdict::of(kNotFound, {{"searched", candidates_text(rt)}, {"why", probed.why()}}, b.evidence());
       case ProbeErrc::Unsupported:
         // --sysroot: a captured node's library is read by the capture's helper, never loaded here.
-        return Verdict::unknown("the NCCL library was not read: " + probed.why(),
-                                "Capture the node with `preflight capture` (it records the library's version), or "
-                                "run preflight on the node.",
-                                b.evidence());
-      case ProbeErrc::ParseError:
-        return Verdict::unknown("the NCCL version could not be read: " + probed.why(),
-                                "Check the library named (a broken or stripped build?), or name another with --nccl-lib.",
-                                b.evidence());
+        return Verdict::of(kNotRead, {{"why", probed.why()}}, b.evidence());
+      case ProbeErrc::ParseError: return Verdict::of(kVersionNotRead, {{"why", probed.why()}}, b.evidence());
       default:
-        return Verdict::fail("libnccl.so.2 could not be loaded (" + std::string(to_string(err->code)) + "): " + probed.why(),
-                             "Fix or replace the library named (the job loads the same file and fails the same way). " +
-                                 std::string(kInstallNccl),
-                             b.evidence());
+        return Verdict::of(kLoadFailed, {{"error", to_string(err->code)}, {"why", probed.why()}}, b.evidence());
     }
   }
 
@@ -181,9 +269,8 @@ Verdict run(const CheckContext& ctx) {
   const std::string where = lib->path.empty() ? std::string("an unnamed file") : lib->path;
   const std::string from = where + (lib->source.empty() ? std::string() : " (" + lib->source + ")");
   if (!version) {
-    return Verdict::unknown("the NCCL version of " + from + " is unreadable (ncclGetVersion gave '" + lib->version + "', code " +
-                                std::to_string(lib->version_code) + ")",
-                            "Check the library named (a broken build?), or name another with --nccl-lib.", b.evidence());
+    return Verdict::of(kVersionUnreadable,
+                       {{"file", from}, {"version", lib->version}, {"version_code", lib->version_code}}, b.evidence());
   }
   std::string lib_text = "NCCL " + version->str() + " from " + from;
   if (front != nullptr && !front->loaded_by.empty() && front->loaded_by != "--nccl-lib" &&
@@ -196,22 +283,18 @@ Verdict run(const CheckContext& ctx) {
 
   const std::optional<Version> build = Version::parse(trim(lib->cuda_build));
   if (!build) {
-    b.add(Status::Unknown,
-          lib_text + ": the CUDA it was built for is unreadable ('" + lib->cuda_build +
-              "'; NCCL prints it as \"NCCL version X+cudaA.B\"), so it cannot be judged against " + driver.label(),
-          "Check the library named, or use an NVIDIA NCCL build (wheel nvidia-nccl-cu12/cu13 or libnccl2).");
+    b.add(kCudaBuildUnreadable, {{"library", lib_text}, {"cuda_build", lib->cuda_build}, {"driver", driver.label()}});
   } else {
     const CudaJudgement j =
         judge_cuda_vs_driver(*build, "its CUDA " + build->str() + " build", driver, gpus, m, "an NCCL build");
-    b.add(j.status, lib_text + ": " + j.summary, j.remedy);
+    b.add(cuda_build_finding(j), {{"library", lib_text}, {"judgement", j.summary}, {"fix", j.remedy}});
     b.evidence()["rule"] = j.rule;
   }
   if (driver.cuda && *driver.cuda < nccl_min_driver_cuda()) {
-    b.add(Status::Fail,
-          lib_text + ": NCCL needs a driver supporting CUDA ≥ 11.3 (CUDA_DRIVER_MIN_VERSION); " + driver.label() + " is older",
-          "Install a driver ≥ " + (m.min_driver_for(nccl_min_driver_cuda()) ? m.min_driver_for(nccl_min_driver_cuda())->str()
-                                                                             : std::string("465")) +
-              " (CUDA 11.3) or newer.");
+    const std::optional<Version> min_driver = m.min_driver_for(nccl_min_driver_cuda());
+    b.add(kDriverTooOld, {{"library", lib_text},
+                          {"driver", driver.label()},
+                          {"min_driver", min_driver ? min_driver->str() : std::string("465")}});
   }
 
   add_known_issues(ctx, *version, lib_text, gpus, m, b);
@@ -263,6 +346,6 @@ Fix
 
 extern const CheckSpec kNcclLibrary = {
     "nccl.library", Scope::Node, "the libnccl the job loads: its version, its CUDA build vs the driver, known-bad releases",
-    kExplain, kInAll, "", &run, "cuda_runtime,nccl,gpu_driver,pcie", false, "driver.loaded"};
+    kExplain, kInAll, "", &run, "cuda_runtime,nccl,gpu_driver,pcie", false, "driver.loaded", {}, nullptr, kFindings};
 
 }  // namespace preflight

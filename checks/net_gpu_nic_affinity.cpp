@@ -6,6 +6,7 @@
 // defaults to PXB); several GPUs crowding one NIC while another NIC has no GPU near it halves the
 // bandwidth those GPUs get.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
 
@@ -122,6 +123,38 @@ nlohmann::json nic_json(const Nic& n) {
   return {{"nic", n.label()}, {"bus_id", n.e->bus_id}, {"os_devices", n.e->os_devices}, {"numa_nodes", n.e->numa_nodes}};
 }
 
+#define PREFLIGHT_ACROSS_SOCKET                                                                                  \
+  "{far} of {gpus} GPUs {reach} nearest NIC only across the socket: {pairs} — inter-node traffic crosses the CPU " \
+  "interconnect and gets no GPUDirect RDMA by default (NCCL_NET_GDR_LEVEL defaults to PXB)"
+#define PREFLIGHT_BIND_FIX                                                                                         \
+  "Bind each rank to the NUMA node of its GPU (`numactl --cpunodebind={node} --membind={node} <command>` for the " \
+  "GPUs on node {node}, or Open MPI `--map-by numa --bind-to numa`) so the bounce through host memory stays on "   \
+  "that socket. `NCCL_NET_GDR_LEVEL=SYS` forces GPUDirect RDMA across the socket: set it only where a measured "   \
+  "all_reduce shows it helps."
+
+constexpr FindingSpec kNoGpu = {"net.gpu_nic_affinity/no-gpu", Status::Skip, "no NVIDIA GPU in the topology ({source})",
+                                ""};
+constexpr FindingSpec kNoNic = {"net.gpu_nic_affinity/no-nic", Status::Skip,
+                                "no NIC in the topology ({source}): nothing to place the {gpus} GPUs against", ""};
+constexpr FindingSpec kAcrossSocket = {
+    "net.gpu_nic_affinity/across-socket", Status::Warn, PREFLIGHT_ACROSS_SOCKET,
+    "Give the socket of these GPUs ({numa}) a NIC of its own: move or add {slot}. " PREFLIGHT_BIND_FIX};
+constexpr FindingSpec kNearerHcaLeftOut = {
+    "net.gpu_nic_affinity/nearer-hca-left-out", Status::Warn, PREFLIGHT_ACROSS_SOCKET,
+    "NCCL_IB_HCA leaves out {left_out}, which is nearer to these GPUs: `export NCCL_IB_HCA=={hcas}`. "
+    PREFLIGHT_BIND_FIX};
+constexpr FindingSpec kCrowdedNic = {
+    "net.gpu_nic_affinity/crowded-nic", Status::Warn,
+    "{crowded}, while {idle} {verb} nearest to no GPU — those GPUs split one NIC's bandwidth",
+    "Spread the NICs over the GPUs' PCIe switches or sockets (one NIC per GPU or per GPU pair), or, if {idle} is not "
+    "meant for this job (storage, management), leave it out with `export NCCL_IB_HCA=^={idle_list}`."};
+constexpr FindingSpec kNearestNics = {"net.gpu_nic_affinity/nearest-nics", Status::Pass,
+                                      "each GPU's nearest NIC NCCL will use ({rule}): {nearest}", ""};
+#undef PREFLIGHT_ACROSS_SOCKET
+#undef PREFLIGHT_BIND_FIX
+
+constexpr std::array kFindings = {kNoGpu, kNoNic, kAcrossSocket, kNearerHcaLeftOut, kCrowdedNic, kNearestNics};
+
 std::string topology_remedy(const Probed<TopologyFacts>& t) {
   const ProbeError* err = t.error();
   const ProbeErrc code = err != nullptr ? err->code : ProbeErrc::NotProbed;
@@ -142,12 +175,8 @@ Verdict run(const CheckContext& ctx) {
 
   nlohmann::json base = {{"source", t->source}, {"gpus", t->gpus.size()}, {"nics", t->nics.size()}};
   if (!t->notes.empty()) base["topology_notes"] = t->notes;
-  if (t->gpus.empty()) return Verdict::skip("no NVIDIA GPU in the topology (" + t->source + ")", base);
-  if (t->nics.empty()) {
-    return Verdict::skip("no NIC in the topology (" + t->source + "): nothing to place the " +
-                             std::to_string(t->gpus.size()) + " GPUs against",
-                         base);
-  }
+  if (t->gpus.empty()) return Verdict::of(kNoGpu, {{"source", t->source}}, base);
+  if (t->nics.empty()) return Verdict::of(kNoNic, {{"source", t->source}, {"gpus", t->gpus.size()}}, base);
 
   std::vector<Nic> all;
   for (const PciEndpoint& e : t->nics) {
@@ -237,31 +266,24 @@ Verdict run(const CheckContext& ctx) {
 
   if (!across.empty()) {
     std::sort(far_nodes.begin(), far_nodes.end());
-    std::string remedy;
+    nlohmann::json params = {{"far", across.size()},
+                             {"gpus", t->gpus.size()},
+                             {"reach", across.size() == 1 ? "reaches its" : "reach their"},
+                             {"pairs", join(across, ", ")},
+                             {"node", far_nodes.empty() ? std::string("N") : std::to_string(far_nodes.front())}};
     if (!add_hcas.empty()) {
       std::vector<std::string> names;
       for (const Nic& n : sel.used) names.push_back(n.label());
       for (const std::string& h : add_hcas) names.push_back(h);
-      remedy = "NCCL_IB_HCA leaves out " + join(add_hcas, ", ") + ", which is nearer to these GPUs: `export NCCL_IB_HCA==" +
-               join(names, ",") + "`. ";
+      params["left_out"] = join(add_hcas, ", ");
+      params["hcas"] = join(names, ",");
+      b.add(kNearerHcaLeftOut, std::move(params));
     } else {
-      remedy = "Give the socket of these GPUs (" + numa_text(far_nodes) + ") a NIC of its own: move or add " +
-               (sel.rdma ? "an HCA in a slot of that socket (and list it in NCCL_IB_HCA if that is set). "
-                         : "a NIC in a slot of that socket. ");
+      params["numa"] = numa_text(far_nodes);
+      params["slot"] = sel.rdma ? "an HCA in a slot of that socket (and list it in NCCL_IB_HCA if that is set)"
+                                : "a NIC in a slot of that socket";
+      b.add(kAcrossSocket, std::move(params));
     }
-    const std::string node = far_nodes.empty() ? std::string("N") : std::to_string(far_nodes.front());
-    remedy += "Bind each rank to the NUMA node of its GPU (`numactl --cpunodebind=" + node + " --membind=" + node +
-              " <command>` for the GPUs on node " + node +
-              ", or Open MPI `--map-by numa --bind-to numa`) so the bounce through host memory stays on that socket. "
-              "`NCCL_NET_GDR_LEVEL=SYS` forces GPUDirect RDMA across the socket: set it only where a measured "
-              "all_reduce shows it helps.";
-    b.add(Status::Warn,
-          std::to_string(across.size()) + " of " + std::to_string(t->gpus.size()) +
-              (across.size() == 1 ? " GPUs reaches its" : " GPUs reach their") +
-              " nearest NIC only across the socket: " + join(across, ", ") +
-              " — inter-node traffic crosses the CPU interconnect and gets no GPUDirect RDMA by default "
-              "(NCCL_NET_GDR_LEVEL defaults to PXB)",
-          std::move(remedy));
   }
 
   // Several GPUs crowding one NIC while another NIC NCCL uses has no GPU near it.
@@ -274,16 +296,12 @@ Verdict run(const CheckContext& ctx) {
     }
   }
   if (!crowded.empty() && !idle.empty()) {
-    b.add(Status::Warn,
-          join(crowded, "; ") + ", while " + join(idle, ", ") + (idle.size() == 1 ? " is" : " are") +
-              " nearest to no GPU — those GPUs split one NIC's bandwidth",
-          "Spread the NICs over the GPUs' PCIe switches or sockets (one NIC per GPU or per GPU pair), or, if " +
-              join(idle, ", ") + " is not meant for this job (storage, management), leave it out with "
-              "`export NCCL_IB_HCA=^=" + join(idle, ",") + "`.");
+    b.add(kCrowdedNic, {{"crowded", join(crowded, "; ")},
+                        {"idle", join(idle, ", ")},
+                        {"verb", idle.size() == 1 ? "is" : "are"},
+                        {"idle_list", join(idle, ",")}});
   }
-  if (b.status() == Status::Pass) {
-    b.note("each GPU's nearest NIC NCCL will use (" + sel.rule + "): " + join(lines, ", "));
-  }
+  if (b.status() == Status::Pass) b.add(kNearestNics, {{"rule", sel.rule}, {"nearest", join(lines, ", ")}});
   return b.build();
 }
 
@@ -326,6 +344,6 @@ Fix
 
 extern const CheckSpec kNetGpuNicAffinity = {
     "net.gpu_nic_affinity", Scope::Node, "each GPU has a NIC on its own PCIe switch or socket", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run, "topology,net"};
+    kInNode | kInJob, "an image build has no topology", &run, "topology,net", false, {}, {}, nullptr, kFindings};
 
 }  // namespace preflight

@@ -2,6 +2,7 @@
 // net.ib: the RDMA devices and ports NCCL's IB transport will use, with NCCL_IB_HCA evaluated as
 // NCCL evaluates it, and NCCL_IB_DISABLE set while ACTIVE HCAs exist.
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <set>
 
@@ -55,6 +56,62 @@ std::string exact_form(std::string_view value) {
   return std::string(exclude ? "^" : "") + "=" + std::string(value);
 }
 
+#define PREFLIGHT_PORTS_UP "(`ibstat`; check cables, the subnet manager for InfiniBand, the switch port for RoCE)"
+
+constexpr FindingSpec kNoDevices = {"net.ib/no-devices", Status::Skip,
+                                    "no RDMA devices{where}; NCCL uses TCP sockets (NET/Socket) between nodes", ""};
+constexpr FindingSpec kIbDisabled = {
+    "net.ib/ib-disabled", Status::Warn,
+    "NCCL_IB_DISABLE={value} ({origin}) while {active} RDMA port(s) are ACTIVE ({active_ports}): NCCL falls back to "
+    "TCP sockets (NET/Socket), many times slower between nodes",
+    "Unset it (`unset NCCL_IB_DISABLE`) and remove it from NCCL's configuration files, unless the RDMA fabric is known "
+    "broken."};
+constexpr FindingSpec kPrefixTrap = {"net.ib/prefix-trap", Status::Warn, "NCCL_IB_HCA={hca} matches by prefix: {traps}",
+                                     "Name the devices exactly: `export NCCL_IB_HCA={exact}`."};
+constexpr FindingSpec kUnknownDevice = {
+    "net.ib/unknown-device", Status::Fail,
+    "NCCL_IB_HCA names {entry}, which matches no RDMA device (devices: {devices})",
+    "Name devices that exist (`ls /sys/class/infiniband`, `ibv_devinfo -l`), e.g. `export "
+    "NCCL_IB_HCA=={device_list}`."};
+constexpr FindingSpec kUnknownPort = {"net.ib/unknown-port", Status::Fail,
+                                      "NCCL_IB_HCA names {entry}, a port the device does not have",
+                                      "Name an existing port (`ls /sys/class/infiniband/{device}/ports`), usually :1."};
+constexpr FindingSpec kStateUnreadable = {"net.ib/state-unreadable", Status::Unknown,
+                                          "the state of {unreadable} could not be read",
+                                          "Run preflight where /sys/class/infiniband/*/ports/*/state is readable."};
+#define PREFLIGHT_NO_ACTIVE_SELECTED \
+  "{selected_by} selects no ACTIVE port{down_note}; NCCL finds no IB device and falls back to TCP sockets"
+constexpr FindingSpec kHcaMissesActive = {
+    "net.ib/hca-misses-active", Status::Fail, PREFLIGHT_NO_ACTIVE_SELECTED,
+    "Select ACTIVE ports: {active_ports} (e.g. `export NCCL_IB_HCA=={first_active}`)."};
+constexpr FindingSpec kHcaNoneActive = {"net.ib/hca-none-active", Status::Fail, PREFLIGHT_NO_ACTIVE_SELECTED,
+                                        "Bring the RDMA ports up " PREFLIGHT_PORTS_UP "."};
+#undef PREFLIGHT_NO_ACTIVE_SELECTED
+constexpr FindingSpec kNoneActive = {
+    "net.ib/none-active", Status::Warn,
+    "no RDMA port is ACTIVE ({down_ports}): NCCL falls back to TCP sockets between nodes",
+    "Bring the ports up " PREFLIGHT_PORTS_UP ", or ignore if this node does not use RDMA."};
+constexpr FindingSpec kSomeInactive = {
+    "net.ib/some-inactive", Status::Warn,
+    "{selected_by} also selects ports that are not ACTIVE: {down_ports} (NCCL skips them)",
+    "Bring them up (`ibstat`), or leave them out: `export NCCL_IB_HCA=={used_ports}`."};
+constexpr FindingSpec kMixedLinkLayers = {
+    "net.ib/mixed-link-layers", Status::Warn,
+    "the ports NCCL will use mix link layers ({per_port}): NCCL errors when it merges them (\"Try selecting NICs of "
+    "only one link type using NCCL_IB_HCA\")",
+    "Select one link type with NCCL_IB_HCA, e.g. only the InfiniBand ports."};
+constexpr FindingSpec kMixedRates = {
+    "net.ib/mixed-rates", Status::Warn,
+    "the ports NCCL will use have different rates ({port_rates}): the slowest one bounds every ring through it",
+    "Check the slow ports' cables and negotiated speed (`ibstat`), or leave them out of NCCL_IB_HCA."};
+constexpr FindingSpec kPorts = {"net.ib/ports", Status::Pass,
+                                "{selected_by} will use {count} ACTIVE port(s): {ports} ({link}{rate}); {gdr}", ""};
+#undef PREFLIGHT_PORTS_UP
+
+constexpr std::array kFindings = {kNoDevices,       kIbDisabled,      kPrefixTrap,    kUnknownDevice, kUnknownPort,
+                                  kStateUnreadable, kHcaMissesActive, kHcaNoneActive, kNoneActive,    kSomeInactive,
+                                  kMixedLinkLayers, kMixedRates,      kPorts};
+
 Verdict run(const CheckContext& ctx) {
   const RankFacts& f = ctx.facts;
   VerdictBuilder b;
@@ -66,13 +123,13 @@ Verdict run(const CheckContext& ctx) {
   if (devs == nullptr) {
     const ProbeError& err = *f.net.ib_devices.error();
     if (err.code == ProbeErrc::NotFound) {
-      return Verdict::skip("no RDMA devices (" + f.net.ib_devices.why() + "); NCCL uses TCP sockets (NET/Socket) between nodes", ev);
+      return Verdict::of(kNoDevices, {{"where", " (" + f.net.ib_devices.why() + ")"}}, ev);
     }
     Verdict v = unknown_from(f.net.ib_devices, "the RDMA devices (/sys/class/infiniband)");
     v.evidence = ev;
     return v;
   }
-  if (devs->empty()) return Verdict::skip("no RDMA devices in /sys/class/infiniband; NCCL uses TCP sockets (NET/Socket) between nodes", ev);
+  if (devs->empty()) return Verdict::of(kNoDevices, {{"where", " in /sys/class/infiniband"}}, ev);
   ev["devices"] = *devs;
 
   std::vector<PortRef> all;
@@ -91,10 +148,10 @@ Verdict run(const CheckContext& ctx) {
     ev["nccl_ib_disable"] = {{"value", disable->value}, {"origin", disable->origin}, {"disables", v && *v != 0}};
     if (v && *v != 0) {
       if (!active_names.empty()) {
-        b.add(Status::Warn, "NCCL_IB_DISABLE=" + printable(disable->value) + " (" + disable->origin + ") while " +
-                                std::to_string(active_names.size()) + " RDMA port(s) are ACTIVE (" + join(active_names, ", ") +
-                                "): NCCL falls back to TCP sockets (NET/Socket), many times slower between nodes",
-              "Unset it (`unset NCCL_IB_DISABLE`) and remove it from NCCL's configuration files, unless the RDMA fabric is known broken.");
+        b.add(kIbDisabled, {{"value", printable(disable->value)},
+                            {"origin", disable->origin},
+                            {"active", active_names.size()},
+                            {"active_ports", join(active_names, ", ")}});
       } else {
         b.note("NCCL_IB_DISABLE=" + printable(disable->value) + ": NCCL uses TCP sockets; no RDMA port is ACTIVE anyway");
       }
@@ -116,8 +173,8 @@ Verdict run(const CheckContext& ctx) {
     std::vector<std::string> traps;
     for (const auto& [entry, other] : nccl_prefix_traps(list, dev_names)) traps.push_back(entry + " also selects " + other);
     if (!traps.empty()) {
-      b.add(Status::Warn, "NCCL_IB_HCA=" + printable(hca->value) + " matches by prefix: " + join(traps, ", "),
-            "Name the devices exactly: `export NCCL_IB_HCA=" + exact_form(hca->value) + "`.");
+      b.add(kPrefixTrap,
+            {{"hca", printable(hca->value)}, {"traps", join(traps, ", ")}, {"exact", exact_form(hca->value)}});
       ev["prefix_traps"] = traps;
     }
     if (!list.exclude) {
@@ -132,11 +189,11 @@ Verdict run(const CheckContext& ctx) {
         for (const IbDevice& d : *devs) dev_found = dev_found || (list.exact ? d.name == e.name : d.name.starts_with(e.name));
         const std::string entry = e.name + (e.port ? ":" + std::to_string(*e.port) : std::string());
         if (!dev_found) {
-          b.add(Status::Fail, "NCCL_IB_HCA names " + printable(entry) + ", which matches no RDMA device (devices: " + join(dev_names, ", ") + ")",
-                "Name devices that exist (`ls /sys/class/infiniband`, `ibv_devinfo -l`), e.g. `export NCCL_IB_HCA==" + join(dev_names, ",") + "`.");
+          b.add(kUnknownDevice, {{"entry", printable(entry)},
+                                 {"devices", join(dev_names, ", ")},
+                                 {"device_list", join(dev_names, ",")}});
         } else if (!port_found) {
-          b.add(Status::Fail, "NCCL_IB_HCA names " + printable(entry) + ", a port the device does not have",
-                "Name an existing port (`ls /sys/class/infiniband/" + e.name + "/ports`), usually :1.");
+          b.add(kUnknownPort, {{"entry", printable(entry)}, {"device", e.name}});
         }
       }
     }
@@ -158,30 +215,25 @@ Verdict run(const CheckContext& ctx) {
     if (active(r)) continue;
     (r.port->state.empty() ? unknown_state : not_active).push_back(port_text(r));
   }
-  if (!unknown_state.empty() && used.empty()) {
-    b.add(Status::Unknown, "the state of " + join(unknown_state, ", ") + " could not be read",
-          "Run preflight where /sys/class/infiniband/*/ports/*/state is readable.");
-  }
+  if (!unknown_state.empty() && used.empty()) b.add(kStateUnreadable, {{"unreadable", join(unknown_state, ", ")}});
   const std::string hca_text = hca ? "NCCL_IB_HCA=" + printable(hca->value) : std::string("NCCL (NCCL_IB_HCA unset)");
+  std::vector<std::string> used_names;
+  for (const PortRef& r : used) used_names.push_back(r.name());
   if (used.empty() && unknown_state.empty()) {
-    if (hca) {
-      b.add(Status::Fail, hca_text + " selects no ACTIVE port" + (not_active.empty() ? std::string() : ": " + join(not_active, ", ")) +
-                              "; NCCL finds no IB device and falls back to TCP sockets",
-            active_names.empty() ? "Bring the RDMA ports up (`ibstat`; check cables, the subnet manager for InfiniBand, the switch port for RoCE)."
-                                 : "Select ACTIVE ports: " + join(active_names, ", ") + " (e.g. `export NCCL_IB_HCA==" + active_names.front() + "`).");
+    if (hca && active_names.empty()) {
+      b.add(kHcaNoneActive, {{"selected_by", hca_text},
+                             {"down_note", not_active.empty() ? std::string() : ": " + join(not_active, ", ")}});
+    } else if (hca) {
+      b.add(kHcaMissesActive, {{"selected_by", hca_text},
+                               {"down_note", not_active.empty() ? std::string() : ": " + join(not_active, ", ")},
+                               {"active_ports", join(active_names, ", ")},
+                               {"first_active", active_names.front()}});
     } else {
-      b.add(Status::Warn, "no RDMA port is ACTIVE (" + join(not_active, ", ") + "): NCCL falls back to TCP sockets between nodes",
-            "Bring the ports up (`ibstat`; check cables, the subnet manager for InfiniBand, the switch port for RoCE), or ignore if this node does not use RDMA.");
+      b.add(kNoneActive, {{"down_ports", join(not_active, ", ")}});
     }
   } else if (!not_active.empty()) {
-    b.add(Status::Warn, hca_text + " also selects ports that are not ACTIVE: " + join(not_active, ", ") + " (NCCL skips them)",
-          "Bring them up (`ibstat`), or leave them out: `export NCCL_IB_HCA==" +
-              [&] {
-                std::vector<std::string> n;
-                for (const PortRef& r : used) n.push_back(r.name());
-                return join(n, ",");
-              }() +
-              "`.");
+    b.add(kSomeInactive,
+          {{"selected_by", hca_text}, {"down_ports", join(not_active, ", ")}, {"used_ports", join(used_names, ",")}});
   }
 
   std::set<std::string> layers;
@@ -195,22 +247,19 @@ Verdict run(const CheckContext& ctx) {
   if (layers.size() > 1) {
     std::vector<std::string> per;
     for (const PortRef& r : used) per.push_back(r.name() + " " + link_word(*r.port));
-    b.add(Status::Warn, "the ports NCCL will use mix link layers (" + join(per, ", ") +
-                            "): NCCL errors when it merges them (\"Try selecting NICs of only one link type using NCCL_IB_HCA\")",
-          "Select one link type with NCCL_IB_HCA, e.g. only the InfiniBand ports.");
+    b.add(kMixedLinkLayers, {{"per_port", join(per, ", ")}});
   }
-  if (rates.size() > 1) {
-    b.add(Status::Warn, "the ports NCCL will use have different rates (" + join(rate_list, ", ") + "): the slowest one bounds every ring through it",
-          "Check the slow ports' cables and negotiated speed (`ibstat`), or leave them out of NCCL_IB_HCA.");
-  }
+  if (rates.size() > 1) b.add(kMixedRates, {{"port_rates", join(rate_list, ", ")}});
 
   if (!used.empty()) {
-    std::vector<std::string> names;
-    for (const PortRef& r : used) names.push_back(r.name());
     const std::string gdr = f.net.gpudirect_rdma.ok() ? (*f.net.gpudirect_rdma.value() ? "GPUDirect RDMA module loaded" : "no GPUDirect RDMA module (nvidia_peermem) loaded")
                                                       : "GPUDirect RDMA unknown";
-    b.note(hca_text + " will use " + std::to_string(used.size()) + " ACTIVE port(s): " + join(names, ", ") + " (" +
-           join(std::vector<std::string>(layers.begin(), layers.end()), "+") + (rate_list.empty() ? "" : ", " + used.front().port->rate) + "); " + gdr);
+    b.add(kPorts, {{"selected_by", hca_text},
+                   {"count", used.size()},
+                   {"ports", join(used_names, ", ")},
+                   {"link", join(std::vector<std::string>(layers.begin(), layers.end()), "+")},
+                   {"rate", rate_list.empty() ? std::string() : ", " + used.front().port->rate},
+                   {"gdr", gdr}});
   }
   return b.build();
 }
@@ -248,6 +297,7 @@ Fix
 
 extern const CheckSpec kNetIb = {
     "net.ib", Scope::Node, "RDMA devices and ports ACTIVE; NCCL_IB_HCA selects what exists, exactly", kExplain,
-    kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net"};
+    kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net", false, {}, {},
+    nullptr, kFindings};
 
 }  // namespace preflight

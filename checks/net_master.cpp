@@ -2,6 +2,7 @@
 // net.master: MASTER_ADDR resolves to an address the other ranks can reach, and MASTER_PORT is a
 // port that PyTorch's TCPStore can listen on at the master; in a job, every rank names the same pair.
 #include <algorithm>
+#include <array>
 
 #include "checks/check.hpp"
 #include "core/nccl_socket.hpp"
@@ -15,6 +16,96 @@ constexpr std::string_view kDebianHostnameAddress = "127.0.1.1";
 bool contains_ip(const std::vector<std::string>& list, std::string_view ip) {
   return std::any_of(list.begin(), list.end(), [&](const std::string& a) { return same_ip(a, ip); });
 }
+
+#define PREFLIGHT_DIFFERS                                                                                  \
+  "{variable} differs between ranks: {groups}: the ranks rendezvous at different places and wait for each " \
+  "other until the timeout"
+constexpr FindingSpec kDiffers = {
+    "net.master/differs-between-ranks", Status::Fail, PREFLIGHT_DIFFERS,
+    "Set one value for the whole job, the majority's: `export {variable}={majority}` in the job script before the "
+    "launcher (mpirun -x {variable}, srun --export=ALL), not per node."};
+constexpr FindingSpec kDiffersMostlyUnset = {
+    "net.master/differs-between-ranks-mostly-unset", Status::Fail, PREFLIGHT_DIFFERS,
+    "Unset {variable} on every rank, or set it to one value for the whole job in the job script, before the launcher "
+    "starts the ranks."};
+#undef PREFLIGHT_DIFFERS
+constexpr FindingSpec kUnset = {
+    "net.master/unset", Status::Skip,
+    "MASTER_ADDR and MASTER_PORT are not set (only torch.distributed's env:// rendezvous reads them)", ""};
+constexpr FindingSpec kAddrMissing = {
+    "net.master/addr-missing", Status::Fail,
+    "MASTER_PORT={master_port} is set but MASTER_ADDR is not: env:// rendezvous fails (\"environment variable "
+    "MASTER_ADDR expected, but not set\")",
+    "export MASTER_ADDR=<the master node's address on the network the nodes share>"};
+#define PREFLIGHT_PORT_FIX "export MASTER_PORT=29500   (any free port below 32768 on the master)"
+constexpr FindingSpec kPortMissing = {
+    "net.master/port-missing", Status::Fail,
+    "MASTER_ADDR={addr} is set but MASTER_PORT is not: env:// rendezvous fails (\"environment variable MASTER_PORT "
+    "expected, but not set\")",
+    PREFLIGHT_PORT_FIX};
+constexpr FindingSpec kPortInvalid = {"net.master/port-invalid", Status::Fail,
+                                      "MASTER_PORT='{master_port}' is not a port number in 1..65535",
+                                      PREFLIGHT_PORT_FIX};
+#undef PREFLIGHT_PORT_FIX
+#define PREFLIGHT_HOSTNAME_ADDRESS_FIX                                                                                 \
+  "Set MASTER_ADDR to the master's address on the shared network (e.g. `export MASTER_ADDR=$(hostname -I | cut -d' ' " \
+  "-f1)`), or map the hostname to that address in /etc/hosts instead of 127.0.1.1."
+constexpr FindingSpec kHostnameAddress = {
+    "net.master/hostname-address", Status::Fail,
+    "MASTER_ADDR={addr} resolves to 127.0.1.1 on this host (Debian/Ubuntu map the hostname there in /etc/hosts): "
+    "other nodes cannot reach the rendezvous or Gloo through it",
+    PREFLIGHT_HOSTNAME_ADDRESS_FIX};
+constexpr FindingSpec kHostnameAddressOneNode = {
+    "net.master/hostname-address-one-node", Status::Warn,
+    "MASTER_ADDR={addr} resolves to 127.0.1.1 on this host (Debian/Ubuntu map the hostname there in /etc/hosts): it "
+    "works on one node only",
+    PREFLIGHT_HOSTNAME_ADDRESS_FIX};
+#undef PREFLIGHT_HOSTNAME_ADDRESS_FIX
+constexpr FindingSpec kLoopback = {
+    "net.master/loopback", Status::Fail,
+    "MASTER_ADDR={addr} resolves to the loopback address {address} in a multi-node job: the other nodes connect to "
+    "themselves",
+    "Set MASTER_ADDR to the master node's address on the network the nodes share (`hostname -I` on the master)."};
+constexpr FindingSpec kResolveTimeout = {
+    "net.master/resolve-timeout", Status::Fail,
+    "MASTER_ADDR={addr} {detail} (getaddrinfo; the DNS server is slow or unreachable)",
+    "Use a numeric MASTER_ADDR, or fix name resolution (`getent hosts {addr}`, /etc/resolv.conf)."};
+constexpr FindingSpec kNotResolved = {"net.master/not-resolved", Status::Unknown,
+                                      "MASTER_ADDR={addr} was not resolved: {why}",
+                                      "Run preflight on the node itself (without --sysroot) to resolve MASTER_ADDR."};
+constexpr FindingSpec kDoesNotResolve = {
+    "net.master/does-not-resolve", Status::Fail, "MASTER_ADDR={addr} does not resolve: {detail}",
+    "Fix the name (`getent hosts {addr}`) or use the master's IP address: `export MASTER_ADDR=<ip>`."};
+constexpr FindingSpec kPortInUse = {
+    "net.master/port-in-use", Status::Fail,
+    "MASTER_PORT {port} is already in use on this host, the master ({where}): the rendezvous store cannot listen",
+    "Find the process: `ss -ltnp 'sport = :{port}'` (as root to see every user's); stop it, or choose a free port: "
+    "`export MASTER_PORT=<port>`."};
+constexpr FindingSpec kPortPrivileged = {
+    "net.master/port-privileged", Status::Fail,
+    "MASTER_PORT {port} cannot be bound on {address}: {bind} (ports below 1024 need CAP_NET_BIND_SERVICE)",
+    "Use a port above 1023: `export MASTER_PORT=29500`."};
+constexpr FindingSpec kBindFailed = {"net.master/bind-failed", Status::Fail,
+                                     "MASTER_PORT {port} cannot be bound on {address}: {bind}",
+                                     "Set MASTER_ADDR to an address of this host and a free MASTER_PORT."};
+constexpr FindingSpec kPortStateUnknown = {
+    "net.master/port-state-unknown", Status::Unknown,
+    "could not tell whether MASTER_PORT {port} is free: {listening_why}; {bind_why}",
+    "Run preflight on the master node itself, where /proc/net/tcp is readable."};
+constexpr FindingSpec kPortEphemeral = {
+    "net.master/port-ephemeral", Status::Warn,
+    "MASTER_PORT {port} lies in the ephemeral port range {low}-{high}: an outgoing connection can take it before the "
+    "rendezvous listens",
+    "Choose a port below {low} (e.g. `export MASTER_PORT=29500`), or reserve it: `sysctl -w "
+    "net.ipv4.ip_local_reserved_ports={port}`."};
+constexpr FindingSpec kResolves = {"net.master/resolves", Status::Pass,
+                                   "MASTER_ADDR={addr} resolves to {addresses}{this_host}", ""};
+
+constexpr std::array kFindings = {kDiffers,       kDiffersMostlyUnset, kUnset,           kAddrMissing,
+                                  kPortMissing,   kPortInvalid,        kHostnameAddress, kHostnameAddressOneNode,
+                                  kLoopback,      kResolveTimeout,     kNotResolved,     kDoesNotResolve,
+                                  kPortInUse,     kPortPrivileged,     kBindFailed,      kPortStateUnknown,
+                                  kPortEphemeral, kResolves};
 
 template <typename T>
 nlohmann::json probed_json(const Probed<T>& p) {
@@ -61,14 +152,8 @@ void compare_ranks(const JobFacts& job, VerdictBuilder& b) {
     }
     b.evidence()[std::string(var.name) + "_by_rank"] = std::move(ev);
     const std::string& majority = groups[major].first;
-    b.add(Status::Fail,
-          std::string(var.name) + " differs between ranks: " + join(parts, "; ") +
-              ": the ranks rendezvous at different places and wait for each other until the timeout",
-          majority.empty()
-              ? std::string("Unset ") + var.name + " on every rank, or set it to one value for the whole job in the "
-                "job script, before the launcher starts the ranks."
-              : std::string("Set one value for the whole job, the majority's: `export ") + var.name + "=" + printable(majority) +
-                    "` in the job script before the launcher (mpirun -x " + var.name + ", srun --export=ALL), not per node.");
+    b.add(majority.empty() ? kDiffersMostlyUnset : kDiffers,
+          {{"variable", var.name}, {"groups", join(parts, "; ")}, {"majority", printable(majority)}});
   }
 }
 
@@ -79,7 +164,7 @@ Verdict run(const CheckContext& ctx) {
   if (ctx.job != nullptr && ctx.job->ranks.size() > 1) compare_ranks(*ctx.job, b);
   if (m.addr.empty() && m.port.empty()) {
     if (b.status() != Status::Pass) return b.build();
-    return Verdict::skip("MASTER_ADDR and MASTER_PORT are not set (only torch.distributed's env:// rendezvous reads them)");
+    return Verdict::of(kUnset);
   }
   const bool multi = is_multi_node(f.placement);
   const bool torchrun = f.placement.launcher == "torchrun" || f.env.has("TORCHELASTIC_RUN_ID");
@@ -97,19 +182,15 @@ Verdict run(const CheckContext& ctx) {
   ev["multi_node"] = multi;
   ev["torchrun"] = torchrun;
 
-  if (m.addr.empty()) {
-    b.add(Status::Fail, "MASTER_PORT=" + printable(m.port) + " is set but MASTER_ADDR is not: env:// rendezvous fails (\"environment variable MASTER_ADDR expected, but not set\")",
-          "export MASTER_ADDR=<the master node's address on the network the nodes share>");
-  }
+  const std::string addr = printable(m.addr);
+  if (m.addr.empty()) b.add(kAddrMissing, {{"master_port", printable(m.port)}});
   const auto port_value = parse_int(m.port);
   const bool port_ok = port_value && *port_value >= 1 && *port_value <= 65535;
   const int port = port_ok ? static_cast<int>(*port_value) : 0;
   if (m.port.empty()) {
-    b.add(Status::Fail, "MASTER_ADDR=" + printable(m.addr) + " is set but MASTER_PORT is not: env:// rendezvous fails (\"environment variable MASTER_PORT expected, but not set\")",
-          "export MASTER_PORT=29500   (any free port below 32768 on the master)");
+    b.add(kPortMissing, {{"addr", addr}});
   } else if (!port_ok) {
-    b.add(Status::Fail, "MASTER_PORT='" + printable(m.port) + "' is not a port number in 1..65535",
-          "export MASTER_PORT=29500   (any free port below 32768 on the master)");
+    b.add(kPortInvalid, {{"master_port", printable(m.port)}});
   }
 
   std::string first_address;
@@ -121,26 +202,18 @@ Verdict run(const CheckContext& ctx) {
       const bool trap = contains_ip(*resolved, kDebianHostnameAddress) ||
                         (name_is_host && host_addrs != nullptr && contains_ip(*host_addrs, kDebianHostnameAddress));
       if (trap) {
-        b.add(multi ? Status::Fail : Status::Warn,
-              "MASTER_ADDR=" + printable(m.addr) + " resolves to 127.0.1.1 on this host (Debian/Ubuntu map the hostname there in /etc/hosts)" +
-                  (multi ? ": other nodes cannot reach the rendezvous or Gloo through it" : ": it works on one node only"),
-              "Set MASTER_ADDR to the master's address on the shared network (e.g. `export MASTER_ADDR=$(hostname -I | cut -d' ' -f1)`), or map the hostname to that address in /etc/hosts instead of 127.0.1.1.");
+        b.add(multi ? kHostnameAddress : kHostnameAddressOneNode, {{"addr", addr}});
       } else if (multi && is_loopback_ip(first_address)) {
-        b.add(Status::Fail, "MASTER_ADDR=" + printable(m.addr) + " resolves to the loopback address " + first_address +
-                                " in a multi-node job: the other nodes connect to themselves",
-              "Set MASTER_ADDR to the master node's address on the network the nodes share (`hostname -I` on the master).");
+        b.add(kLoopback, {{"addr", addr}, {"address", first_address}});
       }
     } else {
       const ProbeError& err = *m.resolved.error();
       if (err.code == ProbeErrc::Timeout) {
-        b.add(Status::Fail, "MASTER_ADDR=" + printable(m.addr) + " " + err.detail + " (getaddrinfo; the DNS server is slow or unreachable)",
-              "Use a numeric MASTER_ADDR, or fix name resolution (`getent hosts " + printable(m.addr) + "`, /etc/resolv.conf).");
+        b.add(kResolveTimeout, {{"addr", addr}, {"detail", err.detail}});
       } else if (err.code == ProbeErrc::Unsupported || err.code == ProbeErrc::NotProbed) {
-        b.add(Status::Unknown, "MASTER_ADDR=" + printable(m.addr) + " was not resolved: " + m.resolved.why(),
-              "Run preflight on the node itself (without --sysroot) to resolve MASTER_ADDR.");
+        b.add(kNotResolved, {{"addr", addr}, {"why", m.resolved.why()}});
       } else {
-        b.add(Status::Fail, "MASTER_ADDR=" + printable(m.addr) + " does not resolve: " + err.detail,
-              "Fix the name (`getent hosts " + printable(m.addr) + "`) or use the master's IP address: `export MASTER_ADDR=<ip>`.");
+        b.add(kDoesNotResolve, {{"addr", addr}, {"detail", err.detail}});
       }
     }
   }
@@ -155,17 +228,14 @@ Verdict run(const CheckContext& ctx) {
         b.note("a socket listens on MASTER_PORT " + ps + ", as expected under torchrun: its agent hosts the TCPStore there");
       } else {
         const std::string where = listening ? m.port_listening.source() : "bind(" + first_address + ":" + ps + "): " + *bind;
-        b.add(Status::Fail, "MASTER_PORT " + ps + " is already in use on this host, the master (" + where + "): the rendezvous store cannot listen",
-              "Find the process: `ss -ltnp 'sport = :" + ps + "'` (as root to see every user's); stop it, or choose a free port: `export MASTER_PORT=<port>`.");
+        b.add(kPortInUse, {{"port", port}, {"where", where}});
       }
     } else if (bind != nullptr && *bind != "free") {
       const bool perm = bind->starts_with("EACCES") || bind->starts_with("EPERM");
-      b.add(Status::Fail, "MASTER_PORT " + ps + " cannot be bound on " + first_address + ": " + *bind +
-                              (perm ? " (ports below 1024 need CAP_NET_BIND_SERVICE)" : ""),
-            perm ? "Use a port above 1023: `export MASTER_PORT=29500`." : "Set MASTER_ADDR to an address of this host and a free MASTER_PORT.");
+      b.add(perm ? kPortPrivileged : kBindFailed, {{"port", port}, {"address", first_address}, {"bind", *bind}});
     } else if (!m.port_listening.ok() && bind == nullptr) {
-      b.add(Status::Unknown, "could not tell whether MASTER_PORT " + ps + " is free: " + m.port_listening.why() + "; " + m.bind_test.why(),
-            "Run preflight on the master node itself, where /proc/net/tcp is readable.");
+      b.add(kPortStateUnknown,
+            {{"port", port}, {"listening_why", m.port_listening.why()}, {"bind_why", m.bind_test.why()}});
     } else {
       b.note("MASTER_PORT " + ps + " is free on this host, the master");
     }
@@ -174,9 +244,7 @@ Verdict run(const CheckContext& ctx) {
       const auto reserved = reserved_text != nullptr ? parse_cpu_list(*reserved_text) : std::nullopt;
       const bool reserved_here = reserved && std::binary_search(reserved->begin(), reserved->end(), port);
       if (port >= (*range)[0] && port <= (*range)[1] && !reserved_here) {
-        b.add(Status::Warn, "MASTER_PORT " + ps + " lies in the ephemeral port range " + std::to_string((*range)[0]) + "-" +
-                                std::to_string((*range)[1]) + ": an outgoing connection can take it before the rendezvous listens",
-              "Choose a port below " + std::to_string((*range)[0]) + " (e.g. `export MASTER_PORT=29500`), or reserve it: `sysctl -w net.ipv4.ip_local_reserved_ports=" + ps + "`.");
+        b.add(kPortEphemeral, {{"port", port}, {"low", (*range)[0]}, {"high", (*range)[1]}});
       }
     }
   } else if (!first_address.empty()) {
@@ -184,7 +252,9 @@ Verdict run(const CheckContext& ctx) {
   }
 
   if (!first_address.empty()) {
-    b.note("MASTER_ADDR=" + printable(m.addr) + " resolves to " + join(*m.resolved.value(), ", ") + (m.addr_is_local ? " (this host)" : ""));
+    b.add(kResolves, {{"addr", addr},
+                      {"addresses", join(*m.resolved.value(), ", ")},
+                      {"this_host", m.addr_is_local ? " (this host)" : ""}});
   }
   return b.build();
 }
@@ -222,6 +292,7 @@ Fix
 
 extern const CheckSpec kNetMaster = {
     "net.master", Scope::Job, "MASTER_ADDR resolves to a usable address and MASTER_PORT is free on the master", kExplain,
-    kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net"};
+    kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net", false, {}, {},
+    nullptr, kFindings};
 
 }  // namespace preflight

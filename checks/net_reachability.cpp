@@ -3,6 +3,7 @@
 // bootstrap address, the interface and address NCCL on rank 0 would put into its unique id. A rank
 // that cannot is a job that hangs or fails in ncclCommInitRank.
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -42,10 +43,55 @@ std::string rule_text(const SocketSelection& sel) {
   return sel.from_env ? "NCCL_SOCKET_IFNAME=" + printable(sel.rule) : "NCCL's default order (" + join(sel.tried, ", ") + ")";
 }
 
+// Where every rank connected: rank 0's bootstrap address, with the interface ("eth0 on ") and host.
+#define PREFLIGHT_WHERE "rank 0's NCCL bootstrap address {target} ({iface_on}{host})"
+
+constexpr FindingSpec kSingleProcess = {"net.reachability/single-process", Status::Skip,
+                                        "a single process: there is no other rank to reach rank 0", ""};
+constexpr FindingSpec kMergedWithoutResults = {
+    "net.reachability/merged-without-results", Status::Skip,
+    "reachability is tested only in a live job, and the merged files hold no reach results", ""};
+constexpr FindingSpec kRank0NoInterface = {
+    "net.reachability/rank0-no-interface", Status::Fail,
+    "rank 0 ({host}) has no interface NCCL's bootstrap can use: {selected_by} selects no running interface with an "
+    "address, so NCCL fails with \"Bootstrap : no socket interface found\" before any rank can connect{note}",
+    "On {host}, set NCCL_SOCKET_IFNAME to a running interface with an address that every node can route to (see "
+    "`ip -br addr` and net.socket_ifname), the same on every rank."};
+constexpr FindingSpec kNotRun = {
+    "net.reachability/not-run", Status::Unknown, "the reachability test was not run: {why}",
+    "See net.socket_ifname on rank 0 ({host}) for the interface NCCL would use; rerun preflight under the job's "
+    "launcher."};
+constexpr FindingSpec kUnreachable = {
+    "net.reachability/unreachable", Status::Fail,
+    "{failed} of {total} ranks cannot open a TCP connection to " PREFLIGHT_WHERE ": {failures}",
+    "{explanation}{pick}: if the other hosts cannot route to that network, set NCCL_SOCKET_IFNAME to the interface the "
+    "nodes share (the same on every rank; `ip -br addr`). On a failing host, `ip route get {address}` shows the "
+    "route; on {host}, allow TCP from the other nodes (NCCL's bootstrap listens on ephemeral ports): `nft list "
+    "ruleset` / `iptables -S INPUT`."};
+constexpr FindingSpec kNoResult = {
+    "net.reachability/no-result", Status::Unknown,
+    "{silent} delivered no reachability result: whether they reach " PREFLIGHT_WHERE " is unknown",
+    "Rerun preflight under the job's launcher; see the launch and barrier checks for what stopped those ranks."};
+constexpr FindingSpec kNoFacts = {"net.reachability/no-facts", Status::Unknown,
+                                  "no facts arrived from {missing}: whether they reach " PREFLIGHT_WHERE " is unknown",
+                                  "See comm.barrier and launch.ranks for where those ranks stopped."};
+constexpr FindingSpec kLoopback = {
+    "net.reachability/loopback", Status::Fail,
+    "rank 0's NCCL bootstrap address {target} is loopback in a job across {hosts} hosts: ranks on the other hosts "
+    "connect to themselves",
+    "Set NCCL_SOCKET_IFNAME to the interface the nodes share (not lo), the same on every rank."};
+constexpr FindingSpec kReached = {
+    "net.reachability/reached", Status::Pass,
+    "all {reached} ranks opened a TCP connection to " PREFLIGHT_WHERE " (slowest {slowest})", ""};
+#undef PREFLIGHT_WHERE
+
+constexpr std::array kFindings = {kSingleProcess, kMergedWithoutResults, kRank0NoInterface, kNotRun, kUnreachable,
+                                  kNoResult,      kNoFacts,              kLoopback,         kReached};
+
 Verdict run(const CheckContext& ctx) {
   const JobFacts* job = ctx.job;
   if (job == nullptr || (job->source == "none" && job->world_size <= 1)) {
-    return Verdict::skip("a single process: there is no other rank to reach rank 0");
+    return Verdict::of(kSingleProcess);
   }
   const JobFacts& j = *job;
   const bool merged = j.source == "merge";
@@ -62,7 +108,7 @@ Verdict run(const CheckContext& ctx) {
 
   if (merged) {
     const bool any = std::any_of(j.ranks.begin(), j.ranks.end(), [](const RankFacts& f) { return f.net.reach.has_value(); });
-    if (!any) return Verdict::skip("reachability is tested only in a live job, and the merged files hold no reach results");
+    if (!any) return Verdict::of(kMergedWithoutResults);
   }
 
   VerdictBuilder b;
@@ -75,20 +121,17 @@ Verdict run(const CheckContext& ctx) {
 
   if (!merged && !j.reach_target) {
     if (sel && sel->matches.empty()) {
-      return Verdict::fail("rank 0 (" + host0 + ") has no interface NCCL's bootstrap can use: " + rule_text(*sel) +
-                               " selects no running interface with an address, so NCCL fails with \"Bootstrap : no socket "
-                               "interface found\" before any rank can connect" +
-                               (j.reach_note.empty() ? std::string() : " (" + j.reach_note + ")"),
-                           "On " + host0 + ", set NCCL_SOCKET_IFNAME to a running interface with an address that every node "
-                           "can route to (see `ip -br addr` and net.socket_ifname), the same on every rank.",
-                           std::move(ev))
+      return Verdict::of(kRank0NoInterface,
+                         {{"host", host0},
+                          {"selected_by", rule_text(*sel)},
+                          {"note", j.reach_note.empty() ? std::string() : " (" + j.reach_note + ")"}},
+                         std::move(ev))
           .because("net.socket_ifname");
     }
-    return Verdict::unknown("the reachability test was not run: " +
-                                (j.reach_note.empty() ? std::string("rank 0 offered no address") : j.reach_note),
-                            "See net.socket_ifname on rank 0 (" + host0 + ") for the interface NCCL would use; rerun preflight "
-                            "under the job's launcher.",
-                            std::move(ev));
+    return Verdict::of(kNotRun,
+                       {{"why", j.reach_note.empty() ? std::string("rank 0 offered no address") : j.reach_note},
+                        {"host", host0}},
+                       std::move(ev));
   }
 
   // Every rank's result.
@@ -126,7 +169,14 @@ Verdict run(const CheckContext& ctx) {
   }
   ev["results"] = results;
   const std::string iface = j.reach_target && !j.reach_target->interface.empty() ? j.reach_target->interface + " on " : std::string();
-  const std::string where = "rank 0's NCCL bootstrap address " + (target.empty() ? std::string("?") : target) + " (" + iface + host0 + ")";
+  // The parameters of "rank 0's NCCL bootstrap address …" in every finding below.
+  const nlohmann::json at = {
+      {"target", target.empty() ? std::string("?") : target}, {"iface_on", iface}, {"host", host0}};
+  const auto with = [&](nlohmann::json more) {
+    nlohmann::json p = at;
+    p.update(more);
+    return p;
+  };
 
   if (!failed.empty()) {
     std::vector<std::string> parts;
@@ -148,32 +198,25 @@ Verdict run(const CheckContext& ctx) {
                                  ? "Rank 0 picked " + sel->matches.front().interface + " (" + sel->matches.front().address.address +
                                        ") by " + rule_text(*sel)
                                  : "Rank 0 picked " + (iface.empty() ? std::string("its interface") : j.reach_target->interface);
-    b.add(Status::Fail,
-          std::to_string(count) + " of " + std::to_string(ranks.size()) + " ranks cannot open a TCP connection to " + where +
-              ": " + join(parts, "; "),
-          why + pick + ": if the other hosts cannot route to that network, set NCCL_SOCKET_IFNAME to the interface the nodes "
-                "share (the same on every rank; `ip -br addr`). On a failing host, `ip route get " + addr +
-                "` shows the route; on " + host0 + ", allow TCP from the other nodes (NCCL's bootstrap listens on ephemeral "
-                "ports): `nft list ruleset` / `iptables -S INPUT`.");
+    b.add(kUnreachable, with({{"failed", count},
+                              {"total", ranks.size()},
+                              {"failures", join(parts, "; ")},
+                              {"explanation", why},
+                              {"pick", pick},
+                              {"address", addr}}));
   }
   if (!no_result.empty()) {
     std::vector<std::string> named;
     for (int r : no_result) named.push_back(std::to_string(r) + " (" + host_of(j, r) + ")");
-    b.add(Status::Unknown, (no_result.size() == 1 ? "rank " : "ranks ") + join(named, ", ") +
-                               " delivered no reachability result: whether they reach " + where + " is unknown",
-          "Rerun preflight under the job's launcher; see the launch and barrier checks for what stopped those ranks.");
+    b.add(kNoResult, with({{"silent", (no_result.size() == 1 ? "rank " : "ranks ") + join(named, ", ")}}));
   }
   if (!undelivered.empty() && !merged) {
     std::vector<std::string> named;
     for (int r : undelivered) named.push_back(j.describe_rank(r));
-    b.add(Status::Unknown, "no facts arrived from " + join(named, "; ") + ": whether they reach " + where + " is unknown",
-          "See comm.barrier and launch.ranks for where those ranks stopped.");
+    b.add(kNoFacts, with({{"missing", join(named, "; ")}}));
   }
   if (hosts.size() > 1 && !target.empty() && j.reach_target && is_loopback_ip(j.reach_target->address)) {
-    b.add(Status::Fail,
-          "rank 0's NCCL bootstrap address " + target + " is loopback in a job across " + std::to_string(hosts.size()) +
-              " hosts: ranks on the other hosts connect to themselves",
-          "Set NCCL_SOCKET_IFNAME to the interface the nodes share (not lo), the same on every rank.");
+    b.add(kLoopback, with({{"hosts", hosts.size()}}));
   }
   std::size_t failed_count = 0;
   for (const auto& entry : failed) failed_count += entry.second.size();
@@ -182,8 +225,7 @@ Verdict run(const CheckContext& ctx) {
   ev["undelivered"] = undelivered;
   ev["slowest_ms"] = slowest;
   if (b.status() == Status::Pass) {
-    b.note("all " + std::to_string(ok.size()) + " ranks opened a TCP connection to " + where + " (slowest " +
-           format_duration(slowest / 1e3) + ")");
+    b.add(kReached, with({{"reached", ok.size()}, {"slowest", format_duration(slowest / 1e3)}}));
   }
   Verdict v = b.build();
   // Unreachable or loopback: explained by rank 0's interface choice when net.socket_ifname finds
@@ -219,6 +261,7 @@ Fix
 
 extern const CheckSpec kNetReachability = {
     "net.reachability", Scope::Job, "every rank reaches rank 0's NCCL bootstrap address over TCP", kExplain,
-    kInJob, "an image build has no job to check", &run, "reach", false, "net.socket_ifname", "a reachable bootstrap address"};
+    kInJob, "an image build has no job to check", &run, "reach", false, "net.socket_ifname", "a reachable bootstrap address",
+    nullptr, kFindings};
 
 }  // namespace preflight

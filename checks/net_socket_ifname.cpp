@@ -2,6 +2,7 @@
 // net.socket_ifname: the interface NCCL's bootstrap (and NET/Socket) will use, found exactly as NCCL
 // finds it, and the interfaces GLOO_SOCKET_IFNAME names for PyTorch's Gloo.
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include "checks/check.hpp"
@@ -46,10 +47,15 @@ std::string list_interfaces(const std::vector<NetInterface>& ifs, bool addresses
   return parts.empty() ? std::string("none") : join(parts, ", ");
 }
 
+// The state of an interface that is not running: "down, operstate down".
+std::string down_state(const NetInterface& i) {
+  return std::string(i.up ? "up, no carrier" : "down") +
+         (i.operstate.empty() ? std::string() : ", operstate " + i.operstate);
+}
+
 // Why an interface the list names is not usable for NCCL.
 std::string unusable_reason(const NetInterface& i, std::string_view family) {
-  if (!i.running) return i.name + " is not running (" + (i.up ? "up, no carrier" : "down") +
-                         (i.operstate.empty() ? std::string() : ", operstate " + i.operstate) + ")";
+  if (!i.running) return i.name + " is not running (" + down_state(i) + ")";
   return i.name + " has no " + family_word(family) + " address";
 }
 
@@ -64,6 +70,95 @@ nlohmann::json choice_json(const SocketChoice& c) {
   return {{"interface", c.interface}, {"address", c.address.address}, {"prefix", c.address.prefix}};
 }
 
+constexpr FindingSpec kGlooEmptyEntry = {
+    "net.socket_ifname/gloo-empty-entry", Status::Warn,
+    "GLOO_SOCKET_IFNAME='{gloo}' has an empty entry: Gloo looks up an interface named ''",
+    "Remove the empty entry: a comma-separated list of exact interface names."};
+constexpr FindingSpec kGlooMissing = {
+    "net.socket_ifname/gloo-missing", Status::Fail,
+    "GLOO_SOCKET_IFNAME names {name}, which does not exist (interfaces: {interfaces}){grammar}",
+    "Set GLOO_SOCKET_IFNAME to interfaces that exist on every node, comma-separated exact names (e.g. `export "
+    "GLOO_SOCKET_IFNAME={gloo_example}`)."};
+constexpr FindingSpec kGlooNotRunning = {
+    "net.socket_ifname/gloo-not-running", Status::Fail,
+    "GLOO_SOCKET_IFNAME names {name}, but {name} is not running ({state}); Gloo fails with 'Unable to find address "
+    "for: {name}'",
+    "Bring {name} up (`ip link set {name} up`, check its link) or name another interface in GLOO_SOCKET_IFNAME."};
+constexpr FindingSpec kGlooNoAddress = {
+    "net.socket_ifname/gloo-no-address", Status::Fail,
+    "GLOO_SOCKET_IFNAME names {name}, but {name} has no IPv4 or IPv6 address; Gloo fails with 'Unable to find "
+    "address for: {name}'",
+    "Give {name} an address or name another interface in GLOO_SOCKET_IFNAME."};
+constexpr FindingSpec kGlooLoopback = {
+    "net.socket_ifname/gloo-loopback", Status::Fail,
+    "GLOO_SOCKET_IFNAME names the loopback interface {name} in a multi-node job",
+    "Set GLOO_SOCKET_IFNAME to the interface the nodes reach each other on (e.g. the one NCCL uses)."};
+constexpr FindingSpec kFamilyIgnored = {
+    "net.socket_ifname/family-ignored", Status::Warn,
+    "NCCL_SOCKET_FAMILY={socket_family} is ignored by NCCL: only AF_INET and AF_INET6 are understood",
+    "Write `export NCCL_SOCKET_FAMILY=AF_INET` (or AF_INET6), or unset it."};
+constexpr FindingSpec kPrefixTrap = {"net.socket_ifname/prefix-trap", Status::Warn,
+                                     "NCCL_SOCKET_IFNAME={ifname} matches by prefix: {traps}",
+                                     "Name the interfaces exactly: `export NCCL_SOCKET_IFNAME={exact}`."};
+constexpr FindingSpec kNoMatch = {
+    "net.socket_ifname/no-match", Status::Fail,
+    "NCCL_SOCKET_IFNAME={ifname} matches no interface; interfaces here: {interfaces}",
+    "Set NCCL_SOCKET_IFNAME to an interface that exists on every node (see `ip -br addr`), e.g. `export "
+    "NCCL_SOCKET_IFNAME=={example}`."};
+// "Bootstrap : no socket interface found" is NCCL's own message.
+#define PREFLIGHT_NO_USABLE_MATCH                                                                             \
+  "NCCL_SOCKET_IFNAME={ifname} matches no usable interface: {reasons}{family_note}: NCCL finds no interface " \
+  "(\"Bootstrap : no socket interface found\")"
+constexpr FindingSpec kMatchesDown = {
+    "net.socket_ifname/matches-down", Status::Fail, PREFLIGHT_NO_USABLE_MATCH,
+    "Bring the interface up (`ip link set <if> up`, check its link) or point NCCL_SOCKET_IFNAME at a running "
+    "interface."};
+constexpr FindingSpec kMatchesUnusable = {
+    "net.socket_ifname/matches-unusable", Status::Fail, PREFLIGHT_NO_USABLE_MATCH,
+    "Bring the interface up (`ip link set <if> up`, check its link and address) or point NCCL_SOCKET_IFNAME at a "
+    "running interface with an address, e.g. `export NCCL_SOCKET_IFNAME=={example}`."};
+constexpr FindingSpec kMatchesNoFamilyAddress = {
+    "net.socket_ifname/matches-no-family-address", Status::Fail, PREFLIGHT_NO_USABLE_MATCH,
+    "Give the interface an {family} address, or unset NCCL_SOCKET_FAMILY (`unset NCCL_SOCKET_FAMILY`)."};
+#undef PREFLIGHT_NO_USABLE_MATCH
+constexpr FindingSpec kAddressesUnknown = {
+    "net.socket_ifname/addresses-unknown", Status::Unknown,
+    "the interfaces' addresses are not known from a --sysroot tree: NCCL's choice cannot be replayed",
+    "Run preflight on the node itself (without --sysroot) to see which interface NCCL will use."};
+constexpr FindingSpec kNoInterface = {
+    "net.socket_ifname/no-interface", Status::Fail,
+    "no interface is running with an {family} address: NCCL finds none; interfaces here: {interfaces}",
+    "Bring a network interface up with an address (`ip -br addr`), or set NCCL_SOCKET_IFNAME to the one the nodes "
+    "share."};
+constexpr FindingSpec kBootstrapLoopback = {
+    "net.socket_ifname/bootstrap-loopback", Status::Fail,
+    "NCCL's bootstrap would use the loopback interface {interface} ({address}, by {selected_by}) in a multi-node "
+    "job: other nodes cannot reach it",
+    "Set NCCL_SOCKET_IFNAME to the interface the nodes reach each other on, e.g. `export NCCL_SOCKET_IFNAME==eth0` "
+    "(see `ip -br addr`)."};
+constexpr FindingSpec kBootstrapBridge = {
+    "net.socket_ifname/bootstrap-bridge", Status::Warn,
+    "NCCL's default order lands on {interface} ({address}, a container/virtual bridge) in a multi-node job: no "
+    "other interface is running with an address",
+    "Set NCCL_SOCKET_IFNAME to the interface the nodes reach each other on (`export NCCL_SOCKET_IFNAME==<if>`)."};
+constexpr FindingSpec kAlsoLoopback = {"net.socket_ifname/also-loopback", Status::Warn,
+                                       "NET/Socket would also use the loopback interface {loopback} ({selected_by})",
+                                       "Exclude it: `export NCCL_SOCKET_IFNAME=={interface}`."};
+constexpr FindingSpec kMixedSubnets = {
+    "net.socket_ifname/mixed-subnets", Status::Warn,
+    "{selected_by} selects interfaces in different subnets ({subnets}): NCCL's NET/Socket transport uses every one "
+    "of them",
+    "Pin the interface the nodes share: `export NCCL_SOCKET_IFNAME=={interface}`."};
+constexpr FindingSpec kBootstrap = {
+    "net.socket_ifname/bootstrap", Status::Pass,
+    "NCCL's bootstrap will use {interface} {address}/{prefix} ({speed}), selected by {selected_by}{net_socket}", ""};
+
+constexpr std::array kFindings = {kGlooEmptyEntry,   kGlooMissing,       kGlooNotRunning,  kGlooNoAddress,
+                                  kGlooLoopback,     kFamilyIgnored,     kPrefixTrap,      kNoMatch,
+                                  kMatchesDown,      kMatchesUnusable,   kMatchesNoFamilyAddress,
+                                  kAddressesUnknown, kNoInterface,       kBootstrapLoopback, kBootstrapBridge,
+                                  kAlsoLoopback,     kMixedSubnets,      kBootstrap};
+
 void judge_gloo(const CheckContext& ctx, const std::vector<NetInterface>& ifs, bool multi, VerdictBuilder& b) {
   const std::optional<std::string> gloo = ctx.facts.env.get("GLOO_SOCKET_IFNAME");
   if (!gloo) return;
@@ -73,39 +168,33 @@ void judge_gloo(const CheckContext& ctx, const std::vector<NetInterface>& ifs, b
   for (std::size_t k = 0; k < names.size(); ++k) {
     const std::string name(names[k]);
     if (name.empty()) {
-      if (k + 1 < names.size()) {
-        b.add(Status::Warn, "GLOO_SOCKET_IFNAME='" + printable(*gloo) + "' has an empty entry: Gloo looks up an interface named ''",
-              "Remove the empty entry: a comma-separated list of exact interface names.");
-      }
+      if (k + 1 < names.size()) b.add(kGlooEmptyEntry, {{"gloo", printable(*gloo)}});
       continue;
     }
     const NetInterface* i = find_if(ifs, name);
     nlohmann::json e = {{"name", name}};
     if (i == nullptr) {
       const bool grammar = name.find_first_of("^=") != std::string::npos;
-      b.add(Status::Fail,
-            "GLOO_SOCKET_IFNAME names " + printable(name) + ", which does not exist (interfaces: " + list_interfaces(ifs, true) + ")" +
-                (grammar ? "; Gloo takes exact names: no '^' or '=' and no prefixes" : ""),
-            "Set GLOO_SOCKET_IFNAME to interfaces that exist on every node, comma-separated exact names (e.g. `export GLOO_SOCKET_IFNAME=" +
-                (ifs.empty() ? std::string("eth0") : ifs.back().name) + "`).");
+      b.add(kGlooMissing, {{"name", printable(name)},
+                           {"interfaces", list_interfaces(ifs, true)},
+                           {"grammar", grammar ? "; Gloo takes exact names: no '^' or '=' and no prefixes" : ""},
+                           {"gloo_example", ifs.empty() ? std::string("eth0") : ifs.back().name}});
       e["problem"] = "does not exist";
     } else {
       const NetAddress* addr = nullptr;
       for (const NetAddress& a : i->addresses) {
         if (addr == nullptr) addr = &a;
       }
-      if (!i->running || addr == nullptr) {
-        b.add(Status::Fail, "GLOO_SOCKET_IFNAME names " + name + ", but " + unusable_reason(*i, "") + "; Gloo fails with 'Unable to find address for: " + name + "'",
-              i->running ? "Give " + name + " an address or name another interface in GLOO_SOCKET_IFNAME."
-                         : "Bring " + name + " up (`ip link set " + name + " up`, check its link) or name another interface in GLOO_SOCKET_IFNAME.");
-        e["problem"] = i->running ? "no address" : "not running";
+      if (!i->running) {
+        b.add(kGlooNotRunning, {{"name", name}, {"state", down_state(*i)}});
+        e["problem"] = "not running";
+      } else if (addr == nullptr) {
+        b.add(kGlooNoAddress, {{"name", name}});
+        e["problem"] = "no address";
       } else {
         e["address"] = addr->address;
         used.push_back(name + " " + addr->address);
-        if (multi && (i->loopback || is_loopback_ip(addr->address))) {
-          b.add(Status::Fail, "GLOO_SOCKET_IFNAME names the loopback interface " + name + " in a multi-node job",
-                "Set GLOO_SOCKET_IFNAME to the interface the nodes reach each other on (e.g. the one NCCL uses).");
-        }
+        if (multi && (i->loopback || is_loopback_ip(addr->address))) b.add(kGlooLoopback, {{"name", name}});
       }
     }
     ev.push_back(std::move(e));
@@ -147,10 +236,7 @@ Verdict run(const CheckContext& ctx) {
   if (ifname && !sel.from_env) {
     b.note("NCCL_SOCKET_IFNAME='" + printable(ifname->value) + "' is ignored by NCCL (a value of 1 character or less)");
   }
-  if (sel.family_ignored) {
-    b.add(Status::Warn, "NCCL_SOCKET_FAMILY=" + printable(family->value) + " is ignored by NCCL: only AF_INET and AF_INET6 are understood",
-          "Write `export NCCL_SOCKET_FAMILY=AF_INET` (or AF_INET6), or unset it.");
-  }
+  if (sel.family_ignored) b.add(kFamilyIgnored, {{"socket_family", printable(family->value)}});
 
   std::vector<std::string> all_names;
   for (const NetInterface& i : ifs) all_names.push_back(i.name);
@@ -159,8 +245,8 @@ Verdict run(const CheckContext& ctx) {
     std::vector<std::string> traps;
     for (const auto& [entry, other] : nccl_prefix_traps(list, all_names)) traps.push_back(entry + " also matches " + other);
     if (!traps.empty()) {
-      b.add(Status::Warn, "NCCL_SOCKET_IFNAME=" + printable(sel.rule) + " matches by prefix: " + join(traps, ", "),
-            "Name the interfaces exactly: `export NCCL_SOCKET_IFNAME=" + exact_form(sel.rule) + "`.");
+      b.add(kPrefixTrap,
+            {{"ifname", printable(sel.rule)}, {"traps", join(traps, ", ")}, {"exact", exact_form(sel.rule)}});
       ev["prefix_traps"] = traps;
     }
   }
@@ -176,16 +262,13 @@ Verdict run(const CheckContext& ctx) {
       if (!i.running) down.push_back(unusable_reason(i, ""));
     }
     if (sel.from_env && !any_name) {
-      b.add(Status::Fail, "NCCL_SOCKET_IFNAME=" + printable(sel.rule) + " matches no interface; interfaces here: " + list_interfaces(ifs, false),
-            "Set NCCL_SOCKET_IFNAME to an interface that exists on every node (see `ip -br addr`), e.g. `export NCCL_SOCKET_IFNAME==" +
-                (ifs.empty() ? std::string("eth0") : ifs.back().name) + "`.");
+      b.add(kNoMatch, {{"ifname", printable(sel.rule)},
+                       {"interfaces", list_interfaces(ifs, false)},
+                       {"example", ifs.empty() ? std::string("eth0") : ifs.back().name}});
     } else if (sel.from_env && !any_running) {
-      b.add(Status::Fail, "NCCL_SOCKET_IFNAME=" + printable(sel.rule) + " matches no usable interface: " + join(down, "; ") +
-                              ": NCCL finds no interface (\"Bootstrap : no socket interface found\")",
-            "Bring the interface up (`ip link set <if> up`, check its link) or point NCCL_SOCKET_IFNAME at a running interface.");
+      b.add(kMatchesDown, {{"ifname", printable(sel.rule)}, {"reasons", join(down, "; ")}, {"family_note", ""}});
     } else {
-      b.add(Status::Unknown, "the interfaces' addresses are not known from a --sysroot tree: NCCL's choice cannot be replayed",
-            "Run preflight on the node itself (without --sysroot) to see which interface NCCL will use.");
+      b.add(kAddressesUnknown);
     }
     return b.build();
   }
@@ -203,23 +286,19 @@ Verdict run(const CheckContext& ctx) {
       const std::vector<SocketChoice> fallback = nccl_socket_select(ifs, std::nullopt, std::nullopt, std::nullopt).matches;
       const std::string suggestion = fallback.empty() ? std::string("eth0") : fallback.front().interface;
       if (reasons.empty()) {
-        b.add(Status::Fail, "NCCL_SOCKET_IFNAME=" + printable(sel.rule) + " matches no interface; interfaces here: " + list_interfaces(ifs, true),
-              "Set NCCL_SOCKET_IFNAME to an interface that exists on every node (see `ip -br addr`), e.g. `export NCCL_SOCKET_IFNAME==" +
-                  suggestion + "`.");
+        b.add(kNoMatch,
+              {{"ifname", printable(sel.rule)}, {"interfaces", list_interfaces(ifs, true)}, {"example", suggestion}});
       } else {
-        b.add(Status::Fail,
-              "NCCL_SOCKET_IFNAME=" + printable(sel.rule) + " matches no usable interface: " + join(reasons, "; ") +
-                  (sel.family.empty() ? std::string() : " (NCCL_SOCKET_FAMILY=" + family->value + ")") +
-                  ": NCCL finds no interface (\"Bootstrap : no socket interface found\")",
-              sel.family.empty() || any_down
-                  ? "Bring the interface up (`ip link set <if> up`, check its link and address) or point NCCL_SOCKET_IFNAME at a running interface with an address, e.g. `export NCCL_SOCKET_IFNAME==" +
-                        suggestion + "`."
-                  : "Give the interface an " + family_word(sel.family) + " address, or unset NCCL_SOCKET_FAMILY (`unset NCCL_SOCKET_FAMILY`).");
+        const nlohmann::json params = {
+            {"ifname", printable(sel.rule)},
+            {"reasons", join(reasons, "; ")},
+            {"family_note", sel.family.empty() ? std::string() : " (NCCL_SOCKET_FAMILY=" + family->value + ")"},
+            {"family", family_word(sel.family)},
+            {"example", suggestion}};
+        b.add(sel.family.empty() || any_down ? kMatchesUnusable : kMatchesNoFamilyAddress, params);
       }
     } else {
-      b.add(Status::Fail, "no interface is running with an " + family_word(sel.family) + " address: NCCL finds none; interfaces here: " +
-                              list_interfaces(ifs, true),
-            "Bring a network interface up with an address (`ip -br addr`), or set NCCL_SOCKET_IFNAME to the one the nodes share.");
+      b.add(kNoInterface, {{"family", family_word(sel.family)}, {"interfaces", list_interfaces(ifs, true)}});
     }
     judge_gloo(ctx, ifs, multi, b);
     return b.build();
@@ -229,20 +308,22 @@ Verdict run(const CheckContext& ctx) {
   const NetInterface* boot_if = find_if(ifs, boot.interface);
   ev["bootstrap"] = choice_json(boot);
   const bool boot_loopback = is_loopback_choice(ifs, boot);
+  const nlohmann::json at = {
+      {"interface", boot.interface}, {"address", boot.address.address}, {"selected_by", rule_text}};
+  const auto with = [&](nlohmann::json more) {
+    nlohmann::json p = at;
+    p.update(more);
+    return p;
+  };
   if (multi && boot_loopback) {
-    b.add(Status::Fail, "NCCL's bootstrap would use the loopback interface " + boot.interface + " (" + boot.address.address + ", by " + rule_text +
-                            ") in a multi-node job: other nodes cannot reach it",
-          "Set NCCL_SOCKET_IFNAME to the interface the nodes reach each other on, e.g. `export NCCL_SOCKET_IFNAME==eth0` (see `ip -br addr`).");
+    b.add(kBootstrapLoopback, at);
   } else if (multi && !sel.from_env && (sel.rule == "docker" || sel.rule == "virbr")) {
-    b.add(Status::Warn, "NCCL's default order lands on " + boot.interface + " (" + boot.address.address +
-                            ", a container/virtual bridge) in a multi-node job: no other interface is running with an address",
-          "Set NCCL_SOCKET_IFNAME to the interface the nodes reach each other on (`export NCCL_SOCKET_IFNAME==<if>`).");
+    b.add(kBootstrapBridge, at);
   }
   if (multi) {
     for (std::size_t k = 1; k < sel.matches.size(); ++k) {
       if (is_loopback_choice(ifs, sel.matches[k]) && !boot_loopback) {
-        b.add(Status::Warn, "NET/Socket would also use the loopback interface " + sel.matches[k].interface + " (" + rule_text + ")",
-              "Exclude it: `export NCCL_SOCKET_IFNAME==" + boot.interface + "`.");
+        b.add(kAlsoLoopback, with({{"loopback", sel.matches[k].interface}}));
       }
     }
   }
@@ -253,16 +334,15 @@ Verdict run(const CheckContext& ctx) {
     per_if.push_back(c.interface + " " + subnet_text(c.address));
   }
   const bool known_single = f.placement.nodes && *f.placement.nodes == 1;
-  if (subnets.size() > 1 && !known_single) {
-    b.add(Status::Warn, rule_text + " selects interfaces in different subnets (" + join(per_if, ", ") +
-                            "): NCCL's NET/Socket transport uses every one of them",
-          "Pin the interface the nodes share: `export NCCL_SOCKET_IFNAME==" + boot.interface + "`.");
-  }
+  if (subnets.size() > 1 && !known_single) b.add(kMixedSubnets, with({{"subnets", join(per_if, ", ")}}));
 
   judge_gloo(ctx, ifs, multi, b);
-  b.note("NCCL's bootstrap will use " + boot.interface + " " + boot.address.address + "/" + std::to_string(boot.address.prefix) + " (" +
-         speed_text(boot_if) + "), selected by " + rule_text +
-         (sel.matches.size() > 1 ? "; NET/Socket would use " + std::to_string(sel.matches.size()) + " interfaces" : std::string()));
+  b.add(kBootstrap,
+        with({{"prefix", boot.address.prefix},
+              {"speed", speed_text(boot_if)},
+              {"net_socket", sel.matches.size() > 1
+                                 ? "; NET/Socket would use " + std::to_string(sel.matches.size()) + " interfaces"
+                                 : std::string()}}));
   return b.build();
 }
 
@@ -306,6 +386,7 @@ Fix
 
 extern const CheckSpec kNetSocketIfname = {
     "net.socket_ifname", Scope::Rank, "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME select an interface that is up, addressed and right for the job",
-    kExplain, kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net", false, {}, "a usable socket interface"};
+    kExplain, kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net", false, {}, "a usable socket interface", nullptr,
+    kFindings};
 
 }  // namespace preflight

@@ -5,6 +5,7 @@
 // GPU is the CUDA device at local_rank % device count (the rule of the smoke test); its local CPUs
 // and NUMA node come from NVML, else hwloc, else sysfs; the rank's CPUs from sched_getaffinity.
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include "checks/check.hpp"
@@ -14,6 +15,66 @@
 
 namespace preflight {
 namespace {
+
+// Once the rank's GPU is known, the rank and its GPU are parameters of every finding ({rank},
+// {local_rank}, {gpu}, {bus}: the GPU's PCI address, lower case as sysfs spells it): ranks with the same
+// finding group into one row of the report, each rank's own values kept.
+constexpr FindingSpec kForeignTopology = {
+    "topo.numa_affinity/foreign-topology", Status::Skip,
+    "the topology is another machine's ({source}): an hwloc export holds no rank binding to judge, and this host's "
+    "binding is not that machine's; judge it on the node, or from its `preflight capture` (--sysroot)",
+    ""};
+constexpr FindingSpec kNoGpu = {
+    "topo.numa_affinity/no-gpu", Status::Skip,
+    "no NVIDIA GPU on this node (none on the PCI bus; CUDA: {why}): no GPU to bind the rank to", ""};
+constexpr FindingSpec kGpuUnknown = {
+    "topo.numa_affinity/gpu-unknown", Status::Unknown,
+    "the rank's GPU is not known: the CUDA devices could not be listed ({why})",
+    "Make the NVIDIA driver usable on this node (driver.loaded names the problem), then run preflight again."};
+constexpr FindingSpec kNoVisibleGpu = {"topo.numa_affinity/no-visible-gpu", Status::Skip,
+                                       "CUDA sees no GPU in this process{cvd_note}: no GPU to bind the rank to", ""};
+constexpr FindingSpec kGpuLocalityUnknown = {
+    "topo.numa_affinity/gpu-locality-unknown", Status::Unknown,
+    "the CPUs local to GPU {gpu} are not known: NVML did not report its CPU affinity and neither hwloc nor sysfs has "
+    "the device ({hwloc}; {sysfs})",
+    "Check by hand: `nvidia-smi topo -m` (CPU Affinity, NUMA Affinity columns) or `cat "
+    "/sys/bus/pci/devices/{bus}/local_cpulist`."};
+constexpr FindingSpec kRankCpusUnknown = {
+    "topo.numa_affinity/rank-cpus-unknown", Status::Unknown, "the CPUs rank {rank} may run on are not known: {why}",
+    "Run preflight on the node itself, inside the job's launcher (not with --sysroot), so it sees the rank's real "
+    "binding. The binding for its GPU {gpu}: {binding}"};
+constexpr FindingSpec kGpuCpusDisjoint = {
+    "topo.numa_affinity/gpu-cpus-disjoint", Status::Fail,
+    "rank {rank} runs only on {cpus}, away from its GPU {gpu} (local to {gpu_cpus}{numa}): NCCL finds the GPU's "
+    "affinity empty",
+    "{binding}"};
+constexpr FindingSpec kUnbound = {
+    "topo.numa_affinity/unbound", Status::Warn,
+    "rank {rank} is not bound: it may run on all {online_count} online CPUs, only {local_cpus} of them local to its "
+    "GPU {gpu}{numa}; the scheduler can move it and its memory to the other socket",
+    "{binding}"};
+constexpr FindingSpec kSpansSockets = {
+    "topo.numa_affinity/spans-sockets", Status::Warn,
+    "rank {rank} runs on {cpus}, beyond its GPU {gpu}'s local {gpu_cpus}{numa} (only {local_cpus} of them are "
+    "local): it spans sockets",
+    "{binding}"};
+constexpr FindingSpec kMempolicyRemote = {
+    "topo.numa_affinity/mempolicy-remote", Status::Warn,
+    "its memory policy is {mode} to node {policy_nodes}, not its GPU's NUMA node {gpu_node}: pinned host buffers "
+    "land on the remote socket",
+    "Allocate on the GPU's node: `numactl --cpunodebind={gpu_node} --membind={gpu_node} <cmd>` (drop the other "
+    "--membind/--preferred)."};
+constexpr FindingSpec kCpusetMemsExclude = {
+    "topo.numa_affinity/cpuset-mems-exclude", Status::Warn,
+    "its cpuset allows memory on node {mems} only, not its GPU's node {gpu_node}",
+    "Give the job's cpuset the GPU's node: `docker run --cpuset-mems={gpu_node} ...` / the Slurm or Kubernetes "
+    "cpuset of the job.{binding_tail}"};
+constexpr FindingSpec kBoundLocally = {"topo.numa_affinity/bound-locally", Status::Pass,
+                                       "rank {rank} runs on {cpus}, all local to its GPU {gpu}: {gpu_cpus}{numa}", ""};
+
+constexpr std::array kFindings = {kForeignTopology,    kNoGpu,           kGpuUnknown,      kNoVisibleGpu,
+                                  kGpuLocalityUnknown, kRankCpusUnknown, kGpuCpusDisjoint, kUnbound,
+                                  kSpansSockets,       kMempolicyRemote, kCpusetMemsExclude, kBoundLocally};
 
 struct Locality {
   std::vector<int> cpus;
@@ -254,36 +315,30 @@ Verdict run(const CheckContext& ctx) {
   // --topology-xml names another machine: its export holds no process binding and no CUDA device
   // list, and this host's are not that machine's.
   if (const TopologyFacts* t = f.topology.value(); t != nullptr && !t->this_system) {
-    return Verdict::skip("the topology is another machine's (" + f.topology.source() +
-                         "): an hwloc export holds no rank binding to judge, and this host's binding is not that "
-                         "machine's; judge it on the node, or from its `preflight capture` (--sysroot)");
+    return Verdict::of(kForeignTopology, {{"source", f.topology.source()}});
   }
 
   const std::vector<CudaDevice>* devs = d.cuda_devices.value();
   if (devs == nullptr) {
-    if (no_gpu_anywhere(f)) {
-      return Verdict::skip("no NVIDIA GPU on this node (none on the PCI bus; CUDA: " + d.cuda_devices.why() +
-                           "): no GPU to bind the rank to");
-    }
-    return Verdict::unknown("the rank's GPU is not known: the CUDA devices could not be listed (" + d.cuda_devices.why() + ")",
-                            "Make the NVIDIA driver usable on this node (driver.loaded names the problem), then run "
-                            "preflight again.");
+    return Verdict::of(no_gpu_anywhere(f) ? kNoGpu : kGpuUnknown, {{"why", d.cuda_devices.why()}});
   }
   if (devs->empty()) {
     const std::optional<std::string> cvd = f.env.get("CUDA_VISIBLE_DEVICES");
-    return Verdict::skip("CUDA sees no GPU in this process" +
-                         (cvd ? " (CUDA_VISIBLE_DEVICES=" + *cvd + ")" : std::string()) +
-                         ": no GPU to bind the rank to");
+    return Verdict::of(kNoVisibleGpu, {{"cvd_note", cvd ? " (CUDA_VISIBLE_DEVICES=" + *cvd + ")" : std::string()}});
   }
   const int ordinal = std::max(0, pl.local_rank) % static_cast<int>(devs->size());
   const CudaDevice& dev = (*devs)[static_cast<std::size_t>(ordinal)];
   const std::string bus = bus_key(dev.pci_bus_id);
-  // The rank and its GPU are the findings' parameters: ranks with the same finding group into one
-  // row of the report, each rank's own values kept in its evidence.
+  // The rank and its GPU are the findings' parameters (see kFindings); the notes say them the same way.
   const std::string who = "rank {rank}";
   const std::string gpu_name = "GPU {gpu}";
   const nlohmann::json params = {{"rank", pl.rank}, {"local_rank", pl.local_rank}, {"gpu", ordinal}, {"bus", bus}};
   const auto said = [&params](const std::string& text) { return render_template(text, params); };
+  const auto with = [&params](nlohmann::json more) {
+    nlohmann::json p = params;
+    p.update(more);
+    return p;
+  };
 
   VerdictBuilder b;
   nlohmann::json& ev = b.evidence();
@@ -293,13 +348,9 @@ Verdict run(const CheckContext& ctx) {
 
   const std::optional<Locality> loc = locality_of(f, dev, bus);
   if (!loc) {
-    return Verdict::unknown(
-        said("the CPUs local to " + gpu_name) + " are not known: NVML did not report its CPU affinity and neither hwloc nor "
-            "sysfs has the device (" + (f.topology.ok() ? std::string("hwloc: not found") : f.topology.why()) + "; " +
-            (f.pcie.functions.ok() ? std::string("sysfs: not found") : f.pcie.functions.why()) + ")",
-        "Check by hand: `nvidia-smi topo -m` (CPU Affinity, NUMA Affinity columns) or `cat /sys/bus/pci/devices/" +
-            to_lower(bus) + "/local_cpulist`.",
-        ev);
+    const std::string hwloc = f.topology.ok() ? std::string("hwloc: not found") : f.topology.why();
+    const std::string sysfs = f.pcie.functions.ok() ? std::string("sysfs: not found") : f.pcie.functions.why();
+    return Verdict::of(kGpuLocalityUnknown, with({{"hwloc", hwloc}, {"sysfs", sysfs}}), ev);
   }
   ev["gpu_local_cpus"] = cpu_list(loc->cpus);
   ev["gpu_numa_node"] = loc->node ? nlohmann::json(*loc->node) : nlohmann::json(nullptr);
@@ -313,12 +364,20 @@ Verdict run(const CheckContext& ctx) {
     ev["mempolicy_error"] = f.affinity.mempolicy.why();
   }
   const std::vector<int>* a = f.affinity.cpus.value();
+  // The binding's fix is a template over {local_rank}, {gpu} and {bus} too: it is written into the
+  // finding's fix in place of its slot, unrendered, so ranks that differ only in those parameters
+  // share one fix ("Bind local rank 4–7 to its GPU's CPUs").
+  const std::string binding = binding_remedy(f, *devs, *loc, bus);
+  const auto fix_with = [](const FindingSpec& spec, std::string_view slot, const std::string& text) {
+    std::string fix(spec.fix);
+    const std::size_t at = fix.find(slot);
+    if (at != std::string::npos) fix.replace(at, slot.size(), text);
+    return fix;
+  };
   if (a == nullptr) {
-    return Verdict::unknown(said("the CPUs " + who + " may run on are not known: ") + f.affinity.cpus.why(),
-                            said("Run preflight on the node itself, inside the job's launcher (not with --sysroot), so it "
-                                 "sees the rank's real binding. The binding for its " + gpu_name + ": " +
-                                 binding_remedy(f, *devs, *loc, bus)),
-                            ev);
+    return Verdict::coded(kRankCpusUnknown.status, std::string(kRankCpusUnknown.code),
+                          std::string(kRankCpusUnknown.message), fix_with(kRankCpusUnknown, "{binding}", binding),
+                          with({{"why", f.affinity.cpus.why()}}), ev);
   }
   const std::vector<int> cpus = sorted_unique(*a);
   ev["cpus"] = cpu_list(cpus);
@@ -334,37 +393,35 @@ Verdict run(const CheckContext& ctx) {
   if (node_count >= 0) ev["numa_nodes"] = node_count;
 
   const std::string node_text = loc->node ? " (NUMA " + std::to_string(*loc->node) + ")" : std::string();
-  const std::string remedy = binding_remedy(f, *devs, *loc, bus);
   const std::vector<int> common = intersect(cpus, loc->cpus);
   const bool single_numa = node_count == 1;
   const bool unbound = online && subset(*online, cpus);
 
+  const nlohmann::json placed = with({{"cpus", cpus_text(cpus)},
+                                      {"gpu_cpus", cpus_text(loc->cpus)},
+                                      {"numa", node_text},
+                                      {"local_cpus", cpu_list(common)}});
+  const auto add_bound = [&](const FindingSpec& spec, const nlohmann::json& p) {  // a finding whose fix is the binding
+    b.add(spec.status, std::string(spec.code), std::string(spec.message), fix_with(spec, "{binding}", binding), p);
+  };
   if (common.empty()) {
-    b.add(Status::Fail, "topo.numa_affinity/gpu-cpus-disjoint",
-          who + " runs only on " + cpus_text(cpus) + ", away from its " + gpu_name + " (local to " +
-              cpus_text(loc->cpus) + node_text + "): NCCL finds the GPU's affinity empty",
-          remedy, params);
+    add_bound(kGpuCpusDisjoint, placed);
   } else if (subset(cpus, loc->cpus)) {
-    b.note(said(who + " runs on " + cpus_text(cpus) + ", all local to its " + gpu_name + ": " + cpus_text(loc->cpus) + node_text));
+    b.add(kBoundLocally, placed);
   } else if (unbound) {
     if (single_numa) {
       b.note(said(who + " is not bound (all " + std::to_string(online->size()) +
                   " online CPUs); a single NUMA node, so every CPU is near its " + gpu_name));
     } else {
-      b.add(Status::Warn, "topo.numa_affinity/unbound",
-            who + " is not bound: it may run on all " + std::to_string(online->size()) + " online CPUs, only " +
-                cpu_list(common) + " of them local to its " + gpu_name + node_text +
-                "; the scheduler can move it and its memory to the other socket",
-            remedy, params);
+      nlohmann::json p = placed;
+      p["online_count"] = online->size();
+      add_bound(kUnbound, p);
     }
   } else if (single_numa) {
     b.note(said(who + " runs on " + cpus_text(cpus) + ", partly outside its " + gpu_name + "'s " + cpus_text(loc->cpus) +
            ", all on the one NUMA node"));
   } else {
-    b.add(Status::Warn, "topo.numa_affinity/spans-sockets",
-          who + " runs on " + cpus_text(cpus) + ", beyond its " + gpu_name + "'s local " + cpus_text(loc->cpus) + node_text +
-              " (only " + cpu_list(common) + " of them are local): it spans sockets",
-          remedy, params);
+    add_bound(kSpansSockets, placed);
   }
 
   // Memory placement. The binding's fix is said once: a CPU finding above already carries it.
@@ -373,12 +430,8 @@ Verdict run(const CheckContext& ctx) {
     const bool directed = m->mode == "bind" || m->mode == "preferred" || m->mode == "preferred_many";
     if (directed && loc->node && !m->nodes.empty() &&
         std::find(m->nodes.begin(), m->nodes.end(), *loc->node) == m->nodes.end()) {
-      b.add(Status::Warn, "topo.numa_affinity/mempolicy-remote",
-            "its memory policy is " + m->mode + " to node " + cpu_list(m->nodes) + ", not its GPU's NUMA node " +
-                std::to_string(*loc->node) + ": pinned host buffers land on the remote socket",
-            "Allocate on the GPU's node: `numactl --cpunodebind=" + std::to_string(*loc->node) + " --membind=" +
-                std::to_string(*loc->node) + " <cmd>` (drop the other --membind/--preferred).",
-            params);
+      b.add(kMempolicyRemote,
+            with({{"mode", m->mode}, {"policy_nodes", cpu_list(m->nodes)}, {"gpu_node", *loc->node}}));
     }
   } else if (const ProbeError* e = f.affinity.mempolicy.error(); e->code == ProbeErrc::PermissionDenied) {
     b.note("the memory policy could not be read (" + e->detail +
@@ -388,12 +441,9 @@ Verdict run(const CheckContext& ctx) {
   if (const auto* mems = f.affinity.mems_allowed.value()) {
     ev["mems_allowed"] = cpu_list(*mems);
     if (loc->node && !mems->empty() && std::find(mems->begin(), mems->end(), *loc->node) == mems->end()) {
-      b.add(Status::Warn, "topo.numa_affinity/cpuset-mems-exclude",
-            "its cpuset allows memory on node " + cpu_list(*mems) + " only, not its GPU's node " +
-                std::to_string(*loc->node),
-            "Give the job's cpuset the GPU's node: `docker run --cpuset-mems=" + std::to_string(*loc->node) +
-                " ...` / the Slurm or Kubernetes cpuset of the job." + (binding_said ? std::string() : " " + remedy),
-            params);
+      b.add(kCpusetMemsExclude.status, std::string(kCpusetMemsExclude.code), std::string(kCpusetMemsExclude.message),
+            fix_with(kCpusetMemsExclude, "{binding_tail}", binding_said ? std::string() : " " + binding),
+            with({{"mems", cpu_list(*mems)}, {"gpu_node", *loc->node}}));
     }
   }
   return b.build();
@@ -437,6 +487,7 @@ Fix
 
 extern const CheckSpec kTopoNumaAffinity = {
     "topo.numa_affinity", Scope::Rank, "the rank runs and allocates on its GPU's NUMA node", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run, "affinity,topology,pcie,gpu_driver"};
+    kInNode | kInJob, "an image build has no topology", &run, "affinity,topology,pcie,gpu_driver", false, {}, {},
+    nullptr, kFindings};
 
 }  // namespace preflight

@@ -4,6 +4,7 @@
 // corrupted or slow copies, named by GPU pair), and NCCL_P2P_DISABLE / NCCL_P2P_LEVEL judged
 // against that topology. Without the driver, the matrix comes from the hwloc topology alone.
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
@@ -133,13 +134,89 @@ nlohmann::json make_table(const std::vector<Node>& nodes, const std::vector<std:
   return table;
 }
 
-constexpr char kCopyRemedy[] =
+constexpr FindingSpec kSingleGpu = {"topo.p2p/single-gpu", Status::Skip,
+                                    "fewer than 2 GPUs ({gpus}{where}): no peer-to-peer path to check", ""};
+constexpr FindingSpec kNoGpusInTopology = {"topo.p2p/no-gpus-in-topology", Status::Skip, "no GPUs in {source}", ""};
+// The GPU checks' shared verdicts (no driver; the GPU list not read): {problem} and {fix} are theirs.
+constexpr FindingSpec kNoDriver = {"topo.p2p/no-driver", Status::Fail, "{problem}", "{fix}"};
+constexpr FindingSpec kGpusUnlisted = {"topo.p2p/gpus-unlisted", Status::Fail, "{problem}", "{fix}"};
+constexpr FindingSpec kGpusUnknown = {"topo.p2p/gpus-unknown", Status::Unknown, "{problem}", "{fix}"};
+constexpr FindingSpec kNvmlMissing = {"topo.p2p/nvml-missing", Status::Unknown,
+                                      "NVML's view of the GPUs is missing: {why}",
+                                      "See driver.loaded; the matrix below is hwloc's PCIe view only."};
+constexpr FindingSpec kNvlinkP2pDisabled = {
+    "topo.p2p/nvlink-p2p-disabled", Status::Fail,
+    "P2P is disabled between NVLink-connected GPUs: {nvlink_pairs} — NCCL stops with \"P2P is disabled between NVLINK "
+    "connected GPUs\"",
+    "A hardware or fabric fault: check `nvidia-smi nvlink --status`, `nvidia-smi topo -p2p rw`, and on "
+    "NVSwitch systems `systemctl status nvidia-fabricmanager` and `nvidia-smi -q | grep -i -A2 fabric`; "
+    "reset the GPUs (`nvidia-smi -r`) or reboot. NCCL_IGNORE_DISABLED_P2P=1 lets NCCL run without P2P "
+    "(much slower) while the node is repaired."};
+constexpr FindingSpec kCopyFailed = {
+    "topo.p2p/copy-failed", Status::Fail, "{failed_copies}",
     "Look for the cause on this node: `sudo dmesg | grep -i -e xid -e nvrm -e iommu -e dmar` (Xid errors, IOMMU "
     "faults), `nvidia-smi topo -m` and `nvidia-smi topo -p2p rw`; PCIe ACS on a switch between the GPUs or an "
     "IOMMU in translated mode redirects peer traffic through the root complex and can hang or corrupt it (see "
     "topo.pcie_acs; `iommu=pt` on the kernel command line, ACS disabled on the PCIe switches). Until fixed, run "
     "jobs with `NCCL_P2P_DISABLE=1` (slower, correct) or drain the node: `scontrol update "
-    "nodename=$(hostname -s) state=drain reason=\"GPU peer copy failed\"`.";
+    "nodename=$(hostname -s) state=drain reason=\"GPU peer copy failed\"`."};
+constexpr FindingSpec kCopySlow = {
+    "topo.p2p/copy-slow", Status::Warn, "peer copies much slower than the link allows: {slow_copies}",
+    "A degraded link: check `nvidia-smi nvlink --status` / `nvidia-smi -q | grep -A3 'Link Width'` (a "
+    "GPU trained at a lower PCIe width or generation), and PCIe ACS / IOMMU redirecting peer traffic "
+    "(topo.pcie_acs). Measure with nccl-tests `all_reduce_perf -b 64M -e 1G -g <gpus>`."};
+constexpr FindingSpec kCopiesNotRun = {
+    "topo.p2p/copies-not-run", Status::Unknown, "the peer copies could not be run: {why}",
+    "See cuda.smoke and driver.loaded for the driver's state, then rerun preflight."};
+constexpr FindingSpec kPairsUncopied = {
+    "topo.p2p/pairs-uncopied", Status::Unknown,
+    "{uncopied_count} pair(s) of the job's {job_gpus} GPUs claim P2P but their peer copies did not run: "
+    "{uncopied_pairs} — {reason}",
+    "Rerun preflight so its helper sees every GPU the job uses (it runs the copies across the union of "
+    "the node's ranks' CUDA_VISIBLE_DEVICES); until a copy has run on these pairs their P2P is unverified."};
+constexpr FindingSpec kP2pDisabledOnNvlink = {
+    "topo.p2p/p2p-disabled-on-nvlink", Status::Warn,
+    "NCCL_P2P_DISABLE={disable} turns P2P off between NVLink-connected GPUs: NCCL then moves intra-node traffic "
+    "through host memory (several times slower)",
+    "Unless it works around a known fault on this node, `unset NCCL_P2P_DISABLE`."};
+constexpr FindingSpec kDisableIgnored = {
+    "topo.p2p/disable-ignored", Status::Warn,
+    "NCCL_P2P_DISABLE={disable} is ignored by NCCL (it reads an integer and only 1 disables)",
+    "To disable P2P: `export NCCL_P2P_DISABLE=1`; otherwise `unset NCCL_P2P_DISABLE`."};
+constexpr FindingSpec kLevelWrongCase = {
+    "topo.p2p/level-wrong-case", Status::Warn,
+    "NCCL_P2P_LEVEL={level} is ignored by NCCL (level names are case-sensitive; it keeps the default PXB)",
+    "`export NCCL_P2P_LEVEL={upper}` (or unset it)."};
+constexpr FindingSpec kLevelUnknown = {
+    "topo.p2p/level-unknown", Status::Warn,
+    "NCCL_P2P_LEVEL={level} is ignored by NCCL (not a level name; it keeps the default PXB)",
+    "Use one of LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS (exact case), or `unset NCCL_P2P_LEVEL`."};
+constexpr FindingSpec kLevelRefused = {
+    "topo.p2p/level-refused", Status::Warn,
+    "NCCL_P2P_LEVEL={level} asks for P2P where NVML reports it unsupported: {refused_pairs} — NCCL also requires "
+    "NVML's P2P status OK, so it will not use P2P there",
+    "`unset NCCL_P2P_LEVEL` (it changes nothing on these pairs); P2P across them needs a platform that "
+    "supports it (chipset/topology not supported is a property of the CPU/PCIe root, not a setting)."};
+constexpr FindingSpec kPcieThroughCpu = {
+    "topo.p2p/pcie-through-cpu", Status::Warn,
+    "{poor_count} GPU pair{plural} without NVLink cross {poor_paths}: {poor_pairs} — NCCL's default NCCL_P2P_LEVEL "
+    "is PXB, so it does not use P2P there and stages through host memory{topology_note}",
+    "Usually nothing to do: place communicating ranks on GPUs under one PCIe switch. Only if a measurement "
+    "(nccl-tests `all_reduce_perf`) shows P2P faster across that path, set `export NCCL_P2P_LEVEL=SYS` for "
+    "the job."};
+constexpr FindingSpec kPathsChecked = {"topo.p2p/paths-checked", Status::Pass, "{gpu_count} GPUs, {paths}{detail}",
+                                       ""};
+
+constexpr std::array kFindings = {kSingleGpu,      kNoGpusInTopology,    kNoDriver,       kGpusUnlisted,
+                                  kGpusUnknown,    kNvmlMissing,         kNvlinkP2pDisabled, kCopyFailed,
+                                  kCopySlow,       kCopiesNotRun,        kPairsUncopied,  kP2pDisabledOnNvlink,
+                                  kDisableIgnored, kLevelWrongCase,      kLevelUnknown,   kLevelRefused,
+                                  kPcieThroughCpu, kPathsChecked};
+
+/// The GPU checks' shared verdict as this check's finding, its text, evidence and cause kept.
+Verdict shared_verdict(const FindingSpec& spec, const Verdict& v) {
+  return Verdict::of(spec, {{"problem", v.summary}, {"fix", v.remedy}}, v.evidence).because(v.cause);
+}
 
 Verdict run(const CheckContext& ctx) {
   const RankFacts& f = ctx.facts;
@@ -163,8 +240,7 @@ Verdict run(const CheckContext& ctx) {
 
   const bool use_driver = !foreign_topology && nvml != nullptr;
   if (use_driver) {
-    if (nvml->size() < 2)
-      return Verdict::skip("fewer than 2 GPUs (" + std::to_string(nvml->size()) + "): no peer-to-peer path to check");
+    if (nvml->size() < 2) return Verdict::of(kSingleGpu, {{"gpus", nvml->size()}, {"where", ""}});
     if (pairs == nullptr) return unknown_from(d.gpu_pairs, "NVML's GPU pair matrix");
     source = "NVML (" + std::to_string(nvml->size()) + " GPUs)";
     const TopologyFacts* local_topo = topo != nullptr && topo->this_system ? topo : nullptr;
@@ -195,14 +271,17 @@ Verdict run(const CheckContext& ctx) {
       for (std::size_t c = 0; c < nodes.size(); ++c)
         if (cells[a][c].label.empty()) cells[a][c].label = "?";
   } else if (topo != nullptr && !topo->gpus.empty()) {
-    if (topo->gpus.size() < 2)
-      return Verdict::skip("fewer than 2 GPUs (1 in " + topo->source + "): no peer-to-peer path to check");
+    if (topo->gpus.size() < 2) {
+      return Verdict::of(kSingleGpu, {{"gpus", topo->gpus.size()}, {"where", " in " + topo->source}});
+    }
     source = topo->source + " (" + std::to_string(topo->gpus.size()) + " GPUs, " +
              (topo->nvlinks.empty() ? "PCIe paths only)" : "PCIe paths and recorded NVLinks)");
     if (topo->this_system) {
-      if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) b.add(Status::Fail, none->summary, none->remedy);
-      else if (nvml == nullptr) b.add(Status::Unknown, "NVML's view of the GPUs is missing: " + d.nvml_gpus.why(),
-                                      "See driver.loaded; the matrix below is hwloc's PCIe view only.");
+      if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) {
+        b.add(kNoDriver, {{"problem", none->summary}, {"fix", none->remedy}});
+      } else if (nvml == nullptr) {
+        b.add(kNvmlMissing, {{"why", d.nvml_gpus.why()}});
+      }
     }
     for (const PciEndpoint& g : topo->gpus) {
       Node n;
@@ -242,12 +321,13 @@ Verdict run(const CheckContext& ctx) {
     }
   } else if (nvml == nullptr) {
     // No matrix from anywhere: no driver (FAIL, as every GPU check), or NVML failed.
-    if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return *none;
+    if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return shared_verdict(kNoDriver, *none);
     const ProbeError& err = *d.nvml_gpus.error();
-    return missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs and their pairs (NVML)",
-                            job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+    const Verdict missing = missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs and their pairs (NVML)",
+                                             job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+    return shared_verdict(missing.status == Status::Fail ? kGpusUnlisted : kGpusUnknown, missing);
   } else {
-    return Verdict::skip("no GPUs in " + topo->source);
+    return Verdict::of(kNoGpusInTopology, {{"source", topo->source}});
   }
 
   const bool has_nvlink = std::any_of(info.begin(), info.end(), [](const auto& kv) { return kv.second.nvlinks > 0; });
@@ -279,15 +359,7 @@ Verdict run(const CheckContext& ctx) {
                        (p.write.empty() ? "?" : p.write) + ")");
       mark(ab.first, ab.second, true);
     }
-    if (!broken.empty()) {
-      b.add(Status::Fail,
-            "P2P is disabled between NVLink-connected GPUs: " + first_of(broken, 4) +
-                " — NCCL stops with \"P2P is disabled between NVLINK connected GPUs\"",
-            "A hardware or fabric fault: check `nvidia-smi nvlink --status`, `nvidia-smi topo -p2p rw`, and on "
-            "NVSwitch systems `systemctl status nvidia-fabricmanager` and `nvidia-smi -q | grep -i -A2 fabric`; "
-            "reset the GPUs (`nvidia-smi -r`) or reboot. NCCL_IGNORE_DISABLED_P2P=1 lets NCCL run without P2P "
-            "(much slower) while the node is repaired.");
-    }
+    if (!broken.empty()) b.add(kNvlinkP2pDisabled, {{"nvlink_pairs", first_of(broken, 4)}});
   }
 
   // 2. The real peer copies.
@@ -326,22 +398,14 @@ Verdict run(const CheckContext& ctx) {
           }
         }
       }
-      if (!failed.empty()) {
-        b.add(Status::Fail, first_of(failed, 4), kCopyRemedy);
-      }
-      if (!slow.empty()) {
-        b.add(Status::Warn, "peer copies much slower than the link allows: " + first_of(slow, 4),
-              "A degraded link: check `nvidia-smi nvlink --status` / `nvidia-smi -q | grep -A3 'Link Width'` (a "
-              "GPU trained at a lower PCIe width or generation), and PCIe ACS / IOMMU redirecting peer traffic "
-              "(topo.pcie_acs). Measure with nccl-tests `all_reduce_perf -b 64M -e 1G -g <gpus>`.");
-      }
+      if (!failed.empty()) b.add(kCopyFailed, {{"failed_copies", first_of(failed, 4)}});
+      if (!slow.empty()) b.add(kCopySlow, {{"slow_copies", first_of(slow, 4)}});
     } else {
       const ProbeError& e = *d.peer_copies.error();
       if (e.code == ProbeErrc::Unsupported) {
         notes.push_back("peer copies not run: " + e.detail);
       } else {
-        b.add(Status::Unknown, "the peer copies could not be run: " + d.peer_copies.why(),
-              "See cuda.smoke and driver.loaded for the driver's state, then rerun preflight.");
+        b.add(kCopiesNotRun, {{"why", d.peer_copies.why()}});
       }
     }
     // Every pair of the job's GPUs (the union of what the node's ranks see) that NVML says can do
@@ -376,11 +440,10 @@ Verdict run(const CheckContext& ctx) {
       const std::string why = copies != nullptr
                                   ? "the helper did not copy between them (" + d.peer_copies.source() + ")"
                                   : d.peer_copies.why();
-      b.add(Status::Unknown,
-            std::to_string(uncovered.size()) + " pair(s) of the job's " + std::to_string(job_count) +
-                " GPUs claim P2P but their peer copies did not run: " + first_of(uncovered, 4) + " — " + why,
-            "Rerun preflight so its helper sees every GPU the job uses (it runs the copies across the union of "
-            "the node's ranks' CUDA_VISIBLE_DEVICES); until a copy has run on these pairs their P2P is unverified.");
+      b.add(kPairsUncopied, {{"uncopied_count", uncovered.size()},
+                             {"job_gpus", job_count},
+                             {"uncopied_pairs", first_of(uncovered, 4)},
+                             {"reason", why}});
     }
   }
 
@@ -396,19 +459,14 @@ Verdict run(const CheckContext& ctx) {
     if (end != v.c_str() && n == 1) {
       p2p_disabled = true;
       if (has_nvlink) {
-        b.add(Status::Warn,
-              "NCCL_P2P_DISABLE=" + *disable + " turns P2P off between NVLink-connected GPUs: NCCL then moves "
-              "intra-node traffic through host memory (several times slower)",
-              "Unless it works around a known fault on this node, `unset NCCL_P2P_DISABLE`.");
+        b.add(kP2pDisabledOnNvlink, {{"disable", *disable}});
       } else {
         notes.push_back("NCCL_P2P_DISABLE=" + *disable + ": NCCL uses no P2P between the GPUs");
       }
     } else if (end != v.c_str()) {
       notes.push_back("NCCL_P2P_DISABLE=" + *disable + ": P2P stays enabled (only 1 disables)");
     } else {
-      b.add(Status::Warn,
-            "NCCL_P2P_DISABLE=" + printable(*disable) + " is ignored by NCCL (it reads an integer and only 1 disables)",
-            "To disable P2P: `export NCCL_P2P_DISABLE=1`; otherwise `unset NCCL_P2P_DISABLE`.");
+      b.add(kDisableIgnored, {{"disable", printable(*disable)}});
     }
   }
   std::optional<int> forced;
@@ -420,14 +478,11 @@ Verdict run(const CheckContext& ctx) {
         for (char& ch : u) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
         return u;
       }();
-      const bool case_only = nccl_level(upper).has_value();
-      b.add(Status::Warn,
-            "NCCL_P2P_LEVEL=" + printable(*level) + " is ignored by NCCL (" +
-                (case_only ? std::string("level names are case-sensitive") : std::string("not a level name")) +
-                "; it keeps the default PXB)",
-            case_only ? "`export NCCL_P2P_LEVEL=" + upper + "` (or unset it)."
-                      : std::string("Use one of LOC, NVL, NVB, C2C, PIX, PXB, P2C, PXN, PHB, SYS (exact case), or "
-                                    "`unset NCCL_P2P_LEVEL`."));
+      if (nccl_level(upper).has_value()) {
+        b.add(kLevelWrongCase, {{"level", printable(*level)}, {"upper", upper}});
+      } else {
+        b.add(kLevelUnknown, {{"level", printable(*level)}});
+      }
     } else if (p2p_disabled) {
       notes.push_back("NCCL_P2P_LEVEL=" + *level + " has no effect while NCCL_P2P_DISABLE=1");
     }
@@ -452,26 +507,17 @@ Verdict run(const CheckContext& ctx) {
       }
     }
   }
-  if (!refused.empty()) {
-    b.add(Status::Warn,
-          "NCCL_P2P_LEVEL=" + *level + " asks for P2P where NVML reports it unsupported: " + first_of(refused, 4) +
-              " — NCCL also requires NVML's P2P status OK, so it will not use P2P there",
-          "`unset NCCL_P2P_LEVEL` (it changes nothing on these pairs); P2P across them needs a platform that "
-          "supports it (chipset/topology not supported is a property of the CPU/PCIe root, not a setting).");
-  }
+  if (!refused.empty()) b.add(kLevelRefused, {{"level", *level}, {"refused_pairs", first_of(refused, 4)}});
   if (!poor.empty()) {
-    const std::string shown = first_of(poor, 6, ", ");
-    std::string why = !use_driver && (topo == nullptr || topo->nvlinks.empty())
-                          ? " (from the PCIe topology alone: NVLinks, if any, are not visible without the driver)"
-                          : "";
-    b.add(Status::Warn,
-          std::to_string(poor.size()) + " GPU pair" + (poor.size() == 1 ? "" : "s") + " without NVLink cross " +
-              join(std::vector<std::string>(poor_classes.begin(), poor_classes.end()), "/") + ": " + shown +
-              " — NCCL's default NCCL_P2P_LEVEL is PXB, so it does not use P2P there and stages through host memory" +
-              why,
-          "Usually nothing to do: place communicating ranks on GPUs under one PCIe switch. Only if a measurement "
-          "(nccl-tests `all_reduce_perf`) shows P2P faster across that path, set `export NCCL_P2P_LEVEL=SYS` for "
-          "the job.");
+    const std::string why = !use_driver && (topo == nullptr || topo->nvlinks.empty())
+                                ? " (from the PCIe topology alone: NVLinks, if any, are not visible without the driver)"
+                                : "";
+    b.add(kPcieThroughCpu,
+          {{"poor_count", poor.size()},
+           {"plural", poor.size() == 1 ? "" : "s"},
+           {"poor_paths", join(std::vector<std::string>(poor_classes.begin(), poor_classes.end()), "/")},
+           {"poor_pairs", first_of(poor, 6, ", ")},
+           {"topology_note", why}});
   }
 
   // Evidence and the summary.
@@ -490,18 +536,19 @@ Verdict run(const CheckContext& ctx) {
     for (std::size_t a = 0; a < nodes.size(); ++a)
       for (std::size_t c = 0; c < nodes.size(); ++c)
         if (a != c) labels.insert(cells[a][c].label);
-    std::string text = std::to_string(nodes.size()) + " GPUs, " +
-                       (labels.size() == 1 ? "all pairs " + *labels.begin()
-                                           : "paths " + join(std::vector<std::string>(labels.begin(), labels.end()), "/"));
+    const std::string paths = labels.size() == 1
+                                  ? "all pairs " + *labels.begin()
+                                  : "paths " + join(std::vector<std::string>(labels.begin(), labels.end()), "/");
+    std::string detail;
     if (use_driver) {
       if (verified > 0) {
-        text += "; " + std::to_string(verified) + " peer copies verified (min " + gbps_text(min_gbps) + " GB/s)";
+        detail += "; " + std::to_string(verified) + " peer copies verified (min " + gbps_text(min_gbps) + " GB/s)";
       }
-      if (no_access > 0) text += "; " + std::to_string(no_access) + " ordered pairs without peer access (not copied)";
+      if (no_access > 0) detail += "; " + std::to_string(no_access) + " ordered pairs without peer access (not copied)";
     } else {
-      text += " from " + source;
+      detail = " from " + source;
     }
-    b.note(text);
+    b.add(kPathsChecked, {{"gpu_count", nodes.size()}, {"paths", paths}, {"detail", detail}});
   }
   for (std::string& n : notes) b.note(std::move(n));
   return b.build();
@@ -561,6 +608,7 @@ Fix
 
 extern const CheckSpec kTopoP2p = {
     "topo.p2p", Scope::Node, "GPU peer-to-peer paths carry real copies; NCCL_P2P settings fit the topology", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run, "gpu_p2p,topology,gpu_driver", true, "driver.loaded"};
+    kInNode | kInJob, "an image build has no topology", &run, "gpu_p2p,topology,gpu_driver", true, "driver.loaded",
+    {}, nullptr, kFindings};
 
 }  // namespace preflight

@@ -6,6 +6,7 @@
 // config space could not be read (no CAP_SYS_ADMIN) the answer is UNKNOWN with the IOMMU-group
 // hint, never PASS.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -16,6 +17,48 @@
 
 namespace preflight {
 namespace {
+
+constexpr FindingSpec kPciNotInSource = {"topo.pcie_acs/pci-not-in-source", Status::Skip, "{why}", ""};
+constexpr FindingSpec kNoGpu = {
+    "topo.pcie_acs/no-gpu", Status::Skip,
+    "no NVIDIA GPU on the PCI bus ({nics} {nic_noun}): there is no GPU P2P or GPUDirect path to judge", ""};
+constexpr FindingSpec kRedirect = {
+    "topo.pcie_acs/redirect", Status::Fail,
+    "PCIe ACS P2P redirect is on for {redirect_count} of the {bridges_above}: {redirects}: P2P/GPUDirect traffic is "
+    "redirected to the root complex (hangs or slow P2P/GDR)",
+    "Clear the ACS Control register of each bridge (as root; until the next reboot): {setpci}. Make it persistent: "
+    "disable ACS (often under PCIe / IOMMU / VT-d settings) in the BIOS, or boot with "
+    "`pci=disable_acs_redir={redirect_bdfs}` on kernels that have it, or re-apply the setpci lines at boot (a "
+    "systemd unit). Check with `lspci -vvv -s {first_redirect} | grep ACSCtl`."};
+#define PREFLIGHT_TRANSLATED                                                                                   \
+  "the IOMMU translates DMA for {gpu_noun} {translated_gpus}: PCIe P2P between GPUs with the IOMMU translating " \
+  "is unsupported on bare metal (NVIDIA) and GPUDirect RDMA goes through it"
+#define PREFLIGHT_PASSTHROUGH_FIX                                                                               \
+  "Put the IOMMU in passthrough mode: add `iommu=pt` to the kernel command line (Intel: `intel_iommu=on "       \
+  "iommu=pt`; AMD: `amd_iommu=on iommu=pt`) in GRUB_CMDLINE_LINUX of /etc/default/grub, run `update-grub` (or " \
+  "`grub2-mkconfig -o /boot/grub2/grub.cfg`) and reboot; or `intel_iommu=off` if nothing needs it."
+constexpr FindingSpec kIommuTranslated = {"topo.pcie_acs/iommu-translated", Status::Warn, PREFLIGHT_TRANSLATED,
+                                          PREFLIGHT_PASSTHROUGH_FIX};
+// The same with a redirect on the bridges too: part of that FAIL.
+constexpr FindingSpec kIommuTranslatedWithRedirect = {"topo.pcie_acs/iommu-translated-with-redirect", Status::Fail,
+                                                      PREFLIGHT_TRANSLATED, PREFLIGHT_PASSTHROUGH_FIX};
+#undef PREFLIGHT_TRANSLATED
+#undef PREFLIGHT_PASSTHROUGH_FIX
+constexpr FindingSpec kConfigRestricted = {
+    "topo.pcie_acs/config-restricted", Status::Unknown,
+    "config space of {restricted_first} is {config_bytes}{more_restricted}: reading ACS needs root (CAP_SYS_ADMIN); "
+    "{hint}",
+    "Run preflight as root on the host (in a container: --privileged, or CAP_SYS_ADMIN in the initial user "
+    "namespace), or check by hand: `sudo lspci -vvv -s {restricted_first} | grep ACSCtl` (ReqRedir+ or CmpltRedir+ "
+    "means P2P is redirected)."};
+constexpr FindingSpec kBridgeUnreadable = {
+    "topo.pcie_acs/bridge-unreadable", Status::Unknown,
+    "the ACS state of {unreadable_count} {bridge_noun} could not be read: {unreadable}",
+    "Check the bridges by hand: `sudo lspci -vvv -s <bdf> | grep ACSCtl`."};
+constexpr FindingSpec kClean = {"topo.pcie_acs/clean", Status::Pass, "{checked}; IOMMU {iommu}{vm}", ""};
+
+constexpr std::array kFindings = {kPciNotInSource,   kNoGpu,           kRedirect,        kIommuTranslated,
+                                  kIommuTranslatedWithRedirect, kConfigRestricted, kBridgeUnreadable, kClean};
 
 std::string hex16(std::uint16_t v) {
   char buf[16];
@@ -84,16 +127,17 @@ Verdict run(const CheckContext& ctx) {
   const std::vector<PciFunction>* fns = p.functions.value();
   if (fns == nullptr) {
     // A fact the judged source cannot hold (--topology-xml: an hwloc export has no ACS register).
-    if (p.functions.error()->code == ProbeErrc::Unsupported) return Verdict::skip(p.functions.why());
+    if (p.functions.error()->code == ProbeErrc::Unsupported) {
+      return Verdict::of(kPciNotInSource, {{"why", p.functions.why()}});
+    }
     return unknown_from(p.functions, "the PCI devices");
   }
 
   std::vector<const PciFunction*> gpus, nics;
   for (const PciFunction& f : *fns) (f.kind == "gpu" ? gpus : nics).push_back(&f);
   if (gpus.empty()) {
-    return Verdict::skip("no NVIDIA GPU on the PCI bus (" + std::to_string(nics.size()) +
-                             (nics.size() == 1 ? " NIC" : " NICs") + "): there is no GPU P2P or GPUDirect path to judge",
-                         {{"nics", nics.size()}});
+    return Verdict::of(kNoGpu, {{"nics", nics.size()}, {"nic_noun", nics.size() == 1 ? "NIC" : "NICs"}},
+                       {{"nics", nics.size()}});
   }
 
   VerdictBuilder b;
@@ -180,35 +224,26 @@ Verdict run(const CheckContext& ctx) {
                             " and " + std::to_string(nics.size()) + " NIC" + (nics.size() == 1 ? "" : "s");
 
   if (!redirect_bdfs.empty()) {
-    std::string remedy = "Clear the ACS Control register of each bridge (as root; until the next reboot): ";
     std::vector<std::string> cmds;
     for (const std::string& bdf : redirect_bdfs) cmds.push_back("`setpci -s " + bdf + " ECAP_ACS+0x6.w=0000`");
-    remedy += join(cmds, "; ") +
-              ". Make it persistent: disable ACS (often under PCIe / IOMMU / VT-d settings) in the BIOS, or boot "
-              "with `pci=disable_acs_redir=" + join(redirect_bdfs, ";") +
-              "` on kernels that have it, or re-apply the setpci lines at boot (a systemd unit). Check with "
-              "`lspci -vvv -s " + redirect_bdfs.front() + " | grep ACSCtl`.";
-    b.add(Status::Fail,
-          "PCIe ACS P2P redirect is on for " + std::to_string(redirect_bdfs.size()) + " of the " + where + ": " +
-              join(redirect_texts, "; ") + ": P2P/GPUDirect traffic is redirected to the root complex (hangs or slow P2P/GDR)",
-          remedy);
+    b.add(kRedirect, {{"redirect_count", redirect_bdfs.size()},
+                      {"bridges_above", where},
+                      {"redirects", join(redirect_texts, "; ")},
+                      {"setpci", join(cmds, "; ")},
+                      {"redirect_bdfs", join(redirect_bdfs, ";")},
+                      {"first_redirect", redirect_bdfs.front()}});
   }
   if (!vm_redirects.empty()) {
     b.note("in a VM (hypervisor flag) ACS redirect is expected on the virtual bridges: " + join(vm_redirects, "; "));
   }
 
   if (!translated_gpus.empty()) {
-    const std::string summary = "the IOMMU translates DMA for GPU" + std::string(translated_gpus.size() == 1 ? " " : "s ") + join(translated_gpus, ", ") +
-                                ": PCIe P2P between GPUs with the IOMMU translating is unsupported on bare metal "
-                                "(NVIDIA) and GPUDirect RDMA goes through it";
-    const std::string remedy =
-        "Put the IOMMU in passthrough mode: add `iommu=pt` to the kernel command line (Intel: `intel_iommu=on "
-        "iommu=pt`; AMD: `amd_iommu=on iommu=pt`) in GRUB_CMDLINE_LINUX of /etc/default/grub, run `update-grub` "
-        "(or `grub2-mkconfig -o /boot/grub2/grub.cfg`) and reboot; or `intel_iommu=off` if nothing needs it.";
     if (!bare_metal) {
       b.note("in a VM the GPUs' IOMMU groups are translated (" + join(translated_gpus, ", ") + "): expected");
     } else {
-      b.add(redirect_bdfs.empty() ? Status::Warn : Status::Fail, summary, remedy);
+      b.add(redirect_bdfs.empty() ? kIommuTranslated : kIommuTranslatedWithRedirect,
+            {{"gpu_noun", translated_gpus.size() == 1 ? "GPU" : "GPUs"},
+             {"translated_gpus", join(translated_gpus, ", ")}});
     }
   }
 
@@ -216,30 +251,27 @@ Verdict run(const CheckContext& ctx) {
     const std::string first = restricted.front();
     const std::string bytes = ev.value("restricted_example", std::string("64 bytes"));
     std::vector<PciFunction> all(fns->begin(), fns->end());
-    b.add(Status::Unknown,
-          "config space of " + first + " is " + bytes + (restricted.size() > 1 ? " (and of " + std::to_string(restricted.size() - 1) + " more bridges)" : std::string()) +
-              ": reading ACS needs root (CAP_SYS_ADMIN); " + iommu_group_hint(all, iommu_on),
-          "Run preflight as root on the host (in a container: --privileged, or CAP_SYS_ADMIN in the initial user "
-          "namespace), or check by hand: `sudo lspci -vvv -s " + first + " | grep ACSCtl` (ReqRedir+ or CmpltRedir+ "
-          "means P2P is redirected).");
+    const std::string more =
+        restricted.size() > 1 ? " (and of " + std::to_string(restricted.size() - 1) + " more bridges)" : std::string();
+    b.add(kConfigRestricted, {{"restricted_first", first},
+                              {"config_bytes", bytes},
+                              {"more_restricted", more},
+                              {"hint", iommu_group_hint(all, iommu_on)}});
   }
   if (!unreadable.empty()) {
-    b.add(Status::Unknown, "the ACS state of " + std::to_string(unreadable.size()) + " bridge" +
-                               (unreadable.size() == 1 ? "" : "s") + " could not be read: " + join(unreadable, "; "),
-          "Check the bridges by hand: `sudo lspci -vvv -s <bdf> | grep ACSCtl`.");
+    b.add(kBridgeUnreadable, {{"unreadable_count", unreadable.size()},
+                              {"bridge_noun", unreadable.size() == 1 ? "bridge" : "bridges"},
+                              {"unreadable", join(unreadable, "; ")}});
   }
 
   if (b.status() == Status::Pass) {
-    std::string iommu_text = "IOMMU ";
-    if (!iommu_on) {
-      iommu_text += "off";
-    } else if (translated_gpus.empty()) {
-      iommu_text += "on, GPU groups not translated";
-    } else {
-      iommu_text += "translating (VM)";
-    }
-    b.note((p.bridges.empty() ? "no PCIe bridge above the " + std::to_string(gpus.size()) + " GPUs" : "no ACS P2P redirect on the " + where) + "; " + iommu_text +
-           (vm.value_or(false) ? " (VM)" : ""));
+    const char* iommu_text = !iommu_on                ? "off"
+                             : translated_gpus.empty() ? "on, GPU groups not translated"
+                                                       : "translating (VM)";
+    b.add(kClean, {{"checked", p.bridges.empty() ? "no PCIe bridge above the " + std::to_string(gpus.size()) + " GPUs"
+                                                 : "no ACS P2P redirect on the " + where},
+                   {"iommu", iommu_text},
+                   {"vm", vm.value_or(false) ? " (VM)" : ""}});
   }
   return b.build();
 }
@@ -282,6 +314,6 @@ Fix
 
 extern const CheckSpec kTopoPcieAcs = {
     "topo.pcie_acs", Scope::Node, "no PCIe ACS redirect or translated IOMMU between GPUs and NICs", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run, "pcie"};
+    kInNode | kInJob, "an image build has no topology", &run, "pcie", false, {}, {}, nullptr, kFindings};
 
 }  // namespace preflight

@@ -66,6 +66,11 @@ TEST(ClusterConsistency, NcclDriftFailsNamingOddHostsAndMajority) {
   EXPECT_TRUE(has(v.summary, "NCCL drift: gpu-c (ranks 4–5) has 2.18.1, the majority (6 of 8 ranks) 2.21.5")) << v.summary;
   EXPECT_TRUE(has(v.summary, "hang or corrupt")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "libnccl.so.2")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "cluster.consistency/nccl-drift");
+  EXPECT_EQ(v.finding.params["odd"], "gpu-c (ranks 4–5) has 2.18.1");
+  EXPECT_EQ(v.finding.params["majority"], "2.21.5");
+  EXPECT_EQ(v.finding.params["count"], 6);
+  EXPECT_EQ(v.finding.params["total"], 8);
 }
 
 TEST(ClusterConsistency, DriverAndCudaDriftFail) {
@@ -79,6 +84,13 @@ TEST(ClusterConsistency, DriverAndCudaDriftFail) {
   EXPECT_TRUE(has(v.summary, "NVIDIA driver drift: gpu-d (ranks 6–7) has 535.104.05, the majority (6 of 8 ranks) 550.54.15"))
       << v.summary;
   EXPECT_TRUE(has(v.summary, "CUDA driver API drift: gpu-d (ranks 6–7) has 12.2")) << v.summary;
+  // Two findings with different values: each is reported with its own parameters.
+  ASSERT_EQ(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[0].code, "cluster.consistency/driver-drift");
+  EXPECT_EQ(v.findings[0].params["odd"], "gpu-d (ranks 6–7) has 535.104.05");
+  EXPECT_EQ(v.findings[0].params["majority"], "550.54.15");
+  EXPECT_EQ(v.findings[1].code, "cluster.consistency/cuda-driver-drift");
+  EXPECT_EQ(v.findings[1].params["odd"], "gpu-d (ranks 6–7) has 12.2");
 }
 
 TEST(ClusterConsistency, CudaRuntimeDriftFails) {
@@ -88,6 +100,9 @@ TEST(ClusterConsistency, CudaRuntimeDriftFails) {
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "CUDA runtimes drift: gpu-a (ranks 0–1) has 12.1 (torch), the majority (6 of 8 ranks) 12.4 (torch)"))
       << v.summary;
+  EXPECT_EQ(v.finding.code, "cluster.consistency/cuda-runtime-drift");
+  EXPECT_EQ(v.finding.params["odd"], "gpu-a (ranks 0–1) has 12.1 (torch)");
+  EXPECT_EQ(v.finding.params["majority"], "12.4 (torch)");
 }
 
 TEST(ClusterConsistency, KernelFrameworkAndNicDriftWarn) {
@@ -103,6 +118,16 @@ TEST(ClusterConsistency, KernelFrameworkAndNicDriftWarn) {
       << v.summary;
   EXPECT_TRUE(has(v.summary, "framework drift: gpu-b (ranks 2–3) has torch 2.4.0+cu124")) << v.summary;
   EXPECT_TRUE(has(v.summary, "NIC drivers drift: gpu-b (ranks 2–3) has mlx5_core 23.10-0.5.5")) << v.summary;
+  ASSERT_EQ(v.findings.size(), 3u);
+  EXPECT_EQ(v.findings[0].code, "cluster.consistency/framework-drift");
+  EXPECT_EQ(v.findings[0].params["odd"], "gpu-b (ranks 2–3) has torch 2.4.0+cu124");
+  EXPECT_EQ(v.findings[1].code, "cluster.consistency/kernel-drift");
+  EXPECT_EQ(v.findings[1].params["odd"], "gpu-b (ranks 2–3) has 6.1.0-18-amd64");
+  EXPECT_EQ(v.findings[1].params["majority"], "6.1.0-28-amd64");
+  EXPECT_EQ(v.findings[2].code, "cluster.consistency/nic-driver-drift");
+  EXPECT_EQ(v.findings[2].params["odd"], "gpu-b (ranks 2–3) has mlx5_core 23.10-0.5.5");
+  EXPECT_EQ(v.findings[2].params["majority"], "mlx5_core 24.10-1.1.4");
+  for (const Finding& f : v.findings) EXPECT_EQ(f.status, Status::Warn) << f.code;
 }
 
 TEST(ClusterConsistency, UnreadableVersionIsUnknownOnlyWhenNothingDiffers) {
@@ -114,11 +139,17 @@ TEST(ClusterConsistency, UnreadableVersionIsUnknownOnlyWhenNothingDiffers) {
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "NCCL could not be read on gpu-b (ranks 2–3) (helper: ncclGetVersion did not return within 5.0 s")) << v.summary;
   EXPECT_EQ(v.evidence["NCCL"]["(unreadable)"].size(), 2u);
+  EXPECT_EQ(v.finding.code, "cluster.consistency/unreadable");
+  EXPECT_EQ(v.finding.params["item"], "NCCL");
+  EXPECT_EQ(v.finding.params["where"], "gpu-b (ranks 2–3)");
+  EXPECT_EQ(v.finding.params["why"], "helper: ncclGetVersion did not return within 5.0 s");
 
   on_host(j, 3, [](RankFacts& f) { f.identity.kernel = "6.12.0"; });
   v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;  // the unreadable NCCL is not a mismatch
   EXPECT_TRUE(has(v.summary, "kernel drift")) << v.summary;
+  EXPECT_EQ(v.finding.code, "cluster.consistency/kernel-drift");
+  ASSERT_EQ(v.findings.size(), 1u);
 }
 
 TEST(ClusterConsistency, NotReadableAnywhereIsUnknown) {
@@ -128,6 +159,9 @@ TEST(ClusterConsistency, NotReadableAnywhereIsUnknown) {
   Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "NCCL not readable on any rank")) << v.summary;
+  EXPECT_EQ(v.finding.code, "cluster.consistency/unreadable-everywhere");
+  EXPECT_EQ(v.finding.params["item"], "NCCL");
+  EXPECT_EQ(v.finding.params["why"], "helper: the helper hung");
 
   // Installed on no rank at all (a CPU-only job: no library, no kernel module): every rank agrees.
   JobFacts cpu = stack_job();
@@ -149,6 +183,9 @@ TEST(ClusterConsistency, NotReadableAnywhereIsUnknown) {
   v = judge_job(spec(), k);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "NVIDIA driver not readable on any rank")) << v.summary;
+  EXPECT_EQ(v.finding.code, "cluster.consistency/unreadable-everywhere");
+  EXPECT_EQ(v.finding.params["item"], "NVIDIA driver");
+  EXPECT_EQ(v.finding.params["why"], "helper: helper died of SIGSEGV");
 
   // A drift elsewhere still decides the verdict; the unreadable version is then noted.
   on_host(k, 1, [](RankFacts& f) { f.identity.kernel = "6.12.0"; });
@@ -159,10 +196,14 @@ TEST(ClusterConsistency, NotReadableAnywhereIsUnknown) {
 TEST(ClusterConsistency, OneRankSkipsAndAnUngatheredWorldIsUnknown) {
   RankFacts f = gpu_fixture::healthy();
   EXPECT_EQ(judge_job(spec(), job_fixture::single(f)).status, Status::Skip);
+  EXPECT_EQ(judge_job(spec(), job_fixture::single(f)).finding.code, "cluster.consistency/single-rank");
   f.placement.world_size = 4;
   const Verdict v = judge_job(spec(), job_fixture::single(f));
   EXPECT_EQ(v.status, Status::Unknown);
   EXPECT_TRUE(has(v.summary, "only 1 of 4 ranks delivered facts")) << v.summary;
+  EXPECT_EQ(v.finding.code, "cluster.consistency/not-gathered");
+  EXPECT_EQ(v.finding.params["delivered"], 1);
+  EXPECT_EQ(v.finding.params["world"], 4);
   EXPECT_EQ(judge_job(spec(), stack_job(), {}, Profile::Image).status, Status::Skip);
 }
 

@@ -24,6 +24,8 @@ TEST(ClusterShmNamespace, PassWhenEachHostSharesOneShm) {
   const Verdict v = judge_job(spec(), job_fixture::job(2, 4));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_TRUE(has(v.summary, "the ranks of each host share one /dev/shm (2 host(s) with several ranks)")) << v.summary;
+  EXPECT_EQ(v.finding.code, "cluster.shm_namespace/shared");
+  EXPECT_EQ(v.finding.params["hosts"], 2);
 }
 
 TEST(ClusterShmNamespace, SeparateContainersOnOneHostFail) {
@@ -43,6 +45,27 @@ TEST(ClusterShmNamespace, SeparateContainersOnOneHostFail) {
   EXPECT_FALSE(has(v.summary, "gpu-b")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "--ipc=host")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "medium: Memory")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "cluster.shm_namespace/separate-shm");
+  EXPECT_EQ(v.finding.params["host"], "gpu-a");
+  EXPECT_EQ(v.finding.params["count"], 2);
+  EXPECT_EQ(v.finding.params["devices"],
+            "ranks 0–1: st_dev 0x1a; ranks 2–3: st_dev 0x99, tmpfs shm (rw,nosuid,nodev,noexec,relatime,size=65536k)");
+}
+
+TEST(ClusterShmNamespace, EachHostWithSeparateShmIsNamed) {
+  // Every rank in its own container on both hosts: one finding per host, each with its own values.
+  JobFacts j = job_fixture::job(2, 2);
+  for (RankFacts& f : j.ranks) f.shm.usage.value()->st_dev = 0x100 + static_cast<std::uint64_t>(f.placement.rank);
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  ASSERT_EQ(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[0].code, "cluster.shm_namespace/separate-shm");
+  EXPECT_EQ(v.findings[0].params["host"], "gpu-a");
+  EXPECT_EQ(v.findings[0].params["devices"], "rank 0: st_dev 0x100; rank 1: st_dev 0x101");
+  EXPECT_EQ(v.findings[1].code, "cluster.shm_namespace/separate-shm");
+  EXPECT_EQ(v.findings[1].params["host"], "gpu-b");
+  // The remedy is said once.
+  EXPECT_EQ(v.remedy.find("--ipc=host"), v.remedy.rfind("--ipc=host")) << v.remedy;
 }
 
 TEST(ClusterShmNamespace, UnreadableShmIsUnknown) {
@@ -52,6 +75,10 @@ TEST(ClusterShmNamespace, UnreadableShmIsUnknown) {
   EXPECT_EQ(v.status, Status::Unknown);
   EXPECT_TRUE(has(v.summary, "gpu-a: /dev/shm could not be read on rank 1")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "shm.capacity")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "cluster.shm_namespace/shm-unreadable");
+  EXPECT_EQ(v.finding.params["host"], "gpu-a");
+  EXPECT_EQ(v.finding.params["ranks"], "rank 1");
+  EXPECT_EQ(v.finding.params["why"], "statfs /dev/shm: /dev/shm: No such file or directory");
 }
 
 TEST(ClusterShmNamespace, OneRankPerHostPassesWithANote) {

@@ -66,7 +66,14 @@ TEST(CommAllreduce, PassWithTheNumbers) {
     EXPECT_TRUE(v.evidence.contains(key)) << key;
   }
   EXPECT_EQ(v.evidence["bytes"], 32u << 20);
-  expect(judge_job(spec(), nccl_job(), floor_at(100)), Status::Pass, "(≥ --min-busbw 100 GB/s)");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/correct");
+  EXPECT_EQ(v.finding.params["busbw"], "125.83");
+  EXPECT_EQ(v.finding.params["participants"], "16 GPUs");
+  EXPECT_EQ(v.finding.params["repeats"], 5);
+  EXPECT_EQ(v.finding.params["floor"], "");
+  const Verdict floored = judge_job(spec(), nccl_job(), floor_at(100));
+  expect(floored, Status::Pass, "(≥ --min-busbw 100 GB/s)");
+  EXPECT_EQ(floored.finding.params["floor"], " (≥ --min-busbw 100 GB/s)");
 }
 
 TEST(CommAllreduce, TimesAreForPeople) {
@@ -82,6 +89,11 @@ TEST(CommAllreduce, BelowTheFloorFails) {
          "(best of 5",
          "`mpirun -np 16 all_reduce_perf -b 33554432 -e 33554432 -c 1 -n 5 -g 1`");
   EXPECT_EQ(v.evidence["min_busbw_gbps"], 300.0);
+  EXPECT_EQ(v.finding.code, "comm.allreduce/busbw-low");
+  EXPECT_EQ(v.finding.params["floor"], "300");
+  EXPECT_EQ(v.finding.params["busbw"], "125.83");
+  EXPECT_EQ(v.finding.params["algbw"], "67.11");
+  EXPECT_EQ(v.finding.params["command"], "mpirun -np 16 all_reduce_perf -b 33554432 -e 33554432 -c 1 -n 5 -g 1");
 }
 
 TEST(CommAllreduce, TheNcclTestsCommandMatchesWhatWasMeasured) {
@@ -90,6 +102,8 @@ TEST(CommAllreduce, TheNcclTestsCommandMatchesWhatWasMeasured) {
   expect(v, Status::Fail, "across 8 GPUs over nccl", "`all_reduce_perf -b 33554432 -e 33554432 -c 1 -n 5 -g 8`");
   EXPECT_EQ(v.remedy.find("-g 1"), std::string::npos) << v.remedy;
   EXPECT_EQ(v.remedy.find("mpirun"), std::string::npos) << v.remedy;
+  EXPECT_EQ(v.finding.code, "comm.allreduce/busbw-low");
+  EXPECT_EQ(v.finding.params["command"], "all_reduce_perf -b 33554432 -e 33554432 -c 1 -n 5 -g 8");
 }
 
 TEST(CommAllreduce, TheSizeMeasuredIsStated) {
@@ -133,9 +147,28 @@ TEST(CommAllreduce, UnconnectedRanksTellTheStoryOfLaunchRanks) {
   expect(v, Status::Unknown, "the all_reduce was not run: the launcher (slurm) claims 4 ranks, but preflight ran as a single "
                              "process", "srun --mpi=pmix");
   EXPECT_EQ(v.summary.find("no launcher"), std::string::npos) << v.summary;
+  EXPECT_EQ(v.finding.code, "comm.allreduce/not-connected");
+  EXPECT_EQ(v.finding.params["launcher"], "slurm");
+  EXPECT_EQ(v.finding.params["world"], 4);
   const Verdict barrier = judge_job(*find_check("comm.barrier"), job_fixture::single(f));
   expect(barrier, Status::Unknown, "the barrier was not run: the launcher (slurm) claims 4 ranks", "srun --mpi=pmix");
   EXPECT_EQ(barrier.summary.find("no launcher"), std::string::npos) << barrier.summary;
+  EXPECT_EQ(barrier.finding.code, "comm.barrier/not-connected");
+  EXPECT_EQ(barrier.finding.params["launcher"], "slurm");
+  EXPECT_EQ(barrier.finding.params["world"], 4);
+}
+
+TEST(CommAllreduce, MpiWorldOfOneUnderALargerLauncherIsUnknown) {
+  JobFacts j = job_fixture::job(1, 1);
+  j.ranks[0].env =
+      EnvSnapshot({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}});
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Unknown, "the all_reduce was not run: MPI started as a world of 1 while SLURM_NTASKS=8 (slurm)",
+         "srun --mpi=pmix");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/mpi-world-of-one");
+  EXPECT_EQ(v.finding.params["variable"], "SLURM_NTASKS");
+  EXPECT_EQ(v.finding.params["size"], 8);
+  EXPECT_EQ(v.finding.params["launcher"], "slurm");
 }
 
 TEST(CommAllreduce, MpiTransportSaysItMeasuredHostMemory) {
@@ -145,6 +178,8 @@ TEST(CommAllreduce, MpiTransportSaysItMeasuredHostMemory) {
   j.allreduce.algbw_gbps = 1.12;
   expect(judge_job(spec(), j), Status::Pass, "across 16 ranks over mpi");
   expect(judge_job(spec(), j), Status::Pass, "measured over MPI in host memory (a CPU-only node): this is the hosts' network and memory, not a GPU fabric");
+  EXPECT_EQ(judge_job(spec(), j).finding.code, "comm.allreduce/correct");
+  EXPECT_EQ(judge_job(spec(), j).finding.params["participants"], "16 ranks");
   // A GPU-fabric floor does not apply to host memory: that part is skipped with the reason, never failed.
   const Verdict v = judge_job(spec(), j, floor_at(150));
   expect(v, Status::Pass, "; --min-busbw 150 GB/s: SKIP, a floor for a GPU fabric does not apply to MPI in host memory");
@@ -157,7 +192,11 @@ TEST(CommAllreduce, FloorWithoutMeasurementIsUnknown) {
   JobFacts j = nccl_job();
   j.allreduce.repeats = 0;
   j.allreduce.busbw_gbps = 0;
-  expect(judge_job(spec(), j, floor_at(100)), Status::Unknown, "its bandwidth was not measured (0 timed repeats)");
+  const Verdict v = judge_job(spec(), j, floor_at(100));
+  expect(v, Status::Unknown, "its bandwidth was not measured (0 timed repeats)");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/busbw-unmeasured");
+  EXPECT_EQ(v.finding.params["repeats"], 0);
+  EXPECT_EQ(v.finding.params["floor"], "100");
 }
 
 TEST(CommAllreduce, WrongResultFailsNamingRanks) {
@@ -169,17 +208,31 @@ TEST(CommAllreduce, WrongResultFailsNamingRanks) {
          "the all_reduce result was wrong on 1 of 16 participants: rank 9 (gpu-b, pid 1009, last phase report) (rank 9 (gpu-b): "
          "element 1048576 is 15, expected 16) over nccl",
          "NCCL_P2P_DISABLE=1");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/wrong-result-nccl");
+  EXPECT_EQ(v.finding.params["count"], 1);
+  EXPECT_EQ(v.finding.params["ranks"], 16);
+  EXPECT_EQ(v.finding.params["who"], "rank 9 (gpu-b, pid 1009, last phase report)");
+  EXPECT_EQ(v.finding.params["transport"], "nccl");
   JobFacts m = nccl_job();
   m.allreduce.transport = "mpi";
   m.allreduce.wrong = {1};
-  expect(judge_job(spec(), m), Status::Fail, "wrong on 1 of 16", "MPI delivered wrong sums");
+  const Verdict w = judge_job(spec(), m);
+  expect(w, Status::Fail, "wrong on 1 of 16", "MPI delivered wrong sums");
+  EXPECT_EQ(w.finding.code, "comm.allreduce/wrong-result-mpi");
+  EXPECT_EQ(w.finding.params["who"], "rank 1 (gpu-a, pid 1001, last phase report)");
+  EXPECT_EQ(w.finding.params["errors"], "");
+  EXPECT_EQ(w.finding.params["transport"], "mpi");
 }
 
 TEST(CommAllreduce, WrongOnAGpuInTheNodeProfile) {
   JobFacts j = node_run();
   j.allreduce.wrong = {3};
   j.allreduce.errors = {"GPU 3: element 7 is 0, expected 36"};
-  expect(judge_job(spec(), j, {}, Profile::Node), Status::Fail, "wrong on 1 of 8 participants: GPU 3 (GPU 3: element 7 is 0, expected 36)");
+  const Verdict v = judge_job(spec(), j, {}, Profile::Node);
+  expect(v, Status::Fail, "wrong on 1 of 8 participants: GPU 3 (GPU 3: element 7 is 0, expected 36)");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/wrong-result-nccl");
+  EXPECT_EQ(v.finding.params["who"], "GPU 3");
+  EXPECT_EQ(v.finding.params["errors"], " (GPU 3: element 7 is 0, expected 36)");
 }
 
 TEST(CommAllreduce, ExpiredNamesMissingRanks) {
@@ -195,6 +248,12 @@ TEST(CommAllreduce, ExpiredNamesMissingRanks) {
          "phase allreduce, silent 6.1 s)",
          "rank 12 on gpu-b stopped in the allreduce");
   EXPECT_NE(v.remedy.find("NCCL_DEBUG=INFO"), std::string::npos);
+  EXPECT_EQ(v.finding.code, "comm.allreduce/expired");
+  EXPECT_EQ(v.finding.params["waited"], "10 s");
+  EXPECT_EQ(v.finding.params["count"], 1);
+  EXPECT_EQ(v.finding.params["world"], 16);
+  EXPECT_EQ(v.finding.params["named"], "rank 12 (gpu-b, pid 1012, last phase allreduce, silent 6.1 s)");
+  EXPECT_EQ(v.cause, "");
 }
 
 TEST(CommAllreduce, ExpiredWithEveryoneAlive) {
@@ -203,7 +262,35 @@ TEST(CommAllreduce, ExpiredWithEveryoneAlive) {
   j.allreduce.expired = true;
   j.allreduce.missing = {8};
   j.status[8].last_phase = Phase::Allreduce;
-  expect(judge_job(spec(), j), Status::Fail, "every rank reached it and is alive", "a firewall between the hosts");
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail, "every rank reached it and is alive", "a firewall between the hosts");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/fabric");
+  EXPECT_EQ(v.finding.params["alive"], "rank 8 (gpu-b, pid 1008, last phase allreduce)");
+  EXPECT_EQ(v.finding.params["transport"], "nccl");
+  EXPECT_NE(v.remedy.find("NCCL_DEBUG_SUBSYS=INIT,NET"), std::string::npos) << v.remedy;
+  EXPECT_EQ(v.cause, "net.socket_ifname,net.reachability");
+}
+
+TEST(CommAllreduce, ExpiredWithoutNamedRanks) {
+  JobFacts j = nccl_job();
+  j.allreduce.completed = false;
+  j.allreduce.expired = true;
+  j.allreduce.errors = {"rank 0 (gpu-a): ncclCommWatchdog: timeout"};
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail,
+         "the all_reduce did not complete within 10 s over nccl (no rank was named as missing) (rank 0 (gpu-a): "
+         "ncclCommWatchdog: timeout)",
+         "See the errors in the detail. Rerun the job's first collective with NCCL_DEBUG=INFO");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/expired-unnamed");
+  EXPECT_EQ(v.finding.params["waited"], "10 s");
+  EXPECT_EQ(v.finding.params["errors"], " (rank 0 (gpu-a): ncclCommWatchdog: timeout)");
+  EXPECT_EQ(v.cause, "net.socket_ifname,net.reachability");
+  // Over MPI the remedy does not send the reader to NCCL_DEBUG.
+  j.allreduce.transport = "mpi";
+  const Verdict m = judge_job(spec(), j);
+  EXPECT_EQ(m.finding.code, "comm.allreduce/expired-unnamed");
+  EXPECT_EQ(m.remedy, "See the errors in the detail.");
+  EXPECT_EQ(m.finding.params["nccl_debug"], "");
 }
 
 TEST(CommAllreduce, ErrorFails) {
@@ -214,6 +301,57 @@ TEST(CommAllreduce, ErrorFails) {
   expect(judge_job(spec(), j), Status::Fail,
          "the all_reduce over nccl failed: ncclCommInitRank; rank 5 (gpu-a): ncclSystemError: socket connect to 192.0.2.2 failed",
          "NCCL_DEBUG=INFO");
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.finding.code, "comm.allreduce/error-nccl");
+  EXPECT_EQ(v.finding.params["transport"], "nccl");
+  EXPECT_EQ(v.finding.params["error"],
+            "ncclCommInitRank; rank 5 (gpu-a): ncclSystemError: socket connect to 192.0.2.2 failed");
+  EXPECT_EQ(v.cause, "nccl.library,net.socket_ifname");
+}
+
+TEST(CommAllreduce, MpiErrorFails) {
+  JobFacts j = nccl_job();
+  j.allreduce.transport = "mpi";
+  j.allreduce.completed = false;
+  j.allreduce.note = "MPI_Allreduce: MPI_ERR_TRUNCATE: message truncated";
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail, "the all_reduce over mpi failed: MPI_Allreduce: MPI_ERR_TRUNCATE: message truncated",
+         "Fix the MPI error quoted; check that every rank runs the same MPI build.");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/error-mpi");
+  EXPECT_EQ(v.finding.params["transport"], "mpi");
+  EXPECT_EQ(v.finding.params["error"], "MPI_Allreduce: MPI_ERR_TRUNCATE: message truncated");
+  EXPECT_EQ(v.cause, "nccl.library,net.socket_ifname");
+  // Without a message at all.
+  j.allreduce.note.clear();
+  EXPECT_EQ(judge_job(spec(), j).finding.params["error"], "no error message");
+}
+
+TEST(CommAllreduce, ARankThatEndedIsTheStory) {
+  // Rank 0's liveness watch saw rank 12's host stop answering during the all_reduce.
+  JobFacts j = nccl_job();
+  j.allreduce.completed = false;
+  j.status[12].last_phase = Phase::Allreduce;
+  j.status[12].lost = "unreachable";
+  j.status[12].lost_at_s = 4.0;
+  Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail,
+         "the all_reduce over nccl could not complete: rank 12 (gpu-b, pid 1012, last phase allreduce, its host stopped "
+         "answering at 4.0 s)",
+         "rank 12 on gpu-b stopped acknowledging rank 0's TCP connection in the allreduce");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/ranks-lost");
+  EXPECT_EQ(v.finding.params["transport"], "nccl");
+  EXPECT_EQ(v.finding.params["lost"],
+            "rank 12 (gpu-b, pid 1012, last phase allreduce, its host stopped answering at 4.0 s)");
+  // Lost before the all_reduce could run.
+  j.allreduce = {};
+  j.status[12].last_phase = Phase::Barrier;
+  v = judge_job(spec(), j);
+  expect(v, Status::Fail,
+         "the all_reduce was not run: rank 12 (gpu-b, pid 1012, last phase barrier, its host stopped answering at 4.0 s)",
+         "in the barrier");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/ranks-lost-before");
+  EXPECT_EQ(v.finding.params["lost"],
+            "rank 12 (gpu-b, pid 1012, last phase barrier, its host stopped answering at 4.0 s)");
 }
 
 TEST(CommAllreduce, NotRunBecauseRanksWereMissing) {
@@ -222,8 +360,14 @@ TEST(CommAllreduce, NotRunBecauseRanksWereMissing) {
   j.status[15].silent_s = 3;
   j.allreduce = {};
   j.allreduce.note = "the gather expired";
-  expect(judge_job(spec(), j), Status::Fail, "the all_reduce was not run: 1 of 16 ranks did not arrive earlier: rank 15 (gpu-b",
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail, "the all_reduce was not run: 1 of 16 ranks did not arrive earlier: rank 15 (gpu-b",
          "stopped sending its facts to rank 0");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/ranks-missing");
+  EXPECT_EQ(v.finding.params["count"], 1);
+  EXPECT_EQ(v.finding.params["world"], 16);
+  EXPECT_EQ(v.finding.params["named"], "rank 15 (gpu-b, pid 1015, last phase gather, silent 3.0 s)");
+  EXPECT_EQ(v.finding.params["note"], " (the gather expired)");
 }
 
 TEST(CommAllreduce, NodeProfile) {
@@ -231,7 +375,10 @@ TEST(CommAllreduce, NodeProfile) {
   JobFacts none = node_run();
   none.allreduce = {};
   none.allreduce.note = "no GPU: CUDA reports 0 devices";
-  expect(judge_job(spec(), none, {}, Profile::Node), Status::Skip, "no all_reduce was run: no GPU: CUDA reports 0 devices");
+  const Verdict skipped = judge_job(spec(), none, {}, Profile::Node);
+  expect(skipped, Status::Skip, "no all_reduce was run: no GPU: CUDA reports 0 devices");
+  EXPECT_EQ(skipped.finding.code, "comm.allreduce/not-run");
+  EXPECT_EQ(skipped.finding.params["note"], ": no GPU: CUDA reports 0 devices");
   JobFacts one = node_run();
   one.allreduce.ranks = 1;
   one.allreduce.busbw_gbps = 0;
@@ -242,9 +389,12 @@ TEST(CommAllreduce, SkipForMergeAndNoJob) {
   JobFacts m = nccl_job();
   m.source = "merge";
   expect(judge_job(spec(), m), Status::Skip, "the all_reduce runs only in a live job");
+  EXPECT_EQ(judge_job(spec(), m).finding.code, "comm.allreduce/merged");
   const RankFacts f;
   const Options o;
-  expect(run_check(spec(), CheckContext{f, o, Profile::Node, nullptr, nullptr}), Status::Skip, "no all_reduce was run");
+  const Verdict none = run_check(spec(), CheckContext{f, o, Profile::Node, nullptr, nullptr});
+  expect(none, Status::Skip, "no all_reduce was run");
+  EXPECT_EQ(none.finding.code, "comm.allreduce/not-gathered");
 }
 
 
@@ -274,12 +424,20 @@ TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
     EXPECT_EQ(v.remedy.find(wrong), std::string::npos) << wrong << ": " << v.remedy;
   }
   EXPECT_NE(v.remedy.find("NCCL_P2P_DISABLE=1"), std::string::npos) << v.remedy;
+  EXPECT_EQ(v.finding.code, "comm.allreduce/node-hang");
+  EXPECT_EQ(v.finding.params["ranks"], 8);
+  EXPECT_EQ(v.finding.params["time"], "4.2 s");
+  EXPECT_EQ(v.finding.params["hung"],
+            "; the helpers of GPUs 0–7 hung (8 of 8): every communicator was aborted after its deadline");
   // One GPU's helper hung: that GPU is named.
   c.missing = {5};
   c.errors = {"rank 5 (GPU 5): allreduce: did not finish within 4.0 s"};
   v = judge_job(spec(), j, {}, Profile::Node);
   expect(v, Status::Fail, "the helper of GPU 5 hung (1 of 8)");
   EXPECT_EQ(v.summary.find("every communicator"), std::string::npos) << v.summary;
+  EXPECT_EQ(v.finding.code, "comm.allreduce/node-hang");
+  EXPECT_EQ(v.finding.params["hung"], "; the helper of GPU 5 hung (1 of 8)");
+  EXPECT_EQ(v.finding.params["errors"], " (GPU 5's helper: allreduce: did not finish within 4.0 s)");
   // An error (no hang) names the GPU's helper too.
   c.expired = false;
   c.missing.clear();
@@ -288,6 +446,8 @@ TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
   v = judge_job(spec(), j, {}, Profile::Node);
   expect(v, Status::Fail, "GPU 2's helper: init: ncclCommInitRank: unhandled system error");
   EXPECT_EQ(v.summary.find("rank 2"), std::string::npos) << v.summary;
+  EXPECT_EQ(v.finding.code, "comm.allreduce/error-nccl");
+  EXPECT_EQ(v.finding.params["error"], "GPU 2's helper: init: ncclCommInitRank: unhandled system error");
   // Every helper failing alike (a runtime the driver is too old for): one sentence, every GPU named.
   c.errors.clear();
   for (int g = 0; g < 8; ++g) {
@@ -317,13 +477,20 @@ TEST(CommAllreduce, NcclThatCannotRunIsNeverAnMpiPass) {
   c.transport = "nccl";
   c.note = "the NCCL all_reduce across the job's GPUs cannot run: rank 1 (gpu-a) has no GPU to use: local rank 1 but "
            "it sees 0 GPUs (see launch.gpu_binding, gpu.count and nccl.library)";
-  expect(judge_job(spec(), j), Status::Fail, "rank 1 (gpu-a) has no GPU to use", "launch.gpu_binding");
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail, "rank 1 (gpu-a) has no GPU to use", "launch.gpu_binding");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/nccl-blocked");
+  EXPECT_EQ(v.finding.params["reason"], c.note);
+  EXPECT_EQ(v.cause, "launch.gpu_binding,nccl.library,driver.loaded");
   JobFacts n = node_run();
   n.allreduce = CommResult{};
   n.allreduce.blocked = true;
   n.allreduce.transport = "nccl";
   n.allreduce.note = "the NCCL all_reduce across the node's 8 GPUs cannot run: NCCL cannot be loaded here";
   expect(judge_job(spec(), n, {}, Profile::Node), Status::Fail, "NCCL cannot be loaded here", "nccl.library");
+  EXPECT_EQ(judge_job(spec(), n, {}, Profile::Node).finding.code, "comm.allreduce/nccl-blocked");
+  n.allreduce.note.clear();
+  EXPECT_EQ(judge_job(spec(), n, {}, Profile::Node).summary, "the NCCL all_reduce could not run");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // cuda.arch on hand-built facts: every status, the acceptance case of issue 3 (a CC 7.0 GPU with a
-// CUDA 13 runtime), the framework's arch list, the driver branch, and the image profile.
+// CUDA 13 runtime), the framework's arch list, the driver branch, the image profile, and every finding
+// of its table by code and parameters.
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
@@ -45,6 +46,14 @@ TEST(CudaArchCheck, VoltaWithCuda13Fails) {
   f.gpu.runtime.runtimes = {runtime("13.0", "torch 2.9.0+cu130")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/gpu-too-old-for-cuda");
+  EXPECT_EQ(v.finding.params["gpu"], "GPU 0 (Tesla V100-SXM2-16GB, CC 7.0)");
+  EXPECT_EQ(v.finding.params["cuda"], "CUDA 13.0 (torch 2.9.0+cu130)");
+  EXPECT_EQ(v.finding.params["range"], "7.5–12.1");
+  EXPECT_EQ(v.finding.params["last_cuda"], "12.9");
+  EXPECT_EQ(v.finding.params["min_cc"], "7.5");
+  EXPECT_EQ(v.remedy,
+            "Use a build for CUDA ≤ 12.9 (a CUDA 12.x build supports CC 5.0–12.1), or newer GPUs (CC ≥ 7.5).");
   EXPECT_TRUE(has(v.summary, "GPU 0 (Tesla V100-SXM2-16GB, CC 7.0) is not supported by CUDA 13.0")) << v.summary;
   EXPECT_TRUE(has(v.summary, "CC 7.5–12.1")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "CUDA 12.x build")) << v.remedy;
@@ -58,6 +67,9 @@ TEST(CudaArchCheck, GroupedGpusTakeThePlural) {
   f.gpu.runtime.runtimes = {runtime("13.0", "torch 2.9.0+cu130")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/gpu-too-old-for-cuda");
+  EXPECT_EQ(v.finding.params["gpu"], "GPUs 0–7 (Tesla V100-SXM2-16GB, CC 7.0)");
+  EXPECT_EQ(v.finding.params["is"], "are");
   EXPECT_TRUE(has(v.summary, "GPUs 0–7 (Tesla V100-SXM2-16GB, CC 7.0) are not supported by CUDA 13.0")) << v.summary;
   EXPECT_FALSE(has(v.summary, ") is not supported")) << v.summary;
 }
@@ -79,6 +91,8 @@ TEST(CudaArchCheck, ImageProfileUsesTargetGpus) {
   o.target_gpus = {"7.0"};
   Verdict v = judge(f, o, Profile::Image);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/gpu-too-old-for-cuda");
+  EXPECT_EQ(v.finding.params["gpu"], "target GPU CC 7.0 (Volta)");
   EXPECT_TRUE(has(v.summary, "target GPU CC 7.0 (Volta) is not supported by CUDA 13.0")) << v.summary;
   o.target_gpus = {"9.0"};
   v = judge(f, o, Profile::Image);
@@ -86,6 +100,11 @@ TEST(CudaArchCheck, ImageProfileUsesTargetGpus) {
   o.target_gpus = {"nine"};
   v = judge(f, o, Profile::Image);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/target-gpu-invalid");
+  EXPECT_EQ(v.finding.params["gpu"], "target GPU 'nine' (not a compute capability such as 9.0)");
+  EXPECT_EQ(v.summary, "target GPU 'nine' (not a compute capability such as 9.0): its compute capability could not be "
+                       "read");
+  EXPECT_EQ(v.remedy, "Give --target-gpu as major.minor, e.g. 9.0.");
 }
 
 Options image(const std::string& driver, std::vector<std::string> gpus) {
@@ -102,22 +121,33 @@ TEST(CudaArchCheck, BlackwellOnADriverBranchThatPredatesItFails) {
     for (const char* cc : {"10.0", "12.0"}) {
       const Verdict v = judge(f, image(driver, {cc}), Profile::Image);
       EXPECT_EQ(v.status, Status::Fail) << driver << " " << cc << ": " << v.summary;
+      EXPECT_EQ(v.finding.code, "cuda.arch/driver-predates-gpu");
+      EXPECT_EQ(v.finding.params["first_branch"], "R570");
+      EXPECT_EQ(v.finding.params["cc"], cc);
       EXPECT_TRUE(has(v.summary, "target GPU CC " + std::string(cc) + " (Blackwell) is not supported by the target "
                                  "driver " + driver))
           << v.summary;
       EXPECT_TRUE(has(v.summary, "needs driver branch R570 (CUDA 12.8) or newer")) << v.summary;
       EXPECT_TRUE(has(v.remedy, "branch R570 or newer")) << v.remedy;
+      EXPECT_TRUE(has(v.remedy, "these GPUs (and judge the image with that --target-driver); Blackwell needs the open "
+                                "GPU kernel modules."))
+          << v.remedy;
     }
   }
   // 10.3 and 12.1 came with CUDA 12.9: R570 is still too old, R575 is the first.
   for (const char* cc : {"10.3", "12.1"}) {
     const Verdict v = judge(f, image("570.124.06", {cc}), Profile::Image);
     EXPECT_EQ(v.status, Status::Fail) << cc << ": " << v.summary;
+    ASSERT_FALSE(v.findings.empty());
+    EXPECT_EQ(v.findings[0].code, "cuda.arch/driver-predates-gpu");
+    EXPECT_EQ(v.findings[0].params["first_cuda"], " (CUDA 12.9)");
     EXPECT_TRUE(has(v.summary, "needs driver branch R575 (CUDA 12.9)")) << v.summary;
   }
   // Hopper needs R520: R515 predates it.
   Verdict v = judge(f, image("515.105.01", {"9.0"}), Profile::Image);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/driver-predates-gpu");
+  EXPECT_EQ(v.finding.params["blackwell_note"], "");
   EXPECT_TRUE(has(v.summary, "Hopper CC 9.0 needs driver branch R520 (CUDA 11.8)")) << v.summary;
   // From the first branch on, the driver side passes.
   v = judge(f, image("570.124.06", {"10.0", "12.0", "9.0"}), Profile::Image);
@@ -132,6 +162,9 @@ TEST(CudaArchCheck, NodeGpuNewerThanItsDriverBranchFails) {
   f.gpu.runtime.runtimes = {runtime("12.8", "torch 2.7.0+cu128")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/driver-predates-gpu");
+  EXPECT_EQ(v.finding.params["driver"], "driver 550.54.15 (CUDA 12.4)");
+  EXPECT_EQ(v.finding.params["image_note"], "");
   EXPECT_TRUE(has(v.summary, "GPU 0 (NVIDIA B200, CC 10.0) is not supported by driver 550.54.15")) << v.summary;
   EXPECT_TRUE(has(v.summary, "R570")) << v.summary;
 }
@@ -141,6 +174,8 @@ TEST(CudaArchCheck, TargetDriverNewerThanTheMatrixIsUnknown) {
   f.gpu.runtime.runtimes = {runtime("13.0", "torch 2.9.0+cu130")};
   Verdict v = judge(f, image("700", {"9.0"}), Profile::Image);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/driver-newer-than-matrix");
+  EXPECT_EQ(v.finding.params["driver"], "the target driver 700");
   EXPECT_TRUE(has(v.summary, "driver 700 is newer than this matrix (newest R620): update the matrix or pass --matrix"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "--matrix")) << v.remedy;
@@ -150,6 +185,10 @@ TEST(CudaArchCheck, TargetDriverNewerThanTheMatrixIsUnknown) {
   // A dropped architecture stays a FAIL whatever else is unknown.
   v = judge(f, image("700", {"7.0"}), Profile::Image);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  ASSERT_EQ(v.findings.size(), 3u);
+  EXPECT_EQ(v.findings[0].code, "cuda.arch/dropped-by-driver");
+  EXPECT_EQ(v.findings[1].code, "cuda.arch/gpu-too-old-for-cuda");
+  EXPECT_EQ(v.findings[2].code, "cuda.arch/driver-newer-than-matrix");
 }
 
 TEST(CudaArchCheck, TargetGpuTheMatrixDoesNotListIsUnknown) {
@@ -157,6 +196,9 @@ TEST(CudaArchCheck, TargetGpuTheMatrixDoesNotListIsUnknown) {
   f.gpu.runtime.runtimes = {runtime("13.0", "torch 2.9.0+cu130")};
   const Verdict v = judge(f, image("580.95.05", {"9.9"}), Profile::Image);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/gpu-not-in-matrix");
+  EXPECT_EQ(v.finding.params["cc"], "9.9");
+  EXPECT_TRUE(has(v.remedy, "a gpu_arch.tsv row for CC 9.9.")) << v.remedy;
   EXPECT_TRUE(has(v.summary, "not in matrix/gpu_arch.tsv")) << v.summary;
 }
 
@@ -165,6 +207,8 @@ TEST(CudaArchCheck, ImageWithoutTargetDriverIsUnknownNotPass) {
   f.gpu.runtime.runtimes = {runtime("12.8", "torch 2.7.0+cu128")};
   const Verdict v = judge(f, image("", {"10.0"}), Profile::Image);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/no-target-driver");
+  EXPECT_EQ(v.finding.params["why"], "no --target-driver given (the image profile judges against the fleet's driver)");
   EXPECT_TRUE(has(v.summary, "--target-driver")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "--target-driver")) << v.remedy;
 }
@@ -176,6 +220,7 @@ TEST(CudaArchCheck, CpuOnlyImageSkips) {
   o.target_cpu_only = true;
   const Verdict v = judge(f, o, Profile::Image);
   EXPECT_EQ(v.status, Status::Skip) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/cpu-only-image");
   EXPECT_TRUE(has(v.summary, "--target-gpu none")) << v.summary;
 }
 
@@ -184,17 +229,29 @@ TEST(CudaArchCheck, MissingGpusAreUnknownNeverPass) {
   f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/no-gpu-list");
+  EXPECT_EQ(v.cause, "driver.loaded");  // no driver at all: driver.loaded says why
+  EXPECT_EQ(v.summary, "no GPU compute capability to judge: no GPU list (NVML: not probed; CUDA: not probed)");
   Options o;
   o.target_driver = "535.104.05";
   v = judge(f, o, Profile::Image);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/no-target-gpu");
+  EXPECT_EQ(v.cause, "");
   EXPECT_TRUE(has(v.remedy, "--target-gpu")) << v.remedy;
   f = node_facts({});
   f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
-  EXPECT_EQ(judge(f).status, Status::Unknown);
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_EQ(v.finding.code, "cuda.arch/no-gpu");
   f = node_facts({gpu(0, "NVIDIA H100", 0, 0)});
   f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
-  EXPECT_EQ(judge(f).status, Status::Unknown);
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_EQ(v.finding.code, "cuda.arch/cc-unreadable");
+  EXPECT_EQ(v.finding.params["gpu"], "GPU 0 (NVIDIA H100, CC unknown)");
+  EXPECT_EQ(v.summary, "GPU 0 (NVIDIA H100, CC unknown): its compute capability could not be read");
+  EXPECT_EQ(v.remedy, "Check the GPU with nvidia-smi; rerun.");
 }
 
 TEST(CudaArchCheck, FrameworkWithoutKernelsForTheGpuFails) {
@@ -203,8 +260,14 @@ TEST(CudaArchCheck, FrameworkWithoutKernelsForTheGpuFails) {
   f.gpu.runtime.frameworks = {torch("12.4", {"sm_75", "sm_80", "sm_90"})};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
-  EXPECT_TRUE(has(v.summary, "no sm_70 SASS")) << v.summary;
-  EXPECT_TRUE(has(v.remedy, "sm_70")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "cuda.arch/framework-no-kernels");
+  EXPECT_EQ(v.finding.params["framework"], "torch 2.9.0+cu124");
+  EXPECT_EQ(v.finding.params["sm"], "sm_70");
+  EXPECT_EQ(v.finding.params["compute"], "compute_70");
+  EXPECT_EQ(v.summary, "torch 2.9.0+cu124 has no kernels for GPU 0 (Tesla V100-SXM2-16GB, CC 7.0): arch list sm_75 "
+                       "sm_80 sm_90 has no sm_70 SASS and no PTX ≤ compute_70 (cudaErrorNoKernelImageForDevice, 209)");
+  EXPECT_EQ(v.remedy, "Use a build compiled for sm_70 (e.g. a CUDA 12.x wheel: CUDA 13 builds start at sm_75), or "
+                      "build from source with TORCH_CUDA_ARCH_LIST=\"7.0\".");
 }
 
 TEST(CudaArchCheck, SameMajorSassServesLaterMinorsAndPtxOnlyWarns) {
@@ -218,6 +281,10 @@ TEST(CudaArchCheck, SameMajorSassServesLaterMinorsAndPtxOnlyWarns) {
   f.gpu.runtime.frameworks = {torch("12.4", {"sm_80", "compute_80"})};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/framework-ptx-only");
+  EXPECT_EQ(v.finding.params["sm"], "sm_90");
+  EXPECT_EQ(v.finding.params["arch_list"], "sm_80 compute_80");
+  EXPECT_EQ(v.remedy, "Use a build compiled for sm_90 (e.g. TORCH_CUDA_ARCH_LIST=\"9.0\" for a source build).");
   EXPECT_TRUE(has(v.summary, "only PTX")) << v.summary;
 }
 
@@ -226,8 +293,11 @@ TEST(CudaArchCheck, GpuNewerThanTheRuntimeKnowsWarns) {
   f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/gpu-newer-than-cuda");
+  EXPECT_EQ(v.finding.params["range"], "5.0–9.0");
+  EXPECT_EQ(v.finding.params["needed"], "CUDA ≥ 12.8");
+  EXPECT_EQ(v.remedy, "Use a build for CUDA ≥ 12.8 (the first CUDA for Blackwell).");
   EXPECT_TRUE(has(v.summary, "CC 5.0–9.0")) << v.summary;
-  EXPECT_TRUE(has(v.remedy, "CUDA ≥ 12.8")) << v.remedy;
 }
 
 TEST(CudaArchCheck, DriverBranchThatDroppedTheArchitectureFails) {
@@ -235,20 +305,40 @@ TEST(CudaArchCheck, DriverBranchThatDroppedTheArchitectureFails) {
   f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/dropped-by-driver");
+  EXPECT_EQ(v.finding.params["arch"], "Volta");
+  EXPECT_EQ(v.finding.params["last_branch"], 580);
+  EXPECT_EQ(v.remedy, "Use a driver of branch R580 or older with a CUDA 12.x build, or newer GPUs.");
   EXPECT_TRUE(has(v.summary, "R580")) << v.summary;
   EXPECT_TRUE(has(v.summary, "590.44.01")) << v.summary;
+}
+
+TEST(CudaArchCheck, GpuBelowEveryCudaInTheMatrixFails) {
+  RankFacts f = node_facts({gpu(0, "Tesla M2090", 2, 0)});
+  f.gpu.runtime.runtimes = {runtime("13.0", "torch 2.9.0+cu130")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/gpu-too-old-for-any-cuda");
+  EXPECT_EQ(v.finding.params["cc"], "2.0");
+  EXPECT_EQ(v.remedy, "Use newer GPUs (CC ≥ 7.5): no CUDA in the matrix supports CC 2.0.");
 }
 
 TEST(CudaArchCheck, RuntimeOutsideTheTableIsUnknown) {
   RankFacts f = node_facts({gpu(0, "NVIDIA H100", 9, 0)});
   f.gpu.runtime.runtimes = {runtime("9.2", "old toolkit")};
-  EXPECT_EQ(judge(f).status, Status::Unknown);
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_EQ(v.finding.code, "cuda.arch/cuda-not-in-table");
+  EXPECT_EQ(v.finding.params["cuda"], "CUDA 9.2 (old toolkit)");
+  EXPECT_EQ(v.summary, "CUDA 9.2 (old toolkit) is not in the compute-capability table: cannot judge GPU 0 (NVIDIA "
+                       "H100, CC 9.0)");
 }
 
 TEST(CudaArchCheck, NothingToJudgeAgainstSkips) {
   RankFacts f = node_facts({gpu(0, "NVIDIA H100", 9, 0)});
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Skip) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/nothing-to-judge");
 }
 
 TEST(CudaArchCheck, ArchListMatching) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // cuda.runtime on hand-built facts: every status, the acceptance cases of issue 3 (driver
-// 535.104.05 vs CUDA 12.4 and 13.0 builds) in the node and image profiles, forward compatibility.
+// 535.104.05 vs CUDA 12.4 and 13.0 builds) in the node and image profiles, forward compatibility, and
+// every finding of its table by code and parameters.
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
@@ -54,6 +55,12 @@ TEST(CudaRuntimeCheck, Cuda124OnDriver535WarnsMinorVersionCompatibility) {
   f.gpu.runtime.runtimes = {cuda_runtime("12.4", "torch", "torch 2.5.1+cu124")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/minor-compat");
+  EXPECT_EQ(v.finding.params["what"],
+            "CUDA 12.4 (torch 2.5.1+cu124 at /venv/lib/python3.11/site-packages/torch/version.py)");
+  EXPECT_EQ(v.finding.params["driver"], "driver 535.104.05 (CUDA 12.2)");
+  EXPECT_EQ(v.finding.params["minor_min"], "525.60.13");
+  EXPECT_EQ(v.finding.params["min_driver"], "550.54.14");
   EXPECT_TRUE(has(v.summary, "CUDA 12.4")) << v.summary;
   EXPECT_TRUE(has(v.summary, "CUDA 12.2")) << v.summary;
   EXPECT_TRUE(has(v.summary, "minor-version compatibility")) << v.summary;
@@ -69,6 +76,10 @@ TEST(CudaRuntimeCheck, Cuda130OnDriver535FailsNamingBothFixes) {
   f.gpu.runtime.runtimes = {cuda_runtime("13.0", "torch", "torch 2.9.0+cu130")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/too-new");
+  EXPECT_EQ(v.finding.params["min_driver"], "580.65.06");
+  EXPECT_EQ(v.finding.params["driver_cuda"], "12.2");
+  EXPECT_EQ(v.finding.params["cuda"], "13.0");
   EXPECT_TRUE(has(v.summary, "CUDA 13.0")) << v.summary;
   EXPECT_TRUE(has(v.summary, "needs driver ≥ 580.65.06")) << v.summary;
   EXPECT_TRUE(has(v.summary, "supports CUDA ≤ 12.2")) << v.summary;
@@ -83,12 +94,15 @@ TEST(CudaRuntimeCheck, ImageProfileJudgesAgainstTargetDriverWithoutDriverFacts) 
   f.gpu.runtime.runtimes = {cuda_runtime("12.4", "torch", "torch 2.5.1+cu124")};
   Verdict v = judge(f, image_options(), Profile::Image);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/minor-compat");
+  EXPECT_EQ(v.finding.params["driver"], "the target driver 535.104.05 (CUDA 12.2)");
   EXPECT_TRUE(has(v.summary, "12.4") && has(v.summary, "12.2")) << v.summary;
   EXPECT_TRUE(has(v.summary, "target driver 535.104.05")) << v.summary;
 
   f.gpu.runtime.runtimes = {cuda_runtime("13.0", "torch", "torch 2.9.0+cu130")};
   v = judge(f, image_options(), Profile::Image);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/too-new");
   EXPECT_TRUE(has(v.summary, "580.65.06")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "driver ≥ 580.65.06")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "CUDA ≤ 12.2")) << v.remedy;
@@ -103,10 +117,13 @@ TEST(CudaRuntimeCheck, ImageProfileWithoutOrWithBadTargetDriverIsUnknown) {
   f.gpu.runtime.runtimes = {cuda_runtime("12.4")};
   Verdict v = judge(f, image_options(""), Profile::Image);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/target-driver-unknown");
+  EXPECT_EQ(v.finding.params["why"], "no --target-driver given (the image profile judges against the fleet's driver)");
   EXPECT_TRUE(has(v.summary, "--target-driver")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "--target-driver")) << v.remedy;
   v = judge(f, image_options("five-three-five"), Profile::Image);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/target-driver-unknown");
   EXPECT_TRUE(has(v.summary, "five-three-five")) << v.summary;
 }
 
@@ -116,6 +133,9 @@ TEST(CudaRuntimeCheck, TargetDriverNewerThanTheMatrixIsUnknownNeverExtrapolated)
   for (const char* driver : {"700", "621", "621.10.01", "999.1"}) {
     const Verdict v = judge(f, image_options(driver), Profile::Image);
     EXPECT_EQ(v.status, Status::Unknown) << driver << ": " << v.summary;
+    EXPECT_EQ(v.finding.code, "cuda.runtime/driver-newer-than-matrix");
+    EXPECT_EQ(v.finding.params["what"],
+              "CUDA 13.0 (torch 2.9.0+cu130 at /venv/lib/python3.11/site-packages/torch/version.py)");
     EXPECT_TRUE(has(v.summary, "driver " + std::string(driver) + " is newer than this matrix (newest R620): update the "
                                "matrix or pass --matrix"))
         << v.summary;
@@ -134,6 +154,7 @@ TEST(CudaRuntimeCheck, NodeDriverNewerThanTheMatrixWithoutCudaApiIsUnknown) {
   f.gpu.runtime.runtimes = {cuda_runtime("13.0", "torch", "torch 2.9.0+cu130")};
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/driver-newer-than-matrix");
   EXPECT_TRUE(has(v.summary, "newer than this matrix (newest R620)")) << v.summary;
   // The driver's own cuDriverGetVersion is the truth: no matrix needed.
   f = node_facts("700.10.01", 13090);
@@ -147,6 +168,8 @@ TEST(CudaRuntimeCheck, NoDriverInNodeProfileIsUnknownNeverPass) {
   f.gpu.runtime.runtimes = {cuda_runtime("12.1", "torch", "torch 2.5.1+cu121")};
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/driver-unknown");
+  EXPECT_EQ(v.finding.params["why"], "no driver to judge against (see driver.loaded)");
   EXPECT_TRUE(has(v.summary, "driver.loaded")) << v.summary;
   EXPECT_TRUE(has(v.summary, "CUDA 12.1")) << v.summary;
 
@@ -163,6 +186,8 @@ TEST(CudaRuntimeCheck, NoRuntimeFoundWarnsNamingWhereItLooked) {
   RankFacts f = node_facts();
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/no-runtime");
+  EXPECT_EQ(v.finding.params["searched"], "/venv/lib/python3.11/site-packages, /usr/local/cuda");
   EXPECT_TRUE(has(v.summary, "no CUDA runtime found where the job will look")) << v.summary;
   EXPECT_TRUE(has(v.summary, "/venv/lib/python3.11/site-packages")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "--site-packages")) << v.remedy;
@@ -173,6 +198,8 @@ TEST(CudaRuntimeCheck, NoRuntimeFoundWithUnreadableFilesIsUnknown) {
   f.gpu.runtime.problems = {"/venv/lib/python3.11/site-packages/torch/version.py: permission denied"};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/search-incomplete");
+  EXPECT_EQ(v.finding.params["problems"], "/venv/lib/python3.11/site-packages/torch/version.py: permission denied");
   EXPECT_TRUE(has(v.summary, "permission denied")) << v.summary;
 }
 
@@ -181,12 +208,26 @@ TEST(CudaRuntimeCheck, RuntimeVersionNotInMatrixOrNotAVersionIsUnknown) {
   f.gpu.runtime.runtimes = {cuda_runtime("14.1", "wheel", "nvidia-cuda-runtime 14.1.2")};
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/not-in-matrix");
+  EXPECT_EQ(v.finding.params["what"],
+            "CUDA 14.1 (nvidia-cuda-runtime 14.1.2 at /venv/lib/python3.11/site-packages/torch/version.py)");
   EXPECT_TRUE(has(v.summary, "14.1") && has(v.summary, "not in the compatibility matrix")) << v.summary;
 
   f.gpu.runtime.runtimes = {cuda_runtime("12.x", "container", "CUDA_VERSION", "")};
   v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/version-unreadable");
+  EXPECT_EQ(v.finding.params["version"], "12.x");
+  EXPECT_EQ(v.finding.params["kind"], "container");
+  EXPECT_EQ(v.summary, "the CUDA runtime version '12.x' read from  (container) is not a version");
   EXPECT_TRUE(has(v.summary, "'12.x'")) << v.summary;
+
+  // One the job does not load is noted, not judged.
+  f.gpu.runtime.runtimes[0].loaded_by.clear();
+  f.gpu.runtime.runtimes.push_back(cuda_runtime("12.1", "torch", "torch 2.5.1+cu121"));
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "the CUDA runtime version '12.x' read from  (container) is not a version")) << v.summary;
 }
 
 TEST(CudaRuntimeCheck, SameMajorBelowTheFamilyMinimumFails) {
@@ -194,6 +235,8 @@ TEST(CudaRuntimeCheck, SameMajorBelowTheFamilyMinimumFails) {
   f.gpu.runtime.runtimes = {cuda_runtime("11.2", "toolkit", "", "/usr/local/cuda/version.json")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/too-new");
+  EXPECT_EQ(v.finding.params["minor_note"], "");  // 450.51.06 is below 11.x's 450.80.02
   EXPECT_TRUE(has(v.summary, "450.51.06")) << v.summary;
 }
 
@@ -204,6 +247,9 @@ TEST(CudaRuntimeCheck, UnreadableDriverVersionWhereMinorCompatDecidesIsUnknown) 
   f.gpu.runtime.runtimes = {cuda_runtime("12.4")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/minor-compat-driver-unknown");
+  EXPECT_EQ(v.finding.params["minor_min"], "525.60.13");
+  EXPECT_EQ(v.finding.params["major"], 12);
   EXPECT_TRUE(has(v.summary, "525.60.13")) << v.summary;
 }
 
@@ -218,11 +264,18 @@ TEST(CudaRuntimeCheck, MinorCompatWithoutSassForTheGpuFails) {
   f.gpu.runtime.frameworks = {fw};
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/minor-compat-no-sass");
+  EXPECT_EQ(v.finding.params["sm"], "sm_90");
+  EXPECT_EQ(v.finding.params["gpu"], "GPU 0 (NVIDIA H100 80GB HBM3, CC 9.0)");
+  EXPECT_EQ(v.finding.params["arch_list"], "sm_80 compute_80");
+  ASSERT_EQ(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[1].code, "cuda.runtime/minor-compat");
   EXPECT_TRUE(has(v.summary, "sm_90") && has(v.summary, "PTX JIT")) << v.summary;
 
   f.gpu.runtime.frameworks[0].arch_list = {"sm_80", "sm_90"};
   v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/minor-compat");
 }
 
 TEST(CudaRuntimeCheck, ForwardCompatOnDatacenterGpuPasses) {
@@ -242,11 +295,19 @@ TEST(CudaRuntimeCheck, ForwardCompatOnGeForceDoesNotApply) {
   f.gpu.runtime.runtimes = {cuda_runtime("12.4", "torch", "torch 2.5.1+cu124")};
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;  // minor-version compatibility, not forward
+  EXPECT_EQ(v.finding.code, "cuda.runtime/minor-compat");
+  EXPECT_TRUE(has(v.finding.params["compat_note"].get<std::string>(), "GPU 0 (NVIDIA GeForce RTX 4090, CC 8.9) is not "
+                                                                       "a datacenter GPU"))
+      << v.finding.params.dump();
   EXPECT_TRUE(has(v.summary, "804")) << v.summary;
 
   f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({gpu(0, "NVIDIA RTX A6000", 8, 6)}, "NVML");
   v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;  // only selected NGC-Ready RTX SKUs
+  EXPECT_EQ(v.finding.code, "cuda.runtime/forward-compat-rtx");
+  EXPECT_EQ(v.finding.params["gpu"], "GPU 0 (NVIDIA RTX A6000, CC 8.6)");
+  EXPECT_EQ(v.finding.params["compat_lib"], "/usr/local/cuda-12.4/compat/libcuda.so.550.54.14");
+  EXPECT_EQ(v.finding.params["compat_cuda"], "12.4");
   EXPECT_TRUE(has(v.summary, "NGC-Ready")) << v.summary;
 }
 
@@ -256,7 +317,137 @@ TEST(CudaRuntimeCheck, ForwardCompatOnUnsupportedKernelBranchWarns) {
   f.gpu.runtime.runtimes = {cuda_runtime("12.4")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/forward-compat-branch");
+  EXPECT_EQ(v.finding.params["branch"], 545);
   EXPECT_TRUE(has(v.summary, "R545")) << v.summary;
+}
+
+TEST(CudaRuntimeCheck, ForwardCompatWithoutTheGpuListWarns) {
+  RankFacts f = node_facts("535.104.05", 12040);
+  f.gpu.driver.loaded_libraries = {"/usr/local/cuda-12.4/compat/libcuda.so.550.54.14"};
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError, "NVML_ERROR_UNKNOWN", "NVML");
+  f.gpu.runtime.runtimes = {cuda_runtime("12.4", "torch", "torch 2.5.1+cu124")};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/forward-compat-gpus-unknown");
+  EXPECT_EQ(v.finding.params["gpus_why"], "no GPU list (NVML: NVML: NVML_ERROR_UNKNOWN; CUDA: not probed)");
+  EXPECT_TRUE(has(v.summary, "which works on datacenter GPUs only; the GPUs could not be read")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "drop the compat directory")) << v.remedy;
+}
+
+TEST(CudaRuntimeCheck, InterpreterThatCouldNotBeAskedIsUnknown) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.runtimes = {cuda_runtime("12.1", "torch", "torch 2.5.1+cu121")};
+  PythonInterpreter py;
+  py.exe = "/opt/env/bin/python3";
+  py.error = "killed after its deadline of 5.0 s";
+  f.gpu.runtime.python = py;
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/python-unreadable");
+  EXPECT_EQ(v.finding.params["python"], "/opt/env/bin/python3");
+  EXPECT_EQ(v.summary,
+            "the job's interpreter could not be asked where it imports from: killed after its deadline of 5.0 s");
+  EXPECT_EQ(v.remedy, "Check that /opt/env/bin/python3 runs (/opt/env/bin/python3 -c 'import sys; print(sys.path)'), "
+                      "or name the environment with --site-packages DIR.");
+}
+
+FrameworkBuild cpu_torch() {
+  FrameworkBuild fw;
+  fw.name = "torch";
+  fw.version = "2.5.1+cpu";
+  fw.path = "/venv/lib/python3.11/site-packages/torch/version.py";
+  fw.build = "cpu";
+  return fw;
+}
+
+TEST(CudaRuntimeCheck, CpuOnlyTorchWhereTheJobHasGpusFails) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.frameworks = {cpu_torch()};
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/cpu-torch");
+  EXPECT_EQ(v.finding.params["torch"], "2.5.1+cpu");
+  EXPECT_EQ(v.finding.params["gpus"], "1 GPU (NVML)");
+  EXPECT_EQ(v.finding.params["image_note"], "");
+  EXPECT_EQ(v.remedy, "Install a CUDA build of torch for driver 535.104.05 (CUDA 12.2) in the job's environment: pip "
+                      "install torch --index-url https://download.pytorch.org/whl/cu121 (CUDA 12.1 ≤ the driver's "
+                      "12.2); a distribution's torch package may be a CPU build (Debian's python3-torch is).");
+
+  // An image for GPU nodes: the fix says how to declare a CPU-only image.
+  RankFacts image;
+  image.gpu.runtime.frameworks = {cpu_torch()};
+  v = judge(image, image_options(), Profile::Image);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/cpu-torch");
+  EXPECT_EQ(v.finding.params["gpus"], "--target-gpu 9.0");
+  EXPECT_TRUE(v.remedy.ends_with(" If the image is meant to run without GPUs, say so with --target-gpu none."))
+      << v.remedy;
+}
+
+TEST(CudaRuntimeCheck, CpuOnlyTorchWhereGpusAreUnknownIsUnknown) {
+  RankFacts f;  // no GPU list, no PCI bus read
+  f.gpu.runtime.frameworks = {cpu_torch()};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/cpu-torch-gpus-unknown");
+  EXPECT_EQ(v.finding.params["path"], "/venv/lib/python3.11/site-packages/torch/version.py");
+  EXPECT_EQ(v.summary, "torch 2.5.1+cpu (/venv/lib/python3.11/site-packages/torch/version.py) is a CPU-only build "
+                       "(torch.version.cuda = None); whether the job will have GPUs could not be told");
+  EXPECT_TRUE(v.remedy.starts_with("Install a CUDA build of torch matching the driver")) << v.remedy;
+}
+
+TEST(CudaRuntimeCheck, TorchWhoseCudartTheLoaderCannotFindFails) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.runtimes = {cuda_runtime("12.1", "torch", "torch 2.5.1+cu121")};
+  FrameworkBuild fw;
+  fw.name = "torch";
+  fw.version = "2.5.1+cu121";
+  fw.cuda = "12.1";
+  fw.build = "cuda";
+  fw.library = "/venv/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so";
+  fw.cudart_soname = "libcudart.so.12";
+  fw.searched = {"/venv/lib/python3.11/site-packages/nvidia/cuda_runtime/lib", "/usr/lib/x86_64-linux-gnu"};
+  f.gpu.runtime.frameworks = {fw};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/cudart-missing");
+  EXPECT_EQ(v.finding.params["soname"], "libcudart.so.12");
+  EXPECT_EQ(v.finding.params["cuda_major"], 12);
+  EXPECT_TRUE(has(v.summary, "import torch fails with \"libcudart.so.12: cannot open shared object file\""))
+      << v.summary;
+  EXPECT_TRUE(has(v.remedy, "nvidia-cuda-runtime-cu12), or put the directory holding libcudart.so.12 on "
+                            "LD_LIBRARY_PATH."))
+      << v.remedy;
+}
+
+TEST(CudaRuntimeCheck, NothingLoadedAndNoDriverSkips) {
+  RankFacts f;  // no driver
+  f.gpu.runtime.runtimes = {cuda_runtime("13.0", "toolkit", "", "/usr/local/cuda/version.json")};
+  f.gpu.runtime.runtimes[0].loaded_by.clear();
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Skip) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/nothing-loaded-no-driver");
+  EXPECT_EQ(v.finding.params["uses"], "nothing of the job loads it");
+  EXPECT_EQ(v.summary, "the job loads no CUDA runtime (nothing of the job loads it) and there is no driver to judge "
+                       "the others against: no driver to judge against (see driver.loaded)");
+  EXPECT_EQ(v.cause, "driver.loaded");
+}
+
+TEST(CudaRuntimeCheck, ARuntimeTheJobDoesNotLoadWarnsAtMost) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.runtimes = {cuda_runtime("12.1", "torch", "torch 2.5.1+cu121"),
+                            cuda_runtime("13.0", "toolkit", "", "/usr/local/cuda/version.json")};
+  f.gpu.runtime.runtimes[1].loaded_by.clear();
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/unloaded-too-new");
+  EXPECT_EQ(v.finding.params["what"], "the CUDA 13.0 toolkit (/usr/local/cuda/version.json)");
+  EXPECT_EQ(v.finding.params["min_driver"], "580.65.06");
+  EXPECT_EQ(v.finding.params["uses"], "torch 2.5.1+cu121 uses its own CUDA 12.1");
+  EXPECT_EQ(v.remedy, "Build extensions with a toolkit for CUDA ≤ 12.2 (or install driver ≥ 580.65.06); nothing needs "
+                      "to change for the framework itself.");
+  EXPECT_EQ(v.evidence["runtimes"][1]["status"], "WARN");
 }
 
 TEST(CudaRuntimeCheck, NvidiaRequireCudaIsEvaluated) {
@@ -265,6 +456,9 @@ TEST(CudaRuntimeCheck, NvidiaRequireCudaIsEvaluated) {
   f.gpu.runtime.nvidia_require_cuda = "cuda>=12.4";
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/require-not-met");
+  EXPECT_EQ(v.finding.params["require"], "cuda>=12.4");
+  EXPECT_EQ(v.finding.params["on"], " on CC 9.0");
   EXPECT_TRUE(has(v.summary, "NVIDIA_REQUIRE_CUDA")) << v.summary;
 
   f.gpu.runtime.nvidia_require_cuda = "cuda>=12.1";
@@ -274,6 +468,36 @@ TEST(CudaRuntimeCheck, NvidiaRequireCudaIsEvaluated) {
   f.gpu.runtime.nvidia_require_cuda = "cuda>=12.4";
   f.env = EnvSnapshot({{"NVIDIA_DISABLE_REQUIRE", "1"}});
   EXPECT_EQ(judge(f).status, Status::Pass);
+}
+
+TEST(CudaRuntimeCheck, NvidiaRequireCudaUnknownOrMalformed) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.runtimes = {cuda_runtime("12.1")};
+  f.gpu.runtime.nvidia_require_cuda = "cuda>=12.0,brand=tesla";  // NVML's brand is not read here
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/require-unknown");
+  EXPECT_EQ(v.finding.params["detail"], "cannot tell whether \"brand=tesla\" holds: the host's brand is not known");
+  EXPECT_TRUE(has(v.remedy, "driver.loaded")) << v.remedy;
+
+  RankFacts image;
+  image.gpu.runtime.runtimes = {cuda_runtime("12.1")};
+  image.gpu.runtime.nvidia_require_cuda = "cuda>=12.0,brand=tesla";
+  v = judge(image, image_options(), Profile::Image);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/require-unknown-target");
+  EXPECT_EQ(v.finding.params["driver"], "the target driver 535.104.05 (CUDA 12.2)");
+  EXPECT_EQ(v.summary, "NVIDIA_REQUIRE_CUDA=\"cuda>=12.0,brand=tesla\" could not be evaluated against the target "
+                       "driver 535.104.05 (CUDA 12.2) on CC 9.0: cannot tell whether \"brand=tesla\" holds: the "
+                       "host's brand is not known");
+  EXPECT_TRUE(has(v.remedy, "--target-driver and --target-gpu")) << v.remedy;
+
+  f.gpu.runtime.nvidia_require_cuda = "cuda>=12.0 foo";
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/require-malformed");
+  EXPECT_EQ(v.finding.params["token"], "foo");
+  EXPECT_TRUE(has(v.summary, "is malformed at 'foo'")) << v.summary;
 }
 
 TEST(CudaRuntimeCheck, ExplainNamesReadsFailuresAndFix) {

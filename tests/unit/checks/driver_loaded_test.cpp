@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// driver.loaded on hand-built facts: every status, the numbers and words asserted.
+// driver.loaded on hand-built facts: every status and every finding of its table, by code and parameters.
 #include <gtest/gtest.h>
 
 #include "gpu_facts_fixture.hpp"
@@ -16,6 +16,9 @@ TEST(DriverLoaded, PassesNamingDriverCudaAndLoadedFiles) {
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_EQ(v.summary,
             "driver 550.54.15 (CUDA 12.4), kernel module matches; loaded /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15");
+  EXPECT_EQ(v.finding.code, "driver.loaded/loaded");
+  EXPECT_EQ(v.finding.params["driver"], "550.54.15");
+  EXPECT_EQ(v.finding.params["cuda"], " (CUDA 12.4)");
   ASSERT_EQ(v.evidence["loaded_libraries"].size(), 2u);
   EXPECT_EQ(v.evidence["loaded_libraries"][0], "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.550.54.15");
 }
@@ -23,6 +26,10 @@ TEST(DriverLoaded, PassesNamingDriverCudaAndLoadedFiles) {
 TEST(DriverLoaded, NoDriverAtAllFailsWithTheFix) {
   const Verdict v = judge_driver(no_driver());
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "driver.loaded/no-driver");
+  EXPECT_TRUE(v.finding.params["problem"].get<std::string>().starts_with("no NVIDIA driver on this node"));
+  EXPECT_EQ(v.cause, "");  // it is the cause the other GPU checks name
+  EXPECT_EQ(v.evidence["loaded_libraries"].size(), 0u);
   EXPECT_TRUE(has(v.summary, "no NVIDIA driver on this node")) << v.summary;
   EXPECT_TRUE(has(v.summary, "libnvidia-ml.so.1")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "--gpus all")) << v.remedy;
@@ -34,7 +41,9 @@ TEST(DriverLoaded, ModuleWithoutLibrariesFailsNamingTheModule) {
   f.gpu.driver.kernel_module_version = Probed<std::string>::ok("550.54.15", "/sys/module/nvidia/version");
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "driver.loaded/module-without-libraries");
   EXPECT_TRUE(has(v.summary, "kernel module 550.54.15 is loaded")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--gpus all")) << v.remedy;
 }
 
 TEST(DriverLoaded, SkipsInImageProfile) {
@@ -51,6 +60,9 @@ TEST(DriverLoaded, KernelModuleAndLibraryMismatchFails) {
   f.gpu.driver.loaded_libraries = {"/usr/lib/x86_64-linux-gnu/libcuda.so.535.129.03"};
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "driver.loaded/module-library-mismatch");
+  EXPECT_EQ(v.finding.params["module"], "535.104.05");
+  EXPECT_EQ(v.finding.params["nvml"], "535.129.03");
   EXPECT_TRUE(has(v.summary, "driver/library version mismatch: kernel module 535.104.05, libnvidia-ml 535.129.03"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "Reboot (or reload the nvidia module) after the driver upgrade")) << v.remedy;
@@ -62,7 +74,11 @@ TEST(DriverLoaded, NvmlMismatchErrorFailsWithReboot) {
       Probed<std::string>::error(ProbeErrc::ApiError, "nvmlInit_v2: NVML_ERROR_LIB_RM_VERSION_MISMATCH (18)", "nvml");
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "NVML_ERROR_LIB_RM_VERSION_MISMATCH")) << v.summary;
+  EXPECT_EQ(v.finding.code, "driver.loaded/library-version-mismatch");
+  EXPECT_EQ(v.finding.params["library"], "libnvidia-ml.so.1 (NVML)");
+  EXPECT_EQ(v.finding.params["error"], "nvmlInit_v2: NVML_ERROR_LIB_RM_VERSION_MISMATCH (18)");
+  EXPECT_EQ(v.summary, "driver/library version mismatch: libnvidia-ml.so.1 (NVML) returned nvmlInit_v2: "
+                       "NVML_ERROR_LIB_RM_VERSION_MISMATCH (18) (kernel module 550.54.15)");
   EXPECT_TRUE(has(v.remedy, "Reboot the node")) << v.remedy;
 }
 
@@ -74,8 +90,51 @@ TEST(DriverLoaded, NvmlInitErrorIsNamed) {
       Probed<std::string>::error(ProbeErrc::ApiError, "nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED (9)", "nvml");
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "driver.loaded/module-not-loaded");
+  EXPECT_EQ(v.finding.params["library"], "libnvidia-ml.so.1 (NVML)");
+  EXPECT_EQ(v.finding.params["why"], "nvml: nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED (9)");
   EXPECT_TRUE(has(v.summary, "NVML_ERROR_DRIVER_NOT_LOADED (9)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "modprobe nvidia")) << v.remedy;
+}
+
+TEST(DriverLoaded, EachInitErrorNamesItsFix) {
+  struct Case {
+    bool nvml;  // else libcuda
+    const char* detail;
+    const char* code;
+    const char* remedy_has;
+  };
+  for (const Case& c : {
+           Case{true, "nvmlInit_v2: NVML_ERROR_NO_PERMISSION (4)", "driver.loaded/no-permission", "ls -l /dev/nvidia*"},
+           Case{false, "cuInit: CUDA_ERROR_SYSTEM_NOT_READY (802)", "driver.loaded/fabric-not-ready",
+                "nvidia-fabricmanager"},
+           Case{false, "cuInit: CUDA_ERROR_UNKNOWN (999)", "driver.loaded/init-failed", "reinstall the driver"},
+       }) {
+    RankFacts f = healthy();
+    if (c.nvml) {
+      f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::ApiError, c.detail, "nvml");
+    } else {
+      f.gpu.driver.cuda_driver_version = Probed<int>::error(ProbeErrc::ApiError, c.detail, "cuda");
+    }
+    const Verdict v = judge_driver(f);
+    EXPECT_EQ(v.status, Status::Fail) << c.detail;
+    EXPECT_EQ(v.finding.code, c.code) << c.detail;
+    EXPECT_EQ(v.finding.params["library"], c.nvml ? "libnvidia-ml.so.1 (NVML)" : "libcuda.so.1");
+    EXPECT_EQ(v.summary, std::string(c.nvml ? "libnvidia-ml.so.1 (NVML)" : "libcuda.so.1") +
+                             " failed to initialise: " + (c.nvml ? "nvml: " : "cuda: ") + c.detail);
+    EXPECT_TRUE(has(v.remedy, c.remedy_has)) << v.remedy;
+  }
+}
+
+TEST(DriverLoaded, GarbageFromTheHelperFails) {
+  RankFacts f = healthy();
+  f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::ParseError, "line 1: not JSON", "helper");
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "driver.loaded/helper-garbage");
+  EXPECT_EQ(v.finding.params["why"], "helper: line 1: not JSON");
+  EXPECT_EQ(v.summary, "libnvidia-ml.so.1 (NVML): the GPU helper's answer was garbage (helper: line 1: not JSON)");
+  EXPECT_TRUE(has(v.remedy, "preflight bug")) << v.remedy;
 }
 
 TEST(DriverLoaded, HelperCrashIsNamed) {
@@ -84,7 +143,10 @@ TEST(DriverLoaded, HelperCrashIsNamed) {
       Probed<int>::error(ProbeErrc::Crashed, "cuInit crashed with SIGSEGV after 0.2 s", "driver helper");
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "driver.loaded/helper-crashed");
+  EXPECT_EQ(v.finding.params["library"], "libcuda.so.1");
   EXPECT_TRUE(has(v.summary, "cuInit crashed with SIGSEGV")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "crashes like this")) << v.remedy;
 }
 
 TEST(DriverLoaded, HelperHangIsNamed) {
@@ -93,6 +155,8 @@ TEST(DriverLoaded, HelperHangIsNamed) {
       Probed<std::string>::error(ProbeErrc::Timeout, "driver helper did not finish within 10.0 s (killed)", "nvml");
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "driver.loaded/helper-timeout");
+  EXPECT_EQ(v.finding.params["why"], "nvml: driver helper did not finish within 10.0 s (killed)");
   EXPECT_TRUE(has(v.summary, "did not finish within 10.0 s")) << v.summary;
   // A deadline is not a crash: the fix speaks of --timeout and persistence mode, not of a library
   // that "crashes like this".
@@ -109,6 +173,9 @@ TEST(DriverLoaded, OneExpiredHelperIsReportedOnceForBothLibraries) {
   f.gpu.driver.cuda_driver_version = Probed<int>::error(ProbeErrc::Timeout, why, "helper");
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "driver.loaded/helper-timeout");
+  EXPECT_EQ(v.finding.params["library"], "libnvidia-ml.so.1 (NVML) and libcuda.so.1");
+  ASSERT_EQ(v.findings.size(), 1u);
   EXPECT_TRUE(v.summary.starts_with("libnvidia-ml.so.1 (NVML) and libcuda.so.1: ")) << v.summary;
   EXPECT_EQ(v.summary.find("25% of --timeout 8 s"), v.summary.rfind("25% of --timeout 8 s")) << v.summary;
 }
@@ -119,6 +186,8 @@ TEST(DriverLoaded, SlowInitWithinTheDeadlinePassesWithTheTimeNoted) {
   f.gpu.driver.nvml_init_seconds = 3.2;
   Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.finding.code, "driver.loaded/loaded");
+  EXPECT_EQ(v.finding.params["init"], "; cuInit took 12 s (slow, but within the helper's deadline)");
   EXPECT_TRUE(has(v.summary, "cuInit took 12 s (slow, but within the helper's deadline)")) << v.summary;
   EXPECT_DOUBLE_EQ(v.evidence["cuda_init_seconds"].get<double>(), 12.34);
   EXPECT_DOUBLE_EQ(v.evidence["nvml_init_seconds"].get<double>(), 3.2);
@@ -134,6 +203,9 @@ TEST(DriverLoaded, SlowInitWithPersistenceModeOffWarnsWithTheTime) {
   f.gpu.driver.cuda_init_seconds = 9.0;
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "driver.loaded/persistence-off-slow-init");
+  EXPECT_EQ(v.finding.params["gpus"], "0");
+  EXPECT_EQ(v.finding.params["init"], "9 s");
   EXPECT_TRUE(has(v.summary, "persistence mode is off on GPU 0")) << v.summary;
   EXPECT_TRUE(has(v.summary, "cuInit took 9 s")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "nvidia-persistenced")) << v.remedy;
@@ -145,6 +217,9 @@ TEST(DriverLoaded, OnlyLibcudaMissingFails) {
       Probed<int>::error(ProbeErrc::LibraryMissing, "libcuda.so.1: cannot open shared object file", "dlopen");
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "driver.loaded/library-missing");
+  EXPECT_EQ(v.finding.params["library"], "libcuda.so.1");
+  EXPECT_EQ(v.finding.params["module_loaded"], "; the nvidia kernel module 550.54.15 is loaded");
   EXPECT_TRUE(has(v.summary, "libcuda.so.1 cannot be loaded")) << v.summary;
   EXPECT_TRUE(has(v.summary, "kernel module 550.54.15 is loaded")) << v.summary;
 }
@@ -154,6 +229,10 @@ TEST(DriverLoaded, StaleLibcudaReleaseFails) {
   f.gpu.driver.loaded_libraries = {"/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05"};
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "driver.loaded/stale-libcuda");
+  EXPECT_EQ(v.finding.params["path"], "/usr/lib/x86_64-linux-gnu/libcuda.so.535.104.05");
+  EXPECT_EQ(v.finding.params["release"], "535.104.05");
+  EXPECT_EQ(v.finding.params["driver"], "550.54.15");
   EXPECT_TRUE(has(v.summary, "libcuda.so.535.104.05 is release 535.104.05 but the driver is 550.54.15")) << v.summary;
 }
 
@@ -162,6 +241,8 @@ TEST(DriverLoaded, TwoLibcudaFilesWarn) {
   f.gpu.driver.loaded_libraries.push_back("/opt/other/libcuda.so.1");
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "driver.loaded/several-libcuda");
+  EXPECT_EQ(v.finding.params["count"], 2);
   EXPECT_TRUE(has(v.summary, "2 different libcuda files were loaded")) << v.summary;
   EXPECT_TRUE(has(v.summary, "/opt/other/libcuda.so.1")) << v.summary;
 }
@@ -172,6 +253,8 @@ TEST(DriverLoaded, ForwardCompatLibcudaPassesWithEvidence) {
                                    "/usr/local/cuda-12.8/compat/libcuda.so.570.124.06"};
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.finding.code, "driver.loaded/loaded");
+  EXPECT_EQ(v.finding.params["compat"], "; forward-compatibility libcuda in use");
   EXPECT_TRUE(has(v.summary, "forward-compatibility libcuda")) << v.summary;
   EXPECT_EQ(v.evidence["forward_compat_libcuda"][0], "/usr/local/cuda-12.8/compat/libcuda.so.570.124.06");
 }
@@ -181,6 +264,8 @@ TEST(DriverLoaded, PersistenceModeOffWarns) {
   (*f.gpu.driver.nvml_gpus.value())[1].persistence_mode = false;
   const Verdict v = judge_driver(f);
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "driver.loaded/persistence-off");
+  EXPECT_EQ(v.finding.params["gpus"], "1");
   EXPECT_TRUE(has(v.summary, "persistence mode is off on GPU 1")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "nvidia-persistenced")) << v.remedy;
 }
@@ -188,6 +273,9 @@ TEST(DriverLoaded, PersistenceModeOffWarns) {
 TEST(DriverLoaded, NotProbedIsUnknown) {
   const Verdict v = judge_driver(RankFacts{});
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "driver.loaded/not-read");
+  EXPECT_EQ(v.finding.params["library"], "libnvidia-ml.so.1 (NVML) and libcuda.so.1");
+  EXPECT_EQ(v.summary, "libnvidia-ml.so.1 (NVML) and libcuda.so.1 was not read: not probed");
 }
 
 TEST(DriverLoaded, ExplainHasTheThreeParts) {

@@ -63,6 +63,14 @@ const json* variable(const Verdict& v, std::string_view name) {
 
 bool has(const std::string& text, std::string_view part) { return text.find(part) != std::string::npos; }
 
+// The verdict's finding with `code` (the first, where it is there several times), or nullptr.
+const Finding* coded(const Verdict& v, std::string_view code) {
+  for (const Finding& f : v.findings) {
+    if (f.code == code) return &f;
+  }
+  return nullptr;
+}
+
 TEST(EnvNcclCatalog, BuiltinLoadsWithoutDuplicates) {
   const EnvCatalog& catalog = builtin_env_catalog();  // throws if the embedded file is malformed
   EXPECT_GT(catalog.vars().size(), 200u);
@@ -149,6 +157,9 @@ TEST(EnvNccl, CleanValuesPass) {
 TEST(EnvNccl, TrueWhereNcclWantsAnIntegerFails) {
   const Verdict v = run_env_nccl({{"NCCL_P2P_DISABLE", "true"}});
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "env.nccl/invalid-value");
+  EXPECT_EQ(v.finding.params["setting"], "NCCL_P2P_DISABLE=true (environment)");
+  EXPECT_EQ(v.finding.params["set"], "export NCCL_P2P_DISABLE=1");
   EXPECT_TRUE(has(v.summary, "NCCL_P2P_DISABLE=true (environment)")) << v.summary;
   EXPECT_TRUE(has(v.summary, "as 0, the opposite")) << v.summary;
   EXPECT_EQ(v.remedy, "export NCCL_P2P_DISABLE=1");
@@ -163,9 +174,13 @@ TEST(EnvNccl, TrueWhereNcclWantsAnIntegerFails) {
 TEST(EnvNccl, MisreadIntegersWarn) {
   const Verdict octal = run_env_nccl({{"NCCL_BUFFSIZE", "010"}});
   EXPECT_EQ(octal.status, Status::Warn);
+  EXPECT_EQ(octal.finding.code, "env.nccl/misread-value");
+  EXPECT_EQ(octal.finding.params["setting"], "NCCL_BUFFSIZE=010 (environment)");
   EXPECT_TRUE(has(octal.summary, "octal: 8")) << octal.summary;
   const Verdict no = run_env_nccl({{"NCCL_IB_DISABLE", "no"}});
   EXPECT_EQ(no.status, Status::Warn);
+  EXPECT_EQ(no.finding.code, "env.nccl/misread-value");
+  EXPECT_EQ(no.finding.params["set"], "export NCCL_IB_DISABLE=0");
   EXPECT_EQ(no.remedy, "export NCCL_IB_DISABLE=0");
   const Verdict ib = run_env_nccl({{"NCCL_IB_TIMEOUT", "32"}});
   EXPECT_EQ(ib.status, Status::Warn);
@@ -175,64 +190,107 @@ TEST(EnvNccl, MisreadIntegersWarn) {
 TEST(EnvNccl, TorchValuesThatRaiseFail) {
   const Verdict b = run_env_nccl({{"TORCH_NCCL_BLOCKING_WAIT", "maybe"}});
   EXPECT_EQ(b.status, Status::Fail);
+  EXPECT_EQ(b.finding.code, "env.nccl/invalid-value");
+  EXPECT_EQ(b.finding.params["setting"], "TORCH_NCCL_BLOCKING_WAIT=maybe (environment)");
   EXPECT_TRUE(has(b.summary, "torch.distributed will raise at init")) << b.summary;
   EXPECT_TRUE(has(b.remedy, "1 or 0")) << b.remedy;
   const Verdict a = run_env_nccl({{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "5"}});
   EXPECT_EQ(a.status, Status::Warn);  // getCvarInt applies no range: torch does not raise
+  EXPECT_EQ(a.finding.code, "env.nccl/misread-value");
   EXPECT_TRUE(has(a.summary, "outside 0..3; torch applies no range check")) << a.summary;
   const Verdict d = run_env_nccl({{"TORCH_DISTRIBUTED_DEBUG", "verbose"}});
   EXPECT_EQ(d.status, Status::Fail);
+  EXPECT_EQ(d.finding.code, "env.nccl/invalid-value");
 }
 
 TEST(EnvNccl, SettingsThatHideFailuresWarn) {
   const Verdict a = run_env_nccl({{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}});
   EXPECT_EQ(a.status, Status::Warn);
+  EXPECT_EQ(a.finding.code, "env.nccl/discouraged-value");
+  EXPECT_EQ(a.finding.params["reader"], "torch");
+  EXPECT_EQ(a.finding.params["default"], " (the default is 3)");
+  EXPECT_EQ(a.finding.params["unset"], "unset TORCH_NCCL_ASYNC_ERROR_HANDLING");
   EXPECT_TRUE(has(a.summary, "hangs the job")) << a.summary;
   EXPECT_EQ(a.remedy, "unset TORCH_NCCL_ASYNC_ERROR_HANDLING");
   EXPECT_TRUE(has(a.summary, "(the default is 3)")) << a.summary;
   const Verdict m = run_env_nccl({{"TORCH_NCCL_ENABLE_MONITORING", "false"}});
   EXPECT_EQ(m.status, Status::Warn);
   EXPECT_TRUE(has(m.summary, "heartbeat monitor")) << m.summary;
-  for (const auto& [name, value] : std::map<std::string, std::string>{
-           {"TORCH_DISTRIBUTED_DEBUG", "detail"}, {"CUDA_LAUNCH_BLOCKING", "1"},
-           {"NCCL_ALGO", "Ring"}, {"NCCL_PROTO", "^LL128"}, {"CUDA_INJECTION64_PATH", "/opt/tool.so"}}) {
-    const Verdict v = run_env_nccl({{name, value}});
-    EXPECT_EQ(v.status, Status::Warn) << name;
-    EXPECT_TRUE(has(v.summary, name)) << v.summary;
-    EXPECT_TRUE(has(v.remedy, "unset " + name)) << v.remedy;
+  struct Case {
+    std::string name, value, code;
+  };
+  for (const Case& c : std::vector<Case>{{"TORCH_DISTRIBUTED_DEBUG", "detail", "env.nccl/discouraged-value"},
+                                         {"CUDA_LAUNCH_BLOCKING", "1", "env.nccl/discouraged-value"},
+                                         {"NCCL_ALGO", "Ring", "env.nccl/debug-setting"},
+                                         {"NCCL_PROTO", "^LL128", "env.nccl/debug-setting"},
+                                         {"CUDA_INJECTION64_PATH", "/opt/tool.so", "env.nccl/dcgm-listed"}}) {
+    const Verdict v = run_env_nccl({{c.name, c.value}});
+    EXPECT_EQ(v.status, Status::Warn) << c.name;
+    ASSERT_FALSE(v.findings.empty()) << c.name;
+    EXPECT_EQ(v.findings.front().code, c.code) << v.summary;
+    EXPECT_EQ(v.findings.front().params["unset"], "unset " + c.name);
+    EXPECT_TRUE(has(v.summary, c.name)) << v.summary;
+    EXPECT_TRUE(has(v.remedy, "unset " + c.name)) << v.remedy;
   }
+  const Verdict dcgm = run_env_nccl({{"CUDA_INJECTION64_PATH", "/opt/tool.so"}});
+  EXPECT_EQ(dcgm.finding.code, "env.nccl/dcgm-listed");
+  EXPECT_EQ(dcgm.finding.params["name"], "CUDA_INJECTION64_PATH");
+  EXPECT_EQ(dcgm.finding.params["source"], "environment");
+  const Verdict algo = run_env_nccl({{"NCCL_ALGO", "Ring"}});
+  EXPECT_EQ(algo.finding.code, "env.nccl/debug-setting");
+  EXPECT_EQ(algo.finding.params["setting"], "NCCL_ALGO=Ring (environment)");
 }
 
 TEST(EnvNccl, LegacyTorchNamesWarnNamingTheNewName) {
   const Verdict v = run_env_nccl({{"NCCL_ASYNC_ERROR_HANDLING", "0"}});
   EXPECT_EQ(v.status, Status::Warn);
+  ASSERT_EQ(v.findings.size(), 2u) << v.summary;
+  EXPECT_EQ(v.findings[0].code, "env.nccl/legacy-name");
+  EXPECT_EQ(v.findings[0].params["current"], "TORCH_NCCL_ASYNC_ERROR_HANDLING");
+  EXPECT_EQ(v.findings[1].code, "env.nccl/discouraged-value");  // the new name's rules
   EXPECT_TRUE(has(v.summary, "deprecated PyTorch name of TORCH_NCCL_ASYNC_ERROR_HANDLING")) << v.summary;
   EXPECT_TRUE(has(v.summary, "hangs the job")) << v.summary;  // the new name's rules apply to the alias
   EXPECT_TRUE(has(v.remedy, "unset NCCL_ASYNC_ERROR_HANDLING; export TORCH_NCCL_ASYNC_ERROR_HANDLING=0")) << v.remedy;
   EXPECT_FALSE(v.remedy.ends_with(";")) << v.remedy;
   const Verdict both = run_env_nccl({{"NCCL_BLOCKING_WAIT", "1"}, {"TORCH_NCCL_BLOCKING_WAIT", "0"}});
+  const Finding* differs = coded(both, "env.nccl/legacy-name-differs");
+  ASSERT_NE(differs, nullptr) << both.summary;
+  EXPECT_EQ(differs->params["name"], "NCCL_BLOCKING_WAIT");
+  EXPECT_EQ(differs->params["current"], "TORCH_NCCL_BLOCKING_WAIT");
+  EXPECT_EQ(differs->params["current_setting"], "TORCH_NCCL_BLOCKING_WAIT=0 (environment)");
   EXPECT_TRUE(has(both.summary, "both set and differ")) << both.summary;
 }
 
 TEST(EnvNccl, UnknownNamesWarn) {
   const Verdict typo = run_env_nccl({{"NCCL_SOCKET_IFNAM", "eth0"}});
   EXPECT_EQ(typo.status, Status::Warn);
+  EXPECT_EQ(typo.finding.code, "env.nccl/unknown-nccl-name");
+  EXPECT_EQ(typo.finding.params["setting"], "NCCL_SOCKET_IFNAM=eth0 (environment)");
+  EXPECT_EQ(typo.finding.params["suggestion"], "; did you mean NCCL_SOCKET_IFNAME?");
+  EXPECT_EQ(typo.finding.params["rename"], "unset NCCL_SOCKET_IFNAM; export NCCL_SOCKET_IFNAME=eth0");
   EXPECT_TRUE(has(typo.summary, "did you mean NCCL_SOCKET_IFNAME?")) << typo.summary;
   EXPECT_EQ(typo.remedy, "unset NCCL_SOCKET_IFNAM; export NCCL_SOCKET_IFNAME=eth0");
   const Verdict timeout = run_env_nccl({{"NCCL_TIMEOUT", "1800"}});
   EXPECT_EQ(timeout.status, Status::Warn);
-  EXPECT_TRUE(has(timeout.summary, "has no effect")) << timeout.summary;
+  EXPECT_EQ(timeout.finding.code, "env.nccl/no-effect");
+  EXPECT_EQ(timeout.finding.params["setting"], "NCCL_TIMEOUT=1800 (environment)");
+  EXPECT_EQ(timeout.finding.params["versions"], "");
+  EXPECT_TRUE(has(timeout.summary, "NCCL_TIMEOUT=1800 (environment) has no effect: NCCL has no such variable"))
+      << timeout.summary;
   EXPECT_EQ(timeout.remedy, "unset NCCL_TIMEOUT");
   const Verdict torch_new = run_env_nccl({{"TORCH_NCCL_SOME_NEW_KNOB", "1"}, {"CUDA_SOMETHING", "x"}});
   EXPECT_EQ(torch_new.status, Status::Pass) << torch_new.summary;  // no near miss: not a typo
   const Verdict torch_typo = run_env_nccl({{"TORCH_NCCL_BLOCKING_WAlT", "1"}});
   EXPECT_EQ(torch_typo.status, Status::Warn);
+  EXPECT_EQ(torch_typo.finding.code, "env.nccl/unknown-torch-name");
+  EXPECT_EQ(torch_typo.finding.params["suggestion"], "; did you mean TORCH_NCCL_BLOCKING_WAIT?");
   EXPECT_TRUE(has(torch_typo.summary, "TORCH_NCCL_BLOCKING_WAIT")) << torch_typo.summary;
 }
 
 TEST(EnvNccl, EnumCaseAndLegacyLevels) {
   const Verdict lower = run_env_nccl({{"NCCL_P2P_LEVEL", "nvl"}});
   EXPECT_EQ(lower.status, Status::Warn);
+  EXPECT_EQ(lower.finding.code, "env.nccl/misread-value");
   EXPECT_EQ(lower.remedy, "export NCCL_P2P_LEVEL=NVL");
   const Verdict legacy = run_env_nccl({{"NCCL_NET_GDR_LEVEL", "3"}});
   EXPECT_EQ(legacy.status, Status::Warn);
@@ -255,6 +313,9 @@ TEST(EnvNccl, ConfFileValuesAndPrecedence) {
   };
   const Verdict v = run_env_nccl({}, files);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "env.nccl/invalid-value");
+  EXPECT_EQ(v.finding.params["setting"], "NCCL_P2P_DISABLE=true (/home/u/.nccl.conf:2)");
+  EXPECT_EQ(v.finding.params["set"], "Write NCCL_P2P_DISABLE=1 on line 2 of /home/u/.nccl.conf.");
   EXPECT_TRUE(has(v.summary, "NCCL_P2P_DISABLE=true (/home/u/.nccl.conf:2)")) << v.summary;
   EXPECT_EQ(v.remedy, "Write NCCL_P2P_DISABLE=1 on line 2 of /home/u/.nccl.conf.");
   EXPECT_EQ(variable(v, "NCCL_DEBUG")->at("source"), "/home/u/.nccl.conf:3");  // the user file beats the system file
@@ -268,6 +329,16 @@ TEST(EnvNccl, ConfFileValuesAndPrecedence) {
 TEST(EnvNccl, ConfFileLinesNcclCannotUse) {
   const Verdict v = run_env_nccl({}, {conf_file("/etc/nccl.conf", "system", {{"NCCL_IB_TIMEOUT ", " 22", 4}}, {7})});
   EXPECT_EQ(v.status, Status::Warn);
+  const Finding* malformed = coded(v, "env.nccl/conf-malformed-lines");
+  ASSERT_NE(malformed, nullptr) << v.summary;
+  EXPECT_EQ(malformed->params["path"], "/etc/nccl.conf");
+  EXPECT_EQ(malformed->params["lines"], "7");
+  const Finding* spaced = coded(v, "env.nccl/conf-spaced-name");
+  ASSERT_NE(spaced, nullptr) << v.summary;
+  EXPECT_EQ(spaced->params["line"], 4);
+  EXPECT_EQ(spaced->params["entry"], "NCCL_IB_TIMEOUT ");
+  EXPECT_EQ(spaced->params["bare"], "NCCL_IB_TIMEOUT");
+  EXPECT_EQ(spaced->params["value"], "22");
   EXPECT_TRUE(has(v.summary, "/etc/nccl.conf:4 sets 'NCCL_IB_TIMEOUT '")) << v.summary;
   EXPECT_TRUE(has(v.summary, "line(s) 7")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "Write NCCL_IB_TIMEOUT=22 without spaces on line 4 of /etc/nccl.conf.")) << v.remedy;
@@ -282,14 +353,21 @@ TEST(EnvNccl, ConfFileReadProblems) {
   const Verdict named = run_env_nccl({{"NCCL_CONF_FILE", "/nope.conf"}},
                                      {missing_file("/nope.conf", "NCCL_CONF_FILE", ProbeErrc::NotFound, "does not exist")});
   EXPECT_EQ(named.status, Status::Warn);
+  EXPECT_EQ(named.finding.code, "env.nccl/conf-file-missing");
+  EXPECT_EQ(named.finding.params["path"], "/nope.conf");
   EXPECT_TRUE(has(named.summary, "NCCL_CONF_FILE=/nope.conf does not exist")) << named.summary;
 
   const Verdict denied = run_env_nccl({}, {missing_file("/etc/nccl.conf", "system", ProbeErrc::PermissionDenied, "permission denied")});
   EXPECT_EQ(denied.status, Status::Warn);
-  EXPECT_TRUE(has(denied.summary, "silently skips it")) << denied.summary;
+  EXPECT_EQ(denied.finding.code, "env.nccl/conf-file-denied");
+  EXPECT_EQ(denied.finding.params["path"], "/etc/nccl.conf");
+  EXPECT_EQ(denied.remedy, "chmod a+r /etc/nccl.conf (or remove it if its settings are not wanted).");
 
   const Verdict broken = run_env_nccl({}, {missing_file("/etc/nccl.conf", "system", ProbeErrc::Unreadable, "Is a directory")});
   EXPECT_EQ(broken.status, Status::Unknown);
+  EXPECT_EQ(broken.finding.code, "env.nccl/conf-file-unread");
+  EXPECT_EQ(broken.finding.params["path"], "/etc/nccl.conf");
+  EXPECT_EQ(broken.finding.params["detail"], "Is a directory");
   EXPECT_TRUE(has(broken.summary, "could not read /etc/nccl.conf (Is a directory)")) << broken.summary;
 }
 
@@ -314,6 +392,9 @@ TEST(EnvNcclReaders, TorchIntegersHaveNoInventedRangesAndUnitsAreConverted) {
   EXPECT_EQ(b.remedy, "export NCCL_BUFFSIZE=8388608");
   const Verdict w = run_env_nccl({{"NCCL_IB_GID_INDEX", "three"}});
   EXPECT_EQ(w.status, Status::Warn);
+  EXPECT_EQ(w.finding.code, "env.nccl/misread-value");
+  EXPECT_EQ(w.finding.params["set"],
+            "Set NCCL_IB_GID_INDEX to a decimal integer in the job's environment, or remove it.");
   EXPECT_EQ(w.remedy, "Set NCCL_IB_GID_INDEX to a decimal integer in the job's environment, or remove it.");
   const Verdict d = run_env_nccl({{"TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC", "5s"}});
   EXPECT_EQ(d.remedy, "export TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC=5000");
@@ -343,6 +424,7 @@ TEST(EnvNcclReaders, RangesTheReadersApply) {
   }
   const Verdict id = run_env_nccl({{"NCCL_COMM_ID", "10.1.2.3"}});
   EXPECT_EQ(id.status, Status::Fail);
+  EXPECT_EQ(id.finding.code, "env.nccl/invalid-value");
   EXPECT_TRUE(has(id.remedy, "<host>:<port>")) << id.remedy;
   const Verdict t = run_env_nccl({{"NCCL_NTHREADS", "100"}});
   EXPECT_TRUE(has(t.summary, "tuning.cc")) << t.summary;  // the range's source is named
@@ -359,6 +441,12 @@ TEST(EnvNcclReaders, DebugInfoIsANoteNotAWarning) {
 TEST(EnvNcclReaders, CombinedRemediesAreOneCommandLine) {
   const Verdict v = run_env_nccl({{"NCCL_P2P_DISABLE", "true"}, {"NCCL_TIMEOUT", "5"}});
   EXPECT_EQ(v.remedy, "export NCCL_P2P_DISABLE=1; unset NCCL_TIMEOUT");
+  // The command line is the remedy of the first finding the report prints; the other keeps its own.
+  ASSERT_EQ(v.findings.size(), 2u) << v.summary;
+  EXPECT_EQ(v.findings[0].code, "env.nccl/invalid-value");
+  EXPECT_EQ(v.findings[0].params["set"], "export NCCL_P2P_DISABLE=1; unset NCCL_TIMEOUT");
+  EXPECT_EQ(v.findings[1].code, "env.nccl/no-effect");
+  EXPECT_EQ(v.findings[1].params["unset"], "unset NCCL_TIMEOUT");
 }
 
 TEST(EnvNcclReaders, NamesComeFromTheLoadedLibrary) {
@@ -369,18 +457,33 @@ TEST(EnvNcclReaders, NamesComeFromTheLoadedLibrary) {
   // A catalog name this library does not read.
   v = judge(with_library({{"NCCL_IB_SL", "3"}}, {"NCCL_DEBUG"}, "2.17.1"));
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "env.nccl/other-release-name");
+  EXPECT_EQ(v.finding.params["library"], "NCCL 2.17.1 (/usr/lib/libnccl.so.2)");
+  EXPECT_EQ(v.finding.params["releases"], " (the catalog's NCCL 2.28.9 reads it)");
+  EXPECT_EQ(v.finding.params["nothing_reads"], "");
+  EXPECT_EQ(v.remedy, "unset NCCL_IB_SL (or load an NCCL release that reads it)");
   EXPECT_TRUE(has(v.summary, "is not read by NCCL 2.17.1 (/usr/lib/libnccl.so.2)")) << v.summary;
   // A removed name, with the releases that read it.
   v = judge(with_library({{"NCCL_LL_THRESHOLD", "0"}}, {"NCCL_DEBUG"}));
+  EXPECT_EQ(v.finding.code, "env.nccl/other-release-name");
+  EXPECT_EQ(v.finding.params["releases"], " (NCCL <= 2.4 read it)");
+  EXPECT_EQ(v.finding.params["nothing_reads"], ": removed in NCCL 2.5; use NCCL_PROTO only for debugging");
+  EXPECT_EQ(v.remedy, "unset NCCL_LL_THRESHOLD");
   EXPECT_TRUE(has(v.summary, "NCCL <= 2.4 read it")) << v.summary;
   // A name only newer releases read, judged against an older library.
   v = judge(with_library({{"NCCL_NO_CACHE", "ALL"}}, {"NCCL_DEBUG"}, "2.28.9"));
+  EXPECT_EQ(v.finding.code, "env.nccl/other-release-name");
+  EXPECT_EQ(v.finding.params["releases"], " (NCCL >= 2.29 reads it)");
   EXPECT_TRUE(has(v.summary, "NCCL >= 2.29 reads it")) << v.summary;
   // A removed name that this (old) library still reads is not "no effect".
   v = judge(with_library({{"NCCL_LL_THRESHOLD", "0"}}, {"NCCL_LL_THRESHOLD"}, "2.4.8"));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   // A typo is named against the library's own names.
   v = judge(with_library({{"NCCL_BRAND_NEW_KNOP", "1"}}, {"NCCL_BRAND_NEW_KNOB"}));
+  EXPECT_EQ(v.finding.code, "env.nccl/not-in-library");
+  EXPECT_EQ(v.finding.params["library"], "NCCL 2.30.7 (/usr/lib/libnccl.so.2)");
+  EXPECT_EQ(v.finding.params["suggestion"], "; did you mean NCCL_BRAND_NEW_KNOB?");
+  EXPECT_EQ(v.finding.params["rename"], "unset NCCL_BRAND_NEW_KNOP; export NCCL_BRAND_NEW_KNOB=1");
   EXPECT_TRUE(has(v.summary, "did you mean NCCL_BRAND_NEW_KNOB?")) << v.summary;
   // A plugin's names count as read.
   RankFacts f = with_library({{"NCCL_PLUGIN_KNOB", "1"}}, {"NCCL_DEBUG"});
@@ -396,6 +499,8 @@ TEST(EnvNcclReaders, WithoutALibraryTheCatalogStandsInAndSaysSo) {
   EXPECT_TRUE(has(v.evidence.at("nccl_names").at("why").get<std::string>(), "no libnccl.so.2 found"));
   EXPECT_EQ(variable(v, "NCCL_ALLGATHERV_ENABLE")->at("status"), "PASS");  // a 2.29 name in the catalog
   EXPECT_EQ(variable(v, "NCCL_NOT_A_THING")->at("status"), "WARN");
+  EXPECT_EQ(v.finding.code, "env.nccl/unknown-nccl-name");
+  EXPECT_EQ(v.finding.params["setting"], "NCCL_NOT_A_THING=1 (environment)");
   EXPECT_TRUE(has(v.summary, "judged by the catalog of NCCL 2.28.9")) << v.summary;
 }
 
@@ -410,17 +515,27 @@ RankFacts with_rdma(std::map<std::string, std::string> env, bool devices) {
 TEST(EnvNcclReaders, NetworksThatDoNotExistHereFailInit) {
   Verdict v = judge(with_rdma({{"NCCL_NET", "IB"}}, false));
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "env.nccl/net-ib-without-rdma");
+  EXPECT_EQ(v.finding.params["setting"], "NCCL_NET=IB (environment)");
   EXPECT_TRUE(has(v.summary, "no RDMA device")) << v.summary;
   EXPECT_EQ(judge(with_rdma({{"NCCL_NET", "IB"}}, true)).status, Status::Pass);
   EXPECT_EQ(judge(with_rdma({{"NCCL_NET", "socket"}}, false)).status, Status::Pass);
   v = judge(with_rdma({{"NCCL_NET", "Sockets"}}, true));
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "did you mean Socket?")) << v.summary;
+  EXPECT_EQ(v.finding.code, "env.nccl/net-unknown");
+  EXPECT_EQ(v.finding.params["hint"], "; did you mean Socket?");
+  EXPECT_EQ(v.finding.params["net"], "Sockets");
+  EXPECT_TRUE(has(v.summary, "did you mean Socket?: NCCL init fails (\"Failed to initialize any NET plugin\")"))
+      << v.summary;
   v = judge(with_rdma({{"NCCL_NET", "IB"}, {"NCCL_IB_DISABLE", "1"}}, true));
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "env.nccl/net-ib-disabled");
+  EXPECT_EQ(v.finding.params["unset"], "unset NCCL_IB_DISABLE");
+  EXPECT_EQ(v.remedy, "unset NCCL_IB_DISABLE");
   v = judge(with_rdma({{"NCCL_IB_HCA", "mlx5_0"}}, false));
   EXPECT_EQ(v.status, Status::Warn);
-  EXPECT_TRUE(has(v.summary, "has none")) << v.summary;
+  EXPECT_EQ(v.finding.code, "env.nccl/ib-hca-without-rdma");
+  EXPECT_EQ(v.finding.params["setting"], "NCCL_IB_HCA=mlx5_0 (environment)");
   EXPECT_EQ(judge(with_rdma({{"NCCL_IB_HCA", "mlx5_0"}}, true)).status, Status::Pass);
 }
 
@@ -431,15 +546,34 @@ TEST(EnvNcclReaders, FilesThatDoNotExist) {
   f.nccl_conf.named_files.push_back(NcclNamedFile{"NCCL_TOPO_FILE", "/etc/topo.xml", "not_found"});
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  const Finding* plugin = coded(v, "env.nccl/plugin-missing");
+  ASSERT_NE(plugin, nullptr) << v.summary;
+  EXPECT_EQ(plugin->params["kind"], "net");
+  EXPECT_EQ(plugin->params["tried"], "aws-ofi or libnccl-net-aws-ofi.so");
+  EXPECT_EQ(plugin->params["variable"], "NCCL_NET_PLUGIN");
+  const Finding* topo = coded(v, "env.nccl/topo-file-unreadable");
+  ASSERT_NE(topo, nullptr) << v.summary;
+  EXPECT_EQ(topo->params["path"], "/etc/topo.xml");
+  EXPECT_EQ(topo->params["why"], "does not exist");
+  EXPECT_EQ(topo->params["variable"], "NCCL_TOPO_FILE");
   EXPECT_TRUE(has(v.summary, "no aws-ofi or libnccl-net-aws-ofi.so")) << v.summary;
   EXPECT_TRUE(has(v.summary, "/etc/topo.xml does not exist")) << v.summary;
   // The net plugin is missing and NCCL_NET names its network: no network matches.
   f.env = EnvSnapshot({{"NCCL_NET_PLUGIN", "aws-ofi"}, {"NCCL_NET", "AWS Libfabric"}});
-  EXPECT_EQ(judge(f).status, Status::Fail);
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail);
+  const Finding* net = coded(v, "env.nccl/net-unknown");
+  ASSERT_NE(net, nullptr) << v.summary;
+  EXPECT_EQ(net->params["net"], "AWS Libfabric");
+  EXPECT_EQ(net->params["hint"], "");
   RankFacts g = with_env({{"NCCL_GRAPH_FILE", "graph.xml"}});
   g.nccl_conf.named_files.push_back(NcclNamedFile{"NCCL_GRAPH_FILE", "/work/graph.xml", "not_found"});
   v = judge(g);
   EXPECT_EQ(v.status, Status::Fail);
+  const Finding* graph = coded(v, "env.nccl/graph-file-unreadable");
+  ASSERT_NE(graph, nullptr) << v.summary;
+  EXPECT_EQ(graph->params["path"], "/work/graph.xml");
+  EXPECT_EQ(graph->params["why"], "does not exist");
   EXPECT_TRUE(has(v.summary, "Could not open XML graph file")) << v.summary;
 }
 
@@ -452,6 +586,9 @@ TEST(EnvNcclReaders, AllocatorSettingsReadWithTorchsGrammar) {
     EXPECT_TRUE(has(v.summary, "torch raises")) << v.summary;
   }
   const Verdict ture = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:Ture"}});
+  EXPECT_EQ(ture.finding.code, "env.nccl/alloc-conf-rejected");
+  EXPECT_EQ(ture.finding.params["setting"], "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:Ture (environment)");
+  EXPECT_EQ(ture.finding.params["set"], "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
   EXPECT_EQ(ture.remedy, "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True");
   const Verdict typo = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONF", "expandable_segment:True"}});
   EXPECT_TRUE(has(typo.summary, "did you mean expandable_segments?")) << typo.summary;
@@ -461,14 +598,24 @@ TEST(EnvNcclReaders, AllocatorSettingsReadWithTorchsGrammar) {
     EXPECT_EQ(v.status, Status::Pass) << good << ": " << v.summary;
   }
   EXPECT_EQ(run_env_nccl({{"PYTORCH_HIP_ALLOC_CONF", "garbage"}}).status, Status::Fail);
-  EXPECT_EQ(run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:512abc"}}).status, Status::Warn);
+  const Verdict trailing = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONF", "max_split_size_mb:512abc"}});
+  EXPECT_EQ(trailing.status, Status::Warn);
+  EXPECT_EQ(trailing.finding.code, "env.nccl/alloc-conf-misread");
+  EXPECT_EQ(trailing.finding.params["problem"], "max_split_size_mb:512abc is read as 512 (the rest is ignored)");
+  EXPECT_EQ(trailing.remedy,
+            "Write PYTORCH_CUDA_ALLOC_CONF as key:value pairs separated by ',' (expandable_segments:True,"
+            "max_split_size_mb:512) in the job's environment, or remove it.");
   const Verdict name = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONFIG", "expandable_segments:True"}});
   EXPECT_EQ(name.status, Status::Warn);
+  EXPECT_EQ(name.finding.code, "env.nccl/unknown-torch-name");
+  EXPECT_EQ(name.finding.params["suggestion"], "; did you mean PYTORCH_CUDA_ALLOC_CONF?");
   EXPECT_TRUE(has(name.summary, "did you mean PYTORCH_CUDA_ALLOC_CONF?")) << name.summary;
   EXPECT_EQ(run_env_nccl({{"PYTORCH_SOMETHING_ELSE", "1"}}).status, Status::Pass);
   // With the right name set too, the typo is only unset: its value must not overwrite the right one.
   const Verdict both = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONFIG", "x"}, {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
   EXPECT_EQ(both.remedy, "unset PYTORCH_CUDA_ALLOC_CONFIG");
+  EXPECT_EQ(both.finding.code, "env.nccl/unknown-torch-name");
+  EXPECT_EQ(both.finding.params["suggestion"], "; did you mean PYTORCH_CUDA_ALLOC_CONF? (which is set too)");
 }
 
 TEST(EnvNcclReaders, AMitigationOfTheLoadedReleaseIsNotADebuggingLeftover) {
@@ -484,6 +631,7 @@ TEST(EnvNcclReaders, AMitigationOfTheLoadedReleaseIsNotADebuggingLeftover) {
   a100.name = "NVIDIA A100-SXM4-80GB";
   f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({a100}, "NVML");
   EXPECT_EQ(judge(f).status, Status::Warn);  // the problem is an H100 one: on A100s nothing is mitigated
+  EXPECT_EQ(judge(f).finding.code, "env.nccl/debug-setting");
   a100.name = "NVIDIA H100 80GB HBM3";
   f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({a100}, "NVML");
   EXPECT_EQ(judge(f).status, Status::Pass);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// gpu.busy on hand-built facts: every status, the numbers and words asserted.
+// gpu.busy on hand-built facts: every status, the findings' codes and parameters asserted.
 #include <gtest/gtest.h>
 
 #include "gpu_facts_fixture.hpp"
@@ -16,6 +16,8 @@ NvmlGpu& nvml_gpu(RankFacts& f, std::size_t i) { return (*f.gpu.driver.nvml_gpus
 TEST(GpuBusy, PassesOnIdleGpus) {
   const Verdict v = judge_busy(healthy(8));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.busy/free");
+  EXPECT_EQ(v.finding.params["gpus"], "8 GPUs");
   EXPECT_EQ(v.summary, "no other process on the 8 GPUs this job will use (most memory in use on one: 1 MiB)");
 }
 
@@ -25,6 +27,9 @@ TEST(GpuBusy, ForeignProcessHolding30000MiBFailsNamingPidAndMemory) {
   nvml_gpu(f, 0).memory_used = 30001 * kMiB;
   const Verdict v = judge_busy(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "gpu.busy/foreign-process");
+  EXPECT_EQ(v.finding.params["processes"], "GPU 0 (00000000:18:00.0): pid 4242 holds 30000 MiB");
+  EXPECT_EQ(v.finding.params["pid"], 4242);
   EXPECT_TRUE(has(v.summary, "GPU 0 (00000000:18:00.0): pid 4242 holds 30000 MiB")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "nvidia-smi --query-compute-apps=pid,used_memory --format=csv")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "kill 4242")) << v.remedy;
@@ -55,7 +60,8 @@ TEST(GpuBusy, WithoutCudaViewEveryGpuIsJudged) {
   nvml_gpu(f, 6).processes.push_back({5151, 20000 * kMiB});
   const Verdict v = judge_busy(f);
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "GPU 6 (00000000:1E:00.0): pid 5151 holds 20000 MiB")) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.busy/foreign-process");
+  EXPECT_EQ(v.finding.params["processes"], "GPU 6 (00000000:1E:00.0): pid 5151 holds 20000 MiB");
 }
 
 TEST(GpuBusy, MemoryWithoutProcessWarns) {
@@ -63,6 +69,8 @@ TEST(GpuBusy, MemoryWithoutProcessWarns) {
   nvml_gpu(f, 1).memory_used = 12000 * kMiB;
   const Verdict v = judge_busy(f);
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "gpu.busy/unexplained-memory");
+  EXPECT_EQ(v.finding.params["memory"], "GPU 1 (00000000:19:00.0): 12000 MiB of 81920 MiB in use, no process listed");
   EXPECT_TRUE(has(v.summary, "GPU 1 (00000000:19:00.0): 12000 MiB of 81920 MiB in use, no process listed")) << v.summary;
 }
 
@@ -76,7 +84,10 @@ TEST(GpuBusy, FivePercentOfASmallGpuWarns) {
   RankFacts f = healthy(1);
   nvml_gpu(f, 0).memory_total = 16 * kGiB;
   nvml_gpu(f, 0).memory_used = 900 * kMiB;  // < 1 GiB but > 5% of 16 GiB
-  EXPECT_EQ(judge_busy(f).status, Status::Warn);
+  const Verdict v = judge_busy(f);
+  EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "gpu.busy/unexplained-memory");
+  EXPECT_EQ(v.finding.params["memory"], "GPU 0 (00000000:18:00.0): 900 MiB of 16384 MiB in use, no process listed");
 }
 
 TEST(GpuBusy, NvmlCrashFails) {
@@ -106,6 +117,17 @@ TEST(GpuBusy, SkipsInImageProfile) {
   EXPECT_EQ(v.status, Status::Skip);
 }
 
+TEST(GpuBusy, AJobWhoseCudaListsNoDeviceIsNeverFree) {
+  RankFacts f = healthy(8);
+  f.gpu.driver.cuda_devices.value()->clear();
+  const Verdict v = judge_busy(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.busy/job-sees-no-gpu");
+  EXPECT_EQ(v.finding.params["visible_devices"], " (CUDA lists no device)");
+  EXPECT_EQ(v.summary,
+            "the job will see no GPU (CUDA lists no device): no GPU of the job to check for other processes "
+            "(NVML sees 8 GPUs); the job needs a GPU");
+}
 
 TEST(GpuBusy, AJobThatSeesNoGpuIsNeverFree) {
   // CUDA_VISIBLE_DEVICES= / none / NoDevFiles: no GPU of the job to call free.
@@ -117,6 +139,9 @@ TEST(GpuBusy, AJobThatSeesNoGpuIsNeverFree) {
     for (const Profile p : {Profile::Node, Profile::Job}) {
       const Verdict v = judge_busy(f, p);
       EXPECT_EQ(v.status, Status::Fail) << value;
+      EXPECT_EQ(v.finding.code, "gpu.busy/job-sees-no-gpu");
+      EXPECT_EQ(v.finding.params["visible_devices"], " (CUDA_VISIBLE_DEVICES='" + value + "')");
+      EXPECT_EQ(v.finding.params["nvml_gpus"], 8);
       EXPECT_TRUE(has(v.summary, "the job will see no GPU (CUDA_VISIBLE_DEVICES='" + value + "')")) << v.summary;
       EXPECT_FALSE(has(v.summary, "no other process")) << v.summary;
     }
@@ -151,6 +176,8 @@ TEST(GpuBusy, JobNodeJudgesTheUnionOfItsRanksGpus) {
   ctx.host_ranks = &host;
   const Verdict v = run_check(kGpuBusy, ctx);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.busy/foreign-process");
+  EXPECT_EQ(v.finding.params["pid"], 4242);
   EXPECT_TRUE(has(v.summary, "GPU 2 (00000000:1A:00.0): pid 4242 holds 30000 MiB")) << v.summary;
   EXPECT_FALSE(has(v.summary, "pid 1001")) << v.summary;
   EXPECT_FALSE(has(v.summary, "pid 5151")) << v.summary;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// gpu.count on hand-built facts: every status, the numbers and words asserted.
+// gpu.count on hand-built facts: every status, the findings' codes and parameters asserted.
 #include <gtest/gtest.h>
 
 #include "gpu_facts_fixture.hpp"
@@ -19,6 +19,14 @@ Options expect(int n) {
   return o;
 }
 
+/// The finding of `v` with `code`, or nullptr.
+const Finding* finding(const Verdict& v, std::string_view code) {
+  for (const Finding& f : v.findings) {
+    if (f.code == code) return &f;
+  }
+  return nullptr;
+}
+
 /// CUDA sees only the first `visible` of the node's GPUs.
 RankFacts cuda_sees(int total, int visible) {
   RankFacts f = healthy(total);
@@ -31,19 +39,30 @@ TEST(GpuCount, PassesWhenCudaAndNvmlAgreeAndExpectationHolds) {
   f.placement.local_ranks = 8;
   const Verdict v = judge_count(f, expect(8));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
-  EXPECT_TRUE(has(v.summary, "8 GPUs visible to CUDA (8 × NVIDIA H100 80GB HBM3)")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "NVML sees the same 8")) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.count/visible");
+  EXPECT_EQ(v.finding.params["models"], "8 × NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(v.summary,
+            "8 GPUs visible to CUDA (8 × NVIDIA H100 80GB HBM3), as --expect-gpus says; NVML sees the same 8; "
+            "8 local ranks");
 }
 
 TEST(GpuCount, FewerThanExpectedFails) {
   const Verdict v = judge_count(healthy(4), expect(8));
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "4 GPUs visible to CUDA, --expect-gpus 8")) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.count/fewer-than-expected");
+  EXPECT_EQ(v.finding.params["visible"], "4 GPUs");
+  EXPECT_EQ(v.finding.params["expect"], 8);
+  EXPECT_EQ(v.finding.params["nvml"], " (NVML sees 4)");
+  EXPECT_TRUE(has(v.summary, "4 GPUs visible to CUDA, --expect-gpus 8 (NVML sees 4)")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "Find the missing GPUs")) << v.remedy;
 }
 
 TEST(GpuCount, MoreThanExpectedFails) {
   const Verdict v = judge_count(healthy(8), expect(4));
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "gpu.count/more-than-expected");
+  EXPECT_EQ(v.finding.params["visible"], "8 GPUs");
+  EXPECT_EQ(v.finding.params["expect"], 4);
   EXPECT_TRUE(has(v.summary, "8 GPUs visible to CUDA, --expect-gpus 4")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "More GPUs than expected")) << v.remedy;
 }
@@ -54,8 +73,16 @@ TEST(GpuCount, MoreLocalRanksThanGpusFails) {
   f.placement.local_ranks = 8;
   const Verdict v = judge_count(f, {}, Profile::Job);
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "8 local ranks but 4 GPUs visible")) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.count/more-ranks-than-gpus");
+  EXPECT_EQ(v.finding.params["local_ranks"], 8);
+  EXPECT_EQ(v.finding.params["visible_count"], 4);
+  EXPECT_EQ(v.finding.params["at_most"], "4 ranks");
+  EXPECT_TRUE(has(v.summary, "8 local ranks but 4 GPUs visible (CUDA_VISIBLE_DEVICES=0,1,2,3)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "ppr:4:node")) << v.remedy;
+  // The hidden GPUs are said too; --expect-gpus is no fix for more ranks than GPUs.
+  const Finding* hidden = finding(v, "gpu.count/hidden-by-cvd");
+  ASSERT_NE(hidden, nullptr) << v.summary;
+  EXPECT_EQ(hidden->params["expect_hint"], ".");
 }
 
 TEST(GpuCount, MoreLocalRanksThanOneVisibleGpuSaysHowToFixIt) {
@@ -65,6 +92,8 @@ TEST(GpuCount, MoreLocalRanksThanOneVisibleGpuSaysHowToFixIt) {
   f.placement.local_ranks = 4;
   const Verdict v = judge_count(f, {}, Profile::Job);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "gpu.count/more-ranks-than-gpus");
+  EXPECT_EQ(v.finding.params["at_most"], "1 rank");
   EXPECT_TRUE(has(v.summary, "4 local ranks but 1 GPU visible")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "Start at most 1 rank per node (`mpirun --map-by ppr:1:node`, `srun --ntasks-per-node=1`)"))
       << v.remedy;
@@ -78,9 +107,15 @@ TEST(GpuCount, GpusHiddenByCudaVisibleDevicesWarn) {
   f.env.set("CUDA_VISIBLE_DEVICES", "0,1,2,3");
   const Verdict v = judge_count(f);
   EXPECT_EQ(v.status, Status::Warn);
-  EXPECT_TRUE(has(v.summary, "NVML sees 8 GPUs, CUDA 4")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "GPU 4 (00000000:1C:00.0)")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "CUDA_VISIBLE_DEVICES=0,1,2,3 hides them")) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.count/hidden-by-cvd");
+  EXPECT_EQ(v.finding.params["nvml_gpus"], "8 GPUs");
+  EXPECT_EQ(v.finding.params["visible_count"], 4);
+  EXPECT_EQ(v.finding.params["hidden"],
+            "GPU 4 (00000000:1C:00.0), GPU 5 (00000000:1D:00.0), GPU 6 (00000000:1E:00.0), GPU 7 (00000000:1F:00.0)");
+  EXPECT_EQ(v.finding.params["hidden_by"], "CUDA_VISIBLE_DEVICES=0,1,2,3 hides them");
+  EXPECT_EQ(v.finding.params["expect_hint"], "; otherwise state --expect-gpus 4.");
+  EXPECT_TRUE(has(v.summary, "NVML sees 8 GPUs, CUDA 4: GPU 4 (00000000:1C:00.0)")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "ask for more GPUs); otherwise state --expect-gpus 4.")) << v.remedy;
   EXPECT_EQ(v.evidence["hidden_from_cuda"].size(), 4u);
 }
 
@@ -89,12 +124,16 @@ TEST(GpuCount, HiddenAsExpectedPasses) {
   f.env.set("CUDA_VISIBLE_DEVICES", "0,1,2,3");
   const Verdict v = judge_count(f, expect(4));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.count/visible");
   EXPECT_TRUE(has(v.summary, "as --expect-gpus says")) << v.summary;
 }
 
 TEST(GpuCount, GpusHiddenWithoutCudaVisibleDevicesPointAtPermissions) {
   const Verdict v = judge_count(cuda_sees(2, 1));
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "gpu.count/hidden-from-cuda");
+  EXPECT_EQ(v.finding.params["hidden"], "GPU 1 (00000000:19:00.0)");
+  EXPECT_EQ(v.finding.params["hidden_verb"], "is");
   EXPECT_TRUE(has(v.summary, "/dev/nvidia* permissions")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "ls -l /dev/nvidia*")) << v.remedy;
 }
@@ -117,6 +156,8 @@ TEST(GpuCount, MigModeWarns) {
   cuda[1].pci_bus_id.clear();
   const Verdict v = judge_count(f);
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "gpu.count/mig-mode");
+  EXPECT_EQ(v.finding.params["mig_gpus"], "GPU 1 (00000000:19:00.0)");
   EXPECT_TRUE(has(v.summary, "MIG mode is on for GPU 1 (00000000:19:00.0)")) << v.summary;
 }
 
@@ -124,7 +165,10 @@ TEST(GpuCount, ZeroGpusFails) {
   RankFacts f = cuda_sees(2, 0);
   const Verdict v = judge_count(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "gpu.count/no-gpu-visible");
+  EXPECT_EQ(v.finding.params["nvml"], "; NVML sees 2 GPUs");
   EXPECT_TRUE(has(v.summary, "no GPU visible to CUDA; NVML sees 2 GPUs; the job needs a GPU")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "Give the job GPUs")) << v.remedy;
 }
 
 TEST(GpuCount, NoDeviceErrorIsZeroGpus) {
@@ -134,6 +178,10 @@ TEST(GpuCount, NoDeviceErrorIsZeroGpus) {
       Probed<std::vector<CudaDevice>>::error(ProbeErrc::ApiError, "cuInit: CUDA_ERROR_NO_DEVICE (100)", "cuda");
   const Verdict v = judge_count(f);
   EXPECT_EQ(v.status, Status::Fail);
+  const Finding* none = finding(v, "gpu.count/cvd-selects-no-gpu");
+  ASSERT_NE(none, nullptr) << v.summary;
+  EXPECT_EQ(none->params["cvd"], " (CUDA_VISIBLE_DEVICES=7)");
+  EXPECT_EQ(none->params["value"], "7");
   EXPECT_TRUE(has(v.summary, "no GPU visible to CUDA (CUDA_VISIBLE_DEVICES=7)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "CUDA_VISIBLE_DEVICES=7 selects no usable GPU")) << v.remedy;
 }
@@ -205,21 +253,26 @@ TEST(GpuCount, JobNodeCountsTheUnionOfItsRanksGpus) {
   EXPECT_EQ(judge_count(ranks.front(), {}, Profile::Job).status, Status::Fail);
   Verdict v = judge_node(ranks, expect(4));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.count/visible");
+  EXPECT_EQ(v.finding.params["counted"], " to the node's 4 ranks");
   EXPECT_TRUE(has(v.summary, "4 GPUs visible to CUDA to the node's 4 ranks (4 × NVIDIA H100 80GB HBM3)")) << v.summary;
   EXPECT_TRUE(has(v.summary, "per-rank CUDA_VISIBLE_DEVICES: rank 0 '0', rank 1 '1'")) << v.summary;
   EXPECT_FALSE(has(v.summary, "local ranks but")) << v.summary;
   // Without --expect-gpus the other 4 GPUs of the node are hidden from the job: a warning, not a failure.
   v = judge_node(ranks);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.count/hidden-by-cvd");
+  EXPECT_EQ(v.finding.params["hidden_by"], "the ranks' CUDA_VISIBLE_DEVICES hide them");
   EXPECT_TRUE(has(v.summary, "NVML sees 8 GPUs, CUDA 4")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "the ranks' CUDA_VISIBLE_DEVICES hide them")) << v.summary;
   // Two ranks on one GPU still leave fewer GPUs than ranks.
   std::vector<RankFacts> shared = per_rank_node(4);
   shared[3] = shared[2];
   shared[3].placement.rank = shared[3].placement.local_rank = 3;
   v = judge_node(shared);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
-  EXPECT_TRUE(has(v.summary, "4 local ranks but 3 GPUs visible")) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.count/more-ranks-than-gpus");
+  EXPECT_EQ(v.finding.params["local_ranks"], 4);
+  EXPECT_EQ(v.finding.params["visible"], "3 GPUs");
 }
 
 TEST(GpuCount, JobNodeRankWithoutAGpuFails) {
@@ -229,6 +282,14 @@ TEST(GpuCount, JobNodeRankWithoutAGpuFails) {
       Probed<std::vector<CudaDevice>>::error(ProbeErrc::ApiError, "cuInit: CUDA_ERROR_NO_DEVICE (100)", "cuda");
   const Verdict v = judge_node(ranks, expect(3));
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  const Finding* hides = finding(v, "gpu.count/cvd-hides-all");
+  ASSERT_NE(hides, nullptr) << v.summary;
+  EXPECT_EQ(hides->params["ranks"], "rank 2: ");
+  EXPECT_EQ(hides->params["value"], "");
+  const Finding* blind = finding(v, "gpu.count/rank-sees-no-gpu");
+  ASSERT_NE(blind, nullptr) << v.summary;
+  EXPECT_EQ(blind->params["rank"], 2);
+  EXPECT_EQ(blind->params["rank_cvd"], " (CUDA_VISIBLE_DEVICES='')");
   EXPECT_TRUE(has(v.summary, "rank 2: CUDA_VISIBLE_DEVICES='' hides every GPU")) << v.summary;
   EXPECT_TRUE(has(v.summary, "rank 2 sees no GPU (CUDA_VISIBLE_DEVICES='')")) << v.summary;
 }
@@ -239,6 +300,12 @@ TEST(GpuCount, InvalidEntryIsFoundInTheNodeProfile) {
   f.env.set("CUDA_VISIBLE_DEVICES", "0,1,99");
   Verdict v = judge_count(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.count/cvd-invalid-entry");
+  EXPECT_EQ(v.finding.params["value"], "0,1,99");
+  EXPECT_EQ(v.finding.params["entry"], "'99' (the node has 8 GPUs (0..7))");
+  EXPECT_EQ(v.finding.params["position"], 3);
+  EXPECT_EQ(v.finding.params["listed"], "2 GPUs");
+  EXPECT_EQ(v.finding.params["last_index"], 7);
   EXPECT_TRUE(has(v.summary, "CUDA_VISIBLE_DEVICES=0,1,99 has an invalid entry '99' (the node has 8 GPUs (0..7)) at "
                              "position 3: the driver stops reading the list there, so only 2 GPUs are visible"))
       << v.summary;
@@ -250,7 +317,9 @@ TEST(GpuCount, InvalidEntryIsFoundInTheNodeProfile) {
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(has(v.summary, "'1' (it repeats an earlier entry)")) << v.summary;
   f.env.set("CUDA_VISIBLE_DEVICES", "0,1,GPU-ffff");
-  EXPECT_TRUE(has(judge_count(f, expect(2)).summary, "'GPU-ffff' (no GPU has that UUID)"));
+  v = judge_count(f, expect(2));
+  EXPECT_EQ(v.finding.code, "gpu.count/cvd-invalid-entry");
+  EXPECT_EQ(v.finding.params["entry"], "'GPU-ffff' (no GPU has that UUID)");
   // Valid lists stay as they were.
   f.env.set("CUDA_VISIBLE_DEVICES", "0,1");
   EXPECT_EQ(judge_count(f, expect(2)).status, Status::Pass);
@@ -265,6 +334,10 @@ TEST(GpuCount, EmptyOrNoneMeansTheJobSeesNoGpu) {
     for (const Profile p : {Profile::Node, Profile::Job}) {
       const Verdict v = judge_count(f, {}, p);
       EXPECT_EQ(v.status, Status::Fail) << value;
+      EXPECT_EQ(v.finding.code, "gpu.count/cvd-hides-all");
+      EXPECT_EQ(v.finding.params["value"], value);
+      EXPECT_EQ(v.finding.params["ranks"], "");
+      EXPECT_EQ(v.finding.params["nvml_gpus"], "8 GPUs");
       EXPECT_TRUE(has(v.summary, "CUDA_VISIBLE_DEVICES='" + value + "' hides every GPU: the job will see no GPU (NVML "
                                  "sees 8 GPUs)")) << v.summary;
     }

@@ -74,6 +74,8 @@ RankFacts two_sockets_two_hcas() {
 TEST(GpuNicAffinity, PassListsEachGpuWithItsNearestNic) {
   const Verdict v = judge(two_sockets_two_hcas());
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_EQ(v.finding.code, "net.gpu_nic_affinity/nearest-nics");
+  EXPECT_EQ(v.finding.params["rule"], "every RDMA NIC, NCCL_IB_HCA unset");
   EXPECT_NE(v.summary.find("GPU 0000:03:00.0 (NUMA 0) → mlx5_0 PHB"), std::string::npos) << v.summary;
   EXPECT_NE(v.summary.find("GPU 0000:83:00.0 (NUMA 1) → mlx5_1 PHB"), std::string::npos) << v.summary;
   EXPECT_NE(v.summary.find("every RDMA NIC, NCCL_IB_HCA unset"), std::string::npos) << v.summary;
@@ -93,8 +95,21 @@ TEST(GpuNicAffinity, WarnWhenTheOnlyNicIsAcrossTheSocket) {
                                     {nic_on(0, "0000:05:00.0", "0000:00:02.0", {"ib0", "mlx5_0"})});
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn);
-  EXPECT_NE(v.summary.find("GPU 0000:83:00.0 (NUMA 1) → mlx5_0 (NUMA 0) SYS"), std::string::npos) << v.summary;
+  EXPECT_EQ(v.finding.code, "net.gpu_nic_affinity/across-socket");
+  EXPECT_EQ(v.finding.params["far"], 1);
+  EXPECT_EQ(v.finding.params["gpus"], 1);
+  EXPECT_EQ(v.finding.params["pairs"], "GPU 0000:83:00.0 (NUMA 1) → mlx5_0 (NUMA 0) SYS");
+  EXPECT_EQ(v.finding.params["numa"], "NUMA 1");
+  EXPECT_EQ(v.finding.params["node"], "1");
+  EXPECT_NE(v.summary.find("1 of 1 GPUs reaches its nearest NIC only across the socket: GPU 0000:83:00.0 (NUMA 1) → "
+                           "mlx5_0 (NUMA 0) SYS"),
+            std::string::npos)
+      << v.summary;
   EXPECT_NE(v.summary.find("no GPUDirect RDMA by default"), std::string::npos) << v.summary;
+  EXPECT_NE(v.remedy.find("move or add an HCA in a slot of that socket (and list it in NCCL_IB_HCA if that is set). "
+                          "Bind each rank"),
+            std::string::npos)
+      << v.remedy;
   EXPECT_NE(v.remedy.find("(NUMA 1) a NIC of its own"), std::string::npos) << v.remedy;
   EXPECT_NE(v.remedy.find("numactl --cpunodebind=1 --membind=1"), std::string::npos) << v.remedy;
   EXPECT_NE(v.remedy.find("NCCL_NET_GDR_LEVEL=SYS"), std::string::npos) << v.remedy;
@@ -106,8 +121,18 @@ TEST(GpuNicAffinity, NcclIbHcaLeavingOutTheLocalNicWarnsAndNamesIt) {
   f.env.set("NCCL_IB_HCA", "=mlx5_0");
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "net.gpu_nic_affinity/nearer-hca-left-out");
+  EXPECT_EQ(v.finding.params["left_out"], "mlx5_1");
+  EXPECT_EQ(v.finding.params["hcas"], "mlx5_0,mlx5_1");
+  EXPECT_EQ(v.finding.params["far"], 1);
+  EXPECT_EQ(v.finding.params["gpus"], 2);
   EXPECT_NE(v.summary.find("GPU 0000:83:00.0 (NUMA 1) → mlx5_0 (NUMA 0) SYS"), std::string::npos) << v.summary;
-  EXPECT_NE(v.remedy.find("`export NCCL_IB_HCA==mlx5_0,mlx5_1`"), std::string::npos) << v.remedy;
+  EXPECT_NE(v.remedy.find("NCCL_IB_HCA leaves out mlx5_1, which is nearer to these GPUs: "
+                          "`export NCCL_IB_HCA==mlx5_0,mlx5_1`. Bind each rank"),
+            std::string::npos)
+      << v.remedy;
+  EXPECT_NE(v.remedy.find("numactl --cpunodebind=1 --membind=1 <command>` for the GPUs on node 1,"), std::string::npos)
+      << v.remedy;
   EXPECT_NE(v.evidence["selection"].get<std::string>().find("NCCL_IB_HCA==mlx5_0"), std::string::npos);
 }
 
@@ -144,6 +169,8 @@ TEST(GpuNicAffinity, IbDisabledJudgesTheIpNics) {
   f.env.set("NCCL_SOCKET_IFNAME", "=eno1");
   const Verdict w = judge(f);
   EXPECT_EQ(w.status, Status::Warn);
+  EXPECT_EQ(w.finding.code, "net.gpu_nic_affinity/across-socket");
+  EXPECT_EQ(w.finding.params["slot"], "a NIC in a slot of that socket");
   EXPECT_NE(w.summary.find("→ eno1 (NUMA 0) SYS"), std::string::npos) << w.summary;
   EXPECT_NE(w.remedy.find("move or add a NIC"), std::string::npos) << w.remedy;
 }
@@ -200,6 +227,10 @@ TEST(GpuNicAffinity, WarnWhenGpusShareOneNicWhileAnotherIsIdle) {
        nic_on(1, "0000:85:00.0", "0000:80:02.0", {"mlx5_1"})});
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "net.gpu_nic_affinity/crowded-nic");
+  EXPECT_EQ(v.finding.params["crowded"], "mlx5_0 is the nearest NIC of GPUs 0000:03:00.0, 0000:04:00.0");
+  EXPECT_EQ(v.finding.params["idle"], "mlx5_1");
+  EXPECT_EQ(v.finding.params["verb"], "is");
   EXPECT_NE(v.summary.find("mlx5_0 is the nearest NIC of GPUs 0000:03:00.0, 0000:04:00.0, while mlx5_1 is nearest to "
                            "no GPU"),
             std::string::npos)
@@ -248,10 +279,15 @@ TEST(GpuNicAffinity, UnknownWhenTheTopologyIsMissing) {
 TEST(GpuNicAffinity, SkipWithoutGpusOrNics) {
   const Verdict no_gpu = judge(with_topology({}, {nic_on(0, "0000:05:00.0", "0000:00:02.0", {"mlx5_0"})}));
   EXPECT_EQ(no_gpu.status, Status::Skip);
-  EXPECT_NE(no_gpu.summary.find("no NVIDIA GPU"), std::string::npos) << no_gpu.summary;
+  EXPECT_EQ(no_gpu.finding.code, "net.gpu_nic_affinity/no-gpu");
+  EXPECT_EQ(no_gpu.finding.params["source"], "--topology-xml node.xml");
+  EXPECT_EQ(no_gpu.summary, "no NVIDIA GPU in the topology (--topology-xml node.xml)");
   const Verdict no_nic = judge(with_topology({gpu_on(0, "0000:03:00.0", "0000:00:01.0")}, {}));
   EXPECT_EQ(no_nic.status, Status::Skip);
-  EXPECT_NE(no_nic.summary.find("no NIC"), std::string::npos) << no_nic.summary;
+  EXPECT_EQ(no_nic.finding.code, "net.gpu_nic_affinity/no-nic");
+  EXPECT_EQ(no_nic.finding.params["gpus"], 1);
+  EXPECT_EQ(no_nic.summary, "no NIC in the topology (--topology-xml node.xml): nothing to place the 1 GPUs against");
+  EXPECT_EQ(no_nic.remedy, "");
 }
 
 TEST(GpuNicAffinity, SkipInTheImageProfile) {
@@ -295,6 +331,9 @@ TEST(GpuNicAffinityXml, OwnBalancedFixturePasses) {
 TEST(GpuNicAffinityXml, OwnBalancedFixtureWithOneHcaSelected) {
   const Verdict v = judge(probe_xml(own_dir() + "/2s-4gpu-2nic-switch.xml", EnvSnapshot{{"NCCL_IB_HCA", "=mlx5_0"}}));
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "net.gpu_nic_affinity/nearer-hca-left-out");
+  EXPECT_EQ(v.finding.params["far"], 2);
+  EXPECT_EQ(v.finding.params["reach"], "reach their");
   EXPECT_NE(v.summary.find("2 of 4 GPUs reach their nearest NIC only across the socket"), std::string::npos) << v.summary;
   EXPECT_NE(v.remedy.find("NCCL_IB_HCA==mlx5_0,mlx5_1"), std::string::npos) << v.remedy;
 }

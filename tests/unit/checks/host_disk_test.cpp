@@ -125,6 +125,9 @@ TEST(HostDisk, WarnsWhenOneCheckpointFitsButNotTwo) {
   EXPECT_TRUE(has(v.summary, "frameworks keep the previous checkpoint until the new one is complete")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "Free 32.5 GiB more in /ckpt so that two checkpoints fit")) << v.remedy;
   EXPECT_EQ(v.finding.code, "host.disk/one-checkpoint");
+  EXPECT_EQ(v.finding.params["free"], "150 GiB");
+  EXPECT_EQ(v.finding.params["short"], "32.5 GiB");
+  EXPECT_EQ(v.finding.params["two"], "182.5 GiB");
 }
 
 TEST(HostDisk, FailsOnAReadOnlyMount) {
@@ -136,6 +139,8 @@ TEST(HostDisk, FailsOnAReadOnlyMount) {
   EXPECT_EQ(v.summary, "/ckpt is on a read-only mount, /ckpt (ext4): the checkpoint save fails with EROFS (Read-only file system)");
   EXPECT_TRUE(has(v.remedy, "`mount -o remount,rw /ckpt`")) << v.remedy;
   EXPECT_EQ(v.finding.code, "host.disk/read-only");
+  EXPECT_EQ(v.finding.params["mount"], "/ckpt");
+  EXPECT_EQ(v.finding.params["fs"], "/ckpt (ext4)");
 
   CheckpointDir flag = dir("/ckpt", "/ckpt", "ext4", 500 * kGiB, 2 * kTiB);
   flag.usage.value()->read_only = true;  // ST_RDONLY: a superblock mounted read-only
@@ -150,6 +155,7 @@ TEST(HostDisk, FailsWhereThisUserCannotWrite) {
   EXPECT_TRUE(has(v.summary, "this user cannot create files in /ckpt on / (ext4)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "`ls -ld /ckpt`")) << v.remedy;
   EXPECT_EQ(v.finding.code, "host.disk/not-writable");
+  EXPECT_EQ(v.finding.params["holder"], "/ckpt");
 }
 
 TEST(HostDisk, FailsWithoutFreeInodesAndWarnsWithFew) {
@@ -158,10 +164,14 @@ TEST(HostDisk, FailsWithoutFreeInodesAndWarnsWithFew) {
   EXPECT_TRUE(has(none.summary, "/ (ext4) has no free inodes (0 of 1000000)")) << none.summary;
   EXPECT_TRUE(has(none.remedy, "`df -i /ckpt`")) << none.remedy;
   EXPECT_EQ(none.finding.code, "host.disk/no-inodes");
+  EXPECT_EQ(none.finding.params["inodes_total"], 1'000'000);
 
   const Verdict few = check(node({dir("/ckpt", "/", "ext4", 500 * kGiB, 2 * kTiB, 500, 1'000'000)}), model(kB7));
   EXPECT_EQ(few.status, Status::Warn) << few.summary;
   EXPECT_TRUE(has(few.summary, "only 500 free inodes of 1000000")) << few.summary;
+  EXPECT_EQ(few.finding.code, "host.disk/few-inodes");
+  EXPECT_EQ(few.finding.params["inodes_free"], 500);
+  EXPECT_EQ(few.finding.params["inodes_total"], 1'000'000);
   // Below 1% of many inodes is few too.
   EXPECT_EQ(check(node({dir("/ckpt", "/", "ext4", 500 * kGiB, 2 * kTiB, 5'000, 1'000'000)})).status, Status::Warn);
 }
@@ -179,6 +189,8 @@ TEST(HostDisk, WithoutASizeItFindsFullAndNearlyFullFileSystems) {
             "/ckpt is full: 512 MiB free of 1 TiB on / (ext4) (100% used); no checkpoint size was given (--model-params)");
   EXPECT_TRUE(has(full.remedy, "--model-params N")) << full.remedy;
   EXPECT_EQ(full.finding.code, "host.disk/full");
+  EXPECT_EQ(full.finding.params["free"], "512 MiB");
+  EXPECT_EQ(full.finding.params["used"], "100%");
 
   const Verdict nearly = check(node({dir("/ckpt", "/", "ext4", 30 * kGiB, 1 * kTiB)}));
   ASSERT_EQ(nearly.status, Status::Warn) << nearly.summary;
@@ -186,6 +198,8 @@ TEST(HostDisk, WithoutASizeItFindsFullAndNearlyFullFileSystems) {
             "/ckpt is nearly full: 30 GiB free of 1 TiB on / (ext4) (2.9% free); no checkpoint size was given (--model-params)");
   EXPECT_TRUE(has(nearly.remedy, "Give the checkpoint size with --model-params N (and --zero-stage S)")) << nearly.remedy;
   EXPECT_EQ(nearly.finding.code, "host.disk/nearly-full");
+  EXPECT_EQ(nearly.finding.params["free_share"], "2.9%");
+  EXPECT_EQ(nearly.finding.params["no_size"], "no checkpoint size was given (--model-params)");
 
   const Verdict roomy = check(node({dir("/ckpt", "/", "ext4", 300 * kGiB, 1 * kTiB)}));
   EXPECT_EQ(roomy.status, Status::Pass) << roomy.summary;
@@ -201,6 +215,7 @@ TEST(HostDisk, WarnsForACheckpointInRam) {
             "/dev/shm/ckpt is on /dev/shm (tmpfs): a checkpoint there lives in RAM, is lost at reboot and counts against "
             "the node's memory (and the container's memory limit)");
   EXPECT_EQ(v.finding.code, "host.disk/in-memory");
+  EXPECT_EQ(v.finding.params["fs"], "/dev/shm (tmpfs)");
   EXPECT_EQ(v.evidence["dirs"][0]["in_memory"], true);
 }
 
@@ -211,19 +226,29 @@ TEST(HostDisk, UnknownWhenStatvfsFailedOrTheMountIsNotKnown) {
   ASSERT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_EQ(v.summary, "the free space of /ckpt could not be read: stat(/ckpt): permission denied");
   EXPECT_TRUE(has(v.remedy, "`df -h /ckpt`")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "host.disk/unreadable");
+  EXPECT_EQ(v.finding.params["why"], "stat(/ckpt): permission denied");
 
   CheckpointDir m = dir("/ckpt", "/", "ext4", 500 * kGiB, 2 * kTiB);
   m.mount = Probed<MountEntry>::error(ProbeErrc::PermissionDenied, "permission denied", "/proc/self/mountinfo");
   const Verdict mv = check(node({m}), model(kB7));
   ASSERT_EQ(mv.status, Status::Unknown) << mv.summary;
   EXPECT_TRUE(has(mv.summary, "the mount holding /ckpt is not known")) << mv.summary;
+  EXPECT_EQ(mv.finding.code, "host.disk/mount-unknown");
+  EXPECT_EQ(mv.finding.params["why_mount"], "/proc/self/mountinfo: permission denied");
   // What can be told still is: a shortfall against the node's share is a FAIL with the mount unknown.
   CheckpointDir small = m;
   small.usage.value()->free_bytes = 10 * kGiB;
   EXPECT_EQ(check(node({small}), model(kB7)).status, Status::Fail);
 
   CheckpointDir sizeless = dir("/bucket", "/bucket", "fuse.s3fs", 0, 0, 0, 0);
-  EXPECT_EQ(check(node({sizeless}), model(kB7)).status, Status::Unknown);
+  const Verdict sv = check(node({sizeless}), model(kB7));
+  EXPECT_EQ(sv.status, Status::Unknown);
+  EXPECT_EQ(sv.finding.code, "host.disk/no-size");
+  EXPECT_EQ(sv.finding.params["fs"], "/bucket (fuse.s3fs from /dev/nvme0n1p2, a network file system)");
+  EXPECT_EQ(sv.summary,
+            "/bucket (fuse.s3fs from /dev/nvme0n1p2, a network file system) reports no size (statvfs f_blocks 0): the "
+            "free space for /bucket cannot be told");
 
   RankFacts never;  // nothing probed at all
   EXPECT_EQ(check(never).status, Status::Unknown);
@@ -238,6 +263,26 @@ TEST(HostDisk, AHungProbeIsNamedAsAHang) {
   ASSERT_EQ(v.status, Status::Unknown);
   EXPECT_TRUE(has(v.summary, "probe 'disk' hung")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "network file system")) << v.remedy;
+}
+
+TEST(HostDisk, ADirectoryWhoseProbeHungIsNamedAsNotGathered) {
+  CheckpointDir d = dir("/ckpt", "/", "ext4", 0, 0);
+  d.usage = Probed<DiskUsage>::error(ProbeErrc::Timeout,
+                                     "probe 'disk' hung: it had not finished when the probe phase's deadline passed");
+  const Verdict v = check(node({d}), model(kB7));
+  ASSERT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "host.disk/not-gathered");
+  EXPECT_EQ(v.finding.params["dir"], "/ckpt");
+  EXPECT_TRUE(v.summary.starts_with("the free space of /ckpt was not gathered: probe 'disk' hung")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--timeout")) << v.remedy;
+}
+
+TEST(HostDisk, NoDirectoryProbedIsUnknown) {
+  const Verdict v = check(node({}));
+  ASSERT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "host.disk/no-directory");
+  EXPECT_EQ(v.summary, "no checkpoint directory was probed");
+  EXPECT_EQ(v.remedy, "Give the directory the job saves to with --checkpoint-dir DIR.");
 }
 
 TEST(HostDisk, SkippedInTheImageProfile) {
@@ -306,6 +351,8 @@ TEST(HostDisk, AFileWhereTheDirectoryShouldBeFails) {
   const Verdict v = check(node({d}), model(kB7));
   ASSERT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_EQ(v.summary, "/data/ckpt exists and is not a directory: no checkpoint can be written into it");
+  EXPECT_EQ(v.finding.code, "host.disk/not-a-directory");
+  EXPECT_EQ(v.finding.params["holder"], "/data/ckpt");
 
   CheckpointDir below = d;
   below.path = below.given = "/data/ckpt/run1";
@@ -313,6 +360,9 @@ TEST(HostDisk, AFileWhereTheDirectoryShouldBeFails) {
   const Verdict b = check(node({below}), model(kB7));
   ASSERT_EQ(b.status, Status::Fail) << b.summary;
   EXPECT_TRUE(has(b.summary, "cannot be created: /data/ckpt on its path is a file")) << b.summary;
+  EXPECT_EQ(b.finding.code, "host.disk/not-a-directory");
+  EXPECT_EQ(b.finding.params["dir"], "/data/ckpt/run1");
+  EXPECT_TRUE(has(b.remedy, "move the file /data/ckpt out of the way (`ls -ld /data/ckpt`)")) << b.remedy;
 }
 
 TEST(HostDisk, AHugeFileSystemPasses) {
@@ -333,6 +383,10 @@ TEST(HostDisk, EveryDirectoryIsJudgedWithItsOwnParameters) {
   EXPECT_TRUE(has(v.finding.message, "{dir_2} has {free_2} free")) << v.finding.message;
   EXPECT_EQ(v.finding.params["dir_2"], "/slow");
   EXPECT_EQ(v.finding.params["dir"], "/fast");
+  ASSERT_EQ(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[0].code, "host.disk/too-small");
+  EXPECT_EQ(v.findings[0].params["free_2"], "10 GiB");
+  EXPECT_EQ(v.findings[1].code, "host.disk/room");
   EXPECT_EQ(v.evidence["dirs"].size(), 2u);
 }
 

@@ -67,6 +67,16 @@ TEST(HostMemory, Fails7BZero0With8RanksOn64GiB) {
   EXPECT_FALSE(contains(v.remedy, "ZeRO-3 needs")) << v.remedy;
   EXPECT_TRUE(contains(v.remedy, "Use nodes with more RAM: this one has 62 GiB available.")) << v.remedy;
   EXPECT_TRUE(contains(v.remedy, "--host-bytes-per-rank")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "host.memory/too-little");
+  EXPECT_EQ(v.finding.params["budget"], "62 GiB available (MemAvailable 62 GiB of 64 GiB)");
+  EXPECT_EQ(v.finding.params["sharded"], "");
+  EXPECT_EQ(v.finding.params["fewer_ranks"], "");  // not even one saving rank fits
+  EXPECT_EQ(v.finding.params["more_memory"], "Use nodes with more RAM: this one has 62 GiB available.");
+  EXPECT_EQ(v.finding.params["per_rank"], "4 GiB");
+  // Without the advice that would not help, the fix's sentences are still joined by one space.
+  EXPECT_EQ(v.remedy,
+            "Use nodes with more RAM: this one has 62 GiB available. If a rank uses less than 4 GiB outside "
+            "checkpoints, say so with --host-bytes-per-rank SIZE.");
 }
 
 TEST(HostMemory, Zero3PassesWhereZero2Fails) {
@@ -82,6 +92,10 @@ TEST(HostMemory, Zero3PassesWhereZero2Fails) {
       << zero2.summary;
   EXPECT_TRUE(contains(zero2.remedy, "ZeRO-3 needs ≈ 146.1 GiB here")) << zero2.remedy;
   EXPECT_TRUE(contains(zero2.remedy, "SHARDED_STATE_DICT")) << zero2.remedy;
+  EXPECT_TRUE(contains(zero2.remedy, "SHARDED_STATE_DICT. Run at most 1 rank per node (`srun --ntasks-per-node=1`"))
+      << zero2.remedy;
+  EXPECT_EQ(zero2.finding.code, "host.memory/too-little");
+  EXPECT_EQ(zero3.finding.code, "host.memory/enough");
   EXPECT_EQ(zero3.evidence["formula"], "8 × 4 GiB + 8 × 70B × 14/64 B");
   EXPECT_EQ(zero3.evidence["model_state_savers"], 8);
 }
@@ -144,6 +158,11 @@ TEST(HostMemory, TensorTimesPipelineMustDivideTheWorld) {
       << v.summary;
   EXPECT_TRUE(contains(v.remedy, "a multiple of 32 ranks")) << v.remedy;
   EXPECT_TRUE(v.evidence["data_parallel"].is_null());
+  EXPECT_EQ(v.finding.code, "host.memory/layout-undivided");
+  EXPECT_EQ(v.finding.params["tp"], 8);
+  EXPECT_EQ(v.finding.params["pp"], 4);
+  EXPECT_EQ(v.finding.params["mp"], 32);
+  EXPECT_EQ(v.finding.params["world_size"], 48);
 }
 
 TEST(HostMemory, AloneTheWorldHoldsOneModelReplica) {
@@ -205,6 +224,9 @@ TEST(HostMemory, CgroupLimitMinusWorkingSetIsTheBudget) {
   // 1 GiB in use + 32 GiB × 1.1, rounded up to whole GiB.
   EXPECT_TRUE(contains(v.remedy, "Raise the memory limit of cgroup /job.slice to at least 37 GiB (docker run --memory=")) << v.remedy;
   EXPECT_TRUE(contains(v.remedy, "Run at most 7 ranks per node")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "host.memory/too-little");
+  EXPECT_EQ(v.finding.params["fewer_ranks"],
+            "Run at most 7 ranks per node (`srun --ntasks-per-node=7`, `mpirun --map-by ppr:7:node`). ");
 }
 
 TEST(HostMemory, UnlimitedCgroupLeavesMemAvailable) {
@@ -226,6 +248,8 @@ TEST(HostMemory, WarnsWhenHeadroomIsUnderTenPercent) {
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_TRUE(contains(v.summary, "; only 2 GiB to spare (< 10%)")) << v.summary;
   EXPECT_FALSE(v.remedy.empty());
+  EXPECT_EQ(v.finding.code, "host.memory/little-headroom");
+  EXPECT_EQ(v.finding.params["spare"], "2 GiB");
 }
 
 TEST(HostMemory, WarnsWhenOtherProcessesHoldMostOfTheRam) {
@@ -233,6 +257,21 @@ TEST(HostMemory, WarnsWhenOtherProcessesHoldMostOfTheRam) {
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_EQ(v.summary, "only 40 GiB of 512 GiB RAM is available: other processes hold the rest");
   EXPECT_TRUE(contains(v.remedy, "ps -eo pid,rss,etime,cmd --sort=-rss")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "host.memory/ram-held-elsewhere");
+  EXPECT_EQ(v.finding.params["available"], "40 GiB");
+  EXPECT_EQ(v.finding.params["total"], "512 GiB");
+  ASSERT_EQ(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[1].code, "host.memory/enough");
+}
+
+TEST(HostMemory, AShortBudgetAndRamHeldElsewhereAreBothNamed) {
+  const Verdict v = check(node(512 * kGiB, 20 * kGiB));  // 8 × 4 GiB need 32 GiB
+  ASSERT_EQ(v.status, Status::Fail) << v.summary;
+  ASSERT_EQ(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[0].code, "host.memory/too-little");
+  EXPECT_EQ(v.findings[1].code, "host.memory/ram-held-elsewhere");
+  EXPECT_EQ(v.findings[1].params["available"], "20 GiB");
+  EXPECT_TRUE(contains(v.summary, "; also WARN: only 20 GiB of 512 GiB RAM is available")) << v.summary;
 }
 
 TEST(HostMemory, UnknownWhenMeminfoWasNotProbed) {

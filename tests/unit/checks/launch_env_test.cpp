@@ -7,6 +7,7 @@ namespace preflight {
 namespace {
 
 using Env = std::map<std::string, std::string>;
+using nlohmann::json;
 
 const Env kOpenMpi3of4 = {
     {"OMPI_COMM_WORLD_RANK", "3"},       {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
@@ -33,6 +34,8 @@ struct Case {
   Status status;
   std::vector<std::string> summary_has;
   std::string remedy_has;
+  std::string code;       // the worst finding's code; "" on PASS
+  nlohmann::json params;  // some of that finding's parameters
 };
 
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
@@ -47,101 +50,187 @@ TEST_P(LaunchEnvCase, Verdict) {
   EXPECT_NE(v.remedy.find(c.remedy_has), std::string::npos) << v.remedy;
   if (c.status == Status::Pass) {
     EXPECT_TRUE(v.remedy.empty()) << v.remedy;
+    EXPECT_TRUE(v.findings.empty()) << v.summary;
+    return;
+  }
+  ASSERT_FALSE(v.findings.empty()) << v.summary;
+  const Finding& f = v.findings.front();
+  EXPECT_EQ(f.code, c.code) << v.summary;
+  for (const auto& [name, value] : c.params.items()) {
+    ASSERT_TRUE(f.params.contains(name)) << name;
+    EXPECT_EQ(f.params.at(name), value) << name;
   }
 }
 
 const Case kCases[] = {
-    {"Nothing", {}, Status::Pass, {"no launcher: a world of one"}, ""},
-    {"OpenMpi", kOpenMpi3of4, Status::Pass, {"openmpi: rank 3 of 4, local 3 of 4", "RANK/WORLD_SIZE not set"}, ""},
+    {"Nothing", {}, Status::Pass, {"no launcher: a world of one"}, "", "", json::object()},
+    {"OpenMpi",
+     kOpenMpi3of4,
+     Status::Pass,
+     {"openmpi: rank 3 of 4, local 3 of 4", "RANK/WORLD_SIZE not set"},
+     "",
+     "",
+     json::object()},
     {"OpenMpiWithAgreeingRank",
      with(kOpenMpi3of4, {{"RANK", "3"}, {"WORLD_SIZE", "4"}}),
      Status::Pass,
      {"openmpi: rank 3 of 4, local 3 of 4; RANK/WORLD_SIZE agree"},
-     ""},
+     "",
+     "",
+     json::object()},
     {"ExportedRankUnderMpirun",
      with(kOpenMpi3of4, {{"RANK", "0"}, {"WORLD_SIZE", "4"}}),
      Status::Fail,
      {"RANK=0 but OMPI_COMM_WORLD_RANK=3"},
-     "Do not export RANK"},
+     "Do not export RANK",
+     "launch.env/framework-disagrees-with-launcher",
+     {{"f0", 0}, {"l0", 3}, {"launcher", "openmpi"}, {"rank_variable", "OMPI_COMM_WORLD_RANK"}}},
     {"WorldSizeDisagrees",
      with(kOpenMpi3of4, {{"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "8"}}),
      Status::Fail,
      {"WORLD_SIZE=8 but OMPI_COMM_WORLD_SIZE=4", "LOCAL_WORLD_SIZE=8 but OMPI_COMM_WORLD_LOCAL_SIZE=4"},
-     "set them per rank in a wrapper script (`export RANK=$OMPI_COMM_WORLD_RANK`"},
+     "set them per rank in a wrapper script (`export RANK=$OMPI_COMM_WORLD_RANK`",
+     "launch.env/framework-disagrees-with-launcher",
+     {{"f0", 8}, {"l0", 4}, {"f1", 8}, {"l1", 4}}},
     {"MixedLaunchers",
      with(kOpenMpi3of4, {{"PMI_RANK", "1"}, {"PMI_SIZE", "4"}}),
      Status::Fail,
      {"mixed launchers: PMI_RANK=1 but OMPI_COMM_WORLD_RANK=3"},
-     "start the job with one launcher"},
-    {"PmixDisagrees", with(kOpenMpi3of4, {{"PMIX_RANK", "0"}}), Status::Fail, {"PMIX_RANK=0 but OMPI_COMM_WORLD_RANK=3"}, ""},
+     "start the job with one launcher",
+     "launch.env/mixed-launchers",
+     {{"peer0", 1}, {"active0", 3}}},
+    {"PmixDisagrees",
+     with(kOpenMpi3of4, {{"PMIX_RANK", "0"}}),
+     Status::Fail,
+     {"PMIX_RANK=0 but OMPI_COMM_WORLD_RANK=3"},
+     "",
+     "launch.env/mixed-launchers",
+     {{"peer0", 0}, {"active0", 3}}},
     {"RankNotBelowSize",
      {{"PMI_RANK", "4"}, {"PMI_SIZE", "4"}},
      Status::Fail,
      {"hydra: PMI_RANK=4 is not below PMI_SIZE=4"},
-     "start the job with one launcher"},
+     "start the job with one launcher",
+     "launch.env/rank-not-below-size",
+     {{"claim", "hydra"}, {"rank_name", "PMI_RANK"}, {"rank", 4}, {"size_name", "PMI_SIZE"}, {"size", 4}}},
     {"LocalRankNotBelowLocalSize",
      {{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "2"}, {"SLURM_NTASKS_PER_NODE", "2"}},
      Status::Fail,
      {"slurm: SLURM_LOCALID=2 is not below SLURM_NTASKS_PER_NODE=2"},
-     ""},
+     "",
+     "launch.env/local-rank-not-below-local-size",
+     {{"claim", "slurm"}, {"local_rank", 2}, {"local_size_name", "SLURM_NTASKS_PER_NODE"}, {"local_size", 2}}},
     {"LocalSizeAboveSize",
      with(kOpenMpi3of4, {{"OMPI_COMM_WORLD_LOCAL_SIZE", "8"}}),
      Status::Fail,
      {"OMPI_COMM_WORLD_LOCAL_SIZE=8 exceeds OMPI_COMM_WORLD_SIZE=4"},
-     ""},
+     "",
+     "launch.env/local-size-above-size",
+     {{"claim", "openmpi"}, {"local_size", 8}, {"size", 4}}},
     {"Garbage",
      with(kOpenMpi3of4, {{"OMPI_COMM_WORLD_RANK", "3abc"}, {"LOCAL_RANK", ""}}),
      Status::Fail,
      {"openmpi: OMPI_COMM_WORLD_RANK='3abc' is not a non-negative integer",
       "framework: LOCAL_RANK='' is not a non-negative integer"},
-     "Unset or fix the variable named"},
+     "Unset or fix the variable named",
+     "launch.env/not-a-number",
+     {{"claim", "openmpi"}, {"error", "OMPI_COMM_WORLD_RANK='3abc' is not a non-negative integer"}}},
     {"StaleSlurmUnderMpirun",
      with(kOpenMpi3of4, {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_JOB_ID", "77"}}),
      Status::Warn,
      {"stale slurm variables under openmpi: SLURM_PROCID=0 but OMPI_COMM_WORLD_RANK=3",
       "SLURM_NTASKS=2 but OMPI_COMM_WORLD_SIZE=4"},
-     "Don't derive the rank from SLURM_PROCID"},
+     "Don't derive the rank from SLURM_PROCID",
+     "launch.env/stale-launcher-variables",
+     {{"stale", "slurm"},
+      {"launcher", "openmpi"},
+      {"stale0", 0},
+      {"current0", 3},
+      {"rank_source", "OMPI_COMM_WORLD_RANK"}}},
     {"AgreeingSlurmUnderMpirun",
      with(kOpenMpi3of4, {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}}),
      Status::Pass,
      {"slurm variables of the enclosing allocation agree"},
-     ""},
+     "",
+     "",
+     json::object()},
     {"SrunPmix",
-     {{"SLURM_PROCID", "9"}, {"SLURM_NTASKS", "16"}, {"SLURM_LOCALID", "1"}, {"SLURM_NODEID", "1"},
-      {"SLURM_NNODES", "2"}, {"SLURM_TASKS_PER_NODE", "8(x2)"}, {"PMIX_RANK", "9"}},
+     {{"SLURM_PROCID", "9"},
+      {"SLURM_NTASKS", "16"},
+      {"SLURM_LOCALID", "1"},
+      {"SLURM_NODEID", "1"},
+      {"SLURM_NNODES", "2"},
+      {"SLURM_TASKS_PER_NODE", "8(x2)"},
+      {"PMIX_RANK", "9"}},
      Status::Pass,
      {"slurm: rank 9 of 16, local 1 of 8, node 1 of 2"},
-     ""},
+     "",
+     "",
+     json::object()},
     {"Torchrun",
-     {{"TORCHELASTIC_RUN_ID", "r1"}, {"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
-      {"LOCAL_WORLD_SIZE", "4"}, {"GROUP_RANK", "1"}},
+     {{"TORCHELASTIC_RUN_ID", "r1"},
+      {"RANK", "5"},
+      {"WORLD_SIZE", "8"},
+      {"LOCAL_RANK", "1"},
+      {"LOCAL_WORLD_SIZE", "4"},
+      {"GROUP_RANK", "1"}},
      Status::Pass,
      {"torchrun: rank 5 of 8, local 1 of 4, node 1 of ?"},
-     ""},
+     "",
+     "",
+     json::object()},
     {"TorchrunUnderSrun",
-     {{"TORCHELASTIC_RUN_ID", "r1"}, {"RANK", "5"}, {"WORLD_SIZE", "8"}, {"LOCAL_RANK", "1"},
-      {"LOCAL_WORLD_SIZE", "4"}, {"GROUP_RANK", "1"}, {"GROUP_WORLD_SIZE", "2"}, {"SLURM_PROCID", "1"},
-      {"SLURM_NTASKS", "2"}, {"SLURM_LOCALID", "0"}, {"SLURM_NODEID", "1"}},
+     {{"TORCHELASTIC_RUN_ID", "r1"},
+      {"RANK", "5"},
+      {"WORLD_SIZE", "8"},
+      {"LOCAL_RANK", "1"},
+      {"LOCAL_WORLD_SIZE", "4"},
+      {"GROUP_RANK", "1"},
+      {"GROUP_WORLD_SIZE", "2"},
+      {"SLURM_PROCID", "1"},
+      {"SLURM_NTASKS", "2"},
+      {"SLURM_LOCALID", "0"},
+      {"SLURM_NODEID", "1"}},
      Status::Pass,
      {"torchrun: rank 5 of 8, local 1 of 4, node 1 of 2", "started by slurm"},
-     ""},
+     "",
+     "",
+     json::object()},
     {"Hydra",
      {{"PMI_RANK", "1"}, {"PMI_SIZE", "2"}, {"MPI_LOCALRANKID", "1"}, {"MPI_LOCALNRANKS", "2"}},
      Status::Pass,
      {"hydra: rank 1 of 2, local 1 of 2"},
-     ""},
+     "",
+     "",
+     json::object()},
     {"TorchrunGarbageReportedOnce",
      {{"TORCHELASTIC_RUN_ID", "r1"}, {"RANK", "x"}, {"WORLD_SIZE", "8"}},
      Status::Fail,
      {"torchrun: RANK='x' is not a non-negative integer"},
-     "Unset or fix"},
+     "Unset or fix",
+     "launch.env/not-a-number",
+     {{"claim", "torchrun"}}},
     {"RankWithoutLauncher",
      {{"RANK", "0"}, {"WORLD_SIZE", "8"}},
      Status::Warn,
      {"WORLD_SIZE=8 says the job has more than one rank, but preflight was started alone"},
-     "Start preflight the way the job is started"},
-    {"RankOneWithoutLauncher", {{"RANK", "1"}}, Status::Warn, {"RANK=1 says"}, ""},
-    {"WorldOfOneWithoutLauncher", {{"RANK", "0"}, {"WORLD_SIZE", "1"}}, Status::Pass, {"no launcher"}, ""},
+     "Start preflight the way the job is started",
+     "launch.env/ranks-without-launcher",
+     {{"variable", "WORLD_SIZE"}, {"value", 8}}},
+    {"RankOneWithoutLauncher",
+     {{"RANK", "1"}},
+     Status::Warn,
+     {"RANK=1 says"},
+     "",
+     "launch.env/ranks-without-launcher",
+     {{"variable", "RANK"}, {"value", 1}}},
+    {"WorldOfOneWithoutLauncher",
+     {{"RANK", "0"}, {"WORLD_SIZE", "1"}},
+     Status::Pass,
+     {"no launcher"},
+     "",
+     "",
+     json::object()},
 };
 
 INSTANTIATE_TEST_SUITE_P(LaunchEnv, LaunchEnvCase, ::testing::ValuesIn(kCases),
@@ -177,6 +266,8 @@ TEST(LaunchEnv, VariablesOfAJobWhoseLauncherIsGoneWarn) {
   const Options options;
   const Verdict v = run_check(*find_check("launch.env"), CheckContext{facts, options, Profile::Node});
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.env/launcher-gone");
+  EXPECT_EQ(v.finding.params["why"], facts.placement.launcher_gone);
   EXPECT_NE(v.summary.find("name a job that is gone: the PMIx server"), std::string::npos) << v.summary;
   EXPECT_NE(v.remedy.find("unset $(env | sed -n 's/^\\(PMIX_"), std::string::npos) << v.remedy;
   // The same variables with a launcher that answered: nothing to say about them.
@@ -214,6 +305,15 @@ TEST(LaunchEnvMpi, RankExportedToEveryRankFails) {
   const Verdict v =
       check_mpi(with(open_mpi(1, 4), {{"RANK", "0"}}), MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}});
   EXPECT_EQ(v.status, Status::Fail);
+  ASSERT_EQ(v.findings.size(), 2u) << v.summary;
+  EXPECT_EQ(v.findings[0].code, "launch.env/framework-disagrees-with-mpi");
+  EXPECT_EQ(v.findings[0].params["claimed0"], 0);
+  EXPECT_EQ(v.findings[0].params["mpi0"], 1);
+  EXPECT_EQ(v.findings[0].params["library"], "Open MPI v4.1.4");
+  EXPECT_EQ(v.findings[1].code, "launch.env/framework-disagrees-with-launcher");
+  EXPECT_EQ(v.findings[1].params["f0"], 0);
+  EXPECT_EQ(v.findings[1].params["l0"], 1);
+  EXPECT_EQ(v.finding.code, "launch.env/framework-disagrees-with-mpi");  // the first of the two decides
   EXPECT_NE(v.summary.find("the environment disagrees with MPI (Open MPI v4.1.4): RANK=0 but MPI's rank is 1"), std::string::npos)
       << v.summary;
   EXPECT_NE(v.remedy.find("mpirun -x RANK=…"), std::string::npos) << v.remedy;
@@ -225,6 +325,12 @@ TEST(LaunchEnvMpi, LauncherVariablesOfAnotherJobFail) {
   // The launcher's own variables say rank 0 of 2 (exported into the image), MPI says 3 of 8.
   const Verdict v = check_mpi(open_mpi(0, 2), MpiView{3, 8, 3, 8, 1, false, "", {}});
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.env/launcher-disagrees-with-mpi");
+  EXPECT_EQ(v.finding.params["library"], "MPI_COMM_WORLD");
+  EXPECT_EQ(v.finding.params["claimed0"], 0);
+  EXPECT_EQ(v.finding.params["mpi0"], 3);
+  EXPECT_EQ(v.finding.params["claimed1"], 2);
+  EXPECT_EQ(v.finding.params["mpi1"], 8);
   EXPECT_NE(v.summary.find("OMPI_COMM_WORLD_RANK=0 but MPI's rank is 3"), std::string::npos) << v.summary;
   EXPECT_NE(v.summary.find("OMPI_COMM_WORLD_SIZE=2 but MPI's world size is 8"), std::string::npos) << v.summary;
   EXPECT_NE(v.summary.find("OMPI_COMM_WORLD_LOCAL_SIZE=2 but MPI's local size is 8"), std::string::npos) << v.summary;
@@ -236,6 +342,12 @@ TEST(LaunchEnvMpi, FrameworkVariablesWithoutALauncherFail) {
   // MPI ran (e.g. a PMI the environment does not show), the framework's variables disagree.
   const Verdict v = check_mpi({{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "4"}}, MpiView{2, 4, 2, 4, 1, false, "", {}});
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.env/framework-disagrees-with-mpi");
+  EXPECT_EQ(v.finding.params["claimed0"], 0);
+  EXPECT_EQ(v.finding.params["mpi0"], 2);
+  EXPECT_EQ(v.finding.params["launcher"], "the launcher");  // no launcher's variables to name
+  EXPECT_NE(v.remedy.find("under the launcher let the framework read its rank variable"), std::string::npos)
+      << v.remedy;
   EXPECT_NE(v.summary.find("LOCAL_RANK=0 but MPI's local rank is 2"), std::string::npos) << v.summary;
   EXPECT_EQ(v.summary.find("started alone"), std::string::npos) << v.summary;
 }
@@ -246,6 +358,10 @@ TEST(LaunchEnvMpi, MpiWorldOfOneUnderALargerLauncherWarns) {
                                {"SLURM_STEP_ID", "0"}},
                               MpiView{0, 1, 0, 1, 1, false, "", {}});
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.env/mpi-world-of-one");
+  EXPECT_EQ(v.finding.params["variable"], "SLURM_NTASKS");
+  EXPECT_EQ(v.finding.params["claimed_size"], 4);
+  EXPECT_EQ(v.finding.params["claimed_by"], "slurm");
   EXPECT_NE(v.summary.find("MPI started as a world of 1 while SLURM_NTASKS=4 (slurm)"), std::string::npos) << v.summary;
   EXPECT_NE(v.remedy.find("srun --mpi=pmix"), std::string::npos) << v.remedy;
 }
@@ -260,6 +376,40 @@ TEST(LaunchEnvMpi, StaleSlurmVariablesAreNotComparedWithMpi) {
                               MpiView{2, 4, 2, 4, 1, false, "", {}});
   EXPECT_NE(v.status, Status::Fail) << v.summary;
   EXPECT_EQ(v.summary.find("disagrees with MPI"), std::string::npos) << v.summary;
+}
+
+TEST(LaunchEnvJob, TheSameRankOnEveryRankIsOneJobFinding) {
+  // RANK=0 exported to all three ranks of an Open MPI job.
+  JobFacts job;
+  job.source = "mpi";
+  job.world_size = 3;
+  for (int r = 0; r < 3; ++r) {
+    RankFacts f;
+    f.placement.rank = r;
+    f.env = EnvSnapshot(Env{{"OMPI_COMM_WORLD_RANK", std::to_string(r)}, {"OMPI_COMM_WORLD_SIZE", "3"}, {"RANK", "0"}});
+    job.ranks.push_back(std::move(f));
+  }
+  const Options options;
+  const CheckSpec* spec = find_check("launch.env");
+  ASSERT_NE(spec->job_finding, nullptr);
+  const CheckContext ctx{job.ranks.front(), options, Profile::Job, nullptr, &job};
+  const std::optional<Verdict> v = spec->job_finding(ctx);
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->status, Status::Fail);
+  EXPECT_EQ(v->finding.code, "launch.env/same-rank-on-every-rank");
+  EXPECT_EQ(v->finding.params["claims"], "RANK=0");
+  EXPECT_EQ(v->finding.params["ranks"], 3);
+  EXPECT_EQ(v->finding.params["first"], "RANK=0");
+  EXPECT_NE(v->summary.find("every rank claims RANK=0: all 3 ranks read the same rank (`mpirun -x RANK=0`"),
+            std::string::npos)
+      << v->summary;
+  EXPECT_NE(v->remedy.find("Remove RANK=0 from what every rank inherits"), std::string::npos) << v->remedy;
+  // Ranks that read their own rank: no job finding.
+  for (int r = 0; r < 3; ++r) {
+    job.ranks[static_cast<std::size_t>(r)].env =
+        EnvSnapshot(Env{{"OMPI_COMM_WORLD_RANK", std::to_string(r)}, {"OMPI_COMM_WORLD_SIZE", "3"}});
+  }
+  EXPECT_FALSE(spec->job_finding(ctx).has_value());
 }
 
 TEST(LaunchEnvMpi, ExplainNamesTheMpiComparison) {

@@ -13,6 +13,15 @@ const CheckSpec& spec() { return *find_check("launch.gpu_binding"); }
 
 void set_env(RankFacts& f, const std::map<std::string, std::string>& vars) { f.env = EnvSnapshot(vars); }
 
+/// The findings of `v` with this code, in the verdict's order (worst first).
+std::vector<const Finding*> findings(const Verdict& v, const std::string& code) {
+  std::vector<const Finding*> out;
+  for (const Finding& f : v.findings) {
+    if (f.code == code) out.push_back(&f);
+  }
+  return out;
+}
+
 /// The rank sees only the CUDA devices at these NVML indices (as CUDA_VISIBLE_DEVICES does).
 void restrict_cuda(RankFacts& f, const std::vector<int>& nvml_indices) {
   std::vector<CudaDevice> all = *f.gpu.driver.cuda_devices.value();
@@ -30,6 +39,9 @@ TEST(LaunchGpuBinding, PassOneRankPerGpu) {
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_TRUE(has(v.summary, "16 ranks on 2 host(s), each with a GPU of its own")) << v.summary;
   EXPECT_EQ(v.evidence["ranks"][3]["gpu"], gpu_fixture::uuid(3) + " (bus " + gpu_fixture::cuda_bus(3) + ")");
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/gpu-per-rank");
+  EXPECT_EQ(v.finding.params["rank_count"], 16);
+  EXPECT_EQ(v.finding.params["host_count"], 2);
 }
 
 TEST(LaunchGpuBinding, PerRankVisibleDevicesPass) {
@@ -57,6 +69,13 @@ TEST(LaunchGpuBinding, TwoRanksOnOneGpuFail) {
   EXPECT_TRUE(has(v.summary, "Duplicate GPU detected")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "--gpus-per-task")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "torch.cuda.set_device(local_rank)")) << v.remedy;
+  const auto shared = findings(v, "launch.gpu_binding/shared-gpu");
+  ASSERT_EQ(shared.size(), 2u) << v.summary;
+  EXPECT_EQ(shared[0]->params["ranks"], "0 (LOCAL_RANK=0), 1 (LOCAL_RANK=0)");
+  EXPECT_EQ(shared[0]->params["host"], "gpu-a");
+  EXPECT_EQ(shared[0]->params["gpu"], gpu_fixture::uuid(0) + " (bus " + gpu_fixture::cuda_bus(0) + ")");
+  EXPECT_EQ(shared[1]->params["host"], "gpu-b");
+  EXPECT_EQ(v.findings[0].code, "launch.gpu_binding/shared-gpu");
 }
 
 TEST(LaunchGpuBinding, SameGpuOnDifferentHostsIsFine) {
@@ -118,6 +137,12 @@ TEST(LaunchGpuBinding, SameGpuByUuidAndIndexFails) {
   EXPECT_TRUE(has(v.summary, "ranks 0 (CUDA_VISIBLE_DEVICES=0), 1 (CUDA_VISIBLE_DEVICES=" + gpu_fixture::uuid(0) +
                                  ") on gpu-a all use GPU " + gpu_fixture::uuid(0)))
       << v.summary;
+  ASSERT_FALSE(v.findings.empty());
+  EXPECT_EQ(v.findings[0].code, "launch.gpu_binding/shared-gpu");
+  EXPECT_EQ(v.findings[0].params["ranks"],
+            "0 (CUDA_VISIBLE_DEVICES=0), 1 (CUDA_VISIBLE_DEVICES=" + gpu_fixture::uuid(0) + ")");
+  // Two ranks, one GPU between them: the host has too few GPUs for its ranks as well.
+  EXPECT_EQ(findings(v, "launch.gpu_binding/too-many-ranks").size(), 1u) << v.summary;
 }
 
 TEST(LaunchGpuBinding, LocalRankBeyondVisibleGpusFails) {
@@ -134,6 +159,14 @@ TEST(LaunchGpuBinding, LocalRankBeyondVisibleGpusFails) {
   EXPECT_TRUE(has(v.summary, "rank 3 (gpu-a): local rank 3 but it sees 2 GPU(s)")) << v.summary;
   EXPECT_TRUE(has(v.summary, "invalid device ordinal")) << v.summary;
   EXPECT_FALSE(has(v.summary, "rank 1 (gpu-a): local rank 1")) << v.summary;
+  const auto beyond = findings(v, "launch.gpu_binding/invalid-ordinal");
+  ASSERT_EQ(beyond.size(), 2u) << v.summary;
+  EXPECT_EQ(beyond[0]->params["rank"], 2);
+  EXPECT_EQ(beyond[0]->params["index"], "local rank 2");
+  EXPECT_EQ(beyond[0]->params["visible"], 2);
+  EXPECT_EQ(beyond[0]->params["ordinal"], 2);
+  EXPECT_EQ(beyond[0]->params["cvd_note"], " (CUDA_VISIBLE_DEVICES=0,1)");
+  EXPECT_EQ(beyond[1]->params["rank"], 3);
 }
 
 TEST(LaunchGpuBinding, NoneAndNoDevFilesHideEveryGpu) {
@@ -147,6 +180,10 @@ TEST(LaunchGpuBinding, NoneAndNoDevFilesHideEveryGpu) {
     const Verdict v = judge_job(spec(), j);
     EXPECT_EQ(v.status, Status::Fail) << value;
     EXPECT_TRUE(has(v.summary, "rank 1 (gpu-a): CUDA_VISIBLE_DEVICES='" + value + "' hides every GPU")) << v.summary;
+    const auto hidden = findings(v, "launch.gpu_binding/visible-devices-hide-all");
+    ASSERT_EQ(hidden.size(), 2u) << v.summary;
+    EXPECT_EQ(hidden[1]->params["rank"], 1);
+    EXPECT_EQ(hidden[1]->params["cvd"], value);
   }
 }
 
@@ -156,6 +193,10 @@ TEST(LaunchGpuBinding, BadLocalRankValueFails) {
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "LOCAL_RANK='zero' is not a device index")) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/bad-local-rank");
+  EXPECT_EQ(v.finding.params["local_rank"], "zero");
+  EXPECT_EQ(v.finding.params["rank"], 0);
+  EXPECT_EQ(v.finding.params["host"], "gpu-a");
 }
 
 TEST(LaunchGpuBinding, InvalidVisibleDevicesEntryFails) {
@@ -173,6 +214,15 @@ TEST(LaunchGpuBinding, InvalidVisibleDevicesEntryFails) {
   EXPECT_TRUE(has(v.summary, "rank 2 (gpu-a): local rank 2 but it sees 2 GPU(s)")) << v.summary;
   EXPECT_TRUE(has(v.summary, "gpu-a: 4 local ranks but only 2 GPU(s) visible to them")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "nvidia-smi -L")) << v.remedy;
+  const auto invalid = findings(v, "launch.gpu_binding/visible-devices-invalid");
+  ASSERT_EQ(invalid.size(), 4u) << v.summary;
+  EXPECT_EQ(v.findings[0].code, "launch.gpu_binding/visible-devices-invalid");
+  EXPECT_EQ(invalid[0]->params["cvd"], "0,2,-1,1");
+  EXPECT_EQ(invalid[0]->params["entry"], "'-1' (not an index or a GPU-/MIG- UUID)");
+  EXPECT_EQ(invalid[0]->params["position"], 3);
+  EXPECT_EQ(invalid[0]->params["visible"], 2);
+  EXPECT_EQ(invalid[0]->params["last_index"], 7);
+  EXPECT_TRUE(has(v.remedy, "list valid indices (0..7)")) << v.remedy;
 }
 
 TEST(LaunchGpuBinding, VisibleDevicesFromNvmlWhenCudaWasNotProbed) {
@@ -192,6 +242,9 @@ TEST(LaunchGpuBinding, VisibleDevicesFromNvmlWhenCudaWasNotProbed) {
     const Verdict v = judge_job(spec(), j);
     EXPECT_EQ(v.status, Status::Fail) << c.cvd;
     EXPECT_TRUE(has(v.summary, "has an invalid entry " + c.invalid)) << v.summary;
+    ASSERT_FALSE(v.findings.empty()) << c.cvd;
+    EXPECT_EQ(v.findings[0].code, "launch.gpu_binding/visible-devices-invalid") << c.cvd;
+    EXPECT_EQ(v.findings[0].params["entry"], c.invalid);
   }
   // A valid UUID prefix selects that GPU.
   JobFacts j = job_fixture::job(1, 1);
@@ -200,6 +253,8 @@ TEST(LaunchGpuBinding, VisibleDevicesFromNvmlWhenCudaWasNotProbed) {
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;  // one rank, two GPUs visible
   EXPECT_TRUE(has(v.summary, "gpu-a: 1 local rank(s) for 2 visible GPUs: 1 GPU(s) stay idle")) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/idle-gpus");
+  EXPECT_EQ(v.finding.params["idle"], 1);
   EXPECT_EQ(v.evidence["ranks"][0]["gpu"], gpu_fixture::uuid(5) + " (bus " + gpu_fixture::nvml_bus(5) + ")");
   EXPECT_EQ(v.evidence["ranks"][0]["source"], "NVML + CUDA_VISIBLE_DEVICES");
 }
@@ -213,6 +268,22 @@ TEST(LaunchGpuBinding, EmptyVisibleDevicesLeavesNoGpu) {
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "rank 0 (gpu-a): CUDA_VISIBLE_DEVICES='' hides every GPU: the rank will see no GPU"))
       << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/visible-devices-hide-all");
+  EXPECT_EQ(v.finding.params["cvd"], "");
+}
+
+TEST(LaunchGpuBinding, ARankThatSeesNoGpuFails) {
+  // No CUDA_VISIBLE_DEVICES, and CUDA finds no device.
+  JobFacts j = job_fixture::job(1, 1);
+  j.ranks[0].gpu.driver.cuda_devices =
+      Probed<std::vector<CudaDevice>>::error(ProbeErrc::ApiError, "cuInit: CUDA_ERROR_NO_DEVICE (100)", "cuInit");
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.summary, "rank 0 (gpu-a): it sees no GPU; the job needs a GPU");
+  EXPECT_TRUE(has(v.remedy, "See gpu.count on its host")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/sees-no-gpu");
+  EXPECT_EQ(v.finding.params["rank"], 0);
+  EXPECT_EQ(v.finding.params["cvd_note"], "");
 }
 
 TEST(LaunchGpuBinding, MoreLocalRanksThanGpusFails) {
@@ -221,6 +292,11 @@ TEST(LaunchGpuBinding, MoreLocalRanksThanGpusFails) {
   EXPECT_TRUE(has(v.summary, "gpu-a: 4 local ranks but only 2 GPU(s) visible to them")) << v.summary;
   EXPECT_TRUE(has(v.summary, "rank 2 (gpu-a): local rank 2 but it sees 2 GPU(s)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "--map-by ppr:2:node")) << v.remedy;
+  const auto crowded = findings(v, "launch.gpu_binding/too-many-ranks");
+  ASSERT_EQ(crowded.size(), 1u) << v.summary;
+  EXPECT_EQ(crowded[0]->params["host"], "gpu-a");
+  EXPECT_EQ(crowded[0]->params["local"], 4);
+  EXPECT_EQ(crowded[0]->params["gpus"], 2);
 }
 
 TEST(LaunchGpuBinding, FewerLocalRanksThanGpusWarns) {
@@ -228,6 +304,13 @@ TEST(LaunchGpuBinding, FewerLocalRanksThanGpusWarns) {
   EXPECT_EQ(v.status, Status::Warn);
   EXPECT_TRUE(has(v.summary, "gpu-a: 4 local rank(s) for 8 visible GPUs: 4 GPU(s) stay idle")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "--map-by ppr:8:node")) << v.remedy;
+  const auto idle = findings(v, "launch.gpu_binding/idle-gpus");
+  ASSERT_EQ(idle.size(), 2u) << v.summary;
+  EXPECT_EQ(idle[0]->params["host"], "gpu-a");
+  EXPECT_EQ(idle[0]->params["local"], 4);
+  EXPECT_EQ(idle[0]->params["gpus"], 8);
+  EXPECT_EQ(idle[0]->params["idle"], 4);
+  EXPECT_EQ(idle[1]->params["host"], "gpu-b");
 }
 
 TEST(LaunchGpuBinding, AloneOnANodePasses) {
@@ -237,9 +320,14 @@ TEST(LaunchGpuBinding, AloneOnANodePasses) {
   const Verdict v = judge_job(spec(), job_fixture::single(f));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_TRUE(has(v.summary, "rank 0 (gpu-a) uses GPU " + gpu_fixture::uuid(0))) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/rank-uses-gpu");
   // --ranks-per-node 16 on an 8-GPU node, still alone.
   f.placement.local_ranks = 16;
-  EXPECT_EQ(judge_job(spec(), job_fixture::single(f)).status, Status::Fail);
+  const Verdict crowded = judge_job(spec(), job_fixture::single(f));
+  EXPECT_EQ(crowded.status, Status::Fail);
+  EXPECT_EQ(crowded.finding.code, "launch.gpu_binding/too-many-ranks");
+  EXPECT_EQ(crowded.finding.params["local"], 16);
+  EXPECT_EQ(crowded.finding.params["gpus"], 8);
   const Options o;
   EXPECT_EQ(run_check(spec(), CheckContext{gpu_fixture::healthy(), o, Profile::Job}).status, Status::Pass);
 }
@@ -251,6 +339,9 @@ TEST(LaunchGpuBinding, NoDriverFails) {
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "no NVIDIA driver on this node")) << v.summary;
   EXPECT_TRUE(has(v.summary, "the job needs a GPU")) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/no-driver");
+  EXPECT_EQ(v.finding.params["who"], "");  // alone, the rank needs no name
+  EXPECT_EQ(v.cause, "driver.loaded");
 }
 
 TEST(LaunchGpuBinding, UnprobedGpusAreUnknownAndNamed) {
@@ -262,6 +353,10 @@ TEST(LaunchGpuBinding, UnprobedGpusAreUnknownAndNamed) {
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "rank 1 (gpu-b): could not read the visible GPUs")) << v.summary;
   EXPECT_TRUE(has(v.summary, "the GPU helper did not run")) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/gpus-unknown");
+  EXPECT_EQ(v.finding.params["who"], "rank 1 (gpu-b): ");
+  EXPECT_TRUE(has(v.finding.params["problem"].get<std::string>(), "could not read the visible GPUs"))
+      << v.finding.params.dump();
 }
 
 TEST(LaunchGpuBinding, OneReasonIsNamedOnceForAllItsRanks) {
@@ -274,6 +369,10 @@ TEST(LaunchGpuBinding, OneReasonIsNamedOnceForAllItsRanks) {
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "ranks 0–3 (gpu-a, gpu-b): no NVIDIA driver on this node")) << v.summary;
   EXPECT_EQ(v.summary.find("no NVIDIA driver", v.summary.find("no NVIDIA driver") + 1), std::string::npos) << v.summary;
+  ASSERT_EQ(v.findings.size(), 1u) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/no-driver");
+  EXPECT_EQ(v.finding.params["who"], "ranks 0–3 (gpu-a, gpu-b): ");
+  EXPECT_EQ(v.cause, "driver.loaded");
 }
 
 TEST(LaunchGpuBinding, CrashedHelperFails) {
@@ -284,6 +383,8 @@ TEST(LaunchGpuBinding, CrashedHelperFails) {
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "SIGSEGV")) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/gpus-unlisted");
+  EXPECT_TRUE(has(v.finding.params["fix"].get<std::string>(), "exit -11 or -6")) << v.finding.params.dump();
 }
 
 TEST(LaunchGpuBinding, SkippedInImageProfileAndExplained) {

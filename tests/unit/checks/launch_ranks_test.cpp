@@ -27,6 +27,10 @@ TEST(LaunchRanks, WorldSizeAgainstExpectation) {
   o.expect_world_size = 32;
   const Verdict v = judge_job(spec(), job_fixture::job(2, 8), o);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.ranks/world-size-mismatch");
+  EXPECT_EQ(v.finding.params["world"], 16);
+  EXPECT_EQ(v.finding.params["expected_world_size"], 32);
+  EXPECT_EQ(v.finding.params["source"], "mpi");
   EXPECT_TRUE(has(v.summary, "world size 16 (mpi), --expect-world-size 32")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "mpirun -np 32")) << v.remedy;
 }
@@ -36,6 +40,10 @@ TEST(LaunchRanks, NodesAgainstExpectation) {
   o.expect_nodes = 4;
   const Verdict v = judge_job(spec(), job_fixture::job(2, 8), o);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.ranks/nodes-mismatch");
+  EXPECT_EQ(v.finding.params["nodes"], 2);
+  EXPECT_EQ(v.finding.params["expected_nodes"], 4);
+  EXPECT_EQ(v.finding.params["hosts"], "gpu-a, gpu-b");
   EXPECT_TRUE(has(v.summary, "2 nodes (gpu-a, gpu-b), --expect-nodes 4")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "srun --nodes=4")) << v.remedy;
 }
@@ -48,7 +56,8 @@ TEST(LaunchRanks, ANodeIsHostnameAndBootId) {
   o.expect_nodes = 1;
   const Verdict v = judge_job(spec(), j, o);
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "2 nodes (worker, worker)")) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.ranks/nodes-mismatch");
+  EXPECT_EQ(v.finding.params["hosts"], "worker, worker");
 }
 
 TEST(LaunchRanks, MissingRanksAreNamedWithHostPidAndPhase) {
@@ -57,6 +66,10 @@ TEST(LaunchRanks, MissingRanksAreNamedWithHostPidAndPhase) {
   j.status[6].silent_s = 6.2;
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.ranks/ranks-missing");
+  EXPECT_EQ(v.finding.params["count"], 1);
+  EXPECT_EQ(v.finding.params["world"], 8);
+  EXPECT_EQ(v.finding.params["named"], "rank 6 (gpu-b, pid 1006, last phase probe, silent 6.2 s)");
   EXPECT_TRUE(has(v.summary, "1 rank of 8 did not deliver facts: rank 6 (gpu-b, pid 1006, last phase probe, silent 6.2 s)"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "dmesg")) << v.remedy;
@@ -72,10 +85,36 @@ TEST(LaunchRanks, ManyMissingRanksAreCounted) {
   j.status[10].host.clear();  // a live run knows no host for a rank it never heard from
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.ranks/ranks-missing");
+  EXPECT_EQ(v.finding.params["count"], 12);
+  EXPECT_EQ(v.finding.params["world"], 16);
   EXPECT_TRUE(has(v.summary, "12 ranks of 16 did not deliver facts")) << v.summary;
   EXPECT_TRUE(has(v.summary, "and 4 more")) << v.summary;
   EXPECT_TRUE(has(v.summary, "rank 10 (never heard from)")) << v.summary;
   EXPECT_TRUE(has(v.summary, "rank 4 (gpu-a, pid 1004, last phase probe)")) << v.summary;
+}
+
+TEST(LaunchRanks, RanksThatEndedAreNamedApartFromThoseOnTheirWay) {
+  // Rank 6's process ended (rank 0's liveness watch saw it); rank 7 was still on its way.
+  JobFacts j = job_fixture::job(2, 4);
+  job_fixture::lose(j, 6, Phase::Probe);
+  job_fixture::lose(j, 7, Phase::Probe);
+  j.status[6].lost = "ended";
+  j.status[6].lost_at_s = 3.0;
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.ranks/ranks-ended");
+  EXPECT_EQ(v.finding.params["count"], 1);
+  EXPECT_EQ(v.finding.params["world"], 8);
+  EXPECT_EQ(v.finding.params["named"], "rank 6 (gpu-b, pid 1006, last phase probe, its process ended at 3.0 s)");
+  EXPECT_TRUE(has(v.summary, "1 rank of 8 ended before delivering facts: rank 6 (gpu-b")) << v.summary;
+  EXPECT_TRUE(has(v.summary,
+                  "; 1 rank was still on the way when rank 0 stopped waiting "
+                  "(rank 7 (gpu-b, pid 1007, last phase probe))"))
+      << v.summary;
+  EXPECT_TRUE(has(v.remedy, "rank 6 on gpu-b ended in the probe")) << v.remedy;
+  EXPECT_TRUE(v.remedy.ends_with(".")) << v.remedy;
+  EXPECT_EQ(v.findings.size(), 1u);  // rank 7 is said with rank 6, not as a finding of its own
 }
 
 TEST(LaunchRanks, RanksThatNeverStartedAreNamedApartFromThoseThatWaited) {
@@ -87,6 +126,9 @@ TEST(LaunchRanks, RanksThatNeverStartedAreNamedApartFromThoseThatWaited) {
   for (int r = 2; r < 4; ++r) j.status[static_cast<std::size_t>(r)].heard = false;
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.ranks/ranks-never-started");
+  EXPECT_EQ(v.finding.params["count"], 2);
+  EXPECT_EQ(v.finding.params["world"], 4);
   EXPECT_TRUE(has(v.summary, "2 ranks of 4 never started: rank 2 (never heard from; placed on gpu-b); rank 3 (never heard from; placed on gpu-b)"))
       << v.summary;
   EXPECT_TRUE(has(v.summary, "1 rank started and waited for them, so their facts were not gathered: rank 1 (gpu-a, pid 1001, last phase init)"))
@@ -102,6 +144,9 @@ TEST(LaunchRanks, RanksHeardOnlyAtTheStartAreStillMissingFacts) {
   for (int r = 1; r < 3; ++r) job_fixture::lose(j, r, Phase::Init);
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.ranks/ranks-missing");
+  EXPECT_EQ(v.finding.params["count"], 2);
+  EXPECT_EQ(v.finding.params["waiting"], "");
   EXPECT_TRUE(has(v.summary, "2 ranks of 3 did not deliver facts: rank 1 (gpu-a, pid 1001, last phase init)")) << v.summary;
   EXPECT_FALSE(has(v.summary, "never started")) << v.summary;
 }
@@ -112,6 +157,9 @@ TEST(LaunchRanks, DuplicateRanksFail) {
   j.ranks[3].identity.pid = 4242;
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.ranks/duplicate-rank");
+  EXPECT_EQ(v.finding.params["rank"], 2);
+  EXPECT_EQ(v.finding.params["times"], 2);
   EXPECT_TRUE(has(v.summary, "rank 2 was delivered 2 times (gpu-a pid 1002, gpu-a pid 4242)")) << v.summary;
 }
 
@@ -120,6 +168,9 @@ TEST(LaunchRanks, RanksOutsideTheWorldFail) {
   j.ranks[1].placement.rank = 7;
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.ranks/outside-world");
+  EXPECT_EQ(v.finding.params["ranks"], "7");
+  EXPECT_EQ(v.finding.params["world"], 2);
   EXPECT_TRUE(has(v.summary, "rank(s) 7 outside the world of 2")) << v.summary;
 }
 
@@ -130,6 +181,8 @@ TEST(LaunchRanks, UnevenRanksPerNodeWarns) {
   j.ranks[8].identity.boot_id = "boot-0";
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.ranks/uneven-ranks");
+  EXPECT_EQ(v.finding.params["counts"], "gpu-c: 3 ranks; gpu-b: 4 ranks; gpu-a: 5 ranks");
   EXPECT_TRUE(has(v.summary, "uneven ranks per node: gpu-c: 3 ranks; gpu-b: 4 ranks; gpu-a: 5 ranks")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "--ntasks-per-node")) << v.remedy;
 }
@@ -142,10 +195,14 @@ TEST(LaunchRanks, UngatheredWorldIsUnknown) {
   f.placement.rank = 3;
   const Verdict v = judge_job(spec(), job_fixture::single(f));
   EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_EQ(v.finding.code, "launch.ranks/not-gathered");
+  EXPECT_EQ(v.finding.params["launcher"], "slurm");
+  EXPECT_EQ(v.finding.params["world"], 16);
   EXPECT_TRUE(has(v.summary, "the launcher (slurm) claims a world of 16 ranks, but preflight ran as a single process")) << v.summary;
   EXPECT_TRUE(has(v.summary, "srun without --mpi=pmix")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "srun --mpi=pmix")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "preflight merge")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "`mpirun -np 16 …` of the MPI preflight was built with")) << v.remedy;
 }
 
 TEST(LaunchRanks, MpiWorldOfOneUnderALargerLauncherIsUnknown) {
@@ -153,8 +210,13 @@ TEST(LaunchRanks, MpiWorldOfOneUnderALargerLauncherIsUnknown) {
   j.ranks[0].env = EnvSnapshot({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}});
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.ranks/mpi-world-of-one");
+  EXPECT_EQ(v.finding.params["variable"], "SLURM_NTASKS");
+  EXPECT_EQ(v.finding.params["size"], 8);
+  EXPECT_EQ(v.finding.params["launcher"], "slurm");
   EXPECT_TRUE(has(v.summary, "MPI started as a world of 1 while SLURM_NTASKS=8 (slurm)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "srun --mpi=pmix")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "or the mpirun of the MPI preflight was built with")) << v.remedy;
   j.ranks[0].env = EnvSnapshot({});  // mpirun -np 1: a world of one, nothing claims more
   EXPECT_EQ(judge_job(spec(), j).status, Status::Pass);
 }
@@ -163,6 +225,8 @@ TEST(LaunchRanks, AloneWithoutExpectationsSkips) {
   RankFacts f = gpu_fixture::healthy();
   const Verdict v = judge_job(spec(), job_fixture::single(f));
   EXPECT_EQ(v.status, Status::Skip);
+  EXPECT_EQ(v.finding.code, "launch.ranks/single-process");
+  EXPECT_TRUE(v.remedy.empty()) << v.remedy;
   EXPECT_TRUE(has(v.summary, "single process")) << v.summary;
   // nullptr job: the same one-rank world.
   const Options o;
@@ -179,6 +243,8 @@ TEST(LaunchRanks, AloneAgainstExpectations) {
   o.expect_world_size = 8;
   const Verdict v = judge_job(spec(), job_fixture::single(f), o);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.ranks/world-size-mismatch");
+  EXPECT_EQ(v.finding.params["source"], "a single process");
   EXPECT_TRUE(has(v.summary, "world size 1 (a single process), --expect-world-size 8")) << v.summary;
 }
 

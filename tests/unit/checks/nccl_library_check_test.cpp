@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
+#include "matrix/compat_matrix.hpp"
 
 namespace preflight {
 extern const CheckSpec kNcclLibrary;
@@ -44,6 +45,46 @@ Verdict judge(const RankFacts& f, Options o = {}, Profile p = Profile::Node) {
   return run_check(kNcclLibrary, CheckContext{f, o, p});
 }
 
+/// The finding of `v` with this code; nullptr when it has none.
+const Finding* finding(const Verdict& v, const std::string& code) {
+  for (const Finding& f : v.findings) {
+    if (f.code == code) return &f;
+  }
+  return nullptr;
+}
+
+/// The built-in matrix with one known problem of NCCL 2.28.x under `condition` instead of its own.
+CompatMatrix with_issue(const std::string& condition) {
+  CompatMatrix m = builtin_compat_matrix();
+  NcclIssueRow row;
+  row.id = "nccl-2.28-test";
+  row.from = Version::of({2, 28, 0});
+  row.below = Version::of({2, 29, 0});
+  row.condition = condition;
+  row.problem = "a hang at init";
+  row.fix = "upgrade to 2.29";
+  row.source = "a test";
+  row.mitigation = "-";
+  m.nccl_issues = {row};
+  return m;
+}
+
+Verdict judge_with(const RankFacts& f, const CompatMatrix& m) {
+  const Options o;
+  return run_check(kNcclLibrary, CheckContext{f, o, Profile::Node, &m});
+}
+
+/// A torch of the job's Python environment.
+FrameworkBuild torch(const std::string& version, const std::string& cuda) {
+  FrameworkBuild fw;
+  fw.name = "torch";
+  fw.version = version;
+  fw.cuda = cuda;
+  fw.build = cuda.empty() ? "cpu" : "cuda";
+  fw.path = "/venv/torch/version.py";
+  return fw;
+}
+
 TEST(NcclLibraryCheck, PassNamesVersionAndFile) {
   RankFacts f = node_facts();
   f.gpu.nccl = nccl("2.28.9", "12.9", 22809);
@@ -52,6 +93,8 @@ TEST(NcclLibraryCheck, PassNamesVersionAndFile) {
   EXPECT_TRUE(has(v.summary, "NCCL 2.28.9")) << v.summary;
   EXPECT_TRUE(has(v.summary, kPath)) << v.summary;
   EXPECT_EQ(v.evidence["path"], kPath);
+  EXPECT_EQ(v.finding.code, "nccl.library/cuda-build-runs");
+  EXPECT_EQ(v.finding.params["library"], "NCCL 2.28.9 from " + std::string(kPath) + " (--nccl-lib)");
 }
 
 TEST(NcclLibraryCheck, VersionFromCodeWhenTheStringIsMissing) {
@@ -72,6 +115,11 @@ TEST(NcclLibraryCheck, LibraryMissingFailsNamingTheCandidates) {
   EXPECT_TRUE(has(v.summary, "libnccl.so.2 not found where the job looks")) << v.summary;
   EXPECT_TRUE(has(v.summary, "/venv/site-packages/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu12 2.21.5)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "--nccl-lib")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "nccl.library/not-found");
+  EXPECT_EQ(v.finding.params["why"], "libnccl.so.2: cannot open shared object file");
+  EXPECT_EQ(v.finding.params["searched"],
+            "/venv/site-packages/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu12 2.21.5), "
+            "/usr/lib/x86_64-linux-gnu/libnccl.so.2 (ld.so.cache)");
 }
 
 TEST(NcclLibraryCheck, LoadFailureCrashOrHangFails) {
@@ -80,23 +128,53 @@ TEST(NcclLibraryCheck, LoadFailureCrashOrHangFails) {
   Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(has(v.summary, "SIGSEGV")) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/load-failed");
+  EXPECT_EQ(v.finding.params["error"], "crashed");
+  EXPECT_EQ(v.summary, "libnccl.so.2 could not be loaded (crashed): ncclGetVersion crashed with SIGSEGV in 0.1 s");
+  EXPECT_TRUE(v.remedy.starts_with("Fix or replace the library named (the job loads the same file and fails the same "
+                                   "way). Install NCCL where the job loads it"))
+      << v.remedy;
   f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::Timeout, "no answer within 5 s");
   EXPECT_EQ(judge(f).status, Status::Fail);
+  EXPECT_EQ(judge(f).finding.code, "nccl.library/load-failed");
 }
 
 TEST(NcclLibraryCheck, NotProbedOrUnreadableIsUnknown) {
   RankFacts f = node_facts();
-  EXPECT_EQ(judge(f).status, Status::Unknown);  // never probed
+  Verdict v = judge(f);  // never probed
+  EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_EQ(v.finding.code, "nccl.library/not-probed");
+  EXPECT_EQ(v.finding.params["why"], "not probed");
   f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::ParseError, "version string 'NCCL x.y'");
-  EXPECT_EQ(judge(f).status, Status::Unknown);
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown);
+  EXPECT_EQ(v.finding.code, "nccl.library/version-not-read");
+  EXPECT_EQ(v.finding.params["why"], "version string 'NCCL x.y'");
   f.gpu.nccl = nccl("garbage", "12.9", 0);
-  Verdict v = judge(f);
+  v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "unreadable")) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/version-unreadable");
+  EXPECT_EQ(v.finding.params["version"], "garbage");
+  EXPECT_EQ(v.finding.params["version_code"], 0);
+  EXPECT_EQ(v.summary, "the NCCL version of " + std::string(kPath) +
+                           " (--nccl-lib) is unreadable (ncclGetVersion gave 'garbage', code 0)");
   f.gpu.nccl = nccl("2.28.9", "", 22809);
   v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "NCCL 2.28.9") && has(v.summary, "built for")) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/cuda-build-unreadable");
+  EXPECT_EQ(v.finding.params["cuda_build"], "");
+}
+
+TEST(NcclLibraryCheck, UnderASysrootWithoutACaptureTheLibraryIsNotRead) {
+  RankFacts f = node_facts();
+  f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::Unsupported, "the tree holds no report of the library");
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/not-read");
+  EXPECT_EQ(v.summary, "the NCCL library was not read: the tree holds no report of the library");
+  EXPECT_TRUE(has(v.remedy, "preflight capture")) << v.remedy;
 }
 
 TEST(NcclLibraryCheck, NoDriverInNodeProfileIsUnknownButNamesTheLibrary) {
@@ -105,6 +183,77 @@ TEST(NcclLibraryCheck, NoDriverInNodeProfileIsUnknownButNamesTheLibrary) {
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "NCCL 2.28.9 from " + std::string(kPath))) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/cuda-build-unjudged");
+  EXPECT_EQ(v.cause, "driver.loaded");
+}
+
+TEST(NcclLibraryCheck, ACpuOnlyTorchHasNoNccl) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.frameworks = {torch("2.5.1+cpu", "")};
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/cpu-torch");
+  EXPECT_EQ(v.finding.params["torch"], "2.5.1+cpu");
+  EXPECT_EQ(v.finding.params["gpus"], "1 GPU (NVML)");
+  EXPECT_EQ(v.summary,
+            "torch 2.5.1+cpu (/venv/torch/version.py) is a CPU-only build: it has no NCCL (no libnccl.so.2 was found "
+            "either); the job will have 1 GPU (NVML): init_process_group(\"nccl\") fails with \"Distributed package "
+            "doesn't have NCCL built in\"");
+
+  // A system libnccl that torch does not load is named as such.
+  f.gpu.runtime.nccl_candidates = {{"/usr/lib/x86_64-linux-gnu/libnccl.so.2", "ld.so.cache", ""}};
+  v = judge(f);
+  EXPECT_EQ(v.finding.params["present"], "the /usr/lib/x86_64-linux-gnu/libnccl.so.2 on the node is not loaded by it");
+
+  // Where the job has no GPU it needs no NCCL; where that cannot be told, UNKNOWN.
+  Options cpu_image;
+  cpu_image.target_cpu_only = true;
+  v = judge(f, cpu_image, Profile::Image);
+  EXPECT_EQ(v.status, Status::Skip) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/cpu-torch-no-gpus");
+  EXPECT_EQ(v.finding.params["gpus"], "--target-gpu none (a CPU-only image)");
+  EXPECT_TRUE(v.remedy.empty()) << v.remedy;
+
+  RankFacts bare;
+  bare.gpu.runtime.frameworks = {torch("2.5.1+cpu", "")};
+  v = judge(bare);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/cpu-torch-gpus-unknown");
+  EXPECT_TRUE(has(v.summary, "whether the job will have GPUs could not be told")) << v.summary;
+}
+
+TEST(NcclLibraryCheck, TorchWithNcclLinkedInIsUnknown) {
+  RankFacts f = node_facts();
+  FrameworkBuild fw = torch("2.5.1+cu124", "12.4");
+  fw.library = "/venv/torch/lib/libtorch_cuda.so";
+  fw.nccl_via = "linked in (libtorch_cuda.so needs no libnccl)";
+  f.gpu.runtime.frameworks = {fw};
+  f.gpu.nccl = nccl("2.28.9", "12.9", 22809);
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/linked-in");
+  EXPECT_EQ(v.finding.params["torch_library"], "/venv/torch/lib/libtorch_cuda.so");
+  EXPECT_EQ(v.summary,
+            "torch 2.5.1+cu124 has NCCL linked into /venv/torch/lib/libtorch_cuda.so (it needs no libnccl.so.2): its "
+            "version cannot be read from files, and no libnccl.so.2 was found either");
+  EXPECT_EQ(v.evidence["framework_nccl"], "linked in (libtorch_cuda.so needs no libnccl)");
+}
+
+TEST(NcclLibraryCheck, TorchWhoseLibncclIsNowhereFails) {
+  RankFacts f = node_facts();
+  FrameworkBuild fw = torch("2.5.1+cu124", "12.4");
+  fw.library = "/venv/torch/lib/libtorch_cuda.so";
+  fw.nccl_via = "not found: the loader finds libnccl.so.2 nowhere";
+  f.gpu.runtime.frameworks = {fw};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/torch-nccl-missing");
+  EXPECT_EQ(v.finding.params["cuda_major"], 12);
+  EXPECT_EQ(v.finding.params["nccl_via"], "not found: the loader finds libnccl.so.2 nowhere");
+  EXPECT_TRUE(has(v.summary, "import torch fails with \"libnccl.so.2: cannot open shared object file\"")) << v.summary;
+  EXPECT_EQ(v.remedy,
+            "Reinstall torch with its NCCL wheel (pip install --force-reinstall torch, which pulls nvidia-nccl-cu12), "
+            "or put the directory holding libnccl.so.2 on LD_LIBRARY_PATH.");
 }
 
 TEST(NcclLibraryCheck, CudaBuildNewerThanTheDriverFails) {
@@ -114,6 +263,9 @@ TEST(NcclLibraryCheck, CudaBuildNewerThanTheDriverFails) {
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(has(v.summary, "CUDA 13.0") && has(v.summary, "580.65.06") && has(v.summary, "12.2")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "an NCCL build for CUDA ≤ 12.2")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "nccl.library/cuda-build-too-new");
+  EXPECT_TRUE(has(v.finding.params["judgement"].get<std::string>(), "its CUDA 13.0 build needs driver ≥ 580.65.06"))
+      << v.finding.params.dump();
 }
 
 TEST(NcclLibraryCheck, CudaBuildUnderMinorCompatWarns) {
@@ -122,6 +274,17 @@ TEST(NcclLibraryCheck, CudaBuildUnderMinorCompatWarns) {
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_TRUE(has(v.summary, "minor-version compatibility")) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/cuda-build-minor-compat");
+}
+
+TEST(NcclLibraryCheck, CudaBuildThroughForwardCompatOnAnUnsupportedBranchWarns) {
+  RankFacts f = node_facts("545.23.08", 12040);
+  f.gpu.driver.loaded_libraries = {"/usr/local/cuda-12.4/compat/libcuda.so.550.54.14"};
+  f.gpu.nccl = nccl("2.28.9", "12.4", 22809);
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/cuda-build-forward-compat");
+  EXPECT_TRUE(has(v.summary, "forward compatibility") && has(v.summary, "R545")) << v.summary;
 }
 
 TEST(NcclLibraryCheck, ImageProfileJudgesAgainstTargetDriver) {
@@ -151,6 +314,7 @@ TEST(NcclLibraryCheck, TargetDriverNewerThanTheMatrixIsUnknown) {
   EXPECT_TRUE(has(v.summary, "driver 700 is newer than this matrix (newest R620): update the matrix or pass --matrix"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "--matrix")) << v.remedy;
+  EXPECT_EQ(v.finding.code, "nccl.library/cuda-build-unjudged");
 }
 
 TEST(NcclLibraryCheck, DriverBelowNcclMinimumFails) {
@@ -159,6 +323,13 @@ TEST(NcclLibraryCheck, DriverBelowNcclMinimumFails) {
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(has(v.summary, "11.3")) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/driver-too-old");
+  EXPECT_EQ(v.finding.params["driver"], "driver 460.106.00 (CUDA 11.2)");
+  EXPECT_TRUE(has(v.summary, "NCCL needs a driver supporting CUDA ≥ 11.3 (CUDA_DRIVER_MIN_VERSION); driver 460.106.00 "
+                             "(CUDA 11.2) is older"))
+      << v.summary;
+  EXPECT_EQ(v.remedy,
+            "Install a driver ≥ " + v.finding.params["min_driver"].get<std::string>() + " (CUDA 11.3) or newer.");
 }
 
 TEST(NcclLibraryCheck, KnownIssuesWarnOrFailByCondition) {
@@ -168,6 +339,9 @@ TEST(NcclLibraryCheck, KnownIssuesWarnOrFailByCondition) {
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_TRUE(has(v.summary, "deadlocks")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "NCCL_CUMEM_ENABLE=0")) << v.remedy;
+  const Finding* always = finding(v, "nccl.library/known-issue");
+  ASSERT_NE(always, nullptr) << v.summary;
+  EXPECT_EQ(always->params["issue"], "nccl-2.19-cumem-deadlock");
 
   f.gpu.nccl = nccl("2.26.2", "12.8", 22602);
   EXPECT_EQ(judge(f).status, Status::Pass);
@@ -175,12 +349,55 @@ TEST(NcclLibraryCheck, KnownIssuesWarnOrFailByCondition) {
   v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(has(v.summary, "NCCL_CUMEM_ENABLE=0")) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/known-issue-env");
+  EXPECT_EQ(v.finding.params["variable"], "NCCL_CUMEM_ENABLE");
+  EXPECT_EQ(v.finding.params["value"], "0");
+  EXPECT_EQ(v.finding.params["issue"], "nccl-2.26.2-cumem-off-hang");
 
   f = node_facts("535.104.05", 12020, {gpu("NVIDIA H100 80GB HBM3", 9, 0)});
   f.gpu.nccl = nccl("2.18.1", "12.1", 21801);
   v = judge(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_TRUE(has(v.summary, "H100")) << v.summary;
+  const Finding* on_gpu = finding(v, "nccl.library/known-issue-gpu");
+  ASSERT_NE(on_gpu, nullptr) << v.summary;
+  EXPECT_EQ(on_gpu->params["issue"], "nccl-2.18.1-h100-ll128");
+  EXPECT_TRUE(has(on_gpu->params["gpu"].get<std::string>(), "NVIDIA H100 80GB HBM3")) << on_gpu->params.dump();
+}
+
+TEST(NcclLibraryCheck, KnownIssuesByEveryKindOfCondition) {
+  RankFacts f = node_facts();
+  f.gpu.nccl = nccl("2.28.9", "12.9", 22809);
+  const std::string lib = "NCCL 2.28.9 from " + std::string(kPath) + " (--nccl-lib)";
+
+  Verdict v = judge_with(f, with_issue("gdr"));
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/known-issue-gdr");
+  EXPECT_EQ(v.finding.params["issue"], "nccl-2.28-test");
+  EXPECT_EQ(v.summary, lib + " with GPUDirect RDMA: a hang at init");
+  EXPECT_EQ(v.remedy, "Known problem nccl-2.28-test: upgrade to 2.29 (a test).");
+
+  v = judge_with(f, with_issue("cuda-graphs"));
+  EXPECT_EQ(v.finding.code, "nccl.library/known-issue-cuda-graphs");
+  EXPECT_EQ(v.summary, lib + " with CUDA graphs: a hang at init");
+
+  v = judge_with(f, with_issue("nvls"));
+  EXPECT_EQ(v.finding.code, "nccl.library/known-issue-when");
+  EXPECT_EQ(v.finding.params["condition"], "nvls");
+  EXPECT_EQ(v.summary, lib + " (when nvls): a hang at init");
+
+  v = judge_with(f, with_issue("-"));
+  EXPECT_EQ(v.finding.code, "nccl.library/known-issue");
+  EXPECT_EQ(v.finding.params["problem"], "a hang at init");
+  EXPECT_EQ(v.summary, lib + " has a known problem: a hang at init");
+
+  // A GPU-specific problem where the GPU models are not known: named, as a WARN.
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({}, "NVML");
+  v = judge_with(f, with_issue("gpu:H100"));
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/known-issue-gpu-unknown");
+  EXPECT_EQ(v.finding.params["gpu_model"], "H100");
+  EXPECT_EQ(v.summary, lib + " on H100 GPUs (the GPU models are not known here): a hang at init");
 }
 
 TEST(NcclLibraryCheck, ASetMitigationTurnsAKnownProblemIntoAPassNote) {

@@ -57,6 +57,11 @@ void fail_rank(JobFacts& j, int rank, const std::string& error) {
 TEST(NetReachability, PassNamesTheTarget) {
   const Verdict v = judge_job(spec(), reached());
   expect(v, Status::Pass, "all 4 ranks opened a TCP connection to rank 0's NCCL bootstrap address 192.0.2.2:41234 (eth0 on gpu-a) (slowest 3.2 ms)");
+  EXPECT_EQ(v.finding.code, "net.reachability/reached");
+  EXPECT_EQ(v.finding.params["reached"], 4);
+  EXPECT_EQ(v.finding.params["target"], "192.0.2.2:41234");
+  EXPECT_EQ(v.finding.params["iface_on"], "eth0 on ");
+  EXPECT_EQ(v.finding.params["host"], "gpu-a");
   EXPECT_EQ(v.evidence["target"]["port"], 41234);
   EXPECT_EQ(v.evidence["results"].size(), 4u);
 }
@@ -74,6 +79,12 @@ TEST(NetReachability, FailingRanksAreNamedWithTheirError) {
   EXPECT_NE(v.remedy.find("Rank 0 picked eth0 (192.0.2.2) by NCCL's default order (ib, ^docker,lo,virbr)"), std::string::npos) << v.remedy;
   EXPECT_NE(v.remedy.find("set NCCL_SOCKET_IFNAME to the interface the nodes share"), std::string::npos) << v.remedy;
   EXPECT_NE(v.remedy.find("ip route get 192.0.2.2"), std::string::npos) << v.remedy;
+  EXPECT_EQ(v.finding.code, "net.reachability/unreachable");
+  EXPECT_EQ(v.finding.params["failed"], 2);
+  EXPECT_EQ(v.finding.params["total"], 4);
+  EXPECT_EQ(v.finding.params["address"], "192.0.2.2");
+  EXPECT_EQ(v.finding.params["explanation"], "No answer means a firewall drops the SYN or there is no route. ");
+  EXPECT_EQ(v.cause, "net.socket_ifname");
   EXPECT_EQ(v.evidence["failed"], 2);
 }
 
@@ -87,6 +98,8 @@ TEST(NetReachability, RefusedAndUnreachableExplainThemselves) {
          "Refused means a firewall rejects the port");
   EXPECT_NE(v.remedy.find("Unreachable means these hosts have no route"), std::string::npos) << v.remedy;
   EXPECT_NE(v.remedy.find("by NCCL_SOCKET_IFNAME=eth0"), std::string::npos) << v.remedy;
+  EXPECT_EQ(v.finding.code, "net.reachability/unreachable");
+  EXPECT_EQ(v.finding.params["pick"], "Rank 0 picked eth0 (192.0.2.2) by NCCL_SOCKET_IFNAME=eth0");
 }
 
 TEST(NetReachability, NoTargetIsUnknownWithTheNote) {
@@ -94,7 +107,12 @@ TEST(NetReachability, NoTargetIsUnknownWithTheNote) {
   j.reach_target.reset();
   j.reach_note = "rank 0's listener failed: bind 192.0.2.2: Cannot assign requested address (EADDRNOTAVAIL)";
   for (RankFacts& f : j.ranks) f.net.reach = ReachResult{};
-  expect(judge_job(spec(), j), Status::Unknown, "the reachability test was not run: rank 0's listener failed: bind 192.0.2.2");
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Unknown, "the reachability test was not run: rank 0's listener failed: bind 192.0.2.2",
+         "See net.socket_ifname on rank 0 (gpu-a)");
+  EXPECT_EQ(v.finding.code, "net.reachability/not-run");
+  EXPECT_EQ(v.finding.params["why"], j.reach_note);
+  EXPECT_EQ(v.finding.params["host"], "gpu-a");
 }
 
 TEST(NetReachability, RankZeroWithoutUsableInterfaceFails) {
@@ -106,15 +124,25 @@ TEST(NetReachability, RankZeroWithoutUsableInterfaceFails) {
   expect(v, Status::Fail,
          "rank 0 (gpu-a) has no interface NCCL's bootstrap can use: NCCL_SOCKET_IFNAME=ib9 selects no running interface",
          "On gpu-a, set NCCL_SOCKET_IFNAME to a running interface");
+  EXPECT_EQ(v.finding.code, "net.reachability/rank0-no-interface");
+  EXPECT_EQ(v.finding.params["selected_by"], "NCCL_SOCKET_IFNAME=ib9");
+  EXPECT_EQ(v.finding.params["note"], " (rank 0 has no usable interface for NCCL's bootstrap)");
+  EXPECT_EQ(v.cause, "net.socket_ifname");
 }
 
 TEST(NetReachability, MissingResultsAreUnknown) {
   JobFacts j = reached();
   j.ranks[1].net.reach.reset();
-  expect(judge_job(spec(), j), Status::Unknown, "rank 1 (gpu-a) delivered no reachability result");
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Unknown, "rank 1 (gpu-a) delivered no reachability result");
+  EXPECT_EQ(v.finding.code, "net.reachability/no-result");
+  EXPECT_EQ(v.finding.params["silent"], "rank 1 (gpu-a)");
   JobFacts u = reached();
   lose(u, 3, Phase::Probe);
-  expect(judge_job(spec(), u), Status::Unknown, "no facts arrived from rank 3 (gpu-b, pid 1003, last phase probe)");
+  const Verdict lost = judge_job(spec(), u);
+  expect(lost, Status::Unknown, "no facts arrived from rank 3 (gpu-b, pid 1003, last phase probe)");
+  EXPECT_EQ(lost.finding.code, "net.reachability/no-facts");
+  EXPECT_EQ(lost.finding.params["missing"], "rank 3 (gpu-b, pid 1003, last phase probe)");
 }
 
 TEST(NetReachability, FailureOutranksMissingResults) {
@@ -124,13 +152,19 @@ TEST(NetReachability, FailureOutranksMissingResults) {
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_NE(v.remedy.find("Rerun preflight under the job's launcher"), std::string::npos) << v.remedy;
+  ASSERT_EQ(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[0].code, "net.reachability/unreachable");
+  EXPECT_EQ(v.findings[1].code, "net.reachability/no-result");
 }
 
 TEST(NetReachability, LoopbackTargetAcrossHostsFails) {
   JobFacts j = reached();
   j.reach_target = ReachTarget{"lo", "127.0.0.1", 41234};
-  expect(judge_job(spec(), j), Status::Fail, "rank 0's NCCL bootstrap address 127.0.0.1:41234 is loopback in a job across 2 hosts",
-         "not lo");
+  const Verdict v = judge_job(spec(), j);
+  expect(v, Status::Fail, "rank 0's NCCL bootstrap address 127.0.0.1:41234 is loopback in a job across 2 hosts", "not lo");
+  EXPECT_EQ(v.finding.code, "net.reachability/loopback");
+  EXPECT_EQ(v.finding.params["hosts"], 2);
+  EXPECT_EQ(v.finding.params["target"], "127.0.0.1:41234");
   JobFacts one = job_fixture::job(1, 2);
   one.reach_target = ReachTarget{"lo", "127.0.0.1", 41234};
   for (RankFacts& f : one.ranks) f.net.reach = ReachResult{true, true, "127.0.0.1:41234", "127.0.0.1", "", 0.1};
@@ -145,7 +179,9 @@ TEST(NetReachability, Ipv6TargetIsBracketed) {
 
 TEST(NetReachability, SkipForOneProcess) {
   JobFacts one;
-  expect(judge_job(spec(), one), Status::Skip, "a single process");
+  const Verdict v = judge_job(spec(), one);
+  expect(v, Status::Skip, "a single process");
+  EXPECT_EQ(v.finding.code, "net.reachability/single-process");
   const RankFacts f;
   const Options o;
   expect(run_check(spec(), CheckContext{f, o, Profile::Job, nullptr, nullptr}), Status::Skip, "a single process");
@@ -156,10 +192,15 @@ TEST(NetReachability, MergeJudgesFilesOrSkips) {
   m.source = "merge";
   m.reach_target.reset();
   fail_rank(m, 3, "connect: Connection refused (ECONNREFUSED)");
-  expect(judge_job(spec(), m), Status::Fail, "1 of 4 ranks cannot open a TCP connection to rank 0's NCCL bootstrap address 192.0.2.2:41234 (gpu-a)");
+  const Verdict v = judge_job(spec(), m);
+  expect(v, Status::Fail, "1 of 4 ranks cannot open a TCP connection to rank 0's NCCL bootstrap address 192.0.2.2:41234 (gpu-a)");
+  EXPECT_EQ(v.finding.code, "net.reachability/unreachable");
+  EXPECT_EQ(v.finding.params["iface_on"], "");
   JobFacts none = job_fixture::job(2, 2);
   none.source = "merge";
-  expect(judge_job(spec(), none), Status::Skip, "reachability is tested only in a live job");
+  const Verdict skipped = judge_job(spec(), none);
+  expect(skipped, Status::Skip, "reachability is tested only in a live job");
+  EXPECT_EQ(skipped.finding.code, "net.reachability/merged-without-results");
 }
 
 }  // namespace

@@ -182,11 +182,16 @@ TEST(NetSocketIfname, PassNamesTheBootstrapInterface) {
   c.ifs(ifs);
   const Verdict v = c.run();
   expect(v, Status::Pass, "NCCL's bootstrap will use eth0 192.0.2.2/24 (100 Gb/s), selected by NCCL's default order (^docker,lo,virbr)");
+  EXPECT_EQ(v.finding.code, "net.socket_ifname/bootstrap");
+  EXPECT_EQ(v.finding.params["interface"], "eth0");
+  EXPECT_EQ(v.finding.params["prefix"], 24);
+  EXPECT_EQ(v.finding.params["speed"], "100 Gb/s");
   EXPECT_EQ(v.evidence["bootstrap"]["interface"], "eth0");
   EXPECT_EQ(v.evidence["interfaces"].size(), 3u);
   EXPECT_EQ(v.evidence["selection"]["matches"][0]["address"], "192.0.2.2");
   const Verdict e = Case().env("NCCL_SOCKET_IFNAME", "eth").run();
   expect(e, Status::Pass, "eth0 192.0.2.2/24 (speed unknown: NCCL assumes 10 Gb/s), selected by NCCL_SOCKET_IFNAME=eth");
+  EXPECT_EQ(e.finding.params["selected_by"], "NCCL_SOCKET_IFNAME=eth");
   EXPECT_EQ(e.evidence["nccl_socket_ifname"]["origin"], "environment");
 }
 
@@ -207,6 +212,9 @@ TEST(NetSocketIfname, NothingMatchesFailsListingInterfaces) {
   const Verdict v = Case().env("NCCL_SOCKET_IFNAME", "doesnotexist").run();
   expect(v, Status::Fail, "NCCL_SOCKET_IFNAME=doesnotexist matches no interface; interfaces here: lo (running, operstate unknown, 127.0.0.1/8",
          "export NCCL_SOCKET_IFNAME==eth0");
+  EXPECT_EQ(v.finding.code, "net.socket_ifname/no-match");
+  EXPECT_EQ(v.finding.params["ifname"], "doesnotexist");
+  EXPECT_EQ(v.finding.params["example"], "eth0");
   EXPECT_NE(v.summary.find("eth0 (running, operstate up, 192.0.2.2/24, fd00::2/64"), std::string::npos);
 }
 
@@ -216,7 +224,11 @@ TEST(NetSocketIfname, MatchDownFails) {
   ifs[1].running = ifs[1].up = false;
   ifs[1].operstate = "down";
   c.ifs(ifs).env("NCCL_SOCKET_IFNAME", "eth");
-  expect(c.run(), Status::Fail, "matches no usable interface: eth0 is not running (down, operstate down)", "ip link set");
+  const Verdict v = c.run();
+  expect(v, Status::Fail, "matches no usable interface: eth0 is not running (down, operstate down)", "ip link set");
+  EXPECT_EQ(v.finding.code, "net.socket_ifname/matches-unusable");
+  EXPECT_EQ(v.finding.params["reasons"], "eth0 is not running (down, operstate down)");
+  EXPECT_EQ(v.finding.params["family_note"], "");
 }
 
 TEST(NetSocketIfname, NoAddressOfTheFamilyFails) {
@@ -224,25 +236,44 @@ TEST(NetSocketIfname, NoAddressOfTheFamilyFails) {
   c.ifs({iface("lo", true, {v4("127.0.0.1", 8)}, true), iface("eth0", true, {v4("192.0.2.2")})})
       .env("NCCL_SOCKET_IFNAME", "eth")
       .env("NCCL_SOCKET_FAMILY", "AF_INET6");
-  expect(c.run(), Status::Fail, "matches no usable interface: eth0 has no IPv6 address (NCCL_SOCKET_FAMILY=AF_INET6)", "unset NCCL_SOCKET_FAMILY");
+  const Verdict v = c.run();
+  expect(v, Status::Fail, "matches no usable interface: eth0 has no IPv6 address (NCCL_SOCKET_FAMILY=AF_INET6)", "unset NCCL_SOCKET_FAMILY");
+  EXPECT_EQ(v.finding.code, "net.socket_ifname/matches-no-family-address");
+  EXPECT_EQ(v.finding.params["family"], "IPv6");
+  EXPECT_EQ(v.finding.params["family_note"], " (NCCL_SOCKET_FAMILY=AF_INET6)");
+  EXPECT_EQ(v.remedy, "Give the interface an IPv6 address, or unset NCCL_SOCKET_FAMILY (`unset NCCL_SOCKET_FAMILY`).");
   Case none;
   none.ifs({iface("eth0", false, {v4("192.0.2.2")})});
-  expect(none.run(), Status::Fail, "no interface is running with an IPv4 or IPv6 address");
+  const Verdict n = none.run();
+  expect(n, Status::Fail, "no interface is running with an IPv4 or IPv6 address");
+  EXPECT_EQ(n.finding.code, "net.socket_ifname/no-interface");
+  EXPECT_EQ(n.finding.params["family"], "IPv4 or IPv6");
 }
 
 TEST(NetSocketIfname, LoopbackInMultiNodeFails) {
-  expect(Case().env("NCCL_SOCKET_IFNAME", "lo").nodes(2).run(), Status::Fail,
-         "NCCL's bootstrap would use the loopback interface lo (127.0.0.1, by NCCL_SOCKET_IFNAME=lo) in a multi-node job");
+  const Verdict v = Case().env("NCCL_SOCKET_IFNAME", "lo").nodes(2).run();
+  expect(v, Status::Fail, "NCCL's bootstrap would use the loopback interface lo (127.0.0.1, by NCCL_SOCKET_IFNAME=lo) in a multi-node job");
+  EXPECT_EQ(v.finding.code, "net.socket_ifname/bootstrap-loopback");
+  EXPECT_EQ(v.finding.params["interface"], "lo");
+  EXPECT_EQ(v.finding.params["address"], "127.0.0.1");
+  EXPECT_EQ(v.finding.params["selected_by"], "NCCL_SOCKET_IFNAME=lo");
   expect(Case().env("NCCL_SOCKET_IFNAME", "lo").nodes(1).run(), Status::Pass, "lo 127.0.0.1/8");
   Case only_lo;
   only_lo.ifs({iface("lo", true, {v4("127.0.0.1", 8)}, true)}).nodes(4);
-  expect(only_lo.run(), Status::Fail, "loopback interface lo (127.0.0.1, by NCCL's default order (lo))");
+  const Verdict o = only_lo.run();
+  expect(o, Status::Fail, "loopback interface lo (127.0.0.1, by NCCL's default order (lo))");
+  EXPECT_EQ(o.finding.code, "net.socket_ifname/bootstrap-loopback");
+  EXPECT_EQ(o.finding.params["selected_by"], "NCCL's default order (lo)");
 }
 
 TEST(NetSocketIfname, DefaultOnDockerInMultiNodeWarns) {
   Case c;
   c.ifs({iface("lo", true, {v4("127.0.0.1", 8)}, true), iface("docker0", true, {v4("172.17.0.1", 16)})}).nodes(2);
-  expect(c.run(), Status::Warn, "NCCL's default order lands on docker0 (172.17.0.1, a container/virtual bridge) in a multi-node job");
+  const Verdict v = c.run();
+  expect(v, Status::Warn, "NCCL's default order lands on docker0 (172.17.0.1, a container/virtual bridge) in a multi-node job");
+  EXPECT_EQ(v.finding.code, "net.socket_ifname/bootstrap-bridge");
+  EXPECT_EQ(v.finding.params["interface"], "docker0");
+  EXPECT_EQ(v.finding.params["address"], "172.17.0.1");
 }
 
 TEST(NetSocketIfname, PrefixTrapWarns) {
@@ -250,20 +281,33 @@ TEST(NetSocketIfname, PrefixTrapWarns) {
   c.ifs({iface("eth1", true, {v4("10.0.1.2")}), iface("eth10", true, {v4("10.0.1.3")})}).env("NCCL_SOCKET_IFNAME", "eth1");
   const Verdict v = c.run();
   expect(v, Status::Warn, "NCCL_SOCKET_IFNAME=eth1 matches by prefix: eth1 also matches eth10", "export NCCL_SOCKET_IFNAME==eth1");
+  EXPECT_EQ(v.finding.code, "net.socket_ifname/prefix-trap");
+  EXPECT_EQ(v.finding.params["ifname"], "eth1");
+  EXPECT_EQ(v.finding.params["traps"], "eth1 also matches eth10");
+  EXPECT_EQ(v.finding.params["exact"], "=eth1");
   EXPECT_EQ(v.evidence["prefix_traps"][0], "eth1 also matches eth10");
   c.env("NCCL_SOCKET_IFNAME", "=eth1");
   expect(c.run(), Status::Pass, "eth1 10.0.1.2");
   c.env("NCCL_SOCKET_IFNAME", "^eth1");
-  expect(c.run(), Status::Fail, "NCCL_SOCKET_IFNAME=^eth1 matches no interface");  // it excludes eth10 too
+  const Verdict excluded = c.run();
+  expect(excluded, Status::Fail, "NCCL_SOCKET_IFNAME=^eth1 matches no interface");  // it excludes eth10 too
+  EXPECT_EQ(excluded.finding.code, "net.socket_ifname/no-match");
   c.ifs({iface("eth1", true, {v4("10.0.1.2")}), iface("eth10", true, {v4("10.0.1.3")}), iface("eth2", true, {v4("10.0.1.4")})});
-  expect(c.run(), Status::Warn, "matches by prefix", "export NCCL_SOCKET_IFNAME=^=eth1");
+  const Verdict w = c.run();
+  expect(w, Status::Warn, "matches by prefix", "export NCCL_SOCKET_IFNAME=^=eth1");
+  EXPECT_EQ(w.finding.code, "net.socket_ifname/prefix-trap");
+  EXPECT_EQ(w.finding.params["exact"], "^=eth1");
 }
 
 TEST(NetSocketIfname, DifferentSubnetsWarn) {
   Case c;
   c.ifs({iface("eth0", true, {v4("10.0.0.2")}), iface("eth1", true, {v4("192.168.7.2")})}).env("NCCL_SOCKET_IFNAME", "eth");
-  expect(c.run(), Status::Warn, "selects interfaces in different subnets (eth0 10.0.0.0/24, eth1 192.168.7.0/24)",
+  const Verdict v = c.run();
+  expect(v, Status::Warn, "selects interfaces in different subnets (eth0 10.0.0.0/24, eth1 192.168.7.0/24)",
          "export NCCL_SOCKET_IFNAME==eth0");
+  EXPECT_EQ(v.finding.code, "net.socket_ifname/mixed-subnets");
+  EXPECT_EQ(v.finding.params["subnets"], "eth0 10.0.0.0/24, eth1 192.168.7.0/24");
+  EXPECT_EQ(v.finding.params["interface"], "eth0");
   c.nodes(1);
   expect(c.run(), Status::Pass, "NET/Socket would use 2 interfaces");
 }
@@ -271,28 +315,62 @@ TEST(NetSocketIfname, DifferentSubnetsWarn) {
 TEST(NetSocketIfname, LoopbackAmongNetSocketInterfacesWarns) {
   Case c;
   c.ifs({iface("eth0", true, {v4("192.0.2.2")}), iface("lo", true, {v4("127.0.0.1", 8)}, true)}).env("NCCL_SOCKET_IFNAME", "^docker").nodes(2);
-  expect(c.run(), Status::Warn, "NET/Socket would also use the loopback interface lo");
+  const Verdict v = c.run();
+  expect(v, Status::Warn, "NET/Socket would also use the loopback interface lo (NCCL_SOCKET_IFNAME=^docker)", "export NCCL_SOCKET_IFNAME==eth0");
+  EXPECT_EQ(v.finding.code, "net.socket_ifname/also-loopback");
+  EXPECT_EQ(v.finding.params["loopback"], "lo");
+  EXPECT_EQ(v.finding.params["interface"], "eth0");
   // lo comes first in getifaddrs order: "^docker" makes it the bootstrap interface.
   expect(Case().env("NCCL_SOCKET_IFNAME", "^docker").nodes(2).run(), Status::Fail, "would use the loopback interface lo");
 }
 
 TEST(NetSocketIfname, IgnoredFamilyWarns) {
-  expect(Case().env("NCCL_SOCKET_FAMILY", "ipv4").run(), Status::Warn, "NCCL_SOCKET_FAMILY=ipv4 is ignored by NCCL",
-         "NCCL_SOCKET_FAMILY=AF_INET");
+  const Verdict v = Case().env("NCCL_SOCKET_FAMILY", "ipv4").run();
+  expect(v, Status::Warn, "NCCL_SOCKET_FAMILY=ipv4 is ignored by NCCL", "NCCL_SOCKET_FAMILY=AF_INET");
+  EXPECT_EQ(v.finding.code, "net.socket_ifname/family-ignored");
+  EXPECT_EQ(v.finding.params["socket_family"], "ipv4");
 }
 
 TEST(NetSocketIfname, GlooSocketIfname) {
   expect(Case().env("GLOO_SOCKET_IFNAME", "eth0").run(), Status::Pass, "Gloo will use eth0 192.0.2.2");
-  expect(Case().env("GLOO_SOCKET_IFNAME", "eth").run(), Status::Fail, "GLOO_SOCKET_IFNAME names eth, which does not exist");
-  expect(Case().env("GLOO_SOCKET_IFNAME", "^docker0").run(), Status::Fail, "Gloo takes exact names");
+  const Verdict missing = Case().env("GLOO_SOCKET_IFNAME", "eth").run();
+  expect(missing, Status::Fail, "GLOO_SOCKET_IFNAME names eth, which does not exist", "export GLOO_SOCKET_IFNAME=docker0");
+  EXPECT_EQ(missing.finding.code, "net.socket_ifname/gloo-missing");
+  EXPECT_EQ(missing.finding.params["name"], "eth");
+  EXPECT_EQ(missing.finding.params["grammar"], "");
+  const Verdict grammar = Case().env("GLOO_SOCKET_IFNAME", "^docker0").run();
+  expect(grammar, Status::Fail, "Gloo takes exact names");
+  EXPECT_EQ(grammar.finding.code, "net.socket_ifname/gloo-missing");
+  EXPECT_EQ(grammar.finding.params["name"], "^docker0");
   Case down;
   std::vector<NetInterface> ifs = host();
   ifs[1].running = false;
   down.ifs(ifs).env("GLOO_SOCKET_IFNAME", "eth0");
-  expect(down.run(), Status::Fail, "GLOO_SOCKET_IFNAME names eth0, but eth0 is not running", "ip link set eth0 up");
-  expect(Case().env("GLOO_SOCKET_IFNAME", "lo").nodes(2).env("NCCL_SOCKET_IFNAME", "eth0").run(), Status::Fail,
-         "GLOO_SOCKET_IFNAME names the loopback interface lo in a multi-node job");
-  expect(Case().env("GLOO_SOCKET_IFNAME", ",eth0").run(), Status::Warn, "has an empty entry");
+  const Verdict d = down.run();
+  expect(d, Status::Fail, "GLOO_SOCKET_IFNAME names eth0, but eth0 is not running (up, no carrier, operstate up)", "ip link set eth0 up");
+  EXPECT_EQ(d.finding.code, "net.socket_ifname/gloo-not-running");
+  EXPECT_EQ(d.finding.params["name"], "eth0");
+  EXPECT_EQ(d.finding.params["state"], "up, no carrier, operstate up");
+  const Verdict lo = Case().env("GLOO_SOCKET_IFNAME", "lo").nodes(2).env("NCCL_SOCKET_IFNAME", "eth0").run();
+  expect(lo, Status::Fail, "GLOO_SOCKET_IFNAME names the loopback interface lo in a multi-node job");
+  EXPECT_EQ(lo.finding.code, "net.socket_ifname/gloo-loopback");
+  EXPECT_EQ(lo.finding.params["name"], "lo");
+  const Verdict empty = Case().env("GLOO_SOCKET_IFNAME", ",eth0").run();
+  expect(empty, Status::Warn, "has an empty entry");
+  EXPECT_EQ(empty.finding.code, "net.socket_ifname/gloo-empty-entry");
+  EXPECT_EQ(empty.finding.params["gloo"], ",eth0");
+}
+
+TEST(NetSocketIfname, GlooInterfaceWithoutAddressFails) {
+  Case c;
+  c.ifs({iface("eth0", true, {v4("192.0.2.2")}), iface("eth1", true, {})}).env("GLOO_SOCKET_IFNAME", "eth1");
+  const Verdict v = c.run();
+  expect(v, Status::Fail,
+         "GLOO_SOCKET_IFNAME names eth1, but eth1 has no IPv4 or IPv6 address; Gloo fails with 'Unable to find address for: eth1'",
+         "Give eth1 an address");
+  EXPECT_EQ(v.finding.code, "net.socket_ifname/gloo-no-address");
+  EXPECT_EQ(v.finding.params["name"], "eth1");
+  EXPECT_EQ(v.evidence["gloo_socket_ifname"]["interfaces"][0]["problem"], "no address");
 }
 
 TEST(NetSocketIfname, UnknownWithoutInterfaces) {
@@ -309,14 +387,24 @@ TEST(NetSocketIfname, SysrootWithoutAddresses) {
   std::vector<NetInterface> ifs = host();
   for (NetInterface& i : ifs) i.addresses.clear();
   c.facts.net.interfaces = Probed<std::vector<NetInterface>>::ok(ifs, std::string(kInterfacesSysfsSource));
-  expect(c.run(), Status::Unknown, "addresses are not known from a --sysroot tree");
+  const Verdict unknown = c.run();
+  expect(unknown, Status::Unknown, "addresses are not known from a --sysroot tree");
+  EXPECT_EQ(unknown.finding.code, "net.socket_ifname/addresses-unknown");
   c.env("NCCL_SOCKET_IFNAME", "ib");
-  expect(c.run(), Status::Fail, "NCCL_SOCKET_IFNAME=ib matches no interface; interfaces here: lo (running, operstate unknown)");
+  const Verdict none = c.run();
+  expect(none, Status::Fail, "NCCL_SOCKET_IFNAME=ib matches no interface; interfaces here: lo (running, operstate unknown)");
+  EXPECT_EQ(none.finding.code, "net.socket_ifname/no-match");
+  EXPECT_EQ(none.finding.params["example"], "docker0");
   ifs[1].running = ifs[1].up = false;
   ifs[1].operstate = "down";
   c.facts.net.interfaces = Probed<std::vector<NetInterface>>::ok(ifs, std::string(kInterfacesSysfsSource));
   c.env("NCCL_SOCKET_IFNAME", "=eth0");
-  expect(c.run(), Status::Fail, "NCCL_SOCKET_IFNAME==eth0 matches no usable interface: eth0 is not running (down, operstate down)");
+  const Verdict down = c.run();
+  expect(down, Status::Fail, "NCCL_SOCKET_IFNAME==eth0 matches no usable interface: eth0 is not running (down, operstate down)",
+         "check its link) or point NCCL_SOCKET_IFNAME at a running interface.");
+  EXPECT_EQ(down.finding.code, "net.socket_ifname/matches-down");
+  EXPECT_EQ(down.finding.params["ifname"], "=eth0");
+  EXPECT_EQ(down.finding.params["reasons"], "eth0 is not running (down, operstate down)");
   c.env("NCCL_SOCKET_IFNAME", "^eth0");
   expect(c.run(), Status::Unknown, "addresses are not known");
 }

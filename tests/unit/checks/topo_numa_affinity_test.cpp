@@ -43,6 +43,9 @@ TEST(TopoNumaAffinity, BoundToItsGpusSocketPasses) {
   const Verdict v = judge_numa(node(5, range(16, 23)));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_EQ(v.summary, "rank 13 runs on CPUs 16-23, all local to its GPU 5: CPUs 16-31 (NUMA 1)");
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/bound-locally");
+  EXPECT_EQ(v.finding.params["rank"], 13);
+  EXPECT_EQ(v.finding.params["gpu"], 5);
   EXPECT_EQ(v.evidence["cpus"], "16-23");
   EXPECT_EQ(v.evidence["gpu_local_cpus"], "16-31");
   EXPECT_EQ(v.evidence["gpu_numa_node"], 1);
@@ -53,6 +56,16 @@ TEST(TopoNumaAffinity, BoundToItsGpusSocketPasses) {
 TEST(TopoNumaAffinity, WrongSocketFailsWithTheBinding) {
   const Verdict v = judge_numa(node(5, range(0, 15)));
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/gpu-cpus-disjoint");
+  EXPECT_EQ(v.finding.params["rank"], 13);
+  EXPECT_EQ(v.finding.params["local_rank"], 5);
+  EXPECT_EQ(v.finding.params["gpu"], 5);
+  EXPECT_EQ(v.finding.params["cpus"], "CPUs 0-15");
+  EXPECT_EQ(v.finding.params["gpu_cpus"], "CPUs 16-31");
+  EXPECT_EQ(v.finding.params["numa"], " (NUMA 1)");
+  // The binding names this rank's local rank; the fix keeps it a parameter, so ranks group into one fix.
+  EXPECT_TRUE(has(v.remedy, "Bind local rank 5 to its GPU's CPUs")) << v.remedy;
+  EXPECT_TRUE(has(v.finding.fix, "Bind local rank {local_rank} to its GPU's CPUs")) << v.finding.fix;
   EXPECT_TRUE(has(v.summary, "rank 13 runs only on CPUs 0-15, away from its GPU 5 (local to CPUs 16-31 (NUMA 1))")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=1 --membind=1 <cmd>")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "taskset -c 16-31 <cmd>")) << v.remedy;
@@ -84,6 +97,10 @@ TEST(TopoNumaAffinity, LocalRankWrapsAroundTheVisibleDevices) {
 TEST(TopoNumaAffinity, UnboundOnTwoSocketsWarns) {
   const Verdict v = judge_numa(node(0, range(0, 31)));
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/unbound");
+  EXPECT_EQ(v.finding.params["online_count"], 32);
+  EXPECT_EQ(v.finding.params["local_cpus"], "0-15");
+  EXPECT_EQ(v.finding.params["rank"], 8);
   EXPECT_TRUE(has(v.summary, "rank 8 is not bound: it may run on all 32 online CPUs, only 0-15 of them "
                              "local to its GPU 0 (NUMA 0)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=0 --membind=0 <cmd>")) << v.remedy;
@@ -102,6 +119,10 @@ TEST(TopoNumaAffinity, UnboundOnOneNumaNodePassesWithANote) {
 TEST(TopoNumaAffinity, SpanningSocketsWarns) {
   const Verdict v = judge_numa(node(0, range(8, 23)));
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/spans-sockets");
+  EXPECT_EQ(v.finding.params["cpus"], "CPUs 8-23");
+  EXPECT_EQ(v.finding.params["gpu_cpus"], "CPUs 0-15");
+  EXPECT_EQ(v.finding.params["local_cpus"], "8-15");
   EXPECT_TRUE(has(v.summary, "runs on CPUs 8-23, beyond its GPU 0's local CPUs 0-15 (NUMA 0) (only 8-15 "
                              "of them are local): it spans sockets")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "taskset -c 0-15")) << v.remedy;
@@ -112,6 +133,10 @@ TEST(TopoNumaAffinity, MemoryBoundElsewhereWarns) {
   f.affinity.mempolicy = Probed<MemPolicy>::ok({"bind", {1}}, "get_mempolicy()");
   Verdict v = judge_numa(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/mempolicy-remote");
+  EXPECT_EQ(v.finding.params["mode"], "bind");
+  EXPECT_EQ(v.finding.params["policy_nodes"], "1");
+  EXPECT_EQ(v.finding.params["gpu_node"], 0);
   EXPECT_TRUE(has(v.summary, "memory policy is bind to node 1, not its GPU's NUMA node 0")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=0 --membind=0 <cmd>")) << v.remedy;
 
@@ -124,6 +149,11 @@ TEST(TopoNumaAffinity, MemoryBoundElsewhereWarns) {
   g.affinity.mems_allowed = Probed<std::vector<int>>::ok({1}, "/proc/self/status");
   v = judge_numa(g);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/cpuset-mems-exclude");
+  EXPECT_EQ(v.finding.params["mems"], "1");
+  EXPECT_EQ(v.finding.params["gpu_node"], 0);
+  // No CPU finding carries the binding: this one does.
+  EXPECT_TRUE(has(v.remedy, "taskset -c 0-15 <cmd>")) << v.remedy;
   EXPECT_TRUE(has(v.summary, "cpuset allows memory on node 1 only, not its GPU's node 0")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "--cpuset-mems=0")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "taskset -c 0-15 <cmd>")) << v.remedy;
@@ -160,6 +190,8 @@ TEST(TopoNumaAffinity, LocalityFromHwlocThenSysfs) {
   f.topology.value()->this_system = false;
   v = judge_numa(f);
   EXPECT_EQ(v.status, Status::Skip) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/foreign-topology");
+  EXPECT_EQ(v.finding.params["source"], "hwloc");
   EXPECT_TRUE(has(v.summary, "another machine's")) << v.summary;
 
   // Without a topology: sysfs, whose numa_node is -1; the node is the one whose CPUs are the GPU's.
@@ -181,8 +213,12 @@ TEST(TopoNumaAffinity, UnknownGpuLocalityIsUnknown) {
   for (NvmlGpu& g : *f.gpu.driver.nvml_gpus.value()) g.cpu_affinity.clear();
   const Verdict v = judge_numa(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/gpu-locality-unknown");
+  EXPECT_EQ(v.finding.params["gpu"], 0);
+  EXPECT_EQ(v.finding.params["bus"], "0000:18:00.0");
   EXPECT_TRUE(has(v.summary, "the CPUs local to GPU 0 are not known")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "nvidia-smi topo -m")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "`cat /sys/bus/pci/devices/0000:18:00.0/local_cpulist`")) << v.remedy;
 }
 
 TEST(TopoNumaAffinity, NoDriverIsUnknownWhenAGpuIsOnTheBus) {
@@ -193,9 +229,12 @@ TEST(TopoNumaAffinity, NoDriverIsUnknownWhenAGpuIsOnTheBus) {
   f.pcie.functions = Probed<std::vector<PciFunction>>::ok({fn}, "/sys/bus/pci/devices");
   const Verdict v = judge_numa(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/gpu-unknown");
+  EXPECT_TRUE(has(v.finding.params["why"].get<std::string>(), "libcuda.so.1")) << v.summary;
   EXPECT_TRUE(has(v.summary, "the rank's GPU is not known")) << v.summary;
   RankFacts unprobed = no_driver();  // nothing known about the PCI bus either
   EXPECT_EQ(judge_numa(unprobed).status, Status::Unknown);
+  EXPECT_EQ(judge_numa(unprobed).finding.code, "topo.numa_affinity/gpu-unknown");
 }
 
 TEST(TopoNumaAffinity, NoGpuSkips) {
@@ -203,6 +242,8 @@ TEST(TopoNumaAffinity, NoGpuSkips) {
   f.pcie.functions = Probed<std::vector<PciFunction>>::ok({}, "/sys/bus/pci/devices");
   Verdict v = judge_numa(f);
   EXPECT_EQ(v.status, Status::Skip) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/no-gpu");
+  EXPECT_TRUE(has(v.finding.params["why"].get<std::string>(), "libcuda.so.1")) << v.summary;
   EXPECT_TRUE(has(v.summary, "no NVIDIA GPU on this node")) << v.summary;
 
   RankFacts g = node(0, {0});
@@ -210,7 +251,9 @@ TEST(TopoNumaAffinity, NoGpuSkips) {
   g.env.set("CUDA_VISIBLE_DEVICES", "");
   v = judge_numa(g);
   EXPECT_EQ(v.status, Status::Skip) << v.summary;
-  EXPECT_TRUE(has(v.summary, "CUDA sees no GPU in this process (CUDA_VISIBLE_DEVICES=)")) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/no-visible-gpu");
+  EXPECT_EQ(v.finding.params["cvd_note"], " (CUDA_VISIBLE_DEVICES=)");
+  EXPECT_EQ(v.summary, "CUDA sees no GPU in this process (CUDA_VISIBLE_DEVICES=): no GPU to bind the rank to");
 }
 
 TEST(TopoNumaAffinity, SysrootHasNoProcessBindingUnknown) {
@@ -218,6 +261,11 @@ TEST(TopoNumaAffinity, SysrootHasNoProcessBindingUnknown) {
   f.affinity.cpus = Probed<std::vector<int>>::error(ProbeErrc::Unsupported, "--sysroot /x: not this system", "sched_getaffinity(0)");
   const Verdict v = judge_numa(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.numa_affinity/rank-cpus-unknown");
+  EXPECT_EQ(v.finding.params["rank"], 8);
+  EXPECT_TRUE(has(v.finding.params["why"].get<std::string>(), "--sysroot")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "Bind local rank 0 to its GPU's CPUs")) << v.remedy;
+  EXPECT_TRUE(has(v.finding.fix, "Bind local rank {local_rank} to its GPU's CPUs")) << v.finding.fix;
   EXPECT_TRUE(has(v.summary, "--sysroot")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=0 --membind=0 <cmd>")) << v.remedy;
 }

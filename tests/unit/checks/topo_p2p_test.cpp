@@ -348,6 +348,9 @@ TEST(TopoP2pCheck, PassesOnAnNvSwitchBoardWithTheMatrix) {
   const Verdict v = judge_p2p(p2p_node(8, 18));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_EQ(v.summary, "8 GPUs, all pairs NV18; 56 peer copies verified (min 350 GB/s)");
+  EXPECT_EQ(v.finding.code, "topo.p2p/paths-checked");
+  EXPECT_EQ(v.finding.params["gpu_count"], 8);
+  EXPECT_EQ(v.finding.params["paths"], "all pairs NV18");
   const nlohmann::json& t = v.evidence.at("table");
   ASSERT_EQ(t.size(), 9u);
   EXPECT_EQ(t.at(0), nlohmann::json({"", "GPU0", "GPU1", "GPU2", "GPU3", "GPU4", "GPU5", "GPU6", "GPU7", "CPU Affinity",
@@ -367,6 +370,9 @@ TEST(TopoP2pCheck, HungCopyFailsNamingThePairAndMarksTheCell) {
   c.error = "did not finish within 4.0 s";
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "topo.p2p/copy-failed");
+  EXPECT_EQ(v.finding.params["failed_copies"],
+            "peer copy GPU0 (0000:18:00.0) -> GPU1 (0000:19:00.0) failed at deadline: did not finish within 4.0 s");
   EXPECT_TRUE(has(v.summary, "peer copy GPU0 (0000:18:00.0) -> GPU1 (0000:19:00.0) failed at deadline: did not finish "
                              "within 4.0 s"))
       << v.summary;
@@ -384,6 +390,8 @@ TEST(TopoP2pCheck, CorruptCopyFailsWithTheWord) {
   c.error = "word 17 is 0xA5FEFD5A, wrote 0x5A0102A5";
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "topo.p2p/copy-failed");
+  EXPECT_TRUE(has(v.finding.params["failed_copies"].get<std::string>(), "failed at verify: word 17"));
   EXPECT_TRUE(has(v.summary, "GPU1 (0000:19:00.0) -> GPU0 (0000:18:00.0) failed at verify: word 17")) << v.summary;
   EXPECT_EQ(cell(v, 1, 2), "PIX!");
 }
@@ -393,6 +401,9 @@ TEST(TopoP2pCheck, NvLinkWithP2pDisabledFails) {
   (*f.gpu.driver.gpu_pairs.value())[0].p2p_read = "DR";
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "topo.p2p/nvlink-p2p-disabled");
+  EXPECT_EQ(v.finding.params["nvlink_pairs"],
+            "GPU0 (00000000:18:00.0) and GPU1 (00000000:19:00.0) (NV12, P2P read DR, write OK)");
   EXPECT_TRUE(has(v.summary, "P2P is disabled between NVLink-connected GPUs: GPU0 (00000000:18:00.0) and GPU1 "
                              "(00000000:19:00.0) (NV12, P2P read DR, write OK)"))
       << v.summary;
@@ -403,6 +414,12 @@ TEST(TopoP2pCheck, PcieAcrossSocketsWarnsWithNcclLevelAdvice) {
   RankFacts f = p2p_node(2, 0, "SYS", 9);
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "topo.p2p/pcie-through-cpu");
+  EXPECT_EQ(v.finding.params["poor_count"], 1);
+  EXPECT_EQ(v.finding.params["plural"], "");
+  EXPECT_EQ(v.finding.params["poor_paths"], "SYS");
+  EXPECT_EQ(v.finding.params["poor_pairs"], "GPU0-GPU1 SYS");
+  EXPECT_EQ(v.finding.params["topology_note"], "");
   EXPECT_TRUE(has(v.summary, "1 GPU pair without NVLink cross SYS: GPU0-GPU1 SYS")) << v.summary;
   EXPECT_TRUE(has(v.summary, "default NCCL_P2P_LEVEL is PXB")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "NCCL_P2P_LEVEL=SYS")) << v.remedy;
@@ -420,6 +437,9 @@ TEST(TopoP2pCheck, LevelForcedWhereNvmlRefusesWarns) {
   f.env = EnvSnapshot{{"NCCL_P2P_LEVEL", "SYS"}};
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "topo.p2p/level-refused");
+  EXPECT_EQ(v.finding.params["level"], "SYS");
+  EXPECT_EQ(v.finding.params["refused_pairs"], "GPU0-GPU1 (SYS, P2P read TNS, write CNS)");
   EXPECT_TRUE(has(v.summary, "NCCL_P2P_LEVEL=SYS asks for P2P where NVML reports it unsupported: GPU0-GPU1 (SYS, P2P "
                              "read TNS, write CNS)"))
       << v.summary;
@@ -431,6 +451,9 @@ TEST(TopoP2pCheck, SlowCopyWarns) {
   (*f.gpu.driver.peer_copies.value())[0].gbps = 12;
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Warn);
+  EXPECT_EQ(v.finding.code, "topo.p2p/copy-slow");
+  EXPECT_EQ(v.finding.params["slow_copies"],
+            "GPU0 (0000:18:00.0) -> GPU1 (0000:19:00.0) 12.0 GB/s over NV18 (expected at least 144)");
   EXPECT_TRUE(has(v.summary, "GPU0 (0000:18:00.0) -> GPU1 (0000:19:00.0) 12.0 GB/s over NV18 (expected at least 144)"))
       << v.summary;
   EXPECT_EQ(cell(v, 1, 2), "NV18*");
@@ -441,6 +464,12 @@ TEST(TopoP2pCheck, NcclSettingsNcclIgnoresWarn) {
   f.env = EnvSnapshot{{"NCCL_P2P_DISABLE", "true"}, {"NCCL_P2P_LEVEL", "sys"}};
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Warn);
+  ASSERT_EQ(v.findings.size(), 2u) << v.summary;
+  EXPECT_EQ(v.findings[0].code, "topo.p2p/disable-ignored");
+  EXPECT_EQ(v.findings[0].params["disable"], "true");
+  EXPECT_EQ(v.findings[1].code, "topo.p2p/level-wrong-case");
+  EXPECT_EQ(v.findings[1].params["level"], "sys");
+  EXPECT_EQ(v.findings[1].params["upper"], "SYS");
   EXPECT_TRUE(has(v.summary, "NCCL_P2P_DISABLE=true is ignored by NCCL (it reads an integer and only 1 disables)"))
       << v.summary;
   EXPECT_TRUE(has(v.summary, "NCCL_P2P_LEVEL=sys is ignored by NCCL (level names are case-sensitive")) << v.summary;
@@ -448,7 +477,18 @@ TEST(TopoP2pCheck, NcclSettingsNcclIgnoresWarn) {
   f.env = EnvSnapshot{{"NCCL_P2P_DISABLE", "1"}};
   const Verdict off = judge_p2p(f);
   EXPECT_EQ(off.status, Status::Warn);
+  EXPECT_EQ(off.finding.code, "topo.p2p/p2p-disabled-on-nvlink");
+  EXPECT_EQ(off.finding.params["disable"], "1");
   EXPECT_TRUE(has(off.summary, "NCCL_P2P_DISABLE=1 turns P2P off between NVLink-connected GPUs")) << off.summary;
+  f.env = EnvSnapshot{{"NCCL_P2P_LEVEL", "NVLINK"}};
+  const Verdict name = judge_p2p(f);
+  EXPECT_EQ(name.status, Status::Warn);
+  EXPECT_EQ(name.finding.code, "topo.p2p/level-unknown");
+  EXPECT_EQ(name.finding.params["level"], "NVLINK");
+  EXPECT_TRUE(has(name.summary, "NCCL_P2P_LEVEL=NVLINK is ignored by NCCL (not a level name; it keeps the default "
+                                "PXB)"))
+      << name.summary;
+  EXPECT_TRUE(has(name.remedy, "Use one of LOC, NVL")) << name.remedy;
   f.env = EnvSnapshot{{"NCCL_P2P_LEVEL", "NVL"}, {"NCCL_P2P_DISABLE", "0"}};
   EXPECT_EQ(judge_p2p(f).status, Status::Pass) << judge_p2p(f).summary;
   f.env = EnvSnapshot{{"NCCL_P2P_LEVEL", "3"}};
@@ -461,6 +501,8 @@ TEST(TopoP2pCheck, UnknownWhenTheMatrixIsMissing) {
   f.topology = Probed<TopologyFacts>::error(ProbeErrc::NotFound, "hwloc found nothing");
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.p2p/gpus-unknown");
+  EXPECT_EQ(v.finding.params["problem"], v.summary);
   RankFacts g = p2p_node(2, 18);
   g.gpu.driver.gpu_pairs = Probed<std::vector<GpuPair>>::error(ProbeErrc::ApiError, "nvmlDeviceGetP2PStatus: boom");
   EXPECT_EQ(judge_p2p(g).status, Status::Unknown);
@@ -469,12 +511,36 @@ TEST(TopoP2pCheck, UnknownWhenTheMatrixIsMissing) {
   const Verdict hv = judge_p2p(h);
   EXPECT_EQ(hv.status, Status::Unknown);
   EXPECT_TRUE(has(hv.summary, "the peer copies could not be run")) << hv.summary;
+  // No copy ran, so the one pair claiming P2P is unverified too.
+  ASSERT_EQ(hv.findings.size(), 2u) << hv.summary;
+  EXPECT_EQ(hv.findings[0].code, "topo.p2p/copies-not-run");
+  EXPECT_EQ(hv.findings[0].params["why"], "killed after 0 copies");
+  EXPECT_EQ(hv.findings[1].code, "topo.p2p/pairs-uncopied");
+  EXPECT_EQ(hv.findings[1].params["uncopied_count"], 1);
+  EXPECT_EQ(hv.finding.code, "topo.p2p/copies-not-run");
+}
+
+TEST(TopoP2pCheck, NvmlErrorTheJobMeetsFails) {
+  RankFacts f = healthy(2);
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError, "NVML_ERROR_UNKNOWN", "nvmlInit");
+  f.topology = Probed<TopologyFacts>::error(ProbeErrc::NotFound, "hwloc found nothing");
+  const Verdict v = judge_p2p(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.p2p/gpus-unlisted");
+  EXPECT_EQ(v.summary,
+            "the GPUs and their pairs (NVML) could not be read: nvmlInit: NVML_ERROR_UNKNOWN; the job needs a GPU");
+  EXPECT_EQ(v.finding.params["problem"], v.summary);
+  EXPECT_EQ(v.finding.params["fix"], v.remedy);
+  EXPECT_EQ(v.cause, "driver.loaded");
 }
 
 TEST(TopoP2pCheck, SkipsWithFewerThanTwoGpusAndInTheImageProfile) {
   const Verdict one = judge_p2p(p2p_node(1, 0));
   EXPECT_EQ(one.status, Status::Skip);
-  EXPECT_TRUE(has(one.summary, "fewer than 2 GPUs (1)")) << one.summary;
+  EXPECT_EQ(one.finding.code, "topo.p2p/single-gpu");
+  EXPECT_EQ(one.finding.params["gpus"], 1);
+  EXPECT_EQ(one.finding.params["where"], "");
+  EXPECT_EQ(one.summary, "fewer than 2 GPUs (1): no peer-to-peer path to check");
   EXPECT_EQ(judge_p2p(p2p_node(2, 18), Profile::Image).status, Status::Skip);
 }
 
@@ -503,6 +569,10 @@ TEST(TopoP2pCheck, PairsClaimingP2pWithoutCopiesAreNeverPass) {
   ctx.host_ranks = &host;
   Verdict v = run_check(kTopoP2p, ctx);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.p2p/pairs-uncopied");
+  EXPECT_EQ(v.finding.params["uncopied_count"], 6);
+  EXPECT_EQ(v.finding.params["job_gpus"], 4);
+  EXPECT_EQ(v.finding.params["reason"], "fewer than 2 GPUs visible (1 CUDA device)");
   EXPECT_TRUE(has(v.summary, "6 pair(s) of the job's 4 GPUs claim P2P but their peer copies did not run")) << v.summary;
   EXPECT_TRUE(has(v.summary, "fewer than 2 GPUs visible")) << v.summary;
   // The same node where local rank 0's helper copied across the union: PASS with the copies.
@@ -564,12 +634,61 @@ TEST(TopoP2pCheck, NoDriverAndNoTopologyFailsAsEveryGpuCheck) {
   f.topology = Probed<TopologyFacts>::error(ProbeErrc::NotFound, "hwloc found nothing");
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.p2p/no-driver");
+  EXPECT_TRUE(has(v.finding.params["problem"].get<std::string>(), "the job needs a GPU")) << v.summary;
+  EXPECT_EQ(v.summary, v.finding.params["problem"]);
+  EXPECT_EQ(v.cause, "driver.loaded");
   EXPECT_TRUE(has(v.summary, "the job needs a GPU")) << v.summary;
   // This machine's topology shows GPUs but there is no driver: the matrix, and still FAIL.
   f.topology = Probed<TopologyFacts>::ok(two_socket_topology(true), "hwloc");
   const Verdict t = judge_p2p(f);
   EXPECT_EQ(t.status, Status::Fail) << t.summary;
   EXPECT_EQ(t.evidence.at("table").size(), 4u);
+  ASSERT_EQ(t.findings.size(), 2u) << t.summary;
+  EXPECT_EQ(t.findings[0].code, "topo.p2p/no-driver");
+  EXPECT_EQ(t.findings[1].code, "topo.p2p/pcie-through-cpu");
+  EXPECT_TRUE(has(t.summary, "the job needs a GPU")) << t.summary;
+}
+
+TEST(TopoP2pCheck, NoNvmlViewBesideThisMachinesTopologyIsUnknown) {
+  // A driver is there, but NVML's GPU list failed: hwloc's PCIe matrix, and UNKNOWN for NVML's view.
+  RankFacts f = healthy(3);
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError, "NVML_ERROR_UNKNOWN", "nvmlInit");
+  f.topology = Probed<TopologyFacts>::ok(two_socket_topology(true), "hwloc");
+  const Verdict v = judge_p2p(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.p2p/nvml-missing");
+  EXPECT_EQ(v.finding.params["why"], "nvmlInit: NVML_ERROR_UNKNOWN");
+  EXPECT_EQ(v.summary.rfind("NVML's view of the GPUs is missing: nvmlInit: NVML_ERROR_UNKNOWN; also WARN: 2 GPU pairs",
+                            0),
+            0u)
+      << v.summary;
+  ASSERT_EQ(v.findings.size(), 2u) << v.summary;
+  EXPECT_EQ(v.findings[1].code, "topo.p2p/pcie-through-cpu");
+  EXPECT_EQ(v.remedy.rfind("See driver.loaded; the matrix below is hwloc's PCIe view only.", 0), 0u) << v.remedy;
+  EXPECT_EQ(v.evidence.at("table").size(), 4u);
+}
+
+TEST(TopoP2pCheck, TopologyWithOneOrNoGpuSkips) {
+  RankFacts f = no_driver();
+  TopologyFacts t = two_socket_topology(false);
+  t.gpus.resize(1);
+  f.topology = Probed<TopologyFacts>::ok(t, "--topology-xml node17.xml");
+  const Verdict one = judge_p2p(f);
+  EXPECT_EQ(one.status, Status::Skip) << one.summary;
+  EXPECT_EQ(one.finding.code, "topo.p2p/single-gpu");
+  EXPECT_EQ(one.finding.params["gpus"], 1);
+  EXPECT_EQ(one.finding.params["where"], " in --topology-xml node17.xml");
+  EXPECT_EQ(one.summary, "fewer than 2 GPUs (1 in --topology-xml node17.xml): no peer-to-peer path to check");
+  // Another node's topology without GPUs, beside this machine's NVML: judged on its own, nothing to check.
+  RankFacts g = p2p_node(2, 18);
+  t.gpus.clear();
+  g.topology = Probed<TopologyFacts>::ok(t, "--topology-xml node17.xml");
+  const Verdict none = judge_p2p(g);
+  EXPECT_EQ(none.status, Status::Skip) << none.summary;
+  EXPECT_EQ(none.finding.code, "topo.p2p/no-gpus-in-topology");
+  EXPECT_EQ(none.finding.params["source"], "--topology-xml node17.xml");
+  EXPECT_EQ(none.summary, "no GPUs in --topology-xml node17.xml");
 }
 
 TEST(TopoP2pCheck, TopologyAloneGivesTheMatrixWithoutTheDriver) {
@@ -577,6 +696,11 @@ TEST(TopoP2pCheck, TopologyAloneGivesTheMatrixWithoutTheDriver) {
   f.topology = Probed<TopologyFacts>::ok(two_socket_topology(false), "--topology-xml node17.xml");
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "topo.p2p/pcie-through-cpu");
+  EXPECT_EQ(v.finding.params["poor_count"], 2);
+  EXPECT_EQ(v.finding.params["plural"], "s");
+  EXPECT_EQ(v.finding.params["poor_pairs"], "GPU0-GPU2 SYS, GPU1-GPU2 SYS");
+  EXPECT_TRUE(has(v.finding.params["topology_note"].get<std::string>(), "from the PCIe topology alone"));
   EXPECT_TRUE(has(v.summary, "GPU0-GPU2 SYS")) << v.summary;
   EXPECT_TRUE(has(v.summary, "from the PCIe topology alone")) << v.summary;
   EXPECT_EQ(cell(v, 1, 2), "PIX");
