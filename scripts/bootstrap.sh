@@ -38,13 +38,20 @@ fi
 cmake_args=(-S "$here" -B "$build_dir" -G Ninja)
 # ccache: a rebuild after `git pull`, or of the same sources in another build folder (the
 # sanitizer builds, a second clone), compiles only what changed.
+# Paths under the source folder are hashed relative to it, so a second clone hits the same entries.
 if command -v ccache >/dev/null; then
   cmake_args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$here}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
 fi
 [ "${CI:-}" = "true" ] && cmake_args+=(-DPREFLIGHT_WERROR=ON)
 case "${PREFLIGHT_SANITIZE:-0}" in
   1) cmake_args+=(-DPREFLIGHT_SANITIZE=ON -DPREFLIGHT_TSAN=OFF -DCMAKE_BUILD_TYPE=Debug) ;;
   thread) cmake_args+=(-DPREFLIGHT_TSAN=ON -DPREFLIGHT_SANITIZE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo) ;;
+esac
+# Sanitized unit tests run as 8 gtest shards (a sanitized start costs seconds; see tests/CMakeLists.txt).
+case "${PREFLIGHT_SANITIZE:-0}" in
+  0) cmake_args+=(-DPREFLIGHT_UNIT_TEST_SHARDS=0) ;;
+  *) cmake_args+=(-DPREFLIGHT_UNIT_TEST_SHARDS=8) ;;
 esac
 cmake "${cmake_args[@]}" >/dev/null
 # `run` builds what it runs (preflight and its GPU helper); `test` builds everything.

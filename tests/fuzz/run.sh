@@ -48,8 +48,13 @@ jobs=${JOBS:-$(nproc)}
 start=$(date +%s)
 
 if [[ "${SKIP_BUILD:-0}" != 1 ]]; then
+  launcher=()
+  if command -v ccache >/dev/null; then  # as scripts/bootstrap.sh: a second clone hits the same entries
+    launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-true}"
+  fi
   cmake -S "$root" -B "$BUILD_DIR" -G Ninja -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-    -DPREFLIGHT_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
+    "${launcher[@]}" -DPREFLIGHT_FUZZ=ON -DBUILD_TESTING=OFF >/dev/null
   cmake --build "$BUILD_DIR" --target preflight_fuzz
 fi
 built=$(date +%s)
