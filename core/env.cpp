@@ -21,7 +21,7 @@ const std::vector<std::string_view>& EnvSnapshot::kept_names() {
 
 const std::vector<std::string_view>& EnvSnapshot::kept_prefixes() {
   static const std::vector<std::string_view> kPrefixes = {
-      "NCCL_", "TORCH_", "TORCHELASTIC_", "PYTORCH_", "GLOO_", "CUDA_", "NVIDIA_", "OMPI_", "PMI_", "PMIX_",
+      "NCCL_", "TORCH_", "TORCHELASTIC_", "PYTORCH_", "GLOO_", "HWLOC_", "CUDA_", "NVIDIA_", "OMPI_", "PMI_", "PMIX_",
       "SLURM_", "MPI_", "MV2_", "HYDRA_", "PALS_", "UCX_", "FI_", "PREFLIGHT_",
   };
   return kPrefixes;

@@ -67,6 +67,19 @@ struct Placement {
 };
 PREFLIGHT_JSON_DECLARE(Placement)
 
+/// Where a rank's facts about its node came from. In a job with several ranks on one host, the
+/// host's local rank 0 (its leader) probes what belongs to the node (the GPU driver helper, the NCCL
+/// library, the hwloc topology, the PCIe chains) and sends those facts to the host's other ranks,
+/// which take them instead of probing again when every input of the probe is the same for them
+/// (their CUDA_VISIBLE_DEVICES, loader path, libnccl candidate, ...). Unset: this rank probed alone
+/// or is its node's leader.
+struct NodeFactsOrigin {
+  int leader_rank = -1;                                 // the world rank whose facts were taken
+  std::vector<std::string> adopted;                      // the probes whose facts are the leader's
+  std::map<std::string, std::string> probed_here;        // probe -> why this rank probed it itself
+};
+PREFLIGHT_JSON_DECLARE(NodeFactsOrigin)
+
 struct RankFacts {
   Identity identity;
   Placement placement;
@@ -82,6 +95,7 @@ struct RankFacts {
   NetFacts net;
   Probed<DiskFacts> disk;          // the checkpoint directories (--checkpoint-dir)
   std::map<std::string, double> probe_seconds;  // how long each probe took on this rank
+  std::optional<NodeFactsOrigin> node_facts;     // set on a rank that took its leader's node facts
 };
 PREFLIGHT_JSON_DECLARE(RankFacts)
 

@@ -10,8 +10,9 @@ PREFLIGHT_JSON_DEFINE(Identity, hostname, boot_id, kernel, pid)
 PREFLIGHT_JSON_DEFINE(MpiView, rank, size, local_rank, local_size, nodes, singleton, library, node_cvd)
 PREFLIGHT_JSON_DEFINE(Placement, rank, world_size, local_rank, local_ranks, nodes, node_rank, launcher, source, mpi,
                       launcher_gone)
+PREFLIGHT_JSON_DEFINE(NodeFactsOrigin, leader_rank, adopted, probed_here)
 PREFLIGHT_JSON_DEFINE(RankFacts, identity, placement, env, shm, memory, limits, nccl_conf, gpu, topology, pcie,
-                      affinity, net, disk, probe_seconds)
+                      affinity, net, disk, probe_seconds, node_facts)
 PREFLIGHT_JSON_DEFINE(MemPolicy, mode, nodes)
 PREFLIGHT_JSON_DEFINE(NodeCpus, node, cpus)
 PREFLIGHT_JSON_DEFINE(AffinityFacts, cpus, mempolicy, online_cpus, mems_allowed, numa_nodes)

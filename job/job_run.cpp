@@ -107,10 +107,24 @@ class JobRun {
       }
     }
     enter(Phase::Probe);
-    ProbeRun probes = run_probes(m_options, m_env, m_deadlines.probe, std::move(seed), [] { return termination_requested(); },
+    // The node's facts once per host: its local rank 0 probes them and sends them to the host's
+    // other ranks, which wait for them and probe only what is their own (or what differs for them).
+    const bool shared_node = m_mpi && m_transport->view().local_size > 1;
+    const bool node_leader = !m_mpi || m_transport->view().local_rank == 0;
+    std::shared_ptr<const RankFacts> leader_facts;
+    TimePoint probe_deadline = m_deadlines.probe;
+    if (shared_node && !node_leader) {
+      leader_facts = receive_node_facts();
+      // Facts that arrived at the deadline (a leader's probe hung) still leave this rank's own
+      // probes a moment, so that what hangs is named where it hangs.
+      probe_deadline = std::max(probe_deadline, Clock::now() + m_deadlines.grace);
+    }
+    ProbeRun probes = run_probes(m_options, m_env, probe_deadline, std::move(seed), [] { return termination_requested(); },
                                  [this](const std::string& probe) {
                                    if (m_progress) m_progress->detail("probe " + probe);
-                                 });
+                                 },
+                                 {}, leader_facts);
+    if (shared_node && node_leader) send_node_facts(probes.facts);
     m_probe_expired = probes.expired;
     if (probes.expired) m_incidents.push_back("rank " + std::to_string(m_transport->rank()) + ": " + probes.incident);
     m_facts = std::move(probes.facts);
@@ -276,6 +290,34 @@ class JobRun {
     }
     if (static_cast<int>(values.size()) != m_transport->view().local_size) return std::nullopt;
     return values;
+  }
+
+  /// A host's leader (local rank 0): its facts to the host's other ranks, after its probes.
+  void send_node_facts(const RankFacts& facts) {
+    const std::string text = nlohmann::json(facts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    const TimePoint deadline = std::max(m_deadlines.probe, Clock::now()) + m_deadlines.grace;
+    if (!m_transport->node_broadcast(text, deadline)) {
+      m_incidents.push_back("rank " + std::to_string(m_transport->rank()) +
+                            ": its node's facts did not reach the host's other ranks in time (they probed them themselves)");
+    }
+  }
+
+  /// Another rank of a host: the leader's facts, or null when they did not arrive by the probe
+  /// deadline or do not parse (this rank then probes everything itself).
+  std::shared_ptr<const RankFacts> receive_node_facts() {
+    const std::optional<std::string> got = m_transport->node_broadcast({}, m_deadlines.probe + m_deadlines.grace);
+    const std::string who = "rank " + std::to_string(m_transport->rank()) + ": ";
+    if (!got) {
+      m_incidents.push_back(who + "its host's local rank 0 sent no node facts before the probe deadline: it probed them itself");
+      return nullptr;
+    }
+    try {
+      return std::make_shared<const RankFacts>(nlohmann::json::parse(*got).get<RankFacts>());
+    } catch (const std::exception& e) {
+      m_incidents.push_back(who + "the node facts of its host's local rank 0 did not parse (" + std::string(e.what()) +
+                            "): it probed them itself");
+      return nullptr;
+    }
   }
 
   /// Rank 0: the liveness watch (transport/liveness.hpp), offered to the other ranks in the exchange.

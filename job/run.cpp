@@ -70,7 +70,8 @@ RankFacts with_hung_probe(const RankFacts& facts, const std::string& probe, doub
 
 ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::chrono::steady_clock::time_point deadline,
                     RankFacts seed, const std::function<bool()>& interrupted,
-                    const std::function<void(const std::string&)>& probing, std::shared_ptr<FsRecorder> recorder) {
+                    const std::function<void(const std::string&)>& probing, std::shared_ptr<FsRecorder> recorder,
+                    std::shared_ptr<const RankFacts> node_leader) {
   auto state = std::make_shared<ProbeState>();
   const EnvSnapshot env = judged_environment(options, live_env);
   state->published = std::move(seed);
@@ -79,7 +80,8 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
   const std::string hang = test_faults(live_env).hang_probe;
   // A capture records everything; a run gathers what its selected checks read.
   const FactSources wanted = recorder != nullptr ? all_fact_sources() : probes_for(options);
-  std::thread worker([state, options, env, deadline, recorder, hang, wanted] {
+  if (node_leader) state->published.node_facts = NodeFactsOrigin{node_leader->placement.rank, {}, {}};
+  std::thread worker([state, options, env, deadline, recorder, hang, wanted, node_leader] {
     const FileSystem fs(options.sysroot, recorder);
     const ProbeContext ctx(fs, env, options, deadline);
     RankFacts work;
@@ -100,9 +102,25 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
       // Probes whose facts a capture keeps in a facts file of their own: their paths are not copied.
       const bool unrecorded = recorder != nullptr && (probe.source == FactSource::CudaRuntime || probe.source == FactSource::Disk);
       if (unrecorded) recorder->set_paused(true);
-      probe.run(ctx, work);
+      const std::string name(probe.name());
+      // A probe of the node's facts takes the leader's when the leader finished it and its inputs
+      // are the same here (ProbeSpec::adopt); else this rank runs it and says why.
+      std::string probed_here;
+      bool adopted = false;
+      if (node_leader && probe.adopt != nullptr) {
+        probed_here = node_leader->probe_seconds.count(name) == 0
+                          ? "rank " + std::to_string(node_leader->placement.rank) + " did not finish it"
+                          : probe.adopt(ctx, *node_leader, work);
+        adopted = probed_here.empty();
+      }
+      if (adopted) {
+        work.node_facts->adopted.push_back(name);
+      } else {
+        if (!probed_here.empty()) work.node_facts->probed_here[name] = probed_here;
+        probe.run(ctx, work);
+      }
       if (unrecorded) recorder->set_paused(false);
-      work.probe_seconds[std::string(probe.name())] =
+      work.probe_seconds[name] =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard lock(state->mutex);
       state->published = work;

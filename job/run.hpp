@@ -27,12 +27,15 @@ struct ProbeRun {
 /// `probing`: told the name of the probe that runs, while waiting (the progress line).
 /// `recorder`: `preflight capture` copies what the probes read (the CUDA runtime discovery, kept
 /// as a facts file instead, is not recorded).
+/// `node_leader`: the facts of this host's local rank 0 in a job; each probe of the node's facts
+/// (ProbeSpec::adopt) takes them when its inputs are the same here, and the facts' node_facts says
+/// which it took and why it probed the others itself.
 /// Under --sysroot the probes and checks see the capture's environment when the tree is a
 /// capture (none when it recorded none), `env` for a plain tree.
 ProbeRun run_probes(const Options& options, const EnvSnapshot& env, std::chrono::steady_clock::time_point deadline,
                     RankFacts seed = {}, const std::function<bool()>& interrupted = {},
                     const std::function<void(const std::string&)>& probing = {},
-                    std::shared_ptr<FsRecorder> recorder = {});
+                    std::shared_ptr<FsRecorder> recorder = {}, std::shared_ptr<const RankFacts> node_leader = {});
 
 /// The environment judged: a capture's own under --sysroot, else `live`.
 EnvSnapshot judged_environment(const Options& options, const EnvSnapshot& live);

@@ -46,6 +46,52 @@ std::string describe_run(const ContainedResult& result) {
   return text;
 }
 
+/// The smoke test on this rank's device: the local rank modulo the devices CUDA sees (the helper
+/// inherits CUDA_VISIBLE_DEVICES, so the ordinal is within the visible set), after the driver
+/// helper's facts are in `d`.
+void run_smoke(const ProbeContext& ctx, const std::string& helper, int placement_local_rank, DriverFacts& d) {
+  const std::vector<CudaDevice>* devices = d.cuda_devices.value();
+  if (devices == nullptr) {
+    d.smoke = Probed<SmokeResult>::error(d.cuda_devices.error()->code, "not run: no CUDA device (" + d.cuda_devices.why() + ")");
+    return;
+  }
+  if (devices->empty()) {
+    d.smoke = Probed<SmokeResult>::error(ProbeErrc::NotFound, "not run: the CUDA driver sees no device");
+    return;
+  }
+  const int local_rank = std::max(0, placement_local_rank);
+  const int ordinal = local_rank % static_cast<int>(devices->size());
+  const std::string smoke_source =
+      std::string(kHelper) + " smoke --ordinal " + std::to_string(ordinal) + " --bytes " + kSmokeBytes;
+  ContainedRequest smoke;
+  smoke.executable = helper;
+  smoke.args = gpu_protocol::Request(gpu_protocol::command::kSmoke)
+                   .with(gpu_protocol::option::kOrdinal, std::to_string(ordinal))
+                   .with(gpu_protocol::option::kBytes, kSmokeBytes)
+                   .args();
+  // A new process initialises CUDA again, and NVML for its XID watch: the smoke test also gets the
+  // cuInit and nvmlInit_v2 times just measured.
+  const HelperDeadline smoke_deadline =
+      ctx.helper_deadline(Helper::GpuSmoke, d.cuda_init_seconds.value_or(0.0) + d.nvml_init_seconds.value_or(0.0));
+  smoke.deadline = smoke_deadline.limit;
+  const ContainedResult sresult = run_contained(smoke);
+  d.helper += "; smoke: " + describe_run(sresult);
+  const ContainedJson sparsed = parse_contained_json(sresult);
+  if (!sparsed.ok()) {
+    d.smoke = Probed<SmokeResult>::error(
+        helper_failure(sresult, sparsed, smoke_source + " (context, cuMemAlloc, cuMemsetD32, cuMemcpyDtoH)",
+                       smoke_deadline),
+        helper);
+    return;
+  }
+  try {
+    d.smoke = Probed<SmokeResult>::ok(sparsed.value.get<SmokeResult>(), smoke_source);
+  } catch (const nlohmann::json::exception& e) {
+    d.smoke = Probed<SmokeResult>::error(ProbeErrc::ParseError,
+                                         smoke_source + ": the helper's document is not a smoke result: " + e.what(), helper);
+  }
+}
+
 }  // namespace
 
 Probed<std::string> read_kernel_module_version(const FileSystem& fs) {
@@ -160,48 +206,33 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
     return;
   }
 
-  // 2. smoke on this rank's device: the local rank modulo the devices CUDA sees (the helper
-  //    inherits CUDA_VISIBLE_DEVICES, so the ordinal is within the visible set).
-  const std::vector<CudaDevice>* devices = d.cuda_devices.value();
-  if (devices == nullptr) {
-    d.smoke = Probed<SmokeResult>::error(d.cuda_devices.error()->code, "not run: no CUDA device (" + d.cuda_devices.why() + ")");
-    return;
+  run_smoke(ctx, helper, facts.placement.local_rank, d);
+}
+
+std::string adopt_gpu_driver(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts) {
+  if (ctx.options.profile == Profile::Image || !ctx.fs.is_live()) return "no helper runs for it here";
+  // What the driver helper sees: the devices CUDA is shown (CUDA_VISIBLE_DEVICES and the other
+  // CUDA_ variables), the libcuda and libnvidia-ml the loader finds.
+  if (std::string why = env_differs(ctx.env, leader.env, {"CUDA_*", "NVIDIA_*", "LD_LIBRARY_PATH", "LD_PRELOAD"});
+      !why.empty()) {
+    return why;
   }
-  if (devices->empty()) {
-    d.smoke = Probed<SmokeResult>::error(ProbeErrc::NotFound, "not run: the CUDA driver sees no device");
-    return;
-  }
-  const int local_rank = std::max(0, facts.placement.local_rank);
-  const int ordinal = local_rank % static_cast<int>(devices->size());
-  const std::string smoke_source =
-      std::string(kHelper) + " smoke --ordinal " + std::to_string(ordinal) + " --bytes " + kSmokeBytes;
-  ContainedRequest smoke;
-  smoke.executable = helper;
-  smoke.args = gpu_protocol::Request(gpu_protocol::command::kSmoke)
-                   .with(gpu_protocol::option::kOrdinal, std::to_string(ordinal))
-                   .with(gpu_protocol::option::kBytes, kSmokeBytes)
-                   .args();
-  // A new process initialises CUDA again, and NVML for its XID watch: the smoke test also gets the
-  // cuInit and nvmlInit_v2 times just measured.
-  const HelperDeadline smoke_deadline =
-      ctx.helper_deadline(Helper::GpuSmoke, d.cuda_init_seconds.value_or(0.0) + d.nvml_init_seconds.value_or(0.0));
-  smoke.deadline = smoke_deadline.limit;
-  const ContainedResult sresult = run_contained(smoke);
-  d.helper += "; smoke: " + describe_run(sresult);
-  const ContainedJson sparsed = parse_contained_json(sresult);
-  if (!sparsed.ok()) {
-    d.smoke = Probed<SmokeResult>::error(
-        helper_failure(sresult, sparsed, smoke_source + " (context, cuMemAlloc, cuMemsetD32, cuMemcpyDtoH)",
-                       smoke_deadline),
-        helper);
-    return;
-  }
-  try {
-    d.smoke = Probed<SmokeResult>::ok(sparsed.value.get<SmokeResult>(), smoke_source);
-  } catch (const nlohmann::json::exception& e) {
-    d.smoke = Probed<SmokeResult>::error(ProbeErrc::ParseError,
-                                         smoke_source + ": the helper's document is not a smoke result: " + e.what(), helper);
-  }
+  const DriverFacts& from = leader.gpu.driver;
+  DriverFacts& d = facts.gpu.driver;
+  d.kernel_module_version = from.kernel_module_version;
+  d.nvml_driver_version = from.nvml_driver_version;
+  d.cuda_driver_version = from.cuda_driver_version;
+  d.loaded_libraries = from.loaded_libraries;
+  d.nvml_gpus = from.nvml_gpus;
+  d.cuda_devices = from.cuda_devices;
+  d.gpu_pairs = from.gpu_pairs;
+  d.nvml_init_seconds = from.nvml_init_seconds;
+  d.cuda_init_seconds = from.cuda_init_seconds;
+  const std::string driver_run = from.helper.substr(0, from.helper.find("; smoke:"));
+  d.helper = "rank " + std::to_string(leader.placement.rank) + "'s " + driver_run;
+  // The smoke test is this rank's own: its device, its context.
+  run_smoke(ctx, helper_path(kHelper), facts.placement.local_rank, d);
+  return {};
 }
 
 }  // namespace preflight

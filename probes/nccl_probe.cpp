@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <string>
+#include <utility>
 
 #include "sys/contained.hpp"
 #include "gpu_probe/protocol.hpp"
@@ -12,22 +13,27 @@
 
 namespace preflight {
 
+namespace {
+
+/// The libnccl.so.2 the job loads, and how it was found: the first candidate, else --nccl-lib,
+/// else the soname through the loader search ("").
+std::pair<std::string, std::string> library_to_load(const ProbeContext& ctx, const RankFacts& facts) {
+  if (!facts.gpu.runtime.nccl_candidates.empty()) {
+    return {facts.gpu.runtime.nccl_candidates.front().path, facts.gpu.runtime.nccl_candidates.front().source};
+  }
+  if (!ctx.options.nccl_lib.empty()) return {ctx.options.nccl_lib, "--nccl-lib"};
+  return {"", "loader"};
+}
+
+}  // namespace
+
 void probe_nccl(const ProbeContext& ctx, RankFacts& facts) {
   // A captured node's NCCL is the one the capture's helper read there; never a library loaded here.
   if (!ctx.fs.is_live()) {
     facts.gpu.nccl = captured_probed<NcclLibrary>(ctx, "nccl", "nccl", "report of the libnccl.so.2 the job loads");
     return;
   }
-  std::string path, source;
-  if (!facts.gpu.runtime.nccl_candidates.empty()) {
-    path = facts.gpu.runtime.nccl_candidates.front().path;
-    source = facts.gpu.runtime.nccl_candidates.front().source;
-  } else if (!ctx.options.nccl_lib.empty()) {
-    path = ctx.options.nccl_lib;
-    source = "--nccl-lib";
-  } else {
-    source = "loader";  // the soname through the loader search
-  }
+  const auto [path, source] = library_to_load(ctx, facts);
   const std::string helper = helper_path("preflight-gpu-probe");
   const std::string what = "preflight-gpu-probe nccl --lib '" + path + "' (dlopen, ncclGetVersion)";
   ContainedRequest request;
@@ -52,6 +58,21 @@ void probe_nccl(const ProbeContext& ctx, RankFacts& facts) {
     facts.gpu.nccl = Probed<NcclLibrary>::error(
         ProbeErrc::ParseError, what + ": the helper's document is not an NCCL report: " + e.what(), helper);
   }
+}
+
+std::string adopt_nccl(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts) {
+  if (!ctx.fs.is_live()) return "a capture's NCCL report is read, not probed";
+  const auto [path, source] = library_to_load(ctx, facts);
+  const std::string leaders = library_to_load(ctx, leader).first;
+  if (path != leaders) {
+    return "it loads another libnccl.so.2 ('" + (path.empty() ? std::string("the loader's") : path) + "' here, '" +
+           (leaders.empty() ? std::string("the loader's") : leaders) + "' there)";
+  }
+  // The same path resolves its dependencies (libcudart, the plugins) through the same loader path.
+  if (std::string why = env_differs(ctx.env, leader.env, {"LD_LIBRARY_PATH", "LD_PRELOAD"}); !why.empty()) return why;
+  facts.gpu.nccl = leader.gpu.nccl;
+  if (NcclLibrary* value = facts.gpu.nccl.value()) value->source = source;
+  return {};
 }
 
 }  // namespace preflight

@@ -141,6 +141,11 @@ IommuFacts probe_iommu(const FileSystem& fs, const std::vector<PciFunction>& fun
 
 }  // namespace
 
+std::string adopt_pcie(const ProbeContext&, const RankFacts& leader, RankFacts& facts) {
+  facts.pcie = leader.pcie;  // sysfs: the same files for every process of the host
+  return {};
+}
+
 void probe_pcie(const ProbeContext& ctx, RankFacts& facts) {
   PcieFacts& out = facts.pcie;
   const FileSystem& fs = ctx.fs;

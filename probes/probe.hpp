@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 #include <optional>
@@ -92,11 +93,30 @@ Probed<T> captured_probed(const ProbeContext& ctx, std::string_view name, std::s
   return Probed<T>::error(*outer.error(), outer.source());
 }
 
+/// How a probe of the node's facts takes them from the node's leader (RankFacts::node_facts): it
+/// compares every input of the probe that may differ between ranks of one host (their environment,
+/// the libraries they would load) with the leader's, and copies the leader's facts when they are the
+/// same. Returns "" when it took them, else why this rank must probe itself (then nothing changed).
+using AdoptFn = std::string (*)(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts);
+
 struct ProbeSpec {
   FactSource source;  // its row of core/fact_sources.hpp: its name, and the probes it reads
   void (*run)(const ProbeContext&, RankFacts&);
+  /// Set for the probes of the node's facts (run once per node in a job); null for a rank's own.
+  AdoptFn adopt = nullptr;
   constexpr std::string_view name() const { return to_string(source); }
 };
+
+/// The adopt functions of the node's probes (in their probes' files).
+std::string adopt_gpu_driver(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts);
+std::string adopt_nccl(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts);
+std::string adopt_topology(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts);
+std::string adopt_pcie(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts);
+
+/// "" when `names` (environment variables, and every variable starting with a name ending in '*')
+/// have the same values for this rank as for the leader, else which differs first:
+/// "its CUDA_VISIBLE_DEVICES differs from the leader's ('1' here, '0' there)".
+std::string env_differs(const EnvSnapshot& mine, const EnvSnapshot& leader, std::initializer_list<std::string_view> names);
 
 /// Every probe, in the order they run (a probe may read what an earlier one found).
 std::span<const ProbeSpec> all_probes();

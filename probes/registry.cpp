@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The one table of probes, in run order.
+// The one table of probes, in run order. A probe with an adopt function gathers facts of the node
+// (the same for every rank of a host): in a job, a host's other ranks take them from its local rank 0.
 #include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "probes/probe.hpp"
@@ -16,13 +18,13 @@ constexpr auto kProbes = std::to_array<ProbeSpec>({
     {FactSource::Placement, &probe_placement},  // before shm: the shm need depends on the local rank count
     {FactSource::Shm, &probe_shm},              // early: its allocation test runs in the background
     {FactSource::CudaRuntime, &probe_cuda_runtime},  // files only; finds the libnccl candidates
-    {FactSource::GpuDriver, &probe_gpu_driver},      // the contained GPU helper: NVML, CUDA driver, smoke test
-    {FactSource::Nccl, &probe_nccl},                  // the contained GPU helper loads the first candidate
+    {FactSource::GpuDriver, &probe_gpu_driver, &adopt_gpu_driver},  // the contained GPU helper: NVML, CUDA driver; smoke test
+    {FactSource::Nccl, &probe_nccl, &adopt_nccl},     // the contained GPU helper loads the first candidate
     {FactSource::GpuP2p, &probe_gpu_p2p},            // the contained GPU helper: peer copies where NVML claims P2P
     {FactSource::GpuHealth, &probe_gpu_health},      // the contained GPU helper: NVML health, clocks/PCIe under load
     {FactSource::KernelLog, &probe_kernel_log},      // /dev/kmsg: this boot's Xid / SXid / fallen-off-the-bus lines
-    {FactSource::Topology, &probe_topology},          // hwloc with I/O devices, or --topology-xml
-    {FactSource::Pcie, &probe_pcie},                  // sysfs chains, ACS bits, IOMMU
+    {FactSource::Topology, &probe_topology, &adopt_topology},  // hwloc with I/O devices, or --topology-xml
+    {FactSource::Pcie, &probe_pcie, &adopt_pcie},     // sysfs chains, ACS bits, IOMMU
     {FactSource::Affinity, &probe_affinity},          // this process's CPU and memory binding
     {FactSource::Net, &probe_net},                    // interfaces, RDMA devices, MASTER_ADDR/MASTER_PORT
     {FactSource::Memory, &probe_memory},
@@ -34,6 +36,30 @@ constexpr auto kProbes = std::to_array<ProbeSpec>({
 }  // namespace
 
 std::span<const ProbeSpec> all_probes() { return kProbes; }
+
+std::string env_differs(const EnvSnapshot& mine, const EnvSnapshot& leader, std::initializer_list<std::string_view> names) {
+  const auto shown = [](const std::optional<std::string>& v) { return v ? "'" + *v + "'" : std::string("unset"); };
+  const auto differs = [&](const std::string& name) -> std::string {
+    const std::optional<std::string> a = mine.get(name);
+    const std::optional<std::string> b = leader.get(name);
+    if (a == b) return {};
+    return "its " + name + " differs from the leader's (" + shown(a) + " here, " + shown(b) + " there)";
+  };
+  for (std::string_view name : names) {
+    std::set<std::string> variables;  // a prefix: every variable either side has, in name order
+    if (!name.empty() && name.back() == '*') {
+      const std::string_view prefix = name.substr(0, name.size() - 1);
+      for (const auto& [n, v] : mine.with_prefix(prefix)) variables.insert(n);
+      for (const auto& [n, v] : leader.with_prefix(prefix)) variables.insert(n);
+    } else {
+      variables.insert(std::string(name));
+    }
+    for (const std::string& v : variables) {
+      if (std::string why = differs(v); !why.empty()) return why;
+    }
+  }
+  return {};
+}
 
 HelperDeadline ProbeContext::helper_deadline(Helper helper, double allowance_s) const {
   using std::chrono::milliseconds;

@@ -373,6 +373,13 @@ Probed<TopologyFacts> probe(const ProbeContext& ctx) {
 
 void probe_topology(const ProbeContext& ctx, RankFacts& facts) { facts.topology = probe(ctx); }
 
+std::string adopt_topology(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts) {
+  // hwloc reads the machine unless its variables point it elsewhere (HWLOC_XMLFILE, HWLOC_FSROOT).
+  if (std::string why = env_differs(ctx.env, leader.env, {"HWLOC_*"}); !why.empty()) return why;
+  facts.topology = leader.topology;
+  return {};
+}
+
 std::string export_topology_xml(const std::string& file) {
   hwloc_topology_t raw = nullptr;
   if (hwloc_topology_init(&raw) != 0 || raw == nullptr) return std::string("hwloc_topology_init: ") + std::strerror(errno);

@@ -26,6 +26,7 @@ class LocalTransport final : public Transport {
   std::vector<RankStatus> statuses() override { return {m_status}; }
   int ranks_arrived() const override { return 1; }
   std::optional<std::string> broadcast(const std::string& data, TimePoint) override { return data; }
+  std::optional<std::string> node_broadcast(const std::string& data, TimePoint) override { return data; }
   bool send_payload(const std::string&, TimePoint) override { return true; }
   void collect_payloads(TimePoint, std::size_t, const std::function<void(int, std::string, std::size_t)>&) override {}
   bool barrier(TimePoint) override { return true; }

@@ -103,15 +103,11 @@ class MpiTransport final : public Transport {
   }
 
   std::optional<std::string> broadcast(const std::string& data, TimePoint deadline) override {
-    std::uint64_t length = data.size();
-    MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &req);
-    if (!wait(req, deadline)) return std::nullopt;
-    std::string out = m_view.rank == 0 ? data : std::string(static_cast<std::size_t>(length), '\0');
-    if (length == 0) return out;
-    MPI_Ibcast(out.data(), static_cast<int>(length), MPI_BYTE, 0, MPI_COMM_WORLD, &req);
-    if (!wait(req, deadline)) return std::nullopt;
-    return out;
+    return broadcast_on(MPI_COMM_WORLD, m_view.rank == 0, data, deadline);
+  }
+
+  std::optional<std::string> node_broadcast(const std::string& data, TimePoint deadline) override {
+    return broadcast_on(m_local, m_view.local_rank == 0, data, deadline);
   }
 
   bool send_payload(const std::string& bytes, TimePoint deadline) override {
@@ -226,6 +222,19 @@ class MpiTransport final : public Transport {
     WireNotice notice{};
     MPI_Request request = MPI_REQUEST_NULL;
   };
+
+  /// Rank 0 of `comm`'s `data` to its other ranks: the length, then the bytes.
+  std::optional<std::string> broadcast_on(MPI_Comm comm, bool root, const std::string& data, TimePoint deadline) {
+    std::uint64_t length = data.size();
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, comm, &req);
+    if (!wait(req, deadline)) return std::nullopt;
+    std::string out = root ? data : std::string(static_cast<std::size_t>(length), '\0');
+    if (length == 0) return out;
+    MPI_Ibcast(out.data(), static_cast<int>(length), MPI_BYTE, 0, comm, &req);
+    if (!wait(req, deadline)) return std::nullopt;
+    return out;
+  }
 
   bool wait(MPI_Request& req, TimePoint deadline) {
     int polls = 0;

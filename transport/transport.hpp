@@ -46,6 +46,11 @@ class Transport {
   /// Rank 0's `data` to every rank. Returns what arrived (rank 0: its own data), nullopt at the deadline.
   virtual std::optional<std::string> broadcast(const std::string& data, TimePoint deadline) = 0;
 
+  /// The `data` of this host's local rank 0 (the node's leader) to the other ranks of the host
+  /// (MPI's shared-memory communicator). Returns what arrived (the leader: its own data), nullopt at
+  /// the deadline.
+  virtual std::optional<std::string> node_broadcast(const std::string& data, TimePoint deadline) = 0;
+
   /// Non-root ranks: send `bytes` to rank 0; false when it was not taken before the deadline.
   virtual bool send_payload(const std::string& bytes, TimePoint deadline) = 0;
   /// Rank 0: receives every other rank's payload until all arrived or the deadline passes;

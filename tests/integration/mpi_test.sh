@@ -125,6 +125,17 @@ if [ -n "${PREFLIGHT_FAKE_GPU_LIB_DIR:-}" ] && [ -d "$PREFLIGHT_FAKE_GPU_LIB_DIR
     "launch.gpu_binding names the ranks"
   expect_contains "$summary" "3 (CUDA_VISIBLE_DEVICES=0) on " "launch.gpu_binding names the ranks"
   expect_contains "$summary" "Duplicate GPU detected" "launch.gpu_binding says what NCCL does"
+  # The node's facts once per host: local rank 0 probes them, the others (same inputs) take them.
+  expect_eq "$(json_get "d['ranks'][0]['facts']['node_facts']")" "None" "the node's leader probes its node itself"
+  for r in 1 2 3; do
+    expect_eq "$(json_get "d['ranks'][$r]['facts']['node_facts']['leader_rank']")" "0" "rank $r takes rank 0's node facts"
+    expect_eq "$(json_get "sorted(d['ranks'][$r]['facts']['node_facts']['adopted'])")" "['gpu_driver']" \
+      "rank $r adopts the driver helper's facts (the probes --only needs)"
+  done
+  expect_contains "$(json_get "d['ranks'][2]['facts']['gpu']['driver']['helper']")" "rank 0's driver: exited with status 0" \
+    "rank 2's driver facts name where they came from"
+  expect_eq "$(json_get "d['ranks'][2]['facts']['gpu']['driver']['smoke']['source']")" \
+    "preflight-gpu-probe smoke --ordinal 0 --bytes 64M" "rank 2 runs its own smoke test"
 
   # The per-rank binding preflight recommends: a wrapper gives local rank l CUDA_VISIBLE_DEVICES=l.
   # The node's GPUs are the union of the ranks' (4 of 8), every rank has a GPU of its own, the
@@ -150,6 +161,10 @@ SH
   expect_eq "$(json_get "d['job']['allreduce']['ranks']")" "4" "per-rank wrapper all_reduce ranks"
   expect_contains "$(summary_of comm.allreduce)" "over nccl" "comm.allreduce"
   expect_contains "$(summary_of topo.p2p)" "12 peer copies verified" "topo.p2p copies across the ranks' GPUs"
+  # Each rank is shown other GPUs: the driver helper runs on every rank, the NCCL library is shared.
+  expect_contains "$(json_get "d['ranks'][1]['facts']['node_facts']['probed_here']['gpu_driver']")" \
+    "its CUDA_VISIBLE_DEVICES differs from the leader's ('1' here, '0' there)" "rank 1 probes its own GPUs"
+  expect_eq "$(json_get "'nccl' in d['ranks'][3]['facts']['node_facts']['adopted']")" "True" "rank 3 takes the node's NCCL"
   # An Xid NVML raises on rank 1's GPU during the NCCL all_reduce (and only then): rank 0 judges
   # that node's gpu.xid again after the all_reduce, with every rank's window.
   expect_rc 1 "an Xid during the all_reduce, 2 ranks" -- "${mpi[@]}" -np 2 "${fake[@]}" \
@@ -193,9 +208,14 @@ SH
   cat >"$work/odd.json" <<'JSON'
 {"description": "the odd host: an older driver and NCCL", "driver_version": "535.104.05", "cuda_driver_version": 12020, "nccl_version": 21805}
 JSON
+  # Rank 3 loads its driver and NCCL libraries from a folder of its own (as a container's
+  # compatibility libraries would be), so it does not take its host's leader's facts.
+  mkdir -p "$work/odd-lib" && ln -sf "$PREFLIGHT_FAKE_GPU_LIB_DIR"/* "$work/odd-lib/"
   expect_rc 1 "rank 3 with driver 535" -- "${mpi[@]}" -x LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" -np 3 "$PREFLIGHT" \
-    --format json --only 'cluster.consistency' "${quiet[@]}" : -x LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" \
+    --format json --only 'cluster.consistency' "${quiet[@]}" : -x LD_LIBRARY_PATH="$work/odd-lib" \
     -x PREFLIGHT_FAKE_GPU="$work/odd.json" -np 1 "$PREFLIGHT" --format json --only 'cluster.consistency' "${quiet[@]}"
+  expect_contains "$(json_get "d['ranks'][3]['facts']['node_facts']['probed_here']")" "LD_LIBRARY_PATH differs" \
+    "rank 3 probes its own driver and NCCL"
   expect_eq "$(check_status cluster.consistency)" "FAIL" "cluster.consistency"
   summary=$(json_get "[c['summary'] for c in d['checks'] if c['id']=='cluster.consistency'][0]")
   expect_contains "$summary" "535.104.05" "cluster.consistency names the odd driver"
