@@ -109,7 +109,7 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
       bool adopted = false;
       if (node_leader && probe.adopt != nullptr) {
         probed_here = node_leader->probe_seconds.count(name) == 0
-                          ? "rank " + std::to_string(node_leader->placement.rank) + " did not finish it"
+                          ? "rank " + std::to_string(node_leader->placement.rank) + " did not run it to the end"
                           : probe.adopt(ctx, *node_leader, work);
         adopted = probed_here.empty();
       }

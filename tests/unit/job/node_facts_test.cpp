@@ -47,7 +47,7 @@ TEST(NodeFacts, ARankTakesTheNodeProbesWhoseInputsAreTheLeaders) {
   EXPECT_EQ(r.facts.topology.value()->source, "rank 4's hwloc");
   EXPECT_EQ(r.facts.pcie.functions.why(), "/sys/bus/pci/devices: rank 4's sysfs");
   // A probe the leader did not finish, and one whose library differs here, are this rank's own.
-  EXPECT_EQ(origin.probed_here.at("gpu_driver"), "rank 4 did not finish it");
+  EXPECT_EQ(origin.probed_here.at("gpu_driver"), "rank 4 did not run it to the end");
   EXPECT_FALSE(has(origin.adopted, "gpu_driver"));
   EXPECT_NE(origin.probed_here.at("nccl").find("it loads another libnccl.so.2"), std::string::npos)
       << origin.probed_here.at("nccl");
