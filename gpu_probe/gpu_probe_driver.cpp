@@ -691,21 +691,31 @@ SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {
   const std::size_t words = static_cast<std::size_t>(bytes / 4);
   if (const CUresult rc = memset32(ptr, kPattern, words); rc != CUDA_SUCCESS) return fail("cuMemsetD32", c.name(rc));
   if (const CUresult rc = synchronize(); rc != CUDA_SUCCESS) return fail("cuCtxSynchronize", c.name(rc));
-  std::vector<std::uint32_t> host(words, 0u);
-  if (const CUresult rc = copy_dtoh(host.data(), ptr, words * 4); rc != CUDA_SUCCESS) {
-    return fail("cuMemcpyDtoH", c.name(rc));
-  }
+  // Read back and verify every word, 1 MiB at a time through one host buffer: the whole
+  // allocation in host memory would cost as many page faults as it has pages, on every GPU.
+  constexpr std::size_t kSliceWords = (std::size_t{1} << 20) / 4;
+  std::vector<std::uint32_t> host(std::min(words, kSliceWords), 0u);
   std::size_t wrong = 0, first = 0;
-  for (std::size_t i = 0; i < words; ++i) {
-    if (host[i] != kPattern) {
-      if (wrong == 0) first = i;
-      ++wrong;
+  std::uint32_t first_value = 0;
+  for (std::size_t i0 = 0; i0 < words; i0 += kSliceWords) {
+    const std::size_t len = std::min(kSliceWords, words - i0);
+    if (const CUresult rc = copy_dtoh(host.data(), ptr + i0 * 4, len * 4); rc != CUDA_SUCCESS) {
+      return fail("cuMemcpyDtoH", c.name(rc));
+    }
+    for (std::size_t k = 0; k < len; ++k) {
+      if (host[k] != kPattern) {
+        if (wrong == 0) {
+          first = i0 + k;
+          first_value = host[k];
+        }
+        ++wrong;
+      }
     }
   }
   if (wrong != 0) {
     char buf[160];
     std::snprintf(buf, sizeof buf, "word %zu is 0x%08X, wrote 0x%08X (%zu of %zu words wrong)", first,
-                  static_cast<unsigned>(host[first]), static_cast<unsigned>(kPattern), wrong, words);
+                  static_cast<unsigned>(first_value), static_cast<unsigned>(kPattern), wrong, words);
     return fail("verify", buf);
   }
   allocated = false;

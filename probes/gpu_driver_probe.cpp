@@ -217,17 +217,16 @@ std::string adopt_gpu_driver(const ProbeContext& ctx, const RankFacts& leader, R
       !why.empty()) {
     return why;
   }
+  // Everything the driver helper reads is the node's; what the rank's own work yields (its smoke
+  // test below; the peer copies, health reads and kernel log of the probes after this one) is not.
   const DriverFacts& from = leader.gpu.driver;
   DriverFacts& d = facts.gpu.driver;
-  d.kernel_module_version = from.kernel_module_version;
-  d.nvml_driver_version = from.nvml_driver_version;
-  d.cuda_driver_version = from.cuda_driver_version;
-  d.loaded_libraries = from.loaded_libraries;
-  d.nvml_gpus = from.nvml_gpus;
-  d.cuda_devices = from.cuda_devices;
-  d.gpu_pairs = from.gpu_pairs;
-  d.nvml_init_seconds = from.nvml_init_seconds;
-  d.cuda_init_seconds = from.cuda_init_seconds;
+  DriverFacts own = std::move(d);
+  d = from;
+  d.smoke = std::move(own.smoke);
+  d.peer_copies = std::move(own.peer_copies);
+  d.health = std::move(own.health);
+  d.kernel_log = std::move(own.kernel_log);
   const std::string driver_run = from.helper.substr(0, from.helper.find("; smoke:"));
   d.helper = "rank " + std::to_string(leader.placement.rank) + "'s " + driver_run;
   // The smoke test is this rank's own: its device, its context.

@@ -17,6 +17,9 @@
 #include <thread>
 #include <type_traits>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "gpu_probe/nvidia/cuda_api.hpp"
 #include "tests/fakes/scenario.hpp"
 
@@ -93,6 +96,29 @@ std::pair<const CUdeviceptr, State::Allocation>* allocation_of(CUdeviceptr p) {
   if (it == all.begin()) return nullptr;
   --it;
   return p < it->first + it->second.bytes ? &*it : nullptr;
+}
+
+/// The fake's device memory: an anonymous mapping aligned to 2 MiB and offered to transparent huge
+/// pages, so that filling a 32 MiB buffer takes 16 page faults, not 8192 (on a real node the memory
+/// is the GPU's; here the kernel's fault handling would be most of a node run's system time).
+std::size_t mapped_length(std::size_t bytes) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+void* map_device_memory(std::size_t bytes) {
+  constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+  const std::size_t length = mapped_length(bytes);
+  void* raw = ::mmap(nullptr, length + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return nullptr;
+  const auto start = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = (start + kHuge - 1) & ~(kHuge - 1);
+  if (aligned > start) ::munmap(raw, aligned - start);
+  if (const std::uintptr_t end = start + length + kHuge; end > aligned + length) {
+    ::munmap(reinterpret_cast<void*>(aligned + length), end - (aligned + length));
+  }
+  ::madvise(reinterpret_cast<void*>(aligned), length, MADV_HUGEPAGE);  // advice: without THP, 4 KiB pages
+  return reinterpret_cast<void*>(aligned);
 }
 
 /// Writes a uniform allocation's value out, so it can be read or written in part.
@@ -314,7 +340,7 @@ PREFLIGHT_FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, std::size_t byte
   const fake::Gpu& gpu = gpu_of(current_context->device);
   const std::uint64_t free_bytes = (gpu.memory_total_mib - gpu.memory_used_mib) * fake::kMiB;
   if (bytesize > free_bytes) return CUDA_ERROR_OUT_OF_MEMORY;
-  void* p = std::malloc(bytesize);
+  void* p = map_device_memory(bytesize);
   if (p == nullptr) return CUDA_ERROR_OUT_OF_MEMORY;
   *dptr = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
   s.allocations[*dptr] = State::Allocation{bytesize, false, 0};
@@ -325,8 +351,10 @@ PREFLIGHT_FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
   PREFLIGHT_FAKE_REQUIRE_INIT();
   PREFLIGHT_FAKE_REQUIRE_CONTEXT();
   if (dptr == 0) return CUDA_SUCCESS;
-  if (s.allocations.erase(dptr) == 0) return CUDA_ERROR_INVALID_VALUE;
-  std::free(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dptr)));
+  const auto it = s.allocations.find(dptr);
+  if (it == s.allocations.end()) return CUDA_ERROR_INVALID_VALUE;
+  ::munmap(host(dptr), mapped_length(it->second.bytes));
+  s.allocations.erase(it);
   return CUDA_SUCCESS;
 }
 
@@ -375,7 +403,11 @@ PREFLIGHT_FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst_device, const voi
   if (byte_count == 0) return CUDA_SUCCESS;
   auto* a = allocation_of(dst_device);
   if (a == nullptr || dst_device + byte_count > a->first + a->second.bytes) return CUDA_ERROR_INVALID_VALUE;
-  materialize(dst_device);
+  if (dst_device == a->first && byte_count == a->second.bytes) {
+    a->second.uniform = false;  // overwritten whole: the recorded value need not be written first
+  } else {
+    materialize(dst_device);
+  }
   std::memcpy(host(dst_device), src_host, byte_count);
   return CUDA_SUCCESS;
 }

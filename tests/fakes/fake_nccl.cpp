@@ -228,6 +228,19 @@ struct StepMap {
   }
 };
 
+/// Allocates and maps the pages of [offset, offset + bytes) of the map in one call where the kernel
+/// can (Linux 5.14's MADV_POPULATE_WRITE): writing a 32 MiB slot page by page otherwise costs 8192
+/// page faults per rank, most of a fake node run's system time. Without it the pages fault in.
+void populate(const StepMap& map, std::size_t offset, std::size_t bytes) {
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;
+#endif
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  const std::size_t begin = offset / page * page;
+  if (map.base == nullptr || bytes == 0 || begin >= map.size) return;
+  ::madvise(map.base + begin, std::min(map.size, offset + bytes) - begin, MADV_POPULATE_WRITE);
+}
+
 struct Op;
 
 }  // namespace
@@ -517,6 +530,7 @@ PREFLIGHT_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* rec
       return fail(comm, ncclSystemError, "ncclAllReduce: cannot map " + path);
     }
     o->map = &map;
+    populate(map, static_cast<std::size_t>(comm->rank) * bytes, bytes);  // the slot this rank writes
     const auto src = static_cast<preflight::cuda::CUdeviceptr>(reinterpret_cast<std::uintptr_t>(sendbuff));
     if (bytes > 0 && comm->cuda.dtoh(o->map->base + static_cast<std::size_t>(comm->rank) * bytes, src, bytes) !=
                          preflight::cuda::CUDA_SUCCESS) {
