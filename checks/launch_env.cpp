@@ -129,8 +129,8 @@ struct Disagreements {
 /// The finding `spec` with its {disagreements} written out, reported with `params` and the values of `d`.
 void add_disagreements(VerdictBuilder& b, const FindingSpec& spec, const Disagreements& d, nlohmann::json params) {
   params.update(d.params);
-  b.add(spec.status, std::string(spec.code), render_template(spec.message, {{"disagreements", join(d.items, ", ")}}),
-        std::string(spec.fix), std::move(params));
+  params["disagreements"] = template_param(join(d.items, ", "));
+  b.add(spec, std::move(params));
 }
 
 void check_values(const LauncherClaim& claim, VerdictBuilder& b) {

@@ -364,20 +364,11 @@ Verdict run(const CheckContext& ctx) {
     ev["mempolicy_error"] = f.affinity.mempolicy.why();
   }
   const std::vector<int>* a = f.affinity.cpus.value();
-  // The binding's fix is a template over {local_rank}, {gpu} and {bus} too: it is written into the
-  // finding's fix in place of its slot, unrendered, so ranks that differ only in those parameters
-  // share one fix ("Bind local rank 4–7 to its GPU's CPUs").
+  // The binding's fix is a template over {local_rank}, {gpu} and {bus} too (template_param): ranks
+  // that differ only in those parameters share one fix ("Bind local rank 4–7 to its GPU's CPUs").
   const std::string binding = binding_remedy(f, *devs, *loc, bus);
-  const auto fix_with = [](const FindingSpec& spec, std::string_view slot, const std::string& text) {
-    std::string fix(spec.fix);
-    const std::size_t at = fix.find(slot);
-    if (at != std::string::npos) fix.replace(at, slot.size(), text);
-    return fix;
-  };
   if (a == nullptr) {
-    return Verdict::coded(kRankCpusUnknown.status, std::string(kRankCpusUnknown.code),
-                          std::string(kRankCpusUnknown.message), fix_with(kRankCpusUnknown, "{binding}", binding),
-                          with({{"why", f.affinity.cpus.why()}}), ev);
+    return Verdict::of(kRankCpusUnknown, with({{"why", f.affinity.cpus.why()}, {"binding", template_param(binding)}}), ev);
   }
   const std::vector<int> cpus = sorted_unique(*a);
   ev["cpus"] = cpu_list(cpus);
@@ -401,8 +392,9 @@ Verdict run(const CheckContext& ctx) {
                                       {"gpu_cpus", cpus_text(loc->cpus)},
                                       {"numa", node_text},
                                       {"local_cpus", cpu_list(common)}});
-  const auto add_bound = [&](const FindingSpec& spec, const nlohmann::json& p) {  // a finding whose fix is the binding
-    b.add(spec.status, std::string(spec.code), std::string(spec.message), fix_with(spec, "{binding}", binding), p);
+  const auto add_bound = [&](const FindingSpec& spec, nlohmann::json p) {  // a finding whose fix is the binding
+    p["binding"] = template_param(binding);
+    b.add(spec, std::move(p));
   };
   if (common.empty()) {
     add_bound(kGpuCpusDisjoint, placed);
@@ -441,9 +433,9 @@ Verdict run(const CheckContext& ctx) {
   if (const auto* mems = f.affinity.mems_allowed.value()) {
     ev["mems_allowed"] = cpu_list(*mems);
     if (loc->node && !mems->empty() && std::find(mems->begin(), mems->end(), *loc->node) == mems->end()) {
-      b.add(kCpusetMemsExclude.status, std::string(kCpusetMemsExclude.code), std::string(kCpusetMemsExclude.message),
-            fix_with(kCpusetMemsExclude, "{binding_tail}", binding_said ? std::string() : " " + binding),
-            with({{"mems", cpu_list(*mems)}, {"gpu_node", *loc->node}}));
+      b.add(kCpusetMemsExclude, with({{"mems", cpu_list(*mems)},
+                                      {"gpu_node", *loc->node},
+                                      {"binding_tail", template_param(binding_said ? std::string() : " " + binding)}}));
     }
   }
   return b.build();

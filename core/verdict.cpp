@@ -70,8 +70,36 @@ std::string render_template(std::string_view text, const nlohmann::json& params)
   return out;
 }
 
+nlohmann::json template_param(std::string text) { return {{"template", std::move(text)}}; }
+
+std::string splice_template_params(std::string_view text, const nlohmann::json& params) {
+  if (!params.is_object()) return std::string(text);
+  nlohmann::json templates = nlohmann::json::object();
+  for (const auto& [name, value] : params.items()) {
+    if (value.is_object() && value.size() == 1 && value.contains("template") && value["template"].is_string()) {
+      templates[name] = value["template"];
+    }
+  }
+  return templates.empty() ? std::string(text) : render_template(text, templates);
+}
+
+namespace {
+/// Writes the template-valued parameters into `message` and `fix` and takes them out of `params`:
+/// what they stood for is in the templates now, with the finding's other parameters.
+void splice_into(std::string& message, std::string& fix, nlohmann::json& params) {
+  message = splice_template_params(message, params);
+  fix = splice_template_params(fix, params);
+  if (!params.is_object()) return;
+  for (auto it = params.begin(); it != params.end();) {
+    const bool is_template = it->is_object() && it->size() == 1 && it->contains("template") && (*it)["template"].is_string();
+    it = is_template ? params.erase(it) : std::next(it);
+  }
+}
+}  // namespace
+
 Verdict Verdict::coded(Status s, std::string code, std::string message, std::string fix, nlohmann::json params,
                        nlohmann::json evidence) {
+  splice_into(message, fix, params);
   Verdict v;
   v.status = s;
   v.summary = render_template(message, params);
@@ -97,6 +125,7 @@ void VerdictBuilder::add(Status s, std::string summary, std::string remedy) {
 }
 
 void VerdictBuilder::add(Status s, std::string code, std::string message, std::string fix, nlohmann::json params) {
+  splice_into(message, fix, params);
   m_status = worst(m_status, s);
   if (params.is_object()) {
     for (const auto& [name, value] : params.items()) {

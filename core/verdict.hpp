@@ -48,6 +48,17 @@ struct FindingSpec {
 /// as JSON writes it); other braces stay as they are.
 std::string render_template(std::string_view text, const nlohmann::json& params);
 
+/// A parameter whose value is itself a template over the finding's other parameters: a binding
+/// command that names {local_rank}, a list "RANK={claimed0} but …" whose values are parameters.
+/// Verdict::coded and VerdictBuilder::add write it into the message and the fix in place of its
+/// {name}, unrendered, before anything is rendered: findings that differ only in the parameters it
+/// names share one template and group into one row, each rank keeping its own values. It is then
+/// taken out of the finding's params (its text is in the templates).
+nlohmann::json template_param(std::string text);
+/// `text` with each {name} whose parameter is a template_param replaced by that template (once: a
+/// template is not expanded again).
+std::string splice_template_params(std::string_view text, const nlohmann::json& params);
+
 struct Verdict {
   Status status = Status::Unknown;
   std::string summary;           // one line with the actual numbers

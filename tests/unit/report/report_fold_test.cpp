@@ -42,6 +42,31 @@ TEST(Finding, TemplatesRenderTheirParametersAndLeaveOtherBracesAlone) {
   EXPECT_EQ(v.finding.message, "GPU {gpu} is lost");
 }
 
+TEST(Finding, ATemplateParameterIsWrittenIntoTheTemplatesBeforeRendering) {
+  const nlohmann::json rank3 = {{"binding", template_param("bind local rank {local_rank} to GPU {gpu}")},
+                                {"local_rank", 3}, {"gpu", 3}};
+  EXPECT_EQ(splice_template_params("fix: {binding}.", rank3), "fix: bind local rank {local_rank} to GPU {gpu}.");
+  EXPECT_EQ(splice_template_params("no slot {gpu}", rank3), "no slot {gpu}");
+  const Verdict v3 = Verdict::coded(Status::Warn, "a.b/far", "rank {local_rank} is far from GPU {gpu}", "{binding}", rank3);
+  EXPECT_EQ(v3.remedy, "bind local rank 3 to GPU 3");
+  // Another rank, same binding template: the same finding (the report groups them into one row).
+  nlohmann::json rank5 = rank3;
+  rank5["local_rank"] = 5;
+  rank5["gpu"] = 5;
+  VerdictBuilder b;
+  b.add(FindingSpec{"a.b/far", Status::Warn, "rank {local_rank} is far from GPU {gpu}", "{binding}"}, rank5);
+  const Verdict v5 = b.build();
+  EXPECT_EQ(v5.remedy, "bind local rank 5 to GPU 5");
+  EXPECT_EQ(v5.finding.fix, v3.finding.fix);
+  EXPECT_EQ(v5.finding.fix, "bind local rank {local_rank} to GPU {gpu}");
+  // Its text is in the templates; the params keep the values only (no collision between findings).
+  EXPECT_FALSE(v5.finding.params.contains("binding"));
+  EXPECT_EQ(v5.finding.params, (nlohmann::json{{"local_rank", 5}, {"gpu", 5}}));
+  // An empty template removes its slot.
+  const Verdict tail = Verdict::coded(Status::Warn, "a.b/t", "m", "do this.{tail}", {{"tail", template_param("")}});
+  EXPECT_EQ(tail.remedy, "do this.");
+}
+
 TEST(Finding, TheBuilderKeepsTheCodeOfTheDecidingFinding) {
   VerdictBuilder b;
   b.note("fine");
