@@ -70,15 +70,19 @@ std::string render_template(std::string_view text, const nlohmann::json& params)
   return out;
 }
 
+namespace {
+bool is_template_param(const nlohmann::json& value) {
+  return value.is_object() && value.size() == 1 && value.contains("template") && value["template"].is_string();
+}
+}  // namespace
+
 nlohmann::json template_param(std::string text) { return {{"template", std::move(text)}}; }
 
 std::string splice_template_params(std::string_view text, const nlohmann::json& params) {
   if (!params.is_object()) return std::string(text);
   nlohmann::json templates = nlohmann::json::object();
   for (const auto& [name, value] : params.items()) {
-    if (value.is_object() && value.size() == 1 && value.contains("template") && value["template"].is_string()) {
-      templates[name] = value["template"];
-    }
+    if (is_template_param(value)) templates[name] = value["template"];
   }
   return templates.empty() ? std::string(text) : render_template(text, templates);
 }
@@ -90,10 +94,7 @@ void splice_into(std::string& message, std::string& fix, nlohmann::json& params)
   message = splice_template_params(message, params);
   fix = splice_template_params(fix, params);
   if (!params.is_object()) return;
-  for (auto it = params.begin(); it != params.end();) {
-    const bool is_template = it->is_object() && it->size() == 1 && it->contains("template") && (*it)["template"].is_string();
-    it = is_template ? params.erase(it) : std::next(it);
-  }
+  for (auto it = params.begin(); it != params.end();) it = is_template_param(*it) ? params.erase(it) : std::next(it);
 }
 }  // namespace
 
