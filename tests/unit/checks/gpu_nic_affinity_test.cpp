@@ -8,6 +8,7 @@
 
 #include "checks/check.hpp"
 #include "probes/probe.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 extern const CheckSpec kNetGpuNicAffinity;
@@ -303,8 +304,8 @@ TEST(GpuNicAffinity, ExplainNamesEveryStatus) {
 
 // --- through the probe, on XML topologies --------------------------------------------------------
 
-std::string hwloc_dir() { return std::string(PREFLIGHT_SOURCE_DIR) + "/../shared/fixtures/hwloc"; }
-std::string own_dir() { return std::string(PREFLIGHT_FIXTURES_DIR) + "/topology"; }
+std::string hwloc_dir() { return preflight::test_paths::source_dir() + "/../shared/fixtures/hwloc"; }
+std::string own_dir() { return preflight::test_paths::fixtures_dir() + "/topology"; }
 
 RankFacts probe_xml(const std::string& xml, EnvSnapshot env = {}) {
   const FileSystem fs;

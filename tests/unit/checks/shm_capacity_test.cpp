@@ -6,6 +6,7 @@
 #include "checks/check.hpp"
 #include "core/shm_model.hpp"
 #include "probes/probe.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 extern const CheckSpec kShmCapacity;
@@ -199,7 +200,7 @@ TEST(ShmCapacity, SkippedInTheImageProfile) {
 }
 
 RankFacts probe_shm_fixture(const std::string& name) {
-  const FileSystem fs(std::string(PREFLIGHT_FIXTURES_DIR "/shm/") + name);
+  const FileSystem fs(std::string(preflight::test_paths::fixtures_dir() + "/shm/") + name);
   const EnvSnapshot env;
   const Options o;
   RankFacts f;

@@ -19,6 +19,7 @@
 #include "probes/gpu_driver_probe.hpp"
 #include "probes/gpu_p2p_probe.hpp"
 #include "report/report.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 extern const CheckSpec kTopoP2p;
@@ -28,8 +29,8 @@ using namespace std::chrono_literals;
 using namespace gpu_fixture;
 namespace fs = std::filesystem;
 
-const std::string kLibDir = PREFLIGHT_FAKE_GPU_LIB_DIR;
-const std::string kScenarios = PREFLIGHT_FAKE_GPU_SCENARIOS_DIR;
+const std::string kLibDir = preflight::test_paths::fake_gpu_lib_dir();
+const std::string kScenarios = preflight::test_paths::fake_gpu_scenarios_dir();
 std::string scenario(const std::string& name) { return kScenarios + "/" + name + ".json"; }
 
 /// A scenario written to a temporary file for one test.
@@ -54,7 +55,7 @@ class InlineScenario {
 ContainedResult helper(const std::vector<std::string>& args, const std::string& scenario_file,
                        std::chrono::milliseconds deadline = 20s) {
   ContainedRequest r;
-  r.executable = std::string(PREFLIGHT_GPU_HELPER_DIR) + "/preflight-gpu-probe";
+  r.executable = preflight::test_paths::gpu_helper_dir() + "/preflight-gpu-probe";
   r.args = args;
   r.extra_env = {"LD_LIBRARY_PATH=" + kLibDir, "PREFLIGHT_FAKE_GPU=" + scenario_file, "CUDA_VISIBLE_DEVICES"};
   r.deadline = deadline;

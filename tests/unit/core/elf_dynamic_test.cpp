@@ -11,6 +11,7 @@
 
 #include "core/elf_dynamic.hpp"
 #include "elf_fixture.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
@@ -131,7 +132,7 @@ namespace {
 // Real linker output (GNU ld, stripped), kept as the fuzz target's seeds: libx.so needing
 // libcudart.so.12, once with DT_RPATH (--disable-new-dtags) and once with DT_RUNPATH.
 TEST(ElfDynamic, ReadsWhatTheRealLinkerWrites) {
-  const std::string dir = std::string(PREFLIGHT_FIXTURES_DIR) + "/../fuzz/corpus/elf_dynamic/";
+  const std::string dir = preflight::test_paths::fixtures_dir() + "/../fuzz/corpus/elf_dynamic/";
   auto read = [](const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());

@@ -17,6 +17,7 @@
 #include "transport/payload.hpp"
 #include "cli/cli.hpp"
 #include "cli/merge.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
@@ -61,7 +62,7 @@ TEST(FuzzRegressions, ResultFileWithANumberBeyondDoubleIsRefusedByName) {
 TEST(FuzzRegressions, FloatInAnIntegerFieldOfAResultFileIsRefused) {
   // fuzz_merge_json: a 123-digit "cc_major" is read as a double and cast to int by nlohmann::json
   // (undefined behaviour; INT_MIN without sanitizers). Such a file is refused by name and place.
-  std::ifstream in(std::string(PREFLIGHT_SOURCE_DIR) + "/tests/fuzz/known/merge_json-float-to-int.json");
+  std::ifstream in(preflight::test_paths::source_dir() + "/tests/fuzz/known/merge_json-float-to-int.json");
   ASSERT_TRUE(in.good());
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string why = merge_refusal(text);

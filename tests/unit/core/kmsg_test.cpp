@@ -8,12 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "core/kmsg.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
 
 std::string fixture(const std::string& name) {
-  std::ifstream in(std::string(PREFLIGHT_FIXTURES_DIR) + "/kmsg/" + name);
+  std::ifstream in(preflight::test_paths::fixtures_dir() + "/kmsg/" + name);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();

@@ -23,6 +23,7 @@
 #include "gpu_probe/nvidia/nccl_api.hpp"
 #include "gpu_probe/nvidia/nvml_api.hpp"
 #include "tests/fakes/scenario.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
@@ -31,8 +32,8 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 namespace fake = fake_gpu;
 
-const std::string kLibDir = PREFLIGHT_FAKE_GPU_LIB_DIR;
-const std::string kScenarios = PREFLIGHT_FAKE_GPU_SCENARIOS_DIR;
+const std::string kLibDir = preflight::test_paths::fake_gpu_lib_dir();
+const std::string kScenarios = preflight::test_paths::fake_gpu_scenarios_dir();
 
 std::string scenario_path(const std::string& name) { return kScenarios + "/" + name + ".json"; }
 
@@ -650,7 +651,7 @@ TEST(FakeLibnccl, VersionAndEmbeddedString) {
   EXPECT_EQ(nccl_version(nccl_lib(), "/nonexistent/scenario.json"), -1000 - nccl::ncclSystemError);
 
   EXPECT_EQ(version_strings(nccl_lib()), std::vector<std::string>{"NCCL version 2.21.5+cuda12.4"});
-  const std::string cuda13 = std::string(PREFLIGHT_FAKE_NCCL_CUDA13_DIR) + "/libnccl.so.2";
+  const std::string cuda13 = preflight::test_paths::fake_nccl_cuda13_dir() + "/libnccl.so.2";
   EXPECT_EQ(version_strings(cuda13), std::vector<std::string>{"NCCL version 2.28.9+cuda13.0"});
   EXPECT_EQ(nccl_version(cuda13, std::nullopt), 22809);
 
@@ -668,7 +669,7 @@ TEST(FakeLibnccl, VersionAndEmbeddedString) {
 ContainedResult driver(const std::string& mode, const std::optional<std::string>& scenario,
                        std::chrono::milliseconds deadline = 20s, const std::optional<std::string>& cvd = std::nullopt) {
   ContainedRequest r;
-  r.executable = PREFLIGHT_FAKE_GPU_DRIVER;
+  r.executable = preflight::test_paths::fake_gpu_driver();
   r.args = {mode};
   r.extra_env = {"LD_LIBRARY_PATH=" + kLibDir, scenario ? "PREFLIGHT_FAKE_GPU=" + *scenario : "PREFLIGHT_FAKE_GPU",
                  cvd ? "CUDA_VISIBLE_DEVICES=" + *cvd : "CUDA_VISIBLE_DEVICES"};

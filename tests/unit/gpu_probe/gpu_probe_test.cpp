@@ -20,6 +20,7 @@
 #include "probes/gpu_p2p_probe.hpp"
 #include "core/gpu_text.hpp"
 #include "probes/probe.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
@@ -29,7 +30,7 @@ using gpu_text::parse_kernel_module_version;
 
 constexpr char kRealNccl[] = "/usr/local/cuda/lib64/libnccl.so.2";
 
-std::string helper_exe() { return std::string(PREFLIGHT_GPU_HELPER_DIR) + "/preflight-gpu-probe"; }
+std::string helper_exe() { return preflight::test_paths::gpu_helper_dir() + "/preflight-gpu-probe"; }
 
 /// PREFLIGHT_HELPER_DIR pointing at the built helper for the scope of a test.
 class HelperDirGuard {
@@ -285,7 +286,7 @@ struct ProbeRun {
 
 TEST(GpuDriverProbe, NoDriverGivesLibraryMissingNotACrash) {
   if (!no_driver_here()) GTEST_SKIP() << "a driver is installed here";
-  HelperDirGuard guard(PREFLIGHT_GPU_HELPER_DIR);
+  HelperDirGuard guard(preflight::test_paths::gpu_helper_dir());
   ProbeRun run;
   probe_gpu_driver(ProbeContext(run.fs, run.env, run.options), run.facts);
   const DriverFacts& d = run.facts.gpu.driver;
@@ -346,8 +347,8 @@ class EnvVars {
 /// ending `budget` from now.
 RankFacts probe_with_fakes(const std::string& scenario_file, std::chrono::milliseconds budget = std::chrono::seconds(20),
                            double timeout_s = 60.0) {
-  HelperDirGuard guard(PREFLIGHT_GPU_HELPER_DIR);
-  EnvVars env{{"LD_LIBRARY_PATH", std::string(PREFLIGHT_FAKE_GPU_LIB_DIR)},
+  HelperDirGuard guard(preflight::test_paths::gpu_helper_dir());
+  EnvVars env{{"LD_LIBRARY_PATH", preflight::test_paths::fake_gpu_lib_dir()},
               {"PREFLIGHT_FAKE_GPU", scenario_file},
               {"CUDA_VISIBLE_DEVICES", std::nullopt}};
   ProbeRun run;
@@ -359,7 +360,7 @@ RankFacts probe_with_fakes(const std::string& scenario_file, std::chrono::millis
 }
 
 TEST(GpuP2pProbe, CopiesEveryOrderedPairOfTheFakeNode) {
-  const RankFacts f = probe_with_fakes(std::string(PREFLIGHT_FAKE_GPU_SCENARIOS_DIR) + "/nvlink-h100x8.json");
+  const RankFacts f = probe_with_fakes(preflight::test_paths::fake_gpu_scenarios_dir() + "/nvlink-h100x8.json");
   const DriverFacts& d = f.gpu.driver;
   ASSERT_TRUE(d.gpu_pairs.ok()) << d.gpu_pairs.why();
   EXPECT_EQ(d.gpu_pairs.value()->size(), 28u);
@@ -377,7 +378,7 @@ TEST(GpuP2pProbe, HungCopyIsNamedWithinTheHelperDeadline) {
   // verified on the CPU by the fake, which a ThreadSanitizer build on a loaded machine makes slow),
   // the hung copy's at most 4.8 s (half the peer copies' 15%).
   const auto start = std::chrono::steady_clock::now();
-  const RankFacts f = probe_with_fakes(std::string(PREFLIGHT_FAKE_GPU_SCENARIOS_DIR) + "/p2p-hang.json",
+  const RankFacts f = probe_with_fakes(preflight::test_paths::fake_gpu_scenarios_dir() + "/p2p-hang.json",
                                        std::chrono::seconds(32), 64.0);
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(took, 32.0);
@@ -402,7 +403,7 @@ TEST(GpuP2pProbe, OneGpuIsUnsupported) {
 }
 
 TEST(GpuP2pProbe, NotRunAfterAFailedSmokeTest) {
-  const RankFacts f = probe_with_fakes(std::string(PREFLIGHT_FAKE_GPU_SCENARIOS_DIR) + "/copy-corrupt.json");
+  const RankFacts f = probe_with_fakes(preflight::test_paths::fake_gpu_scenarios_dir() + "/copy-corrupt.json");
   const DriverFacts& d = f.gpu.driver;
   ASSERT_FALSE(d.peer_copies.ok());
   EXPECT_NE(d.peer_copies.why().find("not run: the smoke test on GPU 0 failed at verify"), std::string::npos)
@@ -410,7 +411,7 @@ TEST(GpuP2pProbe, NotRunAfterAFailedSmokeTest) {
 }
 
 TEST(GpuDriverProbe, KernelModuleReadThroughSysroot) {
-  HelperDirGuard guard(PREFLIGHT_GPU_HELPER_DIR);
+  HelperDirGuard guard(preflight::test_paths::gpu_helper_dir());
   Sysroot root;
   const FileSystem fs(root.root());
   const EnvSnapshot env;
@@ -458,7 +459,7 @@ TEST(GpuDriverProbe, ImageProfileRunsNoHelper) {
 
 TEST(NcclProbe, FirstCandidateWithItsSource) {
   if (!fs::exists(kRealNccl)) GTEST_SKIP() << kRealNccl << " is not installed";
-  HelperDirGuard guard(PREFLIGHT_GPU_HELPER_DIR);
+  HelperDirGuard guard(preflight::test_paths::gpu_helper_dir());
   ProbeRun run;
   run.options.profile = Profile::Image;  // NCCL is read in every profile
   run.facts.gpu.runtime.nccl_candidates = {{kRealNccl, "--nccl-lib", ""}, {"/nonexistent/libnccl.so.2", "loader", ""}};
@@ -471,7 +472,7 @@ TEST(NcclProbe, FirstCandidateWithItsSource) {
 }
 
 TEST(NcclProbe, NoCandidateFallsBackToOptionThenSoname) {
-  HelperDirGuard guard(PREFLIGHT_GPU_HELPER_DIR);
+  HelperDirGuard guard(preflight::test_paths::gpu_helper_dir());
   ProbeRun run;
   run.options.nccl_lib = "/nonexistent/libnccl.so.2";
   probe_nccl(ProbeContext(run.fs, run.env, run.options), run.facts);

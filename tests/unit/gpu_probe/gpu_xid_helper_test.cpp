@@ -17,6 +17,7 @@
 #include "sys/contained.hpp"
 #include "gpu_facts_fixture.hpp"
 #include "probes/gpu_driver_probe.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 extern const CheckSpec kGpuXid;
@@ -27,8 +28,8 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using gpu_fixture::has;
 
-const std::string kLibDir = PREFLIGHT_FAKE_GPU_LIB_DIR;
-const std::string kScenarios = PREFLIGHT_FAKE_GPU_SCENARIOS_DIR;
+const std::string kLibDir = preflight::test_paths::fake_gpu_lib_dir();
+const std::string kScenarios = preflight::test_paths::fake_gpu_scenarios_dir();
 
 std::string scenario(const std::string& name) { return kScenarios + "/" + name + ".json"; }
 
@@ -51,7 +52,7 @@ class TempScenario {
 nlohmann::json helper(const std::string& scenario_path, std::vector<std::string> args,
                       const std::string& visible = "CUDA_VISIBLE_DEVICES") {
   ContainedRequest r;
-  r.executable = std::string(PREFLIGHT_GPU_HELPER_DIR) + "/preflight-gpu-probe";
+  r.executable = preflight::test_paths::gpu_helper_dir() + "/preflight-gpu-probe";
   r.args = std::move(args);
   r.extra_env = {"LD_LIBRARY_PATH=" + kLibDir, "PREFLIGHT_FAKE_GPU=" + scenario_path, visible};
   r.deadline = 20s;

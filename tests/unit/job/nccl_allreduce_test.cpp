@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/fakes/scenario.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
@@ -27,9 +28,9 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-const std::string kLibDir = PREFLIGHT_FAKE_GPU_LIB_DIR;
-const std::string kScenarios = PREFLIGHT_FAKE_GPU_SCENARIOS_DIR;
-const std::string kHelper = std::string(PREFLIGHT_GPU_HELPER_DIR) + "/preflight-gpu-probe";
+const std::string kLibDir = preflight::test_paths::fake_gpu_lib_dir();
+const std::string kScenarios = preflight::test_paths::fake_gpu_scenarios_dir();
+const std::string kHelper = preflight::test_paths::gpu_helper_dir() + "/preflight-gpu-probe";
 
 std::string scenario(const std::string& name) { return name.empty() ? "" : kScenarios + "/" + name + ".json"; }
 

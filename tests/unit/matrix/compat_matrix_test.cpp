@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "matrix/embedded.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
@@ -349,7 +350,7 @@ TEST_F(CompatMatrixDir, MissingDirIsAnError) {
 }
 
 TEST_F(CompatMatrixDir, TheSourceTreeCopyLoads) {
-  const CompatMatrix m = load_from_dir(PREFLIGHT_SOURCE_DIR "/matrix");
+  const CompatMatrix m = load_from_dir(preflight::test_paths::source_dir() + "/matrix");
   EXPECT_EQ(m.toolkit_driver.size(), builtin_compat_matrix().toolkit_driver.size());
   EXPECT_EQ(m.nccl_issues.size(), builtin_compat_matrix().nccl_issues.size());
 }

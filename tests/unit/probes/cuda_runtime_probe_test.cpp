@@ -6,11 +6,12 @@
 #include <vector>
 
 #include "probes/probe.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
 
-const std::string kDir = std::string(PREFLIGHT_FIXTURES_DIR) + "/cuda_runtime/";
+const std::string kDir = preflight::test_paths::fixtures_dir() + "/cuda_runtime/";
 
 RuntimeFacts probe(const std::string& fixture, std::map<std::string, std::string> env, Options options = {}) {
   const FileSystem files(kDir + fixture);

@@ -15,6 +15,7 @@
 
 #include "sys/contained.hpp"
 #include "core/facts/gpu.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
@@ -22,8 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-const std::string kLibDir = PREFLIGHT_FAKE_GPU_LIB_DIR;
-const std::string kScenarios = PREFLIGHT_FAKE_GPU_SCENARIOS_DIR;
+const std::string kLibDir = preflight::test_paths::fake_gpu_lib_dir();
+const std::string kScenarios = preflight::test_paths::fake_gpu_scenarios_dir();
 
 struct HelperRun {
   ContainedResult result;
@@ -32,7 +33,7 @@ struct HelperRun {
 
 HelperRun health(const std::string& scenario) {
   ContainedRequest r;
-  r.executable = std::string(PREFLIGHT_GPU_HELPER_DIR) + "/preflight-gpu-probe";
+  r.executable = preflight::test_paths::gpu_helper_dir() + "/preflight-gpu-probe";
   r.args = {"health", "--max-load", "2"};
   r.extra_env = {"LD_LIBRARY_PATH=" + kLibDir, "PREFLIGHT_FAKE_GPU=" + scenario, "CUDA_VISIBLE_DEVICES"};
   r.deadline = 20s;

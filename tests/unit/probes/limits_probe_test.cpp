@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "probes/probe.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
@@ -65,7 +66,7 @@ TEST(LimitsParse, CapIpcLock) {
 }
 
 LimitsFacts probe_fixture(const std::string& name) {
-  const FileSystem fs(std::string(PREFLIGHT_FIXTURES_DIR) + "/limits/" + name);
+  const FileSystem fs(preflight::test_paths::fixtures_dir() + "/limits/" + name);
   const EnvSnapshot env;
   const Options options;
   RankFacts facts;

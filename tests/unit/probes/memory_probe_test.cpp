@@ -6,6 +6,7 @@
 #include "core/cgroup.hpp"
 #include "core/meminfo.hpp"
 #include "probes/probe.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
@@ -153,7 +154,7 @@ TEST(Cgroup, FindsTheMemoryMountAndResolvesAContainerRoot) {
 // ---- the probe over fixture sysroots ----
 
 MemoryFacts probe(const std::string& fixture) {
-  const FileSystem fs(std::string(PREFLIGHT_FIXTURES_DIR "/memory/") + fixture);
+  const FileSystem fs(std::string(preflight::test_paths::fixtures_dir() + "/memory/") + fixture);
   const EnvSnapshot env;
   const Options options;
   RankFacts facts;

@@ -10,13 +10,14 @@
 
 #include "checks/check.hpp"
 #include "probes/probe.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kLayered = std::string(PREFLIGHT_FIXTURES_DIR) + "/nccl_conf/layered";
+const std::string kLayered = preflight::test_paths::fixtures_dir() + "/nccl_conf/layered";
 
 RankFacts probe(const std::string& root, std::map<std::string, std::string> env, const std::string& nccl = {}) {
   const FileSystem files(root);

@@ -15,11 +15,12 @@
 
 #include "core/nccl_socket.hpp"
 #include "probes/probe.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
 
-const std::string kDir = std::string(PREFLIGHT_FIXTURES_DIR) + "/net/";
+const std::string kDir = preflight::test_paths::fixtures_dir() + "/net/";
 
 struct ProbeRun {
   RankFacts facts;

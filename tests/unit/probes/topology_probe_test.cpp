@@ -14,12 +14,13 @@
 #include "core/pci_topology.hpp"
 #include "core/text.hpp"
 #include "probes/probe.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
 
-std::string hwloc_dir() { return std::string(PREFLIGHT_SOURCE_DIR) + "/../shared/fixtures/hwloc"; }
-std::string own_dir() { return std::string(PREFLIGHT_FIXTURES_DIR) + "/topology"; }
+std::string hwloc_dir() { return preflight::test_paths::source_dir() + "/../shared/fixtures/hwloc"; }
+std::string own_dir() { return preflight::test_paths::fixtures_dir() + "/topology"; }
 
 bool have_hwloc_fixtures() {
   struct stat st {};
@@ -342,7 +343,7 @@ TEST(TopologyProbe, GarbageAndForeignXmlAreParseErrors) {
 }
 
 TEST(TopologyProbe, SysrootWithoutXmlIsUnsupported) {
-  const Probed<TopologyFacts> t = load("", std::string(PREFLIGHT_FIXTURES_DIR) + "/sysroot");
+  const Probed<TopologyFacts> t = load("", preflight::test_paths::fixtures_dir() + "/sysroot");
   ASSERT_FALSE(t.ok());
   EXPECT_EQ(t.error()->code, ProbeErrc::Unsupported);
   EXPECT_NE(t.why().find("pass --topology-xml FILE"), std::string::npos) << t.why();
@@ -351,7 +352,7 @@ TEST(TopologyProbe, SysrootWithoutXmlIsUnsupported) {
 TEST(TopologyProbe, SysrootWithXmlReadsTheXml) {
   REQUIRE_HWLOC_FIXTURES();
   const Probed<TopologyFacts> t =
-      load(hwloc_dir() + "/nvidiaDGX2.xml", std::string(PREFLIGHT_FIXTURES_DIR) + "/sysroot");
+      load(hwloc_dir() + "/nvidiaDGX2.xml", preflight::test_paths::fixtures_dir() + "/sysroot");
   ASSERT_TRUE(t.ok()) << t.why();
   EXPECT_EQ(t.value()->gpus.size(), 16u);
 }

@@ -21,6 +21,7 @@
 #include "job/job_report.hpp"
 #include "cli/progress.hpp"
 #include "report/report.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
@@ -86,7 +87,7 @@ std::string validate_junit(const std::string& xml) {
     xmlSetGenericErrorFunc(nullptr, nullptr);
     return "not well-formed: " + errors;
   }
-  const std::string xsd = std::string(PREFLIGHT_SOURCE_DIR) + "/schema/junit.xsd";
+  const std::string xsd = preflight::test_paths::source_dir() + "/schema/junit.xsd";
   std::unique_ptr<xmlSchemaParserCtxt, void (*)(xmlSchemaParserCtxtPtr)> pctx(xmlSchemaNewParserCtxt(xsd.c_str()),
                                                                                 xmlSchemaFreeParserCtxt);
   std::unique_ptr<xmlSchema, void (*)(xmlSchemaPtr)> schema(xmlSchemaParse(pctx.get()), xmlSchemaFree);

@@ -16,12 +16,13 @@
 #include "job/run.hpp"
 #include "core/text.hpp"
 #include "report/report.hpp"
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
 
-const std::string kFixtures = std::string(PREFLIGHT_FIXTURES_DIR) + "/report/";
-const std::string kGolden = std::string(PREFLIGHT_SOURCE_DIR) + "/tests/golden/";
+const std::string kFixtures = preflight::test_paths::fixtures_dir() + "/report/";
+const std::string kGolden = preflight::test_paths::source_dir() + "/tests/golden/";
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

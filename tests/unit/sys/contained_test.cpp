@@ -18,6 +18,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include "test_paths.hpp"
 
 namespace preflight {
 namespace {
@@ -26,7 +27,7 @@ using namespace std::chrono_literals;
 
 ContainedRequest fake(std::vector<std::string> args, std::chrono::milliseconds deadline = 10s) {
   ContainedRequest r;
-  r.executable = PREFLIGHT_FAKE_HELPER;
+  r.executable = preflight::test_paths::fake_helper();
   r.args = std::move(args);
   r.deadline = deadline;
   return r;
