@@ -4,6 +4,7 @@
 // failed_step), only a crash or a hang is out of band.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -13,6 +14,11 @@
 #include "gpu_probe/nvidia/nvml_api.hpp"
 
 namespace preflight::helper {
+
+/// The host buffer through which device memory is filled and read back (the smoke test's
+/// verification, the all_reduce's staging): one slice reused, never a host copy of a whole
+/// allocation, whose pages would each cost a fault on every GPU.
+constexpr std::size_t kHostStageBytes = std::size_t{1} << 20;
 
 /// "NVML_ERROR_GPU_IS_LOST"; nullptr for a code nvml_api.hpp does not name.
 const char* nvml_code_name(nvml::nvmlReturn_t rc);

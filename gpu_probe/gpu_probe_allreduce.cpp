@@ -131,8 +131,6 @@ bool set_root(const std::string& root) {
 /// Element i on rank r is (r+1) * ((i % 1021) + 1); the sum is ((i % 1021) + 1) * N(N+1)/2:
 /// every rank's share is distinct, so a rank counted twice or missing changes every element.
 constexpr std::int64_t kPeriod = 1021;
-/// The host slice through which the buffers are filled and read back.
-constexpr std::size_t kStage = std::size_t{1} << 20;
 
 std::int64_t contribution(int rank, std::size_t i) {
   return static_cast<std::int64_t>(rank + 1) * (static_cast<std::int64_t>(i % kPeriod) + 1);
@@ -289,10 +287,10 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   if (const CUresult rc = event_create(&ev_end, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS) {
     return fail("cuda", cu("cuEventCreate", rc));
   }
-  // Host staging in slices of kStage bytes, one buffer reused: 32 MiB of data does not cost the
+  // Host staging in slices of kHostStageBytes, one buffer reused: 32 MiB of data does not cost the
   // helper 32 MiB more of resident memory, twice.
   const std::size_t esize = wide ? 8 : 4;
-  const std::size_t stage_elements = std::max<std::size_t>(1, kStage / esize);
+  const std::size_t stage_elements = std::max<std::size_t>(1, kHostStageBytes / esize);
   std::vector<unsigned char> stage(std::min(bytes, stage_elements * esize));
   {
     // This rank's contribution, and a poison in the result buffer so that a collective that

@@ -691,9 +691,8 @@ SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {
   const std::size_t words = static_cast<std::size_t>(bytes / 4);
   if (const CUresult rc = memset32(ptr, kPattern, words); rc != CUDA_SUCCESS) return fail("cuMemsetD32", c.name(rc));
   if (const CUresult rc = synchronize(); rc != CUDA_SUCCESS) return fail("cuCtxSynchronize", c.name(rc));
-  // Read back and verify every word, 1 MiB at a time through one host buffer: the whole
-  // allocation in host memory would cost as many page faults as it has pages, on every GPU.
-  constexpr std::size_t kSliceWords = (std::size_t{1} << 20) / 4;
+  // Read back and verify every word, one kHostStageBytes slice at a time through one host buffer.
+  constexpr std::size_t kSliceWords = kHostStageBytes / 4;
   std::vector<std::uint32_t> host(std::min(words, kSliceWords), 0u);
   std::size_t wrong = 0, first = 0;
   std::uint32_t first_value = 0;

@@ -203,6 +203,7 @@ void add_into(ncclDataType_t t, unsigned char* acc, const unsigned char* in, std
 struct StepMap {
   unsigned char* base = nullptr;
   std::size_t size = 0;
+  std::size_t populated_offset = 0, populated_bytes = 0;  // the slot populate() last mapped in
   StepMap() = default;
   StepMap(const StepMap&) = delete;
   StepMap& operator=(const StepMap&) = delete;
@@ -211,6 +212,7 @@ struct StepMap {
     if (base != nullptr) ::munmap(base, size);
     base = nullptr;
     size = 0;
+    populated_offset = populated_bytes = 0;
   }
   /// Maps `path`, made at least `bytes` long by whichever rank comes first. False when it cannot.
   bool open(const std::string& path, std::size_t bytes) {
@@ -231,14 +233,18 @@ struct StepMap {
 /// Allocates and maps the pages of [offset, offset + bytes) of the map in one call where the kernel
 /// can (Linux 5.14's MADV_POPULATE_WRITE): writing a 32 MiB slot page by page otherwise costs 8192
 /// page faults per rank, most of a fake node run's system time. Without it the pages fault in.
-void populate(const StepMap& map, std::size_t offset, std::size_t bytes) {
+/// Once per map and slot: the pages stay mapped for the all_reduces that follow.
+void populate(StepMap& map, std::size_t offset, std::size_t bytes) {
 #ifndef MADV_POPULATE_WRITE
   constexpr int MADV_POPULATE_WRITE = 23;
 #endif
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t begin = offset / page * page;
   if (map.base == nullptr || bytes == 0 || begin >= map.size) return;
+  if (map.populated_offset == offset && map.populated_bytes == bytes) return;
   ::madvise(map.base + begin, std::min(map.size, offset + bytes) - begin, MADV_POPULATE_WRITE);
+  map.populated_offset = offset;
+  map.populated_bytes = bytes;
 }
 
 struct Op;
