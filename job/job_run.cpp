@@ -24,6 +24,8 @@
 #include "job/run.hpp"
 #include "job/test_faults.hpp"
 #include "job/nccl_allreduce.hpp"
+#include "job/allreduce_plan.hpp"
+#include "job/phases.hpp"
 
 namespace preflight {
 namespace {
@@ -34,50 +36,6 @@ using std::chrono::duration_cast;
 Clock::duration seconds(double s) { return duration_cast<Clock::duration>(duration<double>(s)); }
 double since(TimePoint t) { return duration<double>(Clock::now() - t).count(); }
 
-/// One rank's all_reduce outcome as a fixed-size record for the gather to rank 0: the outcome's
-/// JSON, padded with spaces (long messages are cut to fit).
-constexpr std::size_t kRecordBytes = 4096;
-
-std::string to_record(NcclRankOutcome o) {
-  std::string text = nlohmann::json(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (text.size() > kRecordBytes) {
-    o.error = o.error.substr(0, 1000);
-    o.helper = o.helper.substr(0, 500);
-    text = nlohmann::json(o).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  }
-  text.resize(kRecordBytes, ' ');
-  return text;
-}
-
-NcclRankOutcome from_record(const std::string& record, int rank) {
-  try {
-    NcclRankOutcome o = nlohmann::json::parse(record).get<NcclRankOutcome>();
-    o.rank = rank;
-    return o;
-  } catch (const std::exception& e) {
-    NcclRankOutcome o;
-    o.rank = rank;
-    o.step = "gather";
-    o.error = std::string("its all_reduce record did not parse: ") + e.what();
-    return o;
-  }
-}
-
-/// The exact integers of the self-check: element 0 counts the ranks, element 1 sums their numbers
-/// (a duplicate or missing rank changes it), the rest a pattern with a known sum.
-std::int64_t pattern(std::size_t i, int rank) {
-  if (i == 0) return 1;
-  if (i == 1) return rank;
-  return static_cast<std::int64_t>(rank + 1) * static_cast<std::int64_t>(i % 1021 + 1);
-}
-std::int64_t expected_sum(std::size_t i, int size) {
-  const std::int64_t n = size;
-  if (i == 0) return n;
-  if (i == 1) return n * (n - 1) / 2;
-  return static_cast<std::int64_t>(i % 1021 + 1) * n * (n + 1) / 2;
-}
-
-constexpr int kTimedIterations = 3;
 constexpr int kBusbwRounds = 3;  // a result below --min-busbw is measured again before it fails
 
 class JobRun {
@@ -336,7 +294,7 @@ class JobRun {
     set_liveness_check([watch = m_watch.get()] { return watch->quiet(); });
   }
 
-  Clock::duration grace() const { return m_root ? Clock::duration::zero() : m_deadlines.grace; }
+  Clock::duration grace() const { return m_deadlines.grace_for(m_root); }
 
   void enter(Phase phase) {
     const TimePoint now = Clock::now();
@@ -414,11 +372,7 @@ class JobRun {
   /// Ranks that did not get to `phase` or went silent in it (heartbeats stopped), for messages.
   std::vector<int> missing_in(Phase phase) {
     refresh_status();
-    std::vector<int> out;
-    for (const RankStatus& s : m_job.status) {
-      if (s.rank != 0 && (s.last_phase < phase || s.silent_s >= 1.5 || !s.lost.empty())) out.push_back(s.rank);
-    }
-    return out;
+    return ranks_behind(m_job.status, phase);
   }
 
   std::string describe(const std::vector<int>& ranks) const {
@@ -460,43 +414,19 @@ class JobRun {
       return;
     }
     m_job.world_size = m_transport->size();
+    if (m_root) m_job.status = m_transport->statuses();
+    GatherOutcome g = gather_phase(*m_transport, m_root ? std::string() : payload_bytes(), m_facts, m_mine, m_job.status,
+                                   m_deadlines.gather + grace());
     if (!m_root) {
-      if (!m_transport->send_payload(payload_bytes(), m_deadlines.gather + grace())) {
-        give_up("rank 0 did not take this rank's facts");
-      }
+      if (!g.sent) give_up("rank 0 did not take this rank's facts");
       return;
     }
-    m_job.status = m_transport->statuses();
-    m_job.status.front().delivered = true;
-    m_job.ranks.push_back(m_facts);
-    std::vector<CheckResult> results = m_mine;
-    m_transport->collect_payloads(m_deadlines.gather, kMaxPayloadBytes, [&](int rank, std::string bytes, std::size_t announced) {
-      RankStatus& status = m_job.status[static_cast<std::size_t>(rank)];
-      if (bytes.empty() && announced > 0) {
-        status.payload_error = "payload from rank " + std::to_string(rank) + " is " + std::to_string(announced) +
-                               " bytes, over the limit of " + std::to_string(kMaxPayloadBytes);
-        return;
-      }
-      DecodedPayload decoded = decode_payload(bytes, rank);
-      if (!decoded.payload) {
-        status.payload_error = decoded.error;
-        return;
-      }
-      status.delivered = true;
-      m_job.ranks.push_back(std::move(decoded.payload->facts));
-      for (CheckResult& r : decoded.payload->results) results.push_back(std::move(r));
-      for (std::string& i : decoded.payload->incidents) m_incidents.push_back(std::move(i));
-      m_remote_expired = m_remote_expired || !decoded.payload->incidents.empty();
-    });
-    std::sort(m_job.ranks.begin(), m_job.ranks.end(),
-              [](const RankFacts& a, const RankFacts& b) { return a.placement.rank < b.placement.rank; });
-    m_results = std::move(results);
+    m_job.ranks = std::move(g.ranks);
+    m_results = std::move(g.results);
+    for (std::string& i : g.incidents) m_incidents.push_back(std::move(i));
+    m_remote_expired = m_remote_expired || g.remote_expired;
     refresh_status();
-    std::vector<int> lost;
-    for (const RankStatus& s : m_job.status) {
-      if (!s.delivered && s.payload_error.empty()) lost.push_back(s.rank);
-    }
-    if (!lost.empty()) {
+    if (const std::vector<int>& lost = g.lost; !lost.empty()) {
       const std::string names = describe(lost);
       const std::string note = "not run: " + names + " did not deliver its facts before the gather deadline";
       m_job.barrier.note = note;
@@ -509,28 +439,25 @@ class JobRun {
   void barrier() {
     if (!m_mpi) return;  // one process: nothing to wait for
     const TimePoint t0 = Clock::now();
-    const bool done = m_transport->barrier(m_deadlines.barrier + grace());
+    const BarrierOutcome done = barrier_phase(*m_transport, m_deadlines.barrier + grace());
     if (!m_root) {
-      if (!done) give_up("the barrier did not complete");
+      if (!done.completed) give_up("the barrier did not complete");
       return;
     }
     CommResult& b = m_job.barrier;
     b.attempted = true;
-    b.transport = m_mpi ? "mpi" : "none";
-    b.seconds = since(t0);
+    b.transport = "mpi";
+    b.seconds = done.seconds;
     b.deadline_s = duration<double>(m_deadlines.barrier - t0).count();
-    b.completed = done;
-    if (done) return;
+    b.completed = done.completed;
+    if (done.completed) return;
     b.expired = true;
-    b.interrupted = wait_interrupted();
-    if (const std::string why = m_transport->last_error(); !why.empty()) {
-      b.note = why;                    // a peer hung up: the barrier failed, it did not run out of time
+    b.interrupted = done.interrupted;
+    if (!done.peer_error.empty()) {
+      b.note = done.peer_error;        // a peer hung up: the barrier failed, it did not run out of time
       b.expired = b.interrupted;       // unless the launcher was ending the job anyway
     }
-    refresh_status();
-    for (const RankStatus& s : m_job.status) {
-      if (s.rank != 0 && (s.last_phase < Phase::Barrier || s.silent_s >= 1.5 || !s.lost.empty())) b.missing.push_back(s.rank);
-    }
+    b.missing = missing_in(Phase::Barrier);
     const std::string names = describe(b.missing);
     m_job.allreduce.note = "not run: the barrier did not complete";
     if (!b.expired) expire("barrier: failed after " + fixed(b.seconds, 1) + " s: " + b.note + (names.empty() ? "" : ": " + names));
@@ -552,40 +479,38 @@ class JobRun {
     for (int round = 1;; ++round) {
       const TimePoint t0 = Clock::now();
       std::string plan_text;
-      if (m_root) plan_text = make_plan().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+      if (m_root) plan_text = encode_plan(plan_allreduce(m_options, m_profile, m_job, m_facts, m_deadlines.allreduce));
       const std::optional<std::string> plan_got = m_transport->broadcast(plan_text, deadline);
       if (!plan_got) {
         if (!m_root) give_up("rank 0 did not send the all_reduce plan");
-        expire_allreduce(t0, m_options.allreduce_bytes_for("mpi"), "mpi");
+        expire_allreduce(t0, m_options.allreduce_bytes_for("mpi"), false);
       }
-      const nlohmann::json plan = nlohmann::json::parse(*plan_got, nullptr, false);
-      const std::string mode = plan.is_object() ? plan.value("mode", "") : "";
-      if (mode == "skipped") {
+      const AllreducePlan plan = decode_plan(*plan_got);
+      if (plan.mode == AllreducePlan::Mode::Skipped) {
         m_job.allreduce.note = "not run: comm.allreduce is not selected (--only/--skip)";
         return;
       }
-      const std::uint64_t bytes = plan.is_object() ? plan.value("bytes", std::uint64_t{0}) : 0;
       NcclRankOutcome mine;
-      if (mode == "nccl") {
-        mine = nccl_round(plan, bytes, deadline);
-      } else if (mode == "mpi") {
-        mine = mpi_round(bytes, deadline);
+      if (plan.mode == AllreducePlan::Mode::Nccl) {
+        mine = nccl_round(plan);
+      } else if (plan.mode == AllreducePlan::Mode::Mpi) {
+        mine = mpi_allreduce_round(*m_transport, plan.bytes, deadline);
       } else {
         mine.ok = false;
         mine.step = "plan";
-        mine.error = plan.is_object() ? plan.value("error", "no all_reduce plan") : "no all_reduce plan";
+        mine.error = plan.error;
       }
       if (mine.expired && !m_root) give_up("the all_reduce did not complete");
       const std::optional<std::vector<std::string>> records = m_transport->gather(to_record(mine), deadline);
       if (!records) {
         if (!m_root) give_up("rank 0 did not collect the all_reduce results");
-        expire_allreduce(t0, bytes, mode);
+        expire_allreduce(t0, plan.bytes, plan.mode == AllreducePlan::Mode::Nccl);
       }
       bool again = false;
       if (m_root) {
         std::vector<NcclRankOutcome> outcomes;
         for (std::size_t r = 0; r < records->size(); ++r) outcomes.push_back(from_record((*records)[r], static_cast<int>(r)));
-        judge_allreduce(outcomes, plan, mode, bytes, t0);
+        judge_allreduce(outcomes, plan, t0);
         const CommResult& a = m_job.allreduce;
         again = round < kBusbwRounds && a.completed && m_options.min_busbw_gbps && a.busbw_gbps < *m_options.min_busbw_gbps;
       }
@@ -598,170 +523,37 @@ class JobRun {
     }
   }
 
-  /// Rank 0: which all_reduce the job runs. NCCL needs every rank to have the GPU of its local rank
-  /// and a loadable libnccl; then rank 0 makes the unique id for a root on its bootstrap address.
-  nlohmann::json make_plan() {
-    // Not selected (--only/--skip): no rank moves any data; rank 0 decides for all, so that ranks
-    // started with other options still take the same collectives.
-    if (!selected(m_options, "comm.allreduce")) return {{"mode", "skipped"}};
-    // The size asked for, on either transport (the command line refuses sizes they cannot run).
-    nlohmann::json plan = {{"mode", "mpi"}, {"bytes", m_options.allreduce_bytes_for("mpi")}};
-    // NCCL runs when every rank has a GPU of its own to use (core/gpu_binding.hpp: the one the
-    // frameworks pick) and a loadable libnccl. MPI in host memory stands in only where no rank's
-    // node has a GPU at all (a CPU-only job); with GPUs present, an all_reduce that cannot run
-    // over NCCL is a failure with its reason, never a substitute.
-    std::string why_not;
-    bool any_gpu = false;
-    for (const RankFacts& f : m_job.ranks) {
-      const auto* devices = f.gpu.driver.cuda_devices.value();
-      const auto* nvml = f.gpu.driver.nvml_gpus.value();
-      any_gpu = any_gpu || (devices != nullptr && !devices->empty()) || (nvml != nullptr && !nvml->empty());
-    }
-    std::map<std::string, int> user_of;  // host + GPU -> the rank that uses it
-    for (const RankFacts& f : m_job.ranks) {
-      const std::string who = "rank " + std::to_string(f.placement.rank) + " (" + f.identity.hostname + ")";
-      const RankGpus g = rank_gpus(f);
-      if (const std::optional<BoundGpu> gpu = g.gpu()) {
-        const auto [it, fresh] = user_of.emplace(host_key(f) + "\n" + gpu->key(), f.placement.rank);
-        if (!fresh) {
-          why_not = who + " and rank " + std::to_string(it->second) + " use the same GPU " + gpu->text() +
-                    " (NCCL refuses: \"Duplicate GPU detected\")";
-          break;
-        }
-      }
-      if (!g.ordinal) {
-        const auto* devices = f.gpu.driver.cuda_devices.value();
-        why_not = who + " has no GPU to use: " +
-                  (!g.why_none.empty() ? g.why_none
-                   : devices == nullptr ? "no CUDA device (" + f.gpu.driver.cuda_devices.why() + ")"
-                                        : std::string("no CUDA device"));
-        break;
-      }
-      if (!f.gpu.nccl.ok()) {
-        why_not = who + " cannot load NCCL (" + f.gpu.nccl.why() + ")";
-        break;
-      }
-    }
-    if (m_profile == Profile::Image) {
-      plan["why"] = "image profile";
-      return plan;
-    }
-    if (!why_not.empty() && !any_gpu) {
-      plan["why"] = "no rank has a GPU: " + why_not;
-      return plan;
-    }
-    if (!why_not.empty()) {
-      return {{"mode", "none"},
-              {"error", "the NCCL all_reduce across the job's GPUs cannot run: " + why_not +
-                            " (see launch.gpu_binding, gpu.count and nccl.library)"}};
-    }
-    if (!m_job.reach_target) {
-      return {{"mode", "none"}, {"error", "rank 0 has no bootstrap address for NCCL's root: " + m_job.reach_note}};
-    }
-    std::string error;
-    const std::optional<std::string> root = free_root(m_job.reach_target->address, error);
-    if (!root) return {{"mode", "none"}, {"error", error}};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now());
-    const Probed<std::string> id = nccl_unique_id(nccl_library(m_facts), std::clamp(left / 4, std::chrono::milliseconds(200),
-                                                                                   std::chrono::milliseconds(10000)), *root);
-    if (!id.ok()) return {{"mode", "none"}, {"error", "ncclGetUniqueId: " + id.why()}};
-    return {{"mode", "nccl"}, {"bytes", m_options.allreduce_bytes_for("nccl")}, {"id", *id.value()}, {"root", *root}};
-  }
-
-  std::string nccl_library(const RankFacts& f) const {
-    if (!m_options.nccl_lib.empty()) return m_options.nccl_lib;
-    const NcclLibrary* lib = f.gpu.nccl.value();
-    return lib != nullptr ? lib->path : std::string();
-  }
-
-  /// "ADDR:PORT" with a port free right now on `address` (NCCL's root binds it moments later).
-  static std::optional<std::string> free_root(const std::string& address, std::string& error) {
-    ReachListener probe;
-    if (!probe.listen(address, error)) return std::nullopt;
-    const int port = probe.port();
-    probe.close();
-    const bool v6 = address.find(':') != std::string::npos;
-    return (v6 ? "[" + address + "]" : address) + ":" + std::to_string(port);
-  }
-
-  NcclRankOutcome nccl_round(const nlohmann::json& plan, std::uint64_t bytes, TimePoint deadline) {
+  NcclRankOutcome nccl_round(const AllreducePlan& plan) {
     NcclAllreduceRequest req;
-    req.id_hex = plan.value("id", "");
-    req.root = plan.value("root", "");
-    req.nccl_lib = nccl_library(m_facts);
+    req.id_hex = plan.id;
+    req.root = plan.root;
+    req.nccl_lib = nccl_library(m_options, m_facts);
     req.rank = m_transport->rank();
     req.nranks = m_transport->size();
     req.device = rank_gpus(m_facts).ordinal.value_or(m_facts.placement.local_rank);  // as launch.gpu_binding judges it
-    req.bytes = bytes;
+    req.bytes = plan.bytes;
     req.deadline = std::max(std::chrono::milliseconds(200), std::chrono::duration_cast<std::chrono::milliseconds>(
                                                                 m_deadlines.allreduce - Clock::now()));
-    (void)deadline;
     return run_nccl_allreduce(req);
   }
 
-  /// MPI_Iallreduce of exact integers in host memory: one warm-up, then timed iterations; every
-  /// element checked on this rank.
-  NcclRankOutcome mpi_round(std::uint64_t bytes, TimePoint deadline) {
-    const std::size_t n = static_cast<std::size_t>(std::max(bytes, kAllreduceMinBytes) / sizeof(std::int64_t));
-    const int size = m_transport->size();
-    const int rank = m_transport->rank();
-    NcclRankOutcome o;
-    o.rank = rank;
-    o.bytes = n * sizeof(std::int64_t);
-    o.ok = true;
-    std::vector<std::int64_t> buf(n);
-    for (int it = 0; it <= kTimedIterations && o.ok; ++it) {  // iteration 0 warms up
-      for (std::size_t i = 0; i < n; ++i) buf[i] = pattern(i, rank);
-      const TimePoint t = Clock::now();
-      if (!m_transport->allreduce_sum(buf, deadline)) {
-        o.ok = false;
-        o.expired = true;
-        o.step = "allreduce";
-        o.error = "MPI all_reduce did not complete within its deadline";
-        return o;
-      }
-      const double took = since(t);
-      if (it > 0) {
-        o.seconds = o.seconds == 0 ? took : std::min(o.seconds, took);
-        ++o.repeats;
-      }
-      for (std::size_t i = 0; i < n; ++i) {
-        if (buf[i] == expected_sum(i, size)) continue;
-        o.ok = false;
-        o.wrong = true;
-        o.step = "verify";
-        o.wrong_index = static_cast<std::int64_t>(i);
-        o.wrong_value = buf[i];
-        o.expected_value = expected_sum(i, size);
-        o.error = "element " + std::to_string(i) + " is " + std::to_string(buf[i]) + ", expected " +
-                  std::to_string(o.expected_value) + (i < 2 ? " (the rank count/sum self-check)" : "");
-        break;
-      }
-    }
-    if (o.seconds > 0) {
-      o.algbw_gbps = static_cast<double>(o.bytes) / o.seconds / 1e9;
-      o.busbw_gbps = o.algbw_gbps * 2.0 * (size - 1) / std::max(size, 1);
-    }
-    return o;
-  }
-
-  void judge_allreduce(const std::vector<NcclRankOutcome>& outcomes, const nlohmann::json& plan, const std::string& mode,
-                       std::uint64_t bytes, TimePoint t0) {
+  void judge_allreduce(const std::vector<NcclRankOutcome>& outcomes, const AllreducePlan& plan, TimePoint t0) {
+    const std::uint64_t bytes = plan.bytes;
     CommResult& a = m_job.allreduce;
     const CommResult previous = a;
     const int repeats = outcomes.empty() ? 0 : outcomes.front().repeats;
     a = combine_nccl_outcomes(outcomes, m_transport->size(), bytes, repeats, since(t0),
                               duration<double>(m_deadlines.allreduce - t0).count());
     a.attempted = true;
-    a.transport = mode == "mpi" ? "mpi" : "nccl";
-    if (mode == "mpi") {
+    a.transport = plan.mode == AllreducePlan::Mode::Mpi ? "mpi" : "nccl";
+    if (plan.mode == AllreducePlan::Mode::Mpi) {
       a.note = "MPI all_reduce of " + std::to_string(bytes) + " bytes of int64 in host memory (" +
-               plan.value("why", std::string("no GPU")) + ")";
-    } else if (mode != "nccl") {
+               (plan.why.empty() ? std::string("no GPU") : plan.why) + ")";
+    } else if (plan.mode != AllreducePlan::Mode::Nccl) {
       a.completed = false;
       a.blocked = true;
       a.errors.clear();  // each rank only echoes the plan's error
-      a.note = plan.is_object() ? plan.value("error", std::string("no plan")) : "no plan";
+      a.note = plan.error;
     }
     for (std::string& e : a.errors) {
       for (int r : a.wrong) {
@@ -779,11 +571,11 @@ class JobRun {
     a.xid_watches.insert(a.xid_watches.begin(), previous.xid_watches.begin(), previous.xid_watches.end());
   }
 
-  [[noreturn]] void expire_allreduce(TimePoint t0, std::uint64_t bytes, const std::string& mode) {
+  [[noreturn]] void expire_allreduce(TimePoint t0, std::uint64_t bytes, bool nccl) {
     CommResult& a = m_job.allreduce;
     a.attempted = true;
     a.expired = true;
-    a.transport = mode == "nccl" ? "nccl" : "mpi";
+    a.transport = nccl ? "nccl" : "mpi";
     a.bytes = bytes;
     a.ranks = m_transport->size();
     a.seconds = since(t0);
@@ -818,7 +610,7 @@ class JobRun {
       return;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now());
-    a = nccl_allreduce_local_gpus(static_cast<int>(devices->size()), m_options.allreduce_bytes_for("nccl"), 5, nccl_library(m_facts),
+    a = nccl_allreduce_local_gpus(static_cast<int>(devices->size()), m_options.allreduce_bytes_for("nccl"), 5, nccl_library(m_options, m_facts),
                                   std::max(left, std::chrono::milliseconds(500)));
     for (RankXidWatch& w : a.xid_watches) w.rank = m_facts.placement.rank;  // every helper ran on this node
   }
@@ -931,17 +723,8 @@ class JobRun {
     ::_exit(to_int(ExitCode::Deadline));
   }
 
-  /// "within 7.5 s of the start", or what ended the wait early.
-  std::string fmt_s(TimePoint deadline) const {
-    if (termination_requested()) {
-      char buf[256];
-      std::snprintf(buf, sizeof buf, "%.1f s of the start: the launcher ended the job (SIGCONT/SIGTERM) after %.1f s, which "
-                    "it does when one of the ranks died (mpirun/srun names it next to this report)",
-                    duration<double>(deadline - m_start).count(), since(m_start));
-      return buf;
-    }
-    return fixed(duration<double>(deadline - m_start).count(), 1) + " s of the start";
-  }
+  /// "7.5 s of the start", or what ended the wait early.
+  std::string fmt_s(TimePoint deadline) const { return m_deadlines.describe(deadline); }
 
   const Options& m_options;
   TimePoint m_start;
@@ -974,20 +757,6 @@ class JobRun {
 };
 
 }  // namespace
-
-PhaseDeadlines PhaseDeadlines::from(TimePoint start, double timeout_s) {
-  PhaseDeadlines d;
-  const auto at = [&](double fraction) { return start + seconds(timeout_s * fraction); };
-  d.init = at(PhaseShares::init);
-  d.probe = at(PhaseShares::probe);
-  d.reach = at(PhaseShares::reach);
-  d.gather = at(PhaseShares::gather);
-  d.barrier = at(PhaseShares::barrier);
-  d.allreduce = at(PhaseShares::allreduce);
-  d.end = at(1.0);
-  d.grace = seconds(std::max(PhaseShares::min_grace_seconds, timeout_s * PhaseShares::grace));
-  return d;
-}
 
 int run_job(const Options& options, TimePoint start, const EnvSnapshot& env, const CompatMatrix* matrix,
             const JobHooks& hooks) {

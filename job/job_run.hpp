@@ -12,20 +12,12 @@
 
 #include "core/env.hpp"
 #include "core/options.hpp"
+#include "job/phase_deadlines.hpp"
 #include "report/report.hpp"
 
 namespace preflight {
 
 class CompatMatrix;
-
-/// Where each phase must end, as fractions of --timeout from the start of the run (the shares are
-/// core/deadlines.hpp's PhaseShares). Non-root ranks
-/// wait `grace` longer than rank 0 at every step, so rank 0 always reports before anyone gives up.
-struct PhaseDeadlines {
-  std::chrono::steady_clock::time_point init, probe, reach, gather, barrier, allreduce, end;
-  std::chrono::steady_clock::duration grace;
-  static PhaseDeadlines from(std::chrono::steady_clock::time_point start, double timeout_s);
-};
 
 /// What rank 0 does with the finished report and its exit code (prints it, writes the files):
 /// returns the exit code the run ends with (5 when the report could not be written).
