@@ -23,19 +23,41 @@ std::string escaped(const std::string& key) {
 }  // namespace
 
 std::optional<std::string> float_out_of_range(const nlohmann::json& doc) {
-  // Iterative, so that a deeply nested document cannot exhaust the stack.
-  std::vector<std::pair<const nlohmann::json*, std::string>> todo{{&doc, ""}};
-  while (!todo.empty()) {
-    auto [node, where] = todo.back();
-    todo.pop_back();
-    if (node->is_number_float()) {
-      const double v = node->get<double>();
-      if (!std::isfinite(v) || v <= kLowest || v >= kHighest) return where.empty() ? std::string("/") : where;
-    } else if (node->is_object()) {
-      for (auto it = node->begin(); it != node->end(); ++it) todo.emplace_back(&it.value(), where + "/" + escaped(it.key()));
-    } else if (node->is_array()) {
-      for (std::size_t i = 0; i < node->size(); ++i) todo.emplace_back(&(*node)[i], where + "/" + std::to_string(i));
+  const auto out_of_range = [](const nlohmann::json& v) {
+    if (!v.is_number_float()) return false;
+    const double d = v.get<double>();
+    return !std::isfinite(d) || d <= kLowest || d >= kHighest;
+  };
+  if (out_of_range(doc)) return std::string("/");
+  if (!doc.is_structured()) return std::nullopt;
+  // Iterative, so that a deeply nested document cannot exhaust the stack. The stack of open
+  // containers, each at the member it is on, is the path: it is written out only for a bad number
+  // (a result file of 4096 ranks holds millions of members).
+  struct Open {
+    const nlohmann::json* node;
+    nlohmann::json::const_iterator at;
+  };
+  std::vector<Open> open{{&doc, doc.cbegin()}};
+  while (!open.empty()) {
+    Open& top = open.back();
+    if (top.at == top.node->cend()) {
+      open.pop_back();
+      if (!open.empty()) ++open.back().at;
+      continue;
     }
+    const nlohmann::json& child = *top.at;
+    if (out_of_range(child)) {
+      std::string where;
+      for (const Open& o : open) {
+        where += "/" + (o.node->is_object() ? escaped(o.at.key()) : std::to_string(o.at - o.node->cbegin()));
+      }
+      return where;
+    }
+    if (child.is_structured()) {
+      open.push_back({&child, child.cbegin()});  // `top` is not used after this
+      continue;
+    }
+    ++top.at;
   }
   return std::nullopt;
 }
