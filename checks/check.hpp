@@ -112,16 +112,25 @@ inline constexpr std::string_view kHungProbeRemedy =
     "point; `timeout 5 df`) or a stuck GPU driver (`dmesg | grep -i -e xid -e nvrm -e hung`), fix it or drain the node; "
     "if the node is only slow, give the run longer with --timeout.";
 
+/// The templates of a fact a check could not read (unknown_from). A check that judges such a fact
+/// declares two findings of its own with them: "<id>/facts-unreadable" (UNKNOWN, kUnreadableMessage,
+/// its fix a template over {what} and {why}: kUnreadableFix or one that says more) and
+/// "<id>/facts-hung" (UNKNOWN, kHungMessage, kHungProbeRemedy).
+inline constexpr std::string_view kUnreadableMessage = "could not read {what}: {why}";
+inline constexpr std::string_view kUnreadableFix =
+    "Run preflight where it can read {what} (see the detail), or fix the permission named.";
+inline constexpr std::string_view kHungMessage = "{what} was not gathered: {detail}";
+
+/// UNKNOWN because `fact` (named `what`: "the network interfaces") could not be gathered: the check's
+/// `unreadable` finding with the probe's reason ({why}), or its `hung` finding where a probe hung
+/// (a hang, named with its deadline in {detail}, whatever the usual causes of a read failure).
 template <typename T>
-Verdict unknown_from(const Probed<T>& fact, std::string_view what, std::string remedy = {}) {
-  // A probe that hung is a hang, named with its deadline, whatever the usual causes of a read failure.
+Verdict unknown_from(const Probed<T>& fact, std::string_view what, const FindingSpec& unreadable, const FindingSpec& hung,
+                     nlohmann::json evidence = nlohmann::json::object()) {
   if (const ProbeError* e = fact.error(); e != nullptr && hung_probe(*e)) {
-    return Verdict::unknown(std::string(what) + " was not gathered: " + e->detail, std::string(kHungProbeRemedy));
+    return Verdict::of(hung, {{"what", what}, {"detail", e->detail}}, std::move(evidence));
   }
-  return Verdict::unknown(std::string("could not read ") + std::string(what) + ": " + fact.why(),
-                          remedy.empty() ? std::string("Run preflight where it can read ") + std::string(what) +
-                                               " (see the detail), or fix the permission named."
-                                         : std::move(remedy));
+  return Verdict::of(unreadable, {{"what", what}, {"why", fact.why()}}, std::move(evidence));
 }
 
 }  // namespace preflight

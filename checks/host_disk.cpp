@@ -274,7 +274,13 @@ constexpr FindingSpec kInMemory = {
 #undef PREFLIGHT_SIZE_FIX
 #undef PREFLIGHT_MOVE_FIX
 
-constexpr std::array kFindings = {kNoDirectory, kNotADirectory, kNotGathered, kUnreadable,  kMountUnknown,
+constexpr FindingSpec kFactsUnreadable = {
+    "host.disk/facts-unreadable", Status::Unknown, kUnreadableMessage,
+    "Run preflight on the node itself where it can stat the checkpoint directories, or capture the node with "
+    "`preflight capture DIR --checkpoint-dir ...` to judge it with --sysroot."};
+constexpr FindingSpec kFactsHung = {"host.disk/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
+
+constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kNoDirectory, kNotADirectory, kNotGathered, kUnreadable,  kMountUnknown,
                                   kReadOnly,    kNotWritable,   kNoSize,      kTooSmall,    kOneCheckpoint,
                                   kRoom,        kFull,          kNearlyFull,  kRoomUnsized, kNoInodes,
                                   kFewInodes,   kInMemory};
@@ -415,9 +421,7 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
 Verdict run(const CheckContext& ctx) {
   const DiskFacts* facts = ctx.facts.disk.value();
   if (facts == nullptr) {
-    return unknown_from(ctx.facts.disk, "the checkpoint directories",
-                        "Run preflight on the node itself where it can stat the checkpoint directories, or capture the "
-                        "node with `preflight capture DIR --checkpoint-dir ...` to judge it with --sysroot.");
+    return unknown_from(ctx.facts.disk, "the checkpoint directories", kFactsUnreadable, kFactsHung);
   }
   if (facts->dirs.empty()) {
     return Verdict::of(kNoDirectory);

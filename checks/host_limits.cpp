@@ -69,7 +69,10 @@ constexpr FindingSpec kCoreFilesUnbounded = {
     "Cap the size (`ulimit -c <bytes>` in the job script) or pipe cores to a handler with its own limits "
     "(systemd-coredump: core_pattern '|/lib/systemd/systemd-coredump …')."};
 
-constexpr std::array kFindings = {kLimitUnreadable, kMemlockLow,    kRdmaDevicesUnreadable, kCapIpcLockUnreadable,
+constexpr FindingSpec kFactsUnreadable = {"host.limits/facts-unreadable", Status::Unknown, kUnreadableMessage, kUnreadableFix};
+constexpr FindingSpec kFactsHung = {"host.limits/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
+
+constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kLimitUnreadable, kMemlockLow,    kRdmaDevicesUnreadable, kCapIpcLockUnreadable,
                                   kNofileTooLow,    kNofileLow,     kCoreFilesUnbounded};
 
 void unknown_limit(const Probed<Rlimit>& p, const char* name, VerdictBuilder& b) {
@@ -135,7 +138,7 @@ void check_core(const LimitsFacts& f, VerdictBuilder& b) {
 Verdict run(const CheckContext& ctx) {
   const LimitsFacts& f = ctx.facts.limits;
   if (!f.memlock.ok() && !f.nofile.ok() && !f.core.ok()) {
-    return unknown_from(f.memlock, "the resource limits (/proc/self/limits)");
+    return unknown_from(f.memlock, "the resource limits (/proc/self/limits)", kFactsUnreadable, kFactsHung);
   }
   VerdictBuilder b;
   nlohmann::json& e = b.evidence();

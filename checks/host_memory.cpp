@@ -184,7 +184,18 @@ constexpr FindingSpec kRamHeldElsewhere = {
     "stop it before the job starts."};
 #undef PREFLIGHT_MEMORY_FIX
 
-constexpr std::array kFindings = {kLayoutUndivided, kTooLittle, kLittleHeadroom, kEnough, kRamHeldElsewhere};
+constexpr FindingSpec kMeminfoUnreadable = {
+    "host.memory/meminfo-unreadable", Status::Unknown, kUnreadableMessage,
+    "Run preflight where /proc/meminfo is readable and lists MemAvailable (Linux 3.14 or later), or point --sysroot at "
+    "a complete capture."};
+constexpr FindingSpec kMeminfoHung = {"host.memory/meminfo-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
+constexpr FindingSpec kCgroupUnreadable = {
+    "host.memory/cgroup-unreadable", Status::Unknown, kUnreadableMessage,
+    "Make the cgroup file system readable where preflight runs (mount /sys/fs/cgroup into the container), or fix the "
+    "file named."};
+constexpr FindingSpec kCgroupHung = {"host.memory/cgroup-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
+
+constexpr std::array kFindings = {kMeminfoUnreadable, kMeminfoHung, kCgroupUnreadable, kCgroupHung, kLayoutUndivided, kTooLittle, kLittleHeadroom, kEnough, kRamHeldElsewhere};
 
 /// The parameters of the fix when the budget does not hold the need (PREFLIGHT_MEMORY_FIX).
 nlohmann::json fix_params(const Plan& plan, const Budget& budget) {
@@ -245,15 +256,11 @@ Verdict run(const CheckContext& ctx) {
   const MemoryFacts& facts = ctx.facts.memory;
   const MemInfo* mem = facts.meminfo.value();
   if (mem == nullptr) {
-    return unknown_from(facts.meminfo, "the node's available memory",
-                        "Run preflight where /proc/meminfo is readable and lists MemAvailable (Linux 3.14 or later), "
-                        "or point --sysroot at a complete capture.");
+    return unknown_from(facts.meminfo, "the node's available memory", kMeminfoUnreadable, kMeminfoHung);
   }
   const ProbeError* cgroup_error = facts.cgroup.error();
   if (cgroup_error != nullptr && cgroup_error->code != ProbeErrc::Unsupported) {
-    return unknown_from(facts.cgroup, "the cgroup memory limit",
-                        "Make the cgroup file system readable where preflight runs (mount /sys/fs/cgroup into the "
-                        "container), or fix the file named.");
+    return unknown_from(facts.cgroup, "the cgroup memory limit", kCgroupUnreadable, kCgroupHung);
   }
 
   const Budget budget = budget_of(*mem, facts.cgroup.value());

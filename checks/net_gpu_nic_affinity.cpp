@@ -20,9 +20,9 @@
 namespace preflight {
 namespace {
 
-constexpr std::string_view kExport =
-    "export the node's topology with `lstopo-no-graphics --of xml > node.xml` (Debian/Ubuntu package hwloc) and "
-    "pass `--topology-xml node.xml`";
+#define PREFLIGHT_TOPOLOGY_EXPORT                                                                             \
+  "export the node's topology with `lstopo-no-graphics --of xml > node.xml` (Debian/Ubuntu package hwloc) and " \
+  "pass `--topology-xml node.xml`"
 
 /// RDMA device names as the kernel drivers register them (hwloc's OpenFabrics OS devices).
 bool rdma_name(std::string_view name) {
@@ -153,25 +153,35 @@ constexpr FindingSpec kNearestNics = {"net.gpu_nic_affinity/nearest-nics", Statu
 #undef PREFLIGHT_ACROSS_SOCKET
 #undef PREFLIGHT_BIND_FIX
 
-constexpr std::array kFindings = {kNoGpu, kNoNic, kAcrossSocket, kNearerHcaLeftOut, kCrowdedNic, kNearestNics};
+// The topology could not be read: the fix by the probe's error (topology_unreadable).
+constexpr FindingSpec kTopologyNotHere = {"net.gpu_nic_affinity/topology-not-here", Status::Unknown, kUnreadableMessage,
+                                          "Run preflight on the node itself (without --sysroot), or " PREFLIGHT_TOPOLOGY_EXPORT "."};
+constexpr FindingSpec kTopologyExportUnreadable = {
+    "net.gpu_nic_affinity/topology-export-unreadable", Status::Unknown, kUnreadableMessage,
+    "Give --topology-xml a readable hwloc XML export: on the node, " PREFLIGHT_TOPOLOGY_EXPORT "."};
+constexpr FindingSpec kTopologyUnreadable = {
+    "net.gpu_nic_affinity/topology-unreadable", Status::Unknown, kUnreadableMessage,
+    "Check that hwloc can read /sys (`lstopo-no-graphics --whole-io` must list the GPUs), or " PREFLIGHT_TOPOLOGY_EXPORT "."};
+constexpr FindingSpec kTopologyHung = {"net.gpu_nic_affinity/topology-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
+#undef PREFLIGHT_TOPOLOGY_EXPORT
 
-std::string topology_remedy(const Probed<TopologyFacts>& t) {
+constexpr std::array kFindings = {kTopologyNotHere, kTopologyExportUnreadable, kTopologyUnreadable, kTopologyHung, kNoGpu, kNoNic, kAcrossSocket, kNearerHcaLeftOut, kCrowdedNic, kNearestNics};
+
+/// The topology could not be read, by the fix its error calls for.
+const FindingSpec& topology_unreadable(const Probed<TopologyFacts>& t) {
   const ProbeError* err = t.error();
   const ProbeErrc code = err != nullptr ? err->code : ProbeErrc::NotProbed;
-  if (code == ProbeErrc::Unsupported) {
-    return "Run preflight on the node itself (without --sysroot), or " + std::string(kExport) + ".";
-  }
+  if (code == ProbeErrc::Unsupported) return kTopologyNotHere;
   if (code == ProbeErrc::NotFound || code == ProbeErrc::ParseError || code == ProbeErrc::PermissionDenied) {
-    return "Give --topology-xml a readable hwloc XML export: on the node, " + std::string(kExport) + ".";
+    return kTopologyExportUnreadable;
   }
-  return "Check that hwloc can read /sys (`lstopo-no-graphics --whole-io` must list the GPUs), or " +
-         std::string(kExport) + ".";
+  return kTopologyUnreadable;
 }
 
 Verdict run(const CheckContext& ctx) {
   const Probed<TopologyFacts>& topo = ctx.facts.topology;
   const TopologyFacts* t = topo.value();
-  if (t == nullptr) return unknown_from(topo, "the machine's topology", topology_remedy(topo));
+  if (t == nullptr) return unknown_from(topo, "the machine's topology", topology_unreadable(topo), kTopologyHung);
 
   nlohmann::json base = {{"source", t->source}, {"gpus", t->gpus.size()}, {"nics", t->nics.size()}};
   if (!t->notes.empty()) base["topology_notes"] = t->notes;

@@ -108,7 +108,10 @@ constexpr FindingSpec kPorts = {"net.ib/ports", Status::Pass,
                                 "{selected_by} will use {count} ACTIVE port(s): {ports} ({link}{rate}); {gdr}", ""};
 #undef PREFLIGHT_PORTS_UP
 
-constexpr std::array kFindings = {kNoDevices,       kIbDisabled,      kPrefixTrap,    kUnknownDevice, kUnknownPort,
+constexpr FindingSpec kFactsUnreadable = {"net.ib/facts-unreadable", Status::Unknown, kUnreadableMessage, kUnreadableFix};
+constexpr FindingSpec kFactsHung = {"net.ib/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
+
+constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kNoDevices,       kIbDisabled,      kPrefixTrap,    kUnknownDevice, kUnknownPort,
                                   kStateUnreadable, kHcaMissesActive, kHcaNoneActive, kNoneActive,    kSomeInactive,
                                   kMixedLinkLayers, kMixedRates,      kPorts};
 
@@ -125,9 +128,7 @@ Verdict run(const CheckContext& ctx) {
     if (err.code == ProbeErrc::NotFound) {
       return Verdict::of(kNoDevices, {{"where", " (" + f.net.ib_devices.why() + ")"}}, ev);
     }
-    Verdict v = unknown_from(f.net.ib_devices, "the RDMA devices (/sys/class/infiniband)");
-    v.evidence = ev;
-    return v;
+    return unknown_from(f.net.ib_devices, "the RDMA devices (/sys/class/infiniband)", kFactsUnreadable, kFactsHung, ev);
   }
   if (devs->empty()) return Verdict::of(kNoDevices, {{"where", " in /sys/class/infiniband"}}, ev);
   ev["devices"] = *devs;

@@ -153,7 +153,11 @@ constexpr FindingSpec kBootstrap = {
     "net.socket_ifname/bootstrap", Status::Pass,
     "NCCL's bootstrap will use {interface} {address}/{prefix} ({speed}), selected by {selected_by}{net_socket}", ""};
 
-constexpr std::array kFindings = {kGlooEmptyEntry,   kGlooMissing,       kGlooNotRunning,  kGlooNoAddress,
+constexpr FindingSpec kFactsUnreadable = {"net.socket_ifname/facts-unreadable", Status::Unknown, kUnreadableMessage,
+                                          kUnreadableFix};
+constexpr FindingSpec kFactsHung = {"net.socket_ifname/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
+
+constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kGlooEmptyEntry,   kGlooMissing,       kGlooNotRunning,  kGlooNoAddress,
                                   kGlooLoopback,     kFamilyIgnored,     kPrefixTrap,      kNoMatch,
                                   kMatchesDown,      kMatchesUnusable,   kMatchesNoFamilyAddress,
                                   kAddressesUnknown, kNoInterface,       kBootstrapLoopback, kBootstrapBridge,
@@ -206,7 +210,7 @@ void judge_gloo(const CheckContext& ctx, const std::vector<NetInterface>& ifs, b
 Verdict run(const CheckContext& ctx) {
   const RankFacts& f = ctx.facts;
   const std::vector<NetInterface>* ifs_ptr = f.net.interfaces.value();
-  if (ifs_ptr == nullptr) return unknown_from(f.net.interfaces, "the network interfaces");
+  if (ifs_ptr == nullptr) return unknown_from(f.net.interfaces, "the network interfaces", kFactsUnreadable, kFactsHung);
   const std::vector<NetInterface>& ifs = *ifs_ptr;
   const bool addresses_known = f.net.interfaces.source() != kInterfacesSysfsSource;
   const bool multi = is_multi_node(f.placement);

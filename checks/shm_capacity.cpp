@@ -44,7 +44,10 @@ constexpr FindingSpec kBelowRecommended = {
 constexpr FindingSpec kEnough = {"shm.capacity/enough", Status::Pass, "{path} is {size}; {need}{allocation}", ""};
 #undef PREFLIGHT_SHM_SIZE_FIX
 
-constexpr std::array kFindings = {kMissing,           kReadOnly,           kNotTmpfs,         kTooSmall, kAllocationFailed,
+constexpr FindingSpec kFactsUnreadable = {"shm.capacity/facts-unreadable", Status::Unknown, kUnreadableMessage, kUnreadableFix};
+constexpr FindingSpec kFactsHung = {"shm.capacity/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
+
+constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kMissing,           kReadOnly,           kNotTmpfs,         kTooSmall, kAllocationFailed,
                                   kAllocationDenied, kAllocationUntested, kBelowRecommended, kEnough};
 
 /// The size to give /dev/shm for `need` bytes, in GiB (the {gib} of the fixes).
@@ -73,7 +76,7 @@ Verdict run(const CheckContext& ctx) {
       return Verdict::of(kMissing, {{"path", shm.path}, {"detail", err->detail}, {"gib", gib_for(need.node_total)}},
                          b.evidence());
     }
-    return unknown_from(shm.usage, shm.path);
+    return unknown_from(shm.usage, shm.path, kFactsUnreadable, kFactsHung, b.evidence());
   }
   b.evidence()["total_bytes"] = usage->total_bytes;
   b.evidence()["free_bytes"] = usage->free_bytes;

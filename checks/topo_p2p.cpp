@@ -207,7 +207,10 @@ constexpr FindingSpec kPcieThroughCpu = {
 constexpr FindingSpec kPathsChecked = {"topo.p2p/paths-checked", Status::Pass, "{gpu_count} GPUs, {paths}{detail}",
                                        ""};
 
-constexpr std::array kFindings = {kSingleGpu,      kNoGpusInTopology,    kNoDriver,       kGpusUnlisted,
+constexpr FindingSpec kFactsUnreadable = {"topo.p2p/facts-unreadable", Status::Unknown, kUnreadableMessage, kUnreadableFix};
+constexpr FindingSpec kFactsHung = {"topo.p2p/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
+
+constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kSingleGpu,      kNoGpusInTopology,    kNoDriver,       kGpusUnlisted,
                                   kGpusUnknown,    kNvmlMissing,         kNvlinkP2pDisabled, kCopyFailed,
                                   kCopySlow,       kCopiesNotRun,        kPairsUncopied,  kP2pDisabledOnNvlink,
                                   kDisableIgnored, kLevelWrongCase,      kLevelUnknown,   kLevelRefused,
@@ -241,7 +244,7 @@ Verdict run(const CheckContext& ctx) {
   const bool use_driver = !foreign_topology && nvml != nullptr;
   if (use_driver) {
     if (nvml->size() < 2) return Verdict::of(kSingleGpu, {{"gpus", nvml->size()}, {"where", ""}});
-    if (pairs == nullptr) return unknown_from(d.gpu_pairs, "NVML's GPU pair matrix");
+    if (pairs == nullptr) return unknown_from(d.gpu_pairs, "NVML's GPU pair matrix", kFactsUnreadable, kFactsHung);
     source = "NVML (" + std::to_string(nvml->size()) + " GPUs)";
     const TopologyFacts* local_topo = topo != nullptr && topo->this_system ? topo : nullptr;
     for (const NvmlGpu& g : *nvml) {

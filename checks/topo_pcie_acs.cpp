@@ -57,7 +57,11 @@ constexpr FindingSpec kBridgeUnreadable = {
     "Check the bridges by hand: `sudo lspci -vvv -s <bdf> | grep ACSCtl`."};
 constexpr FindingSpec kClean = {"topo.pcie_acs/clean", Status::Pass, "{checked}; IOMMU {iommu}{vm}", ""};
 
-constexpr std::array kFindings = {kPciNotInSource,   kNoGpu,           kRedirect,        kIommuTranslated,
+constexpr FindingSpec kFactsUnreadable = {"topo.pcie_acs/facts-unreadable", Status::Unknown, kUnreadableMessage,
+                                          kUnreadableFix};
+constexpr FindingSpec kFactsHung = {"topo.pcie_acs/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
+
+constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kPciNotInSource,   kNoGpu,           kRedirect,        kIommuTranslated,
                                   kIommuTranslatedWithRedirect, kConfigRestricted, kBridgeUnreadable, kClean};
 
 std::string hex16(std::uint16_t v) {
@@ -130,7 +134,7 @@ Verdict run(const CheckContext& ctx) {
     if (p.functions.error()->code == ProbeErrc::Unsupported) {
       return Verdict::of(kPciNotInSource, {{"why", p.functions.why()}});
     }
-    return unknown_from(p.functions, "the PCI devices");
+    return unknown_from(p.functions, "the PCI devices", kFactsUnreadable, kFactsHung);
   }
 
   std::vector<const PciFunction*> gpus, nics;

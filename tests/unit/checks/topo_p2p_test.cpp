@@ -506,7 +506,10 @@ TEST(TopoP2pCheck, UnknownWhenTheMatrixIsMissing) {
   EXPECT_EQ(v.finding.params["problem"], v.summary);
   RankFacts g = p2p_node(2, 18);
   g.gpu.driver.gpu_pairs = Probed<std::vector<GpuPair>>::error(ProbeErrc::ApiError, "nvmlDeviceGetP2PStatus: boom");
-  EXPECT_EQ(judge_p2p(g).status, Status::Unknown);
+  const Verdict gv = judge_p2p(g);
+  EXPECT_EQ(gv.status, Status::Unknown);
+  EXPECT_EQ(gv.finding.code, "topo.p2p/facts-unreadable");
+  EXPECT_EQ(gv.summary, "could not read NVML's GPU pair matrix: nvmlDeviceGetP2PStatus: boom") << gv.summary;
   RankFacts h = p2p_node(2, 18);
   h.gpu.driver.peer_copies = Probed<std::vector<PeerCopy>>::error(ProbeErrc::Timeout, "killed after 0 copies");
   const Verdict hv = judge_p2p(h);
