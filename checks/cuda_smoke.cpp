@@ -31,26 +31,26 @@ std::string device_text(const DriverFacts& d, int ordinal) {
   return s;
 }
 
-// The GPU checks' shared verdicts (no driver; a GPU fact the helper could not deliver), restated:
-// {problem} and {fix} are their summary and remedy.
-constexpr FindingSpec kNoDriver = {"cuda.smoke/no-driver", Status::Fail, "{problem}", "{fix}"};
-constexpr FindingSpec kNotGathered = {"cuda.smoke/not-gathered", Status::Unknown, "{problem}", "{fix}"};
-constexpr FindingSpec kLibraryMissing = {"cuda.smoke/library-missing", Status::Fail, "{problem}", "{fix}"};
-constexpr FindingSpec kDriverError = {"cuda.smoke/driver-error", Status::Fail, "{problem}", "{fix}"};
-constexpr FindingSpec kHelperGarbage = {"cuda.smoke/helper-garbage", Status::Fail, "{problem}", "{fix}"};
-constexpr FindingSpec kNotRead = {"cuda.smoke/not-read", Status::Unknown, "{problem}", "{fix}"};
+// The GPU checks' shared findings (no driver; a GPU fact the helper could not deliver).
+constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("cuda.smoke", "")};
 constexpr FindingSpec kNoDevice = {
     "cuda.smoke/no-device", Status::Fail, "no CUDA device visible to this rank ({why}); the job needs a GPU",
     "Give the rank a GPU: check CUDA_VISIBLE_DEVICES, `docker run --gpus …`, the Slurm --gpus/--gres request, and "
     "gpu.count."};
 // The helper ran past its deadline: {hang} is the probe's message where it names the helper and its
 // deadline, else "the CUDA smoke test did not finish within …"; {source} the probe (" [driver helper]").
-constexpr FindingSpec kHang = {"cuda.smoke/hang", Status::Fail, "{hang}{source}", "{fix}"};
-constexpr FindingSpec kCrashed = {"cuda.smoke/crashed", Status::Fail, "the CUDA smoke test died: {why}", "{fix}"};
-constexpr FindingSpec kNotRun = {"cuda.smoke/not-run", Status::Fail,
-                                 "the CUDA smoke test was not run: {reason}; the job needs a GPU", "{fix}"};
-constexpr FindingSpec kNotRunUnknown = {"cuda.smoke/not-run-unknown", Status::Unknown,
-                                        "the CUDA smoke test was not run: {reason}", "{fix}"};
+constexpr FindingSpec kHang = {"cuda.smoke/hang", Status::Fail, "{hang}{source}", kHelperHungFix};
+constexpr FindingSpec kCrashed = {"cuda.smoke/crashed", Status::Fail, "the CUDA smoke test died: {why}", kHelperCrashedFix};
+// What kept it from running ({reason}): the CUDA devices could not be listed, an error gpu.count
+// reports with its own fix.
+constexpr FindingSpec kNotRun = {
+    "cuda.smoke/not-run", Status::Fail, "the CUDA smoke test was not run: {reason}; the job needs a GPU",
+    "The test needs the rank's CUDA devices listed first: fix what kept them from it (gpu.count reports the same "
+    "error with its fix; see driver.loaded), then run preflight again."};
+constexpr FindingSpec kNotRunUnknown = {
+    "cuda.smoke/not-run-unknown", Status::Unknown, "the CUDA smoke test was not run: {reason}",
+    "Run preflight on the node itself, as the job's user, so its GPU helper can list the CUDA devices (see "
+    "gpu.count)."};
 // A step of the test failed, by the fix its error calls for.
 #define PREFLIGHT_STEP_FAILED "CUDA smoke test on {device} failed at {step}: {error}"
 constexpr FindingSpec kWrongData = {
@@ -82,10 +82,10 @@ constexpr FindingSpec kStepFailed = {
 constexpr FindingSpec kPassed = {"cuda.smoke/passed", Status::Pass,
                                  "wrote and read back {bytes} on {device} in {seconds}", ""};
 
-constexpr std::array kFindings = {kNoDriver,       kNotGathered,    kLibraryMissing, kDriverError,    kHelperGarbage,
-                                  kNotRead,        kNoDevice,       kHang,           kCrashed,        kNotRun,
-                                  kNotRunUnknown,  kWrongData,      kDriverMismatch, kOutOfMemory,    kNoUsableGpu,
-                                  kFabricNotReady, kGpuExclusive,   kStepFailed,     kPassed};
+constexpr auto kFindings = with_shared(kShared, std::array{kNoDevice,       kHang,           kCrashed,        kNotRun,
+                                                            kNotRunUnknown,  kWrongData,      kDriverMismatch, kOutOfMemory,
+                                                            kNoUsableGpu,    kFabricNotReady, kGpuExclusive,   kStepFailed,
+                                                            kPassed});
 
 /// The finding of a failed step, by the fix its error calls for.
 const FindingSpec& step_finding(const SmokeResult& r) {
@@ -101,18 +101,9 @@ const FindingSpec& step_finding(const SmokeResult& r) {
   return kStepFailed;
 }
 
-/// A shared GPU verdict stated as `spec` with `params` (by default its summary and remedy as {problem}
-/// and {fix}), keeping its evidence and cause.
-Verdict restated(const FindingSpec& spec, const Verdict& v, nlohmann::json params = nlohmann::json()) {
-  if (params.is_null()) params = {{"problem", v.summary}, {"fix", v.remedy}};
-  Verdict out = Verdict::of(spec, std::move(params), v.evidence);
-  out.cause = v.cause;
-  return out;
-}
-
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
-  if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return restated(kNoDriver, *none);
+  if (std::optional<GpuShared> none = no_driver(d, kNeedsGpu)) return shared_verdict(kShared, *none);
 
   nlohmann::json ev = {{"local_rank", ctx.facts.placement.local_rank}};
   if (!d.helper.empty()) ev["helper"] = d.helper;
@@ -126,40 +117,38 @@ Verdict run(const CheckContext& ctx) {
       return Verdict::of(kNoDevice, {{"why", d.smoke.why()}}, ev);
     }
     if (hung_probe(err)) {  // a probe before it hung: the smoke test never started
-      Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result", {});
-      v.evidence.update(ev);
-      return restated(kNotGathered, v);
+      GpuShared hung = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result", {});
+      hung.evidence.update(ev);
+      return shared_verdict(kShared, hung);
     }
     if (err.code == ProbeErrc::Timeout) {
       std::string what = err.detail;
       if (!mentions(what, "within")) what = "did not finish within its deadline (" + what + ")";
-      Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
+      GpuShared hung = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
       // The probe's message names the helper, its deadline and --timeout: it stands on its own.
       const bool named = what.starts_with("the GPU smoke test helper");
-      v.evidence.update(ev);
-      return restated(kHang, v,
-                      {{"hang", named ? what : "the CUDA smoke test " + what},
-                       {"source", d.smoke.source().empty() ? "" : " [" + d.smoke.source() + "]"},
-                       {"fix", v.remedy}});
+      hung.evidence.update(ev);
+      return Verdict::of(kHang,
+                         {{"hang", named ? what : "the CUDA smoke test " + what},
+                          {"source", d.smoke.source().empty() ? "" : " [" + d.smoke.source() + "]"}},
+                         hung.evidence);
     }
     if (err.code == ProbeErrc::Crashed) {
-      Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
-      v.evidence.update(ev);
-      return restated(kCrashed, v, {{"why", d.smoke.why()}, {"fix", v.remedy}});
+      GpuShared crashed = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
+      crashed.evidence.update(ev);
+      return Verdict::of(kCrashed, {{"why", d.smoke.why()}}, crashed.evidence);
     }
-    Verdict v = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result",
-                                 job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
-    v.evidence.update(ev);
+    GpuShared missing = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result",
+                                         job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+    missing.evidence.update(ev);
     // A test that never ran has no result to read: say it was not run, and why.
     if (err.detail.starts_with("not run: ")) {
-      return restated(job_meets_it(err.code) ? kNotRun : kNotRunUnknown, v,
-                      {{"reason", err.detail.substr(9)}, {"fix", v.remedy}});
+      Verdict v = Verdict::of(job_meets_it(err.code) ? kNotRun : kNotRunUnknown, {{"reason", err.detail.substr(9)}},
+                              missing.evidence);
+      v.cause = missing.cause;
+      return v;
     }
-    if (v.status != Status::Fail) return restated(kNotRead, v);
-    return restated(err.code == ProbeErrc::LibraryMissing ? kLibraryMissing
-                    : err.code == ProbeErrc::ParseError   ? kHelperGarbage
-                                                          : kDriverError,
-                    v);
+    return shared_verdict(kShared, missing);
   }
 
   ev["ordinal"] = r->ordinal;

@@ -19,11 +19,17 @@ namespace {
 #define PREFLIGHT_PERSISTENCE_FIX \
   "Run nvidia-persistenced on the node (`systemctl enable --now nvidia-persistenced`; or `nvidia-smi -pm 1` as root)."
 
-// Neither library loads (no driver at all, or a kernel module without its libraries): the GPU checks'
-// shared verdict, {problem} and {fix} its summary and remedy.
-constexpr FindingSpec kNoDriver = {"driver.loaded/no-driver", Status::Fail, "{problem}", "{fix}"};
-constexpr FindingSpec kModuleWithoutLibraries = {"driver.loaded/module-without-libraries", Status::Fail, "{problem}",
-                                                 "{fix}"};
+// Neither library loads (no driver at all, or a kernel module without its libraries); {detail} is why
+// libnvidia-ml.so.1 could not be loaded.
+constexpr FindingSpec kNoDriver = {"driver.loaded/no-driver", Status::Fail,
+                                   "no NVIDIA driver on this node: libnvidia-ml.so.1 and libcuda.so.1 cannot be loaded "
+                                   "and no nvidia kernel module is loaded ({detail})",
+                                   kNoDriverRemedy};
+constexpr FindingSpec kModuleWithoutLibraries = {
+    "driver.loaded/module-without-libraries", Status::Fail,
+    "the nvidia kernel module {module} is loaded but its libraries are not here: libnvidia-ml.so.1 and libcuda.so.1 "
+    "cannot be loaded ({detail})",
+    kNoDriverRemedy};
 // One library (or both, {library} names them) that failed; {why} is the helper's reason.
 constexpr FindingSpec kLibraryMissing = {
     "driver.loaded/library-missing", Status::Fail, "{library} cannot be loaded ({why}){module_loaded}",
@@ -156,11 +162,11 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["cuda_driver_version"] = d.cuda_driver_version;
   if (!d.helper.empty()) b.evidence()["helper"] = d.helper;
 
-  if (std::optional<Verdict> none = no_driver_verdict(d, {})) {
-    Verdict v = Verdict::of(d.kernel_module_version.ok() ? kModuleWithoutLibraries : kNoDriver,
-                            {{"problem", none->summary}, {"fix", none->remedy}}, std::move(none->evidence));
+  if (std::optional<NoDriver> none = find_no_driver(d)) {
+    Verdict v = none->module ? Verdict::of(kModuleWithoutLibraries, {{"module", *none->module}, {"detail", none->detail}},
+                                           std::move(none->evidence))
+                             : Verdict::of(kNoDriver, {{"detail", none->detail}}, std::move(none->evidence));
     v.evidence.update(b.evidence());
-    v.cause = none->cause;
     return v;
   }
 

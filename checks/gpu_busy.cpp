@@ -44,17 +44,19 @@ constexpr FindingSpec kFree = {
     "gpu.busy/free", Status::Pass,
     "no other process on the {gpus} this job will use (most memory in use on one: {max_used})", ""};
 
-constexpr std::array kFindings = {kJobSeesNoGpu, kForeignProcess, kUnexplainedMemory, kNoJobGpu, kFree};
+constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.busy", "")};
+constexpr auto kFindings =
+    with_shared(kShared, std::array{kJobSeesNoGpu, kForeignProcess, kUnexplainedMemory, kNoJobGpu, kFree});
 
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
-  if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return *none;
+  if (std::optional<GpuShared> none = no_driver(d, kNeedsGpu)) return shared_verdict(kShared, *none);
 
   const std::vector<NvmlGpu>* nvml = d.nvml_gpus.value();
   if (nvml == nullptr) {
     const ProbeError& err = *d.nvml_gpus.error();
-    return missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs' processes and memory (NVML)",
-                            job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+    return shared_verdict(kShared, missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs' processes and memory (NVML)",
+                                                    job_meets_it(err.code) ? kNeedsGpu : std::string_view{}));
   }
 
   VerdictBuilder b;

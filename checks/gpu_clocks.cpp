@@ -50,11 +50,14 @@ constexpr FindingSpec kNoSlowdown = {
 #undef PREFLIGHT_SLOWDOWN_FIX
 #undef PREFLIGHT_NO_LOAD_FIX
 
-constexpr std::array kFindings = {kNoGpu,        kGpuLost,    kHardwareSlowdown, kHardwareSlowdownOnce,
-                                  kThermalLimit, kUnreadable, kIdleOnly,         kNoSlowdown};
+// The GPU checks' shared findings, and health facts the helper was not run for.
+constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.clocks", "")};
+constexpr FindingSpec kHealthNotRead = {"gpu.clocks/health-not-read", Status::Unknown, kHealthNotReadMessage, kHealthNotReadFix};
+constexpr auto kFindings = with_shared(kShared, std::array{kHealthNotRead, kNoGpu,        kGpuLost,    kHardwareSlowdown, kHardwareSlowdownOnce,
+                                  kThermalLimit, kUnreadable, kIdleOnly,         kNoSlowdown});
 
 Verdict run(const CheckContext& ctx) {
-  const HealthView view = node_health(ctx, "the GPUs' clock event reasons (NVML)");
+  const HealthView view = node_health(ctx, "the GPUs' clock event reasons (NVML)", kShared, kHealthNotRead);
   if (view.verdict) return *view.verdict;
   const GpuHealthFacts& h = *view.facts;
   VerdictBuilder b;

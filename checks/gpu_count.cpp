@@ -124,13 +124,18 @@ constexpr FindingSpec kVisible = {"gpu.count/visible", Status::Pass,
                                   "{visible} visible to CUDA{counted} ({models}){cvd}{as_expected}{nvml}; {locals}",
                                   ""};
 
-constexpr std::array kFindings = {kCvdHidesAll,     kCvdInvalidEntry,   kRankSeesNoGpu,    kNoGpuVisible,
+// The GPU checks' shared findings; {who} names the rank where the node has several.
+constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.count", "{who}")};
+constexpr auto kFindings = with_shared(kShared, std::array{kCvdHidesAll,     kCvdInvalidEntry,   kRankSeesNoGpu,    kNoGpuVisible,
                                   kCvdSelectsNoGpu, kFewerThanExpected, kMoreThanExpected, kMoreRanksThanGpus,
-                                  kHiddenByCvd,     kHiddenFromCuda,    kMigMode,          kVisible};
+                                  kHiddenByCvd,     kHiddenFromCuda,    kMigMode,          kVisible});
 
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
-  if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return *none;
+  if (std::optional<GpuShared> none = no_driver(d, kNeedsGpu)) {
+    none->params["who"] = "";
+    return shared_verdict(kShared, *none);
+  }
 
   // The node's ranks (rank 0 judges a gathered job's node with all of them): the GPUs the node's
   // job uses are the union of what each rank sees.
@@ -159,11 +164,11 @@ Verdict run(const CheckContext& ctx) {
     if (cuda == nullptr) {
       const ProbeError& err = *rd.cuda_devices.error();
       if (!no_device_error(err)) {
-        Verdict v = missing_gpu_fact(err, rd.cuda_devices.source(), "the CUDA devices",
-                                     job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
-        if (several) v.summary = rank_name(*f) + ": " + v.summary;
-        v.evidence.update(b.evidence());
-        return v;
+        GpuShared missing = missing_gpu_fact(err, rd.cuda_devices.source(), "the CUDA devices",
+                                             job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+        missing.params["who"] = several ? rank_name(*f) + ": " : std::string();
+        missing.evidence.update(b.evidence());
+        return shared_verdict(kShared, missing);
       }
       blind.push_back(f);
       continue;

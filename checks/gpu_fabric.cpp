@@ -66,12 +66,15 @@ constexpr FindingSpec kFabricManagerRuns = {
     "NVSwitches present; the GPUs report no fabric state (pre-Hopper) and the fabric manager runs", ""};
 #undef PREFLIGHT_FABRIC_MANAGER_FIX
 
-constexpr std::array kFindings = {
+// The GPU checks' shared findings, and health facts the helper was not run for.
+constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.fabric", "")};
+constexpr FindingSpec kHealthNotRead = {"gpu.fabric/health-not-read", Status::Unknown, kHealthNotReadMessage, kHealthNotReadFix};
+constexpr auto kFindings = with_shared(kShared, std::array{kHealthNotRead, 
     kNoFabric, kGpuLost, kNoFabricManager, kNotStarted,           kInProgress, kCompletedWithError, kUnhealthy,
-    kDegraded, kSplit,   kUnreadable,      kFabricManagerUnknown, kCompleted,  kFabricManagerRuns};
+    kDegraded, kSplit,   kUnreadable,      kFabricManagerUnknown, kCompleted,  kFabricManagerRuns});
 
 Verdict run(const CheckContext& ctx) {
-  const HealthView view = node_health(ctx, "the GPUs' NVSwitch fabric state (NVML)");
+  const HealthView view = node_health(ctx, "the GPUs' NVSwitch fabric state (NVML)", kShared, kHealthNotRead);
   if (view.verdict) return *view.verdict;
   const GpuHealthFacts& h = *view.facts;
   VerdictBuilder b;

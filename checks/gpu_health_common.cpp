@@ -9,11 +9,12 @@
 
 namespace preflight {
 
-HealthView node_health(const CheckContext& ctx, std::string_view what) {
+HealthView node_health(const CheckContext& ctx, std::string_view what, const GpuSharedRows& shared,
+                       const FindingSpec& not_read) {
   HealthView v;
   const DriverFacts& d = ctx.facts.gpu.driver;
-  if (std::optional<Verdict> none = no_driver_verdict(d, "the job needs a GPU")) {
-    v.verdict = std::move(none);
+  if (std::optional<GpuShared> none = no_driver(d, "the job needs a GPU")) {
+    v.verdict = shared_verdict(shared, *none);
     return v;
   }
   const Probed<GpuHealthFacts>* first_error = nullptr;
@@ -31,12 +32,10 @@ HealthView node_health(const CheckContext& ctx, std::string_view what) {
   if (first_error == nullptr) first_error = &d.health;
   const ProbeError& err = *first_error->error();
   if (err.code == ProbeErrc::Unsupported) {
-    v.verdict = Verdict::unknown(std::string(what) + " not read: " + err.detail,
-                                 "Run preflight on the node in the node or job profile without --skip of this check "
-                                 "(the GPU health helper runs once per node, on its local rank 0).");
+    v.verdict = Verdict::of(not_read, {{"what", what}, {"detail", err.detail}});
     return v;
   }
-  v.verdict = missing_gpu_fact(err, first_error->source(), what, "");
+  v.verdict = shared_verdict(shared, missing_gpu_fact(err, first_error->source(), what, ""));
   return v;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "checks/check.hpp"
+#include "checks/gpu_common.hpp"
 #include "core/facts/gpu_health.hpp"
 
 namespace preflight {
@@ -21,7 +22,17 @@ struct HealthView {
   const GpuHealthFacts* facts = nullptr;
   std::optional<Verdict> verdict;
 };
-HealthView node_health(const CheckContext& ctx, std::string_view what);
+/// `shared`: the check's rows of the GPU checks' shared findings; `not_read`: its row for health
+/// facts the helper was not run for (kHealthNotReadMessage, kHealthNotReadFix).
+HealthView node_health(const CheckContext& ctx, std::string_view what, const GpuSharedRows& shared,
+                       const FindingSpec& not_read);
+
+/// The health helper was not run for this check (not selected, or NVML cannot be used at all):
+/// {what} names the facts, {detail} why.
+inline constexpr std::string_view kHealthNotReadMessage = "{what} not read: {detail}";
+inline constexpr std::string_view kHealthNotReadFix =
+    "Run preflight on the node in the node or job profile without --skip of this check (the GPU health helper runs "
+    "once per node, on its local rank 0).";
 
 /// "GPU 3 (00000000:5D:00.0)".
 std::string health_gpu_text(const GpuHealth& g);

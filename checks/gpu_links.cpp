@@ -58,12 +58,15 @@ constexpr FindingSpec kLinksHealthy = {
 #undef PREFLIGHT_NVLINK_FIX
 #undef PREFLIGHT_PCIE_FIX
 
-constexpr std::array kFindings = {kNoGpu,      kGpuLost,     kNvlinkDown,  kNvlinkReplays, kNvlinkCrcHigh,
+// The GPU checks' shared findings, and health facts the helper was not run for.
+constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.links", "")};
+constexpr FindingSpec kHealthNotRead = {"gpu.links/health-not-read", Status::Unknown, kHealthNotReadMessage, kHealthNotReadFix};
+constexpr auto kFindings = with_shared(kShared, std::array{kHealthNotRead, kNoGpu,      kGpuLost,     kNvlinkDown,  kNvlinkReplays, kNvlinkCrcHigh,
                                   kPcieNarrow, kNvlinkFewer, kNvlinkCrc,   kPcieSlow,      kPcieReplays,
-                                  kUnreadable, kPcieIdle,    kLinksHealthy};
+                                  kUnreadable, kPcieIdle,    kLinksHealthy});
 
 Verdict run(const CheckContext& ctx) {
-  const HealthView view = node_health(ctx, "the GPUs' NVLink and PCIe link state (NVML)");
+  const HealthView view = node_health(ctx, "the GPUs' NVLink and PCIe link state (NVML)", kShared, kHealthNotRead);
   if (view.verdict) return *view.verdict;
   const GpuHealthFacts& h = *view.facts;
   VerdictBuilder b;

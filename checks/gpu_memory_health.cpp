@@ -100,13 +100,16 @@ constexpr FindingSpec kHealthy = {
 #undef PREFLIGHT_REPLACE_GPU_FIX
 #undef PREFLIGHT_RESET_FOR_REMAP_FIX
 
-constexpr std::array kFindings = {kNoGpu,           kGpuLost,          kRemapFailed,       kRemapPending,
+// The GPU checks' shared findings, and health facts the helper was not run for.
+constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.memory_health", "")};
+constexpr FindingSpec kHealthNotRead = {"gpu.memory_health/health-not-read", Status::Unknown, kHealthNotReadMessage, kHealthNotReadFix};
+constexpr auto kFindings = with_shared(kShared, std::array{kHealthNotRead, kNoGpu,           kGpuLost,          kRemapFailed,       kRemapPending,
                                   kRemapPendingJob, kManyUncorrectableRemaps, kRecoveryAction, kDoubleBitErrors,
                                   kRetirementPending, kManyRetiredPages, kBankExhausted, kEccChangePending,
-                                  kEccOff,          kUnreadable,       kHealthy};
+                                  kEccOff,          kUnreadable,       kHealthy});
 
 Verdict run(const CheckContext& ctx) {
-  const HealthView view = node_health(ctx, "the GPUs' memory health (NVML)");
+  const HealthView view = node_health(ctx, "the GPUs' memory health (NVML)", kShared, kHealthNotRead);
   if (view.verdict) return *view.verdict;
   const GpuHealthFacts& h = *view.facts;
   VerdictBuilder b;

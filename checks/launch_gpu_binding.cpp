@@ -47,11 +47,9 @@ constexpr FindingSpec kSeesNoGpu = {
     "launch.gpu_binding/sees-no-gpu", Status::Fail, PREFLIGHT_RANK "it sees no GPU{cvd_note}; the job needs a GPU",
     "See gpu.count on its host: give the rank a GPU (the container's --gpus, the scheduler's GPU request, a valid "
     "CUDA_VISIBLE_DEVICES)."};
-// The GPUs of some ranks could not be listed: {who} names them where the job has several ranks
-// ("ranks 0–3 (gpu-a, gpu-b): "), {problem} and {fix} are the GPU checks' shared verdict.
-constexpr FindingSpec kNoDriver = {"launch.gpu_binding/no-driver", Status::Fail, "{who}{problem}", "{fix}"};
-constexpr FindingSpec kGpusUnlisted = {"launch.gpu_binding/gpus-unlisted", Status::Fail, "{who}{problem}", "{fix}"};
-constexpr FindingSpec kGpusUnknown = {"launch.gpu_binding/gpus-unknown", Status::Unknown, "{who}{problem}", "{fix}"};
+// The GPUs of some ranks could not be listed, as the GPU checks' shared findings: {who} names the
+// ranks where the job has several ("ranks 0–3 (gpu-a, gpu-b): ").
+constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("launch.gpu_binding", "{who}")};
 constexpr FindingSpec kSharedGpu = {
     "launch.gpu_binding/shared-gpu", Status::Fail,
     "ranks {ranks} on {host} all use GPU {gpu}: NCCL fails with \"Duplicate GPU detected\" (and without NCCL they "
@@ -74,10 +72,10 @@ constexpr FindingSpec kGpuPerRank = {"launch.gpu_binding/gpu-per-rank", Status::
 #undef PREFLIGHT_RANK
 #undef PREFLIGHT_BIND_FIX
 
-constexpr std::array kFindings = {kBadLocalRank, kVisibleDevicesHideAll, kVisibleDevicesInvalid, kInvalidOrdinal,
-                                  kSeesNoGpu,    kNoDriver,              kGpusUnlisted,          kGpusUnknown,
+constexpr auto kFindings = with_shared(kShared, std::array{kBadLocalRank, kVisibleDevicesHideAll, kVisibleDevicesInvalid, kInvalidOrdinal,
+                                  kSeesNoGpu,                            
                                   kSharedGpu,    kTooManyRanks,          kIdleGpus,              kRankUsesGpu,
-                                  kGpuPerRank};
+                                  kGpuPerRank});
 
 struct RankView {
   const RankFacts* facts = nullptr;
@@ -95,10 +93,7 @@ nlohmann::json who(const RankFacts& f, nlohmann::json more = nlohmann::json::obj
 }
 
 /// Why a rank's GPUs are not known: the GPU checks' shared verdict, and the row it is reported by.
-struct Unlisted {
-  const FindingSpec* spec;
-  Verdict verdict;
-};
+using Unlisted = GpuShared;
 
 std::string cvd_text(const RankFacts& f) {
   const auto cvd = f.env.get("CUDA_VISIBLE_DEVICES");
@@ -124,13 +119,11 @@ std::optional<Unlisted> judge_view(RankView& v, VerdictBuilder& b) {
   }
   if (g.visible) return std::nullopt;
 
-  if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return Unlisted{&kNoDriver, std::move(*none)};
+  if (std::optional<GpuShared> none = no_driver(d, kNeedsGpu)) return none;
   const ProbeError& err = d.cuda_devices.error() != nullptr ? *d.cuda_devices.error()
                                                             : ProbeError{ProbeErrc::NotProbed, "no GPU list"};
-  Verdict missing = missing_gpu_fact(err, d.cuda_devices.source(), "the visible GPUs",
-                                     job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
-  const FindingSpec* spec = missing.status == Status::Fail ? &kGpusUnlisted : &kGpusUnknown;
-  return Unlisted{spec, std::move(missing)};
+  return missing_gpu_fact(err, d.cuda_devices.source(), "the visible GPUs",
+                          job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
 }
 
 Verdict run(const CheckContext& ctx) {
@@ -140,21 +133,19 @@ Verdict run(const CheckContext& ctx) {
   nlohmann::json per_rank = nlohmann::json::array();
   std::vector<RankView> views;
   struct Missing {
-    const FindingSpec* spec = nullptr;
+    GpuShared shared;
     std::vector<const RankFacts*> ranks;
-    std::string cause;
   };
-  std::map<std::pair<std::string, std::string>, Missing> missing_by_text;
+  std::map<std::pair<GpuShared::Kind, std::string>, Missing> missing_by_reason;  // one per finding and parameters
   for (const RankFacts* f : ranks) {
     RankView v;
     v.facts = f;
     v.gpus = rank_gpus(*f);
     const RankGpus& g = v.gpus;
     if (std::optional<Unlisted> missing = judge_view(v, b)) {
-      Missing& m = missing_by_text[{missing->verdict.summary, missing->verdict.remedy}];
-      m.spec = missing->spec;
+      Missing& m = missing_by_reason[{missing->kind, missing->params.dump()}];
+      m.shared = std::move(*missing);
       m.ranks.push_back(f);
-      m.cause = missing->verdict.cause;
     } else if (!g.ordinal && !g.visible->empty() && !g.bad_local_rank) {
       b.add(kInvalidOrdinal, who(*f, {{"index", g.index_text},
                                       {"visible", g.visible->size()},
@@ -179,9 +170,9 @@ Verdict run(const CheckContext& ctx) {
   // When every such reason is the driver's absence and nothing else was found, the verdict follows
   // from driver.loaded.
   const bool clean_before = b.status() == Status::Pass;
-  bool all_driver = !missing_by_text.empty();
-  for (const auto& [text, m] : missing_by_text) {
-    all_driver = all_driver && m.cause == "driver.loaded";
+  bool all_driver = !missing_by_reason.empty();
+  for (const auto& [reason, m] : missing_by_reason) {
+    all_driver = all_driver && m.shared.cause == "driver.loaded";
     std::string named;  // alone, the rank needs no name
     if (ranks.size() > 1) {
       std::vector<int> numbers;
@@ -194,7 +185,7 @@ Verdict run(const CheckContext& ctx) {
       std::sort(numbers.begin(), numbers.end());
       named = (numbers.size() == 1 ? "rank " : "ranks ") + range_list(numbers) + " (" + join(names, ", ") + "): ";
     }
-    b.add(*m.spec, {{"who", named}, {"problem", text.first}, {"fix", text.second}});
+    add_shared(b, kShared, m.shared, {{"who", named}});
   }
 
   // Per host: ranks sharing a GPU, and local ranks vs the GPUs visible to them.

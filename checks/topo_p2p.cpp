@@ -137,10 +137,8 @@ nlohmann::json make_table(const std::vector<Node>& nodes, const std::vector<std:
 constexpr FindingSpec kSingleGpu = {"topo.p2p/single-gpu", Status::Skip,
                                     "fewer than 2 GPUs ({gpus}{where}): no peer-to-peer path to check", ""};
 constexpr FindingSpec kNoGpusInTopology = {"topo.p2p/no-gpus-in-topology", Status::Skip, "no GPUs in {source}", ""};
-// The GPU checks' shared verdicts (no driver; the GPU list not read): {problem} and {fix} are theirs.
-constexpr FindingSpec kNoDriver = {"topo.p2p/no-driver", Status::Fail, "{problem}", "{fix}"};
-constexpr FindingSpec kGpusUnlisted = {"topo.p2p/gpus-unlisted", Status::Fail, "{problem}", "{fix}"};
-constexpr FindingSpec kGpusUnknown = {"topo.p2p/gpus-unknown", Status::Unknown, "{problem}", "{fix}"};
+// The GPU checks' shared findings (no driver; the GPU list not read).
+constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("topo.p2p", "")};
 constexpr FindingSpec kNvmlMissing = {"topo.p2p/nvml-missing", Status::Unknown,
                                       "NVML's view of the GPUs is missing: {why}",
                                       "See driver.loaded; the matrix below is hwloc's PCIe view only."};
@@ -210,16 +208,11 @@ constexpr FindingSpec kPathsChecked = {"topo.p2p/paths-checked", Status::Pass, "
 constexpr FindingSpec kFactsUnreadable = {"topo.p2p/facts-unreadable", Status::Unknown, kUnreadableMessage, kUnreadableFix};
 constexpr FindingSpec kFactsHung = {"topo.p2p/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
 
-constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kSingleGpu,      kNoGpusInTopology,    kNoDriver,       kGpusUnlisted,
-                                  kGpusUnknown,    kNvmlMissing,         kNvlinkP2pDisabled, kCopyFailed,
+constexpr auto kFindings = with_shared(kShared, std::array{kFactsUnreadable, kFactsHung, kSingleGpu,      kNoGpusInTopology,           
+                                      kNvmlMissing,         kNvlinkP2pDisabled, kCopyFailed,
                                   kCopySlow,       kCopiesNotRun,        kPairsUncopied,  kP2pDisabledOnNvlink,
                                   kDisableIgnored, kLevelWrongCase,      kLevelUnknown,   kLevelRefused,
-                                  kPcieThroughCpu, kPathsChecked};
-
-/// The GPU checks' shared verdict as this check's finding, its text, evidence and cause kept.
-Verdict shared_verdict(const FindingSpec& spec, const Verdict& v) {
-  return Verdict::of(spec, {{"problem", v.summary}, {"fix", v.remedy}}, v.evidence).because(v.cause);
-}
+                                  kPcieThroughCpu, kPathsChecked});
 
 Verdict run(const CheckContext& ctx) {
   const RankFacts& f = ctx.facts;
@@ -280,8 +273,8 @@ Verdict run(const CheckContext& ctx) {
     source = topo->source + " (" + std::to_string(topo->gpus.size()) + " GPUs, " +
              (topo->nvlinks.empty() ? "PCIe paths only)" : "PCIe paths and recorded NVLinks)");
     if (topo->this_system) {
-      if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) {
-        b.add(kNoDriver, {{"problem", none->summary}, {"fix", none->remedy}});
+      if (std::optional<GpuShared> none = no_driver(d, kNeedsGpu)) {
+        add_shared(b, kShared, *none);
       } else if (nvml == nullptr) {
         b.add(kNvmlMissing, {{"why", d.nvml_gpus.why()}});
       }
@@ -324,11 +317,10 @@ Verdict run(const CheckContext& ctx) {
     }
   } else if (nvml == nullptr) {
     // No matrix from anywhere: no driver (FAIL, as every GPU check), or NVML failed.
-    if (std::optional<Verdict> none = no_driver_verdict(d, kNeedsGpu)) return shared_verdict(kNoDriver, *none);
+    if (std::optional<GpuShared> none = no_driver(d, kNeedsGpu)) return shared_verdict(kShared, *none);
     const ProbeError& err = *d.nvml_gpus.error();
-    const Verdict missing = missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs and their pairs (NVML)",
-                                             job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
-    return shared_verdict(missing.status == Status::Fail ? kGpusUnlisted : kGpusUnknown, missing);
+    return shared_verdict(kShared, missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs and their pairs (NVML)",
+                                                    job_meets_it(err.code) ? kNeedsGpu : std::string_view{}));
   } else {
     return Verdict::of(kNoGpusInTopology, {{"source", topo->source}});
   }

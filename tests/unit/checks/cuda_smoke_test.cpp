@@ -2,6 +2,7 @@
 // cuda.smoke on hand-built facts: every status and every finding of its table, by code and parameters.
 #include <gtest/gtest.h>
 
+#include "checks/gpu_common.hpp"
 #include "core/deadlines.hpp"
 
 #include "gpu_facts_fixture.hpp"
@@ -160,9 +161,12 @@ TEST(CudaSmoke, AProbeThatHungBeforeItIsUnknown) {
   const Verdict v = judge_smoke(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_EQ(v.finding.code, "cuda.smoke/not-gathered");
-  EXPECT_EQ(v.finding.params["problem"], "the CUDA smoke test result was not gathered: probe 'gpu_driver' hung: no "
-                                         "answer within its deadline of 30 s");
-  EXPECT_EQ(v.summary, v.finding.params["problem"].get<std::string>());
+  EXPECT_EQ(v.summary, "the CUDA smoke test result was not gathered: probe 'gpu_driver' hung: no answer within its "
+                       "deadline of 30 s");
+  // The shared finding's template, its parts as parameters (never the sentence itself).
+  EXPECT_EQ(v.finding.message, "{what} was not gathered: {detail}");
+  EXPECT_EQ(v.finding.params["what"], "the CUDA smoke test result");
+  EXPECT_EQ(v.finding.params["detail"], "probe 'gpu_driver' hung: no answer within its deadline of 30 s");
   EXPECT_TRUE(has(v.remedy, "--timeout")) << v.remedy;
   EXPECT_EQ(v.evidence["local_rank"], 0);
 }
@@ -215,7 +219,7 @@ TEST(CudaSmoke, NoDriverFailsInNodeAndJob) {
     const Verdict v = judge_smoke(no_driver(), p);
     EXPECT_EQ(v.status, Status::Fail);
     EXPECT_EQ(v.finding.code, "cuda.smoke/no-driver");
-    EXPECT_EQ(v.finding.params["problem"], "no NVIDIA driver on this node; the job needs a GPU");
+    EXPECT_EQ(v.finding.params["consequence"], "the job needs a GPU");
     EXPECT_EQ(v.summary, "no NVIDIA driver on this node; the job needs a GPU");
     EXPECT_TRUE(has(v.remedy, "--gpus all")) << v.remedy;
     EXPECT_EQ(v.cause, "driver.loaded");
@@ -229,8 +233,10 @@ TEST(CudaSmoke, MissingLibcudaFollowsFromTheDriver) {
   const Verdict v = judge_smoke(f);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "cuda.smoke/library-missing");
-  EXPECT_EQ(v.finding.params["problem"], "the CUDA smoke test result could not be read: dlopen: libcuda.so.1: cannot "
-                                         "open shared object file; the job needs a GPU");
+  EXPECT_EQ(v.summary, "the CUDA smoke test result could not be read: dlopen: libcuda.so.1: cannot open shared object "
+                       "file; the job needs a GPU");
+  EXPECT_EQ(v.finding.params["source"], "dlopen: ");
+  EXPECT_EQ(v.finding.params["detail"], "libcuda.so.1: cannot open shared object file");
   EXPECT_EQ(v.cause, "driver.loaded");
 }
 
@@ -243,7 +249,8 @@ TEST(CudaSmoke, DriverErrorFollowsFromTheDriver) {
   EXPECT_EQ(v.finding.code, "cuda.smoke/driver-error");
   EXPECT_EQ(v.summary, "the CUDA smoke test result could not be read: driver helper: cuCtxCreate: CUDA_ERROR_UNKNOWN "
                        "(999); the job needs a GPU");
-  EXPECT_EQ(v.finding.params["fix"].get<std::string>(), v.remedy);
+  EXPECT_EQ(v.finding.fix, kDriverErrorFix);
+  EXPECT_EQ(v.remedy, kDriverErrorFix);
   EXPECT_EQ(v.cause, "driver.loaded");
 }
 
@@ -262,7 +269,8 @@ TEST(CudaSmoke, NotProbedIsUnknown) {
   const Verdict v = judge_smoke(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_EQ(v.finding.code, "cuda.smoke/not-read");
-  EXPECT_EQ(v.finding.params["problem"], "could not read the CUDA smoke test result: not probed");
+  EXPECT_EQ(v.summary, "could not read the CUDA smoke test result: not probed");
+  EXPECT_FALSE(v.finding.params.contains("consequence")) << v.finding.params.dump();
 }
 
 TEST(CudaSmoke, SkipsInImageProfile) {

@@ -27,7 +27,9 @@ TEST(DriverLoaded, NoDriverAtAllFailsWithTheFix) {
   const Verdict v = judge_driver(no_driver());
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "driver.loaded/no-driver");
-  EXPECT_TRUE(v.finding.params["problem"].get<std::string>().starts_with("no NVIDIA driver on this node"));
+  EXPECT_TRUE(v.finding.message.starts_with("no NVIDIA driver on this node")) << v.finding.message;
+  EXPECT_TRUE(v.finding.params.contains("detail")) << v.finding.params.dump();
+  EXPECT_FALSE(v.finding.params.contains("problem")) << "the sentence is the template's, not a parameter";
   EXPECT_EQ(v.cause, "");  // it is the cause the other GPU checks name
   EXPECT_EQ(v.evidence["loaded_libraries"].size(), 0u);
   EXPECT_TRUE(has(v.summary, "no NVIDIA driver on this node")) << v.summary;

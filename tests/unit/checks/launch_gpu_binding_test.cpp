@@ -353,10 +353,10 @@ TEST(LaunchGpuBinding, UnprobedGpusAreUnknownAndNamed) {
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "rank 1 (gpu-b): could not read the visible GPUs")) << v.summary;
   EXPECT_TRUE(has(v.summary, "the GPU helper did not run")) << v.summary;
-  EXPECT_EQ(v.finding.code, "launch.gpu_binding/gpus-unknown");
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/not-read");
   EXPECT_EQ(v.finding.params["who"], "rank 1 (gpu-b): ");
-  EXPECT_TRUE(has(v.finding.params["problem"].get<std::string>(), "could not read the visible GPUs"))
-      << v.finding.params.dump();
+  EXPECT_EQ(v.finding.params["what"], "the visible GPUs");
+  EXPECT_EQ(v.finding.params["detail"], "the GPU helper did not run");
 }
 
 TEST(LaunchGpuBinding, OneReasonIsNamedOnceForAllItsRanks) {
@@ -383,8 +383,8 @@ TEST(LaunchGpuBinding, CrashedHelperFails) {
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_TRUE(has(v.summary, "SIGSEGV")) << v.summary;
-  EXPECT_EQ(v.finding.code, "launch.gpu_binding/gpus-unlisted");
-  EXPECT_TRUE(has(v.finding.params["fix"].get<std::string>(), "exit -11 or -6")) << v.finding.params.dump();
+  EXPECT_EQ(v.finding.code, "launch.gpu_binding/helper-crashed");
+  EXPECT_TRUE(has(v.remedy, "exit -11 or -6")) << v.remedy;
 }
 
 TEST(LaunchGpuBinding, SkippedInImageProfileAndExplained) {

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "checks/gpu_common.hpp"
 #include "sys/contained.hpp"
 #include "gpu_facts_fixture.hpp"
 #include "probes/gpu_driver_probe.hpp"
@@ -502,8 +503,8 @@ TEST(TopoP2pCheck, UnknownWhenTheMatrixIsMissing) {
   f.topology = Probed<TopologyFacts>::error(ProbeErrc::NotFound, "hwloc found nothing");
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
-  EXPECT_EQ(v.finding.code, "topo.p2p/gpus-unknown");
-  EXPECT_EQ(v.finding.params["problem"], v.summary);
+  EXPECT_EQ(v.finding.code, "topo.p2p/not-read");
+  EXPECT_EQ(v.summary, "could not read the GPUs and their pairs (NVML): not probed");
   RankFacts g = p2p_node(2, 18);
   g.gpu.driver.gpu_pairs = Probed<std::vector<GpuPair>>::error(ProbeErrc::ApiError, "nvmlDeviceGetP2PStatus: boom");
   const Verdict gv = judge_p2p(g);
@@ -530,11 +531,12 @@ TEST(TopoP2pCheck, NvmlErrorTheJobMeetsFails) {
   f.topology = Probed<TopologyFacts>::error(ProbeErrc::NotFound, "hwloc found nothing");
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
-  EXPECT_EQ(v.finding.code, "topo.p2p/gpus-unlisted");
+  EXPECT_EQ(v.finding.code, "topo.p2p/driver-error");
   EXPECT_EQ(v.summary,
             "the GPUs and their pairs (NVML) could not be read: nvmlInit: NVML_ERROR_UNKNOWN; the job needs a GPU");
-  EXPECT_EQ(v.finding.params["problem"], v.summary);
-  EXPECT_EQ(v.finding.params["fix"], v.remedy);
+  EXPECT_EQ(v.finding.params["source"], "nvmlInit: ");
+  EXPECT_EQ(v.finding.params["detail"], "NVML_ERROR_UNKNOWN");
+  EXPECT_EQ(v.remedy, kDriverErrorFix);
   EXPECT_EQ(v.cause, "driver.loaded");
 }
 
@@ -639,8 +641,8 @@ TEST(TopoP2pCheck, NoDriverAndNoTopologyFailsAsEveryGpuCheck) {
   const Verdict v = judge_p2p(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_EQ(v.finding.code, "topo.p2p/no-driver");
-  EXPECT_TRUE(has(v.finding.params["problem"].get<std::string>(), "the job needs a GPU")) << v.summary;
-  EXPECT_EQ(v.summary, v.finding.params["problem"]);
+  EXPECT_EQ(v.finding.params["consequence"], "the job needs a GPU");
+  EXPECT_EQ(v.summary, "no NVIDIA driver on this node; the job needs a GPU");
   EXPECT_EQ(v.cause, "driver.loaded");
   EXPECT_TRUE(has(v.summary, "the job needs a GPU")) << v.summary;
   // This machine's topology shows GPUs but there is no driver: the matrix, and still FAIL.

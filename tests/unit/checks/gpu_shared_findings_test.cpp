@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// The GPU checks' shared findings (checks/gpu_common.hpp): every check that meets them reports them
+// under its own codes with the same templates, their parts as parameters, never a sentence as a
+// parameter; the kind of a missing GPU fact follows the probe's error.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "checks/gpu_common.hpp"
+#include "gpu_facts_fixture.hpp"
+
+namespace preflight {
+namespace {
+
+using gpu_fixture::has;
+
+constexpr const char* kGpuChecks[] = {"cuda.smoke", "gpu.busy",   "gpu.count",  "topo.p2p",
+                                      "gpu.clocks", "gpu.fabric", "gpu.links",  "gpu.memory_health"};
+
+TEST(GpuSharedFindings, NoDriverIsEveryGpuChecksOwnCodeWithOneTemplate) {
+  RankFacts f = gpu_fixture::no_driver();
+  f.topology = Probed<TopologyFacts>::error(ProbeErrc::NotFound, "hwloc found nothing");
+  for (const char* id : kGpuChecks) {
+    const Verdict v = gpu_fixture::judge(*find_check(id), f);
+    EXPECT_EQ(v.status, Status::Fail) << id;
+    EXPECT_EQ(v.finding.code, std::string(id) + "/no-driver") << id << ": " << v.summary;
+    EXPECT_TRUE(v.finding.message.ends_with("no NVIDIA driver on this node; {consequence}")) << id;  // gpu.count: {who} first
+    EXPECT_EQ(v.finding.params["consequence"], "the job needs a GPU") << id;
+    EXPECT_EQ(v.summary, "no NVIDIA driver on this node; the job needs a GPU") << id;
+    EXPECT_EQ(v.remedy, kNoDriverRemedy) << id;
+    EXPECT_EQ(v.cause, "driver.loaded") << id;
+  }
+}
+
+TEST(GpuSharedFindings, EveryCheckDeclaresTheRowsItReports) {
+  for (const char* id : kGpuChecks) {
+    const CheckSpec* spec = find_check(id);
+    int shared = 0;
+    for (const FindingSpec& row : spec->findings) {
+      for (const char* suffix : {"/no-driver", "/not-gathered", "/helper-crashed", "/helper-hung", "/library-missing",
+                                 "/driver-error", "/helper-garbage", "/not-read"}) {
+        if (row.code == std::string(id) + suffix) ++shared;
+      }
+      EXPECT_FALSE(has(std::string(row.message), "{problem}")) << row.code << ": a sentence as a parameter";
+      EXPECT_NE(row.fix, "{fix}") << row.code << ": a fix as a parameter";
+    }
+    EXPECT_EQ(shared, static_cast<int>(kGpuSharedKinds)) << id;
+  }
+}
+
+TEST(GpuSharedFindings, AMissingFactsKindFollowsTheProbesError) {
+  using Kind = GpuShared::Kind;
+  const auto kind = [](ProbeErrc code, std::string detail = "boom") {
+    return missing_gpu_fact(ProbeError{code, std::move(detail)}, "helper", "the CUDA devices", "the job needs a GPU");
+  };
+  EXPECT_EQ(kind(ProbeErrc::Crashed).kind, Kind::HelperCrashed);
+  EXPECT_EQ(kind(ProbeErrc::Timeout).kind, Kind::HelperHung);
+  EXPECT_EQ(kind(ProbeErrc::Timeout, "probe 'gpu_driver' hung: no answer within its deadline of 30 s").kind,
+            Kind::NotGathered);
+  EXPECT_EQ(kind(ProbeErrc::LibraryMissing).kind, Kind::LibraryMissing);
+  EXPECT_EQ(kind(ProbeErrc::LibraryMissing).cause, "driver.loaded");
+  EXPECT_EQ(kind(ProbeErrc::ApiError).kind, Kind::DriverError);
+  EXPECT_EQ(kind(ProbeErrc::ParseError).kind, Kind::HelperGarbage);
+  EXPECT_EQ(kind(ProbeErrc::PermissionDenied).kind, Kind::NotRead);
+  EXPECT_EQ(kind(ProbeErrc::PermissionDenied).status(), Status::Unknown);
+  EXPECT_EQ(kind(ProbeErrc::Crashed).status(), Status::Fail);
+}
+
+TEST(GpuSharedFindings, AHelperThatCrashedIsTheSameFindingInTwoChecks) {
+  RankFacts f = gpu_fixture::healthy(2);
+  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::Crashed, "SIGSEGV in nvmlInit", "driver helper");
+  f.gpu.driver.cuda_devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::Crashed, "SIGSEGV in cuInit", "driver helper");
+  const Verdict busy = gpu_fixture::judge(*find_check("gpu.busy"), f);
+  const Verdict count = gpu_fixture::judge(*find_check("gpu.count"), f);
+  EXPECT_EQ(busy.finding.code, "gpu.busy/helper-crashed") << busy.summary;
+  EXPECT_EQ(count.finding.code, "gpu.count/helper-crashed") << count.summary;
+  EXPECT_EQ(busy.finding.fix, count.finding.fix);
+  EXPECT_EQ(busy.remedy, kHelperCrashedFix);
+  EXPECT_EQ(busy.summary,
+            "the GPUs' processes and memory (NVML) could not be read: driver helper: SIGSEGV in nvmlInit; the job needs a GPU");
+  EXPECT_EQ(count.finding.params["detail"], "SIGSEGV in cuInit");
+}
+
+}  // namespace
+}  // namespace preflight
