@@ -138,13 +138,12 @@ Verdict run(const CheckContext& ctx) {
       crashed.evidence.update(ev);
       return Verdict::of(kCrashed, {{"why", d.smoke.why()}}, crashed.evidence);
     }
-    GpuShared missing = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result",
-                                         job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+    GpuShared missing = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result", kNeedsGpu);
     missing.evidence.update(ev);
     // A test that never ran has no result to read: say it was not run, and why.
     if (err.detail.starts_with("not run: ")) {
-      Verdict v = Verdict::of(job_meets_it(err.code) ? kNotRun : kNotRunUnknown, {{"reason", err.detail.substr(9)}},
-                              missing.evidence);
+      Verdict v = Verdict::of(missing.status() == Status::Fail ? kNotRun : kNotRunUnknown,
+                              {{"reason", err.detail.substr(9)}}, missing.evidence);
       v.cause = missing.cause;
       return v;
     }

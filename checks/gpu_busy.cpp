@@ -55,8 +55,8 @@ Verdict run(const CheckContext& ctx) {
   const std::vector<NvmlGpu>* nvml = d.nvml_gpus.value();
   if (nvml == nullptr) {
     const ProbeError& err = *d.nvml_gpus.error();
-    return shared_verdict(kShared, missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs' processes and memory (NVML)",
-                                                    job_meets_it(err.code) ? kNeedsGpu : std::string_view{}));
+    return shared_verdict(kShared,
+                          missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs' processes and memory (NVML)", kNeedsGpu));
   }
 
   VerdictBuilder b;

@@ -164,8 +164,7 @@ Verdict run(const CheckContext& ctx) {
     if (cuda == nullptr) {
       const ProbeError& err = *rd.cuda_devices.error();
       if (!no_device_error(err)) {
-        GpuShared missing = missing_gpu_fact(err, rd.cuda_devices.source(), "the CUDA devices",
-                                             job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+        GpuShared missing = missing_gpu_fact(err, rd.cuda_devices.source(), "the CUDA devices", kNeedsGpu);
         missing.params["who"] = several ? rank_name(*f) + ": " : std::string();
         missing.evidence.update(b.evidence());
         return shared_verdict(kShared, missing);

@@ -122,8 +122,7 @@ std::optional<Unlisted> judge_view(RankView& v, VerdictBuilder& b) {
   if (std::optional<GpuShared> none = no_driver(d, kNeedsGpu)) return none;
   const ProbeError& err = d.cuda_devices.error() != nullptr ? *d.cuda_devices.error()
                                                             : ProbeError{ProbeErrc::NotProbed, "no GPU list"};
-  return missing_gpu_fact(err, d.cuda_devices.source(), "the visible GPUs",
-                          job_meets_it(err.code) ? kNeedsGpu : std::string_view{});
+  return missing_gpu_fact(err, d.cuda_devices.source(), "the visible GPUs", kNeedsGpu);
 }
 
 Verdict run(const CheckContext& ctx) {

@@ -319,8 +319,8 @@ Verdict run(const CheckContext& ctx) {
     // No matrix from anywhere: no driver (FAIL, as every GPU check), or NVML failed.
     if (std::optional<GpuShared> none = no_driver(d, kNeedsGpu)) return shared_verdict(kShared, *none);
     const ProbeError& err = *d.nvml_gpus.error();
-    return shared_verdict(kShared, missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs and their pairs (NVML)",
-                                                    job_meets_it(err.code) ? kNeedsGpu : std::string_view{}));
+    return shared_verdict(kShared,
+                          missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs and their pairs (NVML)", kNeedsGpu));
   } else {
     return Verdict::of(kNoGpusInTopology, {{"source", topo->source}});
   }
