@@ -1,25 +1,15 @@
 // SPDX-License-Identifier: MIT
-// The affinity probe: where this process may run (sched_getaffinity, sized from
-// /sys/devices/system/cpu/possible) and allocate (get_mempolicy as a raw system call, no libnuma;
-// Mems_allowed_list of the cpuset), the online CPUs, and each NUMA node's CPUs. The process facts
-// only describe this machine: with --sysroot they are Unsupported.
-#include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
+// The affinity probe: where this process may run and allocate (the Os seam's sched_getaffinity and
+// get_mempolicy, their masks sized from /sys/devices/system/{cpu,node}/possible; Mems_allowed_list
+// of the cpuset), the online CPUs, and each NUMA node's CPUs. Under --sysroot the process facts are
+// the capture's own (Unsupported in a plain tree): this process's binding is not the captured node's.
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-
-#include "probes/affinity_probe.hpp"
 
 #include "core/text.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {
 namespace {
-
-constexpr int kMaxCpus = 1 << 20;
 
 /// The highest number in a kernel list file plus one ("0-255" -> 256); fallback when unreadable.
 int list_span(const FileSystem& fs, const char* path, int fallback) {
@@ -28,81 +18,6 @@ int list_span(const FileSystem& fs, const char* path, int fallback) {
   const auto list = parse_cpu_list(*text.value());
   if (!list || list->empty()) return fallback;
   return list->back() + 1;
-}
-
-Probed<std::vector<int>> process_cpus(const FileSystem& fs) {
-  using Result = Probed<std::vector<int>>;
-  int n = std::max(list_span(fs, "/sys/devices/system/cpu/possible", 1024), 64);
-  for (;;) {
-    cpu_set_t* set = CPU_ALLOC(static_cast<std::size_t>(n));
-    if (set == nullptr) return Result::error(ProbeErrc::Unreadable, "CPU_ALLOC failed", "sched_getaffinity(0)");
-    const std::size_t size = CPU_ALLOC_SIZE(static_cast<std::size_t>(n));
-    CPU_ZERO_S(size, set);
-    if (::sched_getaffinity(0, size, set) == 0) {
-      std::vector<int> cpus;
-      for (int c = 0; c < n; ++c) {
-        if (CPU_ISSET_S(static_cast<std::size_t>(c), size, set)) cpus.push_back(c);
-      }
-      CPU_FREE(set);
-      return Result::ok(std::move(cpus), "sched_getaffinity(0)");
-    }
-    const int err = errno;
-    CPU_FREE(set);
-    if (err != EINVAL || n >= kMaxCpus) {
-      return Result::error(ProbeErrc::Unreadable, std::string("sched_getaffinity: ") + std::strerror(err),
-                           "sched_getaffinity(0)");
-    }
-    n *= 2;  // the kernel's mask is larger than /sys said
-  }
-}
-
-}  // namespace
-
-std::string mempolicy_mode_name(int mode) {
-  // Flags the kernel ORs into the mode: MPOL_F_STATIC_NODES, MPOL_F_RELATIVE_NODES, MPOL_F_NUMA_BALANCING.
-  const int base = mode & ~((1 << 15) | (1 << 14) | (1 << 13));
-  switch (base) {
-    case 0: return "default";
-    case 1: return "preferred";
-    case 2: return "bind";
-    case 3: return "interleave";
-    case 4: return "local";
-    case 5: return "preferred_many";
-    case 6: return "weighted_interleave";
-    default: return "unknown(" + std::to_string(base) + ")";
-  }
-}
-
-namespace {
-
-Probed<MemPolicy> process_mempolicy(const FileSystem& fs) {
-  using Result = Probed<MemPolicy>;
-  const char* source = "get_mempolicy()";
-  constexpr std::size_t kBits = 8 * sizeof(unsigned long);
-  std::size_t nodes = static_cast<std::size_t>(std::max(list_span(fs, "/sys/devices/system/node/possible", 1024), 64));
-  for (;;) {
-    std::vector<unsigned long> mask((nodes + kBits - 1) / kBits, 0);
-    const unsigned long maxnode = mask.size() * kBits;
-    int mode = 0;
-    if (::syscall(SYS_get_mempolicy, &mode, mask.data(), maxnode, nullptr, 0UL) == 0) {
-      MemPolicy p;
-      p.mode = mempolicy_mode_name(mode);
-      for (std::size_t i = 0; i < mask.size() * kBits; ++i) {
-        if ((mask[i / kBits] >> (i % kBits)) & 1UL) p.nodes.push_back(static_cast<int>(i));
-      }
-      return Result::ok(std::move(p), source);
-    }
-    const int err = errno;
-    if (err == EPERM || err == EACCES) {
-      return Result::error(ProbeErrc::PermissionDenied,
-                           "get_mempolicy: operation not permitted (seccomp: a container without CAP_SYS_NICE)", source);
-    }
-    if (err == ENOSYS) return Result::error(ProbeErrc::Unsupported, "get_mempolicy: the kernel has no NUMA support", source);
-    if (err != EINVAL || nodes >= (1u << 16)) {
-      return Result::error(ProbeErrc::Unreadable, std::string("get_mempolicy: ") + std::strerror(err), source);
-    }
-    nodes *= 2;
-  }
 }
 
 Probed<std::vector<int>> read_list(const FileSystem& fs, const std::string& path) {
@@ -151,14 +66,9 @@ Probed<std::vector<NodeCpus>> numa_nodes(const FileSystem& fs) {
 void probe_affinity(const ProbeContext& ctx, RankFacts& facts) {
   AffinityFacts& a = facts.affinity;
   const FileSystem& fs = ctx.fs;
-  if (fs.is_live()) {
-    a.cpus = process_cpus(fs);
-    a.mempolicy = process_mempolicy(fs);
-  } else {
-    // The capture's own process binding; this process's is not the captured system's.
-    a.cpus = captured_probed<std::vector<int>>(ctx, "process", "cpus", "process CPU affinity");
-    a.mempolicy = captured_probed<MemPolicy>(ctx, "process", "mempolicy", "process memory policy");
-  }
+  // The masks' first sizes: how many CPUs and nodes the kernel may have (grown when it has more).
+  a.cpus = ctx.os.process_cpus(list_span(fs, "/sys/devices/system/cpu/possible", 1024));
+  a.mempolicy = ctx.os.process_mempolicy(list_span(fs, "/sys/devices/system/node/possible", 1024));
   a.online_cpus = read_list(fs, "/sys/devices/system/cpu/online");
   a.mems_allowed = mems_allowed(fs);
   a.numa_nodes = numa_nodes(fs);

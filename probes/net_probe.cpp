@@ -5,9 +5,7 @@
 #include "probes/net_probe.hpp"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <net/if.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,12 +13,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
-#include <thread>
 
 #include "core/nccl_socket.hpp"
 #include "core/pci_topology.hpp"
@@ -97,60 +92,6 @@ void read_sysfs_attributes(const FileSystem& fs, NetInterface& i) {
     i.rdma_device = rdma.value()->front();
   }
   read_driver(fs, dir, i);
-}
-
-int prefix_length(const sockaddr* mask) {
-  if (mask == nullptr) return 0;
-  const unsigned char* bytes = nullptr;
-  std::size_t n = 0;
-  if (mask->sa_family == AF_INET) {
-    bytes = reinterpret_cast<const unsigned char*>(&reinterpret_cast<const sockaddr_in*>(mask)->sin_addr);
-    n = 4;
-  } else if (mask->sa_family == AF_INET6) {
-    bytes = reinterpret_cast<const sockaddr_in6*>(mask)->sin6_addr.s6_addr;
-    n = 16;
-  }
-  int bits = 0;
-  for (std::size_t k = 0; k < n; ++k) bits += __builtin_popcount(bytes[k]);
-  return bits;
-}
-
-std::string address_text(const sockaddr* sa) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  const void* src = sa->sa_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr)
-                                             : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
-  if (inet_ntop(sa->sa_family, src, buf, sizeof buf) == nullptr) return {};
-  return buf;
-}
-
-Probed<std::vector<NetInterface>> live_interfaces(const FileSystem& fs) {
-  using Result = Probed<std::vector<NetInterface>>;
-  const std::string source(kInterfacesLiveSource);
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return Result::error(probe_error_from_errno(errno), source);
-  std::vector<NetInterface> out;
-  std::map<std::string, std::size_t> index;
-  for (ifaddrs* a = list; a != nullptr && out.size() < kMaxInterfaces; a = a->ifa_next) {
-    if (a->ifa_name == nullptr) continue;
-    auto [it, inserted] = index.emplace(a->ifa_name, out.size());
-    if (inserted) {
-      NetInterface i;
-      i.name = a->ifa_name;
-      i.up = (a->ifa_flags & IFF_UP) != 0;
-      i.running = (a->ifa_flags & IFF_RUNNING) != 0;
-      i.loopback = (a->ifa_flags & IFF_LOOPBACK) != 0;
-      out.push_back(std::move(i));
-    }
-    if (a->ifa_addr == nullptr || (a->ifa_addr->sa_family != AF_INET && a->ifa_addr->sa_family != AF_INET6)) continue;
-    NetAddress addr;
-    addr.family = a->ifa_addr->sa_family == AF_INET ? "inet" : "inet6";
-    addr.address = address_text(a->ifa_addr);
-    addr.prefix = prefix_length(a->ifa_netmask);
-    out[it->second].addresses.push_back(std::move(addr));
-  }
-  ::freeifaddrs(list);
-  for (NetInterface& i : out) read_sysfs_attributes(fs, i);
-  return Result::ok(std::move(out), source);
 }
 
 // A --sysroot tree: names and state from sysfs; the kernel's IFF_RUNNING is IFF_UP with operstate
@@ -247,52 +188,6 @@ Probed<bool> gpudirect_rdma(const FileSystem& fs) {
   return Probed<bool>::ok(false, "/sys/kernel/mm/memory_peers/nv_mem, nv_mem_nc, /sys/module/nvidia_peermem: none exists");
 }
 
-const char* errno_name(int err) {
-  switch (err) {
-    case EADDRINUSE: return "EADDRINUSE";
-    case EACCES: return "EACCES";
-    case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
-    case EPERM: return "EPERM";
-    case EINVAL: return "EINVAL";
-    case EAFNOSUPPORT: return "EAFNOSUPPORT";
-    default: return "errno";
-  }
-}
-
-// socket + SO_REUSEADDR + bind(address:port), closed at once: what PyTorch's TCPStore needs.
-Probed<std::string> bind_test(const std::string& address, int port) {
-  const std::string source = "bind(" + address + ":" + std::to_string(port) + ", SO_REUSEADDR)";
-  const auto ip = parse_ip(address);
-  if (!ip) return Probed<std::string>::error(ProbeErrc::ParseError, "not a numeric address", source);
-  sockaddr_storage ss{};
-  socklen_t len = 0;
-  if (ip->v6) {
-    auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
-    s6->sin6_family = AF_INET6;
-    s6->sin6_port = htons(static_cast<std::uint16_t>(port));
-    std::memcpy(&s6->sin6_addr, ip->bytes.data(), 16);
-    len = sizeof(sockaddr_in6);
-  } else {
-    auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
-    s4->sin_family = AF_INET;
-    s4->sin_port = htons(static_cast<std::uint16_t>(port));
-    std::memcpy(&s4->sin_addr, ip->bytes.data(), 4);
-    len = sizeof(sockaddr_in);
-  }
-  const int fd = ::socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    const int err = errno;
-    return Probed<std::string>::error(ProbeErrc::ApiError, std::string("socket: ") + std::strerror(err), source);
-  }
-  const int one = 1;
-  (void)::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  const int rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&ss), len);
-  const int err = errno;
-  ::close(fd);
-  if (rc == 0) return Probed<std::string>::ok("free", source);
-  return Probed<std::string>::ok(std::string(errno_name(err)) + ": " + std::strerror(err), source);
-}
-
 Probed<bool> port_listening(const FileSystem& fs, int port) {
   const Probed<std::string> tcp = fs.read("/proc/net/tcp", 64u << 20);
   if (!tcp.ok()) return Probed<bool>::error(*tcp.error(), "/proc/net/tcp");
@@ -327,80 +222,7 @@ Probed<std::vector<int>> ephemeral_range(const FileSystem& fs) {
   return Probed<std::vector<int>>::ok({static_cast<int>(*lo), static_cast<int>(*hi)}, path);
 }
 
-std::string seconds_text(std::chrono::milliseconds ms) {
-  const long long tenths = (ms.count() + 50) / 100;
-  return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
-}
-
-int default_resolver(const std::string& host, std::vector<std::string>& addresses, int& sys_errno) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &res);
-  sys_errno = errno;
-  if (rc != 0) return rc;
-  for (addrinfo* p = res; p != nullptr; p = p->ai_next) {
-    if (p->ai_addr == nullptr || (p->ai_family != AF_INET && p->ai_family != AF_INET6)) continue;
-    std::string a = address_text(p->ai_addr);
-    if (!a.empty() && std::find(addresses.begin(), addresses.end(), a) == addresses.end()) addresses.push_back(std::move(a));
-  }
-  ::freeaddrinfo(res);
-  return 0;
-}
-
 }  // namespace
-
-struct BoundedLookup::State {
-  std::mutex mutex;
-  std::condition_variable done_cv;
-  bool done = false;
-  int rc = 0;
-  int sys_errno = 0;
-  std::vector<std::string> addresses;
-};
-
-BoundedLookup::BoundedLookup(std::string host, HostResolver resolver) : m_host(std::move(host)), m_state(std::make_shared<State>()) {
-  if (!resolver) resolver = default_resolver;
-  try {
-    std::thread([state = m_state, host = m_host, resolver = std::move(resolver)] {
-      std::vector<std::string> addresses;
-      int sys_errno = 0;
-      const int rc = resolver(host, addresses, sys_errno);
-      const std::lock_guard<std::mutex> lock(state->mutex);
-      state->rc = rc;
-      state->sys_errno = sys_errno;
-      state->addresses = std::move(addresses);
-      state->done = true;
-      state->done_cv.notify_all();
-    }).detach();
-  } catch (const std::exception& e) {
-    m_start_error = e.what();
-  }
-}
-
-Probed<std::vector<std::string>> BoundedLookup::wait(std::chrono::steady_clock::time_point deadline,
-                                                      std::chrono::milliseconds limit) {
-  using Result = Probed<std::vector<std::string>>;
-  const std::string source = "getaddrinfo(" + printable(m_host) + ")";
-  if (!m_start_error.empty()) return Result::error(ProbeErrc::ApiError, "could not start the lookup: " + m_start_error, source);
-  std::unique_lock<std::mutex> lock(m_state->mutex);
-  if (!m_state->done_cv.wait_until(lock, deadline, [&] { return m_state->done; })) {
-    return Result::error(ProbeErrc::Timeout, "did not resolve within " + seconds_text(limit), source);
-  }
-  if (m_state->rc == 0) {
-    if (m_state->addresses.empty()) return Result::error(ProbeErrc::NotFound, "no IPv4 or IPv6 address", source);
-    return Result::ok(m_state->addresses, source);
-  }
-  const int rc = m_state->rc;
-  std::string detail = rc == EAI_SYSTEM ? std::string(std::strerror(m_state->sys_errno)) : std::string(::gai_strerror(rc));
-  const bool not_found = rc == EAI_NONAME
-#ifdef EAI_NODATA
-                         || rc == EAI_NODATA
-#endif
-      ;
-  return Result::error(not_found ? ProbeErrc::NotFound : ProbeErrc::ApiError, detail, source);
-}
 
 std::vector<std::string> hosts_file_lookup(std::string_view hosts_text, std::string_view name) {
   std::vector<std::string> out;
@@ -418,45 +240,29 @@ std::vector<std::string> hosts_file_lookup(std::string_view hosts_text, std::str
 
 namespace {
 
-Probed<std::vector<std::string>> sysroot_lookup(const FileSystem& fs, const std::string& name) {
-  using Result = Probed<std::vector<std::string>>;
-  const Probed<std::string> hosts = fs.read("/etc/hosts", 1u << 20);
-  if (hosts.ok()) {
-    std::vector<std::string> found = hosts_file_lookup(*hosts.value(), name);
-    if (!found.empty()) return Result::ok(std::move(found), "/etc/hosts");
-  }
-  return Result::error(ProbeErrc::Unsupported,
-                       "not resolved: a --sysroot tree has no resolver, and its /etc/hosts does not list '" + printable(name) + "'",
-                       "/etc/hosts");
-}
-
 void probe_master(const ProbeContext& ctx, RankFacts& facts) {
   MasterFacts& m = facts.net.master;
   m.addr = ctx.env.get("MASTER_ADDR").value_or("");
   m.port = ctx.env.get("MASTER_PORT").value_or("");
-  const bool live = ctx.fs.is_live();
   const HelperDeadline lookup = ctx.helper_deadline(Helper::NameLookup);
   const auto limit = lookup.limit;
   const auto deadline = std::chrono::steady_clock::now() + limit;
 
-  std::optional<BoundedLookup> addr_lookup, host_lookup;
+  // Both lookups run at once; each is waited for until the one deadline.
+  std::unique_ptr<PendingLookup> addr_lookup, host_lookup;
   if (m.addr.empty()) {
     m.resolved = Probed<std::vector<std::string>>::error(ProbeErrc::NotFound, "MASTER_ADDR is not set", "environment");
   } else if (const auto ip = parse_ip(m.addr)) {
     m.resolved = Probed<std::vector<std::string>>::ok({m.addr}, "numeric address");
-  } else if (live) {
-    addr_lookup.emplace(m.addr);
   } else {
-    m.resolved = sysroot_lookup(ctx.fs, m.addr);
+    addr_lookup = ctx.os.lookup(m.addr);
   }
   const std::string& hostname = facts.identity.hostname;
   if (m.addr.empty() || hostname.empty()) {
     m.hostname_resolves_to = Probed<std::vector<std::string>>::error(
         ProbeErrc::Unsupported, m.addr.empty() ? "MASTER_ADDR is not set" : "the hostname is not known", "gethostname()");
-  } else if (live) {
-    host_lookup.emplace(hostname);
   } else {
-    m.hostname_resolves_to = sysroot_lookup(ctx.fs, hostname);
+    host_lookup = ctx.os.lookup(hostname);
   }
   if (addr_lookup) m.resolved = addr_lookup->wait(deadline, limit);
   if (host_lookup) m.hostname_resolves_to = host_lookup->wait(deadline, limit);
@@ -469,16 +275,16 @@ void probe_master(const ProbeContext& ctx, RankFacts& facts) {
     }
   }
 
-  // On the master: a resolved address is loopback or one of this host's interface addresses.
+  // On the master: a resolved address is loopback or one of this host's interface addresses (the
+  // kernel's list: a tree's /sys/class/net holds no addresses, and its loopback is not this host's).
   std::string local_address;
-  if (const auto* resolved = m.resolved.value(); resolved != nullptr && live) {
-    const auto* ifs = facts.net.interfaces.value();
+  const auto* ifs = facts.net.interfaces.value();
+  if (const auto* resolved = m.resolved.value();
+      resolved != nullptr && ifs != nullptr && facts.net.interfaces.source() != kInterfacesSysfsSource) {
     for (const std::string& a : *resolved) {
       bool local = is_loopback_ip(a);
-      if (ifs != nullptr) {
-        for (const NetInterface& i : *ifs) {
-          for (const NetAddress& x : i.addresses) local = local || same_ip(x.address, a);
-        }
+      for (const NetInterface& i : *ifs) {
+        for (const NetAddress& x : i.addresses) local = local || same_ip(x.address, a);
       }
       if (local && local_address.empty()) local_address = a;
     }
@@ -493,12 +299,10 @@ void probe_master(const ProbeContext& ctx, RankFacts& facts) {
     m.bind_test = Probed<std::string>::error(ProbeErrc::ParseError, why, "environment");
   } else {
     m.port_listening = port_listening(ctx.fs, static_cast<int>(*port));
-    if (!live) {
-      m.bind_test = Probed<std::string>::error(ProbeErrc::Unsupported, "no bind test on a --sysroot tree", "bind()");
-    } else if (!m.addr_is_local) {
+    if (!m.addr_is_local) {
       m.bind_test = Probed<std::string>::error(ProbeErrc::Unsupported, "MASTER_ADDR is not an address of this host", "bind()");
     } else {
-      m.bind_test = bind_test(local_address, static_cast<int>(*port));
+      m.bind_test = ctx.os.bind_test(local_address, static_cast<int>(*port));
     }
   }
   m.ephemeral_range = ephemeral_range(ctx.fs);
@@ -509,22 +313,22 @@ void probe_master(const ProbeContext& ctx, RankFacts& facts) {
 
 void probe_net(const ProbeContext& ctx, RankFacts& facts) {
   NetFacts& net = facts.net;
-  const bool live = ctx.fs.is_live();
-  // A capture holds the interfaces with their addresses (getifaddrs on the node); a plain tree only
-  // its /sys/class/net.
-  Probed<std::vector<NetInterface>> held;
-  if (!live) held = captured_probed<std::vector<NetInterface>>(ctx, "net", "interfaces", "interface list");
-  const bool from_capture = !live && (held.ok() || held.error()->code != ProbeErrc::Unsupported);
-  net.interfaces = live ? live_interfaces(ctx.fs) : from_capture ? std::move(held) : sysfs_interfaces(ctx.fs);
+  // The kernel's list with addresses (getifaddrs; a capture's copy of it), or where there is none
+  // (a plain --sysroot tree) the names and state /sys/class/net gives.
+  net.interfaces = ctx.os.interfaces();
+  if (const ProbeError* e = net.interfaces.error()) {
+    if (e->code == ProbeErrc::Unsupported) net.interfaces = sysfs_interfaces(ctx.fs);
+  } else {
+    for (NetInterface& i : *net.interfaces.value()) read_sysfs_attributes(ctx.fs, i);
+  }
   net.ib_devices = ib_devices(ctx.fs);
   net.gpudirect_rdma = gpudirect_rdma(ctx.fs);
-  if (!live) {
-    // MASTER_ADDR as the captured node resolved it, and its own bind test.
-    Probed<MasterFacts> master = captured_fact<MasterFacts>(ctx, "net", "master", "MASTER_ADDR facts");
-    if (MasterFacts* m = master.value()) {
-      facts.net.master = std::move(*m);
-      return;
-    }
+  // A capture holds MASTER_ADDR as the captured node resolved it, and its own bind test (nothing
+  // is captured on the live system or in a plain tree).
+  Probed<MasterFacts> held = captured_fact<MasterFacts>(ctx, "net", "master", "MASTER_ADDR facts");
+  if (MasterFacts* m = held.value()) {
+    net.master = std::move(*m);
+    return;
   }
   probe_master(ctx, facts);
 }

@@ -18,18 +18,28 @@
 #include "core/fact_sources.hpp"
 #include "core/facts.hpp"
 #include "sys/file_system.hpp"
+#include "sys/os.hpp"
 #include "core/mountinfo.hpp"
 #include "core/options.hpp"
 
 namespace preflight {
 
 class ProbeContext {
+  std::unique_ptr<Os> m_tree_os;  // the Os of a --sysroot tree, when no other was given
+
  public:
+  /// The Os is the live system's for the live file system, else the tree's (probes/tree_os.hpp).
   ProbeContext(const FileSystem& file_system, const EnvSnapshot& environment, const Options& run_options,
-               std::chrono::steady_clock::time_point probe_deadline = std::chrono::steady_clock::time_point::max())
-      : fs(file_system), env(environment), options(run_options), deadline(probe_deadline) {}
+               std::chrono::steady_clock::time_point probe_deadline = std::chrono::steady_clock::time_point::max());
+  /// With an Os of the caller's (a unit test's fake); it must outlive the context.
+  ProbeContext(const FileSystem& file_system, const EnvSnapshot& environment, const Options& run_options,
+               const Os& system,
+               std::chrono::steady_clock::time_point probe_deadline = std::chrono::steady_clock::time_point::max());
+  ProbeContext(const ProbeContext&) = delete;
+  ProbeContext& operator=(const ProbeContext&) = delete;
 
   const FileSystem& fs;  // rooted at --sysroot (or /)
+  const Os& os;          // what the kernel answers through system calls (hostname, interfaces, lookups, binding)
   const EnvSnapshot& env;
   const Options& options;
   std::chrono::steady_clock::time_point deadline;  // the end of the probe phase (--timeout)

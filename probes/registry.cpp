@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "probes/probe.hpp"
+#include "probes/tree_os.hpp"
 
 namespace preflight {
 namespace {
@@ -60,6 +61,19 @@ std::string env_differs(const EnvSnapshot& mine, const EnvSnapshot& leader, std:
   }
   return {};
 }
+
+ProbeContext::ProbeContext(const FileSystem& file_system, const EnvSnapshot& environment, const Options& run_options,
+                           std::chrono::steady_clock::time_point probe_deadline)
+    : m_tree_os(file_system.is_live() ? nullptr : make_tree_os(*this)),
+      fs(file_system),
+      os(m_tree_os ? *m_tree_os : live_os()),
+      env(environment),
+      options(run_options),
+      deadline(probe_deadline) {}
+
+ProbeContext::ProbeContext(const FileSystem& file_system, const EnvSnapshot& environment, const Options& run_options,
+                           const Os& system, std::chrono::steady_clock::time_point probe_deadline)
+    : fs(file_system), os(system), env(environment), options(run_options), deadline(probe_deadline) {}
 
 HelperDeadline ProbeContext::helper_deadline(Helper helper, double allowance_s) const {
   using std::chrono::milliseconds;

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "pcie_sysfs_fixture.hpp"
-#include "probes/affinity_probe.hpp"
+#include "sys/os.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {
