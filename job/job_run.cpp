@@ -25,7 +25,9 @@
 #include "job/test_faults.hpp"
 #include "job/nccl_allreduce.hpp"
 #include "job/allreduce_plan.hpp"
+#include "job/node_exchange.hpp"
 #include "job/phases.hpp"
+#include "sys/os.hpp"
 
 namespace preflight {
 namespace {
@@ -60,7 +62,7 @@ class JobRun {
       // A collective on the world: every rank takes part, whatever its own host's rank count (a
       // rank alone on its host skipping it would pair the others' gather with its next collective).
       if (m_transport->size() > 1) {
-        auto node_cvd = exchange_visible_devices();
+        auto node_cvd = visible_devices();
         if (seed.placement.mpi->local_size > 1) seed.placement.mpi->node_cvd = std::move(node_cvd);
       }
     }
@@ -72,7 +74,9 @@ class JobRun {
     std::shared_ptr<const RankFacts> leader_facts;
     TimePoint probe_deadline = m_deadlines.probe;
     if (shared_node && !node_leader) {
-      leader_facts = receive_node_facts();
+      NodeFactsOutcome received = receive_node_facts(*m_transport, m_deadlines.probe + m_deadlines.grace);
+      if (!received.incident.empty()) m_incidents.push_back(std::move(received.incident));
+      leader_facts = std::move(received.facts);
       // Facts that arrived at the deadline (a leader's probe hung) still leave this rank's own
       // probes a moment, so that what hangs is named where it hangs.
       probe_deadline = std::max(probe_deadline, Clock::now() + m_deadlines.grace);
@@ -82,7 +86,12 @@ class JobRun {
                                    if (m_progress) m_progress->detail("probe " + probe);
                                  },
                                  {}, leader_facts);
-    if (shared_node && node_leader) send_node_facts(probes.facts);
+    if (shared_node && node_leader) {
+      const TimePoint deadline = std::max(m_deadlines.probe, Clock::now()) + m_deadlines.grace;
+      if (std::string incident = send_node_facts(*m_transport, probes.facts, deadline); !incident.empty()) {
+        m_incidents.push_back(std::move(incident));
+      }
+    }
     m_probe_expired = probes.expired;
     if (probes.expired) m_incidents.push_back("rank " + std::to_string(m_transport->rank()) + ": " + probes.incident);
     m_facts = std::move(probes.facts);
@@ -181,101 +190,27 @@ class JobRun {
 
   /// Every rank's CUDA_VISIBLE_DEVICES to the other ranks of its host (through rank 0), before the
   /// probes: local rank 0 runs the node's peer copies across the union of the GPUs they will use.
-  /// nullopt when the exchange did not complete in time (the peer copies then see local rank 0's
-  /// GPUs only, and topo.p2p says which pairs were not copied).
-  std::optional<std::vector<std::optional<std::string>>> exchange_visible_devices() {
-    char host[256] = {};
-    if (::gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-    nlohmann::json mine = {{"host", std::string(host)}, {"local_rank", m_transport->view().local_rank}};
-    const std::optional<std::string> cvd = m_env.get("CUDA_VISIBLE_DEVICES");
-    constexpr std::size_t kRecord = 2048;
-    mine["cvd"] = cvd ? nlohmann::json(*cvd) : nlohmann::json();
-    std::string record = mine.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    if (record.size() > kRecord) {
-      mine["cvd"] = "?";  // too long to exchange: the union cannot be formed from it
-      mine["too_long"] = true;
-      record = mine.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    }
-    record.resize(kRecord, ' ');
+  /// nullopt when the exchange gave no usable table (the peer copies then see local rank 0's GPUs
+  /// only, and topo.p2p says which pairs were not copied). Rank 0 starts its liveness watch first
+  /// and offers it to the others in the table.
+  std::optional<NodeVisibleDevices> visible_devices() {
     const TimePoint deadline = std::max(m_deadlines.init, Clock::now() + std::chrono::seconds(2));
     if (m_root) watch_ranks();
-    const std::optional<std::vector<std::string>> all = m_transport->gather(record, deadline + grace());
-    std::string table;
-    if (m_root && all) {
-      // host -> values in local rank order
-      std::map<std::string, std::map<int, nlohmann::json>> by_host;
-      bool usable = true;
-      for (const std::string& r : *all) {
-        const nlohmann::json j = nlohmann::json::parse(r, nullptr, false);
-        if (!j.is_object() || j.value("too_long", false)) {
-          usable = false;
-          continue;
-        }
-        by_host[j.value("host", "")][j.value("local_rank", 0)] = j.contains("cvd") ? j["cvd"] : nlohmann::json();
-      }
-      nlohmann::json out = nlohmann::json::object();
-      for (const auto& [h, values] : by_host) {
-        nlohmann::json list = nlohmann::json::array();
-        for (const auto& [lr, v] : values) list.push_back(v);
-        out[h] = std::move(list);
-      }
-      nlohmann::json message = {{"hosts", usable ? out : nlohmann::json()}};
-      if (m_watch) message["watch"] = m_watch->offer();
-      table = message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    }
-    const std::optional<std::string> got = m_transport->broadcast(table, deadline + grace());
-    if (!got) {
+    const nlohmann::json offer = m_watch ? nlohmann::json(m_watch->offer()) : nlohmann::json();
+    VisibleDevicesOutcome out = exchange_visible_devices(*m_transport, live_os().hostname().value_or(""),
+                                                         m_env.get("CUDA_VISIBLE_DEVICES"), offer, deadline + grace());
+    if (!out.completed) {
       if (!m_root) give_up("rank 0 did not send the node's CUDA_VISIBLE_DEVICES table");
       expire_missing(Phase::Init, "init: the ranks' CUDA_VISIBLE_DEVICES exchange did not complete within " + fmt_s(deadline));
     }
-    const nlohmann::json message = nlohmann::json::parse(*got, nullptr, false);
-    if (!m_root && message.is_object() && message.contains("watch")) {
+    if (!out.watch.is_null()) {
       try {
-        liveness_connect(message["watch"].get<LivenessOffer>(), m_transport->rank());
+        liveness_connect(out.watch.get<LivenessOffer>(), m_transport->rank());
       } catch (const std::exception&) {
         // not watched: rank 0 waits for this rank's deadlines as before
       }
     }
-    const nlohmann::json t = message.is_object() && message.contains("hosts") ? message["hosts"] : nlohmann::json();
-    if (!t.is_object() || !t.contains(std::string(host)) || !t[std::string(host)].is_array()) return std::nullopt;
-    std::vector<std::optional<std::string>> values;
-    for (const nlohmann::json& v : t[std::string(host)]) {
-      if (v.is_string()) {
-        values.emplace_back(v.get<std::string>());
-      } else {
-        values.emplace_back(std::nullopt);
-      }
-    }
-    if (static_cast<int>(values.size()) != m_transport->view().local_size) return std::nullopt;
-    return values;
-  }
-
-  /// A host's leader (local rank 0): its facts to the host's other ranks, after its probes.
-  void send_node_facts(const RankFacts& facts) {
-    const std::string text = nlohmann::json(facts).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    const TimePoint deadline = std::max(m_deadlines.probe, Clock::now()) + m_deadlines.grace;
-    if (!m_transport->node_broadcast(text, deadline)) {
-      m_incidents.push_back("rank " + std::to_string(m_transport->rank()) +
-                            ": its node's facts did not reach the host's other ranks in time (they probed them themselves)");
-    }
-  }
-
-  /// Another rank of a host: the leader's facts, or null when they did not arrive by the probe
-  /// deadline or do not parse (this rank then probes everything itself).
-  std::shared_ptr<const RankFacts> receive_node_facts() {
-    const std::optional<std::string> got = m_transport->node_broadcast({}, m_deadlines.probe + m_deadlines.grace);
-    const std::string who = "rank " + std::to_string(m_transport->rank()) + ": ";
-    if (!got) {
-      m_incidents.push_back(who + "its host's local rank 0 sent no node facts before the probe deadline: it probed them itself");
-      return nullptr;
-    }
-    try {
-      return std::make_shared<const RankFacts>(nlohmann::json::parse(*got).get<RankFacts>());
-    } catch (const std::exception& e) {
-      m_incidents.push_back(who + "the node facts of its host's local rank 0 did not parse (" + std::string(e.what()) +
-                            "): it probed them itself");
-      return nullptr;
-    }
+    return std::move(out.node);
   }
 
   /// Rank 0: the liveness watch (transport/liveness.hpp), offered to the other ranks in the exchange.
