@@ -35,7 +35,6 @@ namespace {
 using std::chrono::duration;
 using std::chrono::duration_cast;
 
-Clock::duration seconds(double s) { return duration_cast<Clock::duration>(duration<double>(s)); }
 double since(TimePoint t) { return duration<double>(Clock::now() - t).count(); }
 
 constexpr int kBusbwRounds = 3;  // a result below --min-busbw is measured again before it fails
@@ -153,7 +152,7 @@ class JobRun {
   /// (transport/pmix_join.hpp). When some rank never started, the lowest rank that did runs its own
   /// probes alone and reports (report_unjoined); the others wait for it to end the job.
   void join_before_mpi_init() {
-    const auto window = std::clamp(seconds(m_options.timeout_s * 0.05), seconds(0.3), seconds(2.0));
+    const auto window = std::clamp(seconds_of(m_options.timeout_s * 0.05), seconds_of(0.3), seconds_of(2.0));
     m_join = pmix_join(m_env, m_deadlines.init - window, m_deadlines.init, m_deadlines.end + m_deadlines.grace);
     if (m_join.state != JoinOutcome::State::Incomplete) return;
     if (!m_join.reporter) {
@@ -218,7 +217,7 @@ class JobRun {
   void watch_ranks() {
     m_watch = std::make_unique<LivenessWatch>();
     const auto unacked = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::clamp(seconds(m_options.timeout_s * 0.05), seconds(3.0), seconds(10.0)));
+        std::clamp(seconds_of(m_options.timeout_s * 0.05), seconds_of(3.0), seconds_of(10.0)));
     std::string error;
     if (!m_watch->open(m_transport->size(), unacked, error)) {
       m_incidents.push_back("rank 0 could not watch the other ranks' processes (" + error +

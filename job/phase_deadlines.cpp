@@ -13,14 +13,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Clock::duration seconds(double s) { return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); }
 double between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 }  // namespace
 
 PhaseDeadlines PhaseDeadlines::from(Clock::time_point start, double timeout_s) {
   PhaseDeadlines d;
-  const auto at = [&](double fraction) { return start + seconds(timeout_s * fraction); };
+  const auto at = [&](double fraction) { return start + seconds_of(timeout_s * fraction); };
   d.start = start;
   d.init = at(PhaseShares::init);
   d.probe = at(PhaseShares::probe);
@@ -29,7 +28,7 @@ PhaseDeadlines PhaseDeadlines::from(Clock::time_point start, double timeout_s) {
   d.barrier = at(PhaseShares::barrier);
   d.allreduce = at(PhaseShares::allreduce);
   d.end = at(1.0);
-  d.grace = seconds(std::max(PhaseShares::min_grace_seconds, timeout_s * PhaseShares::grace));
+  d.grace = seconds_of(std::max(PhaseShares::min_grace_seconds, timeout_s * PhaseShares::grace));
   return d;
 }
 

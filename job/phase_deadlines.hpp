@@ -9,6 +9,11 @@
 
 namespace preflight {
 
+/// `s` seconds as the steady clock's duration (shares of --timeout are fractions of seconds).
+inline std::chrono::steady_clock::duration seconds_of(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
 /// Where each phase must end, as fractions of --timeout from the start of the run. Non-root ranks
 /// wait `grace` longer than rank 0 at every step, so rank 0 always reports before anyone gives up.
 struct PhaseDeadlines {

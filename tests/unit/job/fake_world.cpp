@@ -155,11 +155,8 @@ class FakeTransport final : public Transport {
   bool allreduce_sum(std::vector<std::int64_t>& values, TimePoint deadline) override {
     delay();
     std::unique_lock<std::mutex> lock(m_shared->mutex);
-    const int seq = m_sums++;
-    auto& parts = m_shared->sums[seq];
-    parts[m_rank] = values;
-    m_shared->changed.notify_all();
-    if (!collective(lock, deadline, [&] { return static_cast<int>(parts.size()) == m_shared->n; })) return false;
+    const auto& parts = deposit(m_shared->sums, m_sums, values);
+    if (!collective(lock, deadline, everyone_in(parts))) return false;
     std::fill(values.begin(), values.end(), 0);
     for (const auto& [r, part] : parts) {
       for (std::size_t i = 0; i < values.size() && i < part.size(); ++i) values[i] += part[i];
@@ -170,12 +167,9 @@ class FakeTransport final : public Transport {
   std::optional<std::vector<std::string>> gather(const std::string& record, TimePoint deadline) override {
     delay();
     std::unique_lock<std::mutex> lock(m_shared->mutex);
-    const int seq = m_gathers++;
-    auto& records = m_shared->gathers[seq];
-    records[m_rank] = record;
-    m_shared->changed.notify_all();
+    const auto& records = deposit(m_shared->gathers, m_gathers, record);
     if (m_rank != 0) return std::vector<std::string>{};
-    if (!collective(lock, deadline, [&] { return static_cast<int>(records.size()) == m_shared->n; })) return std::nullopt;
+    if (!collective(lock, deadline, everyone_in(records))) return std::nullopt;
     std::vector<std::string> out;
     for (const auto& [r, rec] : records) out.push_back(rec);
     return out;
@@ -188,6 +182,21 @@ class FakeTransport final : public Transport {
  private:
   std::size_t index() const { return static_cast<std::size_t>(m_rank); }
   int node() const { return m_rank / m_shared->per_node; }
+
+  /// Under the world's lock: this rank's part of the collective numbered by `seq` (which moves on),
+  /// told to the ranks waiting for it. Returns every part deposited so far (rank -> part).
+  template <class Part>
+  const std::map<int, Part>& deposit(std::map<int, std::map<int, Part>>& by_seq, int& seq, const Part& part) {
+    auto& parts = by_seq[seq++];
+    parts[m_rank] = part;
+    m_shared->changed.notify_all();
+    return parts;
+  }
+  /// Whether every rank has deposited its part.
+  template <class Part>
+  std::function<bool()> everyone_in(const std::map<int, Part>& parts) const {
+    return [this, &parts] { return static_cast<int>(parts.size()) == m_shared->n; };
+  }
 
   void delay() const {
     std::chrono::milliseconds d{0};
