@@ -27,6 +27,7 @@
 #include "job/allreduce_plan.hpp"
 #include "job/node_exchange.hpp"
 #include "job/phases.hpp"
+#include "job/transport_start.hpp"
 #include "sys/os.hpp"
 
 namespace preflight {
@@ -120,41 +121,19 @@ class JobRun {
 
  private:
   void start_transport() {
-    std::string why;
-    const bool launched = mpi_launch_detected(m_env, why);
-    const bool want = m_options.mpi == "on" || (m_options.mpi == "auto" && launched);
-    if (want) {
-      std::string error;
-      liveness_reserve_descriptor();  // before MPI opens its sockets (transport/liveness.hpp)
-      if (launched) {
-        join_before_mpi_init();
-        if (unjoined()) return;
-        if (m_join.state == JoinOutcome::State::NoServer) error = m_join.why;
-      }
-      // After a join that completed late, MPI_Init still gets a moment: every rank is there.
-      const TimePoint init_deadline =
-          m_join.state == JoinOutcome::State::Complete ? std::max(m_deadlines.init, Clock::now() + m_deadlines.grace) : m_deadlines.init;
-      if (error.empty()) m_transport = init_mpi_transport(init_deadline, !launched, error);
-      if (m_join.state == JoinOutcome::State::Complete) pmix_join_release();
-      if (m_transport) {
-        if (m_transport->rank() == 0) install_termination_handler();
-        m_mpi = true;
-        m_job.source = "mpi";
-        return;
-      }
-      m_incidents.push_back("MPI could not start (" + error + "): this rank ran alone");
-    }
-    m_transport = make_local_transport();
-    m_job.source = "none";
+    TransportStart started = preflight::start_transport(m_options.mpi, m_options.timeout_s, m_env, m_deadlines,
+                                                        TransportCalls::real());
+    m_join = std::move(started.join);
+    if (m_join.state == JoinOutcome::State::Incomplete) return unjoined_start();
+    m_transport = std::move(started.transport);
+    m_mpi = started.mpi;
+    m_job.source = m_mpi ? "mpi" : "none";
+    if (!started.incident.empty()) m_incidents.push_back(std::move(started.incident));
   }
 
-  /// Under a PMIx launcher, every rank meets the others at a fence with a deadline before MPI_Init
-  /// (transport/pmix_join.hpp). When some rank never started, the lowest rank that did runs its own
-  /// probes alone and reports (report_unjoined); the others wait for it to end the job.
-  void join_before_mpi_init() {
-    const auto window = std::clamp(seconds_of(m_options.timeout_s * 0.05), seconds_of(0.3), seconds_of(2.0));
-    m_join = pmix_join(m_env, m_deadlines.init - window, m_deadlines.init, m_deadlines.end + m_deadlines.grace);
-    if (m_join.state != JoinOutcome::State::Incomplete) return;
+  /// Some rank never reached the PMIx join: the lowest rank that did runs its own probes alone and
+  /// reports (report_unjoined); the others wait for it to end the job.
+  void unjoined_start() {
     if (!m_join.reporter) {
       std::fprintf(stderr,
                    "preflight: rank %d (pid %d): not every rank started before the deadline; a lower rank reports "
