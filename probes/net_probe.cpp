@@ -1,21 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The net probe: IP interfaces (getifaddrs on the live system, /sys/class/net for state, speed, MTU,
+// The net probe: IP interfaces (the Os seam's getifaddrs list, /sys/class/net for state, speed, MTU,
 // type, PCI device and RDMA device), RDMA devices and ports (/sys/class/infiniband), GPUDirect RDMA
-// (nvidia_peermem / nv_mem), and MASTER_ADDR / MASTER_PORT as this host resolves and finds them.
+// (nvidia_peermem / nv_mem), and MASTER_ADDR / MASTER_PORT as this host resolves and finds them
+// (name lookup and the bind test through the Os seam too: sys/os.hpp).
 #include "probes/net_probe.hpp"
 
-#include <arpa/inet.h>
-#include <net/if.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <cstring>
-#include <map>
 
 #include "core/nccl_socket.hpp"
 #include "core/pci_topology.hpp"
