@@ -2,8 +2,9 @@
 // The checkpoint directories: for each, the nearest existing directory at or above it (a directory
 // the job will create is held by its parent), its file system's free space and inodes (statvfs),
 // whether this user may create files there, and the mount in effect there (symbolic links
-// resolved first, so a link into /lustre is judged as /lustre). Nothing is written. Under --sysroot
-// the capture's record is used: statvfs() of the tree would measure this machine's disk.
+// resolved first, so a link into /lustre is judged as /lustre), all through the FileSystem seam
+// (stat, stat_fs, real_path). Nothing is written. Under --sysroot the capture's record is used:
+// statfs of the tree would measure this machine's disk.
 #include "probes/disk_probe.hpp"
 
 #include <fcntl.h>
@@ -46,41 +47,40 @@ Probed<MountEntry> mount_of(const Probed<MountInfo>& mounts, const std::string& 
 void probe_dir(const FileSystem& fs, const Probed<MountInfo>& mounts, const DiskSyscalls& sys, CheckpointDir& d) {
   // The nearest existing path at or above the directory: where its files will go.
   std::string at = d.path;
-  struct stat st {};
+  Probed<FsStat> st = fs.stat(at);
   for (;;) {
-    if (::stat(fs.host_path(at).c_str(), &st) == 0) break;
-    const int err = errno;
-    if ((err == ENOENT || err == ENOTDIR) && at != "/") {
+    if (st.ok()) break;
+    if (st.error()->code == ProbeErrc::NotFound && at != "/") {  // ENOENT, ENOTDIR
       at = parent_dir(at);
+      st = fs.stat(at);
       continue;
     }
     d.holder = d.resolved = at;
-    d.usage = Probed<DiskUsage>::error(probe_error_from_errno(err), "stat(" + at + ")");
+    d.usage = Probed<DiskUsage>::error(*st.error(), "stat(" + at + ")");
     d.mount = mount_of(mounts, at);
     return;
   }
   d.holder = at;
   d.exists = at == d.path;
-  d.holder_is_dir = S_ISDIR(st.st_mode);
+  d.holder_is_dir = st.value()->type == FsStat::Type::Directory;
   d.resolved = resolve_links(fs, at);
   d.mount = mount_of(mounts, d.resolved);
   if (!d.holder_is_dir) {
     d.usage = Probed<DiskUsage>::error(ProbeErrc::NotFound, at + " is not a directory", "stat(" + at + ")");
     return;
   }
-  const std::string host = fs.host_path(d.resolved);
-  struct statvfs v {};
-  if (const int err = sys.statvfs(host, v); err != 0) {
-    d.usage = Probed<DiskUsage>::error(probe_error_from_errno(err), "statvfs(" + d.resolved + ")");
+  const Probed<FsStats> v = fs.stat_fs(d.resolved);
+  if (!v.ok()) {
+    d.usage = Probed<DiskUsage>::error(*v.error(), "statvfs(" + d.resolved + ")");
     return;
   }
   DiskUsage u;
-  u.total_bytes = static_cast<std::uint64_t>(v.f_blocks) * v.f_frsize;
-  u.free_bytes = static_cast<std::uint64_t>(v.f_bavail) * v.f_frsize;
-  u.total_inodes = static_cast<std::uint64_t>(v.f_files);
-  u.free_inodes = static_cast<std::uint64_t>(v.f_favail);
-  u.read_only = (v.f_flag & ST_RDONLY) != 0;
-  u.writable = sys.writable(host) == 0;
+  u.total_bytes = v.value()->total_bytes;
+  u.free_bytes = v.value()->available_bytes;
+  u.total_inodes = v.value()->total_inodes;
+  u.free_inodes = v.value()->free_inodes;
+  u.read_only = v.value()->read_only;
+  u.writable = sys.writable(fs, d.resolved) == 0;
   d.usage = Probed<DiskUsage>::ok(u, "statvfs(" + d.resolved + ")");
 }
 
@@ -120,15 +120,9 @@ Probed<DiskFacts> sysroot_disk(const ProbeContext& ctx) {
 
 DiskSyscalls DiskSyscalls::live() {
   DiskSyscalls s;
-  s.statvfs = [](const std::string& path, struct statvfs& out) {
-    int rc = 0;
-    do {
-      rc = ::statvfs(path.c_str(), &out);
-    } while (rc != 0 && errno == EINTR);
-    return rc == 0 ? 0 : errno;
-  };
-  s.writable = [](const std::string& path) {
-    return ::faccessat(AT_FDCWD, path.c_str(), W_OK | X_OK, AT_EACCESS) == 0 ? 0 : errno;
+  // The one path handed to the kernel outside the seam: access(2) asks about this process's rights.
+  s.writable = [](const FileSystem& fs, const std::string& path) {
+    return ::faccessat(AT_FDCWD, fs.host_path(path).c_str(), W_OK | X_OK, AT_EACCESS) == 0 ? 0 : errno;
   };
   return s;
 }

@@ -4,8 +4,6 @@
 // there, and the mount that holds it (/proc/self/mountinfo).
 #pragma once
 
-#include <sys/statvfs.h>
-
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,18 +14,18 @@
 
 namespace preflight {
 
-/// The two questions the disk probe asks the kernel about a directory (a host path: the
-/// FileSystem seam's root already prepended). Each returns 0, or the errno it failed with. Tests
-/// hand in their own answers; live() asks the kernel.
+/// The one question the disk probe asks the kernel about a directory outside the FileSystem seam:
+/// whether this process may create files there (access(W_OK | X_OK) of fs.host_path(path), a
+/// question about this process's rights, not about the files). 0, or the errno it failed with.
+/// Tests hand in their own answers; live() asks the kernel.
 struct DiskSyscalls {
-  std::function<int(const std::string& host_path, struct statvfs& out)> statvfs;
-  std::function<int(const std::string& host_path)> writable;  // access(W_OK | X_OK): files can be made in it
+  std::function<int(const FileSystem& fs, const std::string& path)> writable;
   static DiskSyscalls live();
 };
 
 /// The facts for `given` (as the user wrote them; empty: the current directory), relative paths
 /// resolved against `cwd` (absolute, as on the live system). Existence, the nearest existing
-/// parent and symbolic links are looked up through `fs` (its root prepended); statvfs and the
+/// parent, symbolic links and the file system's capacity (stat_fs) are looked up through `fs`; the
 /// write test through `sys`; the mount in `mounts`.
 DiskFacts probe_checkpoint_dirs(const FileSystem& fs, const Probed<MountInfo>& mounts, const std::vector<std::string>& given,
                                 const std::string& cwd, const DiskSyscalls& sys);

@@ -2,13 +2,11 @@
 // /dev/shm: the effective mount, its size and free space, and a real allocation of what this
 // node's ranks need (core/shm_model.hpp). The test file is unlinked before it is sized, so nothing is
 // left behind even if preflight is killed mid-test.
-#include <algorithm>
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cerrno>
 #include <cstring>
@@ -36,23 +34,22 @@ Probed<MountEntry> probe_mount(const Probed<MountInfo>& mounts, const std::strin
 }
 
 Probed<FsUsage> probe_usage(const FileSystem& fs, const std::string& path) {
-  const std::string real = fs.host_path(path);
-  struct stat st {};
-  if (::stat(real.c_str(), &st) != 0) return Probed<FsUsage>::error(probe_error_from_errno(errno), path);
-  if (!S_ISDIR(st.st_mode)) return Probed<FsUsage>::error(ProbeErrc::NotFound, "exists but is not a directory", path);
-  struct statfs sfs {};
-  struct statvfs svfs {};
-  if (::statfs(real.c_str(), &sfs) != 0 || ::statvfs(real.c_str(), &svfs) != 0) {
-    return Probed<FsUsage>::error(probe_error_from_errno(errno), path);
+  const Probed<FsStat> st = fs.stat(path);
+  if (!st.ok()) return Probed<FsUsage>::error(*st.error(), path);
+  if (st.value()->type != FsStat::Type::Directory) {
+    return Probed<FsUsage>::error(ProbeErrc::NotFound, "exists but is not a directory", path);
   }
+  const Probed<FsStats> s = fs.stat_fs(path);
+  if (!s.ok()) return Probed<FsUsage>::error(*s.error(), path);
   FsUsage u;
-  u.fs_magic = static_cast<std::uint64_t>(sfs.f_type);
-  u.is_tmpfs = sfs.f_type == TMPFS_MAGIC;
-  u.st_dev = static_cast<std::uint64_t>(st.st_dev);
-  u.total_bytes = static_cast<std::uint64_t>(svfs.f_blocks) * svfs.f_frsize;
-  u.free_bytes = static_cast<std::uint64_t>(svfs.f_bavail) * svfs.f_frsize;
-  u.unlimited = u.is_tmpfs && svfs.f_blocks == 0;  // tmpfs without size=: bounded by RAM and cgroup only
-  u.writable = ::access(real.c_str(), W_OK) == 0 && (svfs.f_flag & ST_RDONLY) == 0;
+  u.fs_magic = s.value()->fs_type;
+  u.is_tmpfs = s.value()->fs_type == TMPFS_MAGIC;
+  u.st_dev = st.value()->dev;
+  u.total_bytes = s.value()->total_bytes;
+  u.free_bytes = s.value()->available_bytes;
+  u.unlimited = u.is_tmpfs && s.value()->total_bytes == 0;  // tmpfs without size=: bounded by RAM and cgroup only
+  // access(2) asks about this process's rights: the live path itself (this runs live only).
+  u.writable = ::access(fs.host_path(path).c_str(), W_OK) == 0 && !s.value()->read_only;
   return Probed<FsUsage>::ok(u, "statfs(" + path + ")");
 }
 
@@ -180,6 +177,7 @@ void probe_shm(const ProbeContext& ctx, RankFacts& facts) {
     // What NCCL allocates at init; the DataLoader budget is judged against the free space only.
     const std::uint64_t dataloader = need.dataloader_per_rank * static_cast<std::uint64_t>(std::max(need.local_ranks, 0));
     const std::uint64_t nccl_bytes = need.node_total > dataloader ? need.node_total - dataloader : 0;
+    // A path handed out of the seam on purpose: the test makes a file in the live /dev/shm itself.
     ctx.in_background([dir = ctx.fs.host_path(shm.path), bytes = std::max<std::uint64_t>(nccl_bytes, 1u << 20),
                        source]() -> ProbeContext::Finisher {
       const ShmAllocTest t = allocation_test(dir, bytes);

@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 // host.disk on hand-built facts (every status, the need for a node-local and a shared directory),
-// the disk probe over a fake root with statvfs answers of the test's choosing, and the facts' JSON.
+// the disk probe over a memory tree with statfs answers of the test's choosing, and the facts' JSON.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -404,60 +403,45 @@ TEST(HostDisk, ALayoutThatDoesNotDivideTheWorldGivesNoSize) {
 class DiskTree : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "/preflight-disk-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    root = tmpl;
-    for (const char* d : {"home/alice", "data/ckpt", "scratch", "proc/self"}) std::filesystem::create_directories(root / d);
-    std::ofstream(root / "data/file.txt") << "x";
-    std::filesystem::create_directory_symlink("../../data/ckpt", root / "home/alice/link");
+    tree.dir("/home/alice").dir("/data/ckpt").dir("/scratch").dir("/proc/self").file("/data/file.txt", "x");
+    tree.link("/home/alice/link", "../../data/ckpt");
     mountinfo = parse_mountinfo(
         "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n"
         "40 22 0:50 / /data rw,relatime shared:30 - nfs4 filer:/export rw,vers=4.2\n"
         "41 22 0:51 / /scratch rw,nosuid shared:31 - tmpfs tmpfs rw,size=8g\n"
         "42 22 0:52 / /scratch ro,nosuid shared:32 - xfs /dev/sdb1 ro\n");
   }
-  void TearDown() override { std::filesystem::remove_all(root); }
 
-  /// statvfs answers by live path (the root stripped).
+  /// The write test answers by live path.
   DiskSyscalls fake() const {
     DiskSyscalls s;
-    s.statvfs = [this](const std::string& host, struct statvfs& out) {
-      const std::string live = host.substr(root.string().size());
-      const auto it = answers.find(live.empty() ? "/" : live);
-      if (it == answers.end()) return EIO;
-      out = it->second;
-      return 0;
-    };
-    s.writable = [this](const std::string& host) { return unwritable.count(host.substr(root.string().size())) ? EACCES : 0; };
+    s.writable = [this](const FileSystem&, const std::string& path) { return unwritable.count(path) ? EACCES : 0; };
     return s;
   }
-  static struct statvfs answer(std::uint64_t blocks, std::uint64_t avail, std::uint64_t files, std::uint64_t favail,
-                               unsigned long flags = 0) {
-    struct statvfs v {};
-    v.f_frsize = 4096;
-    v.f_bsize = 4096;
-    v.f_blocks = blocks;
-    v.f_bavail = avail;
-    v.f_bfree = avail;
-    v.f_files = files;
-    v.f_favail = favail;
-    v.f_ffree = favail;
-    v.f_flag = flags;
-    return v;
+  /// What stat_fs answers at `path` (a path with no answer at or above it: EIO).
+  void answer(const std::string& path, std::uint64_t blocks, std::uint64_t avail, std::uint64_t files,
+              std::uint64_t favail, bool read_only = false) {
+    FsStats v;
+    v.block_size = 4096;
+    v.total_bytes = blocks * 4096;
+    v.available_bytes = v.free_bytes = avail * 4096;
+    v.total_inodes = files;
+    v.free_inodes = favail;
+    v.read_only = read_only;
+    tree.stats(path, v);
   }
   DiskFacts probe(std::vector<std::string> given, const std::string& cwd = "/home/alice") const {
-    return probe_checkpoint_dirs(FileSystem(root.string()), Probed<MountInfo>::ok(mountinfo, "/proc/self/mountinfo"), given, cwd,
+    return probe_checkpoint_dirs(FileSystem(tree), Probed<MountInfo>::ok(mountinfo, "/proc/self/mountinfo"), given, cwd,
                                  fake());
   }
 
-  std::filesystem::path root;
+  MemoryTree tree;
   MountInfo mountinfo;
-  std::map<std::string, struct statvfs> answers;
   std::set<std::string> unwritable;
 };
 
 TEST_F(DiskTree, TheDefaultIsTheCurrentDirectory) {
-  answers["/home/alice"] = answer(1'000'000, 250'000, 500'000, 400'000);
+  answer("/home/alice", 1'000'000, 250'000, 500'000, 400'000);
   const DiskFacts f = probe({});
   ASSERT_EQ(f.dirs.size(), 1u);
   const CheckpointDir& d = f.dirs[0];
@@ -479,7 +463,7 @@ TEST_F(DiskTree, TheDefaultIsTheCurrentDirectory) {
 }
 
 TEST_F(DiskTree, RelativePathsLinksAndDirectoriesNotMadeYet) {
-  answers["/data/ckpt"] = answer(1'000'000, 900'000, 0, 0);
+  answer("/data/ckpt", 1'000'000, 900'000, 0, 0);
   const DiskFacts f = probe({"link/run7/step1", "../../data/ckpt/", "/data/ckpt"});
   // "../../data/ckpt/" and "/data/ckpt" are one directory.
   ASSERT_EQ(f.dirs.size(), 2u);
@@ -500,8 +484,8 @@ TEST_F(DiskTree, RelativePathsLinksAndDirectoriesNotMadeYet) {
 }
 
 TEST_F(DiskTree, StackedMountsReadOnlyAndUnwritable) {
-  answers["/scratch"] = answer(1'000, 1'000, 10, 10, ST_RDONLY);
-  answers["/home/alice"] = answer(1'000, 1'000, 10, 10);
+  answer("/scratch", 1'000, 1'000, 10, 10, true);
+  answer("/home/alice", 1'000, 1'000, 10, 10);
   unwritable.insert("/home/alice");
   const DiskFacts f = probe({"/scratch", "/home/alice"});
   ASSERT_EQ(f.dirs.size(), 2u);
@@ -518,17 +502,18 @@ TEST_F(DiskTree, FilesOnThePathAndStatvfsErrorsAreFacts) {
   EXPECT_EQ(f.dirs[0].holder, "/data/file.txt");
   EXPECT_FALSE(f.dirs[0].holder_is_dir);
   EXPECT_FALSE(f.dirs[0].usage.ok());
-  // No statvfs answer for /scratch: the fake fails with EIO.
+  // No stat_fs answer at or above /scratch: the tree fails with EIO.
   ASSERT_FALSE(f.dirs[1].usage.ok());
   EXPECT_EQ(f.dirs[1].usage.error()->code, ProbeErrc::Unreadable);
   EXPECT_EQ(f.dirs[1].usage.source(), "statvfs(/scratch)");
 }
 
 TEST_F(DiskTree, AnUnreadableMountTableLeavesTheSpaceKnown) {
-  answers["/home/alice"] = answer(100'000'000, 50'000'000, 1'000'000, 900'000);
+  answer("/home/alice", 100'000'000, 50'000'000, 1'000'000, 900'000);
   const DiskFacts f = probe_checkpoint_dirs(
-      FileSystem(root.string()), Probed<MountInfo>::error(ProbeErrc::PermissionDenied, "permission denied", "/proc/self/mountinfo"),
-      {}, "/home/alice", fake());
+      FileSystem(tree),
+      Probed<MountInfo>::error(ProbeErrc::PermissionDenied, "permission denied", "/proc/self/mountinfo"), {},
+      "/home/alice", fake());
   ASSERT_EQ(f.dirs.size(), 1u);
   EXPECT_TRUE(f.dirs[0].usage.ok());
   EXPECT_FALSE(f.dirs[0].mount.ok());
@@ -537,7 +522,7 @@ TEST_F(DiskTree, AnUnreadableMountTableLeavesTheSpaceKnown) {
 }
 
 TEST_F(DiskTree, ProbedFactsAreJudged) {
-  answers["/data/ckpt"] = answer(100'000'000, 10'000'000, 0, 0);  // 38 GiB free of 381 GiB
+  answer("/data/ckpt", 100'000'000, 10'000'000, 0, 0);  // 38 GiB free of 381 GiB
   RankFacts f = node({});
   f.disk = Probed<DiskFacts>::ok(probe({"/data/ckpt/run1"}), "statvfs");
   const Verdict v = check(f, model(kB7));
