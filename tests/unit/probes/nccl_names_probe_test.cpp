@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The nccl_names probe on a captured tree: the names of the libnccl.so.2 the job loads and of the
+// The nccl_names probe on a tree held in memory: the names of the libnccl.so.2 the job loads and of the
 // plugins NCCL will dlopen, resolved by NCCL's naming rules, and the files NCCL variables name.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,8 +13,6 @@
 
 namespace preflight {
 namespace {
-
-namespace fs = std::filesystem;
 
 // An ELF64 object whose only sections are .rodata (holding `strings`) and the name table.
 std::string elf_with(const std::vector<std::string>& strings) {
@@ -28,28 +23,23 @@ std::string elf_with(const std::vector<std::string>& strings) {
 
 class NcclNamesProbe : public ::testing::Test {
  protected:
-  void SetUp() override {
-    root = fs::temp_directory_path() / ("preflight-nccl-names-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root);
-    fs::create_directories(root / "opt/nccl");
-    fs::create_directories(root / "plugins");
-    fs::create_directories(root / "etc");
+  /// The tree before the test writes anything: /opt/nccl, /plugins and /etc, empty.
+  static MemoryTree empty_tree() {
+    MemoryTree t;
+    t.dir("/opt/nccl").dir("/plugins").dir("/etc");
+    return t;
   }
-  void TearDown() override { fs::remove_all(root); }
-  void write(const std::string& path, const std::string& bytes) {
-    std::ofstream(root / path.substr(1), std::ios::binary) << bytes;
-  }
+  void write(const std::string& path, const std::string& bytes) { tree.file(path, bytes); }
   RankFacts probe(std::map<std::string, std::string> env, bool with_library = true) {
     RankFacts facts;
     if (with_library) facts.gpu.runtime.nccl_candidates.push_back({"/opt/nccl/libnccl.so.2", "LD_LIBRARY_PATH", ""});
-    const FileSystem file_system(root.string());
+    const FileSystem file_system(tree);
     const EnvSnapshot snapshot(std::move(env));
     const Options options;
     probe_nccl_names(ProbeContext(file_system, snapshot, options), facts);
     return facts;
   }
-  fs::path root;
+  MemoryTree tree = empty_tree();
 };
 
 TEST_F(NcclNamesProbe, LibraryAndPluginsAsNcclNamesThem) {
@@ -102,7 +92,7 @@ TEST_F(NcclNamesProbe, NoLibraryOrNotAnElfIsAnErrorNamingWhy) {
   ASSERT_FALSE(f.nccl_conf.names.names.ok());
   EXPECT_EQ(f.nccl_conf.names.names.error()->code, ProbeErrc::ParseError);
   f = probe({});  // and the missing file is NotFound
-  fs::remove(root / "opt/nccl/libnccl.so.2");
+  tree = empty_tree();  // without /opt/nccl/libnccl.so.2
   f = probe({});
   ASSERT_FALSE(f.nccl_conf.names.names.ok());
   EXPECT_EQ(f.nccl_conf.names.names.error()->code, ProbeErrc::NotFound) << f.nccl_conf.names.names.why();
