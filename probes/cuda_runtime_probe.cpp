@@ -45,50 +45,14 @@ std::string join_path(const std::string& dir, const std::string& name) {
   return dir + "/" + name;
 }
 
-// Resolves symbolic links component by component inside the sysroot (an absolute target restarts
-// at the sysroot's root, never the host's). Unlike fs.real_path, a component that does not exist is
-// kept as written and the walk goes on, so what is then read at the result stays inside the sysroot
-// and fails there. The live system needs nothing: the kernel does it.
+// One spelling for each file, to tell two spellings of one file apart: its canonical path inside
+// the root (the seam resolves every link there, an absolute target at the root, never the host's),
+// or the path as written when some component does not exist (a read of it then fails inside the
+// root too).
 std::string resolve(const FileSystem& fs, const std::string& path) {
   if (path.empty() || path.front() != '/') return path;
-  if (fs.is_live()) {  // the kernel resolves; only used to tell two spellings of one file apart
-    const Probed<std::string> real = fs.real_path(path);
-    return real.ok() ? *real.value() : path;
-  }
-  std::vector<std::string> pending;
-  for (const std::string_view part : split(path, '/')) {
-    if (!part.empty()) pending.emplace_back(part);
-  }
-  std::reverse(pending.begin(), pending.end());
-  std::vector<std::string> done;
-  int hops = 0;
-  while (!pending.empty()) {
-    std::string part = std::move(pending.back());
-    pending.pop_back();
-    if (part == ".") continue;
-    if (part == "..") {
-      if (!done.empty()) done.pop_back();
-      continue;
-    }
-    std::string current = "/";
-    for (const std::string& d : done) current = join_path(current, d);
-    current = join_path(current, part);
-    const Probed<std::string> link = fs.read_link(current);
-    if (!link.ok() || link.value()->empty() || ++hops > 40) {
-      done.push_back(std::move(part));
-      continue;
-    }
-    const std::string& target = *link.value();
-    if (target.front() == '/') done.clear();
-    std::vector<std::string> parts;
-    for (const std::string_view p : split(target, '/')) {
-      if (!p.empty()) parts.emplace_back(p);
-    }
-    for (auto it = parts.rbegin(); it != parts.rend(); ++it) pending.push_back(*it);
-  }
-  std::string out = "/";
-  for (const std::string& d : done) out = join_path(out, d);
-  return out;
+  const Probed<std::string> real = fs.real_path(path);
+  return real.ok() ? *real.value() : path;
 }
 
 constexpr const char* kDefaultDirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib", "/usr/lib"};
