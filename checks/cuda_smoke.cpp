@@ -124,19 +124,19 @@ Verdict run(const CheckContext& ctx) {
     if (err.code == ProbeErrc::Timeout) {
       std::string what = err.detail;
       if (!mentions(what, "within")) what = "did not finish within its deadline (" + what + ")";
-      GpuShared hung = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
       // The probe's message names the helper, its deadline and --timeout: it stands on its own.
       const bool named = what.starts_with("the GPU smoke test helper");
-      hung.evidence.update(ev);
+      nlohmann::json evidence = gpu_fact_evidence(err, d.smoke.source());
+      evidence.update(ev);
       return Verdict::of(kHang,
                          {{"hang", named ? what : "the CUDA smoke test " + what},
                           {"source", d.smoke.source().empty() ? "" : " [" + d.smoke.source() + "]"}},
-                         hung.evidence);
+                         evidence);
     }
     if (err.code == ProbeErrc::Crashed) {
-      GpuShared crashed = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test", {});
-      crashed.evidence.update(ev);
-      return Verdict::of(kCrashed, {{"why", d.smoke.why()}}, crashed.evidence);
+      nlohmann::json evidence = gpu_fact_evidence(err, d.smoke.source());
+      evidence.update(ev);
+      return Verdict::of(kCrashed, {{"why", d.smoke.why()}}, evidence);
     }
     GpuShared missing = missing_gpu_fact(err, d.smoke.source(), "the CUDA smoke test result", kNeedsGpu);
     missing.evidence.update(ev);

@@ -63,12 +63,17 @@ bool job_meets_it(ProbeErrc code) {
   }
 }
 
+nlohmann::json gpu_fact_evidence(const ProbeError& err, std::string_view source) {
+  nlohmann::json ev = {{"error", to_string(err.code)}, {"detail", err.detail}};
+  if (!source.empty()) ev["source"] = source;
+  return ev;
+}
+
 GpuShared missing_gpu_fact(const ProbeError& err, std::string_view source, std::string_view what,
                            std::string_view consequence) {
   using Kind = GpuShared::Kind;
   GpuShared out;
-  out.evidence = {{"error", to_string(err.code)}, {"detail", err.detail}};
-  if (!source.empty()) out.evidence["source"] = source;
+  out.evidence = gpu_fact_evidence(err, source);
   out.params = {{"what", what},
                 {"detail", err.detail},
                 {"source", source.empty() ? std::string() : std::string(source) + ": "},

@@ -123,6 +123,10 @@ std::optional<GpuShared> no_driver(const DriverFacts& d, std::string_view conseq
 GpuShared missing_gpu_fact(const ProbeError& err, std::string_view source, std::string_view what,
                            std::string_view consequence);
 
+/// The evidence of a GPU fact the helper could not deliver: {"error", "detail", "source"} (the same
+/// missing_gpu_fact gives), for a check that states such an error in a finding of its own.
+nlohmann::json gpu_fact_evidence(const ProbeError& err, std::string_view source);
+
 /// The verdict of a shared finding by the check's rows, its evidence and cause kept.
 Verdict shared_verdict(const GpuSharedRows& rows, const GpuShared& shared);
 /// The same finding added to a builder, with `extra` parameters ({who}).

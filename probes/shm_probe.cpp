@@ -6,8 +6,8 @@
 #include <linux/magic.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <algorithm>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
