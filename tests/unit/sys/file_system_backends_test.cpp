@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/text.hpp"
+#include "scratch_dir.hpp"
 #include "sys/file_system.hpp"
 
 namespace preflight {
@@ -28,22 +29,9 @@ namespace {
 namespace stdfs = std::filesystem;
 
 /// A directory under the temporary directory, removed afterwards.
-class Scratch {
+class Scratch : public testing::ScratchDir {
  public:
-  Scratch() {
-    std::string tmpl = (stdfs::temp_directory_path() / "preflight-fs-backends-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) m_path = tmpl;
-  }
-  ~Scratch() {
-    std::error_code ec;
-    if (!m_path.empty()) stdfs::remove_all(m_path, ec);
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  const std::string& path() const { return m_path; }
-
- private:
-  std::string m_path;
+  Scratch() : ScratchDir("fs-backends") {}
 };
 
 enum class Backend { DiskOpenat2, DiskWalk, Memory };

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "scratch_dir.hpp"
 #include "sys/file_system.hpp"
 
 namespace preflight {
@@ -18,29 +19,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Scratch {
+/// The links test's scratch tree.
+class Scratch : public testing::ScratchDir {
  public:
-  Scratch() {
-    std::string tmpl = (fs::temp_directory_path() / "preflight-fs-links-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) m_path = tmpl;
-  }
-  ~Scratch() {
-    std::error_code ec;
-    if (!m_path.empty()) fs::remove_all(m_path, ec);
-  }
-  const std::string& path() const { return m_path; }
-  void dir(const std::string& rel) const { fs::create_directories(m_path + rel); }
-  void file(const std::string& rel, const std::string& text = "x\n") const {
-    fs::create_directories(fs::path(m_path + rel).parent_path());
-    std::ofstream(m_path + rel, std::ios::binary) << text;
-  }
-  void link(const std::string& rel, const std::string& target) const {
-    fs::create_directories(fs::path(m_path + rel).parent_path());
-    fs::create_symlink(target, m_path + rel);
-  }
-
- private:
-  std::string m_path;
+  Scratch() : ScratchDir("fs-links") {}
 };
 
 std::string host_realpath(const std::string& path) {
