@@ -101,6 +101,12 @@ constexpr FindingSpec kNoRuntime = {
     "cuda.runtime/no-runtime", Status::Warn, "no CUDA runtime found where the job will look (searched: {searched})",
     "Install the framework's CUDA build (e.g. a torch cuXXX wheel) or a CUDA toolkit where the job runs, or point "
     "preflight at it: --site-packages DIR, --python EXE or --cuda-runtime LIB."};
+constexpr FindingSpec kNowhereToSearch = {
+    "cuda.runtime/nowhere-to-search", Status::Unknown,
+    "none of the places the job looks for a CUDA runtime exists here ({searched}): a tree without the node's "
+    "libraries (a topology capture?) cannot tell which runtime the job loads",
+    "Judge a `preflight capture` of the node or a copy of its root file system (--sysroot DIR), or run preflight on "
+    "the node."};
 constexpr FindingSpec kNothingLoadedNoDriver = {
     "cuda.runtime/nothing-loaded-no-driver", Status::Skip,
     "the job loads no CUDA runtime ({uses}) and there is no driver to judge the others against: {why}", ""};
@@ -109,14 +115,12 @@ constexpr FindingSpec kVersionUnreadable = {
     "the CUDA runtime version '{version}' read from {path} ({kind}) is not a version",
     "Check that file (a broken install?), or name the runtime with --cuda-runtime LIB."};
 
-constexpr std::array kFindings = {kPythonUnreadable,      kCpuTorch,              kCpuTorchGpusUnknown,
-                                  kCudartMissing,         kSearchIncomplete,      kNoRuntime,
-                                  kNothingLoadedNoDriver, kDriverUnknown,         kTargetDriverUnknown,
-                                  kDriverNewerThanMatrix, kVersionUnreadable,     kNotInMatrix,
-                                  kForwardGpusUnknown,    kForwardRtx,            kForwardBranch,
-                                  kMinorCompatUnknown,    kMinorCompat,           kTooNew,
-                                  kMinorCompatNoSass,     kUnloadedTooNew,        kRequireNotMet,
-                                  kRequireUnknown,        kRequireUnknownTarget,  kRequireMalformed};
+constexpr std::array kFindings = {kPythonUnreadable, kCpuTorch, kCpuTorchGpusUnknown, kCudartMissing,
+                                  kSearchIncomplete, kNowhereToSearch, kNoRuntime, kNothingLoadedNoDriver,
+                                  kDriverUnknown, kTargetDriverUnknown, kDriverNewerThanMatrix, kVersionUnreadable,
+                                  kNotInMatrix, kForwardGpusUnknown, kForwardRtx, kForwardBranch,
+                                  kMinorCompatUnknown, kMinorCompat, kTooNew, kMinorCompatNoSass, kUnloadedTooNew,
+                                  kRequireNotMet, kRequireUnknown, kRequireUnknownTarget, kRequireMalformed};
 
 /// This check's finding for a conclusion of judge_cuda_vs_driver; nullptr for a PASS (noted as text) and for
 /// one it never reaches.
@@ -306,6 +310,7 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["driver"] = driver.evidence();
   b.evidence()["searched"] = rt.searched;
   if (!rt.problems.empty()) b.evidence()["problems"] = rt.problems;
+  if (!rt.absent.empty()) b.evidence()["absent"] = rt.absent;
   if (rt.python) b.evidence()["python"] = *rt.python;
   if (!rt.frameworks.empty()) b.evidence()["frameworks"] = rt.frameworks;
 
@@ -329,6 +334,8 @@ Verdict run(const CheckContext& ctx) {
     const std::string searched = rt.searched.empty() ? std::string("nothing") : join_list(rt.searched);
     if (!rt.problems.empty()) {
       b.add(kSearchIncomplete, {{"problems", join_list(rt.problems, "; ")}, {"searched", searched}});
+    } else if (!rt.searched.empty() && rt.absent.size() >= rt.searched.size()) {
+      b.add(kNowhereToSearch, {{"searched", searched}});
     } else if (!cpu_only_reported) {
       b.add(kNoRuntime, {{"searched", searched}});
     }
@@ -455,6 +462,9 @@ Failures
   UNKNOWN  a runtime version that is not a version, or one the matrix does not know (newer than
            the table, or no such release): never PASS.
   UNKNOWN  no runtime found while some files on the way could not be read.
+  UNKNOWN  none of the places searched exists (no /usr/lib, no /lib, no site-packages): a --sysroot
+           tree without the node's libraries, such as an hwloc topology capture, cannot tell which
+           runtime the job loads; never the WARN of a node without one.
   UNKNOWN  the driver version is unreadable where minor-version compatibility decides.
 
 Under --sysroot

@@ -32,7 +32,7 @@ HealthView node_health(const CheckContext& ctx, std::string_view what, const Gpu
 inline constexpr std::string_view kHealthNotReadMessage = "{what} not read: {detail}";
 inline constexpr std::string_view kHealthNotReadFix =
     "Run preflight on the node in the node or job profile without --skip of this check (the GPU health helper runs "
-    "once per node, on its local rank 0).";
+    "once per node, on its local rank 0), or judge a `preflight capture` of the node with --sysroot.";
 
 /// "GPU 3 (00000000:5D:00.0)".
 std::string health_gpu_text(const GpuHealth& g);

@@ -37,8 +37,8 @@ PREFLIGHT_JSON_DEFINE(FrameworkBuild, name, version, cuda, arch_list, path, buil
                       cudart_path, cudart_via, nccl_path, nccl_via, searched)
 PREFLIGHT_JSON_DEFINE(LibraryCandidate, path, source, loaded_by)
 PREFLIGHT_JSON_DEFINE(PythonInterpreter, exe, real, version, prefix, paths, error)
-PREFLIGHT_JSON_DEFINE(RuntimeFacts, runtimes, nccl_candidates, frameworks, searched, problems, nvidia_require_cuda,
-                      python)
+PREFLIGHT_JSON_DEFINE(RuntimeFacts, runtimes, nccl_candidates, frameworks, searched, absent, problems,
+                      nvidia_require_cuda, python)
 PREFLIGHT_JSON_DEFINE(NcclLibrary, path, source, version_code, version, cuda_build)
 PREFLIGHT_JSON_DEFINE(GpuStackFacts, driver, runtime, nccl)
 

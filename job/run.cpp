@@ -105,10 +105,13 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
       const std::string name(probe.name());
       // A probe of the node's facts takes the leader's when the leader finished it and its inputs
       // are the same here (ProbeSpec::adopt); else this rank runs it and says why.
+      // A probe that reads a capture's facts under --sysroot (ProbeSpec::tree) reads them on every rank.
+      const ProbeFn gather = probe.for_context(ctx);
       std::string probed_here;
       bool adopted = false;
       if (node_leader && probe.adopt != nullptr) {
-        probed_here = node_leader->probe_seconds.count(name) == 0
+        probed_here = gather != probe.run ? "a --sysroot tree's facts are read, not probed"
+                      : node_leader->probe_seconds.count(name) == 0
                           ? "rank " + std::to_string(node_leader->placement.rank) + " did not run it to the end"
                           : probe.adopt(ctx, *node_leader, work);
         adopted = probed_here.empty();
@@ -117,7 +120,7 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
         work.node_facts->adopted.push_back(name);
       } else {
         if (!probed_here.empty()) work.node_facts->probed_here[name] = probed_here;
-        probe.run(ctx, work);
+        gather(ctx, work);
       }
       if (unrecorded) recorder->set_paused(false);
       work.probe_seconds[name] =

@@ -111,6 +111,12 @@ class Discovery {
       m_out.searched.push_back(dir);
   }
 
+  // A searched directory that does not exist; every one of them absent is a tree without the node's
+  // libraries, not a node without a runtime.
+  void absent(const std::string& dir) {
+    if (std::find(m_out.absent.begin(), m_out.absent.end(), dir) == m_out.absent.end()) m_out.absent.push_back(dir);
+  }
+
   // Adds a runtime unless its file is one already listed (each runtime once); returns its index.
   std::size_t add_runtime(CudaRuntime r) {
     if (r.kind != "container") {
@@ -279,7 +285,10 @@ class Discovery {
     searched(dir);
     if (!m_scanned_dirs.insert(resolve(fs(), dir)).second) return;
     const auto names = list(dir);
-    if (!names.ok()) return;
+    if (!names.ok()) {
+      if (names.error()->code == ProbeErrc::NotFound) absent(dir);
+      return;
+    }
     // One runtime per SONAME major in a directory: libcudart.so.12 (what the loader opens) with the
     // version of the most specific name it stands for.
     std::set<std::string> majors;
@@ -682,7 +691,10 @@ class Discovery {
     if (!m_scanned_sites.insert(real).second) return;
     const auto names = list(site);
     if (!names.ok()) {
-      if (names.error()->code != ProbeErrc::NotFound) problem(site, names.error()->detail);
+      if (names.error()->code == ProbeErrc::NotFound)
+        absent(site);
+      else
+        problem(site, names.error()->detail);
       return;
     }
     const std::vector<Dist> dists = dist_infos(site, *names.value());
@@ -760,18 +772,6 @@ class Discovery {
 }  // namespace
 
 void probe_cuda_runtime(const ProbeContext& ctx, RankFacts& facts) {
-  // A capture keeps what discovery found on the node (no copies of the libraries); a plain tree is
-  // searched file by file.
-  if (!ctx.fs.is_live() && ctx.captured().get("cuda_runtime") != nullptr) {
-    Probed<RuntimeFacts> held = captured_fact<RuntimeFacts>(ctx, "cuda_runtime", "", "CUDA runtime discovery");
-    if (RuntimeFacts* r = held.value()) {
-      facts.gpu.runtime = std::move(*r);
-    } else {
-      facts.gpu.runtime = RuntimeFacts{};
-      facts.gpu.runtime.problems.push_back(held.why());
-    }
-    return;
-  }
   RuntimeFacts out;
   try {
     Discovery(ctx, out).run();
@@ -779,6 +779,22 @@ void probe_cuda_runtime(const ProbeContext& ctx, RankFacts& facts) {
     out.problems.push_back(std::string("cuda runtime discovery stopped: ") + e.what());
   }
   facts.gpu.runtime = std::move(out);
+}
+
+// A capture keeps what discovery found on the node (no copies of the libraries); a plain tree is
+// searched file by file.
+void probe_cuda_runtime_tree(const ProbeContext& ctx, RankFacts& facts) {
+  if (ctx.captured().get("cuda_runtime") == nullptr) {
+    probe_cuda_runtime(ctx, facts);
+    return;
+  }
+  Probed<RuntimeFacts> held = captured_fact<RuntimeFacts>(ctx, "cuda_runtime", "", "CUDA runtime discovery");
+  if (RuntimeFacts* r = held.value()) {
+    facts.gpu.runtime = std::move(*r);
+  } else {
+    facts.gpu.runtime = RuntimeFacts{};
+    facts.gpu.runtime.problems.push_back(held.why());
+  }
 }
 
 }  // namespace preflight

@@ -162,11 +162,9 @@ DiskFacts probe_checkpoint_dirs(const FileSystem& fs, const Probed<MountInfo>& m
   return out;
 }
 
+void probe_disk_tree(const ProbeContext& ctx, RankFacts& facts) { facts.disk = sysroot_disk(ctx); }
+
 void probe_disk(const ProbeContext& ctx, RankFacts& facts) {
-  if (!ctx.fs.is_live()) {
-    facts.disk = sysroot_disk(ctx);
-    return;
-  }
   std::string cwd;
   if (char* here = ::getcwd(nullptr, 0)) {
     cwd = here;

@@ -143,42 +143,54 @@ std::string apply_driver_document(const nlohmann::json& doc, DriverFacts& driver
   }
 }
 
+namespace {
+
+/// The image profile's facts: no driver is expected where an image is built. True when it set them.
+bool image_profile(const ProbeContext& ctx, DriverFacts& d) {
+  if (ctx.options.profile != Profile::Image) return false;
+  static constexpr char kWhy[] = "image profile: no driver expected";
+  d.kernel_module_version = Probed<std::string>::error(ProbeErrc::Unsupported, kWhy);
+  d.nvml_driver_version = Probed<std::string>::error(ProbeErrc::Unsupported, kWhy);
+  d.cuda_driver_version = Probed<int>::error(ProbeErrc::Unsupported, kWhy);
+  d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::Unsupported, kWhy);
+  d.cuda_devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::Unsupported, kWhy);
+  d.gpu_pairs = Probed<std::vector<GpuPair>>::error(ProbeErrc::Unsupported, kWhy);
+  d.peer_copies = Probed<std::vector<PeerCopy>>::error(ProbeErrc::Unsupported, kWhy);
+  d.smoke = Probed<SmokeResult>::error(ProbeErrc::Unsupported, kWhy);
+  d.helper = "not run (image profile)";
+  return true;
+}
+
+}  // namespace
+
+void probe_gpu_driver_tree(const ProbeContext& ctx, RankFacts& facts) {
+  DriverFacts& d = facts.gpu.driver;
+  if (image_profile(ctx, d)) return;
+  d.kernel_module_version = read_kernel_module_version(ctx.fs);
+  // The GPUs of a captured node are those the capture's helper saw there, never this machine's.
+  Probed<DriverFacts> held = captured_fact<DriverFacts>(ctx, "gpu", "", "GPU helper report (NVML, CUDA driver)");
+  if (DriverFacts* c = held.value()) {
+    c->kernel_module_version = std::move(d.kernel_module_version);
+    c->helper = "from the capture (" + held.source() + "): " + c->helper;
+    d = std::move(*c);
+    return;
+  }
+  const ProbeError e = *held.error();
+  d.nvml_driver_version = Probed<std::string>::error(e, held.source());
+  d.cuda_driver_version = Probed<int>::error(e, held.source());
+  d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(e, held.source());
+  d.cuda_devices = Probed<std::vector<CudaDevice>>::error(e, held.source());
+  d.gpu_pairs = Probed<std::vector<GpuPair>>::error(e, held.source());
+  d.peer_copies = Probed<std::vector<PeerCopy>>::error(e, held.source());
+  d.smoke = Probed<SmokeResult>::error(e, held.source());
+  d.health = Probed<GpuHealthFacts>::error(e, held.source());
+  d.helper = "not run under --sysroot (the captured node's GPUs are not this machine's)";
+}
+
 void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
   DriverFacts& d = facts.gpu.driver;
-  if (ctx.options.profile == Profile::Image) {
-    static constexpr char kWhy[] = "image profile: no driver expected";
-    d.kernel_module_version = Probed<std::string>::error(ProbeErrc::Unsupported, kWhy);
-    d.nvml_driver_version = Probed<std::string>::error(ProbeErrc::Unsupported, kWhy);
-    d.cuda_driver_version = Probed<int>::error(ProbeErrc::Unsupported, kWhy);
-    d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::Unsupported, kWhy);
-    d.cuda_devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::Unsupported, kWhy);
-    d.gpu_pairs = Probed<std::vector<GpuPair>>::error(ProbeErrc::Unsupported, kWhy);
-    d.peer_copies = Probed<std::vector<PeerCopy>>::error(ProbeErrc::Unsupported, kWhy);
-    d.smoke = Probed<SmokeResult>::error(ProbeErrc::Unsupported, kWhy);
-    d.helper = "not run (image profile)";
-    return;
-  }
+  if (image_profile(ctx, d)) return;
   d.kernel_module_version = read_kernel_module_version(ctx.fs);
-  if (!ctx.fs.is_live()) {
-    // The GPUs of a captured node are those the capture's helper saw there, never this machine's.
-    Probed<DriverFacts> held = captured_fact<DriverFacts>(ctx, "gpu", "", "GPU helper report (NVML, CUDA driver)");
-    if (DriverFacts* c = held.value()) {
-      c->kernel_module_version = std::move(d.kernel_module_version);
-      c->helper = "from the capture (" + held.source() + "): " + c->helper;
-      d = std::move(*c);
-      return;
-    }
-    const ProbeError e = *held.error();
-    d.nvml_driver_version = Probed<std::string>::error(e, held.source());
-    d.cuda_driver_version = Probed<int>::error(e, held.source());
-    d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(e, held.source());
-    d.cuda_devices = Probed<std::vector<CudaDevice>>::error(e, held.source());
-    d.gpu_pairs = Probed<std::vector<GpuPair>>::error(e, held.source());
-    d.peer_copies = Probed<std::vector<PeerCopy>>::error(e, held.source());
-    d.smoke = Probed<SmokeResult>::error(e, held.source());
-    d.helper = "not run under --sysroot (the captured node's GPUs are not this machine's)";
-    return;
-  }
 
   const std::string helper = helper_path(kHelper);
   const std::string source = std::string(kHelper) + " driver";
@@ -210,7 +222,7 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
 }
 
 std::string adopt_gpu_driver(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts) {
-  if (ctx.options.profile == Profile::Image || !ctx.fs.is_live()) return "no helper runs for it here";
+  if (ctx.options.profile == Profile::Image) return "no helper runs for it here";
   // What the driver helper sees: the devices CUDA is shown (CUDA_VISIBLE_DEVICES and the other
   // CUDA_ variables), the libcuda and libnvidia-ml the loader finds.
   if (std::string why = env_differs(ctx.env, leader.env, {"CUDA_*", "NVIDIA_*", "LD_LIBRARY_PATH", "LD_PRELOAD"});

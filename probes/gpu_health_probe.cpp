@@ -66,15 +66,20 @@ std::optional<bool> fabric_manager_running(const FileSystem& fs) {
   return any ? std::optional<bool>(false) : std::nullopt;
 }
 
+bool image_profile(const ProbeContext& ctx, DriverFacts& d) {
+  if (ctx.options.profile != Profile::Image) return false;
+  d.health = Health::error(ProbeErrc::Unsupported, "image profile: no driver expected");
+  return true;
+}
+
 }  // namespace
+
+// gpu_driver took the captured node's health facts from its capture.
+void probe_gpu_health_tree(const ProbeContext& ctx, RankFacts& facts) { image_profile(ctx, facts.gpu.driver); }
 
 void probe_gpu_health(const ProbeContext& ctx, RankFacts& facts) {
   DriverFacts& d = facts.gpu.driver;
-  if (ctx.options.profile == Profile::Image) {
-    d.health = Health::error(ProbeErrc::Unsupported, "image profile: no driver expected");
-    return;
-  }
-  if (!ctx.fs.is_live()) return;  // gpu_driver took the captured node's health facts from its capture
+  if (image_profile(ctx, d)) return;
   if (!wanted(ctx.options)) {
     d.health = Health::error(ProbeErrc::Unsupported, "not run: no check that reads it is selected");
     return;

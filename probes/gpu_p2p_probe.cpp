@@ -103,13 +103,22 @@ Copies parse_peer_copies(const ContainedResult& result, const std::vector<CudaDe
   return Copies::ok(std::move(copies), source);
 }
 
+namespace {
+
+bool image_profile(const ProbeContext& ctx, DriverFacts& d) {
+  if (ctx.options.profile != Profile::Image) return false;
+  d.peer_copies = Copies::error(ProbeErrc::Unsupported, "image profile: no driver expected");
+  return true;
+}
+
+}  // namespace
+
+// gpu_driver took the captured node's peer copies from its capture.
+void probe_gpu_p2p_tree(const ProbeContext& ctx, RankFacts& facts) { image_profile(ctx, facts.gpu.driver); }
+
 void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
   DriverFacts& d = facts.gpu.driver;
-  if (ctx.options.profile == Profile::Image) {
-    d.peer_copies = Copies::error(ProbeErrc::Unsupported, "image profile: no driver expected");
-    return;
-  }
-  if (!ctx.fs.is_live()) return;  // gpu_driver took the captured node's peer copies from its capture
+  if (image_profile(ctx, d)) return;
   const std::vector<CudaDevice>* devices = d.cuda_devices.value();
   // In a job with several ranks on this host, local rank 0 copies between the union of the GPUs
   // the node's ranks see (their CUDA_VISIBLE_DEVICES, exchanged before the probes), whatever its

@@ -85,21 +85,30 @@ KernelLogFacts kernel_log_facts(std::string_view text, std::string source) {
   return k;
 }
 
+namespace {
+
+bool image_profile(const ProbeContext& ctx, DriverFacts& d) {
+  if (ctx.options.profile != Profile::Image) return false;
+  d.kernel_log = Log::error(ProbeErrc::Unsupported, "image profile: no kernel log of the node");
+  return true;
+}
+
+}  // namespace
+
+void probe_kernel_log_tree(const ProbeContext& ctx, RankFacts& facts) {
+  DriverFacts& d = facts.gpu.driver;
+  if (image_profile(ctx, d)) return;
+  // A capture's GPU facts hold the kernel log as it was read there; a plain tree's /dev/kmsg file.
+  if (d.kernel_log.value() != nullptr || (d.kernel_log.error() && d.kernel_log.error()->code != ProbeErrc::Unsupported))
+    return;
+  const Probed<std::string> text = ctx.fs.read(kKmsg, kMaxLog);
+  if (const std::string* t = text.value()) d.kernel_log = Log::ok(kernel_log_facts(*t, text.source()), text.source());
+  else d.kernel_log = Log::error(*text.error(), text.source());
+}
+
 void probe_kernel_log(const ProbeContext& ctx, RankFacts& facts) {
   DriverFacts& d = facts.gpu.driver;
-  if (ctx.options.profile == Profile::Image) {
-    d.kernel_log = Log::error(ProbeErrc::Unsupported, "image profile: no kernel log of the node");
-    return;
-  }
-  if (!ctx.fs.is_live()) {
-    // A capture's GPU facts hold the kernel log as it was read there; a plain tree's /dev/kmsg file.
-    if (d.kernel_log.value() != nullptr || (d.kernel_log.error() && d.kernel_log.error()->code != ProbeErrc::Unsupported))
-      return;
-    const Probed<std::string> text = ctx.fs.read(kKmsg, kMaxLog);
-    if (const std::string* t = text.value()) d.kernel_log = Log::ok(kernel_log_facts(*t, text.source()), text.source());
-    else d.kernel_log = Log::error(*text.error(), text.source());
-    return;
-  }
+  if (image_profile(ctx, d)) return;
   if (facts.placement.local_rank != 0) {
     d.kernel_log = Log::error(ProbeErrc::Unsupported, "read once per node, by local rank 0");
     return;

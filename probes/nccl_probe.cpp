@@ -27,12 +27,12 @@ std::pair<std::string, std::string> library_to_load(const ProbeContext& ctx, con
 
 }  // namespace
 
+// A captured node's NCCL is the one the capture's helper read there; never a library loaded here.
+void probe_nccl_tree(const ProbeContext& ctx, RankFacts& facts) {
+  facts.gpu.nccl = captured_probed<NcclLibrary>(ctx, "nccl", "nccl", "report of the libnccl.so.2 the job loads");
+}
+
 void probe_nccl(const ProbeContext& ctx, RankFacts& facts) {
-  // A captured node's NCCL is the one the capture's helper read there; never a library loaded here.
-  if (!ctx.fs.is_live()) {
-    facts.gpu.nccl = captured_probed<NcclLibrary>(ctx, "nccl", "nccl", "report of the libnccl.so.2 the job loads");
-    return;
-  }
   const auto [path, source] = library_to_load(ctx, facts);
   const std::string helper = helper_path("preflight-gpu-probe");
   const std::string what = "preflight-gpu-probe nccl --lib '" + path + "' (dlopen, ncclGetVersion)";
@@ -61,7 +61,6 @@ void probe_nccl(const ProbeContext& ctx, RankFacts& facts) {
 }
 
 std::string adopt_nccl(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts) {
-  if (!ctx.fs.is_live()) return "a capture's NCCL report is read, not probed";
   const auto [path, source] = library_to_load(ctx, facts);
   const std::string leaders = library_to_load(ctx, leader).first;
   if (path != leaders) {

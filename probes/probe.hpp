@@ -109,12 +109,22 @@ Probed<T> captured_probed(const ProbeContext& ctx, std::string_view name, std::s
 /// same. Returns "" when it took them, else why this rank must probe itself (then nothing changed).
 using AdoptFn = std::string (*)(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts);
 
+/// How a probe gathers its facts (from the live system, or from a --sysroot tree).
+using ProbeFn = void (*)(const ProbeContext& ctx, RankFacts& facts);
+
 struct ProbeSpec {
   FactSource source;  // its row of core/fact_sources.hpp: its name, and the probes it reads
-  void (*run)(const ProbeContext&, RankFacts&);
+  ProbeFn run;        // the live system; also a --sysroot tree, through the FileSystem and Os, when `tree` is null
   /// Set for the probes of the node's facts (run once per node in a job); null for a rank's own.
   AdoptFn adopt = nullptr;
+  /// Set for the probes whose facts no file of a tree holds (what a GPU helper reports, the /dev/shm
+  /// allocation test, statvfs of a directory): under --sysroot they are read from the facts files of a
+  /// `preflight capture` (probes/probe.hpp's captured_fact), or reported missing, never probed on the
+  /// machine preflight runs on.
+  ProbeFn tree = nullptr;
   constexpr std::string_view name() const { return to_string(source); }
+  /// The function that gathers this probe's facts in `ctx`: `tree` under --sysroot where it is set.
+  ProbeFn for_context(const ProbeContext& ctx) const { return tree != nullptr && !ctx.fs.is_live() ? tree : run; }
 };
 
 /// The adopt functions of the node's probes (in their probes' files).
@@ -122,6 +132,19 @@ std::string adopt_gpu_driver(const ProbeContext& ctx, const RankFacts& leader, R
 std::string adopt_nccl(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts);
 std::string adopt_topology(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts);
 std::string adopt_pcie(const ProbeContext& ctx, const RankFacts& leader, RankFacts& facts);
+
+/// The --sysroot forms of the probes with a `tree` function (in their probes' files).
+void probe_shm_tree(const ProbeContext& ctx, RankFacts& facts);
+void probe_cuda_runtime_tree(const ProbeContext& ctx, RankFacts& facts);
+void probe_gpu_driver_tree(const ProbeContext& ctx, RankFacts& facts);
+void probe_nccl_tree(const ProbeContext& ctx, RankFacts& facts);
+void probe_gpu_p2p_tree(const ProbeContext& ctx, RankFacts& facts);
+void probe_gpu_health_tree(const ProbeContext& ctx, RankFacts& facts);
+void probe_kernel_log_tree(const ProbeContext& ctx, RankFacts& facts);
+void probe_disk_tree(const ProbeContext& ctx, RankFacts& facts);
+
+/// Runs the probe of `source` as a run does (its `tree` function under --sysroot): for tests.
+void run_probe(FactSource source, const ProbeContext& ctx, RankFacts& facts);
 
 /// "" when `names` (environment variables, and every variable starting with a name ending in '*')
 /// have the same values for this rank as for the leader, else which differs first:

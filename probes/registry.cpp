@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The one table of probes, in run order. A probe with an adopt function gathers facts of the node
 // (the same for every rank of a host): in a job, a host's other ranks take them from its local rank 0.
+// A probe with a tree function reads a --sysroot tree's capture instead of probing this machine.
 #include <algorithm>
 #include <array>
 #include <condition_variable>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "probes/probe.hpp"
@@ -17,26 +19,40 @@ namespace {
 constexpr auto kProbes = std::to_array<ProbeSpec>({
     {FactSource::Identity, &probe_identity},
     {FactSource::Placement, &probe_placement},  // before shm: the shm need depends on the local rank count
-    {FactSource::Shm, &probe_shm},              // early: its allocation test runs in the background
-    {FactSource::CudaRuntime, &probe_cuda_runtime},  // files only; finds the libnccl candidates
-    {FactSource::GpuDriver, &probe_gpu_driver, &adopt_gpu_driver},  // the contained GPU helper: NVML, CUDA driver; smoke test
-    {FactSource::Nccl, &probe_nccl, &adopt_nccl},     // the contained GPU helper loads the first candidate
-    {FactSource::GpuP2p, &probe_gpu_p2p},            // the contained GPU helper: peer copies where NVML claims P2P
-    {FactSource::GpuHealth, &probe_gpu_health},      // the contained GPU helper: NVML health, clocks/PCIe under load
-    {FactSource::KernelLog, &probe_kernel_log},      // /dev/kmsg: this boot's Xid / SXid / fallen-off-the-bus lines
+    // early: its allocation test runs in the background
+    {FactSource::Shm, &probe_shm, nullptr, &probe_shm_tree},
+    // files only; finds the libnccl candidates
+    {FactSource::CudaRuntime, &probe_cuda_runtime, nullptr, &probe_cuda_runtime_tree},
+    // the contained GPU helper: NVML, CUDA driver; smoke test
+    {FactSource::GpuDriver, &probe_gpu_driver, &adopt_gpu_driver, &probe_gpu_driver_tree},
+    // the contained GPU helper loads the first candidate
+    {FactSource::Nccl, &probe_nccl, &adopt_nccl, &probe_nccl_tree},
+    // the contained GPU helper: peer copies where NVML claims P2P
+    {FactSource::GpuP2p, &probe_gpu_p2p, nullptr, &probe_gpu_p2p_tree},
+    // the contained GPU helper: NVML health, clocks/PCIe under load
+    {FactSource::GpuHealth, &probe_gpu_health, nullptr, &probe_gpu_health_tree},
+    // /dev/kmsg: this boot's Xid / SXid / fallen-off-the-bus lines
+    {FactSource::KernelLog, &probe_kernel_log, nullptr, &probe_kernel_log_tree},
     {FactSource::Topology, &probe_topology, &adopt_topology},  // hwloc with I/O devices, or --topology-xml
-    {FactSource::Pcie, &probe_pcie, &adopt_pcie},     // sysfs chains, ACS bits, IOMMU
-    {FactSource::Affinity, &probe_affinity},          // this process's CPU and memory binding
-    {FactSource::Net, &probe_net},                    // interfaces, RDMA devices, MASTER_ADDR/MASTER_PORT
+    {FactSource::Pcie, &probe_pcie, &adopt_pcie},              // sysfs chains, ACS bits, IOMMU
+    {FactSource::Affinity, &probe_affinity},                   // this process's CPU and memory binding
+    {FactSource::Net, &probe_net},                             // interfaces, RDMA devices, MASTER_ADDR/MASTER_PORT
     {FactSource::Memory, &probe_memory},
     {FactSource::Limits, &probe_limits},
     {FactSource::NcclConf, &probe_nccl_conf},
     {FactSource::NcclNames, &probe_nccl_names},  // after nccl and nccl_conf: the library's names, its plugins
-    {FactSource::Disk, &probe_disk},              // last: statvfs of a hung network mount blocks, and only it waits then
+    // last: statvfs of a hung network mount blocks, and only it waits then
+    {FactSource::Disk, &probe_disk, nullptr, &probe_disk_tree},
 });
 }  // namespace
 
 std::span<const ProbeSpec> all_probes() { return kProbes; }
+
+void run_probe(FactSource source, const ProbeContext& ctx, RankFacts& facts) {
+  const auto it = std::find_if(kProbes.begin(), kProbes.end(), [source](const ProbeSpec& p) { return p.source == source; });
+  if (it == kProbes.end()) throw std::invalid_argument("run_probe: no probe of " + std::string(to_string(source)));
+  it->for_context(ctx)(ctx, facts);
+}
 
 std::string env_differs(const EnvSnapshot& mine, const EnvSnapshot& leader, std::initializer_list<std::string_view> names) {
   const auto shown = [](const std::optional<std::string>& v) { return v ? "'" + *v + "'" : std::string("unset"); };

@@ -141,28 +141,37 @@ Probed<FsUsage> sysroot_usage(const ProbeContext& ctx, const Probed<MountEntry>&
                                     " (no statfs in the tree: the free space is at most the size)");
 }
 
+std::string alloc_source(const ShmFacts& shm) { return "fallocate(" + shm.path + "/preflight-XXXXXX)"; }
+
 }  // namespace
 
-void probe_shm(const ProbeContext& ctx, RankFacts& facts) {
+// A tree: the mount from its mount table, the usage and the allocation test from its capture.
+void probe_shm_tree(const ProbeContext& ctx, RankFacts& facts) {
   ShmFacts& shm = facts.shm;
   shm.mount = probe_mount(ctx.mountinfo(), shm.path);
-  if (!ctx.fs.is_live() && !shm.mount.ok()) {
+  if (!shm.mount.ok()) {
     // A tree without /proc/self/mountinfo (hwloc-gather-topology saves /proc/mounts).
     if (Probed<MountEntry> m = proc_mounts_entry(ctx.fs, shm.path); m.ok()) shm.mount = std::move(m);
   }
   const ShmNeed need = shm_need(facts.placement, ctx.options, facts.env);
-  shm.usage = ctx.fs.is_live() ? probe_usage(ctx.fs, shm.path) : sysroot_usage(ctx, shm.mount, shm.path, need.node_total);
+  shm.usage = sysroot_usage(ctx, shm.mount, shm.path, need.node_total);
+  shm.alloc = captured_probed<ShmAllocTest>(ctx, "shm", "alloc", "allocation test");
+  if (!shm.alloc.ok() && shm.alloc.error()->code == ProbeErrc::Unsupported) {
+    shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported,
+                                            "not run under --sysroot (not the live /dev/shm); " + shm.alloc.error()->detail,
+                                            alloc_source(shm));
+  }
+}
 
-  const std::string source = "fallocate(" + shm.path + "/preflight-XXXXXX)";
+void probe_shm(const ProbeContext& ctx, RankFacts& facts) {
+  ShmFacts& shm = facts.shm;
+  shm.mount = probe_mount(ctx.mountinfo(), shm.path);
+  const ShmNeed need = shm_need(facts.placement, ctx.options, facts.env);
+  shm.usage = probe_usage(ctx.fs, shm.path);
+
+  const std::string source = alloc_source(shm);
   const FsUsage* usage = shm.usage.value();
-  if (!ctx.fs.is_live()) {
-    shm.alloc = captured_probed<ShmAllocTest>(ctx, "shm", "alloc", "allocation test");
-    if (!shm.alloc.ok() && shm.alloc.error()->code == ProbeErrc::Unsupported) {
-      shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported,
-                                              "not run under --sysroot (not the live /dev/shm); " + shm.alloc.error()->detail,
-                                              source);
-    }
-  } else if (facts.placement.local_rank != 0) {
+  if (facts.placement.local_rank != 0) {
     shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported, "run by local rank 0 of this node only", source);
   } else if (usage == nullptr || !usage->writable) {
     shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported, "not run: /dev/shm is missing or not writable", source);

@@ -177,6 +177,7 @@ struct RuntimeFacts {
   std::vector<LibraryCandidate> nccl_candidates;  // in the order the job would find them
   std::vector<FrameworkBuild> frameworks;
   std::vector<std::string> searched;  // where it looked: site-packages dirs, loader paths
+  std::vector<std::string> absent;    // the searched directories that do not exist (a subset of searched)
   std::vector<std::string> problems;  // unreadable or malformed files met on the way (named)
   std::string nvidia_require_cuda;    // NVIDIA_REQUIRE_CUDA as set in the image
   std::optional<PythonInterpreter> python;  // --python EXE, asked

@@ -9,13 +9,13 @@
 
 namespace preflight::test_paths {
 
-const std::string& source_dir();              // the repository
-const std::string& fixtures_dir();            // tests/fixtures
-const std::string& fake_gpu_scenarios_dir();  // tests/fakes/scenarios
-const std::string& fake_gpu_lib_dir();        // the fake libcuda.so.1, libnvidia-ml.so.1, libnccl.so.2
-const std::string& fake_nccl_cuda13_dir();    // a second fake libnccl.so.2, built for CUDA 13.0
-const std::string& fake_gpu_driver();         // the stand-in helper that calls into a fake in-process
-const std::string& fake_helper();             // the stand-in contained helper (crashes, hangs, floods)
-const std::string& gpu_helper_dir();          // where preflight-gpu-probe is
+std::string source_dir();              // the repository
+std::string fixtures_dir();            // tests/fixtures
+std::string fake_gpu_scenarios_dir();  // tests/fakes/scenarios
+std::string fake_gpu_lib_dir();        // the fake libcuda.so.1, libnvidia-ml.so.1, libnccl.so.2
+std::string fake_nccl_cuda13_dir();    // a second fake libnccl.so.2, built for CUDA 13.0
+std::string fake_gpu_driver();         // the stand-in helper that calls into a fake in-process
+std::string fake_helper();             // the stand-in contained helper (crashes, hangs, floods)
+std::string gpu_helper_dir();          // where preflight-gpu-probe is
 
 }  // namespace preflight::test_paths

@@ -193,6 +193,24 @@ TEST(CudaRuntimeCheck, NoRuntimeFoundWarnsNamingWhereItLooked) {
   EXPECT_TRUE(has(v.remedy, "--site-packages")) << v.remedy;
 }
 
+// A --sysroot tree that holds none of the places searched (an hwloc topology capture: /sys and /proc
+// only) cannot tell whether the job has a runtime: UNKNOWN, never the WARN of a node without one.
+TEST(CudaRuntimeCheck, NoPlaceSearchedExistsIsUnknownNotNoRuntime) {
+  RankFacts f = node_facts();
+  f.gpu.runtime.absent = f.gpu.runtime.searched;
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/nowhere-to-search");
+  EXPECT_EQ(v.finding.params["searched"], "/venv/lib/python3.11/site-packages, /usr/local/cuda");
+  EXPECT_EQ(v.evidence["absent"], nlohmann::json(f.gpu.runtime.searched));
+
+  // One place that exists and holds no runtime: the node has none where the job looks.
+  f.gpu.runtime.absent.pop_back();
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.runtime/no-runtime");
+}
+
 TEST(CudaRuntimeCheck, NoRuntimeFoundWithUnreadableFilesIsUnknown) {
   RankFacts f = node_facts();
   f.gpu.runtime.problems = {"/venv/lib/python3.11/site-packages/torch/version.py: permission denied"};

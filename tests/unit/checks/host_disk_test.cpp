@@ -554,7 +554,7 @@ TEST(DiskProbe, UnderASysrootThatIsNoCaptureTheSpaceIsNotTaken) {
   Options o;
   o.checkpoint_dirs = {"/ckpt"};
   RankFacts f;
-  probe_disk(ProbeContext(tree, env, o), f);
+  run_probe(FactSource::Disk, ProbeContext(tree, env, o), f);
   ASSERT_FALSE(f.disk.ok());
   EXPECT_EQ(f.disk.error()->code, ProbeErrc::Unsupported);
   EXPECT_TRUE(has(f.disk.why(), "not in the capture")) << f.disk.why();

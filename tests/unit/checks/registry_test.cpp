@@ -44,6 +44,25 @@ TEST(Registry, OneProbeRowForEveryProbeSourceInItsOrder) {
   EXPECT_EQ(rows, expected);
 }
 
+TEST(Registry, WhatStartsAHelperOrProbesThisMachineHasATreeForm) {
+  // Under --sysroot the judged node is not this machine: a probe that starts a GPU helper, allocates
+  // in /dev/shm, reads /dev/kmsg or statvfs()s directories reads the capture's facts instead.
+  const std::set<FactSource> need_tree = {FactSource::Shm,       FactSource::CudaRuntime, FactSource::GpuDriver,
+                                          FactSource::Nccl,      FactSource::GpuP2p,      FactSource::GpuHealth,
+                                          FactSource::KernelLog, FactSource::Disk};
+  const FileSystem live;
+  const FileSystem tree(::testing::TempDir());
+  const EnvSnapshot env;
+  const Options options;
+  const ProbeContext on_live(live, env, options);
+  const ProbeContext on_tree(tree, env, options);
+  for (const ProbeSpec& p : all_probes()) {
+    EXPECT_EQ(p.tree != nullptr, need_tree.contains(p.source)) << p.name();
+    EXPECT_EQ(p.for_context(on_live), p.run) << p.name();
+    EXPECT_EQ(p.for_context(on_tree), p.tree != nullptr ? p.tree : p.run) << p.name();
+  }
+}
+
 TEST(Registry, EveryCheckReadsSomething) {
   // A check that declares no source would run on facts nobody gathered under --only.
   for (const CheckSpec* spec : all_checks()) EXPECT_FALSE(spec->reads.empty()) << spec->id;

@@ -204,7 +204,7 @@ RankFacts probe_shm_fixture(const std::string& name) {
   const EnvSnapshot env;
   const Options o;
   RankFacts f;
-  probe_shm(ProbeContext{fs, env, o}, f);
+  run_probe(FactSource::Shm, ProbeContext{fs, env, o}, f);
   return f;
 }
 

@@ -298,7 +298,7 @@ TEST(CaptureShm, TheCapturedMountsSizeBelowTheNeedIsACertainShortfall) {
   const EnvSnapshot env;
   const Options options;
   RankFacts facts;
-  probe_shm(ProbeContext(tree, env, options), facts);
+  run_probe(FactSource::Shm, ProbeContext(tree, env, options), facts);
   ASSERT_TRUE(facts.shm.usage.ok()) << facts.shm.usage.why();
   EXPECT_EQ(facts.shm.usage.value()->total_bytes, 64u << 20);
   EXPECT_TRUE(facts.shm.usage.value()->is_tmpfs);  // never statfs() of the tree's own directory
@@ -309,7 +309,7 @@ TEST(CaptureShm, TheCapturedMountsSizeBelowTheNeedIsACertainShortfall) {
           "25 1 0:23 / / rw,relatime - ext4 /dev/sda1 rw\n"
           "30 25 0:26 / /dev/shm rw,nosuid,nodev - tmpfs tmpfs rw,size=8388608k\n");
   RankFacts big;
-  probe_shm(ProbeContext(tree, env, options), big);
+  run_probe(FactSource::Shm, ProbeContext(tree, env, options), big);
   ASSERT_FALSE(big.shm.usage.ok());
   EXPECT_EQ(big.shm.usage.error()->code, ProbeErrc::Unsupported);
   EXPECT_NE(big.shm.usage.why().find("free space is not known"), std::string::npos) << big.shm.usage.why();
@@ -326,7 +326,7 @@ TEST(CaptureShm, AnHwlocGatherTreeHasProcMountsOnly) {
   const EnvSnapshot env;
   const Options options;
   RankFacts facts;
-  probe_shm(ProbeContext(tree, env, options), facts);
+  run_probe(FactSource::Shm, ProbeContext(tree, env, options), facts);
   ASSERT_TRUE(facts.shm.mount.ok()) << facts.shm.mount.why();
   EXPECT_EQ(facts.shm.mount.value()->source, "shm");  // the last mount stacked there is in effect
   ASSERT_TRUE(facts.shm.usage.ok()) << facts.shm.usage.why();

@@ -419,7 +419,7 @@ TEST(GpuDriverProbe, KernelModuleReadThroughSysroot) {
   RankFacts facts;
   root.write("/proc/driver/nvidia/version",
              "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release Build\n");
-  probe_gpu_driver(ProbeContext(fs, env, options), facts);
+  run_probe(FactSource::GpuDriver, ProbeContext(fs, env, options), facts);
   ASSERT_TRUE(facts.gpu.driver.kernel_module_version.ok());
   EXPECT_EQ(*facts.gpu.driver.kernel_module_version.value(), "580.65.06");
   // The tree is no capture: its GPUs are not in it, and no helper ran here to stand in for them.

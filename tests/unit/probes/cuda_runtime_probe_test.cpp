@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -269,6 +270,47 @@ TEST(CudaRuntimeProbe, ToolkitFromWheelDistInfo) {
   EXPECT_NE(r.runtimes[0].detail.find("its libcudart.so.13 is on the loader path (LD_LIBRARY_PATH)"), std::string::npos)
       << r.runtimes[0].detail;
   EXPECT_TRUE(r.problems.empty());
+}
+
+}  // namespace
+}  // namespace preflight
+
+namespace preflight {
+namespace {
+
+RuntimeFacts probe_tree(const MemoryTree& tree) {
+  const FileSystem files(tree);
+  const EnvSnapshot snapshot(std::map<std::string, std::string>{});
+  const Options options;
+  RankFacts facts;
+  probe_cuda_runtime(ProbeContext{files, snapshot, options}, facts);
+  return facts.gpu.runtime;
+}
+
+// A topology capture (hwloc-gather-topology) holds /sys and /proc only: every place searched is
+// absent, which the check tells apart from a root file system with no runtime in it.
+TEST(CudaRuntimeProbe, EveryPlaceSearchedIsAbsentInATreeWithoutLibraries) {
+  MemoryTree tree;
+  tree.dir("/sys/devices/system/node").dir("/proc");
+  const RuntimeFacts r = probe_tree(tree);
+  EXPECT_TRUE(r.runtimes.empty());
+  EXPECT_TRUE(r.problems.empty());
+  ASSERT_FALSE(r.searched.empty());
+  EXPECT_EQ(r.absent, r.searched);
+  EXPECT_TRUE(searched(r, "/usr/lib")) << nlohmann::json(r.searched).dump();
+}
+
+TEST(CudaRuntimeProbe, ARootFileSystemWithoutARuntimeHasTheLoaderDirectories) {
+  MemoryTree tree;
+  tree.dir("/usr/lib/x86_64-linux-gnu").dir("/proc").link("/lib", "usr/lib");
+  const RuntimeFacts r = probe_tree(tree);
+  EXPECT_TRUE(r.runtimes.empty());
+  ASSERT_FALSE(r.searched.empty());
+  EXPECT_LT(r.absent.size(), r.searched.size());
+  for (const char* present : {"/usr/lib", "/usr/lib/x86_64-linux-gnu", "/lib", "/lib/x86_64-linux-gnu"}) {
+    EXPECT_TRUE(searched(r, present)) << present;
+    EXPECT_EQ(std::count(r.absent.begin(), r.absent.end(), present), 0) << present;
+  }
 }
 
 }  // namespace
