@@ -3,11 +3,12 @@
 # 8192 in under 2.2x that (linear, not quadratic). The files are synthetic but real-sized: one real
 # `preflight --json` report of this machine, copied per rank with the rank, host (8 ranks a host),
 # pid and boot id varied; node-scope results only on the first rank of each host, as a job writes
-# them with --json-per-rank. Prints a markdown table (best of REPEAT) and the ratio; removes its files.
+# them with --json-per-rank, on one line each as it writes them (LAYOUT=indented: as --json writes a
+# report, two-space indented). Prints a markdown table (best of REPEAT) and the ratio; removes its files.
 #
 #   bench/merge_bench.sh                     # N = 4096 8192, best of 3, binary from build/
 #   COUNTS="1024 4096" REPEAT=5 bench/merge_bench.sh
-# Environment: BENCH_SUMMARY (a file for the targets' lines, bench/targets.sh), BUILD_DIR (default build), PREFLIGHT (the binary), COUNTS, REPEAT, RANKS_PER_HOST
+# Environment: BENCH_SUMMARY (a file for the targets' lines, bench/targets.sh), BUILD_DIR (default build), PREFLIGHT (the binary), COUNTS, REPEAT, LAYOUT (compact | indented), RANKS_PER_HOST
 # (default 8), MERGE_ARGS (default: none: the text report to /dev/null), TMPDIR (where the files go).
 set -uo pipefail
 
@@ -17,6 +18,7 @@ preflight=${PREFLIGHT:-$build_dir/preflight}
 counts=${COUNTS:-4096 8192}
 repeat=${REPEAT:-3}
 per_host=${RANKS_PER_HOST:-8}
+layout=${LAYOUT:-compact}
 read -r -a merge_args <<<"${MERGE_ARGS:-}"
 py=${PYTHON3:-python3}
 
@@ -24,6 +26,7 @@ die() { echo "merge_bench: $*" >&2; exit 2; }
 [ -x "$preflight" ] || die "no preflight at $preflight (build it: ninja -C $build_dir preflight)"
 command -v "$py" >/dev/null || die "python3 not found"
 [[ "$repeat" =~ ^[1-9][0-9]?$ ]] || die "REPEAT must be 1..99"
+[[ "$layout" =~ ^(compact|indented)$ ]] || die "LAYOUT must be compact or indented"
 [[ "$per_host" =~ ^[1-9][0-9]{0,2}$ ]] || die "RANKS_PER_HOST must be 1..999"
 for n in $counts; do [[ "$n" =~ ^[1-9][0-9]{0,5}$ ]] && [ "$n" -le 65536 ] || die "COUNTS: '$n' is not a file count 1..65536"; done
 
@@ -37,9 +40,10 @@ now() { date +%s.%N; }
 
 # generate N DIR: N per-rank files preflight-rank-R.json in DIR.
 generate() {
-  "$py" - "$tmp/sample.json" "$1" "$2" "$per_host" <<'PY'
+  "$py" - "$tmp/sample.json" "$1" "$2" "$per_host" "$layout" <<'PY'
 import copy, json, os, sys
 sample, n, out, per_host = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+layout = dict(indent=2) if sys.argv[5] == "indented" else dict(separators=(",", ":"))
 os.makedirs(out, exist_ok=True)
 rank0 = sample["ranks"][0]
 for r in range(n):
@@ -55,12 +59,12 @@ for r in range(n):
         checks.append(c)
     doc = dict(sample, world=dict(sample["world"], size=n, nodes=(n + per_host - 1) // per_host, launcher="openmpi"),
                checks=checks, ranks=[dict(rank0, rank=r, host=host, local_rank=local, pid=10000 + r, facts=facts)])
-    with open(os.path.join(out, "preflight-rank-%d.json" % r), "w") as f:
-        json.dump(doc, f, indent=2)
+    with open(os.path.join(out, "preflight-rank-%d.json" % r), "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False, **layout)
 PY
 }
 
-echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs (merge reads files on up to 8 threads)"
+echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs (merge reads files on up to 8 threads); $layout files"
 echo
 echo "| files | MiB of JSON | best of $repeat (s) | all runs: wall / CPU (s) | exit | target |"
 echo "|---:|---:|---:|---|---:|---|"

@@ -64,7 +64,7 @@ json job_json(const Report& report) {
 
 }  // namespace
 
-std::string render_json(const Report& report, const Options& options) {
+std::string render_json(const Report& report, const Options& options, JsonLayout layout) {
   const Counts c = count(report);
   const Counts rows = count_instances(report);
   json counts = json::object();
@@ -108,7 +108,7 @@ std::string render_json(const Report& report, const Options& options) {
       {"ranks", ranks},
   };
   // Environment values and file contents may hold invalid UTF-8: replace, never throw.
-  return doc.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+  return doc.dump(layout == JsonLayout::Indented ? 2 : -1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace preflight

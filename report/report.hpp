@@ -97,7 +97,10 @@ int exit_code(const Report& report, bool strict);
 Status overall(const Report& report, bool strict);
 
 std::string render_text(const Report& report, const Options& options, bool color);
-std::string render_json(const Report& report, const Options& options);
+/// How a JSON document is laid out: indented for people (--json, --format json), or on one line for
+/// a machine (--json-per-rank's files, which `preflight merge` reads by the thousand).
+enum class JsonLayout { Indented, Compact };
+std::string render_json(const Report& report, const Options& options, JsonLayout layout = JsonLayout::Indented);
 std::string render_junit(const Report& report, const Options& options);
 std::string render_prometheus(const Report& report, const Options& options);
 

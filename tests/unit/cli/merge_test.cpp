@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "job_fixture.hpp"
 #include "cli/cli.hpp"
@@ -344,6 +346,13 @@ TEST(WriteRankJson, CreatesTheDirectoryAndReplacesTheFileAtomically) {
   const ResultFile back = read_result_file(out + "/preflight-rank-3.json");
   ASSERT_EQ(back.results.size(), 1u);
   EXPECT_EQ(back.results[0].verdict.summary, "second");
+  // One line, for merge to read by the thousand (the same document as --json's indented one).
+  std::ifstream in(out + "/preflight-rank-3.json");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1) << text.substr(0, 200);
+  EXPECT_EQ(text.back(), '\n');
+  const Report report = rank_report(f, 4, {result("host.limits", Scope::Rank, Status::Warn, "second", f)});
+  EXPECT_EQ(nlohmann::json::parse(text).dump(), nlohmann::json::parse(render_json(report, Options{})).dump());
   EXPECT_THROW(write_rank_json(out, Report{}, Options{}), std::invalid_argument);
   write(dir.file("file"), "x");
   EXPECT_THROW(write_rank_json(dir.file("file"), rank_report(f, 4, {}), Options{}), std::runtime_error);
