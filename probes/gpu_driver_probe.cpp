@@ -15,6 +15,7 @@
 #include "sys/contained.hpp"
 #include "core/text.hpp"
 #include "core/gpu_text.hpp"
+#include "probes/image_profile.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {
@@ -147,16 +148,9 @@ namespace {
 
 /// The image profile's facts: no driver is expected where an image is built. True when it set them.
 bool image_profile(const ProbeContext& ctx, DriverFacts& d) {
-  if (ctx.options.profile != Profile::Image) return false;
-  static constexpr char kWhy[] = "image profile: no driver expected";
-  d.kernel_module_version = Probed<std::string>::error(ProbeErrc::Unsupported, kWhy);
-  d.nvml_driver_version = Probed<std::string>::error(ProbeErrc::Unsupported, kWhy);
-  d.cuda_driver_version = Probed<int>::error(ProbeErrc::Unsupported, kWhy);
-  d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::Unsupported, kWhy);
-  d.cuda_devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::Unsupported, kWhy);
-  d.gpu_pairs = Probed<std::vector<GpuPair>>::error(ProbeErrc::Unsupported, kWhy);
-  d.peer_copies = Probed<std::vector<PeerCopy>>::error(ProbeErrc::Unsupported, kWhy);
-  d.smoke = Probed<SmokeResult>::error(ProbeErrc::Unsupported, kWhy);
+  if (!not_in_image(ctx.options, kNoDriverInImage, d.kernel_module_version, d.nvml_driver_version,
+                    d.cuda_driver_version, d.nvml_gpus, d.cuda_devices, d.gpu_pairs, d.peer_copies, d.smoke))
+    return false;
   d.helper = "not run (image profile)";
   return true;
 }

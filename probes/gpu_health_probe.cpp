@@ -11,6 +11,7 @@
 #include "sys/contained.hpp"
 #include "gpu_probe/protocol.hpp"
 #include "core/text.hpp"
+#include "probes/image_profile.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {
@@ -66,20 +67,16 @@ std::optional<bool> fabric_manager_running(const FileSystem& fs) {
   return any ? std::optional<bool>(false) : std::nullopt;
 }
 
-bool image_profile(const ProbeContext& ctx, DriverFacts& d) {
-  if (ctx.options.profile != Profile::Image) return false;
-  d.health = Health::error(ProbeErrc::Unsupported, "image profile: no driver expected");
-  return true;
-}
-
 }  // namespace
 
 // gpu_driver took the captured node's health facts from its capture.
-void probe_gpu_health_tree(const ProbeContext& ctx, RankFacts& facts) { image_profile(ctx, facts.gpu.driver); }
+void probe_gpu_health_tree(const ProbeContext& ctx, RankFacts& facts) {
+  not_in_image(ctx.options, kNoDriverInImage, facts.gpu.driver.health);
+}
 
 void probe_gpu_health(const ProbeContext& ctx, RankFacts& facts) {
   DriverFacts& d = facts.gpu.driver;
-  if (image_profile(ctx, d)) return;
+  if (not_in_image(ctx.options, kNoDriverInImage, d.health)) return;
   if (!wanted(ctx.options)) {
     d.health = Health::error(ProbeErrc::Unsupported, "not run: no check that reads it is selected");
     return;

@@ -15,6 +15,7 @@
 #include "core/gpu_binding.hpp"
 #include "gpu_probe/protocol.hpp"
 #include "core/text.hpp"
+#include "probes/image_profile.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {
@@ -103,22 +104,14 @@ Copies parse_peer_copies(const ContainedResult& result, const std::vector<CudaDe
   return Copies::ok(std::move(copies), source);
 }
 
-namespace {
-
-bool image_profile(const ProbeContext& ctx, DriverFacts& d) {
-  if (ctx.options.profile != Profile::Image) return false;
-  d.peer_copies = Copies::error(ProbeErrc::Unsupported, "image profile: no driver expected");
-  return true;
-}
-
-}  // namespace
-
 // gpu_driver took the captured node's peer copies from its capture.
-void probe_gpu_p2p_tree(const ProbeContext& ctx, RankFacts& facts) { image_profile(ctx, facts.gpu.driver); }
+void probe_gpu_p2p_tree(const ProbeContext& ctx, RankFacts& facts) {
+  not_in_image(ctx.options, kNoDriverInImage, facts.gpu.driver.peer_copies);
+}
 
 void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
   DriverFacts& d = facts.gpu.driver;
-  if (image_profile(ctx, d)) return;
+  if (not_in_image(ctx.options, kNoDriverInImage, d.peer_copies)) return;
   const std::vector<CudaDevice>* devices = d.cuda_devices.value();
   // In a job with several ranks on this host, local rank 0 copies between the union of the GPUs
   // the node's ranks see (their CUDA_VISIBLE_DEVICES, exchanged before the probes), whatever its

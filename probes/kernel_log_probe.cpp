@@ -14,6 +14,7 @@
 
 #include "core/kmsg.hpp"
 #include "core/text.hpp"
+#include "probes/image_profile.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {
@@ -87,17 +88,13 @@ KernelLogFacts kernel_log_facts(std::string_view text, std::string source) {
 
 namespace {
 
-bool image_profile(const ProbeContext& ctx, DriverFacts& d) {
-  if (ctx.options.profile != Profile::Image) return false;
-  d.kernel_log = Log::error(ProbeErrc::Unsupported, "image profile: no kernel log of the node");
-  return true;
-}
+constexpr std::string_view kNoLogInImage = "image profile: no kernel log of the node";
 
 }  // namespace
 
 void probe_kernel_log_tree(const ProbeContext& ctx, RankFacts& facts) {
   DriverFacts& d = facts.gpu.driver;
-  if (image_profile(ctx, d)) return;
+  if (not_in_image(ctx.options, kNoLogInImage, d.kernel_log)) return;
   // A capture's GPU facts hold the kernel log as it was read there; a plain tree's /dev/kmsg file.
   if (d.kernel_log.value() != nullptr || (d.kernel_log.error() && d.kernel_log.error()->code != ProbeErrc::Unsupported))
     return;
@@ -108,7 +105,7 @@ void probe_kernel_log_tree(const ProbeContext& ctx, RankFacts& facts) {
 
 void probe_kernel_log(const ProbeContext& ctx, RankFacts& facts) {
   DriverFacts& d = facts.gpu.driver;
-  if (image_profile(ctx, d)) return;
+  if (not_in_image(ctx.options, kNoLogInImage, d.kernel_log)) return;
   if (facts.placement.local_rank != 0) {
     d.kernel_log = Log::error(ProbeErrc::Unsupported, "read once per node, by local rank 0");
     return;

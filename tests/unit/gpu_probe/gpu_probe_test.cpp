@@ -457,6 +457,42 @@ TEST(GpuDriverProbe, ImageProfileRunsNoHelper) {
   }
 }
 
+// Every probe of the driver's facts, live or of a tree, leaves its field Unsupported with the
+// image profile's reason and starts nothing (no helper, no /dev/kmsg read).
+TEST(GpuDriverProbe, ImageProfileLeavesEveryDriverFactUnsupported) {
+  HelperDirGuard guard("/nonexistent-helper-dir");
+  using Field = const ProbeError* (*)(const DriverFacts&);
+  const Field copies = [](const DriverFacts& d) { return d.peer_copies.error(); };
+  const Field health = [](const DriverFacts& d) { return d.health.error(); };
+  const Field log = [](const DriverFacts& d) { return d.kernel_log.error(); };
+  const Field smoke = [](const DriverFacts& d) { return d.smoke.error(); };
+  const std::string no_driver = "image profile: no driver expected";
+  const struct {
+    ProbeFn probe;
+    Field field;
+    std::string detail;
+  } rows[] = {{probe_gpu_p2p, copies, no_driver},
+              {probe_gpu_p2p_tree, copies, no_driver},
+              {probe_gpu_health, health, no_driver},
+              {probe_gpu_health_tree, health, no_driver},
+              {probe_kernel_log, log, "image profile: no kernel log of the node"},
+              {probe_kernel_log_tree, log, "image profile: no kernel log of the node"},
+              {probe_gpu_driver_tree, smoke, no_driver}};
+  for (const auto& row : rows) {
+    ProbeRun run;
+    run.options.profile = Profile::Image;
+    row.probe(ProbeContext(run.fs, run.env, run.options), run.facts);
+    const ProbeError* e = row.field(run.facts.gpu.driver);
+    ASSERT_NE(e, nullptr) << row.detail;
+    EXPECT_EQ(e->code, ProbeErrc::Unsupported);
+    EXPECT_EQ(e->detail, row.detail);
+  }
+  ProbeRun run;
+  run.options.profile = Profile::Image;
+  probe_gpu_driver_tree(ProbeContext(run.fs, run.env, run.options), run.facts);
+  EXPECT_EQ(run.facts.gpu.driver.helper, "not run (image profile)");
+}
+
 TEST(NcclProbe, FirstCandidateWithItsSource) {
   if (!fs::exists(kRealNccl)) GTEST_SKIP() << kRealNccl << " is not installed";
   HelperDirGuard guard(preflight::test_paths::gpu_helper_dir());

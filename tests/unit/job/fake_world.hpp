@@ -81,4 +81,7 @@ class FakeWorld {
   std::vector<std::unique_ptr<Transport>> m_transports;
 };
 
+/// A deadline `ms` from now, as the phases and exchanges under test take it.
+inline TimePoint in(std::chrono::milliseconds ms) { return Clock::now() + ms; }
+
 }  // namespace preflight::testing

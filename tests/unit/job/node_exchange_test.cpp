@@ -14,10 +14,10 @@ namespace preflight {
 namespace {
 
 using testing::FakeWorld;
+using testing::in;
 using namespace std::chrono_literals;
 using Behaviour = FakeWorld::Behaviour;
 
-TimePoint in(std::chrono::milliseconds ms) { return Clock::now() + ms; }
 std::string host_of(const Transport& t, int per_node) { return "node" + std::to_string(t.rank() / per_node + 1); }
 
 TEST(NodeExchange, EveryRankGetsItsHostsDevicesInLocalRankOrderAndTheWatch) {

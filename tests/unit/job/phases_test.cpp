@@ -14,10 +14,10 @@ namespace preflight {
 namespace {
 
 using testing::FakeWorld;
+using testing::in;
 using namespace std::chrono_literals;
 using Behaviour = FakeWorld::Behaviour;
 
-TimePoint in(std::chrono::milliseconds ms) { return Clock::now() + ms; }
 double seconds_since(TimePoint t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 /// What a rank sends in the gather: its facts and one verdict, under the number it believes is its own.
