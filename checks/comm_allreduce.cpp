@@ -44,8 +44,12 @@ nlohmann::json measured_params(const CommResult& c, const Options& o) {
           {"time", format_duration(c.seconds)}};
 }
 
-std::string measured(const CommResult& c, const Options& o) {
-  return render_template(PREFLIGHT_MEASURED, measured_params(c, o));
+/// `params` with {errors}: " ({error_list})" where the participants' errors (quoted, joined) are
+/// not empty, else "".
+nlohmann::json with_errors(nlohmann::json params, std::string errors) {
+  params["errors"] = part_if(!errors.empty(), " ({error_list})");
+  if (!errors.empty()) params["error_list"] = std::move(errors);
+  return params;
 }
 
 /// The nccl-tests run that measures what this all_reduce measured, like with like: the same size
@@ -149,13 +153,13 @@ constexpr FindingSpec kRanksLost = {"comm.allreduce/ranks-lost", Status::Fail,
                                     "the all_reduce over {transport} could not complete: {lost}", "{look_at}."};
 constexpr FindingSpec kRanksLostBefore = {"comm.allreduce/ranks-lost-before", Status::Fail,
                                           "the all_reduce was not run: {lost}", "{look_at}."};
-// {note}: " (why)", or "".
+// {note}: " ({reason})", or "".
 constexpr FindingSpec kRanksMissing = {
     "comm.allreduce/ranks-missing", Status::Fail,
     "the all_reduce was not run: {count} of {world} ranks did not arrive earlier: {named}{note}", "{look_at}."};
-// {note}: ": " and why, or "".
+// {note}: ": {reason}", or "".
 constexpr FindingSpec kNotRun = {"comm.allreduce/not-run", Status::Skip, "no all_reduce was run{note}", ""};
-// {who}: the ranks (the GPUs in the node profile); {errors}: " (what was wrong)", or "".
+// {who}: the ranks (the GPUs in the node profile; their numbers in {wrong}); {errors}: " ({error_list})", or "".
 #define PREFLIGHT_WRONG_RESULT                                                                         \
   "the all_reduce result was wrong on {count} of {ranks} participants: {who}{errors} over {transport}"
 constexpr FindingSpec kWrongResultNccl = {
@@ -168,7 +172,7 @@ constexpr FindingSpec kWrongResultMpi = {
     "MPI delivered wrong sums: check that every rank runs the same MPI build and the hosts named (memory errors: "
     "`dmesg`, `edac-util`); drain the host until it passes."};
 #undef PREFLIGHT_WRONG_RESULT
-// {hung}: "; the helpers of GPUs 0–7 hung (8 of 8)…", or ""; {errors}: " (the helpers' errors)", or "".
+// {hung}: "; the helpers of {hung_gpus} hung ({hung_count} of {ranks})…", or ""; {errors}: " ({error_list})", or "".
 constexpr FindingSpec kNodeHang = {
     "comm.allreduce/node-hang", Status::Fail,
     "the NCCL all_reduce across the node's {ranks} GPUs (one contained helper per GPU) did not finish: stopped after "
@@ -178,7 +182,7 @@ constexpr FindingSpec kNodeHang = {
     "NCCL_P2P_DISABLE=1 — if it then completes, P2P/NVLink between these GPUs is broken (`nvidia-smi topo -p2p rw`, "
     "`nvidia-smi nvlink --status`, the fabric manager on NVSwitch systems); check `dmesg | grep -i -e xid -e nvrm` for "
     "the GPUs named, and drain the node until it passes."};
-// The deadline passed in a job. {errors}: " (the errors)", or ""; {nccl_debug}: kNcclDebug over NCCL, or "".
+// The deadline passed in a job. {errors}: " ({error_list})", or ""; {nccl_debug}: kNcclDebug over NCCL, or "".
 constexpr FindingSpec kExpiredUnnamed = {
     "comm.allreduce/expired-unnamed", Status::Fail,
     "the all_reduce did not complete within {waited} over {transport} (no rank was named as missing){errors}",
@@ -189,7 +193,7 @@ constexpr FindingSpec kFabric = {
     "the fabric between the ranks, not a stuck rank{errors}",
     "The collective's transport does not carry data between these ranks: a firewall between the hosts or an interface "
     "the others cannot route to.{nccl_debug}"};
-// {alive}: "; alive and waiting: …", or "".
+// {alive}: "; alive and waiting: {waiting}", or "".
 constexpr FindingSpec kExpired = {
     "comm.allreduce/expired", Status::Fail,
     "the all_reduce did not complete within {waited} over {transport}: {count} of {world} ranks did not finish: "
@@ -215,16 +219,29 @@ constexpr FindingSpec kBusbwLow = {
     "figure compared); rerun with NCCL_DEBUG=INFO and look for NET/Socket where IB was expected, P2P disabled "
     "between GPUs (topo.p2p), PCIe ACS (topo.pcie_acs), or a NIC across the socket (net.gpu_nic_affinity)."};
 // {floor}: " (≥ --min-busbw 100 GB/s)", or ""; {mpi_note}: "; " and kMpiNote over MPI, or "".
+// {floor_note}: " (≥ --min-busbw {floor} GB/s)", or ""; {mpi_note}: "; " and kMpiNote over MPI, or "".
 constexpr FindingSpec kCorrect = {
     "comm.allreduce/correct", Status::Pass,
-    "the all_reduce was correct on every participant: " PREFLIGHT_MEASURED "{floor}{mpi_note}", ""};
+    "the all_reduce was correct on every participant: " PREFLIGHT_MEASURED "{floor_note}{mpi_note}", ""};
+constexpr FindingSpec kCorrectAlone = {
+    "comm.allreduce/correct-alone", Status::Pass,
+    "the all_reduce was correct on a single participant over {transport} (no bandwidth between peers to "
+    "measure){mpi_note}",
+    ""};
+// A GPU-fabric floor does not apply to host memory over MPI: that part is skipped, never failed.
+constexpr FindingSpec kCorrectFloorNotForMpi = {
+    "comm.allreduce/correct-floor-not-for-mpi", Status::Pass,
+    "the all_reduce was correct on every participant: " PREFLIGHT_MEASURED
+    "{mpi_note}; --min-busbw {floor} GB/s: SKIP, a floor for a GPU fabric does not apply to MPI in host memory",
+    ""};
 #undef PREFLIGHT_NCCL_DEBUG
 #undef PREFLIGHT_MEASURED
 
 constexpr std::array kFindings = {kNotGathered,    kMerged,          kNotConnected,    kMpiWorldOfOne, kNcclBlocked,
                                   kRanksLost,      kRanksLostBefore, kRanksMissing,    kNotRun,        kWrongResultNccl,
                                   kWrongResultMpi, kNodeHang,        kExpiredUnnamed,  kFabric,        kExpired,
-                                  kErrorNccl,      kErrorMpi,        kBusbwUnmeasured, kBusbwLow,      kCorrect};
+                                  kErrorNccl,      kErrorMpi,        kBusbwUnmeasured, kBusbwLow,      kCorrect,
+                                  kCorrectAlone,   kCorrectFloorNotForMpi};
 
 Verdict run(const CheckContext& ctx) {
   const JobFacts* job = ctx.job;
@@ -256,7 +273,8 @@ Verdict run(const CheckContext& ctx) {
 
   if (const std::string lost = j.describe_lost(); live_job && !lost.empty() && !c.completed) {
     // Rank 0's liveness watch saw processes end (or a host stop answering): that is the story.
-    nlohmann::json params = {{"lost", lost}, {"look_at", comm::look_at_all(j, j.lost())}};
+    nlohmann::json params = {{"lost", lost}};
+    comm::add_look_at(params, j, j.lost());
     if (c.attempted) params["transport"] = transport_of(c);
     return Verdict::of(c.attempted ? kRanksLost : kRanksLostBefore, std::move(params), ev);
   }
@@ -266,51 +284,53 @@ Verdict run(const CheckContext& ctx) {
     if (!missing.empty()) {
       const comm::Partition p = comm::partition(j, missing, Phase::Allreduce);
       const std::vector<int>& named = p.stuck.empty() ? missing : p.stuck;
-      return Verdict::of(kRanksMissing,
-                         {{"count", missing.size()},
-                          {"world", j.world_size},
-                          {"named", comm::describe(j, named)},
-                          {"note", c.note.empty() ? std::string() : " (" + c.note + ")"},
-                          {"look_at", comm::look_at_all(j, named)}},
-                         ev);
+      nlohmann::json params = {{"count", missing.size()},
+                               {"world", j.world_size},
+                               {"named", comm::describe(j, named)},
+                               {"note", part_if(!c.note.empty(), " ({reason})")}};
+      if (!c.note.empty()) params["reason"] = c.note;
+      comm::add_look_at(params, j, named);
+      return Verdict::of(kRanksMissing, std::move(params), ev);
     }
-    return Verdict::of(kNotRun, {{"note", c.note.empty() ? std::string() : ": " + c.note}}, ev);
+    nlohmann::json params = {{"note", part_if(!c.note.empty(), ": {reason}")}};
+    if (!c.note.empty()) params["reason"] = c.note;
+    return Verdict::of(kNotRun, std::move(params), ev);
   }
 
   if (!c.wrong.empty()) {
     std::vector<std::string> who;
     for (int r : c.wrong) who.push_back(c.transport == "nccl" && !live_job ? "GPU " + std::to_string(r) : j.describe_rank(r));
     return Verdict::of(c.transport == "nccl" ? kWrongResultNccl : kWrongResultMpi,
-                       {{"count", c.wrong.size()},
-                        {"ranks", c.ranks},
-                        {"who", join(who, "; ")},
-                        {"errors", c.errors.empty() ? std::string() : " (" + join(c.errors, "; ") + ")"},
-                        {"transport", transport_of(c)}},
+                       with_errors({{"count", c.wrong.size()},
+                                    {"wrong", c.wrong},
+                                    {"ranks", c.ranks},
+                                    {"who", join(who, "; ")},
+                                    {"transport", transport_of(c)}},
+                                   join(c.errors, "; ")),
                        ev);
   }
 
   if (c.expired && node_local) {
     const std::vector<int>& hung = c.missing;
-    std::string hung_text;
+    std::string hung_part;
     if (!hung.empty()) {
-      hung_text = "; the helper" + std::string(hung.size() == 1 ? " of " : "s of ") + gpu_list(hung) + " hung (" +
-                  std::to_string(hung.size()) + " of " + std::to_string(c.ranks) + ")";
-      if (static_cast<int>(hung.size()) == c.ranks) hung_text += ": every communicator was aborted after its deadline";
+      hung_part = std::string("; the helper") + (hung.size() == 1 ? " of " : "s of ") + "{hung_gpus} hung ({hung_count} of {ranks})";
+      if (static_cast<int>(hung.size()) == c.ranks) hung_part += ": every communicator was aborted after its deadline";
     }
-    return Verdict::of(kNodeHang,
-                       {{"ranks", c.ranks},
-                        {"time", format_duration(c.seconds)},
-                        {"hung", hung_text},
-                        {"errors", c.errors.empty() ? std::string() : " (" + grouped_errors(c.errors, true) + ")"}},
-                       ev);
+    nlohmann::json params = {{"ranks", c.ranks}, {"time", format_duration(c.seconds)}, {"hung", template_param(hung_part)}};
+    if (!hung.empty()) {
+      params["hung_gpus"] = gpu_list(hung);
+      params["hung_count"] = hung.size();
+    }
+    return Verdict::of(kNodeHang, with_errors(std::move(params), grouped_errors(c.errors, true)), ev);
   }
 
   if (c.expired) {
     const comm::Partition p = comm::partition(j, c.missing, Phase::Allreduce);
-    nlohmann::json params = {{"waited", format_duration(c.deadline_s > 0 ? c.deadline_s : c.seconds)},
-                             {"transport", transport_of(c)},
-                             {"errors", c.errors.empty() ? std::string() : " (" + join(c.errors, "; ") + ")"},
-                             {"nccl_debug", c.transport == "nccl" ? std::string(kNcclDebug) : std::string()}};
+    nlohmann::json params = with_errors({{"waited", format_duration(c.deadline_s > 0 ? c.deadline_s : c.seconds)},
+                                         {"transport", transport_of(c)},
+                                         {"nccl_debug", part_if(c.transport == "nccl", std::string(kNcclDebug))}},
+                                        join(c.errors, "; "));
     const FindingSpec* spec = &kExpired;
     if (c.missing.empty()) {
       spec = &kExpiredUnnamed;
@@ -321,8 +341,9 @@ Verdict run(const CheckContext& ctx) {
       params["count"] = c.missing.size();
       params["world"] = j.world_size;
       params["named"] = comm::describe(j, p.stuck);
-      params["alive"] = p.alive.empty() ? std::string() : "; alive and waiting: " + comm::describe(j, p.alive);
-      params["look_at"] = comm::look_at_all(j, p.stuck);
+      params["alive"] = part_if(!p.alive.empty(), "; alive and waiting: {waiting}");
+      if (!p.alive.empty()) params["waiting"] = comm::describe(j, p.alive);
+      comm::add_look_at(params, j, p.stuck);
     }
     return Verdict::of(*spec, std::move(params), ev)
         .because(p.stuck.empty() ? "net.socket_ifname,net.reachability" : "");
@@ -344,21 +365,19 @@ Verdict run(const CheckContext& ctx) {
 
   // Correct and complete: the bandwidth.
   const bool mpi = c.transport == "mpi";
-  const std::string mpi_note = mpi ? "; " + std::string(kMpiNote) : std::string();
+  const nlohmann::json mpi_note = part_if(mpi, "; " + std::string(kMpiNote));
   if (c.ranks <= 1) {
-    return Verdict::pass("the all_reduce was correct on a single participant over " + c.transport +
-                             " (no bandwidth between peers to measure)" + mpi_note,
-                         ev);
+    return Verdict::of(kCorrectAlone, {{"transport", transport_of(c)}, {"mpi_note", mpi_note}}, ev);
   }
   const std::optional<double> floor = ctx.options.min_busbw_gbps;
   if (floor && mpi) {
     // A GPU-fabric floor does not apply to host memory over MPI: that part is skipped, with the
     // reason, never failed.
     ev["min_busbw_skipped"] = "the all_reduce ran over MPI in host memory (no rank has a GPU)";
-    return Verdict::pass("the all_reduce was correct on every participant: " + measured(c, ctx.options) +
-                             mpi_note + "; --min-busbw " + general(*floor) +
-                             " GB/s: SKIP, a floor for a GPU fabric does not apply to MPI in host memory",
-                         ev);
+    nlohmann::json params = measured_params(c, ctx.options);
+    params["mpi_note"] = mpi_note;
+    params["floor"] = general(*floor);
+    return Verdict::of(kCorrectFloorNotForMpi, std::move(params), ev);
   }
   if (floor && (c.repeats <= 0 || !(c.busbw_gbps > 0))) {
     return Verdict::of(kBusbwUnmeasured, {{"repeats", c.repeats}, {"floor", general(*floor)}}, ev);
@@ -369,7 +388,8 @@ Verdict run(const CheckContext& ctx) {
     params["command"] = nccl_tests_command(c, node_local);
     return Verdict::of(kBusbwLow, std::move(params), ev);
   }
-  params["floor"] = floor ? " (≥ --min-busbw " + general(*floor) + " GB/s)" : std::string();
+  params["floor_note"] = part_if(floor.has_value(), " (≥ --min-busbw {floor} GB/s)");
+  if (floor) params["floor"] = general(*floor);
   params["mpi_note"] = mpi_note;
   return Verdict::of(kCorrect, std::move(params), ev);
 }

@@ -32,7 +32,7 @@ constexpr FindingSpec kNotConnected = {"comm.barrier/not-connected", Status::Unk
 constexpr FindingSpec kMpiWorldOfOne = {"comm.barrier/mpi-world-of-one", Status::Unknown,
                                         "the barrier was not run: " PREFLIGHT_COMM_MPI_WORLD_OF_ONE,
                                         PREFLIGHT_COMM_CONNECT_FIX};
-// {deadline}: " (deadline 10 s)", or "".
+// {deadline}: " (deadline {deadline_time})", or "".
 constexpr FindingSpec kCompleted = {"comm.barrier/completed", Status::Pass,
                                     "a barrier across {world} ranks completed in {time}{deadline}", ""};
 // {lost}: the hosts and ranks rank 0's liveness watch lost; {look_at}: what to look at on their hosts.
@@ -40,15 +40,15 @@ constexpr FindingSpec kRanksLost = {"comm.barrier/ranks-lost", Status::Fail, "th
                                     "{look_at}."};
 constexpr FindingSpec kRanksLostBefore = {"comm.barrier/ranks-lost-before", Status::Fail,
                                           "the barrier was not run: {lost}", "{look_at}."};
-// {note}: ": " and why, or "".
+// {note}: ": {reason}", or "".
 constexpr FindingSpec kNotRun = {"comm.barrier/not-run", Status::Unknown, "the barrier was not run{note}",
                                  "See the detail; rerun preflight under the same launcher as the job."};
-// {alive}: "; still alive: …", or ""; {note}: " (why)", or "".
+// {alive}: "; still alive: {waiting}", or ""; {note}: " ({reason})", or "".
 constexpr FindingSpec kRanksMissing = {
     "comm.barrier/ranks-missing", Status::Fail,
     "the barrier was not run: {count} of {world} ranks did not arrive earlier: {named}{alive}{note}",
     "{look_at}." PREFLIGHT_REAL_JOB};
-// {heard}: " (last heard: gpu-b 900 ms ago, …)", or "".
+// {heard}: " (last heard: {last_heard})" ("gpu-b 900 ms ago, …"; per host in {silent_s}), or "".
 constexpr FindingSpec kInterrupted = {
     "comm.barrier/interrupted", Status::Fail,
     "the barrier was interrupted after {time}: the launcher ended the job, which it does when a rank or its host dies; "
@@ -57,10 +57,10 @@ constexpr FindingSpec kInterrupted = {
     "\"exited on signal 9\"; srun: \"task N: Killed\"): it names the rank or host that died; on that host, "
     "`dmesg | grep -iE 'oom|killed process'` and the node's health (a reboot, a network link "
     "down)." PREFLIGHT_REAL_JOB};
-// {waiting}: " (waiting: …)", or "".
+// {alive}: " (waiting: {waiting})", or "".
 constexpr FindingSpec kFabric = {
     "comm.barrier/fabric", Status::Fail,
-    "the barrier did not complete within {waited}, yet every rank arrived and is alive{waiting}: the fabric between "
+    "the barrier did not complete within {waited}, yet every rank arrived and is alive{alive}: the fabric between "
     "ranks (MPI's transport), not a stuck rank",
     "Check the network MPI uses between the hosts: a firewall between them, or MPI choosing an interface the others "
     "cannot route to (Open MPI: `--mca btl_tcp_if_include <if>` / `--mca oob_tcp_if_include <if>`, UCX: "
@@ -70,7 +70,7 @@ constexpr FindingSpec kExpired = {
     "comm.barrier/expired", Status::Fail,
     "the barrier did not complete within {waited}: {count} of {world} ranks did not arrive: {named}{alive}",
     "{look_at}." PREFLIGHT_REAL_JOB};
-// {error}: ": " and MPI's error, or " without an error message"; {missing}: " (did not arrive: …)", or "".
+// {error}: ": {reason}" (MPI's error), or " without an error message"; {missing}: " (did not arrive: {named})", or "".
 constexpr FindingSpec kError = {
     "comm.barrier/error", Status::Fail, "the barrier across {world} ranks failed{error}{missing}",
     "The MPI library reported the error above: check that every rank runs the same MPI build and that the hosts "
@@ -113,11 +113,11 @@ Verdict run(const CheckContext& ctx) {
   }
 
   if (c.attempted && c.completed) {
-    return Verdict::of(kCompleted,
-                       {{"world", j.world_size},
-                        {"time", secs(c.seconds)},
-                        {"deadline", c.deadline_s > 0 ? " (deadline " + secs(c.deadline_s) + ")" : std::string()}},
-                       std::move(ev));
+    nlohmann::json params = {{"world", j.world_size},
+                             {"time", secs(c.seconds)},
+                             {"deadline", part_if(c.deadline_s > 0, " (deadline {deadline_time})")}};
+    if (c.deadline_s > 0) params["deadline_time"] = secs(c.deadline_s);
+    return Verdict::of(kCompleted, std::move(params), std::move(ev));
   }
 
   // The ranks that did not arrive: those the barrier names, else those that never delivered.
@@ -129,24 +129,28 @@ Verdict run(const CheckContext& ctx) {
 
   if (const std::string lost = j.describe_lost(); !lost.empty()) {
     // Rank 0's liveness watch saw processes end (or a host stop answering): that is the story.
-    return Verdict::of(c.attempted ? kRanksLost : kRanksLostBefore,
-                       {{"lost", lost}, {"look_at", comm::look_at_all(j, j.lost())}}, std::move(ev));
+    nlohmann::json params = {{"lost", lost}};
+    comm::add_look_at(params, j, j.lost());
+    return Verdict::of(c.attempted ? kRanksLost : kRanksLostBefore, std::move(params), std::move(ev));
   }
 
   if (!c.attempted) {
     if (missing.empty()) {
-      return Verdict::of(kNotRun, {{"note", c.note.empty() ? std::string() : ": " + c.note}}, std::move(ev));
+      nlohmann::json params = {{"note", part_if(!c.note.empty(), ": {reason}")}};
+      if (!c.note.empty()) params["reason"] = c.note;
+      return Verdict::of(kNotRun, std::move(params), std::move(ev));
     }
     const std::vector<int>& named = p.stuck.empty() ? missing : p.stuck;
-    return Verdict::of(
-        kRanksMissing,
-        {{"count", missing.size()},
-         {"world", j.world_size},
-         {"named", comm::describe(j, named)},
-         {"alive", p.stuck.empty() || p.alive.empty() ? std::string() : "; still alive: " + comm::describe(j, p.alive)},
-         {"note", c.note.empty() ? std::string() : " (" + c.note + ")"},
-         {"look_at", comm::look_at_all(j, named)}},
-        std::move(ev));
+    const bool alive = !p.stuck.empty() && !p.alive.empty();
+    nlohmann::json params = {{"count", missing.size()},
+                             {"world", j.world_size},
+                             {"named", comm::describe(j, named)},
+                             {"alive", part_if(alive, "; still alive: {waiting}")},
+                             {"note", part_if(!c.note.empty(), " ({reason})")}};
+    if (alive) params["waiting"] = comm::describe(j, p.alive);
+    if (!c.note.empty()) params["reason"] = c.note;
+    comm::add_look_at(params, j, named);
+    return Verdict::of(kRanksMissing, std::move(params), std::move(ev));
   }
 
   if (c.expired) {
@@ -163,37 +167,42 @@ Verdict run(const CheckContext& ctx) {
       std::vector<std::pair<std::string, double>> order(silent.begin(), silent.end());
       std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
       std::string heard;
-      for (const auto& [host, s] : order) heard += (heard.empty() ? "" : ", ") + host + " " + secs(s) + " ago";
-      return Verdict::of(kInterrupted,
-                         {{"time", secs(c.seconds)},
-                          {"heard", heard.empty() ? std::string() : " (last heard: " + heard + ")"}},
-                         std::move(ev));
+      nlohmann::json silent_s = nlohmann::json::object();
+      for (const auto& [host, s] : order) {
+        heard += (heard.empty() ? "" : ", ") + host + " " + secs(s) + " ago";
+        silent_s[host] = s;
+      }
+      nlohmann::json params = {{"time", secs(c.seconds)}, {"heard", part_if(!heard.empty(), " (last heard: {last_heard})")}};
+      if (!heard.empty()) {
+        params["last_heard"] = heard;
+        params["silent_s"] = std::move(silent_s);
+      }
+      return Verdict::of(kInterrupted, std::move(params), std::move(ev));
     }
     if (p.stuck.empty()) {
       // Every rank reached the barrier and is still alive: the ranks are fine, the messages are not.
-      return Verdict::of(
-          kFabric,
-          {{"waited", waited},
-           {"waiting", p.alive.empty() ? std::string() : " (waiting: " + comm::describe(j, p.alive) + ")"}},
-          std::move(ev));
+      nlohmann::json params = {{"waited", waited}, {"alive", part_if(!p.alive.empty(), " (waiting: {waiting})")}};
+      if (!p.alive.empty()) params["waiting"] = comm::describe(j, p.alive);
+      return Verdict::of(kFabric, std::move(params), std::move(ev));
     }
-    return Verdict::of(kExpired,
-                       {{"waited", waited},
-                        {"count", missing.size()},
-                        {"world", j.world_size},
-                        {"named", comm::describe(j, p.stuck)},
-                        {"alive", p.alive.empty() ? std::string() : "; alive and waiting: " + comm::describe(j, p.alive)},
-                        {"look_at", comm::look_at_all(j, p.stuck)}},
-                       std::move(ev));
+    nlohmann::json params = {{"waited", waited},
+                             {"count", missing.size()},
+                             {"world", j.world_size},
+                             {"named", comm::describe(j, p.stuck)},
+                             {"alive", part_if(!p.alive.empty(), "; alive and waiting: {waiting}")}};
+    if (!p.alive.empty()) params["waiting"] = comm::describe(j, p.alive);
+    comm::add_look_at(params, j, p.stuck);
+    return Verdict::of(kExpired, std::move(params), std::move(ev));
   }
 
   // Attempted, neither completed nor expired: the barrier call itself failed.
-  return Verdict::of(
-      kError,
-      {{"world", j.world_size},
-       {"error", c.note.empty() ? std::string(" without an error message") : ": " + c.note},
-       {"missing", missing.empty() ? std::string() : " (did not arrive: " + comm::describe(j, missing) + ")"}},
-      std::move(ev));
+  nlohmann::json params = {
+      {"world", j.world_size},
+      {"error", template_param(c.note.empty() ? std::string(" without an error message") : ": {reason}")},
+      {"missing", part_if(!missing.empty(), " (did not arrive: {named})")}};
+  if (!c.note.empty()) params["reason"] = c.note;
+  if (!missing.empty()) params["named"] = comm::describe(j, missing);
+  return Verdict::of(kError, std::move(params), std::move(ev));
 }
 
 constexpr std::string_view kExplain = R"(What it reads

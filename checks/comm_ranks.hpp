@@ -13,6 +13,7 @@
 #include "core/job.hpp"
 #include "core/launch.hpp"
 #include "core/text.hpp"
+#include "checks/finding_parts.hpp"
 
 namespace preflight::comm {
 
@@ -94,6 +95,28 @@ inline std::string look_at_all(const JobFacts& j, const std::vector<int>& ranks,
   std::string out = join(parts, ". ");
   if (ranks.size() > most) out += ". The same for the other " + std::to_string(ranks.size() - most) + " ranks";
   return out;
+}
+
+/// A finding's {look_at}: look_at_all()'s words, spliced into its fix as a template parameter (they
+/// are the fix, not data), and the ranks it names as data: `look_at_ranks`, each with its host, pid,
+/// the phase it was last heard in, and what rank 0's liveness watch saw ("ended", "unreachable").
+inline void add_look_at(nlohmann::json& params, const JobFacts& j, const std::vector<int>& ranks, std::size_t most = 4) {
+  params["look_at"] = template_param(look_at_all(j, ranks, most));
+  nlohmann::json named = nlohmann::json::array();
+  for (std::size_t k = 0; k < ranks.size() && k < most; ++k) {
+    nlohmann::json r = {{"rank", ranks[k]}};
+    if (const RankStatus* s = status_of(j, ranks[k])) {
+      r["host"] = s->host;
+      r["heard"] = s->heard;
+      if (s->heard) {
+        r["pid"] = s->pid;
+        r["phase"] = to_string(s->last_phase);
+      }
+      if (!s->lost.empty()) r["lost"] = s->lost;
+    }
+    named.push_back(std::move(r));
+  }
+  params["look_at_ranks"] = std::move(named);
 }
 
 /// The launcher claims more ranks than preflight could connect (srun without --mpi=pmix, an mpirun of

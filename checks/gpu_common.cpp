@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/pci_topology.hpp"
 #include "core/text.hpp"
 
@@ -76,8 +77,9 @@ GpuShared missing_gpu_fact(const ProbeError& err, std::string_view source, std::
   out.evidence = gpu_fact_evidence(err, source);
   out.params = {{"what", what},
                 {"detail", err.detail},
-                {"source", source.empty() ? std::string() : std::string(source) + ": "},
-                {"consequence", consequence.empty() ? std::string() : "; " + std::string(consequence)}};
+                {"from", part_if(!source.empty(), "{source}: ")},
+                {"consequence", part_if(!consequence.empty(), "; " + std::string(consequence))}};
+  if (!source.empty()) out.params["source"] = source;
   // Not gathered because a probe before it hung: a hang of the run, not of the driver.
   if (hung_probe(err)) {
     out.kind = Kind::NotGathered;

@@ -66,8 +66,8 @@ struct GpuShared {
   enum class Kind { NoDriver, NotGathered, HelperCrashed, HelperHung, LibraryMissing, DriverError, HelperGarbage, NotRead };
   Kind kind = Kind::NotRead;
   /// {consequence} for NoDriver ("the job needs a GPU"); for a missing fact {what} ("the CUDA
-  /// devices"), {detail} (the probe's error), {source} ("" or the helper that read it, with ": ")
-  /// and {consequence} ("" or "; the job needs a GPU").
+  /// devices"), {detail} (the probe's error), {source} (the helper that read it, when known; {from}
+  /// says "{source}: " then) and {consequence} ("" or "; the job needs a GPU").
   nlohmann::json params = nlohmann::json::object();
   nlohmann::json evidence = nlohmann::json::object();
   std::string cause;  // "driver.loaded" where that check's result explains it
@@ -83,20 +83,20 @@ inline constexpr std::size_t kGpuSharedKinds = 8;
       ::preflight::FindingSpec{ID "/not-gathered", ::preflight::Status::Unknown, WHO "{what} was not gathered: {detail}", \
                                ::preflight::kHungProbeRemedy},                                                     \
       ::preflight::FindingSpec{ID "/helper-crashed", ::preflight::Status::Fail,                                    \
-                               WHO "{what} could not be read: {source}{detail}{consequence}",                       \
+                               WHO "{what} could not be read: {from}{detail}{consequence}",                       \
                                ::preflight::kHelperCrashedFix},                                                    \
       ::preflight::FindingSpec{ID "/helper-hung", ::preflight::Status::Fail,                                       \
-                               WHO "{what} could not be read: {source}{detail}{consequence}", ::preflight::kHelperHungFix}, \
+                               WHO "{what} could not be read: {from}{detail}{consequence}", ::preflight::kHelperHungFix}, \
       ::preflight::FindingSpec{ID "/library-missing", ::preflight::Status::Fail,                                   \
-                               WHO "{what} could not be read: {source}{detail}{consequence}",                       \
+                               WHO "{what} could not be read: {from}{detail}{consequence}",                       \
                                ::preflight::kNoDriverRemedy},                                                      \
       ::preflight::FindingSpec{ID "/driver-error", ::preflight::Status::Fail,                                      \
-                               WHO "{what} could not be read: {source}{detail}{consequence}",                       \
+                               WHO "{what} could not be read: {from}{detail}{consequence}",                       \
                                ::preflight::kDriverErrorFix},                                                      \
       ::preflight::FindingSpec{ID "/helper-garbage", ::preflight::Status::Fail,                                    \
-                               WHO "{what} could not be read: the GPU helper's answer was garbage ({source}{detail}){consequence}", \
+                               WHO "{what} could not be read: the GPU helper's answer was garbage ({from}{detail}){consequence}", \
                                ::preflight::kHelperGarbageFix},                                                    \
-      ::preflight::FindingSpec{ID "/not-read", ::preflight::Status::Unknown, WHO "could not read {what}: {source}{detail}", \
+      ::preflight::FindingSpec{ID "/not-read", ::preflight::Status::Unknown, WHO "could not read {what}: {from}{detail}", \
                                ::preflight::kGpuNotReadFix}
 
 using GpuSharedRows = std::array<FindingSpec, kGpuSharedKinds>;

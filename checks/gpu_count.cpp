@@ -6,6 +6,7 @@
 #include <map>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "checks/gpu_common.hpp"
 #include "core/gpu_binding.hpp"
 #include "core/text.hpp"
@@ -39,8 +40,9 @@ std::string models(const std::vector<CudaDevice>& devs) {
 
 std::string rank_name(const RankFacts& f) { return "rank " + std::to_string(f.placement.rank); }
 
-/// " (CUDA_VISIBLE_DEVICES=0,1)", or the per-rank values when the node's ranks differ.
-std::string cvd_note(const std::vector<const RankFacts*>& host) {
+/// {cvd}: " (CUDA_VISIBLE_DEVICES={cvd_value})" when the ranks share one value, " (per-rank
+/// CUDA_VISIBLE_DEVICES: {cvd_per_rank})" when they differ, "" when none sets it.
+nlohmann::json cvd_params(const std::vector<const RankFacts*>& host) {
   std::vector<std::string> values;
   bool any = false;
   for (const RankFacts* f : host) {
@@ -48,17 +50,27 @@ std::string cvd_note(const std::vector<const RankFacts*>& host) {
     any = any || cvd.has_value();
     values.push_back(cvd ? "'" + printable(*cvd) + "'" : std::string("unset"));
   }
-  if (!any) return {};
+  if (!any) return {{"cvd", part_if(false, "")}};
   const bool same =
       std::all_of(values.begin(), values.end(), [&](const std::string& v) { return v == values.front(); });
   if (same) {
     const std::string raw = *host.front()->env.get("CUDA_VISIBLE_DEVICES");
-    return " (CUDA_VISIBLE_DEVICES=" + (trim(raw).empty() ? std::string("''") : printable(raw)) + ")";
+    if (trim(raw).empty()) return {{"cvd", template_param(" (CUDA_VISIBLE_DEVICES='')")}, {"cvd_value", raw}};
+    return {{"cvd", template_param(" (CUDA_VISIBLE_DEVICES={cvd_value})")}, {"cvd_value", printable(raw)}};
   }
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < host.size() && i < 8; ++i) parts.push_back(rank_name(*host[i]) + " " + values[i]);
   if (host.size() > 8) parts.push_back("…");
-  return " (per-rank CUDA_VISIBLE_DEVICES: " + join(parts, ", ") + ")";
+  return {{"cvd", template_param(" (per-rank CUDA_VISIBLE_DEVICES: {cvd_per_rank})")}, {"cvd_per_rank", join(parts, ", ")}};
+}
+
+/// `params` with the node's CUDA_VISIBLE_DEVICES ({cvd}, cvd_params) and {counted}: " to the node's
+/// {rank_count} ranks" when the node's ranks are judged together, else "".
+nlohmann::json with_node(nlohmann::json params, const nlohmann::json& cvd, std::size_t ranks) {
+  params.update(cvd);
+  params["counted"] = part_if(ranks > 1, " to the node's {rank_count} ranks");
+  if (ranks > 1) params["rank_count"] = ranks;
+  return params;
 }
 
 // {ranks}: "rank 2: " (the ranks whose value it is) when the node's ranks are judged together, else "".
@@ -76,10 +88,11 @@ constexpr FindingSpec kCvdInvalidEntry = {
     "Fix CUDA_VISIBLE_DEVICES: list valid indices (0..{last_index}) or full GPU UUIDs from `nvidia-smi -L`, each "
     "once, separated by commas; or let the scheduler set it (`srun --gpus-per-task=1`)."};
 constexpr FindingSpec kRankSeesNoGpu = {
-    "gpu.count/rank-sees-no-gpu", Status::Fail, "rank {rank} sees no GPU{rank_cvd}; the job needs a GPU",
+    "gpu.count/rank-sees-no-gpu", Status::Fail, "rank {rank} sees no GPU{cvd}; the job needs a GPU",
     "Give every rank a GPU: a per-rank CUDA_VISIBLE_DEVICES that names a valid GPU, or the scheduler's "
     "per-task GPU binding (`srun --gpus-per-task=1`)."};
-// {counted}: " to the node's 4 ranks" or ""; {cvd}: " (CUDA_VISIBLE_DEVICES=…)" or ""; {nvml}: what NVML sees, or "".
+// {counted}: " to the node's {rank_count} ranks" or ""; {cvd}: " (CUDA_VISIBLE_DEVICES={cvd_value})" or "";
+// {nvml}: "; NVML sees {nvml_gpus}", or "".
 constexpr FindingSpec kNoGpuVisible = {
     "gpu.count/no-gpu-visible", Status::Fail, "no GPU visible to CUDA{counted}{cvd}{nvml}; the job needs a GPU",
     "Give the job GPUs: `docker run --gpus all …`, the scheduler's GPU request (Slurm --gpus / --gres), "
@@ -133,7 +146,7 @@ constexpr auto kFindings = with_shared(kShared, std::array{kCvdHidesAll,     kCv
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
   if (std::optional<GpuShared> none = no_driver(d, kNeedsGpu)) {
-    none->params["who"] = "";
+    none->params["who"] = part_if(false, "");
     return shared_verdict(kShared, *none);
   }
 
@@ -165,7 +178,8 @@ Verdict run(const CheckContext& ctx) {
       const ProbeError& err = *rd.cuda_devices.error();
       if (!no_device_error(err)) {
         GpuShared missing = missing_gpu_fact(err, rd.cuda_devices.source(), "the CUDA devices", kNeedsGpu);
-        missing.params["who"] = several ? rank_name(*f) + ": " : std::string();
+        missing.params["who"] = part_if(several, "rank {who_rank}: ");
+        if (several) missing.params["who_rank"] = f->placement.rank;
         missing.evidence.update(b.evidence());
         return shared_verdict(kShared, missing);
       }
@@ -196,8 +210,8 @@ Verdict run(const CheckContext& ctx) {
   }
 
   const std::size_t visible = cuda->size();
-  const std::string cvd_text = cvd_note(host);
-  const std::string counted = several ? " to the node's " + std::to_string(host.size()) + " ranks" : std::string();
+  const nlohmann::json cvd_text = cvd_params(host);
+  const bool by_cvd = cvd_text.contains("cvd_value") || cvd_text.contains("cvd_per_rank");
 
   // CUDA_VISIBLE_DEVICES as the driver reads it: an invalid entry ends the list there, and an
   // empty / none / NoDevFiles value hides every GPU. Found here for every profile (this check sees
@@ -213,24 +227,29 @@ Verdict run(const CheckContext& ctx) {
     }
     for (const auto& [value, ranks] : invalid_by_value) {
       const CvdParse parsed = apply_cvd(value, *nvml);
-      const std::string whose = several ? (ranks.size() == 1 ? "rank " : "ranks ") + range_list(ranks) + ": " : "";
+      nlohmann::json whose = {
+          {"ranks", part_if(several, std::string(ranks.size() == 1 ? "rank" : "ranks") + " {value_ranks}: ")}};
+      if (several) whose["value_ranks"] = range_list(ranks);
       if (parsed.no_gpu) {
         hidden_by_value = hidden_by_value || !several;
-        b.add(kCvdHidesAll, {{"ranks", whose}, {"value", printable(value)}, {"nvml_gpus", gpus(nvml->size())}});
+        whose.update({{"value", printable(value)}, {"nvml_gpus", gpus(nvml->size())}});
+        b.add(kCvdHidesAll, std::move(whose));
         continue;
       }
-      b.add(kCvdInvalidEntry, {{"ranks", whose},
-                               {"value", printable(value)},
-                               {"entry", *parsed.invalid},
-                               {"position", parsed.position},
-                               {"listed", gpus(parsed.visible.size())},
-                               {"verb", parsed.visible.size() == 1 ? "is" : "are"},
-                               {"last_index", static_cast<long>(nvml->size()) - 1}});
+      whose.update({{"value", printable(value)},
+                    {"entry", *parsed.invalid},
+                    {"position", parsed.position},
+                    {"listed", gpus(parsed.visible.size())},
+                    {"verb", parsed.visible.size() == 1 ? "is" : "are"},
+                    {"last_index", static_cast<long>(nvml->size()) - 1}});
+      b.add(kCvdInvalidEntry, std::move(whose));
     }
   }
   if (several && visible > 0) {
     for (const RankFacts* f : blind) {
-      b.add(kRankSeesNoGpu, {{"rank", f->placement.rank}, {"rank_cvd", cvd_note({f})}});
+      nlohmann::json params = cvd_params({f});
+      params["rank"] = f->placement.rank;
+      b.add(kRankSeesNoGpu, std::move(params));
     }
   }
 
@@ -247,27 +266,27 @@ Verdict run(const CheckContext& ctx) {
   if (visible == 0 && hidden_by_value) {
     // said above
   } else if (visible == 0) {
-    nlohmann::json params = {{"counted", counted},
-                             {"cvd", cvd_text},
-                             {"nvml", nvml != nullptr ? "; NVML sees " + gpus(nvml->size()) : std::string()}};
+    nlohmann::json params = with_node({{"nvml", part_if(nvml != nullptr, "; NVML sees {nvml_gpus}")}}, cvd_text, host.size());
+    if (nvml != nullptr) params["nvml_gpus"] = gpus(nvml->size());
     if (cvd) params["value"] = *cvd;
     b.add(cvd ? kCvdSelectsNoGpu : kNoGpuVisible, std::move(params));
   } else {
     if (ctx.options.expect_gpus && static_cast<std::size_t>(*ctx.options.expect_gpus) != visible) {
       const int expect = *ctx.options.expect_gpus;
       b.add(static_cast<std::size_t>(expect) > visible ? kFewerThanExpected : kMoreThanExpected,
-            {{"visible", gpus(visible)},
-             {"counted", counted},
-             {"cvd", cvd_text},
-             {"expect", expect},
-             {"nvml", nvml != nullptr ? " (NVML sees " + std::to_string(nvml->size()) + ")" : std::string()}});
+            with_node({{"visible", gpus(visible)},
+                       {"expect", expect},
+                       {"nvml", part_if(nvml != nullptr, " (NVML sees {nvml_count})")},
+                       {"nvml_count", nvml != nullptr ? nvml->size() : 0}},
+                      cvd_text, host.size()));
     }
     if (static_cast<std::size_t>(local_ranks) > visible) {
-      b.add(kMoreRanksThanGpus, {{"local_ranks", local_ranks},
-                                 {"visible", gpus(visible)},
-                                 {"cvd", cvd_text},
-                                 {"at_most", std::to_string(visible) + (visible == 1 ? " rank" : " ranks")},
-                                 {"visible_count", visible}});
+      nlohmann::json params = {{"local_ranks", local_ranks},
+                               {"visible", gpus(visible)},
+                               {"at_most", std::to_string(visible) + (visible == 1 ? " rank" : " ranks")},
+                               {"visible_count", visible}};
+      params.update(cvd_text);
+      b.add(kMoreRanksThanGpus, std::move(params));
     }
   }
 
@@ -282,7 +301,6 @@ Verdict run(const CheckContext& ctx) {
     // All hidden GPUs in MIG mode: CUDA sees their instances instead; the MIG finding below says so.
     if (!all_mig) {
       const bool intended = ctx.options.expect_gpus && static_cast<std::size_t>(*ctx.options.expect_gpus) == visible;
-      const bool by_cvd = !cvd_text.empty();
       std::string why =
           "not through CUDA_VISIBLE_DEVICES: check /dev/nvidia* permissions and the container's device cgroup";
       if (by_cvd)
@@ -297,9 +315,9 @@ Verdict run(const CheckContext& ctx) {
         if (by_cvd) {
           params["hidden_by"] = why;
           // --expect-gpus only says the hiding is intended; it cannot fix more ranks than GPUs.
-          params["expect_hint"] = static_cast<std::size_t>(local_ranks) > visible
-                                      ? std::string(".")
-                                      : "; otherwise state --expect-gpus " + std::to_string(visible) + ".";
+          params["expect_hint"] = template_param(static_cast<std::size_t>(local_ranks) > visible
+                                                     ? std::string(".")
+                                                     : "; otherwise state --expect-gpus {visible_count}.");
         }
         b.add(by_cvd ? kHiddenByCvd : kHiddenFromCuda, std::move(params));
       }
@@ -312,16 +330,19 @@ Verdict run(const CheckContext& ctx) {
   }
 
   if (b.status() == Status::Pass) {
-    std::string nvml_text;
-    if (nvml != nullptr && hidden.empty()) nvml_text = "; NVML sees the same " + std::to_string(nvml->size());
-    if (nvml == nullptr) nvml_text = "; NVML's view not available (" + d.nvml_gpus.why() + ")";
-    b.add(kVisible, {{"visible", gpus(visible)},
-                     {"counted", counted},
-                     {"models", models(*cuda)},
-                     {"cvd", cvd_text},
-                     {"as_expected", ctx.options.expect_gpus ? ", as --expect-gpus says" : ""},
-                     {"nvml", nvml_text},
-                     {"locals", std::to_string(local_ranks) + (local_ranks == 1 ? " local rank" : " local ranks")}});
+    nlohmann::json params = with_node({{"visible", gpus(visible)},
+                                       {"models", models(*cuda)},
+                                       {"as_expected", part_if(ctx.options.expect_gpus.has_value(), ", as --expect-gpus says")},
+                                       {"locals", std::to_string(local_ranks) + (local_ranks == 1 ? " local rank" : " local ranks")}},
+                                      cvd_text, host.size());
+    if (nvml != nullptr) {
+      params["nvml"] = part_if(hidden.empty(), "; NVML sees the same {nvml_count}");
+      params["nvml_count"] = nvml->size();
+    } else {
+      params["nvml"] = template_param("; NVML's view not available ({nvml_error})");
+      params["nvml_error"] = d.nvml_gpus.why();
+    }
+    b.add(kVisible, std::move(params));
   }
   return b.build();
 }

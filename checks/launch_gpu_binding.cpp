@@ -9,6 +9,7 @@
 #include <map>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "checks/gpu_common.hpp"
 #include "core/gpu_binding.hpp"
 #include "core/text.hpp"
@@ -172,7 +173,7 @@ Verdict run(const CheckContext& ctx) {
   bool all_driver = !missing_by_reason.empty();
   for (const auto& [reason, m] : missing_by_reason) {
     all_driver = all_driver && m.shared.cause == "driver.loaded";
-    std::string named;  // alone, the rank needs no name
+    nlohmann::json who = {{"who", part_if(false, "")}};  // alone, the rank needs no name
     if (ranks.size() > 1) {
       std::vector<int> numbers;
       std::vector<std::string> names;
@@ -182,9 +183,11 @@ Verdict run(const CheckContext& ctx) {
         if (std::find(names.begin(), names.end(), h) == names.end()) names.push_back(h);
       }
       std::sort(numbers.begin(), numbers.end());
-      named = (numbers.size() == 1 ? "rank " : "ranks ") + range_list(numbers) + " (" + join(names, ", ") + "): ";
+      who = {{"who", template_param(std::string(numbers.size() == 1 ? "rank" : "ranks") + " {who_ranks} ({who_hosts}): ")},
+             {"who_ranks", range_list(numbers)},
+             {"who_hosts", join(names, ", ")}};
     }
-    add_shared(b, kShared, m.shared, {{"who", named}});
+    add_shared(b, kShared, m.shared, std::move(who));
   }
 
   // Per host: ranks sharing a GPU, and local ranks vs the GPUs visible to them.

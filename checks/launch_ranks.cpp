@@ -52,11 +52,11 @@ constexpr FindingSpec kDuplicateRank = {
 constexpr FindingSpec kOutsideWorld = {
     "launch.ranks/outside-world", Status::Fail, "facts arrived for rank(s) {ranks} outside the world of {world}",
     "The files or ranks come from different runs: rerun every rank in one job (merge only one run's files)."};
-// {on_way}: "; 1 rank was still on the way when rank 0 stopped waiting (…)", or "".
+// {on_way}: "; {on_way_count} still on the way when rank 0 stopped waiting ({on_way_named})", or "".
 constexpr FindingSpec kRanksEnded = {"launch.ranks/ranks-ended", Status::Fail,
                                      "{count} {ranks_word} of {world} ended before delivering facts: {named}{on_way}",
                                      "{look_at}."};
-// {waiting}: "; 1 rank started and waited for them, so their facts were not gathered: …", or "".
+// {waiting}: "; {waited_count} started and waited for them, so their facts were not gathered: {waited_named}", or "".
 constexpr FindingSpec kRanksNeverStarted = {
     "launch.ranks/ranks-never-started", Status::Fail, "{count} {ranks_word} of {world} never started: {named}{waiting}",
     "Look at the host the named rank was placed on: the launcher could not start the process there, or it hangs before "
@@ -182,18 +182,21 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
     std::string named;
     for (std::size_t i = 0; i < gone.size() && i < kNamed; ++i) named += (named.empty() ? "" : "; ") + job.describe_rank(gone[i]);
     if (gone.size() > kNamed) named += "; and " + std::to_string(gone.size() - kNamed) + " more";
-    std::string rest;
+    nlohmann::json params = {
+        {"count", gone.size()},
+        {"ranks_word", ranks_word(gone.size())},
+        {"world", world},
+        {"named", job.describe_lost().empty() ? named : job.describe_lost()},
+        {"on_way", part_if(!on_way.empty(), "; {on_way_count} still on the way when rank 0 stopped waiting ({on_way_named})")}};
     if (!on_way.empty()) {
-      rest = "; " + plural(on_way.size(), "rank was", "ranks were") + " still on the way when rank 0 stopped waiting (" +
-             comm::describe(job, std::vector<int>(on_way.begin(), on_way.begin() + static_cast<long>(std::min(on_way.size(), kNamed)))) +
-             (on_way.size() > kNamed ? "; and " + std::to_string(on_way.size() - kNamed) + " more" : std::string()) + ")";
+      params["on_way_count"] = plural(on_way.size(), "rank was", "ranks were");
+      params["on_way_named"] =
+          comm::describe(job, std::vector<int>(on_way.begin(), on_way.begin() + static_cast<long>(std::min(on_way.size(), kNamed)))) +
+          (on_way.size() > kNamed ? "; and " + std::to_string(on_way.size() - kNamed) + " more" : std::string());
+      params["on_way_ranks"] = on_way;
     }
-    b.add(kRanksEnded, {{"count", gone.size()},
-                        {"ranks_word", ranks_word(gone.size())},
-                        {"world", world},
-                        {"named", job.describe_lost().empty() ? named : job.describe_lost()},
-                        {"on_way", rest},
-                        {"look_at", comm::look_at_all(job, gone)}});
+    comm::add_look_at(params, job, gone);
+    b.add(kRanksEnded, std::move(params));
     absent.clear();
   }
   if (!absent.empty()) {
@@ -210,18 +213,21 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
       if (ranks.size() > kNamed) names.push_back("and " + std::to_string(ranks.size() - kNamed) + " more");
       return join(names, "; ");
     };
-    const std::string named = name_ranks(absent);
-    std::string waiting;
-    if (!waited.empty()) {
-      waiting = "; " + plural(waited.size(), "rank", "ranks") + " started and waited for " +
-                (absent.size() == 1 ? "it" : "them") + ", so their facts were not gathered: " + name_ranks(waited);
-    }
     const bool never_started = !waited.empty();
-    b.add(never_started ? kRanksNeverStarted : kRanksMissing, {{"count", absent.size()},
-                                                               {"ranks_word", ranks_word(absent.size())},
-                                                               {"world", world},
-                                                               {"named", named},
-                                                               {"waiting", waiting}});
+    nlohmann::json params = {
+        {"count", absent.size()},
+        {"ranks_word", ranks_word(absent.size())},
+        {"world", world},
+        {"named", name_ranks(absent)},
+        {"waiting", part_if(never_started, std::string("; {waited_count} started and waited for ") +
+                                                     (absent.size() == 1 ? "it" : "them") +
+                                                     ", so their facts were not gathered: {waited_named}")}};
+    if (never_started) {
+      params["waited_count"] = plural(waited.size(), "rank", "ranks");
+      params["waited_named"] = name_ranks(waited);
+      params["waited_ranks"] = waited;
+    }
+    b.add(never_started ? kRanksNeverStarted : kRanksMissing, std::move(params));
   }
   // World size and nodes against the expectations.
   if (o.expect_world_size && *o.expect_world_size != world) {

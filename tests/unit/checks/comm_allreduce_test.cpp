@@ -16,6 +16,7 @@ void expect(const Verdict& v, Status s, const std::string& summary_has, const st
   EXPECT_EQ(v.status, s) << v.summary << " / " << v.remedy;
   EXPECT_NE(v.summary.find(summary_has), std::string::npos) << v.summary;
   EXPECT_NE(v.remedy.find(remedy_has), std::string::npos) << v.remedy;
+  job_fixture::expect_data_params(v);
 }
 
 // 16 ranks on 2 hosts over NCCL: 32 MiB, best of 5.
@@ -70,10 +71,10 @@ TEST(CommAllreduce, PassWithTheNumbers) {
   EXPECT_EQ(v.finding.params["busbw"], "125.83");
   EXPECT_EQ(v.finding.params["participants"], "16 GPUs");
   EXPECT_EQ(v.finding.params["repeats"], 5);
-  EXPECT_EQ(v.finding.params["floor"], "");
+  EXPECT_FALSE(v.finding.params.contains("floor"));
   const Verdict floored = judge_job(spec(), nccl_job(), floor_at(100));
   expect(floored, Status::Pass, "(≥ --min-busbw 100 GB/s)");
-  EXPECT_EQ(floored.finding.params["floor"], " (≥ --min-busbw 100 GB/s)");
+  EXPECT_EQ(floored.finding.params["floor"], "100");
 }
 
 TEST(CommAllreduce, TimesAreForPeople) {
@@ -183,6 +184,9 @@ TEST(CommAllreduce, MpiTransportSaysItMeasuredHostMemory) {
   // A GPU-fabric floor does not apply to host memory: that part is skipped with the reason, never failed.
   const Verdict v = judge_job(spec(), j, floor_at(150));
   expect(v, Status::Pass, "; --min-busbw 150 GB/s: SKIP, a floor for a GPU fabric does not apply to MPI in host memory");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/correct-floor-not-for-mpi");
+  EXPECT_EQ(v.finding.params["floor"], "150");
+  EXPECT_EQ(v.finding.params["busbw"], judge_job(spec(), j).finding.params["busbw"]);
   EXPECT_EQ(v.evidence["min_busbw_skipped"], "the all_reduce ran over MPI in host memory (no rank has a GPU)");
   j.allreduce.repeats = 0;
   expect(judge_job(spec(), j, floor_at(150)), Status::Pass, "--min-busbw 150 GB/s: SKIP");
@@ -220,7 +224,8 @@ TEST(CommAllreduce, WrongResultFailsNamingRanks) {
   expect(w, Status::Fail, "wrong on 1 of 16", "MPI delivered wrong sums");
   EXPECT_EQ(w.finding.code, "comm.allreduce/wrong-result-mpi");
   EXPECT_EQ(w.finding.params["who"], "rank 1 (gpu-a, pid 1001, last phase report)");
-  EXPECT_EQ(w.finding.params["errors"], "");
+  EXPECT_FALSE(w.finding.params.contains("error_list"));
+  EXPECT_EQ(w.finding.params["wrong"], nlohmann::json({1}));
   EXPECT_EQ(w.finding.params["transport"], "mpi");
 }
 
@@ -232,7 +237,7 @@ TEST(CommAllreduce, WrongOnAGpuInTheNodeProfile) {
   expect(v, Status::Fail, "wrong on 1 of 8 participants: GPU 3 (GPU 3: element 7 is 0, expected 36)");
   EXPECT_EQ(v.finding.code, "comm.allreduce/wrong-result-nccl");
   EXPECT_EQ(v.finding.params["who"], "GPU 3");
-  EXPECT_EQ(v.finding.params["errors"], " (GPU 3: element 7 is 0, expected 36)");
+  EXPECT_EQ(v.finding.params["error_list"], "GPU 3: element 7 is 0, expected 36");
 }
 
 TEST(CommAllreduce, ExpiredNamesMissingRanks) {
@@ -283,14 +288,14 @@ TEST(CommAllreduce, ExpiredWithoutNamedRanks) {
          "See the errors in the detail. Rerun the job's first collective with NCCL_DEBUG=INFO");
   EXPECT_EQ(v.finding.code, "comm.allreduce/expired-unnamed");
   EXPECT_EQ(v.finding.params["waited"], "10 s");
-  EXPECT_EQ(v.finding.params["errors"], " (rank 0 (gpu-a): ncclCommWatchdog: timeout)");
+  EXPECT_EQ(v.finding.params["error_list"], "rank 0 (gpu-a): ncclCommWatchdog: timeout");
   EXPECT_EQ(v.cause, "net.socket_ifname,net.reachability");
   // Over MPI the remedy does not send the reader to NCCL_DEBUG.
   j.allreduce.transport = "mpi";
   const Verdict m = judge_job(spec(), j);
   EXPECT_EQ(m.finding.code, "comm.allreduce/expired-unnamed");
   EXPECT_EQ(m.remedy, "See the errors in the detail.");
-  EXPECT_EQ(m.finding.params["nccl_debug"], "");
+  EXPECT_FALSE(m.finding.params.contains("nccl_debug"));  // spliced into the fix: empty over MPI
 }
 
 TEST(CommAllreduce, ErrorFails) {
@@ -367,7 +372,7 @@ TEST(CommAllreduce, NotRunBecauseRanksWereMissing) {
   EXPECT_EQ(v.finding.params["count"], 1);
   EXPECT_EQ(v.finding.params["world"], 16);
   EXPECT_EQ(v.finding.params["named"], "rank 15 (gpu-b, pid 1015, last phase gather, silent 3.0 s)");
-  EXPECT_EQ(v.finding.params["note"], " (the gather expired)");
+  EXPECT_EQ(v.finding.params["reason"], "the gather expired");
 }
 
 TEST(CommAllreduce, NodeProfile) {
@@ -378,11 +383,13 @@ TEST(CommAllreduce, NodeProfile) {
   const Verdict skipped = judge_job(spec(), none, {}, Profile::Node);
   expect(skipped, Status::Skip, "no all_reduce was run: no GPU: CUDA reports 0 devices");
   EXPECT_EQ(skipped.finding.code, "comm.allreduce/not-run");
-  EXPECT_EQ(skipped.finding.params["note"], ": no GPU: CUDA reports 0 devices");
+  EXPECT_EQ(skipped.finding.params["reason"], "no GPU: CUDA reports 0 devices");
   JobFacts one = node_run();
   one.allreduce.ranks = 1;
   one.allreduce.busbw_gbps = 0;
-  expect(judge_job(spec(), one, floor_at(100), Profile::Node), Status::Pass, "correct on a single participant");
+  const Verdict alone = judge_job(spec(), one, floor_at(100), Profile::Node);
+  expect(alone, Status::Pass, "correct on a single participant over nccl (no bandwidth between peers to measure)");
+  EXPECT_EQ(alone.finding.code, "comm.allreduce/correct-alone");
 }
 
 TEST(CommAllreduce, SkipForMergeAndNoJob) {
@@ -427,8 +434,11 @@ TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
   EXPECT_EQ(v.finding.code, "comm.allreduce/node-hang");
   EXPECT_EQ(v.finding.params["ranks"], 8);
   EXPECT_EQ(v.finding.params["time"], "4.2 s");
-  EXPECT_EQ(v.finding.params["hung"],
-            "; the helpers of GPUs 0–7 hung (8 of 8): every communicator was aborted after its deadline");
+  EXPECT_NE(v.summary.find("; the helpers of GPUs 0–7 hung (8 of 8): every communicator was aborted after its deadline"),
+            std::string::npos)
+      << v.summary;
+  EXPECT_EQ(v.finding.params["hung_gpus"], "GPUs 0–7");
+  EXPECT_EQ(v.finding.params["hung_count"], 8);
   // One GPU's helper hung: that GPU is named.
   c.missing = {5};
   c.errors = {"rank 5 (GPU 5): allreduce: did not finish within 4.0 s"};
@@ -436,8 +446,10 @@ TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
   expect(v, Status::Fail, "the helper of GPU 5 hung (1 of 8)");
   EXPECT_EQ(v.summary.find("every communicator"), std::string::npos) << v.summary;
   EXPECT_EQ(v.finding.code, "comm.allreduce/node-hang");
-  EXPECT_EQ(v.finding.params["hung"], "; the helper of GPU 5 hung (1 of 8)");
-  EXPECT_EQ(v.finding.params["errors"], " (GPU 5's helper: allreduce: did not finish within 4.0 s)");
+  EXPECT_EQ(v.finding.params["hung_gpus"], "GPU 5");
+  EXPECT_EQ(v.finding.params["hung_count"], 1);
+  EXPECT_EQ(v.finding.params["error_list"], "GPU 5's helper: allreduce: did not finish within 4.0 s");
+  EXPECT_NE(v.summary.find(" (GPU 5's helper: allreduce: did not finish within 4.0 s)"), std::string::npos) << v.summary;
   // An error (no hang) names the GPU's helper too.
   c.expired = false;
   c.missing.clear();

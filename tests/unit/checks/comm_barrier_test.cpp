@@ -16,6 +16,7 @@ void expect(const Verdict& v, Status s, const std::string& summary_has, const st
   EXPECT_EQ(v.status, s) << v.summary << " / " << v.remedy;
   EXPECT_NE(v.summary.find(summary_has), std::string::npos) << v.summary;
   EXPECT_NE(v.remedy.find(remedy_has), std::string::npos) << v.remedy;
+  job_fixture::expect_data_params(v);
 }
 
 RankStatus& status(JobFacts& j, int rank) { return j.status[static_cast<std::size_t>(rank)]; }
@@ -54,7 +55,7 @@ TEST(CommBarrier, ExpiredNamesStuckRanksFirst) {
   EXPECT_EQ(v.finding.params["count"], 2);
   EXPECT_EQ(v.finding.params["world"], 8);
   EXPECT_EQ(v.finding.params["named"], "rank 6 (gpu-b, pid 1006, last phase probe, silent 7.5 s)");
-  EXPECT_EQ(v.finding.params["alive"], "; alive and waiting: rank 2 (gpu-a, pid 1002, last phase barrier)");
+  EXPECT_EQ(v.finding.params["waiting"], "rank 2 (gpu-a, pid 1002, last phase barrier)");
   EXPECT_NE(v.remedy.find("gdb -p 1006"), std::string::npos) << v.remedy;
   EXPECT_NE(v.remedy.find("NCCL_DEBUG=INFO"), std::string::npos) << v.remedy;
   EXPECT_NE(v.remedy.find("py-spy dump"), std::string::npos) << v.remedy;
@@ -74,7 +75,7 @@ TEST(CommBarrier, ExpiredWithSilentRankInTheBarrier) {
   expect(v, Status::Fail, "rank 3 (gpu-b, pid 1003, last phase barrier, silent 4.0 s)",
          "rank 3 on gpu-b stopped in the barrier");
   EXPECT_EQ(v.finding.code, "comm.barrier/expired");
-  EXPECT_EQ(v.finding.params["alive"], "");
+  EXPECT_FALSE(v.finding.params.contains("waiting"));
 }
 
 TEST(CommBarrier, ExpiredWithEveryRankAliveBlamesTheFabric) {
@@ -113,7 +114,8 @@ TEST(CommBarrier, InterruptedByTheLauncherDoesNotBlameTheFabric) {
   EXPECT_NE(v.summary.find("(last heard: gpu-b 900 ms ago, gpu-a 100 ms ago)"), std::string::npos) << v.summary;
   EXPECT_EQ(v.finding.code, "comm.barrier/interrupted");
   EXPECT_EQ(v.finding.params["time"], "2.7 s");
-  EXPECT_EQ(v.finding.params["heard"], " (last heard: gpu-b 900 ms ago, gpu-a 100 ms ago)");
+  EXPECT_EQ(v.finding.params["last_heard"], "gpu-b 900 ms ago, gpu-a 100 ms ago");
+  EXPECT_DOUBLE_EQ(v.finding.params["silent_s"]["gpu-b"].get<double>(), 0.9);
 }
 
 TEST(CommBarrier, NotRunBecauseRanksWereMissing) {
@@ -131,7 +133,7 @@ TEST(CommBarrier, NotRunBecauseRanksWereMissing) {
   EXPECT_EQ(v.finding.params["count"], 1);
   EXPECT_EQ(v.finding.params["world"], 4);
   EXPECT_EQ(v.finding.params["named"], "rank 3 (gpu-b, pid 1003, last phase probe, silent 9.0 s)");
-  EXPECT_EQ(v.finding.params["note"], " (the gather expired)");
+  EXPECT_EQ(v.finding.params["reason"], "the gather expired");
 }
 
 TEST(CommBarrier, NeverHeardRank) {
@@ -165,7 +167,7 @@ TEST(CommBarrier, NotRunForAnotherReasonIsUnknown) {
   const Verdict v = judge_job(spec(), j);
   expect(v, Status::Unknown, "the barrier was not run: the run's --timeout was spent before the barrier");
   EXPECT_EQ(v.finding.code, "comm.barrier/not-run");
-  EXPECT_EQ(v.finding.params["note"], ": the run's --timeout was spent before the barrier");
+  EXPECT_EQ(v.finding.params["reason"], "the run's --timeout was spent before the barrier");
 }
 
 TEST(CommBarrier, ErrorFails) {
@@ -177,8 +179,8 @@ TEST(CommBarrier, ErrorFails) {
          "same MPI build");
   EXPECT_EQ(v.finding.code, "comm.barrier/error");
   EXPECT_EQ(v.finding.params["world"], 2);
-  EXPECT_EQ(v.finding.params["error"], ": MPI_Ibarrier: MPI_ERR_OTHER: unknown error");
-  EXPECT_EQ(v.finding.params["missing"], "");
+  EXPECT_EQ(v.finding.params["reason"], "MPI_Ibarrier: MPI_ERR_OTHER: unknown error");
+  EXPECT_FALSE(v.finding.params.contains("named"));
 }
 
 TEST(CommBarrier, SkipForOneProcessAndForMerge) {
@@ -231,6 +233,16 @@ TEST(CommBarrier, AHostThatWentBeforeTheBarrierIsNamed) {
   EXPECT_EQ(v.finding.params["lost"],
             "every process of gpu-b ended (ranks 2, 3) at 3.1 s: the host went down or its processes were killed, in "
             "phase probe");
+  // What the fix names, as data: each rank with its host, pid, last phase and what the watch saw.
+  const nlohmann::json& named = v.finding.params["look_at_ranks"];
+  ASSERT_EQ(named.size(), 2u) << named.dump();
+  EXPECT_EQ(named[0]["rank"], 2);
+  EXPECT_EQ(named[0]["host"], "gpu-b");
+  EXPECT_EQ(named[0]["phase"], "probe");
+  EXPECT_EQ(named[0]["lost"], "ended");
+  EXPECT_EQ(named[1]["rank"], 3);
+  EXPECT_FALSE(v.finding.params.contains("look_at"));  // its words are in the fix
+  EXPECT_NE(v.finding.fix.find("rank 2 on gpu-b ended in the probe"), std::string::npos) << v.finding.fix;
 }
 
 TEST(CommBarrier, MpiWorldOfOneUnderALargerLauncherIsUnknown) {

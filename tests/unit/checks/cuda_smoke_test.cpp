@@ -235,7 +235,7 @@ TEST(CudaSmoke, MissingLibcudaFollowsFromTheDriver) {
   EXPECT_EQ(v.finding.code, "cuda.smoke/library-missing");
   EXPECT_EQ(v.summary, "the CUDA smoke test result could not be read: dlopen: libcuda.so.1: cannot open shared object "
                        "file; the job needs a GPU");
-  EXPECT_EQ(v.finding.params["source"], "dlopen: ");
+  EXPECT_EQ(v.finding.params["source"], "dlopen");
   EXPECT_EQ(v.finding.params["detail"], "libcuda.so.1: cannot open shared object file");
   EXPECT_EQ(v.cause, "driver.loaded");
 }

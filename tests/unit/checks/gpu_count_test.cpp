@@ -52,7 +52,8 @@ TEST(GpuCount, FewerThanExpectedFails) {
   EXPECT_EQ(v.finding.code, "gpu.count/fewer-than-expected");
   EXPECT_EQ(v.finding.params["visible"], "4 GPUs");
   EXPECT_EQ(v.finding.params["expect"], 8);
-  EXPECT_EQ(v.finding.params["nvml"], " (NVML sees 4)");
+  EXPECT_EQ(v.finding.params["nvml_count"], 4);
+  EXPECT_TRUE(has(v.summary, " (NVML sees 4)")) << v.summary;
   EXPECT_TRUE(has(v.summary, "4 GPUs visible to CUDA, --expect-gpus 8 (NVML sees 4)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "Find the missing GPUs")) << v.remedy;
 }
@@ -82,7 +83,8 @@ TEST(GpuCount, MoreLocalRanksThanGpusFails) {
   // The hidden GPUs are said too; --expect-gpus is no fix for more ranks than GPUs.
   const Finding* hidden = finding(v, "gpu.count/hidden-by-cvd");
   ASSERT_NE(hidden, nullptr) << v.summary;
-  EXPECT_EQ(hidden->params["expect_hint"], ".");
+  EXPECT_FALSE(hidden->params.contains("expect_hint"));  // spliced into the fix
+  EXPECT_TRUE(hidden->fix.ends_with("ask for more GPUs).")) << hidden->fix;
 }
 
 TEST(GpuCount, MoreLocalRanksThanOneVisibleGpuSaysHowToFixIt) {
@@ -113,7 +115,8 @@ TEST(GpuCount, GpusHiddenByCudaVisibleDevicesWarn) {
   EXPECT_EQ(v.finding.params["hidden"],
             "GPU 4 (00000000:1C:00.0), GPU 5 (00000000:1D:00.0), GPU 6 (00000000:1E:00.0), GPU 7 (00000000:1F:00.0)");
   EXPECT_EQ(v.finding.params["hidden_by"], "CUDA_VISIBLE_DEVICES=0,1,2,3 hides them");
-  EXPECT_EQ(v.finding.params["expect_hint"], "; otherwise state --expect-gpus 4.");
+  EXPECT_TRUE(has(v.remedy, "; otherwise state --expect-gpus 4.")) << v.remedy;
+  EXPECT_EQ(v.finding.params["visible_count"], 4);
   EXPECT_TRUE(has(v.summary, "NVML sees 8 GPUs, CUDA 4: GPU 4 (00000000:1C:00.0)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "ask for more GPUs); otherwise state --expect-gpus 4.")) << v.remedy;
   EXPECT_EQ(v.evidence["hidden_from_cuda"].size(), 4u);
@@ -166,7 +169,7 @@ TEST(GpuCount, ZeroGpusFails) {
   const Verdict v = judge_count(f);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "gpu.count/no-gpu-visible");
-  EXPECT_EQ(v.finding.params["nvml"], "; NVML sees 2 GPUs");
+  EXPECT_EQ(v.finding.params["nvml_gpus"], "2 GPUs");
   EXPECT_TRUE(has(v.summary, "no GPU visible to CUDA; NVML sees 2 GPUs; the job needs a GPU")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "Give the job GPUs")) << v.remedy;
 }
@@ -180,7 +183,7 @@ TEST(GpuCount, NoDeviceErrorIsZeroGpus) {
   EXPECT_EQ(v.status, Status::Fail);
   const Finding* none = finding(v, "gpu.count/cvd-selects-no-gpu");
   ASSERT_NE(none, nullptr) << v.summary;
-  EXPECT_EQ(none->params["cvd"], " (CUDA_VISIBLE_DEVICES=7)");
+  EXPECT_EQ(none->params["cvd_value"], "7");
   EXPECT_EQ(none->params["value"], "7");
   EXPECT_TRUE(has(v.summary, "no GPU visible to CUDA (CUDA_VISIBLE_DEVICES=7)")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "CUDA_VISIBLE_DEVICES=7 selects no usable GPU")) << v.remedy;
@@ -254,7 +257,7 @@ TEST(GpuCount, JobNodeCountsTheUnionOfItsRanksGpus) {
   Verdict v = judge_node(ranks, expect(4));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_EQ(v.finding.code, "gpu.count/visible");
-  EXPECT_EQ(v.finding.params["counted"], " to the node's 4 ranks");
+  EXPECT_EQ(v.finding.params["rank_count"], 4);
   EXPECT_TRUE(has(v.summary, "4 GPUs visible to CUDA to the node's 4 ranks (4 × NVIDIA H100 80GB HBM3)")) << v.summary;
   EXPECT_TRUE(has(v.summary, "per-rank CUDA_VISIBLE_DEVICES: rank 0 '0', rank 1 '1'")) << v.summary;
   EXPECT_FALSE(has(v.summary, "local ranks but")) << v.summary;
@@ -284,12 +287,13 @@ TEST(GpuCount, JobNodeRankWithoutAGpuFails) {
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   const Finding* hides = finding(v, "gpu.count/cvd-hides-all");
   ASSERT_NE(hides, nullptr) << v.summary;
-  EXPECT_EQ(hides->params["ranks"], "rank 2: ");
+  EXPECT_EQ(hides->params["value_ranks"], "2");
   EXPECT_EQ(hides->params["value"], "");
   const Finding* blind = finding(v, "gpu.count/rank-sees-no-gpu");
   ASSERT_NE(blind, nullptr) << v.summary;
   EXPECT_EQ(blind->params["rank"], 2);
-  EXPECT_EQ(blind->params["rank_cvd"], " (CUDA_VISIBLE_DEVICES='')");
+  EXPECT_EQ(blind->params["cvd_value"], "");
+  EXPECT_TRUE(has(blind->message, " (CUDA_VISIBLE_DEVICES='')")) << blind->message;
   EXPECT_TRUE(has(v.summary, "rank 2: CUDA_VISIBLE_DEVICES='' hides every GPU")) << v.summary;
   EXPECT_TRUE(has(v.summary, "rank 2 sees no GPU (CUDA_VISIBLE_DEVICES='')")) << v.summary;
 }
@@ -336,7 +340,7 @@ TEST(GpuCount, EmptyOrNoneMeansTheJobSeesNoGpu) {
       EXPECT_EQ(v.status, Status::Fail) << value;
       EXPECT_EQ(v.finding.code, "gpu.count/cvd-hides-all");
       EXPECT_EQ(v.finding.params["value"], value);
-      EXPECT_EQ(v.finding.params["ranks"], "");
+      EXPECT_FALSE(v.finding.params.contains("value_ranks"));
       EXPECT_EQ(v.finding.params["nvml_gpus"], "8 GPUs");
       EXPECT_TRUE(has(v.summary, "CUDA_VISIBLE_DEVICES='" + value + "' hides every GPU: the job will see no GPU (NVML "
                                  "sees 8 GPUs)")) << v.summary;

@@ -340,7 +340,7 @@ TEST(LaunchGpuBinding, NoDriverFails) {
   EXPECT_TRUE(has(v.summary, "no NVIDIA driver on this node")) << v.summary;
   EXPECT_TRUE(has(v.summary, "the job needs a GPU")) << v.summary;
   EXPECT_EQ(v.finding.code, "launch.gpu_binding/no-driver");
-  EXPECT_EQ(v.finding.params["who"], "");  // alone, the rank needs no name
+  EXPECT_FALSE(v.finding.params.contains("who_ranks"));  // alone, the rank needs no name
   EXPECT_EQ(v.cause, "driver.loaded");
 }
 
@@ -354,7 +354,9 @@ TEST(LaunchGpuBinding, UnprobedGpusAreUnknownAndNamed) {
   EXPECT_TRUE(has(v.summary, "rank 1 (gpu-b): could not read the visible GPUs")) << v.summary;
   EXPECT_TRUE(has(v.summary, "the GPU helper did not run")) << v.summary;
   EXPECT_EQ(v.finding.code, "launch.gpu_binding/not-read");
-  EXPECT_EQ(v.finding.params["who"], "rank 1 (gpu-b): ");
+  EXPECT_EQ(v.finding.params["who_ranks"], "1");
+  EXPECT_EQ(v.finding.params["who_hosts"], "gpu-b");
+  EXPECT_TRUE(v.finding.message.starts_with("rank {who_ranks} ({who_hosts}): ")) << v.finding.message;
   EXPECT_EQ(v.finding.params["what"], "the visible GPUs");
   EXPECT_EQ(v.finding.params["detail"], "the GPU helper did not run");
 }
@@ -371,7 +373,8 @@ TEST(LaunchGpuBinding, OneReasonIsNamedOnceForAllItsRanks) {
   EXPECT_EQ(v.summary.find("no NVIDIA driver", v.summary.find("no NVIDIA driver") + 1), std::string::npos) << v.summary;
   ASSERT_EQ(v.findings.size(), 1u) << v.summary;
   EXPECT_EQ(v.finding.code, "launch.gpu_binding/no-driver");
-  EXPECT_EQ(v.finding.params["who"], "ranks 0–3 (gpu-a, gpu-b): ");
+  EXPECT_EQ(v.finding.params["who_ranks"], "0–3");
+  EXPECT_EQ(v.finding.params["who_hosts"], "gpu-a, gpu-b");
   EXPECT_EQ(v.cause, "driver.loaded");
 }
 

@@ -534,7 +534,7 @@ TEST(TopoP2pCheck, NvmlErrorTheJobMeetsFails) {
   EXPECT_EQ(v.finding.code, "topo.p2p/driver-error");
   EXPECT_EQ(v.summary,
             "the GPUs and their pairs (NVML) could not be read: nvmlInit: NVML_ERROR_UNKNOWN; the job needs a GPU");
-  EXPECT_EQ(v.finding.params["source"], "nvmlInit: ");
+  EXPECT_EQ(v.finding.params["source"], "nvmlInit");
   EXPECT_EQ(v.finding.params["detail"], "NVML_ERROR_UNKNOWN");
   EXPECT_EQ(v.remedy, kDriverErrorFix);
   EXPECT_EQ(v.cause, "driver.loaded");
