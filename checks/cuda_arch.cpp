@@ -6,6 +6,7 @@
 
 #include "checks/check.hpp"
 #include "checks/cuda_compat.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/text.hpp"
 
 namespace preflight {
@@ -184,9 +185,8 @@ Verdict run(const CheckContext& ctx) {
             with({{"arch", arch->arch},
                   {"driver", driver.label()},
                   {"last_branch", *arch->last_driver_branch},
-                  {"last_build", arch->last_cuda_major
-                                     ? " with a CUDA " + std::to_string(*arch->last_cuda_major) + ".x build"
-                                     : std::string()}}));
+                  {"last_build", part_if(arch->last_cuda_major.has_value(), " with a CUDA {last_cuda_major}.x build")},
+                  {"last_cuda_major", arch->last_cuda_major ? nlohmann::json(*arch->last_cuda_major) : nlohmann::json()}}));
     }
 
     // The driver branch predates the architecture (Blackwell on R535/R550): the driver does not
@@ -199,10 +199,10 @@ Verdict run(const CheckContext& ctx) {
                   {"arch", arch->arch},
                   {"cc", cc.str()},
                   {"first_branch", "R" + std::to_string(*arch->first_driver_branch)},
-                  {"first_cuda", arch->first_cuda ? " (CUDA " + arch->first_cuda->str() + ")" : std::string()},
-                  {"image_note", driver.image ? " (and judge the image with that --target-driver)" : std::string()},
-                  {"blackwell_note",
-                   arch->arch == "Blackwell" ? "; Blackwell needs the open GPU kernel modules" : std::string()}}));
+                  {"first_cuda", part_if(arch->first_cuda.has_value(), " (CUDA {first_cuda_version})")},
+                  {"first_cuda_version", arch->first_cuda ? nlohmann::json(arch->first_cuda->str()) : nlohmann::json()},
+                  {"image_note", part_if(driver.image, " (and judge the image with that --target-driver)")},
+                  {"blackwell_note", part_if(arch->arch == "Blackwell", "; Blackwell needs the open GPU kernel modules")}}));
     } else if (arch == nullptr && driver.image && driver.version) {
       judged_something = true;
       b.add(kGpuNotInMatrix, with({{"cc", cc.str()}}));
@@ -235,7 +235,8 @@ Verdict run(const CheckContext& ctx) {
         b.add(kGpuNewerThanCuda,
               and_with({{"needed", arch != nullptr && arch->first_cuda ? "CUDA ≥ " + arch->first_cuda->str()
                                                                         : std::string("a newer CUDA")},
-                        {"arch_note", arch != nullptr ? " (the first CUDA for " + arch->arch + ")" : std::string()}}));
+                        {"arch_note", part_if(arch != nullptr, " (the first CUDA for {arch})")},
+                        {"arch", arch != nullptr ? nlohmann::json(arch->arch) : nlohmann::json()}}));
       } else {
         b.note(c.label + " supports " + g.label + " (CC " + cc_range_text(*range) + ")");
       }
@@ -258,7 +259,7 @@ Verdict run(const CheckContext& ctx) {
         case ArchMatch::None: {
           nlohmann::json p = built;
           p["compute"] = "compute_" + std::to_string(cc.major()) + std::to_string(cc.minor());
-          p["wheel_note"] = cc.major() < 8 ? " (e.g. a CUDA 12.x wheel: CUDA 13 builds start at sm_75)" : "";
+          p["wheel_note"] = part_if(cc.major() < 8, " (e.g. a CUDA 12.x wheel: CUDA 13 builds start at sm_75)");
           b.add(kFrameworkNoKernels, p);
           break;
         }

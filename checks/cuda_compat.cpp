@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "checks/cuda_compat.hpp"
+#include "checks/finding_parts.hpp"
 
 #include "core/text.hpp"
 
@@ -333,10 +334,10 @@ CudaJudgement judge_cuda_vs_driver(const Version& cuda, std::string_view what_vi
   params["cuda"] = r2.str();
   params["min_driver"] = needs->str();
   params["build"] = noun;
-  params["minor_note"] = driver_has_minor_compat ? " (any CUDA " + std::to_string(d.major()) + ".x build runs on " +
-                                                       label + " through minor-version compatibility)"
-                                                 : std::string();
-  params["compat_note"] = "";
+  params["minor_note"] =
+      part_if(driver_has_minor_compat, " (any CUDA {driver_cuda_major}.x build runs on {driver} through minor-version compatibility)");
+  params["driver_cuda_major"] = d.major();
+  params["compat_note"] = part_if(false, "");
 
   // Forward compatibility: a cuda-compat libcuda the loader resolves, on a datacenter GPU.
   if (!driver.compat_lib.empty() && driver.compat_cuda && r2 <= *driver.compat_cuda) {
@@ -352,9 +353,10 @@ CudaJudgement judge_cuda_vs_driver(const Version& cuda, std::string_view what_vi
     const bool branch_ok =
         std::find(kCompatKernelBranches.begin(), kCompatKernelBranches.end(), branch) != kCompatKernelBranches.end();
     if (!consumer.empty()) {
-      params["compat_note"] = "; the " + render_template(kCudaCompatVia, params) + " does not help: " +
-                              consumer.front() + " is not a datacenter GPU (forward compatibility fails there with "
-                              "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)";
+      params["compat_note"] = template_param("; the " + std::string(kCudaCompatVia) +
+                                             " does not help: {consumer_gpu} is not a datacenter GPU (forward "
+                                             "compatibility fails there with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)");
+      params["consumer_gpu"] = consumer.front();
     } else if (!gpus.known || gpus.gpus.empty()) {
       params["gpus_why"] = gpus.why;
       return judged(kCudaForwardGpusUnknown, "forward", std::move(params));

@@ -8,6 +8,7 @@
 
 #include "checks/check.hpp"
 #include "checks/cuda_compat.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/nvidia_require.hpp"
 #include "core/text.hpp"
 
@@ -199,7 +200,9 @@ void check_nvidia_require(const CheckContext& ctx, const DriverView& driver, con
   for (const std::optional<Version>& arch : archs) {
     const RequireResult r = evaluate_nvidia_require(text, driver.version, driver.cuda, brand, arch);
     const std::string on = arch ? " on CC " + arch->str() : std::string();
-    const nlohmann::json params = {{"require", text}, {"driver", driver.label()}, {"on", on}, {"detail", r.detail}};
+    nlohmann::json params = {{"require", text}, {"driver", driver.label()}, {"on", part_if(arch.has_value(), " on CC {cc}")},
+                             {"detail", r.detail}};
+    if (arch) params["cc"] = arch->str();
     switch (r.status) {
       case RequireStatus::Satisfied:
         b.note(what + " holds for " + driver.label() + on + (r.group.empty() ? "" : " (" + r.group + ")"));
@@ -288,9 +291,8 @@ void judge_cpu_frameworks(const CheckContext& ctx, const RuntimeFacts& rt, const
         {"torch", fw->version},
         {"path", fw->path},
         {"install", install},
-        {"image_note", ctx.profile == Profile::Image
-                           ? " If the image is meant to run without GPUs, say so with --target-gpu none."
-                           : ""}};
+        {"image_note", part_if(ctx.profile == Profile::Image,
+                               " If the image is meant to run without GPUs, say so with --target-gpu none.")}};
     if (!gpus.has_gpus) {
       b.add(kCpuTorchGpusUnknown, std::move(params));
       continue;

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "checks/gpu_common.hpp"
 #include "core/text.hpp"
 
@@ -38,8 +39,8 @@ constexpr FindingSpec kNoDevice = {
     "Give the rank a GPU: check CUDA_VISIBLE_DEVICES, `docker run --gpus …`, the Slurm --gpus/--gres request, and "
     "gpu.count."};
 // The helper ran past its deadline: {hang} is the probe's message where it names the helper and its
-// deadline, else "the CUDA smoke test did not finish within …"; {source} the probe (" [driver helper]").
-constexpr FindingSpec kHang = {"cuda.smoke/hang", Status::Fail, "{hang}{source}", kHelperHungFix};
+// deadline, else "the CUDA smoke test did not finish within …"; {from}: " [{source}]" (the probe), or "".
+constexpr FindingSpec kHang = {"cuda.smoke/hang", Status::Fail, "{hang}{from}", kHelperHungFix};
 constexpr FindingSpec kCrashed = {"cuda.smoke/crashed", Status::Fail, "the CUDA smoke test died: {why}", kHelperCrashedFix};
 // What kept it from running ({reason}): the CUDA devices could not be listed, an error gpu.count
 // reports with its own fix.
@@ -128,10 +129,10 @@ Verdict run(const CheckContext& ctx) {
       const bool named = what.starts_with("the GPU smoke test helper");
       nlohmann::json evidence = gpu_fact_evidence(err, d.smoke.source());
       evidence.update(ev);
-      return Verdict::of(kHang,
-                         {{"hang", named ? what : "the CUDA smoke test " + what},
-                          {"source", d.smoke.source().empty() ? "" : " [" + d.smoke.source() + "]"}},
-                         evidence);
+      nlohmann::json params = {{"hang", named ? what : "the CUDA smoke test " + what},
+                               {"from", part_if(!d.smoke.source().empty(), " [{source}]")}};
+      if (!d.smoke.source().empty()) params["source"] = d.smoke.source();
+      return Verdict::of(kHang, std::move(params), evidence);
     }
     if (err.code == ProbeErrc::Crashed) {
       nlohmann::json evidence = gpu_fact_evidence(err, d.smoke.source());

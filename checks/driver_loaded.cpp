@@ -5,6 +5,7 @@
 #include <array>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "checks/gpu_common.hpp"
 #include "core/text.hpp"
 
@@ -199,7 +200,8 @@ Verdict run(const CheckContext& ctx) {
     switch (lib.err->code) {
       case ProbeErrc::LibraryMissing:
         b.add(kLibraryMissing,
-              with({{"module_loaded", km ? "; the nvidia kernel module " + *km + " is loaded" : std::string()}}));
+              with({{"module_loaded", part_if(km != nullptr, "; the nvidia kernel module {kernel_module} is loaded")},
+                    {"kernel_module", km ? nlohmann::json(*km) : nlohmann::json()}}));
         break;
       case ProbeErrc::Timeout:
         b.add(kHelperTimeout, failed);
@@ -211,7 +213,8 @@ Verdict run(const CheckContext& ctx) {
         if (is_version_mismatch_error(lib.err->detail)) {
           b.add(kLibraryVersionMismatch,
                 with({{"error", lib.err->detail},
-                      {"module_version", km ? " (kernel module " + *km + ")" : std::string()}}));
+                      {"module_version", part_if(km != nullptr, " (kernel module {kernel_module})")},
+                      {"kernel_module", km ? nlohmann::json(*km) : nlohmann::json()}}));
         } else {
           b.add(init_error_finding(lib.err->detail), failed);
         }
@@ -280,18 +283,18 @@ Verdict run(const CheckContext& ctx) {
 
   if (b.status() == Status::Pass) {
     const bool init_noted = init_s && *init_s >= 1.0;
-    b.add(kLoaded,
-          {{"driver", driver_version},
-           {"cuda", cuda ? " (CUDA " + cuda_version_text(*cuda) + ")" : std::string()},
-           {"module", km ? "kernel module matches"
-                         : "kernel module version not readable (NVML works, so the module is loaded)"},
-           {"compat", compat.empty() ? std::string() : "; forward-compatibility libcuda in use"},
-           {"init", init_noted ? "; cuInit took " + format_duration(*init_s) +
-                                     (slow_init ? " (slow, but within the helper's deadline)" : "")
-                               : std::string()},
-           {"loaded", d.loaded_libraries.empty()
-                          ? std::string("no library file reported")
-                          : "loaded " + join(cuda_files.empty() ? d.loaded_libraries : cuda_files, ", ")}});
+    nlohmann::json params = {
+        {"driver", driver_version},
+        {"cuda", part_if(cuda != nullptr, " (CUDA {cuda_version})")},
+        {"module", km ? "kernel module matches" : "kernel module version not readable (NVML works, so the module is loaded)"},
+        {"compat", part_if(!compat.empty(), "; forward-compatibility libcuda in use")},
+        {"init", part_if(init_noted, std::string("; cuInit took {init_time}") +
+                                         (slow_init ? " (slow, but within the helper's deadline)" : ""))},
+        {"loaded", d.loaded_libraries.empty() ? std::string("no library file reported")
+                                              : "loaded " + join(cuda_files.empty() ? d.loaded_libraries : cuda_files, ", ")}};
+    if (cuda) params["cuda_version"] = cuda_version_text(*cuda);
+    if (init_noted) params["init_time"] = format_duration(*init_s);
+    b.add(kLoaded, std::move(params));
   }
   return b.build();
 }

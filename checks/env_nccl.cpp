@@ -15,6 +15,7 @@
 
 #include "checks/check.hpp"
 #include "checks/env_catalog.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/text.hpp"
 #include "core/version.hpp"
 #include "matrix/compat_matrix.hpp"
@@ -57,17 +58,17 @@ struct Setting {
 // The findings about one variable. Each fix is one parameter, the remedy for that variable: {unset}
 // (`unset NAME`, or the line of the file to delete), {rename} (to the name meant), {set} (the value meant,
 // or the form it needs). Shell remedies of several findings become one command line (see run()).
-constexpr FindingSpec kNoEffect = {"env.nccl/no-effect", Status::Warn, "{setting} has no effect: {note}{versions}",
+constexpr FindingSpec kNoEffect = {"env.nccl/no-effect", Status::Warn, "{setting} has no effect: {note}{releases}",
                                    "{unset}"};
 constexpr FindingSpec kDcgmListed = {"env.nccl/dcgm-listed", Status::Warn, "{name} is set ({source}): {note}",
                                      "{unset}"};
 constexpr FindingSpec kDebugSetting = {"env.nccl/debug-setting", Status::Warn,
                                        "{setting} forces a debugging setting: {note}", "{unset}"};
-// A name the catalog knows that the loaded NCCL does not read: {releases} says which do; {nothing_reads}
-// is ": <why>" for a name no release reads, and then {unset} has no "(or load an NCCL release that reads it)".
+// A name the catalog knows that the loaded NCCL does not read: {releases} says which do ({read_from},
+// {read_to}); {nothing_reads} is ": {variable_note}" (why) for a name no release reads, and then {unset} has no "(or load an NCCL release that reads it)".
 constexpr FindingSpec kOtherReleaseName = {"env.nccl/other-release-name", Status::Warn,
                                            "{setting} is not read by {library}{releases}{nothing_reads}", "{unset}"};
-// {suggestion}: "; did you mean NAME?", with " (which is set too)" when that name is set as well, or "".
+// {suggestion}: "; did you mean {close}?", with " (which is set too)" when that name is set as well, or "".
 constexpr FindingSpec kNotInLibrary = {"env.nccl/not-in-library", Status::Warn,
                                        "{setting} is not a variable {library} reads{suggestion}", "{rename}"};
 constexpr FindingSpec kUnknownNcclName = {"env.nccl/unknown-nccl-name", Status::Warn,
@@ -85,7 +86,7 @@ constexpr FindingSpec kLegacyNameDiffers = {
 // {about}: " (NAME: <the catalog's note>)", or "".
 constexpr FindingSpec kInvalidValue = {"env.nccl/invalid-value", Status::Fail, "{setting}: {problem}{about}", "{set}"};
 constexpr FindingSpec kMisreadValue = {"env.nccl/misread-value", Status::Warn, "{setting}: {problem}{about}", "{set}"};
-// {default}: " (the default is VALUE)", or "".
+// {default}: " (the default is {default_value})", or "".
 constexpr FindingSpec kDiscouragedValue = {"env.nccl/discouraged-value", Status::Warn,
                                            "{setting}: {reader} reads {reads_as}; {rule_note}{default}", "{unset}"};
 constexpr FindingSpec kAllocConfRejected = {"env.nccl/alloc-conf-rejected", Status::Fail, "{setting}: {problem}",
@@ -262,10 +263,9 @@ class EnvLint {
     const bool no_effect = spec->no_effect && !(nccl_name && m_readers.available());
     if (no_effect) {
       reads_as = "not read";
-      add(kNoEffect, {{"setting", s.shown()},
-                      {"note", spec->note},
-                      {"versions", versions_text(*spec)},
-                      {"unset", unset_remedy(s)}});
+      json params = spec->versions.empty() ? json{{"releases", part_if(false, "")}} : releases_params(*spec);
+      params.update({{"setting", s.shown()}, {"note", spec->note}, {"unset", unset_remedy(s)}});
+      add(kNoEffect, std::move(params));
     }
     if (spec->dcgm_bad) {
       add(kDcgmListed, {{"name", s.name}, {"source", s.source()}, {"note", spec->note}, {"unset", unset_remedy(s)}});
@@ -284,13 +284,16 @@ class EnvLint {
  private:
   void add(const FindingSpec& spec, json params) { findings.push_back({&spec, std::move(params)}); }
 
-  static std::string versions_text(const EnvVarSpec& spec) {
-    if (spec.versions.empty()) return {};
+  /// {releases}: which NCCL releases read the variable, over {read_from} and {read_to} (the catalog's range).
+  static json releases_params(const EnvVarSpec& spec) {
+    if (spec.versions.empty()) return {{"releases", template_param(" (the catalog's NCCL 2.28.9 reads it)")}};
     const std::size_t dots = spec.versions.find("..");
     const std::string from = spec.versions.substr(0, dots), to = spec.versions.substr(dots + 2);
-    if (from.empty()) return " (NCCL <= " + to + " read it)";
-    if (to.empty()) return " (NCCL >= " + from + " reads it)";
-    return from == to ? " (only NCCL " + from + " read it)" : " (NCCL " + from + " to " + to + " read it)";
+    json p = {{"read_from", from}, {"read_to", to}};
+    if (from.empty()) p["releases"] = template_param(" (NCCL <= {read_to} read it)");
+    else if (to.empty()) p["releases"] = template_param(" (NCCL >= {read_from} reads it)");
+    else p["releases"] = template_param(from == to ? " (only NCCL {read_from} read it)" : " (NCCL {read_from} to {read_to} read it)");
+    return p;
   }
 
   std::vector<std::string> close_names(std::string_view name) const {
@@ -316,26 +319,27 @@ class EnvLint {
     reads_as = "not read";
     const std::vector<std::string> close = close_names(s.name);
     if (spec != nullptr && close.empty()) {
-      const std::string others = spec->versions.empty() ? " (the catalog's NCCL 2.28.9 reads it)" : versions_text(*spec);
-      add(kOtherReleaseName,
-          {{"setting", s.shown()},
-           {"library", m_readers.library_text},
-           {"releases", others},
-           {"nothing_reads", spec->no_effect ? ": " + spec->note : ""},
-           {"unset", unset_remedy(s) + (spec->no_effect ? "" : " (or load an NCCL release that reads it)")}});
+      json params = releases_params(*spec);
+      params.update({{"setting", s.shown()},
+                     {"library", m_readers.library_text},
+                     {"nothing_reads", part_if(spec->no_effect, ": {variable_note}")},
+                     {"unset", unset_remedy(s) + (spec->no_effect ? "" : " (or load an NCCL release that reads it)")}});
+      if (spec->no_effect) params["variable_note"] = spec->note;
+      add(kOtherReleaseName, std::move(params));
       return;
     }
     rename_or_unset(s, kNotInLibrary, {{"setting", s.shown()}, {"library", m_readers.library_text}}, close);
   }
 
   void rename_or_unset(const Setting& s, const FindingSpec& spec, json params, const std::vector<std::string>& close) {
-    std::string suggestion;
+    json suggestion = part_if(false, "");
     std::string remedy = unset_remedy(s);
+    if (!close.empty()) params["close"] = close.front();
     if (!close.empty() && m_settings.count(close.front()) != 0) {
       // The right name is set as well: moving the value there would overwrite it.
-      suggestion = "; did you mean " + close.front() + "? (which is set too)";
+      suggestion = template_param("; did you mean {close}? (which is set too)");
     } else if (!close.empty()) {
-      suggestion = "; did you mean " + close.front() + "?";
+      suggestion = template_param("; did you mean {close}?");
       Setting renamed = s;
       renamed.name = close.front();
       remedy = s.from_file() ? "Rename " + s.name + " to " + close.front() + " on line " + std::to_string(s.line) + " of " + s.file + "."
@@ -387,17 +391,19 @@ class EnvLint {
       add(r.status == Status::Fail ? kInvalidValue : kMisreadValue,
           {{"setting", s.shown()},
            {"problem", r.problem},
-           {"about", spec.note.empty() ? std::string() : " (" + spec.name + ": " + spec.note + ")"},
+           {"about", part_if(!spec.note.empty(), " ({variable}: {variable_note})")},
+           {"variable", spec.name},
+           {"variable_note", spec.note},
            {"set", remedy}});
       return;
     }
     if (std::find(rules.warn_if.begin(), rules.warn_if.end(), r.canonical) != rules.warn_if.end()) {
-      const std::string deflt = rules.default_value.empty() ? "" : " (the default is " + rules.default_value + ")";
       add(kDiscouragedValue, {{"setting", s.shown()},
                               {"reader", who},
                               {"reads_as", r.reads_as},
                               {"rule_note", rules.note},
-                              {"default", deflt},
+                              {"default", part_if(!rules.default_value.empty(), " (the default is {default_value})")},
+                              {"default_value", rules.default_value},
                               {"unset", unset_remedy(s)}});
     }
     if (std::find(rules.note_if.begin(), rules.note_if.end(), r.canonical) != rules.note_if.end()) {
@@ -636,10 +642,12 @@ void lint_nccl_runtime(const CheckContext& ctx, const std::map<std::string, Sett
         b.add(kNetIbWithoutRdma, {{"setting", net->shown()}});
       }
     } else if (::strcasecmp(v.c_str(), "Socket") != 0 && !external_net) {
-      std::string hint;
-      if (edit_distance(to_lower(v), "socket") <= 2) hint = "; did you mean Socket?";
-      else if (edit_distance(to_lower(v), "ib") <= 1 || to_lower(v) == "infiniband" || to_lower(v) == "roce") hint = "; did you mean IB?";
-      b.add(kNetUnknown, {{"setting", net->shown()}, {"hint", hint}, {"net", printable(v)}});
+      std::string close;
+      if (edit_distance(to_lower(v), "socket") <= 2) close = "Socket";
+      else if (edit_distance(to_lower(v), "ib") <= 1 || to_lower(v) == "infiniband" || to_lower(v) == "roce") close = "IB";
+      json params = {{"setting", net->shown()}, {"hint", part_if(!close.empty(), "; did you mean {close}?")}, {"net", printable(v)}};
+      if (!close.empty()) params["close"] = close;
+      b.add(kNetUnknown, std::move(params));
     }
   }
   if (const Setting* hca = setting("NCCL_IB_HCA"); hca != nullptr && ib_known && !has_rdma) {

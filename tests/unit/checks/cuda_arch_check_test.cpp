@@ -140,14 +140,14 @@ TEST(CudaArchCheck, BlackwellOnADriverBranchThatPredatesItFails) {
     EXPECT_EQ(v.status, Status::Fail) << cc << ": " << v.summary;
     ASSERT_FALSE(v.findings.empty());
     EXPECT_EQ(v.findings[0].code, "cuda.arch/driver-predates-gpu");
-    EXPECT_EQ(v.findings[0].params["first_cuda"], " (CUDA 12.9)");
+    EXPECT_EQ(v.findings[0].params["first_cuda_version"], "12.9");
     EXPECT_TRUE(has(v.summary, "needs driver branch R575 (CUDA 12.9)")) << v.summary;
   }
   // Hopper needs R520: R515 predates it.
   Verdict v = judge(f, image("515.105.01", {"9.0"}), Profile::Image);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_EQ(v.finding.code, "cuda.arch/driver-predates-gpu");
-  EXPECT_EQ(v.finding.params["blackwell_note"], "");
+  EXPECT_FALSE(has(v.summary + v.remedy, "Blackwell needs")) << v.remedy;
   EXPECT_TRUE(has(v.summary, "Hopper CC 9.0 needs driver branch R520 (CUDA 11.8)")) << v.summary;
   // From the first branch on, the driver side passes.
   v = judge(f, image("570.124.06", {"10.0", "12.0", "9.0"}), Profile::Image);
@@ -164,7 +164,7 @@ TEST(CudaArchCheck, NodeGpuNewerThanItsDriverBranchFails) {
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_EQ(v.finding.code, "cuda.arch/driver-predates-gpu");
   EXPECT_EQ(v.finding.params["driver"], "driver 550.54.15 (CUDA 12.4)");
-  EXPECT_EQ(v.finding.params["image_note"], "");
+  EXPECT_FALSE(has(v.remedy, "--target-driver")) << v.remedy;
   EXPECT_TRUE(has(v.summary, "GPU 0 (NVIDIA B200, CC 10.0) is not supported by driver 550.54.15")) << v.summary;
   EXPECT_TRUE(has(v.summary, "R570")) << v.summary;
 }

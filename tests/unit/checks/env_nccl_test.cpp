@@ -208,7 +208,7 @@ TEST(EnvNccl, SettingsThatHideFailuresWarn) {
   EXPECT_EQ(a.status, Status::Warn);
   EXPECT_EQ(a.finding.code, "env.nccl/discouraged-value");
   EXPECT_EQ(a.finding.params["reader"], "torch");
-  EXPECT_EQ(a.finding.params["default"], " (the default is 3)");
+  EXPECT_EQ(a.finding.params["default_value"], "3");
   EXPECT_EQ(a.finding.params["unset"], "unset TORCH_NCCL_ASYNC_ERROR_HANDLING");
   EXPECT_TRUE(has(a.summary, "hangs the job")) << a.summary;
   EXPECT_EQ(a.remedy, "unset TORCH_NCCL_ASYNC_ERROR_HANDLING");
@@ -266,7 +266,7 @@ TEST(EnvNccl, UnknownNamesWarn) {
   EXPECT_EQ(typo.status, Status::Warn);
   EXPECT_EQ(typo.finding.code, "env.nccl/unknown-nccl-name");
   EXPECT_EQ(typo.finding.params["setting"], "NCCL_SOCKET_IFNAM=eth0 (environment)");
-  EXPECT_EQ(typo.finding.params["suggestion"], "; did you mean NCCL_SOCKET_IFNAME?");
+  EXPECT_EQ(typo.finding.params["close"], "NCCL_SOCKET_IFNAME");
   EXPECT_EQ(typo.finding.params["rename"], "unset NCCL_SOCKET_IFNAM; export NCCL_SOCKET_IFNAME=eth0");
   EXPECT_TRUE(has(typo.summary, "did you mean NCCL_SOCKET_IFNAME?")) << typo.summary;
   EXPECT_EQ(typo.remedy, "unset NCCL_SOCKET_IFNAM; export NCCL_SOCKET_IFNAME=eth0");
@@ -274,7 +274,7 @@ TEST(EnvNccl, UnknownNamesWarn) {
   EXPECT_EQ(timeout.status, Status::Warn);
   EXPECT_EQ(timeout.finding.code, "env.nccl/no-effect");
   EXPECT_EQ(timeout.finding.params["setting"], "NCCL_TIMEOUT=1800 (environment)");
-  EXPECT_EQ(timeout.finding.params["versions"], "");
+  EXPECT_FALSE(timeout.finding.params.contains("read_from"));  // no release reads it
   EXPECT_TRUE(has(timeout.summary, "NCCL_TIMEOUT=1800 (environment) has no effect: NCCL has no such variable"))
       << timeout.summary;
   EXPECT_EQ(timeout.remedy, "unset NCCL_TIMEOUT");
@@ -283,7 +283,7 @@ TEST(EnvNccl, UnknownNamesWarn) {
   const Verdict torch_typo = run_env_nccl({{"TORCH_NCCL_BLOCKING_WAlT", "1"}});
   EXPECT_EQ(torch_typo.status, Status::Warn);
   EXPECT_EQ(torch_typo.finding.code, "env.nccl/unknown-torch-name");
-  EXPECT_EQ(torch_typo.finding.params["suggestion"], "; did you mean TORCH_NCCL_BLOCKING_WAIT?");
+  EXPECT_EQ(torch_typo.finding.params["close"], "TORCH_NCCL_BLOCKING_WAIT");
   EXPECT_TRUE(has(torch_typo.summary, "TORCH_NCCL_BLOCKING_WAIT")) << torch_typo.summary;
 }
 
@@ -459,21 +459,23 @@ TEST(EnvNcclReaders, NamesComeFromTheLoadedLibrary) {
   EXPECT_EQ(v.status, Status::Warn);
   EXPECT_EQ(v.finding.code, "env.nccl/other-release-name");
   EXPECT_EQ(v.finding.params["library"], "NCCL 2.17.1 (/usr/lib/libnccl.so.2)");
-  EXPECT_EQ(v.finding.params["releases"], " (the catalog's NCCL 2.28.9 reads it)");
-  EXPECT_EQ(v.finding.params["nothing_reads"], "");
+  EXPECT_TRUE(has(v.summary, " (the catalog's NCCL 2.28.9 reads it)")) << v.summary;
+  EXPECT_FALSE(v.finding.params.contains("variable_note"));
   EXPECT_EQ(v.remedy, "unset NCCL_IB_SL (or load an NCCL release that reads it)");
   EXPECT_TRUE(has(v.summary, "is not read by NCCL 2.17.1 (/usr/lib/libnccl.so.2)")) << v.summary;
   // A removed name, with the releases that read it.
   v = judge(with_library({{"NCCL_LL_THRESHOLD", "0"}}, {"NCCL_DEBUG"}));
   EXPECT_EQ(v.finding.code, "env.nccl/other-release-name");
-  EXPECT_EQ(v.finding.params["releases"], " (NCCL <= 2.4 read it)");
-  EXPECT_EQ(v.finding.params["nothing_reads"], ": removed in NCCL 2.5; use NCCL_PROTO only for debugging");
+  EXPECT_EQ(v.finding.params["read_from"], "");
+  EXPECT_EQ(v.finding.params["read_to"], "2.4");
+  EXPECT_EQ(v.finding.params["variable_note"], "removed in NCCL 2.5; use NCCL_PROTO only for debugging");
+  EXPECT_TRUE(has(v.summary, ": removed in NCCL 2.5; use NCCL_PROTO only for debugging")) << v.summary;
   EXPECT_EQ(v.remedy, "unset NCCL_LL_THRESHOLD");
   EXPECT_TRUE(has(v.summary, "NCCL <= 2.4 read it")) << v.summary;
   // A name only newer releases read, judged against an older library.
   v = judge(with_library({{"NCCL_NO_CACHE", "ALL"}}, {"NCCL_DEBUG"}, "2.28.9"));
   EXPECT_EQ(v.finding.code, "env.nccl/other-release-name");
-  EXPECT_EQ(v.finding.params["releases"], " (NCCL >= 2.29 reads it)");
+  EXPECT_EQ(v.finding.params["read_from"], "2.29");
   EXPECT_TRUE(has(v.summary, "NCCL >= 2.29 reads it")) << v.summary;
   // A removed name that this (old) library still reads is not "no effect".
   v = judge(with_library({{"NCCL_LL_THRESHOLD", "0"}}, {"NCCL_LL_THRESHOLD"}, "2.4.8"));
@@ -482,7 +484,7 @@ TEST(EnvNcclReaders, NamesComeFromTheLoadedLibrary) {
   v = judge(with_library({{"NCCL_BRAND_NEW_KNOP", "1"}}, {"NCCL_BRAND_NEW_KNOB"}));
   EXPECT_EQ(v.finding.code, "env.nccl/not-in-library");
   EXPECT_EQ(v.finding.params["library"], "NCCL 2.30.7 (/usr/lib/libnccl.so.2)");
-  EXPECT_EQ(v.finding.params["suggestion"], "; did you mean NCCL_BRAND_NEW_KNOB?");
+  EXPECT_EQ(v.finding.params["close"], "NCCL_BRAND_NEW_KNOB");
   EXPECT_EQ(v.finding.params["rename"], "unset NCCL_BRAND_NEW_KNOP; export NCCL_BRAND_NEW_KNOB=1");
   EXPECT_TRUE(has(v.summary, "did you mean NCCL_BRAND_NEW_KNOB?")) << v.summary;
   // A plugin's names count as read.
@@ -523,7 +525,7 @@ TEST(EnvNcclReaders, NetworksThatDoNotExistHereFailInit) {
   v = judge(with_rdma({{"NCCL_NET", "Sockets"}}, true));
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "env.nccl/net-unknown");
-  EXPECT_EQ(v.finding.params["hint"], "; did you mean Socket?");
+  EXPECT_EQ(v.finding.params["close"], "Socket");
   EXPECT_EQ(v.finding.params["net"], "Sockets");
   EXPECT_TRUE(has(v.summary, "did you mean Socket?: NCCL init fails (\"Failed to initialize any NET plugin\")"))
       << v.summary;
@@ -565,7 +567,7 @@ TEST(EnvNcclReaders, FilesThatDoNotExist) {
   const Finding* net = coded(v, "env.nccl/net-unknown");
   ASSERT_NE(net, nullptr) << v.summary;
   EXPECT_EQ(net->params["net"], "AWS Libfabric");
-  EXPECT_EQ(net->params["hint"], "");
+  EXPECT_FALSE(net->params.contains("close"));
   RankFacts g = with_env({{"NCCL_GRAPH_FILE", "graph.xml"}});
   g.nccl_conf.named_files.push_back(NcclNamedFile{"NCCL_GRAPH_FILE", "/work/graph.xml", "not_found"});
   v = judge(g);
@@ -608,14 +610,15 @@ TEST(EnvNcclReaders, AllocatorSettingsReadWithTorchsGrammar) {
   const Verdict name = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONFIG", "expandable_segments:True"}});
   EXPECT_EQ(name.status, Status::Warn);
   EXPECT_EQ(name.finding.code, "env.nccl/unknown-torch-name");
-  EXPECT_EQ(name.finding.params["suggestion"], "; did you mean PYTORCH_CUDA_ALLOC_CONF?");
+  EXPECT_EQ(name.finding.params["close"], "PYTORCH_CUDA_ALLOC_CONF");
   EXPECT_TRUE(has(name.summary, "did you mean PYTORCH_CUDA_ALLOC_CONF?")) << name.summary;
   EXPECT_EQ(run_env_nccl({{"PYTORCH_SOMETHING_ELSE", "1"}}).status, Status::Pass);
   // With the right name set too, the typo is only unset: its value must not overwrite the right one.
   const Verdict both = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONFIG", "x"}, {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
   EXPECT_EQ(both.remedy, "unset PYTORCH_CUDA_ALLOC_CONFIG");
   EXPECT_EQ(both.finding.code, "env.nccl/unknown-torch-name");
-  EXPECT_EQ(both.finding.params["suggestion"], "; did you mean PYTORCH_CUDA_ALLOC_CONF? (which is set too)");
+  EXPECT_EQ(both.finding.params["close"], "PYTORCH_CUDA_ALLOC_CONF");
+  EXPECT_TRUE(has(both.summary, "; did you mean PYTORCH_CUDA_ALLOC_CONF? (which is set too)")) << both.summary;
 }
 
 TEST(EnvNcclReaders, AMitigationOfTheLoadedReleaseIsNotADebuggingLeftover) {
