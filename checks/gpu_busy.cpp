@@ -5,6 +5,7 @@
 #include <array>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "checks/gpu_common.hpp"
 #include "core/gpu_binding.hpp"
 #include "core/text.hpp"
@@ -20,7 +21,7 @@ std::string gpu_text(const NvmlGpu& g) {
   return "GPU " + std::to_string(g.index) + " (" + (g.pci_bus_id.empty() ? g.uuid : g.pci_bus_id) + ")";
 }
 
-// {visible_devices}: " (CUDA_VISIBLE_DEVICES='…')", or " (CUDA lists no device)" when it is unset.
+// {visible_devices}: " (CUDA_VISIBLE_DEVICES='{cvd_value}')", or " (CUDA lists no device)" when it is unset.
 constexpr FindingSpec kJobSeesNoGpu = {
     "gpu.busy/job-sees-no-gpu", Status::Fail,
     "the job will see no GPU{visible_devices}: no GPU of the job to check for other processes (NVML sees {nvml_gpus} "
@@ -101,11 +102,11 @@ Verdict run(const CheckContext& ctx) {
   }
   if (!all_nvml && blind.size() == host.size()) {
     const auto cvd = ctx.facts.env.get("CUDA_VISIBLE_DEVICES");
-    return Verdict::of(kJobSeesNoGpu,
-                       {{"visible_devices", cvd ? " (CUDA_VISIBLE_DEVICES='" + printable(*cvd) + "')"
-                                                : std::string(" (CUDA lists no device)")},
-                        {"nvml_gpus", nvml->size()}},
-                       b.evidence());
+    nlohmann::json params = {
+        {"visible_devices", template_param(cvd ? " (CUDA_VISIBLE_DEVICES='{cvd_value}')" : " (CUDA lists no device)")},
+        {"nvml_gpus", nvml->size()}};
+    if (cvd) params["cvd_value"] = printable(*cvd);
+    return Verdict::of(kJobSeesNoGpu, std::move(params), b.evidence());
   }
 
   // This job's own processes (every rank of the node) are not another job's.

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "checks/gpu_health_common.hpp"
 
 namespace preflight {
@@ -92,7 +93,7 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["fabric_manager_running"] = h.fabric_manager_running;
   const bool switches = h.nvswitches.value_or(0) > 0;
   if (!any_fabric && !switches) {
-    return Verdict::of(kNoFabric, {{"unread_sysfs", h.nvswitches ? " and" : " reported (sysfs not readable) and"}},
+    return Verdict::of(kNoFabric, {{"unread_sysfs", template_param(h.nvswitches ? " and" : " reported (sysfs not readable) and")}},
                        b.evidence());
   }
   add_lost_gpus(b, h, kGpuLost);

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "checks/gpu_common.hpp"
 #include "checks/gpu_health_common.hpp"
 #include "core/kmsg.hpp"
@@ -179,7 +180,8 @@ constexpr FindingSpec kApplicationXidInLog = {
 constexpr FindingSpec kSxidNonFatal = {"gpu.xid/sxid-non-fatal", Status::Warn,
                                        "non-fatal NVSwitch errors: {sxid_non_fatal}",
                                        "Watch the fabric manager log; reboot the node if they keep coming."};
-// {coverage}: "; …" what NVML's events covered instead (the GPUs they did not, and why), or "".
+// {coverage}: "; …" what NVML's events covered instead ({gpu_count}; {uncovered}: the GPUs they did not;
+// {not_collected}: why), or "".
 constexpr FindingSpec kKernelLogDenied = {
     "gpu.xid/kernel-log-denied", Status::Unknown, "the kernel log is not readable: {detail}{coverage}",
     "Run preflight with CAP_SYSLOG (as root, `docker run --cap-add syslog`, or "
@@ -323,10 +325,10 @@ Verdict run(const CheckContext& ctx) {
     b.evidence()["records"] = k->records;
     b.evidence()["events"] = std::move(events);
     if (b.status() == Status::Pass) {
-      const std::string nvml = covered_gpus.empty()
-                                   ? std::string()
-                                   : "; none raised during preflight's own GPU work on " + gpus_text + " (NVML events)";
-      b.add(kClean, {{"records", k->records}, {"source", k->source}, {"nvml", nvml}});
+      b.add(kClean, {{"records", k->records},
+                     {"source", k->source},
+                     {"nvml", part_if(!covered_gpus.empty(), "; none raised during preflight's own GPU work on {gpu_count} (NVML events)")},
+                     {"gpu_count", gpus_text}});
     }
     return b.build();
   }
@@ -343,19 +345,27 @@ Verdict run(const CheckContext& ctx) {
     }
     return b.build();
   }
-  std::string coverage;
+  nlohmann::json params = {{"coverage", part_if(false, "")}};
   if (!covered_gpus.empty()) {
-    coverage = "; NVML events covered preflight's own GPU work on " + gpus_text + " only, not " + and_text(uncovered, 4);
+    params = {{"coverage", template_param("; NVML events covered preflight's own GPU work on {gpu_count} only, not {uncovered}")},
+              {"gpu_count", gpus_text},
+              {"uncovered", and_text(uncovered, 4)}};
   } else if (!gpus_of_node.empty()) {
-    coverage = "; no NVML XID events were collected on " +
-               (gpus_of_node.size() == 1 ? gpus_of_node.begin()->second : "the " + std::to_string(gpus_of_node.size()) + " GPUs");
-    if (!nv.not_collected.empty()) coverage += " (" + and_text(nv.not_collected_text(), 3) + ")";
+    std::string coverage = "; no NVML XID events were collected on {uncovered}";
+    if (!nv.not_collected.empty()) coverage += " ({not_collected})";
     else if (nv.watches.empty()) coverage += " (preflight's own GPU work did not watch them)";
+    params = {{"coverage", template_param(coverage)},
+              {"uncovered", gpus_of_node.size() == 1 ? gpus_of_node.begin()->second
+                                                     : "the " + std::to_string(gpus_of_node.size()) + " GPUs"}};
+    if (!nv.not_collected.empty()) params["not_collected"] = and_text(nv.not_collected_text(), 3);
   }
-  if (denied)
-    b.add(kKernelLogDenied, {{"detail", e.detail}, {"coverage", coverage}});
-  else
-    b.add(kKernelLogNotRead, {{"why", log->why()}, {"coverage", coverage}});
+  if (denied) {
+    params["detail"] = e.detail;
+    b.add(kKernelLogDenied, std::move(params));
+  } else {
+    params["why"] = log->why();
+    b.add(kKernelLogNotRead, std::move(params));
+  }
   return b.build();
 }
 

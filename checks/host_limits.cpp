@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/text.hpp"
 
 namespace preflight {
@@ -130,7 +131,9 @@ void check_core(const LimitsFacts& f, VerdictBuilder& b) {
                   "`ulimit -c unlimited` in the job script" + pattern_note + ")");
   }
   if (!core->soft && pattern != nullptr && writes_local_file(*pattern)) {
-    return b.add(kCoreFilesUnbounded, {{"core", shown}, {"pattern", pattern_note}});
+    return b.add(kCoreFilesUnbounded, {{"core", shown},
+                                       {"pattern", template_param(" (core_pattern '{core_pattern}')")},
+                                       {"core_pattern", printable(*pattern)}});
   }
   b.note(shown);
 }

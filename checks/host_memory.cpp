@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/checkpoint_model.hpp"
 #include "core/text.hpp"
 
@@ -158,7 +159,8 @@ Plan plan_of(const CheckContext& ctx) {
 }
 
 // The ways out when the budget does not hold the need, most effective first: {sharded} and
-// {fewer_ranks} are each a sentence and a space, or "" where they would not help; {more_memory}
+// {fewer_ranks} are each a sentence and a space (over {sharded_need}, {fit_ranks}), or "" where they would
+// not help; {more_memory} (over {cgroup} and {cgroup_limit_needed}, or {available})
 // raises the cgroup limit or names the node's RAM.
 #define PREFLIGHT_MEMORY_FIX \
   "{sharded}{fewer_ranks}{more_memory} If a rank uses less than {per_rank} outside checkpoints, say so with " \
@@ -199,27 +201,30 @@ constexpr std::array kFindings = {kMeminfoUnreadable, kMeminfoHung, kCgroupUnrea
 
 /// The parameters of the fix when the budget does not hold the need (PREFLIGHT_MEMORY_FIX).
 nlohmann::json fix_params(const Plan& plan, const Budget& budget) {
-  nlohmann::json p = {{"sharded", ""}, {"fewer_ranks", ""}};
-  if (plan.params && plan.need(3) < plan.need(plan.zero_stage)) {
-    p["sharded"] = "Save sharded checkpoints so no process gathers the whole model (ZeRO-3 needs ≈ " +
-                   format_bytes(plan.need(3)) +
-                   " here): DeepSpeed zero_optimization.stage 3 with stage3_gather_16bit_weights_on_model_save "
-                   "false, or FSDP StateDictType.SHARDED_STATE_DICT. ";
-  }
+  const bool shard = plan.params && plan.need(3) < plan.need(plan.zero_stage);
+  nlohmann::json p = {{"sharded", part_if(shard,
+                                          "Save sharded checkpoints so no process gathers the whole model (ZeRO-3 "
+                                          "needs ≈ {sharded_need} here): DeepSpeed zero_optimization.stage 3 with "
+                                          "stage3_gather_16bit_weights_on_model_save false, or FSDP "
+                                          "StateDictType.SHARDED_STATE_DICT. ")}};
+  if (shard) p["sharded_need"] = format_bytes(plan.need(3));
   const double fit = std::floor(static_cast<double>(budget.bytes) / plan.rank_bytes(plan.zero_stage));
-  if (fit >= 1 && fit < plan.local_ranks) {
-    const std::string n = std::to_string(static_cast<int>(fit));
-    p["fewer_ranks"] = "Run at most " + n + (fit == 1 ? " rank" : " ranks") +
-                       " per node (`srun --ntasks-per-node=" + n + "`, `mpirun --map-by ppr:" + n + ":node`). ";
-  }
+  const bool fewer = fit >= 1 && fit < plan.local_ranks;
+  p["fewer_ranks"] = part_if(fewer, std::string("Run at most {fit_ranks} ") + (fit == 1 ? "rank" : "ranks") +
+                                        " per node (`srun --ntasks-per-node={fit_ranks}`, `mpirun --map-by "
+                                        "ppr:{fit_ranks}:node`). ");
+  if (fewer) p["fit_ranks"] = static_cast<int>(fit);
   const std::uint64_t need = plan.need(plan.zero_stage);
   if (budget.cgroup_binds && need <= budget.mem_available) {
     const double limit = static_cast<double>(budget.cgroup_in_use) + (1 + kHeadroom) * static_cast<double>(need);
-    p["more_memory"] = "Raise the memory limit of cgroup " + budget.cgroup_path + " to at least " +
-                       format_bytes(round_up_gib(limit)) +
-                       " (docker run --memory=…, Kubernetes resources.limits.memory, Slurm --mem=…).";
+    p["more_memory"] = template_param(
+        "Raise the memory limit of cgroup {cgroup} to at least {cgroup_limit_needed} (docker run --memory=…, "
+        "Kubernetes resources.limits.memory, Slurm --mem=…).");
+    p["cgroup"] = budget.cgroup_path;
+    p["cgroup_limit_needed"] = format_bytes(round_up_gib(limit));
   } else {
-    p["more_memory"] = "Use nodes with more RAM: this one has " + format_bytes(budget.mem_available) + " available.";
+    p["more_memory"] = template_param("Use nodes with more RAM: this one has {available} available.");
+    p["available"] = format_bytes(budget.mem_available);
   }
   p["per_rank"] = format_bytes(plan.host_bytes_per_rank);
   return p;

@@ -244,7 +244,7 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
                            {"nodes_word", nodes == 1 ? "node" : "nodes"},
                            {"hosts", join(names, ", ")},
                            {"expected_nodes", *o.expect_nodes},
-                           {"counting", missing.empty() ? "" : " (counting the ranks that delivered)"}});
+                           {"counting", part_if(!missing.empty(), " (counting the ranks that delivered)")}});
   }
   // Uneven ranks per node (judged only on a complete world: a missing rank is reported above).
   if (missing.empty() && hosts.size() > 1) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/env_grammar.hpp"
 #include "core/nccl_names.hpp"
 #include "core/nccl_socket.hpp"
@@ -126,11 +127,11 @@ Verdict run(const CheckContext& ctx) {
   if (devs == nullptr) {
     const ProbeError& err = *f.net.ib_devices.error();
     if (err.code == ProbeErrc::NotFound) {
-      return Verdict::of(kNoDevices, {{"where", " (" + f.net.ib_devices.why() + ")"}}, ev);
+      return Verdict::of(kNoDevices, {{"where", template_param(" ({why})")}, {"why", f.net.ib_devices.why()}}, ev);
     }
     return unknown_from(f.net.ib_devices, "the RDMA devices (/sys/class/infiniband)", kFactsUnreadable, kFactsHung, ev);
   }
-  if (devs->empty()) return Verdict::of(kNoDevices, {{"where", " in /sys/class/infiniband"}}, ev);
+  if (devs->empty()) return Verdict::of(kNoDevices, {{"where", template_param(" in /sys/class/infiniband")}}, ev);
   ev["devices"] = *devs;
 
   std::vector<PortRef> all;
@@ -223,10 +224,12 @@ Verdict run(const CheckContext& ctx) {
   if (used.empty() && unknown_state.empty()) {
     if (hca && active_names.empty()) {
       b.add(kHcaNoneActive, {{"selected_by", hca_text},
-                             {"down_note", not_active.empty() ? std::string() : ": " + join(not_active, ", ")}});
+                             {"down_note", part_if(!not_active.empty(), ": {down_ports}")},
+                             {"down_ports", join(not_active, ", ")}});
     } else if (hca) {
       b.add(kHcaMissesActive, {{"selected_by", hca_text},
-                               {"down_note", not_active.empty() ? std::string() : ": " + join(not_active, ", ")},
+                               {"down_note", part_if(!not_active.empty(), ": {down_ports}")},
+                               {"down_ports", join(not_active, ", ")},
                                {"active_ports", join(active_names, ", ")},
                                {"first_active", active_names.front()}});
     } else {
@@ -259,7 +262,8 @@ Verdict run(const CheckContext& ctx) {
                    {"count", used.size()},
                    {"ports", join(used_names, ", ")},
                    {"link", join(std::vector<std::string>(layers.begin(), layers.end()), "+")},
-                   {"rate", rate_list.empty() ? std::string() : ", " + used.front().port->rate},
+                   {"rate", part_if(!rate_list.empty(), ", {port_rate}")},
+                   {"port_rate", used.front().port->rate},
                    {"gdr", gdr}});
   }
   return b.build();

@@ -5,6 +5,7 @@
 #include <array>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/nccl_socket.hpp"
 #include "core/text.hpp"
 
@@ -254,7 +255,7 @@ Verdict run(const CheckContext& ctx) {
   if (!first_address.empty()) {
     b.add(kResolves, {{"addr", addr},
                       {"addresses", join(*m.resolved.value(), ", ")},
-                      {"this_host", m.addr_is_local ? " (this host)" : ""}});
+                      {"this_host", part_if(m.addr_is_local, " (this host)")}});
   }
   return b.build();
 }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/nccl_socket.hpp"
 #include "core/text.hpp"
 
@@ -124,7 +125,8 @@ Verdict run(const CheckContext& ctx) {
       return Verdict::of(kRank0NoInterface,
                          {{"host", host0},
                           {"selected_by", rule_text(*sel)},
-                          {"note", j.reach_note.empty() ? std::string() : " (" + j.reach_note + ")"}},
+                          {"note", part_if(!j.reach_note.empty(), " ({reach_note})")},
+                          {"reach_note", j.reach_note}},
                          std::move(ev))
           .because("net.socket_ifname");
     }
@@ -168,10 +170,12 @@ Verdict run(const CheckContext& ctx) {
     }
   }
   ev["results"] = results;
-  const std::string iface = j.reach_target && !j.reach_target->interface.empty() ? j.reach_target->interface + " on " : std::string();
+  const std::string iface = j.reach_target ? j.reach_target->interface : std::string();
   // The parameters of "rank 0's NCCL bootstrap address …" in every finding below.
-  const nlohmann::json at = {
-      {"target", target.empty() ? std::string("?") : target}, {"iface_on", iface}, {"host", host0}};
+  nlohmann::json at = {{"target", target.empty() ? std::string("?") : target},
+                       {"iface_on", part_if(!iface.empty(), "{interface} on ")},
+                       {"host", host0}};
+  if (!iface.empty()) at["interface"] = iface;
   const auto with = [&](nlohmann::json more) {
     nlohmann::json p = at;
     p.update(more);
@@ -201,7 +205,7 @@ Verdict run(const CheckContext& ctx) {
     b.add(kUnreachable, with({{"failed", count},
                               {"total", ranks.size()},
                               {"failures", join(parts, "; ")},
-                              {"explanation", why},
+                              {"explanation", template_param(why)},
                               {"pick", pick},
                               {"address", addr}}));
   }

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/nccl_names.hpp"
 #include "core/nccl_socket.hpp"
 #include "core/text.hpp"
@@ -181,7 +182,7 @@ void judge_gloo(const CheckContext& ctx, const std::vector<NetInterface>& ifs, b
       const bool grammar = name.find_first_of("^=") != std::string::npos;
       b.add(kGlooMissing, {{"name", printable(name)},
                            {"interfaces", list_interfaces(ifs, true)},
-                           {"grammar", grammar ? "; Gloo takes exact names: no '^' or '=' and no prefixes" : ""},
+                           {"grammar", part_if(grammar, "; Gloo takes exact names: no '^' or '=' and no prefixes")},
                            {"gloo_example", ifs.empty() ? std::string("eth0") : ifs.back().name}});
       e["problem"] = "does not exist";
     } else {
@@ -270,7 +271,7 @@ Verdict run(const CheckContext& ctx) {
                        {"interfaces", list_interfaces(ifs, false)},
                        {"example", ifs.empty() ? std::string("eth0") : ifs.back().name}});
     } else if (sel.from_env && !any_running) {
-      b.add(kMatchesDown, {{"ifname", printable(sel.rule)}, {"reasons", join(down, "; ")}, {"family_note", ""}});
+      b.add(kMatchesDown, {{"ifname", printable(sel.rule)}, {"reasons", join(down, "; ")}, {"family_note", part_if(false, "")}});
     } else {
       b.add(kAddressesUnknown);
     }
@@ -296,7 +297,8 @@ Verdict run(const CheckContext& ctx) {
         const nlohmann::json params = {
             {"ifname", printable(sel.rule)},
             {"reasons", join(reasons, "; ")},
-            {"family_note", sel.family.empty() ? std::string() : " (NCCL_SOCKET_FAMILY=" + family->value + ")"},
+            {"family_note", part_if(!sel.family.empty(), " (NCCL_SOCKET_FAMILY={family_value})")},
+            {"family_value", sel.family.empty() ? std::string() : family->value},
             {"family", family_word(sel.family)},
             {"example", suggestion}};
         b.add(sel.family.empty() || any_down ? kMatchesUnusable : kMatchesNoFamilyAddress, params);
@@ -344,9 +346,8 @@ Verdict run(const CheckContext& ctx) {
   b.add(kBootstrap,
         with({{"prefix", boot.address.prefix},
               {"speed", speed_text(boot_if)},
-              {"net_socket", sel.matches.size() > 1
-                                 ? "; NET/Socket would use " + std::to_string(sel.matches.size()) + " interfaces"
-                                 : std::string()}}));
+              {"net_socket", part_if(sel.matches.size() > 1, "; NET/Socket would use {socket_interfaces} interfaces")},
+              {"socket_interfaces", sel.matches.size()}}));
   return b.build();
 }
 

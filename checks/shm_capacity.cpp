@@ -3,6 +3,7 @@
 #include <array>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/shm_model.hpp"
 #include "core/text.hpp"
 
@@ -127,12 +128,15 @@ Verdict run(const CheckContext& ctx) {
   }
   if (b.status() == Status::Pass) {
     const ShmAllocTest* alloc = shm.alloc.value();
-    std::string alloc_text = alloc != nullptr ? "; allocation test of " + format_bytes(alloc->requested_bytes) +
-                                                    (alloc->requested_bytes < need.node_total ? " (NCCL's segments)" : "") +
-                                                    " succeeded"
-                                              : "";
-    b.add(kEnough, with({{"size", std::string(usage->is_tmpfs && !usage->unlimited ? "tmpfs " : "") + size_text},
-                         {"allocation", alloc_text}}));
+    nlohmann::json params = {{"size", std::string(usage->is_tmpfs && !usage->unlimited ? "tmpfs " : "") + size_text},
+                             {"allocation", part_if(false, "")}};
+    if (alloc != nullptr) {
+      params["allocation"] = template_param(std::string("; allocation test of {allocated}") +
+                                            (alloc->requested_bytes < need.node_total ? " (NCCL's segments)" : "") +
+                                            " succeeded");
+      params["allocated"] = format_bytes(alloc->requested_bytes);
+    }
+    b.add(kEnough, with(std::move(params)));
   }
   return b.build();
 }

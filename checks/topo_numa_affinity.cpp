@@ -9,6 +9,7 @@
 #include <map>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "checks/gpu_common.hpp"
 #include "core/pci_topology.hpp"
 #include "core/text.hpp"
@@ -324,7 +325,9 @@ Verdict run(const CheckContext& ctx) {
   }
   if (devs->empty()) {
     const std::optional<std::string> cvd = f.env.get("CUDA_VISIBLE_DEVICES");
-    return Verdict::of(kNoVisibleGpu, {{"cvd_note", cvd ? " (CUDA_VISIBLE_DEVICES=" + *cvd + ")" : std::string()}});
+    nlohmann::json params = {{"cvd_note", part_if(cvd.has_value(), " (CUDA_VISIBLE_DEVICES={cvd_value})")}};
+    if (cvd) params["cvd_value"] = printable(*cvd);
+    return Verdict::of(kNoVisibleGpu, std::move(params));
   }
   const int ordinal = std::max(0, pl.local_rank) % static_cast<int>(devs->size());
   const CudaDevice& dev = (*devs)[static_cast<std::size_t>(ordinal)];
@@ -383,14 +386,14 @@ Verdict run(const CheckContext& ctx) {
   const long node_count = nodes ? static_cast<long>(nodes->size()) : -1;  // -1: unknown
   if (node_count >= 0) ev["numa_nodes"] = node_count;
 
-  const std::string node_text = loc->node ? " (NUMA " + std::to_string(*loc->node) + ")" : std::string();
   const std::vector<int> common = intersect(cpus, loc->cpus);
   const bool single_numa = node_count == 1;
   const bool unbound = online && subset(*online, cpus);
 
   const nlohmann::json placed = with({{"cpus", cpus_text(cpus)},
                                       {"gpu_cpus", cpus_text(loc->cpus)},
-                                      {"numa", node_text},
+                                      {"numa", part_if(loc->node.has_value(), " (NUMA {numa_node})")},
+                                      {"numa_node", loc->node ? nlohmann::json(*loc->node) : nlohmann::json()},
                                       {"local_cpus", cpu_list(common)}});
   const auto add_bound = [&](const FindingSpec& spec, nlohmann::json p) {  // a finding whose fix is the binding
     p["binding"] = template_param(binding);

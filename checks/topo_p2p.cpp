@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "checks/gpu_common.hpp"
 #include "core/gpu_binding.hpp"
 #include "core/env_grammar.hpp"
@@ -236,7 +237,7 @@ Verdict run(const CheckContext& ctx) {
 
   const bool use_driver = !foreign_topology && nvml != nullptr;
   if (use_driver) {
-    if (nvml->size() < 2) return Verdict::of(kSingleGpu, {{"gpus", nvml->size()}, {"where", ""}});
+    if (nvml->size() < 2) return Verdict::of(kSingleGpu, {{"gpus", nvml->size()}, {"where", part_if(false, "")}});
     if (pairs == nullptr) return unknown_from(d.gpu_pairs, "NVML's GPU pair matrix", kFactsUnreadable, kFactsHung);
     source = "NVML (" + std::to_string(nvml->size()) + " GPUs)";
     const TopologyFacts* local_topo = topo != nullptr && topo->this_system ? topo : nullptr;
@@ -268,7 +269,7 @@ Verdict run(const CheckContext& ctx) {
         if (cells[a][c].label.empty()) cells[a][c].label = "?";
   } else if (topo != nullptr && !topo->gpus.empty()) {
     if (topo->gpus.size() < 2) {
-      return Verdict::of(kSingleGpu, {{"gpus", topo->gpus.size()}, {"where", " in " + topo->source}});
+      return Verdict::of(kSingleGpu, {{"gpus", topo->gpus.size()}, {"where", template_param(" in {source}")}, {"source", topo->source}});
     }
     source = topo->source + " (" + std::to_string(topo->gpus.size()) + " GPUs, " +
              (topo->nvlinks.empty() ? "PCIe paths only)" : "PCIe paths and recorded NVLinks)");
@@ -504,9 +505,9 @@ Verdict run(const CheckContext& ctx) {
   }
   if (!refused.empty()) b.add(kLevelRefused, {{"level", *level}, {"refused_pairs", first_of(refused, 4)}});
   if (!poor.empty()) {
-    const std::string why = !use_driver && (topo == nullptr || topo->nvlinks.empty())
-                                ? " (from the PCIe topology alone: NVLinks, if any, are not visible without the driver)"
-                                : "";
+    const nlohmann::json why =
+        part_if(!use_driver && (topo == nullptr || topo->nvlinks.empty()),
+                " (from the PCIe topology alone: NVLinks, if any, are not visible without the driver)");
     b.add(kPcieThroughCpu,
           {{"poor_count", poor.size()},
            {"plural", poor.size() == 1 ? "" : "s"},
@@ -534,16 +535,24 @@ Verdict run(const CheckContext& ctx) {
     const std::string paths = labels.size() == 1
                                   ? "all pairs " + *labels.begin()
                                   : "paths " + join(std::vector<std::string>(labels.begin(), labels.end()), "/");
+    nlohmann::json params = {{"gpu_count", nodes.size()}, {"paths", paths}};
     std::string detail;
     if (use_driver) {
       if (verified > 0) {
-        detail += "; " + std::to_string(verified) + " peer copies verified (min " + gbps_text(min_gbps) + " GB/s)";
+        detail += "; {verified} peer copies verified (min {min_gbps} GB/s)";
+        params["verified"] = verified;
+        params["min_gbps"] = gbps_text(min_gbps);
       }
-      if (no_access > 0) detail += "; " + std::to_string(no_access) + " ordered pairs without peer access (not copied)";
+      if (no_access > 0) {
+        detail += "; {no_access} ordered pairs without peer access (not copied)";
+        params["no_access"] = no_access;
+      }
     } else {
-      detail = " from " + source;
+      detail = " from {source}";
+      params["source"] = source;
     }
-    b.add(kPathsChecked, {{"gpu_count", nodes.size()}, {"paths", paths}, {"detail", detail}});
+    params["detail"] = template_param(detail);
+    b.add(kPathsChecked, std::move(params));
   }
   for (std::string& n : notes) b.note(std::move(n));
   return b.build();

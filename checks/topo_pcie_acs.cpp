@@ -12,6 +12,7 @@
 #include <set>
 
 #include "checks/check.hpp"
+#include "checks/finding_parts.hpp"
 #include "core/pci_config.hpp"
 #include "core/text.hpp"
 
@@ -255,11 +256,10 @@ Verdict run(const CheckContext& ctx) {
     const std::string first = restricted.front();
     const std::string bytes = ev.value("restricted_example", std::string("64 bytes"));
     std::vector<PciFunction> all(fns->begin(), fns->end());
-    const std::string more =
-        restricted.size() > 1 ? " (and of " + std::to_string(restricted.size() - 1) + " more bridges)" : std::string();
     b.add(kConfigRestricted, {{"restricted_first", first},
                               {"config_bytes", bytes},
-                              {"more_restricted", more},
+                              {"more_restricted", part_if(restricted.size() > 1, " (and of {restricted_more} more bridges)")},
+                              {"restricted_more", restricted.size() - 1},
                               {"hint", iommu_group_hint(all, iommu_on)}});
   }
   if (!unreadable.empty()) {
@@ -275,7 +275,7 @@ Verdict run(const CheckContext& ctx) {
     b.add(kClean, {{"checked", p.bridges.empty() ? "no PCIe bridge above the " + std::to_string(gpus.size()) + " GPUs"
                                                  : "no ACS P2P redirect on the " + where},
                    {"iommu", iommu_text},
-                   {"vm", vm.value_or(false) ? " (VM)" : ""}});
+                   {"vm", part_if(vm.value_or(false), " (VM)")}});
   }
   return b.build();
 }

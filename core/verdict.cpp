@@ -1,7 +1,21 @@
 // SPDX-License-Identifier: MIT
 #include "core/verdict.hpp"
 
+#include <atomic>
+
+#include "core/finding_observer.hpp"
+
 namespace preflight {
+
+namespace {
+std::atomic<FindingObserver> g_finding_observer{nullptr};
+
+void observe(const Finding& finding) {
+  if (const FindingObserver observer = g_finding_observer.load(std::memory_order_relaxed)) observer(finding);
+}
+}  // namespace
+
+FindingObserver set_finding_observer(FindingObserver observer) { return g_finding_observer.exchange(observer); }
 
 const char* to_string(Status s) {
   switch (s) {
@@ -108,6 +122,7 @@ Verdict Verdict::coded(Status s, std::string code, std::string message, std::str
   v.evidence = std::move(evidence);
   v.finding = {std::move(code), s, std::move(message), std::move(fix), std::move(params)};
   v.findings = {v.finding};
+  observe(v.finding);
   return v;
 }
 
@@ -136,6 +151,10 @@ void VerdictBuilder::add(Status s, std::string code, std::string message, std::s
     }
   }
   m_findings.push_back({s, std::move(code), std::move(message), std::move(fix), params.is_object() ? params : nlohmann::json::object()});
+  const Item& item = m_findings.back();
+  if (const FindingObserver o = g_finding_observer.load(std::memory_order_relaxed); o != nullptr && !item.code.empty()) {
+    o({item.code, item.status, item.message, item.fix, item.params});
+  }
 }
 
 Verdict VerdictBuilder::build() const {

@@ -30,7 +30,7 @@ struct Finding {
   Status status = Status::Pass;  // the finding's own status (the verdict's is the worst of them)
   std::string message = {};      // the summary with {name} where a parameter goes
   std::string fix = {};          // the remedy, a template too
-  nlohmann::json params = nlohmann::json::object();  // name -> value (number or string)
+  nlohmann::json params = nlohmann::json::object();  // name -> data: a number, a string, or lists/objects of them
 };
 
 /// One finding a check can report, declared in the check's table (CheckSpec::findings, next to its

@@ -5,25 +5,12 @@
 
 #include <algorithm>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "checks/check.hpp"
 #include "gpu_facts_fixture.hpp"
 
 namespace preflight::job_fixture {
-
-/// A finding's parameters are data, never a piece of a sentence ("; alive and waiting: …", " (why)"):
-/// an optional part of a message is a template parameter, spliced into the message (and out of the
-/// parameters) by Verdict::of, over data parameters of its own.
-inline void expect_data_params(const Verdict& v) {
-  for (const auto& [name, value] : v.finding.params.items()) {
-    if (!value.is_string()) continue;
-    const std::string text = value.get<std::string>();
-    EXPECT_TRUE(text.empty() || std::string_view(" ;:,.(").find(text.front()) == std::string_view::npos)
-        << v.finding.code << " {" << name << "} = \"" << text << "\"";
-  }
-}
 
 /// `ranks_per_host` ranks on each of `hosts` hosts ("gpu-a", "gpu-b", ...), each a copy of `base`
 /// placed as Open MPI places it: ranks in host order, each host with its own boot id, MPI's view in

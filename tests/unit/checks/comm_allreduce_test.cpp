@@ -16,7 +16,6 @@ void expect(const Verdict& v, Status s, const std::string& summary_has, const st
   EXPECT_EQ(v.status, s) << v.summary << " / " << v.remedy;
   EXPECT_NE(v.summary.find(summary_has), std::string::npos) << v.summary;
   EXPECT_NE(v.remedy.find(remedy_has), std::string::npos) << v.remedy;
-  job_fixture::expect_data_params(v);
 }
 
 // 16 ranks on 2 hosts over NCCL: 32 MiB, best of 5.

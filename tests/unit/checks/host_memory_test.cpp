@@ -69,9 +69,9 @@ TEST(HostMemory, Fails7BZero0With8RanksOn64GiB) {
   EXPECT_TRUE(contains(v.remedy, "--host-bytes-per-rank")) << v.remedy;
   EXPECT_EQ(v.finding.code, "host.memory/too-little");
   EXPECT_EQ(v.finding.params["budget"], "62 GiB available (MemAvailable 62 GiB of 64 GiB)");
-  EXPECT_EQ(v.finding.params["sharded"], "");
-  EXPECT_EQ(v.finding.params["fewer_ranks"], "");  // not even one saving rank fits
-  EXPECT_EQ(v.finding.params["more_memory"], "Use nodes with more RAM: this one has 62 GiB available.");
+  EXPECT_FALSE(v.finding.params.contains("sharded_need"));
+  EXPECT_FALSE(v.finding.params.contains("fit_ranks"));  // not even one saving rank fits
+  EXPECT_EQ(v.finding.params["available"], "62 GiB");
   EXPECT_EQ(v.finding.params["per_rank"], "4 GiB");
   // Without the advice that would not help, the fix's sentences are still joined by one space.
   EXPECT_EQ(v.remedy,
@@ -225,8 +225,11 @@ TEST(HostMemory, CgroupLimitMinusWorkingSetIsTheBudget) {
   EXPECT_TRUE(contains(v.remedy, "Raise the memory limit of cgroup /job.slice to at least 37 GiB (docker run --memory=")) << v.remedy;
   EXPECT_TRUE(contains(v.remedy, "Run at most 7 ranks per node")) << v.remedy;
   EXPECT_EQ(v.finding.code, "host.memory/too-little");
-  EXPECT_EQ(v.finding.params["fewer_ranks"],
-            "Run at most 7 ranks per node (`srun --ntasks-per-node=7`, `mpirun --map-by ppr:7:node`). ");
+  EXPECT_EQ(v.finding.params["fit_ranks"], 7);
+  EXPECT_EQ(v.finding.params["cgroup"], "/job.slice");
+  EXPECT_EQ(v.finding.params["cgroup_limit_needed"], "37 GiB");
+  EXPECT_TRUE(contains(v.remedy, "Run at most 7 ranks per node (`srun --ntasks-per-node=7`, `mpirun --map-by ppr:7:node`). "))
+      << v.remedy;
 }
 
 TEST(HostMemory, UnlimitedCgroupLeavesMemAvailable) {

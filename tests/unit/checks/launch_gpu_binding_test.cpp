@@ -165,7 +165,7 @@ TEST(LaunchGpuBinding, LocalRankBeyondVisibleGpusFails) {
   EXPECT_EQ(beyond[0]->params["index"], "local rank 2");
   EXPECT_EQ(beyond[0]->params["visible"], 2);
   EXPECT_EQ(beyond[0]->params["ordinal"], 2);
-  EXPECT_EQ(beyond[0]->params["cvd_note"], " (CUDA_VISIBLE_DEVICES=0,1)");
+  EXPECT_EQ(beyond[0]->params["cvd_value"], "0,1");
   EXPECT_EQ(beyond[1]->params["rank"], 3);
 }
 
@@ -283,7 +283,7 @@ TEST(LaunchGpuBinding, ARankThatSeesNoGpuFails) {
   EXPECT_TRUE(has(v.remedy, "See gpu.count on its host")) << v.remedy;
   EXPECT_EQ(v.finding.code, "launch.gpu_binding/sees-no-gpu");
   EXPECT_EQ(v.finding.params["rank"], 0);
-  EXPECT_EQ(v.finding.params["cvd_note"], "");
+  EXPECT_FALSE(v.finding.params.contains("cvd_value"));
 }
 
 TEST(LaunchGpuBinding, MoreLocalRanksThanGpusFails) {

@@ -60,7 +60,7 @@ TEST(NetReachability, PassNamesTheTarget) {
   EXPECT_EQ(v.finding.code, "net.reachability/reached");
   EXPECT_EQ(v.finding.params["reached"], 4);
   EXPECT_EQ(v.finding.params["target"], "192.0.2.2:41234");
-  EXPECT_EQ(v.finding.params["iface_on"], "eth0 on ");
+  EXPECT_EQ(v.finding.params["interface"], "eth0");
   EXPECT_EQ(v.finding.params["host"], "gpu-a");
   EXPECT_EQ(v.evidence["target"]["port"], 41234);
   EXPECT_EQ(v.evidence["results"].size(), 4u);
@@ -83,7 +83,9 @@ TEST(NetReachability, FailingRanksAreNamedWithTheirError) {
   EXPECT_EQ(v.finding.params["failed"], 2);
   EXPECT_EQ(v.finding.params["total"], 4);
   EXPECT_EQ(v.finding.params["address"], "192.0.2.2");
-  EXPECT_EQ(v.finding.params["explanation"], "No answer means a firewall drops the SYN or there is no route. ");
+  EXPECT_TRUE(v.summary.find("No answer means a firewall drops the SYN or there is no route. ") != std::string::npos ||
+              v.remedy.find("No answer means a firewall drops the SYN or there is no route. ") != std::string::npos)
+      << v.summary << " / " << v.remedy;
   EXPECT_EQ(v.cause, "net.socket_ifname");
   EXPECT_EQ(v.evidence["failed"], 2);
 }
@@ -126,7 +128,7 @@ TEST(NetReachability, RankZeroWithoutUsableInterfaceFails) {
          "On gpu-a, set NCCL_SOCKET_IFNAME to a running interface");
   EXPECT_EQ(v.finding.code, "net.reachability/rank0-no-interface");
   EXPECT_EQ(v.finding.params["selected_by"], "NCCL_SOCKET_IFNAME=ib9");
-  EXPECT_EQ(v.finding.params["note"], " (rank 0 has no usable interface for NCCL's bootstrap)");
+  EXPECT_EQ(v.finding.params["reach_note"], "rank 0 has no usable interface for NCCL's bootstrap");
   EXPECT_EQ(v.cause, "net.socket_ifname");
 }
 
@@ -195,7 +197,7 @@ TEST(NetReachability, MergeJudgesFilesOrSkips) {
   const Verdict v = judge_job(spec(), m);
   expect(v, Status::Fail, "1 of 4 ranks cannot open a TCP connection to rank 0's NCCL bootstrap address 192.0.2.2:41234 (gpu-a)");
   EXPECT_EQ(v.finding.code, "net.reachability/unreachable");
-  EXPECT_EQ(v.finding.params["iface_on"], "");
+  EXPECT_FALSE(v.finding.params.contains("interface"));
   JobFacts none = job_fixture::job(2, 2);
   none.source = "merge";
   const Verdict skipped = judge_job(spec(), none);

@@ -62,7 +62,7 @@ TEST(TopoNumaAffinity, WrongSocketFailsWithTheBinding) {
   EXPECT_EQ(v.finding.params["gpu"], 5);
   EXPECT_EQ(v.finding.params["cpus"], "CPUs 0-15");
   EXPECT_EQ(v.finding.params["gpu_cpus"], "CPUs 16-31");
-  EXPECT_EQ(v.finding.params["numa"], " (NUMA 1)");
+  EXPECT_EQ(v.finding.params["numa_node"], 1);
   // The binding names this rank's local rank; the fix keeps it a parameter, so ranks group into one fix.
   EXPECT_TRUE(has(v.remedy, "Bind local rank 5 to its GPU's CPUs")) << v.remedy;
   EXPECT_TRUE(has(v.finding.fix, "Bind local rank {local_rank} to its GPU's CPUs")) << v.finding.fix;
@@ -252,7 +252,7 @@ TEST(TopoNumaAffinity, NoGpuSkips) {
   v = judge_numa(g);
   EXPECT_EQ(v.status, Status::Skip) << v.summary;
   EXPECT_EQ(v.finding.code, "topo.numa_affinity/no-visible-gpu");
-  EXPECT_EQ(v.finding.params["cvd_note"], " (CUDA_VISIBLE_DEVICES=)");
+  EXPECT_EQ(v.finding.params["cvd_value"], "");
   EXPECT_EQ(v.summary, "CUDA sees no GPU in this process (CUDA_VISIBLE_DEVICES=): no GPU to bind the rank to");
 }
 

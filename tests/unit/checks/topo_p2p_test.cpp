@@ -421,7 +421,7 @@ TEST(TopoP2pCheck, PcieAcrossSocketsWarnsWithNcclLevelAdvice) {
   EXPECT_EQ(v.finding.params["plural"], "");
   EXPECT_EQ(v.finding.params["poor_paths"], "SYS");
   EXPECT_EQ(v.finding.params["poor_pairs"], "GPU0-GPU1 SYS");
-  EXPECT_EQ(v.finding.params["topology_note"], "");
+  EXPECT_FALSE(has(v.summary, "from the PCIe topology alone")) << v.summary;
   EXPECT_TRUE(has(v.summary, "1 GPU pair without NVLink cross SYS: GPU0-GPU1 SYS")) << v.summary;
   EXPECT_TRUE(has(v.summary, "default NCCL_P2P_LEVEL is PXB")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "NCCL_P2P_LEVEL=SYS")) << v.remedy;
@@ -545,7 +545,7 @@ TEST(TopoP2pCheck, SkipsWithFewerThanTwoGpusAndInTheImageProfile) {
   EXPECT_EQ(one.status, Status::Skip);
   EXPECT_EQ(one.finding.code, "topo.p2p/single-gpu");
   EXPECT_EQ(one.finding.params["gpus"], 1);
-  EXPECT_EQ(one.finding.params["where"], "");
+  EXPECT_FALSE(one.finding.params.contains("source"));
   EXPECT_EQ(one.summary, "fewer than 2 GPUs (1): no peer-to-peer path to check");
   EXPECT_EQ(judge_p2p(p2p_node(2, 18), Profile::Image).status, Status::Skip);
 }
@@ -684,7 +684,7 @@ TEST(TopoP2pCheck, TopologyWithOneOrNoGpuSkips) {
   EXPECT_EQ(one.status, Status::Skip) << one.summary;
   EXPECT_EQ(one.finding.code, "topo.p2p/single-gpu");
   EXPECT_EQ(one.finding.params["gpus"], 1);
-  EXPECT_EQ(one.finding.params["where"], " in --topology-xml node17.xml");
+  EXPECT_EQ(one.finding.params["source"], "--topology-xml node17.xml");
   EXPECT_EQ(one.summary, "fewer than 2 GPUs (1 in --topology-xml node17.xml): no peer-to-peer path to check");
   // Another node's topology without GPUs, beside this machine's NVML: judged on its own, nothing to check.
   RankFacts g = p2p_node(2, 18);
@@ -706,7 +706,7 @@ TEST(TopoP2pCheck, TopologyAloneGivesTheMatrixWithoutTheDriver) {
   EXPECT_EQ(v.finding.params["poor_count"], 2);
   EXPECT_EQ(v.finding.params["plural"], "s");
   EXPECT_EQ(v.finding.params["poor_pairs"], "GPU0-GPU2 SYS, GPU1-GPU2 SYS");
-  EXPECT_TRUE(has(v.finding.params["topology_note"].get<std::string>(), "from the PCIe topology alone"));
+  EXPECT_TRUE(has(v.summary, "from the PCIe topology alone")) << v.summary;
   EXPECT_TRUE(has(v.summary, "GPU0-GPU2 SYS")) << v.summary;
   EXPECT_TRUE(has(v.summary, "from the PCIe topology alone")) << v.summary;
   EXPECT_EQ(cell(v, 1, 2), "PIX");

@@ -109,7 +109,7 @@ TEST(TopoPcieAcs, RestrictedConfigIsUnknownWithIommuHintNeverPass) {
   EXPECT_EQ(v.finding.code, "topo.pcie_acs/config-restricted");
   EXPECT_EQ(v.finding.params["restricted_first"], "0000:00:01.0");
   EXPECT_EQ(v.finding.params["config_bytes"], "64 bytes");
-  EXPECT_EQ(v.finding.params["more_restricted"], " (and of 9 more bridges)");
+  EXPECT_EQ(v.finding.params["restricted_more"], 9);
   EXPECT_TRUE(has(v.summary, "config space of 0000:00:01.0 is 64 bytes (and of 9 more bridges): reading ACS needs root "
                              "(CAP_SYS_ADMIN)")) << v.summary;
   // Two GPUs under switch 01:00.0 in groups 30 and 31: the switch isolates them.
@@ -143,7 +143,7 @@ TEST(TopoPcieAcs, InAVmRedirectIsOnlyANote) {
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_EQ(v.finding.code, "topo.pcie_acs/clean");
   EXPECT_EQ(v.finding.params["iommu"], "translating (VM)");
-  EXPECT_EQ(v.finding.params["vm"], " (VM)");
+  EXPECT_TRUE(has(v.summary, " (VM)")) << v.summary;
   EXPECT_TRUE(has(v.summary, "in a VM (hypervisor flag) ACS redirect is expected")) << v.summary;
   EXPECT_TRUE(has(v.summary, "0000:82:00.0 (SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+)")) << v.summary;
   EXPECT_EQ(v.evidence["hypervisor"], true);
