@@ -325,10 +325,12 @@ Verdict run(const CheckContext& ctx) {
     b.evidence()["records"] = k->records;
     b.evidence()["events"] = std::move(events);
     if (b.status() == Status::Pass) {
-      b.add(kClean, {{"records", k->records},
-                     {"source", k->source},
-                     {"nvml", part_if(!covered_gpus.empty(), "; none raised during preflight's own GPU work on {gpu_count} (NVML events)")},
-                     {"gpu_count", gpus_text}});
+      nlohmann::json params = {
+          {"records", k->records},
+          {"source", k->source},
+          {"nvml", part_if(!covered_gpus.empty(), "; none raised during preflight's own GPU work on {gpu_count} (NVML events)")}};
+      if (!covered_gpus.empty()) params["gpu_count"] = gpus_text;
+      b.add(kClean, std::move(params));
     }
     return b.build();
   }

@@ -55,7 +55,14 @@ Verdict Verdict::unknown(std::string summary, std::string remedy, nlohmann::json
   return {Status::Unknown, std::move(summary), std::move(remedy), std::move(evidence)};
 }
 
-std::string render_template(std::string_view text, const nlohmann::json& params) {
+namespace {
+bool is_template_param(const nlohmann::json& value) {
+  return value.is_object() && value.size() == 1 && value.contains("template") && value["template"].is_string();
+}
+
+/// render_template; a template parameter met on the way is rendered in place with the same
+/// parameters, `depth` levels deep at most (a template that names itself ends there).
+std::string render(std::string_view text, const nlohmann::json& params, int depth) {
   if (!params.is_object() || params.empty()) return std::string(text);
   // A parameter is {name} with name of [a-z0-9_]; any other brace is text ("{medium: Memory,
   // sizeLimit: {gib}Gi}" renders its {gib} and keeps the outer braces).
@@ -77,18 +84,23 @@ std::string render_template(std::string_view text, const nlohmann::json& params)
       i = open + 1;
       continue;
     }
-    out += it->is_string() ? it->get<std::string>() : it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (it->is_string()) {
+      out += it->get_ref<const std::string&>();
+    } else if (is_template_param(*it)) {
+      const std::string& part = (*it)["template"].get_ref<const std::string&>();
+      out += depth > 0 ? render(part, params, depth - 1) : part;
+    } else {
+      out += it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
     i = end + 1;
   }
   out.append(text.substr(i));
   return out;
 }
-
-namespace {
-bool is_template_param(const nlohmann::json& value) {
-  return value.is_object() && value.size() == 1 && value.contains("template") && value["template"].is_string();
-}
 }  // namespace
+
+std::string render_template(std::string_view text, const nlohmann::json& params) { return render(text, params, 2); }
+
 
 nlohmann::json template_param(std::string text) { return {{"template", std::move(text)}}; }
 

@@ -44,8 +44,8 @@ struct FindingSpec {
   std::string_view fix;      // "" for a PASS note
 };
 
-/// `text` with every {name} that `params` holds replaced by its value (a string as it is, a number
-/// as JSON writes it); other braces stay as they are.
+/// `text` with every {name} that `params` holds replaced by its value (a string as it is, a template
+/// parameter rendered in place, anything else as JSON writes it); other braces stay as they are.
 std::string render_template(std::string_view text, const nlohmann::json& params);
 
 /// A parameter whose value is itself a template over the finding's other parameters: a binding

@@ -42,6 +42,18 @@ TEST(Finding, TemplatesRenderTheirParametersAndLeaveOtherBracesAlone) {
   EXPECT_EQ(v.finding.message, "GPU {gpu} is lost");
 }
 
+// A text built from a finding's parameters outside Verdict::of (a check that quotes another's fix)
+// renders their template parameters in place, never their JSON.
+TEST(Finding, RenderingATemplateParameterDirectlyRendersItsTemplate) {
+  const nlohmann::json params = {{"note", template_param(" (any CUDA {major}.x build runs on {driver})")},
+                                 {"major", 12},
+                                 {"driver", "driver 550"},
+                                 {"none", template_param("")},
+                                 {"self", template_param("[{self}]")}};
+  EXPECT_EQ(render_template("use CUDA <= 12.4{note}{none}.", params), "use CUDA <= 12.4 (any CUDA 12.x build runs on driver 550).");
+  EXPECT_EQ(render_template("{self}", params), "[[[{self}]]]");  // a template naming itself stops
+}
+
 TEST(Finding, ATemplateParameterIsWrittenIntoTheTemplatesBeforeRendering) {
   const nlohmann::json rank3 = {{"binding", template_param("bind local rank {local_rank} to GPU {gpu}")},
                                 {"local_rank", 3}, {"gpu", 3}};
