@@ -218,7 +218,6 @@ constexpr FindingSpec kBusbwLow = {
     "Find the slow link: compare with nccl-tests at what was measured here, `{command}` (its busbw column is the "
     "figure compared); rerun with NCCL_DEBUG=INFO and look for NET/Socket where IB was expected, P2P disabled "
     "between GPUs (topo.p2p), PCIe ACS (topo.pcie_acs), or a NIC across the socket (net.gpu_nic_affinity)."};
-// {floor}: " (≥ --min-busbw 100 GB/s)", or ""; {mpi_note}: "; " and kMpiNote over MPI, or "".
 // {floor_note}: " (≥ --min-busbw {floor} GB/s)", or ""; {mpi_note}: "; " and kMpiNote over MPI, or "".
 constexpr FindingSpec kCorrect = {
     "comm.allreduce/correct", Status::Pass,

@@ -210,8 +210,8 @@ Verdict run(const CheckContext& ctx) {
   }
 
   const std::size_t visible = cuda->size();
-  const nlohmann::json cvd_text = cvd_params(host);
-  const bool by_cvd = cvd_text.contains("cvd_value") || cvd_text.contains("cvd_per_rank");
+  const nlohmann::json cvd_part = cvd_params(host);
+  const bool by_cvd = cvd_part.contains("cvd_value") || cvd_part.contains("cvd_per_rank");
 
   // CUDA_VISIBLE_DEVICES as the driver reads it: an invalid entry ends the list there, and an
   // empty / none / NoDevFiles value hides every GPU. Found here for every profile (this check sees
@@ -266,26 +266,25 @@ Verdict run(const CheckContext& ctx) {
   if (visible == 0 && hidden_by_value) {
     // said above
   } else if (visible == 0) {
-    nlohmann::json params = with_node({{"nvml", part_if(nvml != nullptr, "; NVML sees {nvml_gpus}")}}, cvd_text, host.size());
+    nlohmann::json params = with_node({{"nvml", part_if(nvml != nullptr, "; NVML sees {nvml_gpus}")}}, cvd_part, host.size());
     if (nvml != nullptr) params["nvml_gpus"] = gpus(nvml->size());
     if (cvd) params["value"] = *cvd;
     b.add(cvd ? kCvdSelectsNoGpu : kNoGpuVisible, std::move(params));
   } else {
     if (ctx.options.expect_gpus && static_cast<std::size_t>(*ctx.options.expect_gpus) != visible) {
       const int expect = *ctx.options.expect_gpus;
-      b.add(static_cast<std::size_t>(expect) > visible ? kFewerThanExpected : kMoreThanExpected,
-            with_node({{"visible", gpus(visible)},
-                       {"expect", expect},
-                       {"nvml", part_if(nvml != nullptr, " (NVML sees {nvml_count})")},
-                       {"nvml_count", nvml != nullptr ? nvml->size() : 0}},
-                      cvd_text, host.size()));
+      nlohmann::json params = with_node(
+          {{"visible", gpus(visible)}, {"expect", expect}, {"nvml", part_if(nvml != nullptr, " (NVML sees {nvml_count})")}},
+          cvd_part, host.size());
+      if (nvml != nullptr) params["nvml_count"] = nvml->size();
+      b.add(static_cast<std::size_t>(expect) > visible ? kFewerThanExpected : kMoreThanExpected, std::move(params));
     }
     if (static_cast<std::size_t>(local_ranks) > visible) {
       nlohmann::json params = {{"local_ranks", local_ranks},
                                {"visible", gpus(visible)},
                                {"at_most", std::to_string(visible) + (visible == 1 ? " rank" : " ranks")},
                                {"visible_count", visible}};
-      params.update(cvd_text);
+      params.update(cvd_part);
       b.add(kMoreRanksThanGpus, std::move(params));
     }
   }
@@ -334,7 +333,7 @@ Verdict run(const CheckContext& ctx) {
                                        {"models", models(*cuda)},
                                        {"as_expected", part_if(ctx.options.expect_gpus.has_value(), ", as --expect-gpus says")},
                                        {"locals", std::to_string(local_ranks) + (local_ranks == 1 ? " local rank" : " local ranks")}},
-                                      cvd_text, host.size());
+                                      cvd_part, host.size());
     if (nvml != nullptr) {
       params["nvml"] = part_if(hidden.empty(), "; NVML sees the same {nvml_count}");
       params["nvml_count"] = nvml->size();
