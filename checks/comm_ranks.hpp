@@ -88,22 +88,15 @@ inline std::string look_at(const JobFacts& j, int rank) {
   return where + ": " + bt;
 }
 
-/// look_at() for the first few ranks (the remedy stays readable with many).
-inline std::string look_at_all(const JobFacts& j, const std::vector<int>& ranks, std::size_t most = 4) {
-  std::vector<std::string> parts;
-  for (std::size_t k = 0; k < ranks.size() && k < most; ++k) parts.push_back(look_at(j, ranks[k]));
-  std::string out = join(parts, ". ");
-  if (ranks.size() > most) out += ". The same for the other " + std::to_string(ranks.size() - most) + " ranks";
-  return out;
-}
-
-/// A finding's {look_at}: look_at_all()'s words, spliced into its fix as a template parameter (they
-/// are the fix, not data), and the ranks it names as data: `look_at_ranks`, each with its host, pid,
-/// the phase it was last heard in, and what rank 0's liveness watch saw ("ended", "unreachable").
+/// A finding's {look_at}: look_at() for the first `most` ranks (the remedy stays readable with many),
+/// spliced into its fix as a template parameter (the words are the fix, not data), and the ranks it
+/// names as data: `look_at_ranks`, each with its host, pid, the phase it was last heard in, and what
+/// rank 0's liveness watch saw ("ended", "unreachable").
 inline void add_look_at(nlohmann::json& params, const JobFacts& j, const std::vector<int>& ranks, std::size_t most = 4) {
-  params["look_at"] = template_param(look_at_all(j, ranks, most));
+  std::vector<std::string> words;
   nlohmann::json named = nlohmann::json::array();
   for (std::size_t k = 0; k < ranks.size() && k < most; ++k) {
+    words.push_back(look_at(j, ranks[k]));
     nlohmann::json r = {{"rank", ranks[k]}};
     if (const RankStatus* s = status_of(j, ranks[k])) {
       r["host"] = s->host;
@@ -116,6 +109,9 @@ inline void add_look_at(nlohmann::json& params, const JobFacts& j, const std::ve
     }
     named.push_back(std::move(r));
   }
+  std::string text = join(words, ". ");
+  if (ranks.size() > most) text += ". The same for the other " + std::to_string(ranks.size() - most) + " ranks";
+  params["look_at"] = template_param(std::move(text));
   params["look_at_ranks"] = std::move(named);
 }
 

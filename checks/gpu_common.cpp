@@ -118,6 +118,13 @@ void add_shared(VerdictBuilder& b, const GpuSharedRows& rows, const GpuShared& s
   b.add(rows[static_cast<std::size_t>(shared.kind)], std::move(params));
 }
 
+nlohmann::json cvd_note_params(const EnvSnapshot& env) {
+  const std::optional<std::string> cvd = env.get("CUDA_VISIBLE_DEVICES");
+  nlohmann::json p = {{"cvd_note", part_if(cvd.has_value(), " (CUDA_VISIBLE_DEVICES={cvd_value})")}};
+  if (cvd) p["cvd_value"] = printable(*cvd);
+  return p;
+}
+
 std::string cuda_version_text(int v) {
   if (v <= 0) return std::to_string(v);
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);

@@ -147,6 +147,10 @@ std::string bus_key(std::string_view bus_id);
 /// The same GPU in NVML's and CUDA's lists: by UUID, else by PCI bus id.
 bool same_gpu(const NvmlGpu& n, const CudaDevice& c);
 
+/// {cvd_note}: " (CUDA_VISIBLE_DEVICES={cvd_value})" (the value as the rank has it, printable), or ""
+/// where the rank does not set it.
+nlohmann::json cvd_note_params(const EnvSnapshot& env);
+
 /// Whole MiB: "30000 MiB" (what nvidia-smi prints).
 std::string mib_text(std::uint64_t bytes);
 

@@ -96,14 +96,6 @@ nlohmann::json who(const RankFacts& f, nlohmann::json more = nlohmann::json::obj
 /// Why a rank's GPUs are not known: the GPU checks' shared verdict, and the row it is reported by.
 using Unlisted = GpuShared;
 
-/// {cvd_note}: " (CUDA_VISIBLE_DEVICES={cvd_value})", or "" when the rank does not set it.
-nlohmann::json cvd_params(const RankFacts& f) {
-  const auto cvd = f.env.get("CUDA_VISIBLE_DEVICES");
-  nlohmann::json p = {{"cvd_note", part_if(cvd.has_value(), " (CUDA_VISIBLE_DEVICES={cvd_value})")}};
-  if (cvd) p["cvd_value"] = printable(*cvd);
-  return p;
-}
-
 /// Findings about the rank's CUDA_VISIBLE_DEVICES and LOCAL_RANK; why its GPUs are not known, when
 /// they are not.
 std::optional<Unlisted> judge_view(RankView& v, VerdictBuilder& b) {
@@ -150,11 +142,11 @@ Verdict run(const CheckContext& ctx) {
       m.shared = std::move(*missing);
       m.ranks.push_back(f);
     } else if (!g.ordinal && !g.visible->empty() && !g.bad_local_rank) {
-      nlohmann::json params = cvd_params(*f);
+      nlohmann::json params = cvd_note_params(f->env);
       params.update({{"index", g.index_text}, {"visible", g.visible->size()}, {"ordinal", g.index}});
       b.add(kInvalidOrdinal, who(*f, std::move(params)));
     } else if (!g.ordinal && g.visible->empty() && !(g.cvd && cvd_hides_all(*g.cvd))) {
-      b.add(kSeesNoGpu, who(*f, cvd_params(*f)));
+      b.add(kSeesNoGpu, who(*f, cvd_note_params(f->env)));
     } else {
       v.gpu = g.gpu();
     }

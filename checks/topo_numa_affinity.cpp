@@ -324,10 +324,7 @@ Verdict run(const CheckContext& ctx) {
     return Verdict::of(no_gpu_anywhere(f) ? kNoGpu : kGpuUnknown, {{"why", d.cuda_devices.why()}});
   }
   if (devs->empty()) {
-    const std::optional<std::string> cvd = f.env.get("CUDA_VISIBLE_DEVICES");
-    nlohmann::json params = {{"cvd_note", part_if(cvd.has_value(), " (CUDA_VISIBLE_DEVICES={cvd_value})")}};
-    if (cvd) params["cvd_value"] = printable(*cvd);
-    return Verdict::of(kNoVisibleGpu, std::move(params));
+    return Verdict::of(kNoVisibleGpu, cvd_note_params(f.env));
   }
   const int ordinal = std::max(0, pl.local_rank) % static_cast<int>(devs->size());
   const CudaDevice& dev = (*devs)[static_cast<std::size_t>(ordinal)];

@@ -10,9 +10,7 @@ namespace preflight {
 namespace {
 std::atomic<FindingObserver> g_finding_observer{nullptr};
 
-void observe(const Finding& finding) {
-  if (const FindingObserver observer = g_finding_observer.load(std::memory_order_relaxed)) observer(finding);
-}
+FindingObserver observer() { return g_finding_observer.load(std::memory_order_relaxed); }
 }  // namespace
 
 FindingObserver set_finding_observer(FindingObserver observer) { return g_finding_observer.exchange(observer); }
@@ -134,7 +132,7 @@ Verdict Verdict::coded(Status s, std::string code, std::string message, std::str
   v.evidence = std::move(evidence);
   v.finding = {std::move(code), s, std::move(message), std::move(fix), std::move(params)};
   v.findings = {v.finding};
-  observe(v.finding);
+  if (const FindingObserver o = observer()) o(v.finding);
   return v;
 }
 
@@ -164,7 +162,7 @@ void VerdictBuilder::add(Status s, std::string code, std::string message, std::s
   }
   m_findings.push_back({s, std::move(code), std::move(message), std::move(fix), params.is_object() ? params : nlohmann::json::object()});
   const Item& item = m_findings.back();
-  if (const FindingObserver o = g_finding_observer.load(std::memory_order_relaxed); o != nullptr && !item.code.empty()) {
+  if (const FindingObserver o = observer(); o != nullptr && !item.code.empty()) {
     o({item.code, item.status, item.message, item.fix, item.params});
   }
 }
