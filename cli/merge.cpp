@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/fast_json.hpp"
 #include "core/json_util.hpp"
 #include "core/text.hpp"
 #include "cli/cli.hpp"
@@ -141,7 +142,249 @@ std::vector<ResultFile> read_all(const std::vector<std::string>& paths, std::ato
 
 }  // namespace
 
+#ifdef PREFLIGHT_HAVE_SIMDJSON
+namespace {
+
+using simdjson::dom::element;
+namespace fast = fast_json;
+
+std::vector<std::string> fast_strings(const element& e) {
+  std::vector<std::string> out;
+  simdjson::dom::array a;
+  if (e.get_array().get(a) != simdjson::SUCCESS) throw fast::GiveUp{};
+  for (const element item : a) out.emplace_back(fast::text(item));
+  return out;
+}
+
+int fast_int(const element& e) {
+  std::int64_t v = 0;
+  if (e.get_int64().get(v) != simdjson::SUCCESS || !std::in_range<int>(v)) throw fast::GiveUp{};
+  return static_cast<int>(v);
+}
+
+simdjson::dom::object fast_object(const element& e) {
+  simdjson::dom::object o;
+  if (e.get_object().get(o) != simdjson::SUCCESS) throw fast::GiveUp{};
+  return o;
+}
+
+simdjson::dom::array fast_array(const element& e) {
+  simdjson::dom::array a;
+  if (e.get_array().get(a) != simdjson::SUCCESS) throw fast::GiveUp{};
+  return a;
+}
+
+Status fast_status(std::string_view text) {
+  const std::optional<Status> s = status_from_string(text);
+  if (!s) throw fast::GiveUp{};
+  return *s;
+}
+
+/// One item of "checks" as from_json(const nlohmann::json&, CheckResult&) reads it (a repeated
+/// key: the last, as nlohmann's DOM keeps it).
+CheckResult fast_check(const element& e) {
+  CheckResult r;
+  std::optional<std::string_view> status, scope;
+  bool has_id = false;
+  bool has_finding = false;
+  for (const simdjson::dom::key_value_pair m : fast_object(e)) {
+    const std::string_view key = m.key;
+    if (key == "id") {
+      r.id = fast::text(m.value);
+      has_id = true;
+    } else if (key == "title") {
+      r.title = fast::text(m.value);
+    } else if (key == "status") {
+      status = fast::text(m.value);
+    } else if (key == "summary") {
+      r.verdict.summary = fast::text(m.value);
+    } else if (key == "remedy") {
+      r.verdict.remedy = fast::text(m.value);
+    } else if (key == "evidence") {
+      if (!m.value.is_object()) throw fast::GiveUp{};
+      r.verdict.evidence = fast::to_nlohmann(m.value);
+    } else if (key == "scope") {
+      scope = fast::text(m.value);
+    } else if (key == "hosts") {
+      r.hosts = fast_strings(m.value);
+    } else if (key == "ranks") {
+      r.ranks.clear();
+      for (const element rank : fast_array(m.value)) r.ranks.push_back(fast_int(rank));
+    } else if (key == "seconds") {
+      double d = 0;
+      r.seconds = m.value.is_number() && m.value.get_double().get(d) == simdjson::SUCCESS ? std::max(0.0, d) : 0.0;
+    } else if (key == "cause") {
+      r.verdict.cause = m.value.is_string() ? std::string(fast::text(m.value)) : std::string();
+    } else if (key == "finding") {
+      r.verdict.finding = {};
+      has_finding = m.value.is_object();
+      if (!has_finding) continue;
+      for (const simdjson::dom::key_value_pair f : fast_object(m.value)) {
+        if (f.key == "code") r.verdict.finding.code = fast::text(f.value);
+        if (f.key == "message") r.verdict.finding.message = fast::text(f.value);
+        if (f.key == "fix") r.verdict.finding.fix = fast::text(f.value);
+        if (f.key == "params") {
+          r.verdict.finding.params = f.value.is_object() ? fast::to_nlohmann(f.value) : json::object();
+        }
+      }
+    } else if (key == "findings") {
+      r.verdict.findings.clear();
+      if (!m.value.is_array()) continue;
+      for (const element item : fast_array(m.value)) {
+        if (!item.is_object()) continue;
+        Finding one;
+        std::optional<element> code, params;
+        std::string_view finding_status;
+        for (const simdjson::dom::key_value_pair f : fast_object(item)) {
+          if (f.key == "code") code = f.value;
+          if (f.key == "status") finding_status = fast::text(f.value);
+          if (f.key == "params") params = f.value;
+        }
+        if (!code || !code->is_string()) continue;
+        one.code = fast::text(*code);
+        one.status = status_from_string(finding_status).value_or(Status::Unknown);
+        if (params && params->is_object()) one.params = fast::to_nlohmann(*params);
+        r.verdict.findings.push_back(std::move(one));
+      }
+    }
+  }
+  if (!has_id || !status || !scope) throw fast::GiveUp{};
+  r.area = r.id.substr(0, r.id.find('.'));
+  r.verdict.status = fast_status(*status);
+  if (has_finding) r.verdict.finding.status = r.verdict.status;
+  if (*scope == "rank") {
+    r.scope = Scope::Rank;
+  } else if (*scope == "node") {
+    r.scope = Scope::Node;
+  } else if (*scope == "job") {
+    r.scope = Scope::Job;
+  } else {
+    throw fast::GiveUp{};
+  }
+  return r;
+}
+
+/// parse_result_file() over simdjson: nullopt where it does not decide (whatever the reference
+/// reader would refuse, or read otherwise).
+std::optional<ResultFile> fast_result_file(const std::string& path, std::string_view text) {
+  thread_local simdjson::dom::parser parser;
+  element doc;
+  if (parser.parse(text.data(), text.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
+  try {
+    std::optional<element> schema, tool, profile, world, ranks, checks, incidents, summary;
+    for (const simdjson::dom::key_value_pair m : fast_object(doc)) {
+      if (m.key == "schema") schema = m.value;
+      if (m.key == "tool") tool = m.value;
+      if (m.key == "profile") profile = m.value;
+      if (m.key == "world") world = m.value;
+      if (m.key == "ranks") ranks = m.value;
+      if (m.key == "checks") checks = m.value;
+      if (m.key == "incidents") incidents = m.value;
+      if (m.key == "summary") summary = m.value;
+    }
+    if (!schema || !tool || !profile || !ranks || !checks) return std::nullopt;
+    if (fast::text(*schema) != "preflight/v1") return std::nullopt;
+    std::optional<element> version;
+    for (const simdjson::dom::key_value_pair m : fast_object(*tool)) {
+      if (m.key == "version") version = m.value;
+    }
+    if (!version) return std::nullopt;
+    const std::string_view theirs = fast::text(*version);
+    if (major_of(theirs).empty() || major_of(theirs) != major_of(PREFLIGHT_VERSION)) return std::nullopt;
+
+    ResultFile out;
+    out.path = path;
+    const std::optional<Profile> p = profile_from(fast::text(*profile));
+    if (!p) return std::nullopt;
+    out.profile = *p;
+    if (world && world->is_object()) {
+      std::optional<element> size;
+      for (const simdjson::dom::key_value_pair m : fast_object(*world)) {
+        if (m.key == "size") size = m.value;
+      }
+      if (size) {
+        const int n = fast_int(*size);
+        if (n < 1 || n > kMaxMergeWorld) return std::nullopt;
+        out.world_size = n;
+      }
+    }
+
+    std::unordered_set<int> own;
+    for (const element item : fast_array(*ranks)) {
+      std::optional<element> rank, facts, host;
+      for (const simdjson::dom::key_value_pair m : fast_object(item)) {
+        if (m.key == "rank") rank = m.value;
+        if (m.key == "facts") facts = m.value;
+        if (m.key == "host") host = m.value;
+      }
+      if (!rank || !facts || !facts->is_object()) return std::nullopt;
+      const int number = fast_int(*rank);
+      if (number < 0 || number >= kMaxMergeWorld) return std::nullopt;
+      RankFacts f;
+      fast::read(*facts, f);
+      f.placement.rank = number;
+      if (f.identity.hostname.empty() && host && host->is_string()) f.identity.hostname = fast::text(*host);
+      if (!own.insert(number).second) return std::nullopt;
+      out.ranks.push_back(std::move(f));
+    }
+    if (out.ranks.empty()) return std::nullopt;
+
+    for (const element item : fast_array(*checks)) {
+      CheckResult r = fast_check(item);
+      if (r.scope == Scope::Job) continue;  // judged again over the merged job
+      if (r.ranks.empty()) return std::nullopt;
+      for (int rank : r.ranks) {
+        if (rank < 0 || !own.contains(rank)) return std::nullopt;
+      }
+      out.results.push_back(std::move(r));
+    }
+
+    if (incidents && incidents->is_array()) {
+      for (const element i : fast_array(*incidents)) {
+        if (i.is_string()) out.incidents.push_back(name_of(path) + ": " + std::string(fast::text(i)));
+      }
+    }
+    if (summary && summary->is_object()) {
+      std::optional<element> code;
+      for (const simdjson::dom::key_value_pair m : fast_object(*summary)) {
+        if (m.key == "exit_code") code = m.value;
+      }
+      std::int64_t c = 0;
+      out.deadline_expired = code && code->is_int64() && code->get_int64().get(c) == simdjson::SUCCESS && c == 4;
+    }
+    return out;
+  } catch (const fast::GiveUp&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+#endif
+
+bool fast_result_reader() {
+#ifdef PREFLIGHT_HAVE_SIMDJSON
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::optional<ResultFile> parse_result_file_fast(const std::string& path, std::string_view text) {
+#ifdef PREFLIGHT_HAVE_SIMDJSON
+  return fast_result_file(path, text);
+#else
+  (void)path;
+  (void)text;
+  return std::nullopt;
+#endif
+}
+
 ResultFile parse_result_file(const std::string& path, std::string_view text) {
+  if (std::optional<ResultFile> fast = parse_result_file_fast(path, text)) return std::move(*fast);
+  return parse_result_file_reference(path, text);
+}
+
+ResultFile parse_result_file_reference(const std::string& path, std::string_view text) {
   json doc;
   try {
     doc = json::parse(text);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,15 @@ struct ResultFile {
 /// that is not JSON, truncated, not a preflight/v1 report, from another major version of
 /// preflight, or whose results name ranks the file has no facts for.
 ResultFile parse_result_file(const std::string& path, std::string_view text);
+
+/// The reader parse_result_file() tries first, over simdjson (when the build has it): the same
+/// ResultFile for any file it accepts, and nullopt for whatever it leaves to the reference reader
+/// (a file it would refuse, a value of an unexpected type, a number nlohmann::json reads otherwise).
+std::optional<ResultFile> parse_result_file_fast(const std::string& path, std::string_view text);
+/// Whether this build has the fast reader (built with libsimdjson-dev).
+bool fast_result_reader();
+/// parse_result_file() through nlohmann::json alone: the reference the fast reader must agree with.
+ResultFile parse_result_file_reference(const std::string& path, std::string_view text);
 
 /// Reads (at most kMaxResultFileBytes) and parses one file. Throws UsageError.
 ResultFile read_result_file(const std::string& path);

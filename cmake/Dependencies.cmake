@@ -13,3 +13,9 @@ option(PREFLIGHT_PMIX "Join the ranks through PMIx before MPI_Init when pkg-conf
 if(PREFLIGHT_PMIX)
   pkg_check_modules(PMIX IMPORTED_TARGET pmix)
 endif()
+# libsimdjson-dev: the fast reader of `preflight merge`'s result files (core/fast_json.cpp). Optional:
+# without it merge reads every file through nlohmann::json, with the same results, a few times slower.
+option(PREFLIGHT_SIMDJSON "Read merge's result files with simdjson when it is found" ON)
+if(PREFLIGHT_SIMDJSON)
+  find_package(simdjson 3 CONFIG QUIET)
+endif()

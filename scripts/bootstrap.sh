@@ -15,7 +15,7 @@ build_dir=${BUILD_DIR:-$here/build}
 
 packages=(
   build-essential cmake ninja-build pkg-config ccache
-  libboost-program-options-dev nlohmann-json3-dev
+  libboost-program-options-dev nlohmann-json3-dev libsimdjson-dev
   libgtest-dev libgmock-dev libxml2-dev libxml2-utils
   libhwloc-dev hwloc libopenmpi-dev openmpi-bin prometheus
   python3 python3-jsonschema util-linux iproute2

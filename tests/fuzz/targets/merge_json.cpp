@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The result files `preflight merge` reads (cli/merge): parse_result_file, which refuses
 // anything that is not a preflight/v1 report with a UsageError naming the file, then merge_files
-// of the file alone and twice over, and the job-scope checks over the merged job.
+// of the file alone and twice over, and the job-scope checks over the merged job. The fast reader
+// (simdjson) must read whatever it accepts exactly as the reference reader (nlohmann::json) does.
 // With PREFLIGHT_FUZZ_WRITE_SEED=FILE set, the target writes a healthy single-node run's JSON to
 // FILE and exits (how corpus/merge_json/ was made).
 #include <fstream>
@@ -9,6 +10,7 @@
 #include "cli/cli.hpp"
 #include "job/job_report.hpp"
 #include "cli/merge.hpp"
+#include "cli/result_file_json.hpp"
 #include "report/report.hpp"
 #include "fuzz_checks.hpp"
 #include "fuzz_common.hpp"
@@ -44,6 +46,17 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view in = fuzz::text(data, size);
+  if (const std::optional<ResultFile> fast = parse_result_file_fast("node-a.json", in)) {
+    ResultFile reference;
+    bool refused = false;
+    try {
+      reference = parse_result_file_reference("node-a.json", in);
+    } catch (const UsageError&) {
+      refused = true;
+    }
+    FUZZ_CHECK(!refused);  // the fast reader accepted what the reference refuses
+    FUZZ_CHECK(testing::result_file_json(*fast) == testing::result_file_json(reference));
+  }
   ResultFile file;
   try {
     file = parse_result_file("node-a.json", in);
