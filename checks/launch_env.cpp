@@ -69,6 +69,12 @@ constexpr FindingSpec kRanksWithoutLauncher = {
     "{variable}={value} says the job has more than one rank, but preflight was started alone (no launcher)",
     "Start preflight the way the job is started (mpirun -np N … preflight, srun … preflight, or torchrun … "
     "preflight) so every rank is checked; or unset RANK/WORLD_SIZE for a single-process run."};
+constexpr FindingSpec kOutsideSlurmStep = {
+    "launch.env/outside-slurm-step", Status::Warn,
+    "Slurm's variables claim {size_variable}={size} tasks, but no srun step started this process ({why}): preflight "
+    "checked this node alone, and a framework that reads them here waits for tasks that never start",
+    "Start the job's tasks with srun, as the job will run: `srun --mpi=pmix preflight` checks all {size} together; in "
+    "the batch script, start the training with srun (or mpirun, torchrun) too, not directly."};
 constexpr FindingSpec kMpiWorldOfOne = {
     "launch.env/mpi-world-of-one", Status::Warn,
     "MPI started as a world of 1 while {variable}={claimed_size} ({claimed_by}): MPI is not connected to the launcher, "
@@ -103,6 +109,7 @@ constexpr std::array kFindings = {kLauncherGone,
                                   kMixedLaunchers,
                                   kFrameworkDisagreesWithLauncher,
                                   kRanksWithoutLauncher,
+                                  kOutsideSlurmStep,
                                   kMpiWorldOfOne,
                                   kFrameworkDisagreesWithMpi,
                                   kLauncherDisagreesWithMpi,
@@ -347,6 +354,15 @@ Verdict run(const CheckContext& ctx) {
     compare_with_mpi(*mpi, view, b);
   }
   if (active == nullptr) {
+    for (const LauncherClaim& claim : view.launchers) {
+      if (claim.outside_step.empty()) continue;
+      if (claim.size && claim.size->value > 1) {
+        b.add(kOutsideSlurmStep,
+              {{"size_variable", claim.size->variable}, {"size", claim.size->value}, {"why", claim.outside_step}});
+      } else {
+        b.note(claim.launcher + ": " + claim.outside_step + ", a job of one task");
+      }
+    }
     if (!mpi || mpi->singleton) check_alone(view.framework, b);
     return b.build();
   }
@@ -386,6 +402,9 @@ extern const CheckSpec kLaunchEnv = {
     "WARN  Slurm variables of the enclosing allocation under mpirun (SLURM_PROCID=0 on every rank): do not\n"
     "      derive the rank from them\n"
     "WARN  RANK/WORLD_SIZE say the job has several ranks, but preflight was started alone\n"
+    "WARN  in a Slurm batch script (SLURM_PROCID without SLURM_STEP_ID: no srun step started the process) whose\n"
+    "      allocation has several tasks: the run checks this node alone (a world of one), and a framework that\n"
+    "      reads SLURM_PROCID/SLURM_NTASKS there waits for tasks that never start; run `srun preflight`\n"
     "FAIL  under MPI: a launcher's or the framework's rank, size, local rank or local size differs from MPI's own\n"
     "      (MPI_Comm_rank/size and the shared-memory split): `mpirun -x RANK=0` makes ranks 1..N-1 read RANK=0\n"
     "FAIL  in a job: every rank holds the same rank variable (RANK=0 on all ranks): one job-level finding,\n"

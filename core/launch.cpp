@@ -31,7 +31,7 @@ struct LauncherSpec {
   void (*finish)(const EnvSnapshot&, LauncherClaim&) = nullptr;
 };
 
-void slurm_local_size(const EnvSnapshot& env, LauncherClaim& claim);
+void slurm_finish(const EnvSnapshot& env, LauncherClaim& claim);
 
 const std::vector<LauncherSpec>& launcher_specs() {
   using C = LauncherClaim;
@@ -59,7 +59,7 @@ const std::vector<LauncherSpec>& launcher_specs() {
         {&C::local_rank, {"SLURM_LOCALID"}}, {&C::node_rank, {"SLURM_NODEID"}},
         {&C::nodes, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"}}},
        {"SLURM_JOB_ID", "SLURM_STEP_ID"},
-       &slurm_local_size},
+       &slurm_finish},
       {"pmix", Family::Pmix, {"PMIX_RANK"}, {{&C::rank, {"PMIX_RANK"}}}, {"PMIX_NAMESPACE"}},
   };
   return kSpecs;
@@ -115,8 +115,25 @@ std::optional<LauncherClaim> read_claim(const EnvSnapshot& env, const LauncherSp
   return claim;
 }
 
-// Slurm gives the tasks of every node of the step ("8(x2),4"); this node's entry is the local size.
-void slurm_local_size(const EnvSnapshot& env, LauncherClaim& claim) {
+// srun exports SLURM_STEP_ID (and the older SLURM_STEPID) to every task of a step. The job's batch
+// script has SLURM_PROCID=0 and the allocation's SLURM_NTASKS too, but no step of its own (Slurm's
+// batch and extern steps, where a version names them, are 0xfffffffe and 0xfffffffd).
+std::string slurm_outside_step(const EnvSnapshot& env, LauncherClaim& claim) {
+  for (std::string_view name : {"SLURM_STEP_ID", "SLURM_STEPID"}) {
+    const std::optional<std::string> step = env.get(name);
+    if (!step) continue;
+    if (name != "SLURM_STEP_ID") record(std::string(name), *step, claim);
+    if (*step == "4294967294" || *step == "batch") return std::string(name) + "=" + printable(*step, 20) + ": the batch step";
+    if (*step == "4294967293" || *step == "extern") return std::string(name) + "=" + printable(*step, 20) + ": the extern step";
+    return {};
+  }
+  return "no SLURM_STEP_ID: the job's batch script, not a task srun started";
+}
+
+// Whether a step started this process; and the local size: Slurm gives the tasks of every node of
+// the step ("8(x2),4"), this node's entry is it.
+void slurm_finish(const EnvSnapshot& env, LauncherClaim& claim) {
+  claim.outside_step = slurm_outside_step(env, claim);
   for (std::string_view name : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"}) {
     const std::optional<std::string> raw = env.get(name);
     if (!raw) continue;
@@ -224,8 +241,16 @@ LaunchView detect_launchers(const EnvSnapshot& env) {
   std::stable_sort(view.launchers.begin(), view.launchers.end(),
                    [](const LauncherClaim& a, const LauncherClaim& b) { return family_of(a) < family_of(b); });
   fold_protocols(view.launchers);
+  // The innermost launcher that started this process, never a Slurm claim outside any step (the
+  // batch script's variables describe the allocation): with no other launcher there is none.
+  const auto active = std::find_if(view.launchers.begin(), view.launchers.end(),
+                                   [](const LauncherClaim& c) { return c.outside_step.empty(); });
   for (LauncherClaim& claim : view.launchers) {
-    claim.role = &claim == &view.launchers.front() ? ClaimRole::Active : role_under(view.launchers.front(), claim);
+    if (active == view.launchers.end()) {
+      claim.role = ClaimRole::Stale;
+    } else {
+      claim.role = &claim == &*active ? ClaimRole::Active : role_under(*active, claim);
+    }
   }
 
   static const std::vector<FieldSpec> kFrameworkFields = {
@@ -278,6 +303,7 @@ void to_json(nlohmann::json& j, const LauncherClaim& claim) {
   }
   j["variables"] = claim.variables;
   if (!claim.errors.empty()) j["errors"] = claim.errors;
+  if (!claim.outside_step.empty()) j["outside_step"] = claim.outside_step;
 }
 
 }  // namespace preflight

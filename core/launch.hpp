@@ -24,11 +24,11 @@ struct Claimed {
   std::string variable;
 };
 
-/// How a claim relates to the launcher that started this process (the first claim).
+/// How a claim relates to the launcher that started this process (the first claim that is not Stale).
 enum class ClaimRole {
   Active,  // the innermost launcher: it started this process
   Outer,   // started the active launcher (srun starting torchrun): describes the agent, not this process
-  Stale,   // an enclosing allocation's variables (Slurm batch step under mpirun): not about this process
+  Stale,   // an enclosing allocation's variables (Slurm's batch step under mpirun, or the batch script itself): not about this process
   Peer,    // a second launcher at the same level (PMI_RANK next to OMPI_COMM_WORLD_RANK): must agree
 };
 const char* to_string(ClaimRole role);
@@ -41,13 +41,23 @@ struct LauncherClaim {
   std::optional<Claimed> rank, size, local_rank, local_size, node_rank, nodes;
   std::vector<std::string> variables;  // every variable it was read from, "NAME=value"
   std::vector<std::string> errors;     // "OMPI_COMM_WORLD_RANK='x' is not a non-negative integer"
+  /// Slurm only: why no step started this process, though SLURM_PROCID is set ("no SLURM_STEP_ID:
+  /// the job's batch script"); such a claim is the allocation's (role Stale), never the active one.
+  std::string outside_step;
 };
 
 struct LaunchView {
   std::vector<LauncherClaim> launchers;  // innermost (the one that started this process) first
   /// RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE as the framework (torch.distributed) reads them.
   LauncherClaim framework;
-  const LauncherClaim* active() const { return launchers.empty() ? nullptr : &launchers.front(); }
+  /// The launcher that started this process; nullptr when none did (alone, or in a Slurm batch
+  /// script, whose variables describe the allocation).
+  const LauncherClaim* active() const {
+    for (const LauncherClaim& c : launchers) {
+      if (c.role == ClaimRole::Active) return &c;
+    }
+    return nullptr;
+  }
 };
 
 LaunchView detect_launchers(const EnvSnapshot& env);

@@ -227,7 +227,7 @@ else
   # No Slurm here: srun stands in, running the command once as task 0.
   echo "note: no private Slurm cluster ($(head -c 300 "$work/cluster.err" 2>/dev/null | tr '\n' ' ')); srun.sbatch runs with a stub srun"
   mkdir -p "$work/stub"
-  printf '#!/usr/bin/env bash\nwhile [[ ${1:-} == -* ]]; do shift; done\nSLURM_PROCID=0 exec "$@"\n' >"$work/stub/srun"
+  printf '#!/usr/bin/env bash\nwhile [[ ${1:-} == -* ]]; do shift; done\nSLURM_PROCID=0 SLURM_STEP_ID=0 exec "$@"\n' >"$work/stub/srun"
   chmod +x "$work/stub/srun"
   (cd "$work/srun" && PATH=$work/stub:$PATH PREFLIGHT=$PREFLIGHT PREFLIGHT_ARGS="--only $only --mpi off" \
     PREFLIGHT_JSON=$work/srun/report.json "$examples/srun.sbatch" bash -c "$train_srun") >"$work/out" 2>"$work/err"

@@ -4,7 +4,10 @@
 #   1. a tiny MPI program under `srun --mpi=pmix -n 2`: proves the cluster and the PMIx wiring
 #      (each rank must see a world of 2), independently of preflight;
 #   2. `srun --mpi=pmix -n 2 preflight --format json`: one report for the job, a world of 2 launched
-#      by Slurm/PMIx, launch.env PASS on every rank, no FAIL among the checks that do not need a GPU.
+#      by Slurm/PMIx, launch.env PASS on every rank, no FAIL among the checks that do not need a GPU;
+#   3. preflight run directly in the batch script of `sbatch -n 2` (no srun step): a world of one
+#      (this node), launch.env WARN launch.env/outside-slurm-step naming SLURM_NTASKS=2, exit 0 — not
+#      a job of 2 whose ranks could not be gathered.
 # Skipped (77) when Slurm, munge or the PMIx plugin is missing or the daemons cannot start here.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
@@ -102,6 +105,31 @@ if [ "$failures" -gt 0 ]; then
   echo "--- srun stdout (head) / stderr:" >&2
   head -c 2000 "$work/out" | sed 's/^/  | /' >&2
   head -n 30 "$work/err" | sed 's/^/  | /' >&2
+fi
+
+# 3. preflight directly in a batch script: Slurm sets SLURM_PROCID=0 and SLURM_NTASKS=2 there, but
+# no step started the process.
+mkdir -p "$work/batch"
+printf '#!/bin/bash\n"$1" --format json --timeout 30 --only launch.env,launch.ranks,comm.barrier >"$2/out" 2>"$2/err"\necho $? >"$2/rc"\n' \
+  >"$work/batch/job.sh"
+chmod +x "$work/batch/job.sh"
+if timeout 90 sbatch --wait -n 2 --time=2 -o "$work/batch/job.out" "$work/batch/job.sh" "$PREFLIGHT" "$work/batch" \
+  >"$work/batch/sbatch.out" 2>&1; then
+  batch=$("${PYTHON3:-python3}" - "$work/batch/out" <<'PY' 2>&1
+import json, sys
+d = json.load(open(sys.argv[1]))
+by = {c["id"]: c for c in d["checks"]}
+env = by["launch.env"]
+codes = [f["code"] for f in env.get("findings", [])]
+print(d["world"]["size"], d["profile"], env["status"], "launch.env/outside-slurm-step" in codes,
+      "SLURM_NTASKS=2" in env["summary"], by["launch.ranks"]["status"], by["comm.barrier"]["status"])
+PY
+)
+  expect_eq "$batch" "1 node WARN True True SKIP SKIP" \
+    "preflight in a batch script: a world of one, launch.env WARN outside-slurm-step, launch.ranks and comm.barrier SKIP"
+  expect_eq "$(cat "$work/batch/rc" 2>/dev/null)" 0 "preflight in a batch script: exit code"
+else
+  fail "sbatch --wait of a batch script running preflight: $(head -c 400 "$work/batch/sbatch.out")"
 fi
 
 finish

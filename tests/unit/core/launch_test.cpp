@@ -70,6 +70,7 @@ TEST(LaunchDetect, OpenMpiWithDifferentPmixRankIsAPeer) {
 
 TEST(LaunchDetect, SrunWithPmix) {
   const LaunchView view = detect_launchers(EnvSnapshot({{"SLURM_PROCID", "9"},
+                                                        {"SLURM_STEP_ID", "0"},
                                                         {"SLURM_NTASKS", "16"},
                                                         {"SLURM_STEP_NUM_TASKS", "16"},
                                                         {"SLURM_LOCALID", "1"},
@@ -93,7 +94,7 @@ TEST(LaunchDetect, SrunWithPmix) {
 
 TEST(LaunchDetect, SrunPmi2IsSlurmNotHydra) {
   const LaunchView view = detect_launchers(EnvSnapshot(
-      {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"PMI_FD", "7"}}));
+      {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_STEP_ID", "1"}, {"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"PMI_FD", "7"}}));
   EXPECT_EQ(names(view), std::vector<std::string>{"slurm:active"});
 }
 
@@ -102,6 +103,32 @@ TEST(LaunchDetect, MpirunInsideSbatchMarksSlurmStale) {
       kOpenMpiRank1, {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "3"}, {"SLURM_LOCALID", "0"}, {"SLURM_JOB_ID", "7"}})));
   EXPECT_EQ(names(view), (std::vector<std::string>{"openmpi:active", "slurm:stale"}));
   EXPECT_EQ(placement_from(view, Options()).launcher, "openmpi");
+}
+
+// In the job's batch script Slurm sets SLURM_PROCID=0 and the allocation's SLURM_NTASKS, but no
+// SLURM_STEP_ID: no srun started the process, so no launcher did (a world of one).
+TEST(LaunchDetect, ASlurmBatchScriptIsNoLaunch) {
+  const std::map<std::string, std::string> batch = {{"SLURM_PROCID", "0"},   {"SLURM_NTASKS", "16"},
+                                                    {"SLURM_LOCALID", "0"},  {"SLURM_NODEID", "0"},
+                                                    {"SLURM_NNODES", "2"},   {"SLURM_TASKS_PER_NODE", "8(x2)"},
+                                                    {"SLURM_JOB_ID", "4242"}};
+  const LaunchView view = detect_launchers(EnvSnapshot(batch));
+  EXPECT_EQ(names(view), std::vector<std::string>{"slurm:stale"});
+  EXPECT_EQ(view.active(), nullptr);
+  EXPECT_EQ(view.launchers.at(0).outside_step, "no SLURM_STEP_ID: the job's batch script, not a task srun started");
+  const Placement p = placement_from(view, Options());
+  EXPECT_EQ(p.world_size, 1);
+  EXPECT_EQ(p.launcher, "none");
+  // the batch and extern steps where a Slurm names them; a step srun started, by either name
+  EXPECT_EQ(detect_launchers(EnvSnapshot(with(batch, {{"SLURM_STEP_ID", "4294967294"}}))).active(), nullptr);
+  EXPECT_EQ(detect_launchers(EnvSnapshot(with(batch, {{"SLURM_STEP_ID", "extern"}}))).active(), nullptr);
+  EXPECT_EQ(names(detect_launchers(EnvSnapshot(with(batch, {{"SLURM_STEP_ID", "3"}})))),
+            std::vector<std::string>{"slurm:active"});
+  EXPECT_EQ(names(detect_launchers(EnvSnapshot(with(batch, {{"SLURM_STEPID", "0"}})))),
+            std::vector<std::string>{"slurm:active"});
+  // mpirun in the batch script: Open MPI started the process, the batch script's variables are stale
+  EXPECT_EQ(names(detect_launchers(EnvSnapshot(with(kOpenMpiRank1, batch)))),
+            (std::vector<std::string>{"openmpi:active", "slurm:stale"}));
 }
 
 TEST(LaunchDetect, TorchrunUnderSrunIsInnermost) {
@@ -113,6 +140,7 @@ TEST(LaunchDetect, TorchrunUnderSrunIsInnermost) {
                                                         {"GROUP_RANK", "1"},
                                                         {"GROUP_WORLD_SIZE", "2"},
                                                         {"SLURM_PROCID", "1"},
+                                                        {"SLURM_STEP_ID", "0"},
                                                         {"SLURM_NTASKS", "2"},
                                                         {"SLURM_LOCALID", "0"},
                                                         {"SLURM_NODEID", "1"},
@@ -193,13 +221,14 @@ TEST(LaunchPlacement, OptionsOverride) {
   EXPECT_EQ(p.source, "--ranks-per-node");
   EXPECT_EQ(p.nodes, 4);  // Open MPI does not say
 
-  const LaunchView slurm = detect_launchers(EnvSnapshot({{"SLURM_PROCID", "0"}, {"SLURM_NNODES", "2"}}));
+  const LaunchView slurm =
+      detect_launchers(EnvSnapshot({{"SLURM_PROCID", "0"}, {"SLURM_NNODES", "2"}, {"SLURM_STEP_ID", "0"}}));
   EXPECT_EQ(placement_from(slurm, options).nodes, 2);  // the launcher wins over --expect-nodes
 }
 
 TEST(LaunchPlacement, LocalRanksFromWorldAndNodesWhenUnsaid) {
   const LaunchView view =
-      detect_launchers(EnvSnapshot({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "16"}, {"SLURM_NNODES", "2"}}));
+      detect_launchers(EnvSnapshot({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "16"}, {"SLURM_NNODES", "2"}, {"SLURM_STEP_ID", "0"}}));
   const Placement p = placement_from(view, Options());
   EXPECT_EQ(p.local_ranks, 8);
   EXPECT_EQ(p.source, "world size / nodes");
