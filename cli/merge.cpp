@@ -266,8 +266,8 @@ CheckResult fast_check(const element& e) {
 
 /// parse_result_file() over simdjson: nullopt where it does not decide (whatever the reference
 /// reader would refuse, or read otherwise).
-std::optional<ResultFile> fast_result_file(const std::string& path, std::string_view text) {
-  thread_local simdjson::dom::parser parser;
+std::optional<ResultFile> fast_result_file(simdjson::dom::parser& parser, const std::string& path,
+                                           std::string_view text) {
   element doc;
   if (parser.parse(text.data(), text.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
   try {
@@ -358,6 +358,10 @@ std::optional<ResultFile> fast_result_file(const std::string& path, std::string_
   }
 }
 
+/// A reader thread's parser keeps the buffers of the largest file it parsed (about 13 bytes for
+/// each byte of JSON); after a file of more than this it starts afresh.
+constexpr std::size_t kKeptParserCapacity = 8u << 20;
+
 }  // namespace
 #endif
 
@@ -371,7 +375,10 @@ bool fast_result_reader() {
 
 std::optional<ResultFile> parse_result_file_fast(const std::string& path, std::string_view text) {
 #ifdef PREFLIGHT_HAVE_SIMDJSON
-  return fast_result_file(path, text);
+  thread_local simdjson::dom::parser parser;
+  std::optional<ResultFile> out = fast_result_file(parser, path, text);
+  if (parser.capacity() > kKeptParserCapacity) parser = simdjson::dom::parser();
+  return out;
 #else
   (void)path;
   (void)text;
