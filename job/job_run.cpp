@@ -594,8 +594,9 @@ class JobRun {
       // The liveness watch, or the launcher ending the job (which it does when a process died, and
       // sometimes before rank 0 saw that process end), cut the wait short. The processes of a host
       // that went down end within milliseconds of each other: a moment for the watch to see them
-      // all, so the host is named whole — short, for Open MPI may end this process any moment.
-      for (int round = 0; round < 15; ++round) {
+      // all, so the host is named whole — at most 100 ms (a loaded host takes tens of ms to end a
+      // killed process; 30 ms missed it), short of the second Open MPI waits after its SIGTERM.
+      for (int round = 0; round < 50; ++round) {
         refresh_status();
         if (!m_job.lost().empty() && hosts_lost_whole()) break;
         std::this_thread::sleep_for(std::chrono::milliseconds(2));

@@ -90,12 +90,21 @@ run_fault() {
   ip -n "$cluster_launcher" link set v2 up  # for the next scenario
   host_reset node2
   [ "$format" = file ] && cp "$work/report.json" "$work/out" 2>/dev/null
-  local elapsed
+  local elapsed own
   elapsed=$(secs "$t0" "$t1")
-  if within "$elapsed" "$deadline + 1.5"; then
-    pass "$fault in $phase ($format): report complete after $elapsed s (deadline $deadline s + 1 s, + the launcher's start)"
+  # Rank 0's own time to its report (the summary line's seconds, or duration_ms) is held to the
+  # deadline + 1 s; the wall clock, which also holds the launcher's start on 4 loaded hosts (the
+  # container tests may run beside this), to 3 s more.
+  if [ "$format" = text ]; then
+    # the closing line: "DEADLINE: 0 PASS · … · 3.90 s" (not the "DEADLINE gather: …" lines)
+    own=$(grep -E '^(DEADLINE|FAIL|UNKNOWN|PASS|WARN): .*[0-9] s$' "$work/out" | tail -1 | grep -oE '[0-9.]+ s$' | cut -d' ' -f1)
   else
-    fail "$fault in $phase ($format): report complete after $elapsed s, deadline $deadline s"
+    own=$("$py" -c "import json,sys; print('%.2f' % (json.load(open(sys.argv[1]))['duration_ms'] / 1000))" "$work/out" 2>/dev/null)
+  fi
+  if [ -n "$own" ] && within "$own" "$deadline + 1" && within "$elapsed" "$deadline + 4.5"; then
+    pass "$fault in $phase ($format): report complete after $own s of its own, $elapsed s with the launcher's start (deadline $deadline s + 1 s)"
+  else
+    fail "$fault in $phase ($format): report complete after ${own:-?} s of its own, $elapsed s with the launcher's start, deadline $deadline s"
     sed 's/^/  | /' "$work/out" "$work/err" | head -30 >&2
   fi
   launcher_rc=$rc
