@@ -148,32 +148,6 @@ namespace {
 using simdjson::dom::element;
 namespace fast = fast_json;
 
-std::vector<std::string> fast_strings(const element& e) {
-  std::vector<std::string> out;
-  simdjson::dom::array a;
-  if (e.get_array().get(a) != simdjson::SUCCESS) throw fast::GiveUp{};
-  for (const element item : a) out.emplace_back(fast::text(item));
-  return out;
-}
-
-int fast_int(const element& e) {
-  std::int64_t v = 0;
-  if (e.get_int64().get(v) != simdjson::SUCCESS || !std::in_range<int>(v)) throw fast::GiveUp{};
-  return static_cast<int>(v);
-}
-
-simdjson::dom::object fast_object(const element& e) {
-  simdjson::dom::object o;
-  if (e.get_object().get(o) != simdjson::SUCCESS) throw fast::GiveUp{};
-  return o;
-}
-
-simdjson::dom::array fast_array(const element& e) {
-  simdjson::dom::array a;
-  if (e.get_array().get(a) != simdjson::SUCCESS) throw fast::GiveUp{};
-  return a;
-}
-
 Status fast_status(std::string_view text) {
   const std::optional<Status> s = status_from_string(text);
   if (!s) throw fast::GiveUp{};
@@ -187,7 +161,7 @@ CheckResult fast_check(const element& e) {
   std::optional<std::string_view> status, scope;
   bool has_id = false;
   bool has_finding = false;
-  for (const simdjson::dom::key_value_pair m : fast_object(e)) {
+  for (const simdjson::dom::key_value_pair m : fast::object_of(e)) {
     const std::string_view key = m.key;
     if (key == "id") {
       r.id = fast::text(m.value);
@@ -206,10 +180,10 @@ CheckResult fast_check(const element& e) {
     } else if (key == "scope") {
       scope = fast::text(m.value);
     } else if (key == "hosts") {
-      r.hosts = fast_strings(m.value);
+      r.hosts = fast::strings_of(m.value);
     } else if (key == "ranks") {
       r.ranks.clear();
-      for (const element rank : fast_array(m.value)) r.ranks.push_back(fast_int(rank));
+      for (const element rank : fast::array_of(m.value)) r.ranks.push_back(fast::int_of(rank));
     } else if (key == "seconds") {
       double d = 0;
       r.seconds = m.value.is_number() && m.value.get_double().get(d) == simdjson::SUCCESS ? std::max(0.0, d) : 0.0;
@@ -219,7 +193,7 @@ CheckResult fast_check(const element& e) {
       r.verdict.finding = {};
       has_finding = m.value.is_object();
       if (!has_finding) continue;
-      for (const simdjson::dom::key_value_pair f : fast_object(m.value)) {
+      for (const simdjson::dom::key_value_pair f : fast::object_of(m.value)) {
         if (f.key == "code") r.verdict.finding.code = fast::text(f.value);
         if (f.key == "message") r.verdict.finding.message = fast::text(f.value);
         if (f.key == "fix") r.verdict.finding.fix = fast::text(f.value);
@@ -230,12 +204,12 @@ CheckResult fast_check(const element& e) {
     } else if (key == "findings") {
       r.verdict.findings.clear();
       if (!m.value.is_array()) continue;
-      for (const element item : fast_array(m.value)) {
+      for (const element item : fast::array_of(m.value)) {
         if (!item.is_object()) continue;
         Finding one;
         std::optional<element> code, params;
         std::string_view finding_status;
-        for (const simdjson::dom::key_value_pair f : fast_object(item)) {
+        for (const simdjson::dom::key_value_pair f : fast::object_of(item)) {
           if (f.key == "code") code = f.value;
           if (f.key == "status") finding_status = fast::text(f.value);
           if (f.key == "params") params = f.value;
@@ -272,7 +246,7 @@ std::optional<ResultFile> fast_result_file(simdjson::dom::parser& parser, const 
   if (parser.parse(text.data(), text.size()).get(doc) != simdjson::SUCCESS) return std::nullopt;
   try {
     std::optional<element> schema, tool, profile, world, ranks, checks, incidents, summary;
-    for (const simdjson::dom::key_value_pair m : fast_object(doc)) {
+    for (const simdjson::dom::key_value_pair m : fast::object_of(doc)) {
       if (m.key == "schema") schema = m.value;
       if (m.key == "tool") tool = m.value;
       if (m.key == "profile") profile = m.value;
@@ -285,7 +259,7 @@ std::optional<ResultFile> fast_result_file(simdjson::dom::parser& parser, const 
     if (!schema || !tool || !profile || !ranks || !checks) return std::nullopt;
     if (fast::text(*schema) != "preflight/v1") return std::nullopt;
     std::optional<element> version;
-    for (const simdjson::dom::key_value_pair m : fast_object(*tool)) {
+    for (const simdjson::dom::key_value_pair m : fast::object_of(*tool)) {
       if (m.key == "version") version = m.value;
     }
     if (!version) return std::nullopt;
@@ -299,26 +273,26 @@ std::optional<ResultFile> fast_result_file(simdjson::dom::parser& parser, const 
     out.profile = *p;
     if (world && world->is_object()) {
       std::optional<element> size;
-      for (const simdjson::dom::key_value_pair m : fast_object(*world)) {
+      for (const simdjson::dom::key_value_pair m : fast::object_of(*world)) {
         if (m.key == "size") size = m.value;
       }
       if (size) {
-        const int n = fast_int(*size);
+        const int n = fast::int_of(*size);
         if (n < 1 || n > kMaxMergeWorld) return std::nullopt;
         out.world_size = n;
       }
     }
 
     std::unordered_set<int> own;
-    for (const element item : fast_array(*ranks)) {
+    for (const element item : fast::array_of(*ranks)) {
       std::optional<element> rank, facts, host;
-      for (const simdjson::dom::key_value_pair m : fast_object(item)) {
+      for (const simdjson::dom::key_value_pair m : fast::object_of(item)) {
         if (m.key == "rank") rank = m.value;
         if (m.key == "facts") facts = m.value;
         if (m.key == "host") host = m.value;
       }
       if (!rank || !facts || !facts->is_object()) return std::nullopt;
-      const int number = fast_int(*rank);
+      const int number = fast::int_of(*rank);
       if (number < 0 || number >= kMaxMergeWorld) return std::nullopt;
       RankFacts f;
       fast::read(*facts, f);
@@ -329,7 +303,7 @@ std::optional<ResultFile> fast_result_file(simdjson::dom::parser& parser, const 
     }
     if (out.ranks.empty()) return std::nullopt;
 
-    for (const element item : fast_array(*checks)) {
+    for (const element item : fast::array_of(*checks)) {
       CheckResult r = fast_check(item);
       if (r.scope == Scope::Job) continue;  // judged again over the merged job
       if (r.ranks.empty()) return std::nullopt;
@@ -340,13 +314,13 @@ std::optional<ResultFile> fast_result_file(simdjson::dom::parser& parser, const 
     }
 
     if (incidents && incidents->is_array()) {
-      for (const element i : fast_array(*incidents)) {
+      for (const element i : fast::array_of(*incidents)) {
         if (i.is_string()) out.incidents.push_back(name_of(path) + ": " + std::string(fast::text(i)));
       }
     }
     if (summary && summary->is_object()) {
       std::optional<element> code;
-      for (const simdjson::dom::key_value_pair m : fast_object(*summary)) {
+      for (const simdjson::dom::key_value_pair m : fast::object_of(*summary)) {
         if (m.key == "exit_code") code = m.value;
       }
       std::int64_t c = 0;

@@ -18,18 +18,6 @@ using simdjson::dom::element_type;
 
 [[noreturn]] void give_up() { throw GiveUp{}; }
 
-simdjson::dom::object object_of(const element& e) {
-  simdjson::dom::object o;
-  if (e.get_object().get(o) != simdjson::SUCCESS) give_up();
-  return o;
-}
-
-simdjson::dom::array array_of(const element& e) {
-  simdjson::dom::array a;
-  if (e.get_array().get(a) != simdjson::SUCCESS) give_up();
-  return a;
-}
-
 std::int64_t int64_of(const element& e) {
   std::int64_t v = 0;
   if (e.get_int64().get(v) != simdjson::SUCCESS) give_up();
@@ -208,6 +196,30 @@ std::string_view text(const element& e) {
   std::string_view v;
   if (e.get_string().get(v) != simdjson::SUCCESS) give_up();
   return v;
+}
+
+simdjson::dom::object object_of(const element& e) {
+  simdjson::dom::object o;
+  if (e.get_object().get(o) != simdjson::SUCCESS) give_up();
+  return o;
+}
+
+simdjson::dom::array array_of(const element& e) {
+  simdjson::dom::array a;
+  if (e.get_array().get(a) != simdjson::SUCCESS) give_up();
+  return a;
+}
+
+int int_of(const element& e) {
+  int v = 0;
+  read_value(e, v);
+  return v;
+}
+
+std::vector<std::string> strings_of(const element& e) {
+  std::vector<std::string> out;
+  read_value(e, out);
+  return out;
 }
 
 void read(const element& e, RankFacts& out) { read_value(e, out); }

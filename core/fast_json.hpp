@@ -29,8 +29,13 @@ void read(const simdjson::dom::element& element, RankFacts& out);
 /// parser makes them). Throws GiveUp for a number nlohmann::json would read otherwise.
 nlohmann::json to_nlohmann(const simdjson::dom::element& element);
 
-/// The string at `element`, or GiveUp.
+/// The string at `element`, or GiveUp; likewise an object, an array, an int (in range), a list of
+/// strings.
 std::string_view text(const simdjson::dom::element& element);
+simdjson::dom::object object_of(const simdjson::dom::element& element);
+simdjson::dom::array array_of(const simdjson::dom::element& element);
+int int_of(const simdjson::dom::element& element);
+std::vector<std::string> strings_of(const simdjson::dom::element& element);
 
 }  // namespace preflight::fast_json
 
