@@ -18,7 +18,7 @@ packages=(
   libboost-program-options-dev nlohmann-json3-dev libsimdjson-dev
   libgtest-dev libgmock-dev libxml2-dev libxml2-utils
   libhwloc-dev hwloc libopenmpi-dev openmpi-bin prometheus
-  python3 python3-jsonschema util-linux iproute2
+  python3 python3-jsonschema util-linux iproute2 strace
   slurm-wlm slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge
   python3-yaml buildah podman runc catatonit debootstrap
 )

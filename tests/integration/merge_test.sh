@@ -82,6 +82,71 @@ mkdir "$work/ranks" && cp "$work"/rank-?.json "$work/ranks/"
 "$PREFLIGHT" merge --format json "$work/ranks" >"$work/out" 2>/dev/null
 expect_eq "$(json_get "[r['rank'] for r in d['ranks']], d['job']['missing']")" "[0, 1, 2] []" "a directory of per-rank files"
 
+# A large merge (16 MiB of result files or more) re-executes itself once with glibc's huge-page
+# heap tunables (cli/merge_heap.hpp) where the kernel and glibc honour them, keeps the user's other
+# tunables, leaves the user's own heap setting alone, and judges exactly as without them.
+"$py" - "$work/live.json" "$work/big" 600 <<'PY'
+import json, os, sys
+sample, out, n = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
+os.makedirs(out)
+rank0 = sample["ranks"][0]
+for r in range(n):
+    host = "big-%04d" % (r // 8)
+    facts = json.loads(json.dumps(rank0["facts"]))
+    facts["identity"].update(hostname=host, pid=10000 + r)
+    facts["placement"].update(rank=r, world_size=n, local_rank=r % 8, local_ranks=8)
+    checks = [dict(c, hosts=[host], ranks=[r]) for c in sample["checks"] if c["scope"] != "job"]
+    doc = dict(sample, world=dict(sample["world"], size=n), checks=checks,
+               ranks=[dict(rank0, rank=r, host=host, local_rank=r % 8, facts=facts)])
+    # padded to 30 KiB a file, as real per-rank files of a GPU node are
+    doc["padding"] = "x" * max(0, 30000 - len(json.dumps(doc)))
+    json.dump(doc, open(os.path.join(out, "preflight-rank-%d.json" % r), "w"), separators=(",", ":"))
+PY
+big_bytes=$(du -sb "$work/big" | cut -f1)
+[ "$big_bytes" -ge $((16 << 20)) ] || fail "the large merge's files are $big_bytes bytes, under 16 MiB"
+if command -v strace >/dev/null && strace -f -qq -e trace=none true 2>/dev/null; then
+  traced() {  # traced NAME ARGS...: the merge's execve calls (with their environment) in $work/NAME.trace
+    local name=$1
+    shift
+    strace -f -qq -v -s 512 -e trace=execve -e signal=none -o "$work/$name.trace" "$@" >"$work/$name.out" 2>"$work/$name.err" || true
+  }
+  traced tuned "$PREFLIGHT" merge --format json "$work/big"
+  thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+  glibc=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+  if [[ "$thp" =~ \[(always|madvise)\] ]] && [ "$(printf '%s\n2.35\n' "$glibc" | sort -V | head -1)" = 2.35 ]; then
+    expect_eq "$(grep -c 'execve(' "$work/tuned.trace")" 2 "execs of a 600-file merge ($((big_bytes >> 20)) MiB; THP '$thp', glibc $glibc)"
+    expect_contains "$(grep 'execve("/proc/self/exe"' "$work/tuned.trace")" \
+      '"GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864"' "the re-execution"
+    expect_contains "$(grep 'execve("/proc/self/exe"' "$work/tuned.trace")" '"merge", "--format", "json",' \
+      "the re-execution's arguments"
+    traced kept env GLIBC_TUNABLES=glibc.malloc.arena_max=4 "$PREFLIGHT" merge --format json "$work/big"
+    expect_contains "$(grep 'execve("/proc/self/exe"' "$work/kept.trace")" \
+      '"GLIBC_TUNABLES=glibc.malloc.arena_max=4:glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864"' \
+      "the re-execution with the user's own tunables"
+  else
+    expect_eq "$(grep -c 'execve(' "$work/tuned.trace")" 1 "execs of a large merge without THP for the heap (THP '$thp', glibc $glibc)"
+  fi
+  traced own env GLIBC_TUNABLES=glibc.malloc.hugetlb=0 "$PREFLIGHT" merge --format json "$work/big"
+  expect_eq "$(grep -c 'execve(' "$work/own.trace")" 2 "execs of a large merge with the user's glibc.malloc.hugetlb (env, then preflight)"
+  traced small "$PREFLIGHT" merge --format json "$work/ranks"
+  expect_eq "$(grep -c 'execve(' "$work/small.trace")" 1 "execs of a small merge"
+  same=$("$py" - "$work/tuned.out" "$work/own.out" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for d in (a, b):  # times differ: the run's, and the job-scope checks' (judged again by the merge)
+    d.pop("duration_ms", None)
+    for c in d["checks"]:
+        c.pop("seconds", None)
+print("same" if a == b else "different")
+PY
+)
+  expect_eq "$same" same "the large merge's report with and without the heap tunables"
+  cp "$work/tuned.out" "$work/out"
+  expect_eq "$(json_get "d['world']['size'], len(d['ranks'])")" "600 600" "the large merge's world and ranks"
+else
+  echo "skip: the large merge's re-execution (strace is not installed or cannot trace here)"
+fi
+
 # Bad files: exit 2, the file and the fault named, nothing printed on stdout.
 good="$work/node-a.json"
 head -c 3000 "$good" >"$work/truncated.json"
