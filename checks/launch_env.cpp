@@ -245,7 +245,8 @@ void check_alone(const LauncherClaim& framework, VerdictBuilder& b) {
   b.add(kRanksWithoutLauncher, {{"variable", claim.variable}, {"value", claim.value}});
 }
 
-/// MPI's own numbers (MPI_Comm_rank/size on MPI_COMM_WORLD and the shared-memory split) against
+/// MPI's own numbers (MPI_Comm_rank/size on MPI_COMM_WORLD, and the node's ranks as MPI knows them:
+/// the launcher's PMIx local peers, else MPI_Comm_split_type shared) against
 /// every claim about this process: a variable that disagrees is what the framework or script reads.
 void compare_with_mpi(const MpiView& mpi, const LaunchView& view, VerdictBuilder& b) {
   struct Truth {
@@ -384,7 +385,8 @@ extern const CheckSpec kLaunchEnv = {
     Scope::Rank,
     "launcher variables agree with each other and with RANK/WORLD_SIZE",
     "Reads the variables each launcher sets in this rank's environment, and what torch.distributed will read;\n"
-    "under MPI also MPI's own view of this process (MPI_Comm_rank/size, MPI_Comm_split_type shared):\n"
+    "under MPI also MPI's own view of this process (MPI_Comm_rank/size; its node's ranks from the launcher's\n"
+    "PMIx local peers, what MPI's own locality is made of, else MPI_Comm_split_type shared):\n"
     "  Open MPI   OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE (not OMPI_UNIVERSE_SIZE: that is slots)\n"
     "  Slurm      SLURM_PROCID, SLURM_STEP_NUM_TASKS/SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID, SLURM_NNODES,\n"
     "             SLURM_STEP_TASKS_PER_NODE/SLURM_TASKS_PER_NODE (\"8(x2)\") or SLURM_NTASKS_PER_NODE\n"
@@ -407,7 +409,7 @@ extern const CheckSpec kLaunchEnv = {
     "      reads SLURM_PROCID/SLURM_NTASKS there waits for tasks that never start;\n"
     "      run `srun --mpi=pmix preflight`\n"
     "FAIL  under MPI: a launcher's or the framework's rank, size, local rank or local size differs from MPI's own\n"
-    "      (MPI_Comm_rank/size and the shared-memory split): `mpirun -x RANK=0` makes ranks 1..N-1 read RANK=0\n"
+    "      (MPI_Comm_rank/size and the node's ranks): `mpirun -x RANK=0` makes ranks 1..N-1 read RANK=0\n"
     "FAIL  in a job: every rank holds the same rank variable (RANK=0 on all ranks): one job-level finding,\n"
     "      code launch.env/same-rank-on-every-rank, in place of one row per rank\n"
     "WARN  under MPI: MPI started as a world of 1 while a launcher claims more ranks (srun without --mpi=pmix)\n"

@@ -37,7 +37,9 @@ PREFLIGHT_JSON_DECLARE(Identity)
 struct MpiView {
   int rank = 0;
   int size = 1;
-  int local_rank = 0;   // rank in MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)
+  /// Among the job's ranks on this node: the launcher's PMIx local peers (the placement the MPI
+  /// library's own shared-memory locality comes from), else MPI_Comm_split_type(MPI_COMM_TYPE_SHARED).
+  int local_rank = 0;
   int local_size = 1;
   int nodes = 1;        // distinct shared-memory domains (hosts) in the world
   bool singleton = false;  // MPI initialised without a launcher
@@ -46,6 +48,7 @@ struct MpiView {
   /// exchanged before the probes so that local rank 0's node-level GPU work (the peer copies) sees
   /// the union of the GPUs the node's ranks use. nullopt: not exchanged.
   std::optional<std::vector<std::optional<std::string>>> node_cvd;
+  std::string locality;  // where the node's ranks came from: "pmix_local_peers" or "mpi_comm_type_shared"
 };
 PREFLIGHT_JSON_DECLARE(MpiView)
 

@@ -21,6 +21,7 @@ struct TestFaults {
   Phase kill_phase = Phase::Init;
   int bad_rank = -1;       // this rank sends a broken payload of bad_kind
   std::string bad_kind;    // garbage, oversized, truncated, wrong-rank
+  bool shared_memory_split = false;  // the node's ranks from MPI_COMM_TYPE_SHARED, not the launcher's peers
 };
 
 using TestFaultsReader = TestFaults (*)(const EnvSnapshot& env);

@@ -38,7 +38,7 @@ TransportStart start_transport(const std::string& mpi_option, double timeout_s, 
     }
     const bool joined = out.join.state == JoinOutcome::State::Complete;
     const TimePoint init_deadline = joined ? std::max(deadlines.init, Clock::now() + deadlines.grace) : deadlines.init;
-    if (error.empty()) out.transport = calls.init_mpi(init_deadline, !launched, error);
+    if (error.empty()) out.transport = calls.init_mpi(init_deadline, !launched, out.join.local_peers, error);
     if (joined) calls.release_join();
     if (out.transport) {
       if (out.transport->rank() == 0) calls.on_mpi_root();

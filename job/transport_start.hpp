@@ -34,7 +34,10 @@ struct TransportCalls {
   std::function<void()> release_join;
   /// Called before MPI opens its sockets (the liveness watch's descriptor).
   std::function<void()> before_mpi;
-  std::function<std::unique_ptr<Transport>(TimePoint deadline, bool singleton, std::string& error)> init_mpi;
+  /// init_mpi_transport: `local_peers` is the join's (JoinOutcome::local_peers; empty without one).
+  std::function<std::unique_ptr<Transport>(TimePoint deadline, bool singleton, const std::string& local_peers,
+                                           std::string& error)>
+      init_mpi;
   std::function<std::unique_ptr<Transport>()> local;
   /// Called on rank 0 of an MPI job (the termination handler: the launcher's SIGCONT/SIGTERM).
   std::function<void()> on_mpi_root;

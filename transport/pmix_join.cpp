@@ -11,8 +11,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/text.hpp"
@@ -51,6 +53,20 @@ std::string describe_unjoined(const JoinOutcome& outcome, double deadline_s) {
          " s of the start, while the other " + std::to_string(joined) +
          " waited for them. A node stuck in start-up, a binary or file system that hangs on that host, or a "
          "launcher that could not start the process there; MPI_Init would have waited for them without end";
+}
+
+std::vector<int> parse_local_peers(std::string_view text, int rank, int size) {
+  std::vector<int> peers;
+  if (text.empty() || size < 1) return {};
+  for (std::string_view item : split(text, ',')) {
+    const std::optional<std::int64_t> r = parse_int(trim(item));
+    if (!r || *r < 0 || *r >= size) return {};
+    peers.push_back(static_cast<int>(*r));
+  }
+  std::sort(peers.begin(), peers.end());
+  if (std::adjacent_find(peers.begin(), peers.end()) != peers.end()) return {};
+  if (!std::binary_search(peers.begin(), peers.end(), rank)) return {};
+  return peers;
 }
 
 std::string pmix_client_environment(const EnvSnapshot& env) {
@@ -219,6 +235,12 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
     pmix_value_t* value = nullptr;
     if (PMIx_Get(&wildcard, PMIX_JOB_SIZE, nullptr, 0, &value) == PMIX_SUCCESS && value != nullptr) {
       if (value->type == PMIX_UINT32) out.size = static_cast<int>(value->data.uint32);
+      PMIX_VALUE_RELEASE(value);
+    }
+    // The job's ranks on this node, as the launcher placed them (job data: no other rank is asked).
+    value = nullptr;
+    if (PMIx_Get(&wildcard, PMIX_LOCAL_PEERS, nullptr, 0, &value) == PMIX_SUCCESS && value != nullptr) {
+      if (value->type == PMIX_STRING && value->data.string != nullptr) out.local_peers = value->data.string;
       PMIX_VALUE_RELEASE(value);
     }
   }

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/exit_code.hpp"
@@ -48,7 +49,15 @@ struct JoinOutcome {
   /// pid; one that did not is not heard, with the host the launcher placed it on (empty when the
   /// launcher did not say).
   std::vector<RankStatus> ranks;
+  /// PMIX_LOCAL_PEERS as the launcher gave it ("0,1,2,3": the ranks of the job on this node, what
+  /// the MPI library's own locality is made of); empty when it did not.
+  std::string local_peers;
 };
+
+/// The ranks `text` (PMIX_LOCAL_PEERS: decimal ranks separated by commas) names, sorted, when it
+/// names `rank` among ranks of a world of `size` (each 0..size-1, none twice); empty otherwise, and
+/// the node's ranks are then found by MPI itself (pure; tested).
+std::vector<int> parse_local_peers(std::string_view text, int rank, int size);
 
 /// Empty when the environment is that of a PMIx client a launcher started: PMIX_NAMESPACE (1-255
 /// printable characters), a decimal PMIX_RANK and a PMIX_SERVER_URI* to connect to; otherwise why

@@ -34,6 +34,27 @@ expect_contains "$(field net.reachability summary)" "198.51.100.11" "net.reachab
 expect_eq "$(check_status comm.allreduce)" PASS "comm.allreduce across the hosts (MPI in host memory: no GPU)"
 expect_eq "$(json_get "sorted({r['host'] for r in d['ranks']})")" "['node1', 'node2']" "the ranks' hosts"
 
+# 1b. Ranks placed round-robin (--map-by node: 0 and 2 on node1, 1 and 3 on node2). The node's
+# ranks come from the launcher's PMIx local peers, or (the test binary, as under a launcher without
+# them) from MPI_COMM_TYPE_SHARED: the same local ranks, leaders and verdicts either way.
+for locality in peers split; do
+  binary=$PREFLIGHT
+  extra=()
+  [ "$locality" = split ] && { binary=$PREFLIGHT_FAULTS; extra=(-x PREFLIGHT_TEST_SHARED_MEMORY_SPLIT=1); }
+  expect_rc 0 "2 hosts × 2 ranks round-robin ($locality)" -- cluster_mpirun --host node1:2,node2:2 --map-by node -np 4 \
+    "${extra[@]}" "$binary" --format json --only "$job_checks"
+  expect_eq "$(json_get "[(r['rank'], r['host'], r['facts']['placement']['local_rank'], r['facts']['placement']['local_ranks']) for r in d['ranks']]")" \
+    "[(0, 'node1', 0, 2), (1, 'node2', 0, 2), (2, 'node1', 1, 2), (3, 'node2', 1, 2)]" "rank, host, local rank and size ($locality)"
+  expect_eq "$(json_get "[(r['facts'].get('node_facts') or {}).get('leader_rank') for r in d['ranks']]")" "[None, None, 0, 1]" \
+    "the node leaders whose facts ranks 2 and 3 take ($locality)"
+  expect_eq "$(check_status launch.env)" PASS "launch.env: MPI's local ranks agree with OMPI_COMM_WORLD_LOCAL_RANK ($locality)"
+  expect_eq "$(json_get "d['world']['nodes']")" 2 "world.nodes round-robin ($locality)"
+  want=pmix_local_peers
+  [ "$locality" = split ] && want=mpi_comm_type_shared
+  expect_eq "$(json_get "sorted({r['facts']['placement']['mpi']['locality'] for r in d['ranks']})")" "['$want']" \
+    "where the node's ranks came from ($locality)"
+done
+
 # 2. Loopback as NCCL's socket interface in a job across hosts.
 expect_rc 1 "NCCL_SOCKET_IFNAME=lo on 2 hosts" -- cluster_mpirun --host node1:2,node2:2 -np 4 -x NCCL_SOCKET_IFNAME=lo \
   "$PREFLIGHT" --format json --only "$job_checks"

@@ -6,6 +6,8 @@
 //   PREFLIGHT_TEST_KILL=RANK:PHASE     that rank is killed (SIGKILL) right after it announced PHASE
 //   PREFLIGHT_TEST_BAD_PAYLOAD=RANK:KIND  that rank sends a broken payload (garbage, oversized,
 //                                      truncated, wrong-rank)
+//   PREFLIGHT_TEST_SHARED_MEMORY_SPLIT=1  the node's ranks come from MPI_COMM_TYPE_SHARED, as under
+//                                      a launcher without PMIx, instead of the launcher's local peers
 #include <string>
 
 #include "core/text.hpp"
@@ -45,6 +47,7 @@ TestFaults faults_from_environment(const EnvSnapshot& env) {
     }
   }
   rank_and(env, "PREFLIGHT_TEST_BAD_PAYLOAD", f.bad_rank, f.bad_kind);
+  f.shared_memory_split = env.get("PREFLIGHT_TEST_SHARED_MEMORY_SPLIT").value_or("") == "1";
   return f;
 }
 

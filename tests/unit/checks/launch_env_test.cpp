@@ -324,7 +324,7 @@ Env open_mpi(int rank, int size) {
 
 TEST(LaunchEnvMpi, AgreementPasses) {
   const Verdict v =
-      check_mpi(with(open_mpi(1, 4), {{"RANK", "1"}}), MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}});
+      check_mpi(with(open_mpi(1, 4), {{"RANK", "1"}}), MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_NE(v.summary.find("MPI agrees: rank 1 of 4, local 1 of 4"), std::string::npos) << v.summary;
   EXPECT_EQ(v.evidence["mpi"]["rank"], 1);
@@ -333,7 +333,7 @@ TEST(LaunchEnvMpi, AgreementPasses) {
 TEST(LaunchEnvMpi, RankExportedToEveryRankFails) {
   // mpirun -x RANK=0 -np 4: rank 1 reads RANK=0.
   const Verdict v =
-      check_mpi(with(open_mpi(1, 4), {{"RANK", "0"}}), MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}});
+      check_mpi(with(open_mpi(1, 4), {{"RANK", "0"}}), MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Fail);
   ASSERT_EQ(v.findings.size(), 2u) << v.summary;
   EXPECT_EQ(v.findings[0].code, "launch.env/framework-disagrees-with-mpi");
@@ -353,7 +353,7 @@ TEST(LaunchEnvMpi, RankExportedToEveryRankFails) {
 
 TEST(LaunchEnvMpi, LauncherVariablesOfAnotherJobFail) {
   // The launcher's own variables say rank 0 of 2 (exported into the image), MPI says 3 of 8.
-  const Verdict v = check_mpi(open_mpi(0, 2), MpiView{3, 8, 3, 8, 1, false, "", {}});
+  const Verdict v = check_mpi(open_mpi(0, 2), MpiView{3, 8, 3, 8, 1, false, "", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "launch.env/launcher-disagrees-with-mpi");
   EXPECT_EQ(v.finding.params["library"], "MPI_COMM_WORLD");
@@ -370,7 +370,7 @@ TEST(LaunchEnvMpi, LauncherVariablesOfAnotherJobFail) {
 
 TEST(LaunchEnvMpi, FrameworkVariablesWithoutALauncherFail) {
   // MPI ran (e.g. a PMI the environment does not show), the framework's variables disagree.
-  const Verdict v = check_mpi({{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "4"}}, MpiView{2, 4, 2, 4, 1, false, "", {}});
+  const Verdict v = check_mpi({{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "4"}}, MpiView{2, 4, 2, 4, 1, false, "", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "launch.env/framework-disagrees-with-mpi");
   EXPECT_EQ(v.finding.params["claimed0"], 0);
@@ -386,7 +386,7 @@ TEST(LaunchEnvMpi, MpiWorldOfOneUnderALargerLauncherWarns) {
   // srun without --mpi=pmix: every task's MPI is a world of 1 while Slurm says 4.
   const Verdict v = check_mpi({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "2"}, {"SLURM_JOB_ID", "7"},
                                {"SLURM_STEP_ID", "0"}},
-                              MpiView{0, 1, 0, 1, 1, false, "", {}});
+                              MpiView{0, 1, 0, 1, 1, false, "", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_EQ(v.finding.code, "launch.env/mpi-world-of-one");
   EXPECT_EQ(v.finding.params["variable"], "SLURM_NTASKS");
@@ -397,13 +397,13 @@ TEST(LaunchEnvMpi, MpiWorldOfOneUnderALargerLauncherWarns) {
 }
 
 TEST(LaunchEnvMpi, SingletonMpiIsNotTheTruth) {
-  const Verdict v = check_mpi({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, MpiView{0, 1, 0, 1, 1, true, "", {}});
+  const Verdict v = check_mpi({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, MpiView{0, 1, 0, 1, 1, true, "", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Warn) << v.summary;  // alone, as without MPI
 }
 
 TEST(LaunchEnvMpi, StaleSlurmVariablesAreNotComparedWithMpi) {
   const Verdict v = check_mpi(with(open_mpi(2, 4), {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", "7"}}),
-                              MpiView{2, 4, 2, 4, 1, false, "", {}});
+                              MpiView{2, 4, 2, 4, 1, false, "", {}, "pmix_local_peers"});
   EXPECT_NE(v.status, Status::Fail) << v.summary;
   EXPECT_EQ(v.summary.find("disagrees with MPI"), std::string::npos) << v.summary;
 }

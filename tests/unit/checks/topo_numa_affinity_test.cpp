@@ -280,7 +280,7 @@ TEST(TopoNumaAffinity, BindingIsSpelledForTheOpenMpiDetected) {
   // socket, 5.x package. The line is in the evidence on PASS too.
   RankFacts f = node(5, range(0, 15));
   f.placement.launcher = "openmpi";
-  f.placement.mpi = MpiView{13, 16, 5, 8, 2, false, "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4", {}};
+  f.placement.mpi = MpiView{13, 16, 5, 8, 2, false, "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4", {}, "pmix_local_peers"};
   Verdict v = judge_numa(f);
   EXPECT_EQ(v.remedy.rfind("Open MPI 4.x: `mpirun --map-by ppr:4:socket --bind-to socket ...` (4 ranks per socket", 0),
             0u) << v.remedy;
@@ -291,7 +291,7 @@ TEST(TopoNumaAffinity, BindingIsSpelledForTheOpenMpiDetected) {
   EXPECT_EQ(v.remedy.rfind("Open MPI 5: `mpirun --map-by ppr:4:package --bind-to package ...`", 0), 0u) << v.remedy;
   EXPECT_FALSE(has(v.remedy, "socket ...")) << v.remedy;
   RankFacts ok = node(5, range(16, 23));
-  ok.placement.mpi = MpiView{13, 16, 5, 8, 2, false, "Open MPI v4.1.4", {}};
+  ok.placement.mpi = MpiView{13, 16, 5, 8, 2, false, "Open MPI v4.1.4", {}, "pmix_local_peers"};
   v = judge_numa(ok);
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_EQ(v.evidence["mpirun_binding"], "Open MPI 4.x: `mpirun --map-by ppr:4:socket --bind-to socket ...`");
@@ -316,7 +316,7 @@ TEST(TopoNumaAffinity, PprCountsTheGpusSharingTheSocket) {
     t.gpus.push_back(g);
   }
   f.topology = Probed<TopologyFacts>::ok(t, "hwloc");
-  f.placement.mpi = MpiView{13, 16, 5, 8, 2, false, "Open MPI v4.1.4", {}};
+  f.placement.mpi = MpiView{13, 16, 5, 8, 2, false, "Open MPI v4.1.4", {}, "pmix_local_peers"};
   f.placement.launcher = "openmpi";
   Verdict v = judge_numa(f);
   EXPECT_TRUE(has(v.remedy, "mpirun --map-by ppr:4:socket --bind-to socket")) << v.remedy;

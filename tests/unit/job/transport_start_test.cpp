@@ -20,6 +20,7 @@ struct Recorded {
   std::vector<std::string> calls;
   TimePoint init_deadline;
   bool singleton = false;
+  std::string peers_given;  // the local peers init_mpi was given
 
   TransportCalls calls_of() {
     TransportCalls c;
@@ -32,12 +33,15 @@ struct Recorded {
       JoinOutcome j;
       j.state = join_state;
       if (join_state == JoinOutcome::State::NoServer) j.why = "the PMIx server at PMIX_SERVER_URI41 does not answer";
+      if (join_state == JoinOutcome::State::Complete) j.local_peers = "4,5,6,7";
       return j;
     };
     c.release_join = [this] { calls.emplace_back("release"); };
     c.before_mpi = [this] { calls.emplace_back("reserve"); };
-    c.init_mpi = [this](TimePoint deadline, bool single, std::string& error) -> std::unique_ptr<Transport> {
+    c.init_mpi = [this](TimePoint deadline, bool single, const std::string& peers,
+                        std::string& error) -> std::unique_ptr<Transport> {
       calls.emplace_back("init");
+      peers_given = peers;
       init_deadline = deadline;
       singleton = single;
       if (init_fails) {
@@ -91,6 +95,7 @@ TEST(TransportStart, UnderALauncherTheRanksJoinThenInitAndTheJoinIsReleased) {
   EXPECT_FALSE(r.singleton);
   EXPECT_EQ(r.calls, (Calls{"reserve", "join", "init", "release", "root-handler"}));
   EXPECT_GE(r.init_deadline, before + past.grace);  // every rank is there: MPI_Init still gets a moment
+  EXPECT_EQ(r.peers_given, "4,5,6,7");  // the node's ranks as the launcher placed them
 }
 
 TEST(TransportStart, AJoinThatFoundNoServerNeverCallsMpiInit) {

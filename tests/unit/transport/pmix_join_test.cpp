@@ -74,5 +74,24 @@ TEST(PmixJoin, GarbagePmixVariablesAreNotJoined) {
   EXPECT_NE(o.why.find("PMIX_NAMESPACE"), std::string::npos) << o.why;
 }
 
+TEST(PmixJoin, LocalPeersAreTheLaunchersRanksOfThisNode) {
+  EXPECT_EQ(parse_local_peers("0,1,2,3", 2, 16), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(parse_local_peers("12,4,8", 8, 16), (std::vector<int>{4, 8, 12}));  // round-robin placement, any order
+  EXPECT_EQ(parse_local_peers("5", 5, 6), (std::vector<int>{5}));
+  EXPECT_EQ(parse_local_peers(" 0, 1 ", 1, 2), (std::vector<int>{0, 1}));
+}
+
+TEST(PmixJoin, LocalPeersNotOfThisWorldAreLeftToMpi) {
+  EXPECT_TRUE(parse_local_peers("", 0, 4).empty());          // the launcher did not say
+  EXPECT_TRUE(parse_local_peers("0,1", 2, 4).empty());       // this rank is not among them
+  EXPECT_TRUE(parse_local_peers("0,4", 0, 4).empty());       // a rank past the world
+  EXPECT_TRUE(parse_local_peers("0,-1", 0, 4).empty());
+  EXPECT_TRUE(parse_local_peers("0,1,1", 0, 4).empty());     // a rank twice
+  EXPECT_TRUE(parse_local_peers("0,,1", 0, 4).empty());
+  EXPECT_TRUE(parse_local_peers("0-3", 0, 4).empty());       // not a list of ranks
+  EXPECT_TRUE(parse_local_peers("0,x", 0, 4).empty());
+  EXPECT_TRUE(parse_local_peers("0", 0, 0).empty());
+}
+
 }  // namespace
 }  // namespace preflight
