@@ -119,7 +119,20 @@ class MpiTransport final : public Transport {
   }
 
   std::optional<std::string> broadcast(const std::string& data, TimePoint deadline) override {
-    return broadcast_on(MPI_COMM_WORLD, m_view.rank == 0, data, deadline);
+    // The length, then the bytes, in buffers kept while their requests may be live (a request
+    // left behind at a deadline may still complete into them).
+    const bool root = m_view.rank == 0;
+    Buffer& b = m_buffers.emplace_back();
+    b.length = data.size();
+    MPI_Request req = MPI_REQUEST_NULL;
+    MPI_Ibcast(&b.length, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &req);
+    if (!wait(req, deadline)) return std::nullopt;
+    if (b.length > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
+    b.data = root ? data : std::string(static_cast<std::size_t>(b.length), '\0');
+    if (b.length == 0) return b.data;
+    MPI_Ibcast(b.data.data(), static_cast<int>(b.length), MPI_BYTE, 0, MPI_COMM_WORLD, &req);
+    if (!wait(req, deadline)) return std::nullopt;
+    return b.data;
   }
 
   std::optional<std::string> node_broadcast(const std::string& data, TimePoint deadline) override {
@@ -129,7 +142,7 @@ class MpiTransport final : public Transport {
     const int leader = m_node_ranks.front();
     if (m_view.rank == leader) {
       if (data.size() > static_cast<std::size_t>(std::numeric_limits<int>::max())) return std::nullopt;
-      NodeSend& send = m_node_sends.emplace_back();  // kept while its requests may be live
+      Buffer& send = m_buffers.emplace_back();
       send.length = data.size();
       send.data = data;
       send.requests.reserve(2 * (m_node_ranks.size() - 1));
@@ -145,15 +158,15 @@ class MpiTransport final : public Transport {
       }
       return data;
     }
-    std::uint64_t length = 0;
+    Buffer& b = m_buffers.emplace_back();
     MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Irecv(&length, 1, MPI_UINT64_T, leader, kTagNodeFacts, MPI_COMM_WORLD, &req);
+    MPI_Irecv(&b.length, 1, MPI_UINT64_T, leader, kTagNodeFacts, MPI_COMM_WORLD, &req);
     if (!wait(req, deadline)) return std::nullopt;
-    if (length > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
-    std::string out(static_cast<std::size_t>(length), '\0');
-    MPI_Irecv(out.data(), static_cast<int>(length), MPI_BYTE, leader, kTagNodeFacts, MPI_COMM_WORLD, &req);
+    if (b.length > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
+    b.data.assign(static_cast<std::size_t>(b.length), '\0');
+    MPI_Irecv(b.data.data(), static_cast<int>(b.length), MPI_BYTE, leader, kTagNodeFacts, MPI_COMM_WORLD, &req);
     if (!wait(req, deadline)) return std::nullopt;
-    return out;
+    return b.data;
   }
 
   bool send_payload(const std::string& bytes, TimePoint deadline) override {
@@ -267,19 +280,6 @@ class MpiTransport final : public Transport {
     MPI_Request request = MPI_REQUEST_NULL;
   };
 
-  /// Rank 0 of `comm`'s `data` to its other ranks: the length, then the bytes.
-  std::optional<std::string> broadcast_on(MPI_Comm comm, bool root, const std::string& data, TimePoint deadline) {
-    std::uint64_t length = data.size();
-    MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Ibcast(&length, 1, MPI_UINT64_T, 0, comm, &req);
-    if (!wait(req, deadline)) return std::nullopt;
-    std::string out = root ? data : std::string(static_cast<std::size_t>(length), '\0');
-    if (length == 0) return out;
-    MPI_Ibcast(out.data(), static_cast<int>(length), MPI_BYTE, 0, comm, &req);
-    if (!wait(req, deadline)) return std::nullopt;
-    return out;
-  }
-
   bool wait(MPI_Request& req, TimePoint deadline, PauseCap cap = PauseCap::Patient) {
     int polls = 0;
     auto beat = Clock::now();
@@ -383,12 +383,14 @@ class MpiTransport final : public Transport {
 
   MpiView m_view;
   std::vector<int> m_node_ranks;  // the world ranks on this node, ascending (the leader first)
-  struct NodeSend {
+  /// A broadcast's length and bytes (and the leader's send requests), kept to the end: a request
+  /// left behind at a deadline may still complete into them. A deque: elements stay where they are.
+  struct Buffer {
     std::uint64_t length = 0;
     std::string data;
     std::vector<MPI_Request> requests;
   };
-  std::deque<NodeSend> m_node_sends;  // deque: elements stay where they are while requests are live
+  std::deque<Buffer> m_buffers;
   std::string m_host;
   int m_pid;
   Phase m_phase = Phase::Init;
