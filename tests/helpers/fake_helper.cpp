@@ -11,7 +11,10 @@
 //   flood                   prints 100 MiB
 //   env NAME                prints the variable's value (or "<unset>")
 //   close-stdout-then-hang  closes stdout and stderr, then hangs
+//   quiet-exit MS           closes stdout and stderr, sleeps MS milliseconds, exits 0 (its exit is
+//                           the only event the caller can see)
 #include <signal.h>
+#include <time.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -101,6 +104,15 @@ int main(int argc, char** argv) {
     ::close(1);
     ::close(2);
     hang();
+  }
+  if (mode == "quiet-exit" && argc > 2) {
+    ::close(1);
+    ::close(2);
+    const long ms = std::atol(argv[2]);
+    timespec t{ms / 1000, (ms % 1000) * 1000000L};
+    while (::nanosleep(&t, &t) != 0 && errno == EINTR) {
+    }
+    return 0;
   }
   write_str(2, "fake helper: unknown mode '" + mode + "'\n");
   return 64;

@@ -5,13 +5,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -166,6 +169,29 @@ TEST(Contained, ClosedPipesButAliveStillTimesOut) {
   EXPECT_EQ(r.outcome, ContainedOutcome::TimedOut);
   EXPECT_LT(took, 2.0);
   expect_reaped(r);
+}
+
+TEST(Contained, AQuietChildIsWaitedForWithoutWakingToAsk) {
+  // The child closes its pipes and exits after 400 ms: only its exit can end the wait. Where the
+  // kernel has pidfds the waiting thread sleeps until then (a handful of context switches); the
+  // fallback looks every 10 ms (about 40).
+#ifdef SYS_pidfd_open
+  const long probe = ::syscall(SYS_pidfd_open, ::getpid(), 0);
+  if (probe < 0) GTEST_SKIP() << "no pidfd_open here (" << std::strerror(errno) << "): the wait ticks every 10 ms";
+  ::close(static_cast<int>(probe));
+#else
+  GTEST_SKIP() << "no SYS_pidfd_open in these headers";
+#endif
+  rusage before{}, after{};
+  ASSERT_EQ(::getrusage(RUSAGE_THREAD, &before), 0);
+  const ContainedResult r = run_contained(fake({"quiet-exit", "400"}, 10s));
+  ASSERT_EQ(::getrusage(RUSAGE_THREAD, &after), 0);
+  EXPECT_EQ(r.outcome, ContainedOutcome::Exited);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_GE(r.elapsed_s, 0.39);
+  EXPECT_LT(r.elapsed_s, 5.0);  // noticed at its exit, not at the deadline
+  expect_reaped(r);
+  EXPECT_LT(after.ru_nvcsw - before.ru_nvcsw, 15) << "the wait woke " << (after.ru_nvcsw - before.ru_nvcsw) << " times";
 }
 
 TEST(Contained, SpawnFailureForMissingExecutable) {
