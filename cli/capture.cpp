@@ -20,6 +20,7 @@
 #include "sys/capture.hpp"
 #include "core/text.hpp"
 #include "cli/cli.hpp"
+#include "sys/host_link.hpp"
 #include "job/run.hpp"
 #include "probes/probe.hpp"
 
@@ -232,10 +233,9 @@ bool add_tree(TarOut& out, const std::string& root, const std::string& rel, int 
     if (S_ISDIR(st.st_mode)) {
       if (!entry(out, r + "/", '5', 0, st, "") || !add_tree(out, root, r, depth + 1, count)) return false;
     } else if (S_ISLNK(st.st_mode)) {
-      char buf[4096];
-      const ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
-      if (n <= 0) continue;
-      if (!entry(out, r, '2', 0, st, std::string(buf, static_cast<std::size_t>(n)))) return false;
+      const std::optional<std::string> target = read_host_link(path);
+      if (!target || target->empty()) continue;
+      if (!entry(out, r, '2', 0, st, *target)) return false;
     } else if (S_ISREG(st.st_mode)) {
       const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
       if (fd < 0) {

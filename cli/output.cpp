@@ -14,10 +14,12 @@
 #include <cstring>
 #include <ctime>
 #include <iostream>
+#include <optional>
 
 #include "core/launch.hpp"
 #include "core/text.hpp"
 #include "cli/cli.hpp"
+#include "sys/host_link.hpp"
 
 namespace preflight {
 namespace {
@@ -57,13 +59,11 @@ std::string follow_links(std::string path, const std::string& option) {
   for (int hops = 0; hops < 40; ++hops) {
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
-    std::string link(4096, '\0');
-    const ssize_t n = ::readlink(path.c_str(), link.data(), link.size());
-    if (n <= 0 || static_cast<std::size_t>(n) >= link.size()) {
+    const std::optional<std::string> link = read_host_link(path);
+    if (!link || link->empty()) {
       throw UsageError(option + " " + in_quotes(path) + ": cannot read the symlink: " + std::strerror(errno));
     }
-    link.resize(static_cast<std::size_t>(n));
-    path = link.front() == '/' ? link : parent_of(path) + "/" + link;
+    path = link->front() == '/' ? *link : parent_of(path) + "/" + *link;
   }
   throw UsageError(option + " " + in_quotes(path) + ": too many levels of symlinks");
 }

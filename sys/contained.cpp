@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "core/text.hpp"
+#include "sys/host_link.hpp"
 
 extern char** environ;
 
@@ -516,9 +517,7 @@ std::string helper_path(std::string_view name, std::string_view exe_path, std::s
 }
 
 std::string helper_path(std::string_view name) {
-  std::string exe(4096, '\0');
-  const ssize_t n = ::readlink("/proc/self/exe", exe.data(), exe.size() - 1);
-  exe.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  const std::string exe = read_host_link("/proc/self/exe").value_or("");
   const char* override_dir = std::getenv("PREFLIGHT_HELPER_DIR");
   return helper_path(name, exe, override_dir != nullptr ? override_dir : "");
 }

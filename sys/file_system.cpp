@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "sys/file_system.hpp"
+#include "sys/host_link.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -50,11 +51,12 @@ constexpr int kMaxLinkHops = 40;           // the kernel's own bound (MAXSYMLINK
 constexpr std::size_t kMaxListed = 100000;  // entries recorded per directory
 constexpr std::size_t kMaxLinkText = 1u << 20;
 
-/// readlink(2) of a host path, the whole target however long; nullopt with errno set.
-std::optional<std::string> link_text(const std::string& host) {
+}  // namespace
+
+std::optional<std::string> read_host_link(const std::string& path) {
   std::string buf(256, '\0');
   for (;;) {
-    const ssize_t n = ::readlink(host.c_str(), buf.data(), buf.size());
+    const ssize_t n = ::readlink(path.c_str(), buf.data(), buf.size());
     if (n < 0) return std::nullopt;
     if (static_cast<std::size_t>(n) < buf.size()) {
       buf.resize(static_cast<std::size_t>(n));
@@ -67,8 +69,6 @@ std::optional<std::string> link_text(const std::string& host) {
     buf.resize(buf.size() * 2);
   }
 }
-
-}  // namespace
 
 FsRecorder::FsRecorder(std::string dir) : m_dir(std::move(dir)) {
   while (m_dir.size() > 1 && m_dir.back() == '/') m_dir.pop_back();
@@ -106,7 +106,7 @@ namespace {
 /// capture's root): a relative target that stays inside the root is kept as written; an absolute
 /// one, or one that climbs above the root, is rewritten relative to the root, so the kernel never
 /// leaves the capture when it follows the link.
-std::string capture_link_text(const std::string& target, std::size_t depth, const std::vector<std::string>& dir) {
+std::string capture_read_host_link(const std::string& target, std::size_t depth, const std::vector<std::string>& dir) {
   if (!target.empty() && target.front() != '/') {
     long d = static_cast<long>(depth);
     bool escapes = false;
@@ -131,7 +131,7 @@ std::string capture_link_text(const std::string& target, std::size_t depth, cons
   return out.empty() ? std::string(".") : out;
 }
 
-std::string read_link_text(const std::string& path) { return link_text(path).value_or(std::string()); }
+std::string read_read_host_link(const std::string& path) { return read_host_link(path).value_or(std::string()); }
 
 }  // namespace
 
@@ -154,11 +154,11 @@ std::string FsRecorder::materialize(std::string_view path, bool leaf_file) {
     if (::lstat(live.c_str(), &st) != 0) return {};
     if (S_ISLNK(st.st_mode)) {
       if (++hops > kMaxLinkHops) return {};
-      const std::string target = read_link_text(live);
+      const std::string target = read_read_host_link(live);
       if (target.empty()) return {};
       struct stat existing {};
       if (::lstat(dest(live).c_str(), &existing) != 0) {
-        if (::symlink(capture_link_text(target, done.size(), done).c_str(), dest(live).c_str()) != 0) {
+        if (::symlink(capture_read_host_link(target, done.size(), done).c_str(), dest(live).c_str()) != 0) {
           problem(live + ": symlink: " + std::strerror(errno));
         }
       }
@@ -228,9 +228,9 @@ void FsRecorder::directory(std::string_view path, const std::vector<std::string>
     struct stat existing {};
     const bool present = ::lstat(dest(entry).c_str(), &existing) == 0;
     if (S_ISLNK(st.st_mode)) {
-      const std::string target = read_link_text(entry);
+      const std::string target = read_read_host_link(entry);
       if (!present && !target.empty() &&
-          ::symlink(capture_link_text(target, dir.size(), dir).c_str(), dest(entry).c_str()) != 0) {
+          ::symlink(capture_read_host_link(target, dir.size(), dir).c_str(), dest(entry).c_str()) != 0) {
         problem(entry + ": symlink: " + std::strerror(errno));
       }
     } else if (S_ISDIR(st.st_mode)) {
@@ -504,7 +504,7 @@ class LiveBackend final : public FdBackend {
     return 0;
   }
   int read_link(std::string_view path, std::string& out) const override {
-    std::optional<std::string> target = link_text(rooted({}, path));
+    std::optional<std::string> target = read_host_link(rooted({}, path));
     if (!target) return errno;
     out = std::move(*target);
     return 0;
@@ -625,7 +625,7 @@ class DirBackend final : public FdBackend {
               return 0;
             },
             [this](const std::string& p, std::string& target) {
-              std::optional<std::string> text = link_text(rooted(m_root, p));
+              std::optional<std::string> text = read_host_link(rooted(m_root, p));
               if (!text) return errno;
               target = std::move(*text);
               return 0;

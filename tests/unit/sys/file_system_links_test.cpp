@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // sys/file_system.hpp: read_link and real_path inside a root (a captured tree) and on the live
 // system: relative, absolute, chained, dangling and looping links, "..", and a capture's records.
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 
@@ -13,6 +14,7 @@
 
 #include "scratch_dir.hpp"
 #include "sys/file_system.hpp"
+#include "sys/host_link.hpp"
 
 namespace preflight {
 namespace {
@@ -61,6 +63,23 @@ class LinkTree : public ::testing::Test {
 
   Scratch s;
 };
+
+TEST(HostLink, TheWholeTargetHoweverLongOrWhyNot) {
+  Scratch s;
+  ASSERT_FALSE(s.path().empty());
+  std::string target;  // 4,000 bytes (the kernel allows 4,095): past the first buffer, which grows
+  while (target.size() < 3950) target += "a-directory-name-of-forty-characters-x/";
+  target += "end";
+  fs::create_symlink(target, s.path() + "/long");
+  s.file("/plain");
+  EXPECT_EQ(read_host_link(s.path() + "/long"), target);
+  errno = 0;
+  EXPECT_EQ(read_host_link(s.path() + "/plain"), std::nullopt);
+  EXPECT_EQ(errno, EINVAL);
+  errno = 0;
+  EXPECT_EQ(read_host_link(s.path() + "/missing"), std::nullopt);
+  EXPECT_EQ(errno, ENOENT);
+}
 
 TEST_F(LinkTree, ReadLinkGivesTheTargetAsStored) {
   const FileSystem f = root();
