@@ -21,7 +21,6 @@
 #include "cli/cli.hpp"
 #include "job/job_run.hpp"
 #include "cli/merge.hpp"
-#include "cli/merge_heap.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
 #include "job/run.hpp"
@@ -146,8 +145,7 @@ int app_main(int argc, char** argv) {
       case Command::Explain:
         return explain_check(cli.args.front());
       case Command::Merge:
-        tune_heap_for_merge(argv, cli.args);  // returns where it does not re-execute this process
-        return merge_command(cli.options, cli.args);
+        return merge_command(cli.options, cli.args, argv);
       case Command::Run:
         return run_command(cli.options, start);
       case Command::Capture:

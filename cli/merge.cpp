@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "cli/merge.hpp"
+#include "cli/merge_heap.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -608,9 +609,11 @@ MergedJob merge_files(std::vector<ResultFile> files, const Options& options) {
   return out;
 }
 
-Report merge_report(const Options& options, const std::vector<std::string>& paths, const CompatMatrix* matrix,
+namespace {
+
+/// merge_report over files already listed by result_files().
+Report merge_listed(const Options& options, const std::vector<std::string>& files, const CompatMatrix* matrix,
                     std::atomic<int>* files_read) {
-  const std::vector<std::string> files = result_files(paths);
   if (files.empty()) throw UsageError("merge needs at least one result file: preflight merge FILE...");
   MergedJob merged = merge_files(read_all(files, files_read), options);
   // --only/--skip select among the files' results as among the checks a run judges.
@@ -624,18 +627,26 @@ Report merge_report(const Options& options, const std::vector<std::string>& path
   return report;
 }
 
-int merge_command(const Options& options, const std::vector<std::string>& files) {
+}  // namespace
+
+Report merge_report(const Options& options, const std::vector<std::string>& paths, const CompatMatrix* matrix,
+                    std::atomic<int>* files_read) {
+  return merge_listed(options, result_files(paths), matrix, files_read);
+}
+
+int merge_command(const Options& options, const std::vector<std::string>& paths, char** reexec_argv) {
   const auto start = std::chrono::steady_clock::now();
   check_report_files(options);  // before any file is read
   const std::optional<CompatMatrix> matrix = load_matrix(options);
   const EnvSnapshot env = EnvSnapshot::capture(environ);
   // The count the progress line shows is of result files, a directory's counted one by one.
-  const std::vector<std::string> listed = result_files(files);
+  const std::vector<std::string> listed = result_files(paths);
+  if (reexec_argv != nullptr) tune_heap_for_merge(reexec_argv, listed);  // returns where it does not re-execute
   std::atomic<int> read{0};
   ProgressLine progress(progress_wanted(options, env), static_cast<int>(listed.size()),
                         [&read] { return read.load(std::memory_order_relaxed); }, STDERR_FILENO, "files read");
   progress.phase("merge");
-  Report report = merge_report(options, listed, matrix ? &*matrix : nullptr, &read);
+  Report report = merge_listed(options, listed, matrix ? &*matrix : nullptr, &read);
   progress.stop();
   report.duration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 

@@ -82,8 +82,10 @@ Report merge_report(const Options& options, const std::vector<std::string>& path
                     std::atomic<int>* files_read = nullptr);
 
 /// The `preflight merge` command: the merged report printed and written like a run's, and the exit
-/// code of a run (README.md#exit-codes; a bad file: UsageError, exit 2).
-int merge_command(const Options& options, const std::vector<std::string>& files);
+/// code of a run (README.md#exit-codes; a bad file: UsageError, exit 2). `reexec_argv`, the
+/// command line as launched, lets a large merge re-execute itself with its heap tuned
+/// (cli/merge_heap.hpp) once the result files are listed; nullptr merges in this process.
+int merge_command(const Options& options, const std::vector<std::string>& paths, char** reexec_argv = nullptr);
 
 /// Writes `report` (one rank's) as DIR/preflight-rank-<R>.json, R its first rank, atomically (a
 /// temporary file in DIR, then rename); creates DIR when missing. Throws std::runtime_error.

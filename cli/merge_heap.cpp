@@ -2,15 +2,10 @@
 #include "cli/merge_heap.hpp"
 
 #include <sys/auxv.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
-#include "cli/cli.hpp"
-#include "cli/merge.hpp"
 #include "core/text.hpp"
 
 #if defined(__GLIBC__)
@@ -38,11 +33,10 @@ bool glibc_has_hugetlb_tunable(std::string_view version) {
   return *major > 2 || (*major == 2 && *minor >= 35);
 }
 
-std::string read_small(const char* path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+/// The text of the kernel's THP mode ("always [madvise] never"); "" when it cannot be read.
+std::string thp_mode(const FileSystem& fs) {
+  const Probed<std::string> line = fs.read_line("/sys/kernel/mm/transparent_hugepage/enabled");
+  return line.value() != nullptr ? *line.value() : std::string();
 }
 
 }  // namespace
@@ -59,25 +53,21 @@ std::optional<std::string> merge_tunables(const char* current, std::string_view 
   return set.empty() ? std::string(kMergeTunables) : std::string(set) + ":" + std::string(kMergeTunables);
 }
 
-void tune_heap_for_merge(char** argv, const std::vector<std::string>& paths) {
+void tune_heap_for_merge(char** argv, const std::vector<std::string>& files, const FileSystem& fs) {
 #if defined(__GLIBC__)
   if (getauxval(AT_SECURE) != 0) return;  // set-user-ID: glibc ignores the tunables
   const char* preload = std::getenv("LD_PRELOAD");
   if (preload != nullptr && std::string_view(preload).find("vgpreload") != std::string_view::npos) return;  // valgrind
   std::uintmax_t bytes = 0;
-  try {
-    for (const std::string& path : result_files(paths)) {
-      struct stat st {};
-      if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) bytes += static_cast<std::uintmax_t>(st.st_size);
-      if (bytes >= kMergeHeapTuningMinBytes) break;
-    }
-  } catch (const UsageError&) {
-    return;  // the merge itself says what is wrong with the paths
+  for (const std::string& path : files) {
+    const Probed<FsStat> st = fs.stat(path);
+    if (const FsStat* s = st.value(); s != nullptr && s->type == FsStat::Type::File) bytes += s->size;
+    if (bytes >= kMergeHeapTuningMinBytes) break;
   }
   const char* current = std::getenv("GLIBC_TUNABLES");
   const std::optional<std::string> before = current == nullptr ? std::nullopt : std::optional<std::string>(current);
   const std::optional<std::string> tunables = merge_tunables(
-      current, read_small("/sys/kernel/mm/transparent_hugepage/enabled"), gnu_get_libc_version(), bytes);
+      current, thp_mode(fs), gnu_get_libc_version(), bytes);
   if (!tunables) return;
   if (::setenv("GLIBC_TUNABLES", tunables->c_str(), 1) != 0) return;
   ::execv("/proc/self/exe", argv);
@@ -89,7 +79,8 @@ void tune_heap_for_merge(char** argv, const std::vector<std::string>& paths) {
   }
 #else
   (void)argv;
-  (void)paths;
+  (void)files;
+  (void)fs;
 #endif
 }
 

@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sys/file_system.hpp"
+
 namespace preflight {
 
 /// Result files of fewer bytes than this merge as they are (the re-execution costs a start-up).
@@ -33,9 +35,10 @@ std::optional<std::string> merge_tunables(const char* current, std::string_view 
 
 /// `preflight merge PATH...` as launched (`argv`): re-executes /proc/self/exe with the same
 /// arguments and merge_tunables() in the environment when they apply to the bytes of the result
-/// files `paths` name (as result_files() lists them). Returns when they do not apply, when the
-/// process runs under valgrind or set-user-ID (where the tunables are ignored), or when the exec
-/// fails; the merge then runs in this process, with the same results either way.
-void tune_heap_for_merge(char** argv, const std::vector<std::string>& paths);
+/// files (`files`, as result_files() listed them; sizes and the THP mode read through `fs`).
+/// Returns when they do not apply, when the process runs under valgrind or set-user-ID (where the
+/// tunables are ignored), or when the exec fails; the merge then runs in this process, with the
+/// same results either way.
+void tune_heap_for_merge(char** argv, const std::vector<std::string>& files, const FileSystem& fs = FileSystem());
 
 }  // namespace preflight
