@@ -119,20 +119,14 @@ class MpiTransport final : public Transport {
   }
 
   std::optional<std::string> broadcast(const std::string& data, TimePoint deadline) override {
-    // The length, then the bytes, in buffers kept while their requests may be live (a request
-    // left behind at a deadline may still complete into them).
-    const bool root = m_view.rank == 0;
     Buffer& b = m_buffers.emplace_back();
-    b.length = data.size();
-    MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Ibcast(&b.length, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD, &req);
-    if (!wait(req, deadline)) return std::nullopt;
-    if (b.length > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
-    b.data = root ? data : std::string(static_cast<std::size_t>(b.length), '\0');
-    if (b.length == 0) return b.data;
-    MPI_Ibcast(b.data.data(), static_cast<int>(b.length), MPI_BYTE, 0, MPI_COMM_WORLD, &req);
-    if (!wait(req, deadline)) return std::nullopt;
-    return b.data;
+    if (m_view.rank == 0) {
+      b.length = data.size();
+      b.data = data;
+    }
+    return sized_message(b, deadline, [](void* p, int count, MPI_Datatype type, MPI_Request* req) {
+      MPI_Ibcast(p, count, type, 0, MPI_COMM_WORLD, req);
+    });
   }
 
   std::optional<std::string> node_broadcast(const std::string& data, TimePoint deadline) override {
@@ -158,15 +152,9 @@ class MpiTransport final : public Transport {
       }
       return data;
     }
-    Buffer& b = m_buffers.emplace_back();
-    MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Irecv(&b.length, 1, MPI_UINT64_T, leader, kTagNodeFacts, MPI_COMM_WORLD, &req);
-    if (!wait(req, deadline)) return std::nullopt;
-    if (b.length > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
-    b.data.assign(static_cast<std::size_t>(b.length), '\0');
-    MPI_Irecv(b.data.data(), static_cast<int>(b.length), MPI_BYTE, leader, kTagNodeFacts, MPI_COMM_WORLD, &req);
-    if (!wait(req, deadline)) return std::nullopt;
-    return b.data;
+    return sized_message(m_buffers.emplace_back(), deadline, [leader](void* p, int count, MPI_Datatype type, MPI_Request* req) {
+      MPI_Irecv(p, count, type, leader, kTagNodeFacts, MPI_COMM_WORLD, req);
+    });
   }
 
   bool send_payload(const std::string& bytes, TimePoint deadline) override {
@@ -391,6 +379,24 @@ class MpiTransport final : public Transport {
     std::vector<MPI_Request> requests;
   };
   std::deque<Buffer> m_buffers;
+
+  /// A message of a length, then that many bytes, each part moved by `post(buffer, count, type,
+  /// request)` (an MPI_Ibcast from rank 0, or an MPI_Irecv from the node's leader) into `b`, which
+  /// is kept to the end: a request left behind at a deadline may still complete into it. `b.data`
+  /// already of the length (the broadcast's root) is sent as it is.
+  template <typename Post>
+  std::optional<std::string> sized_message(Buffer& b, TimePoint deadline, const Post& post) {
+    MPI_Request req = MPI_REQUEST_NULL;
+    post(&b.length, 1, MPI_UINT64_T, &req);
+    if (!wait(req, deadline)) return std::nullopt;
+    if (b.length > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
+    if (b.data.size() != b.length) b.data.assign(static_cast<std::size_t>(b.length), '\0');
+    if (b.length == 0) return b.data;
+    post(b.data.data(), static_cast<int>(b.length), MPI_BYTE, &req);
+    if (!wait(req, deadline)) return std::nullopt;
+    return b.data;
+  }
+
   std::string m_host;
   int m_pid;
   Phase m_phase = Phase::Init;
