@@ -2,7 +2,8 @@
 # Time to verdict (README.md#performance): preflight under mpirun vs the irreducible work of a distributed run
 # (bench/irreducible: MPI init, hwloc topology load with I/O devices, one all_reduce, one barrier),
 # at N ranks on this one host (oversubscribed). Prints a markdown table: best-of-R wall time of each,
-# the ratio (target <= 1.5x), preflight's exit code and its peak RSS per rank.
+# the ratio (target <= 1.5x), preflight's exit code, its peak RSS per rank and its CPU seconds per
+# rank (user + system, its helpers included).
 #
 #   bench/time_to_verdict.sh                 # N = 1 16 64, best of 3, binaries from build/
 #   RANKS="1 4" REPEAT=5 bench/time_to_verdict.sh
@@ -50,19 +51,21 @@ best_of() {
   echo "$best"
 }
 
-# A wrapper that records "peak-RSS-KiB exit-code" of one rank (the peak of preflight and of any child
-# it waited for) in $tmp/rss/<rank>: GNU time where installed, else Python's getrusage(RUSAGE_CHILDREN).
+# A wrapper that records "peak-RSS-KiB exit-code user-s system-s" of one rank (the peak of preflight
+# and of any child it waited for; the CPU seconds of both) in $tmp/rss/<rank>: GNU time where
+# installed, else Python's getrusage(RUSAGE_CHILDREN).
 mkdir -p "$tmp/rss"
 cat >"$tmp/rss_wrap.sh" <<EOF
 #!/usr/bin/env bash
 r=\${OMPI_COMM_WORLD_RANK:-\${PMIX_RANK:-\${SLURM_PROCID:-0}}}
 out="$tmp/rss/\$r"
 if [ -x /usr/bin/time ]; then
-  exec /usr/bin/time -f '%M %x' -o "\$out" "\$@"
+  exec /usr/bin/time -f '%M %x %U %S' -o "\$out" "\$@"
 fi
 exec python3 -c 'import os, resource, subprocess, sys
 rc = subprocess.call(sys.argv[2:])
-open(sys.argv[1], "w").write("%d %d\n" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, rc))
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+open(sys.argv[1], "w").write("%d %d %.2f %.2f\n" % (u.ru_maxrss, rc, u.ru_utime, u.ru_stime))
 sys.exit(rc)' "\$out" "\$@"
 EOF
 chmod +x "$tmp/rss_wrap.sh"
@@ -70,7 +73,8 @@ rss_tool="GNU time %M"
 [ -x /usr/bin/time ] || rss_tool="getrusage(RUSAGE_CHILDREN).ru_maxrss"
 
 # peak_rss COMMAND...: runs COMMAND once with the wrapper around each rank. Prints the ranks' exit
-# codes (distinct values) to $tmp/rc and "max MiB / mean MiB (N ranks)" to stdout.
+# codes (distinct values) to $tmp/rc, "mean CPU s (mean system s)" per rank to $tmp/cpu and
+# "max MiB / mean MiB (N ranks)" to stdout.
 peak_rss() {
   rm -f "$tmp/rss/"*
   timeout 600 "$@" >/dev/null 2>&1
@@ -78,6 +82,7 @@ peak_rss() {
   for f in "$tmp/rss/"*; do [ -f "$f" ] && tail -n 1 "$f"; done >"$tmp/rss.all"
   awk '{ print $2 }' "$tmp/rss.all" | sort -un | paste -sd, >"$tmp/rc"
   [ -s "$tmp/rc" ] || echo "n/a" >"$tmp/rc"
+  awk '{ c += $3 + $4; s += $4; n++ } END { if (n) printf "%.2f (%.2f system)", c / n, s / n; else print "n/a" }' "$tmp/rss.all" >"$tmp/cpu"
   awk '{ v = $1 / 1024; s += v; n++; if (v > m) m = v } END { if (n) printf "%.1f / %.1f (%d rank%s)", m, s / n, n, n == 1 ? "" : "s"; else print "n/a" }' \
     "$tmp/rss.all"
 }
@@ -96,18 +101,19 @@ echo "## time to verdict — $(hostname -s), $(nproc) CPUs, $(date -u +%Y-%m-%dT
 echo
 echo "preflight: $preflight ($("$preflight" --version 2>/dev/null | head -n 1)); args: ${pf_args[*]}; best of $repeat; peak RSS: $rss_tool"
 echo
-echo "| ranks | launch | irreducible s | preflight s | ratio | target | preflight exit (per rank) | preflight peak RSS MiB max / mean | note |"
-echo "|---:|---|---:|---:|---:|---|---:|---|---|"
+echo "| ranks | launch | irreducible s | preflight s | ratio | target | preflight exit (per rank) | preflight peak RSS MiB max / mean | CPU s per rank | note |"
+echo "|---:|---|---:|---:|---:|---|---:|---|---|---|"
 
-row() {  # row N LAUNCH IRR_SECONDS PF_SECONDS RC RSS NOTE
+row() {  # row N LAUNCH IRR_SECONDS PF_SECONDS RC RSS CPU NOTE
   local ratio verdict
   ratio=$(awk -v a="$3" -v b="$4" 'BEGIN { if (a > 0) printf "%.2f", b / a; else print "n/a" }')
   verdict=$(awk -v r="$ratio" 'BEGIN { if (r == "n/a") print "n/a"; else if (r + 0 <= 1.5) print "≤ 1.5x ok"; else print "> 1.5x MISSED" }')
-  echo "| $1 | $2 | $3 | $4 | ${ratio}x | $verdict | $5 | $6 | $7 |"
+  echo "| $1 | $2 | $3 | $4 | ${ratio}x | $verdict | $5 | $6 | $7 | $8 |"
   if [ -n "${BENCH_SUMMARY:-}" ]; then
     local rss_max=${6%% *}
     echo "time to verdict, $1 rank(s), $2|${ratio}x ($4 s vs $3 s)|<= 1.5x|$([[ $verdict == *ok ]] && echo met || echo MISSED)" >>"$BENCH_SUMMARY"
     echo "peak RSS per rank, $1 rank(s), $2|$rss_max MiB (max)|< 64 MiB|$(awk -v m="$rss_max" 'BEGIN { print (m + 0 < 64 && m != "n/a") ? "met" : "MISSED" }')" >>"$BENCH_SUMMARY"
+    echo "CPU per rank, $1 rank(s), $2|$7 s|reported|met" >>"$BENCH_SUMMARY"
   fi
 }
 
@@ -127,14 +133,14 @@ for n in $ranks_list; do
   rss=$(peak_rss "${mpi[@]}" "$tmp/rss_wrap.sh" "$preflight" "${pf_args[@]}" "${shm_args[@]}")
   pf_rc=$(cat "$tmp/rc")
   n_secs=$(awk -v a="$n_t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
-  row "$n" "mpirun -np $n" "$t_irr" "$t_pf" "$pf_rc" "$rss" "$((repeat + 1)) preflight runs took ${n_secs} s${note:+; $note}"
+  row "$n" "mpirun -np $n" "$t_irr" "$t_pf" "$pf_rc" "$rss" "$(cat "$tmp/cpu")" "$((repeat + 1)) preflight runs took ${n_secs} s${note:+; $note}"
   if [ "$n" -eq 1 ]; then
     # Alone, without a launcher: preflight's own default (node profile) vs a singleton MPI program.
     t_irr1=$(best_of "$irreducible")
     t_pf1=$(best_of "$preflight" --format json --timeout 120)
     rss1=$(peak_rss "$tmp/rss_wrap.sh" "$preflight" --format json --timeout 120)
     pf1_rc=$(cat "$tmp/rc")
-    row 1 "alone (no mpirun)" "$t_irr1" "$t_pf1" "$pf1_rc" "$rss1" "irreducible as an MPI singleton; preflight node profile"
+    row 1 "alone (no mpirun)" "$t_irr1" "$t_pf1" "$pf1_rc" "$rss1" "$(cat "$tmp/cpu")" "irreducible as an MPI singleton; preflight node profile"
   fi
 done
 echo
