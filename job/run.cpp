@@ -181,9 +181,19 @@ Profile effective_profile(const Options& options, const RankFacts& facts) {
 }
 
 FactSources probes_for(const Options& options) {
+  // The all_reduce runs for comm.allreduce only (plan_allreduce: Skipped otherwise). Another check
+  // that reads what it saw (gpu.xid: the XIDs raised during it) does not make it run, so without
+  // comm.allreduce its reads do not bring in the probes the all_reduce needs (the NCCL library,
+  // the CUDA runtime, the network).
+  const bool allreduce_runs = selected(options, "comm.allreduce");
   FactSources wanted;
   for (const CheckSpec* spec : all_checks()) {
-    if (selected(options, spec->id)) wanted |= spec->reads;
+    if (!selected(options, spec->id)) continue;
+    for (const FactSourceSpec& source : kFactSources) {
+      if (spec->reads.contains(source.source) && (allreduce_runs || source.source != FactSource::Allreduce)) {
+        wanted |= FactSources{source.source};
+      }
+    }
   }
   return with_needs(wanted);
 }

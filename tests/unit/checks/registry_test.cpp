@@ -84,6 +84,20 @@ TEST(Registry, ChecksSelectTheProbesTheyRead) {
   EXPECT_FALSE(probes_for(skip_gpu).contains(FactSource::GpuDriver)) << names_of(probes_for(skip_gpu));
 }
 
+TEST(Registry, ACheckThatReadsTheAllreduceDoesNotMakeItRun) {
+  // gpu.xid reads the XIDs raised during the all_reduce, which runs for comm.allreduce only: alone
+  // it reads the kernel log and the GPUs, not what the all_reduce would have needed.
+  Options xid;
+  xid.only = {"gpu.xid"};
+  const FactSources alone = probes_for(xid);
+  EXPECT_EQ(names_of(alone), "identity,placement,gpu_driver,gpu_health,kernel_log");
+  xid.only = {"gpu.xid", "comm.allreduce"};
+  const FactSources with_allreduce = probes_for(xid);
+  for (FactSource s : {FactSource::Allreduce, FactSource::Nccl, FactSource::CudaRuntime, FactSource::Net, FactSource::NcclConf}) {
+    EXPECT_TRUE(with_allreduce.contains(s)) << names_of(with_allreduce);
+  }
+}
+
 TEST(Registry, FindingTablesAreWellFormed) {
   // Codes are "<check id>/<kebab-case>", unique; a WARN, FAIL or UNKNOWN finding has a fix; every {name} of a
   // template is a parameter name (lower case, digits, underscores).
