@@ -2,6 +2,7 @@
 #include "cli/merge_heap.hpp"
 
 #include <sys/auxv.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -60,8 +61,10 @@ void tune_heap_for_merge(char** argv, const std::vector<std::string>& files, con
   if (preload != nullptr && std::string_view(preload).find("vgpreload") != std::string_view::npos) return;  // valgrind
   std::uintmax_t bytes = 0;
   for (const std::string& path : files) {
-    const Probed<FsStat> st = fs.stat(path);
-    if (const FsStat* s = st.value(); s != nullptr && s->type == FsStat::Type::File) bytes += s->size;
+    // The user's files, named as on the command line (relative to the working directory): not a
+    // fact of the node, so not through `fs`, whose relative paths start at its root.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) bytes += static_cast<std::uintmax_t>(st.st_size);
     if (bytes >= kMergeHeapTuningMinBytes) break;
   }
   const char* current = std::getenv("GLIBC_TUNABLES");

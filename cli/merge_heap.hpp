@@ -35,7 +35,7 @@ std::optional<std::string> merge_tunables(const char* current, std::string_view 
 
 /// `preflight merge PATH...` as launched (`argv`): re-executes /proc/self/exe with the same
 /// arguments and merge_tunables() in the environment when they apply to the bytes of the result
-/// files (`files`, as result_files() listed them; sizes and the THP mode read through `fs`).
+/// files (`files`, as result_files() listed them; the kernel's THP mode read through `fs`).
 /// Returns when they do not apply, when the process runs under valgrind or set-user-ID (where the
 /// tunables are ignored), or when the exec fails; the merge then runs in this process, with the
 /// same results either way.

@@ -121,6 +121,9 @@ if command -v strace >/dev/null && strace -f -qq -e trace=none true 2>/dev/null;
       '"GLIBC_TUNABLES=glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864"' "the re-execution"
     expect_contains "$(grep 'execve("/proc/self/exe"' "$work/tuned.trace")" '"merge", "--format", "json",' \
       "the re-execution's arguments"
+    # the files as a shell glob names them, relative to the working directory
+    (cd "$work" && traced relative "$PREFLIGHT" merge --format json big/preflight-rank-*.json)
+    expect_eq "$(grep -c 'execve(' "$work/relative.trace")" 2 "execs of a large merge of files named by relative paths"
     traced kept env GLIBC_TUNABLES=glibc.malloc.arena_max=4 "$PREFLIGHT" merge --format json "$work/big"
     expect_contains "$(grep 'execve("/proc/self/exe"' "$work/kept.trace")" \
       '"GLIBC_TUNABLES=glibc.malloc.arena_max=4:glibc.malloc.hugetlb=1:glibc.malloc.top_pad=67108864"' \
