@@ -76,6 +76,25 @@ std::string usage_error(std::vector<std::string> args) {
   return "no error";
 }
 
+TEST(Cli, MergeTakesItsFilesInOrderWhereverTheOptionsAre) {
+  using Files = std::vector<std::string>;
+  EXPECT_EQ(parse({"merge", "a.json", "b.json", "c.json"}).args, (Files{"a.json", "b.json", "c.json"}));
+  // The first of the trailing names is an option's value here, the others are files.
+  const Cli out = parse({"merge", "--json", "out.json", "a.json", "b.json"});
+  EXPECT_EQ(out.args, (Files{"a.json", "b.json"}));
+  EXPECT_EQ(out.options.json_file, "out.json");
+  EXPECT_EQ(parse({"merge", "a.json", "--strict", "b.json", "c.json"}).args, (Files{"a.json", "b.json", "c.json"}));
+  EXPECT_EQ(parse({"merge", "a.json", "b.json", "--json", "out.json"}).args, (Files{"a.json", "b.json"}));
+  EXPECT_EQ(parse({"merge", "--strict", "--", "-odd.json", "b.json"}).args, (Files{"-odd.json", "b.json"}));
+  EXPECT_EQ(usage_error({"run", "--strict", "stray", "more"}), "unexpected argument 'stray'");
+  // A shell glob of many files: every one, in order.
+  std::vector<std::string> line = {"merge", "--format", "json"};
+  Files many;
+  for (int i = 0; i < 20000; ++i) many.push_back("r/preflight-rank-" + std::to_string(i) + ".json");
+  line.insert(line.end(), many.begin(), many.end());
+  EXPECT_EQ(parse(line).args, many);
+}
+
 TEST(Cli, ASelectionThatMatchesNoCheckIsAUsageError) {
   EXPECT_EQ(usage_error({"--only", "shm.capacty"}), "--only 'shm.capacty' matches no check (did you mean shm.capacity?)");
   EXPECT_NE(usage_error({"--only", "foo*"}).find("matches no check (check ids are AREA.NAME, areas "), std::string::npos);
