@@ -4,7 +4,9 @@
 // parameter; the kind of a missing GPU fact follows the probe's error.
 #include <gtest/gtest.h>
 
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "checks/gpu_common.hpp"
 #include "gpu_facts_fixture.hpp"
@@ -64,6 +66,48 @@ TEST(GpuSharedFindings, AMissingFactsKindFollowsTheProbesError) {
   EXPECT_EQ(kind(ProbeErrc::PermissionDenied).kind, Kind::NotRead);
   EXPECT_EQ(kind(ProbeErrc::PermissionDenied).status(), Status::Unknown);
   EXPECT_EQ(kind(ProbeErrc::Crashed).status(), Status::Fail);
+}
+
+TEST(GpuSharedFindings, EveryKindOfMissingGpuFactIsEveryGpuChecksOwnCode) {
+  // Every GPU fact missing for one reason: each check that reads them (launch.gpu_binding too, in a
+  // job) reports that reason under its own code, with the shared status.
+  struct Case {
+    ProbeErrc code;
+    const char* detail;
+    const char* suffix;
+    Status status;
+  };
+  const Case cases[] = {
+      {ProbeErrc::Crashed, "SIGSEGV in cuInit", "/helper-crashed", Status::Fail},
+      {ProbeErrc::Timeout, "no answer within 30.0 s", "/helper-hung", Status::Fail},
+      {ProbeErrc::Timeout, "probe 'gpu_driver' hung: no answer within its deadline of 30 s", "/not-gathered", Status::Unknown},
+      {ProbeErrc::LibraryMissing, "libnvidia-ml.so.1: cannot open shared object file", "/library-missing", Status::Fail},
+      {ProbeErrc::ApiError, "cuInit: CUDA_ERROR_UNKNOWN (999)", "/driver-error", Status::Fail},
+      {ProbeErrc::ParseError, "the helper's output is not JSON", "/helper-garbage", Status::Fail},
+      {ProbeErrc::PermissionDenied, "/dev/nvidiactl: Permission denied", "/not-read", Status::Unknown},
+  };
+  std::vector<std::string> ids(std::begin(kGpuChecks), std::end(kGpuChecks));
+  ids.push_back("launch.gpu_binding");
+  for (const Case& c : cases) {
+    RankFacts f = gpu_fixture::healthy(2);
+    DriverFacts& d = f.gpu.driver;
+    d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(c.code, c.detail, "driver helper");
+    d.cuda_devices = Probed<std::vector<CudaDevice>>::error(c.code, c.detail, "driver helper");
+    d.smoke = Probed<SmokeResult>::error(c.code, c.detail, "smoke helper");
+    d.gpu_pairs = Probed<std::vector<GpuPair>>::error(c.code, c.detail, "driver helper");
+    d.peer_copies = Probed<std::vector<PeerCopy>>::error(c.code, c.detail, "p2p helper");
+    d.health = Probed<GpuHealthFacts>::error(c.code, c.detail, "health helper");
+    for (const std::string& id : ids) {
+      const Verdict v = gpu_fixture::judge(*find_check(id), f, Options{}, Profile::Job);
+      std::string want = id + c.suffix;
+      // The smoke test's own helper crashing or running out of time are findings of its own.
+      if (want == "cuda.smoke/helper-crashed") want = "cuda.smoke/crashed";
+      if (want == "cuda.smoke/helper-hung") want = "cuda.smoke/hang";
+      EXPECT_EQ(v.finding.code, want) << id << " (" << c.detail << "): " << v.summary;
+      EXPECT_EQ(v.status, c.status) << id << ": " << v.summary;
+      EXPECT_TRUE(has(v.summary, c.detail)) << id << ": " << v.summary;
+    }
+  }
 }
 
 TEST(GpuSharedFindings, AHelperThatCrashedIsTheSameFindingInTwoChecks) {

@@ -511,6 +511,12 @@ TEST(TopoP2pCheck, UnknownWhenTheMatrixIsMissing) {
   EXPECT_EQ(gv.status, Status::Unknown);
   EXPECT_EQ(gv.finding.code, "topo.p2p/facts-unreadable");
   EXPECT_EQ(gv.summary, "could not read NVML's GPU pair matrix: nvmlDeviceGetP2PStatus: boom") << gv.summary;
+  g.gpu.driver.gpu_pairs = Probed<std::vector<GpuPair>>::error(
+      ProbeErrc::Timeout, "probe 'gpu_driver' hung: it had not finished at the probe deadline (7.5 s of the start)");
+  const Verdict hung = judge_p2p(g);
+  EXPECT_EQ(hung.status, Status::Unknown);
+  EXPECT_EQ(hung.finding.code, "topo.p2p/facts-hung") << hung.summary;
+  EXPECT_TRUE(has(hung.summary, "NVML's GPU pair matrix was not gathered: probe 'gpu_driver' hung")) << hung.summary;
   RankFacts h = p2p_node(2, 18);
   h.gpu.driver.peer_copies = Probed<std::vector<PeerCopy>>::error(ProbeErrc::Timeout, "killed after 0 copies");
   const Verdict hv = judge_p2p(h);

@@ -42,6 +42,12 @@ const Case kCases[] = {
      "host.disk/facts-hung", "the checkpoint directories"},
     {"host.memory", [](RankFacts& f, ProbeError e) { f.memory.meminfo = decltype(f.memory.meminfo)::error(e); },
      "host.memory/meminfo-unreadable", "host.memory/meminfo-hung", "the node's available memory"},
+    {"host.memory",
+     [](RankFacts& f, ProbeError e) {
+       f.memory.meminfo = Probed<MemInfo>::ok(MemInfo{64ull << 30, 60ull << 30, 0, 0}, "/proc/meminfo");
+       f.memory.cgroup = decltype(f.memory.cgroup)::error(e);
+     },
+     "host.memory/cgroup-unreadable", "host.memory/cgroup-hung", "the cgroup memory limit"},
     {"net.gpu_nic_affinity", [](RankFacts& f, ProbeError e) { f.topology = decltype(f.topology)::error(e); },
      "net.gpu_nic_affinity/topology-unreadable", "net.gpu_nic_affinity/topology-hung", "the machine's topology"},
 };
