@@ -106,7 +106,7 @@ namespace {
 /// capture's root): a relative target that stays inside the root is kept as written; an absolute
 /// one, or one that climbs above the root, is rewritten relative to the root, so the kernel never
 /// leaves the capture when it follows the link.
-std::string capture_read_host_link(const std::string& target, std::size_t depth, const std::vector<std::string>& dir) {
+std::string capture_link_text(const std::string& target, std::size_t depth, const std::vector<std::string>& dir) {
   if (!target.empty() && target.front() != '/') {
     long d = static_cast<long>(depth);
     bool escapes = false;
@@ -131,7 +131,7 @@ std::string capture_read_host_link(const std::string& target, std::size_t depth,
   return out.empty() ? std::string(".") : out;
 }
 
-std::string read_read_host_link(const std::string& path) { return read_host_link(path).value_or(std::string()); }
+std::string read_link_text(const std::string& path) { return read_host_link(path).value_or(std::string()); }
 
 }  // namespace
 
@@ -154,11 +154,11 @@ std::string FsRecorder::materialize(std::string_view path, bool leaf_file) {
     if (::lstat(live.c_str(), &st) != 0) return {};
     if (S_ISLNK(st.st_mode)) {
       if (++hops > kMaxLinkHops) return {};
-      const std::string target = read_read_host_link(live);
+      const std::string target = read_link_text(live);
       if (target.empty()) return {};
       struct stat existing {};
       if (::lstat(dest(live).c_str(), &existing) != 0) {
-        if (::symlink(capture_read_host_link(target, done.size(), done).c_str(), dest(live).c_str()) != 0) {
+        if (::symlink(capture_link_text(target, done.size(), done).c_str(), dest(live).c_str()) != 0) {
           problem(live + ": symlink: " + std::strerror(errno));
         }
       }
@@ -228,9 +228,9 @@ void FsRecorder::directory(std::string_view path, const std::vector<std::string>
     struct stat existing {};
     const bool present = ::lstat(dest(entry).c_str(), &existing) == 0;
     if (S_ISLNK(st.st_mode)) {
-      const std::string target = read_read_host_link(entry);
+      const std::string target = read_link_text(entry);
       if (!present && !target.empty() &&
-          ::symlink(capture_read_host_link(target, dir.size(), dir).c_str(), dest(entry).c_str()) != 0) {
+          ::symlink(capture_link_text(target, dir.size(), dir).c_str(), dest(entry).c_str()) != 0) {
         problem(entry + ": symlink: " + std::strerror(errno));
       }
     } else if (S_ISDIR(st.st_mode)) {
