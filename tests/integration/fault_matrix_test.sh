@@ -108,26 +108,32 @@ export L
 
 # --- the GPU stack: driver absent, init errors, crashes, hangs, wrong data ------------------------
 row "driver absent" driver.loaded FAIL 1 10 -- env LD_LIBRARY_PATH=/nonexistent "$PREFLIGHT" --timeout 8 --format json "${quiet[@]}"
+# Sanitizer builds: every GPU row at twice its --timeout and bound. Each helper gets a share of the
+# timeout (the smoke test 15%: 1.2 s at 8 s); an instrumented helper on a loaded 2-core machine once
+# used all of it before the fault the row is about, which made the row UNKNOWN (helper killed).
+gpu_scale=1
+[ "$slack" -gt 0 ] && gpu_scale=2
+gs() { echo $(( $1 * gpu_scale )); }
 if [ "$have_gpu_fakes" -eq 1 ]; then
-  row "NVML init error (driver not loaded)" driver.loaded FAIL 1 10 -- with_gpu "$S/nvml-driver-not-loaded.json" \
-    --only 'driver.loaded,gpu.*' --timeout 8 --format json
-  row "cuInit returns 100" cuda.smoke FAIL 1 10 -- with_gpu "$S/cuinit-error100.json" --only 'driver.loaded,cuda.smoke' --timeout 8 --format json
-  row "cuInit crashes (SIGSEGV)" cuda.smoke FAIL 1 10 -- with_gpu "$S/cuinit-segv.json" --only 'driver.loaded,cuda.smoke' --timeout 8 --format json
-  row "cuInit hangs" cuda.smoke FAIL 1 8 -- with_gpu "$S/cuinit-hang.json" --only 'driver.loaded,cuda.smoke' --timeout 6 --format json
-  row "NVML hangs" driver.loaded FAIL 1 8 -- with_gpu "$S/nvml-hang.json" --only 'driver.loaded,gpu.*' --timeout 6 --format json
-  row "device copy hangs" cuda.smoke FAIL 1 8 -- with_gpu "$S/copy-hang.json" --only cuda.smoke --timeout 6 --format json
-  row "device copy corrupted" cuda.smoke FAIL 1 10 -- with_gpu "$S/copy-corrupt.json" --only cuda.smoke --timeout 8 --format json
+  row "NVML init error (driver not loaded)" driver.loaded FAIL 1 "$(gs 10)" -- with_gpu "$S/nvml-driver-not-loaded.json" \
+    --only 'driver.loaded,gpu.*' --timeout "$(gs 8)" --format json
+  row "cuInit returns 100" cuda.smoke FAIL 1 "$(gs 10)" -- with_gpu "$S/cuinit-error100.json" --only 'driver.loaded,cuda.smoke' --timeout "$(gs 8)" --format json
+  row "cuInit crashes (SIGSEGV)" cuda.smoke FAIL 1 "$(gs 10)" -- with_gpu "$S/cuinit-segv.json" --only 'driver.loaded,cuda.smoke' --timeout "$(gs 8)" --format json
+  row "cuInit hangs" cuda.smoke FAIL 1 "$(gs 8)" -- with_gpu "$S/cuinit-hang.json" --only 'driver.loaded,cuda.smoke' --timeout "$(gs 6)" --format json
+  row "NVML hangs" driver.loaded FAIL 1 "$(gs 8)" -- with_gpu "$S/nvml-hang.json" --only 'driver.loaded,gpu.*' --timeout "$(gs 6)" --format json
+  row "device copy hangs" cuda.smoke FAIL 1 "$(gs 8)" -- with_gpu "$S/copy-hang.json" --only cuda.smoke --timeout "$(gs 6)" --format json
+  row "device copy corrupted" cuda.smoke FAIL 1 "$(gs 10)" -- with_gpu "$S/copy-corrupt.json" --only cuda.smoke --timeout "$(gs 8)" --format json
   # --timeout 10: the peer-copy helper gets 15% (1.5 s); at 6 s its 0.9 s did not cover the helper's
   # start on a loaded machine, and a helper killed before its first copy is UNKNOWN, not this row.
-  row "P2P copy hangs" topo.p2p FAIL 1 10 -- with_gpu "$S/p2p-hang.json" --only topo.p2p --timeout 10 --format json
-  row "P2P copy corrupted" topo.p2p FAIL 1 10 -- with_gpu "$S/p2p-corrupt.json" --only topo.p2p --timeout 8 --format json
-  row "NCCL init hangs" comm.allreduce FAIL 1 8 -- with_gpu "$S/allreduce-hang-init.json" --only comm.allreduce \
-    --timeout 6 --format json
-  row "NCCL all_reduce hangs" comm.allreduce FAIL 1 8 -- with_gpu "$S/allreduce-hang.json" --only comm.allreduce \
-    --timeout 6 --format json
+  row "P2P copy hangs" topo.p2p FAIL 1 "$(gs 10)" -- with_gpu "$S/p2p-hang.json" --only topo.p2p --timeout "$(gs 10)" --format json
+  row "P2P copy corrupted" topo.p2p FAIL 1 "$(gs 10)" -- with_gpu "$S/p2p-corrupt.json" --only topo.p2p --timeout "$(gs 8)" --format json
+  row "NCCL init hangs" comm.allreduce FAIL 1 "$(gs 8)" -- with_gpu "$S/allreduce-hang-init.json" --only comm.allreduce \
+    --timeout "$(gs 6)" --format json
+  row "NCCL all_reduce hangs" comm.allreduce FAIL 1 "$(gs 8)" -- with_gpu "$S/allreduce-hang.json" --only comm.allreduce \
+    --timeout "$(gs 6)" --format json
   printf '{"gpus": 8, "faults": {"cuInit": "ok"' >"$work/broken-scenario.json"  # truncated JSON
-  row "fake driver's scenario unreadable" cuda.smoke FAIL 1 10 -- with_gpu "$work/broken-scenario.json" \
-    --only 'driver.loaded,cuda.smoke' --timeout 8 --format json
+  row "fake driver's scenario unreadable" cuda.smoke FAIL 1 "$(gs 10)" -- with_gpu "$work/broken-scenario.json" \
+    --only 'driver.loaded,cuda.smoke' --timeout "$(gs 8)" --format json
 else
   skip_row "GPU fault rows" "no fake GPU libraries (PREFLIGHT_FAKE_GPU_LIB_DIR)"
 fi
