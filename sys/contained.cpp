@@ -184,6 +184,24 @@ int open_exit_fd(pid_t pid) {
   return static_cast<int>(fd);
 }
 
+/// Makes our children ours to reap. A parent that ignores SIGCHLD passes that on through exec (a
+/// Python wrapper with signal(SIGCHLD, SIG_IGN), some init scripts), and then — or with
+/// SA_NOCLDWAIT — the kernel reaps every child at its exit: a helper's exit status (how a crash, a
+/// failed init and a clean exit are told apart) would be lost, and every helper would read
+/// "exited (status unknown)". The disposition is the process's, and this process runs helpers.
+void keep_child_statuses() {
+  struct sigaction current {};
+  if (::sigaction(SIGCHLD, nullptr, &current) != 0) return;
+  const bool ignored = (current.sa_flags & SA_SIGINFO) == 0 && current.sa_handler == SIG_IGN;
+  if (!ignored && (current.sa_flags & SA_NOCLDWAIT) == 0) return;
+  if (ignored) {
+    current.sa_handler = SIG_DFL;
+    current.sa_flags = 0;
+  }
+  current.sa_flags &= ~SA_NOCLDWAIT;
+  ::sigaction(SIGCHLD, &current, nullptr);
+}
+
 /// Reaps the child, waiting at most `grace`. Returns the wait status, or nullopt if it could not be reaped in time.
 std::optional<int> reap(pid_t pid, std::chrono::milliseconds grace) {
   const Clock::time_point until = Clock::now() + grace;
@@ -304,6 +322,7 @@ ContainedResult run_contained(const ContainedRequest& request) {
   ::posix_spawnattr_setsigdefault(&attr, &defaults);
   ::posix_spawnattr_setsigmask(&attr, &empty);
 
+  keep_child_statuses();
   const Clock::time_point start = Clock::now();
   const Clock::time_point deadline = start + request.deadline;
   pid_t pid = -1;

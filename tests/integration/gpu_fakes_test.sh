@@ -52,6 +52,23 @@ expect_eq "$(check_status cuda.smoke)" FAIL "cuda.smoke"
 expect_contains "$(summary_of cuda.smoke)" "SIGSEGV" "cuda.smoke summary"
 expect_contains "$(summary_of driver.loaded)" "SIGSEGV" "driver.loaded summary"
 
+# Started by a parent that ignores SIGCHLD (the disposition survives exec): the helpers' exit
+# statuses are still seen — a healthy node passes and a crash is still named.
+ignoring_sigchld() {
+  "${PYTHON3:-python3}" -c 'import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+expect_rc 0 "a healthy node under a parent that ignores SIGCHLD" -- ignoring_sigchld env \
+  LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" PREFLIGHT_FAKE_GPU="$S/h100x8-healthy.json" "$PREFLIGHT" \
+  --only 'driver.loaded,cuda.smoke' --format json
+expect_eq "$(check_status driver.loaded)" PASS "driver.loaded, SIGCHLD ignored"
+expect_eq "$(check_status cuda.smoke)" PASS "cuda.smoke, SIGCHLD ignored"
+expect_rc 1 "cuInit crashes under a parent that ignores SIGCHLD" -- ignoring_sigchld env \
+  LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" PREFLIGHT_FAKE_GPU="$S/cuinit-segv.json" "$PREFLIGHT" \
+  --only 'driver.loaded,cuda.smoke' --format json
+expect_contains "$(summary_of cuda.smoke)" "SIGSEGV" "cuda.smoke summary, SIGCHLD ignored"
+
 # A device-to-host copy that never returns: FAIL within the helper's deadline.
 start=$(date +%s%N)
 expect_rc 1 "a copy that hangs" -- with_gpu copy-hang --timeout 3 --only cuda.smoke --format json

@@ -134,6 +134,32 @@ TEST(Contained, ExitStatus) {
   EXPECT_EQ(j.error, "exited with status 3: fake helper: exiting with status 3 as asked");
 }
 
+// Inherited from a parent that ignores SIGCHLD (SIG_IGN survives exec), or set with SA_NOCLDWAIT:
+// the kernel would reap the helper itself and its exit status would be lost.
+TEST(Contained, AnIgnoredSigchldDoesNotLoseTheHelpersExitStatus) {
+  struct sigaction saved {};
+  ASSERT_EQ(::sigaction(SIGCHLD, nullptr, &saved), 0);
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGCHLD, &ignore, nullptr), 0);
+  const ContainedResult ignored = run_contained(fake({"exit", "3"}));
+  struct sigaction no_wait {};
+  no_wait.sa_handler = SIG_DFL;
+  no_wait.sa_flags = SA_NOCLDWAIT;
+  ASSERT_EQ(::sigaction(SIGCHLD, &no_wait, nullptr), 0);
+  const ContainedResult not_waited = run_contained(fake({"segv"}));
+  struct sigaction after {};
+  ::sigaction(SIGCHLD, nullptr, &after);
+  ::sigaction(SIGCHLD, &saved, nullptr);
+
+  EXPECT_EQ(ignored.outcome, ContainedOutcome::Exited);
+  EXPECT_EQ(ignored.exit_code, 3);
+  EXPECT_EQ(ignored.describe(), "exited with status 3");
+  EXPECT_EQ(not_waited.outcome, ContainedOutcome::Signaled);
+  EXPECT_EQ(not_waited.signal, SIGSEGV);
+  EXPECT_EQ(after.sa_flags & SA_NOCLDWAIT, 0);
+}
+
 TEST(Contained, HangIsKilledAtDeadline) {
   const auto start = std::chrono::steady_clock::now();
   const ContainedResult r = run_contained(fake({"hang"}, 500ms));
