@@ -202,8 +202,10 @@ constexpr FindingSpec kExpired = {
 // {error}: the errors quoted, or "no error message".
 constexpr FindingSpec kErrorNccl = {
     "comm.allreduce/error-nccl", Status::Fail, "the all_reduce over {transport} failed: {error}",
-    "Fix the NCCL error quoted (an init failure is usually the network or the library: nccl.library, "
-    "env.nccl)." PREFLIGHT_NCCL_DEBUG};
+    "Fix the first error quoted: a rank that never joined the communicator (its helper could not start, crashed "
+    "or could not load NCCL) is the cause, and the ranks that waited for it are not (a process or descriptor limit "
+    "shows in host.limits); an init failure is usually the network or the library (nccl.library, env.nccl)."
+    PREFLIGHT_NCCL_DEBUG};
 constexpr FindingSpec kErrorMpi = {"comm.allreduce/error-mpi", Status::Fail,
                                    "the all_reduce over {transport} failed: {error}",
                                    "Fix the MPI error quoted; check that every rank runs the same MPI build."};
@@ -423,7 +425,10 @@ Failures
   FAIL     GPUs exist but the NCCL all_reduce cannot run: a rank has no GPU of its own (see
            launch.gpu_binding), a rank or the node cannot load NCCL (nccl.library). Never replaced by
            an all_reduce in host memory: MPI stands in only where no rank has a GPU at all.
-  FAIL     the collective returned an error (e.g. ncclCommInitRank failed), quoted.
+  FAIL     the collective returned an error (e.g. ncclCommInitRank failed), quoted. Where one
+           GPU's helper never joined the communicator (it could not start, crashed or could not
+           load NCCL before its init), it is quoted first and the others are stopped at once: they
+           are named as having waited for it, not as hung.
   FAIL     it was not run because ranks were missing earlier: names them.
   FAIL     busbw is below --min-busbw (the measured algbw, busbw, size, participants, transport),
            after the job measured it again (up to three rounds; the best round counts).

@@ -3,6 +3,7 @@
 #include "job/nccl_allreduce.hpp"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cstring>
 #include <future>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -163,6 +165,13 @@ NcclRankOutcome parse_nccl_rank_outcome(const ContainedResult& result, int rank,
     } else if (o.step != "verify") {
       o.error += "; then the helper did not exit within " + fixed(result.deadline_s, 1) + " s" + " (killed)";
     }
+  } else if (result.outcome == ContainedOutcome::Cancelled && !ended) {
+    o.ok = false;
+    o.cancelled = true;
+    if (!have_error) {
+      o.step = o.last_step.empty() ? (started ? "init" : "start") : o.last_step;
+      o.error = "stopped after " + fixed(result.elapsed_s, 1) + " s during " + o.step;
+    }
   } else if (result.outcome == ContainedOutcome::Signaled && !ended) {
     o.ok = false;
     o.crashed = true;
@@ -207,7 +216,14 @@ NcclRankOutcome run_nccl_allreduce(const NcclAllreduceRequest& r) {
   request.extra_env = r.setup.extra_env;
   request.deadline = r.deadline;
   request.kill_grace = std::min<std::chrono::milliseconds>(request.kill_grace, std::chrono::milliseconds(1000));
+  request.cancel_fd = r.cancel_fd;
   return parse_nccl_rank_outcome(run_contained(request), r.rank, r.device);
+}
+
+bool never_joined(const NcclRankOutcome& o) {
+  // No progress line: the helper never reached its "init" step. "gather": rank 0 could not read
+  // the rank's record, which says nothing of how far its helper came.
+  return !o.ok && !o.cancelled && o.last_step.empty() && o.step != "gather";
 }
 
 CommResult combine_nccl_outcomes(const std::vector<NcclRankOutcome>& outcomes, int nranks, std::uint64_t bytes,
@@ -222,9 +238,19 @@ CommResult combine_nccl_outcomes(const std::vector<NcclRankOutcome>& outcomes, i
   c.deadline_s = deadline_s;
   bool all_ok = static_cast<int>(outcomes.size()) == nranks;
   double slowest = 0;
+  std::vector<std::string> absent;  // the ranks that never joined, "rank 3 (GPU 3)"
+  std::size_t absent_count = 0;
+  for (const NcclRankOutcome& o : outcomes) {
+    if (!never_joined(o)) continue;
+    if (++absent_count <= 4) absent.push_back("rank " + std::to_string(o.rank) + " (GPU " + std::to_string(o.device) + ")");
+  }
+  if (absent_count > absent.size()) absent.push_back("and " + std::to_string(absent_count - absent.size()) + " more");
+  std::vector<std::string> waiting;  // the error lines of the ranks that waited: after the causes
   for (const NcclRankOutcome& o : outcomes) {
     if (o.bytes != 0) c.bytes = o.bytes;
-    if (o.expired) {
+    // Waiting for a peer that never joined is not hanging: only the ranks that never joined count.
+    const bool waited = !absent.empty() && !never_joined(o) && (o.expired || o.cancelled) && !o.wrong;
+    if (o.expired && !waited) {
       c.expired = true;
       c.missing.push_back(o.rank);
     }
@@ -232,15 +258,18 @@ CommResult combine_nccl_outcomes(const std::vector<NcclRankOutcome>& outcomes, i
     if (!o.ok) {
       all_ok = false;
       std::string line = "rank " + std::to_string(o.rank) + " (GPU " + std::to_string(o.device) + "): " + o.step +
-                         ": " + o.error;
+                         ": " + (waited ? "waited for " + join(absent, ", ") + ", which never joined the communicator; " +
+                                              (o.cancelled ? std::string("stopped") : std::string("its deadline passed"))
+                                        : o.error);
       if (o.aborted) line += " [communicator aborted]";
-      c.errors.push_back(std::move(line));
+      (waited ? waiting : c.errors).push_back(std::move(line));
     } else {
       slowest = std::max(slowest, o.seconds);
       c.repeats = o.repeats;
     }
     if (!o.xid_watch.work.empty()) c.xid_watches.push_back({o.rank, o.xid_watch});
   }
+  c.errors.insert(c.errors.end(), waiting.begin(), waiting.end());
   c.completed = all_ok;
   if (all_ok && slowest > 0) {
     c.algbw_gbps = static_cast<double>(c.bytes) / slowest / 1e9;
@@ -294,6 +323,26 @@ CommResult nccl_allreduce_local_gpus(int gpus, std::uint64_t bytes, int repeats,
   }
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - (Clock::now() - begin));
   const auto rank_deadline = std::max(std::chrono::milliseconds(500), left);
+  // A helper that cannot join (it could not start, crashed, could not load NCCL) leaves the others
+  // waiting in init until their deadline: a byte on this pipe stops them at once. Without the
+  // pipe (no descriptors left) they wait, and the outcome is the same, later.
+  struct CancelPipe {
+    int fd[2] = {-1, -1};
+    CancelPipe() {
+      if (::pipe2(fd, O_CLOEXEC | O_NONBLOCK) != 0) fd[0] = fd[1] = -1;
+    }
+    ~CancelPipe() {
+      for (const int f : fd) {
+        if (f >= 0) ::close(f);
+      }
+    }
+    void raise() const {
+      const char byte = 1;
+      if (fd[1] < 0) return;
+      [[maybe_unused]] const ssize_t n = ::write(fd[1], &byte, 1);  // full: raised already
+    }
+  };
+  const CancelPipe cancel;
   std::vector<std::future<NcclRankOutcome>> running;
   running.reserve(static_cast<std::size_t>(gpus));
   for (int g = 0; g < gpus; ++g) {
@@ -308,14 +357,31 @@ CommResult nccl_allreduce_local_gpus(int gpus, std::uint64_t bytes, int repeats,
     r.repeats = repeats;
     r.deadline = rank_deadline;
     r.setup = setup;
-    running.push_back(std::async(std::launch::async, [r] { return run_nccl_allreduce(r); }));
+    r.cancel_fd = cancel.fd[0];
+    try {
+      running.push_back(std::async(std::launch::async, [r, &cancel] {
+        NcclRankOutcome o = run_nccl_allreduce(r);
+        if (never_joined(o) && !o.expired) cancel.raise();
+        return o;
+      }));
+    } catch (const std::system_error& e) {  // no thread (a process or memory limit): this GPU cannot join
+      NcclRankOutcome o;
+      o.rank = g;
+      o.device = g;
+      o.step = "helper";
+      o.error = std::string("no thread to run its helper: ") + e.what();
+      std::promise<NcclRankOutcome> failed;
+      failed.set_value(std::move(o));
+      running.push_back(failed.get_future());
+      cancel.raise();
+    }
   }
   std::vector<NcclRankOutcome> outcomes;
   for (auto& f : running) outcomes.push_back(f.get());
   return combine_nccl_outcomes(outcomes, gpus, bytes, repeats, elapsed(), deadline_s);
 }
 
-PREFLIGHT_JSON_DEFINE(NcclRankOutcome, rank, device, ok, expired, crashed, wrong, aborted, step, error, nccl_error,
+PREFLIGHT_JSON_DEFINE(NcclRankOutcome, rank, device, ok, expired, crashed, wrong, aborted, cancelled, step, error, nccl_error,
                       wrong_index, wrong_value, expected_value, wrong_elements, bytes, repeats, seconds, algbw_gbps,
                       busbw_gbps, lib, nccl_version, last_step, elapsed_s, helper, xid_watch)
 

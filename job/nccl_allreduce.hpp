@@ -43,6 +43,9 @@ struct NcclAllreduceRequest {
   int repeats = 5;               ///< timed iterations after one warm-up; the best is kept
   std::chrono::milliseconds deadline{std::chrono::seconds(30)};  ///< the whole helper, abort included
   NcclHelperSetup setup;
+  /// Readable: stop the helper now (ContainedRequest::cancel_fd); -1: none. The node's helpers
+  /// share one, so that one that cannot join makes the others stop waiting for it.
+  int cancel_fd = -1;
 };
 
 /// What one rank's helper reported, whatever became of it.
@@ -54,6 +57,7 @@ struct NcclRankOutcome {
   bool crashed = false;   ///< the helper died of a signal
   bool wrong = false;     ///< the all_reduce completed with a wrong result on this rank
   bool aborted = false;   ///< the helper called ncclCommAbort (and it returned)
+  bool cancelled = false; ///< preflight stopped the helper early: a peer never joined, so it could not complete
   std::string step;       ///< where it failed: "init", "allreduce", "async", "verify", "dlopen", "cuda", ...
   std::string error;      ///< the helper's message, with NCCL's error string
   std::string nccl_error; ///< "ncclRemoteError" when NCCL returned a code
@@ -97,9 +101,16 @@ NcclRankOutcome parse_nccl_rank_outcome(const ContainedResult& result, int rank,
 /// One rank's helper, under `request.deadline` (the helper's own deadline is inside it).
 NcclRankOutcome run_nccl_allreduce(const NcclAllreduceRequest& request);
 
+/// Did this rank's helper fail (or hang) before its NCCL init began (it could not start, crashed,
+/// could not load NCCL or set up its GPU)? The other ranks then wait in init for a peer that never
+/// comes: that rank is the cause, they are not.
+bool never_joined(const NcclRankOutcome& outcome);
+
 /// The ranks' outcomes as comm.allreduce's CommResult: completed when every rank is ok; expired
 /// and `missing` for ranks that did not finish; `wrong` for ranks with a wrong result; one error
-/// line per failed rank; algbw/busbw of the slowest rank (the collective is as fast as it).
+/// line per failed rank; algbw/busbw of the slowest rank (the collective is as fast as it). Where
+/// some rank never joined, the ranks that waited for it (expired or cancelled after their init
+/// began) are neither expired nor missing: their error line says whom they waited for.
 CommResult combine_nccl_outcomes(const std::vector<NcclRankOutcome>& outcomes, int nranks, std::uint64_t bytes,
                                  int repeats, double seconds, double deadline_s);
 

@@ -245,6 +245,7 @@ const char* to_string(ContainedOutcome outcome) {
     case ContainedOutcome::TimedOut: return "timed_out";
     case ContainedOutcome::SpawnFailed: return "spawn_failed";
     case ContainedOutcome::OutputTooLarge: return "output_too_large";
+    case ContainedOutcome::Cancelled: return "cancelled";
   }
   return "unknown";
 }
@@ -354,6 +355,7 @@ ContainedResult run_contained(const ContainedRequest& request) {
   bool exited = false;
   bool exit_signalled = false;  // the pidfd was readable at the last poll
   bool timed_out = false;
+  bool cancelled = false;
   bool too_large = false;
   bool err_overflow = false;
   double elapsed_at_end = 0.0;
@@ -389,7 +391,7 @@ ContainedResult run_contained(const ContainedRequest& request) {
       break;
     }
 
-    std::array<pollfd, 4> fds{};
+    std::array<pollfd, 5> fds{};
     nfds_t count = 0;
     const auto add = [&](const Fd& fd, short events) {
       if (fd.valid()) fds[count++] = pollfd{fd.get(), events, 0};
@@ -400,6 +402,7 @@ ContainedResult run_contained(const ContainedRequest& request) {
     // The child's exit must be noticed even when descendants keep the pipes open (or it closed
     // them): its pidfd wakes the poll; without one, short ticks while it runs.
     if (!exited) add(exit_fd, POLLIN);
+    if (!exited && request.cancel_fd >= 0) fds[count++] = pollfd{request.cancel_fd, POLLIN, 0};
     auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) + std::chrono::milliseconds(1);
     if (!exited && !exit_fd.valid()) wait = std::min(wait, std::chrono::milliseconds(10));
     const int ready = ::poll(fds.data(), count, static_cast<int>(wait.count()));
@@ -413,6 +416,8 @@ ContainedResult run_contained(const ContainedRequest& request) {
       if (p.revents == 0) continue;
       if (p.fd == exit_fd.get()) {
         exit_signalled = true;
+      } else if (p.fd == request.cancel_fd) {
+        cancelled = true;
       } else if (p.fd == out.read.get()) {
         if (!drain(p.fd, result.out, request.max_output, too_large)) out.read.reset();
       } else if (p.fd == err.read.get()) {
@@ -436,11 +441,12 @@ ContainedResult run_contained(const ContainedRequest& request) {
         }
       }
     }
-    if (too_large && !exited) {
+    if ((too_large || cancelled) && !exited) {
       elapsed_at_end = seconds_since(start);
       kill_group(pid);
       break;
     }
+    cancelled = false;  // the helper had exited by itself: its own outcome stands
   }
 
   in.write.reset();
@@ -454,6 +460,8 @@ ContainedResult run_contained(const ContainedRequest& request) {
 
   if (timed_out) {
     result.outcome = ContainedOutcome::TimedOut;
+  } else if (cancelled) {
+    result.outcome = ContainedOutcome::Cancelled;
   } else if (too_large && !exited) {
     result.outcome = ContainedOutcome::OutputTooLarge;
   } else if (status && WIFSIGNALED(*status)) {
@@ -486,6 +494,8 @@ std::string ContainedResult::describe() const {
     case ContainedOutcome::OutputTooLarge:
       return "wrote more than " + format_bytes(max_output) + " on its output (killed after " +
              fixed(elapsed_s, 1) + " s)";
+    case ContainedOutcome::Cancelled:
+      return "stopped by preflight after " + fixed(elapsed_s, 1) + " s (its work could no longer complete)";
   }
   return "unknown outcome";
 }
@@ -512,6 +522,7 @@ ProbeError ContainedResult::to_probe_error() const {
                                       : ProbeErrc::Unreadable,
               describe()};
     case ContainedOutcome::OutputTooLarge: return {ProbeErrc::ParseError, describe()};
+    case ContainedOutcome::Cancelled: return {ProbeErrc::NotProbed, describe()};
     case ContainedOutcome::Exited: break;
   }
   const std::string tail = stderr_tail();

@@ -32,6 +32,10 @@ struct ContainedRequest {
   /// After SIGKILL, how long to wait for the kernel to reap the helper (a process stuck in the
   /// driver can be unkillable for a while); preflight gives up rather than hang.
   std::chrono::milliseconds kill_grace{std::chrono::seconds(2)};
+  /// A descriptor the caller makes readable (a byte on a pipe) to stop the helper before its
+  /// deadline, when its work has become pointless (a peer it waits for failed): its process group
+  /// is killed and the outcome is Cancelled. -1: none. Not owned.
+  int cancel_fd = -1;
 };
 
 enum class ContainedOutcome {
@@ -40,6 +44,7 @@ enum class ContainedOutcome {
   TimedOut,        ///< the deadline passed; the helper's process group was killed
   SpawnFailed,     ///< the helper could not be started (see spawn_errno)
   OutputTooLarge,  ///< stdout exceeded max_output; the helper's process group was killed
+  Cancelled,       ///< the caller's cancel_fd became readable; the helper's process group was killed
 };
 
 const char* to_string(ContainedOutcome outcome);

@@ -113,6 +113,27 @@ expect_contains "$(summary_of comm.allreduce)" "1" "the corrupt GPU named"
 with_gpu allreduce-busbw-40 --only comm.allreduce --allreduce-bytes 1M --min-busbw 100 --format json >"$work/out" 2>/dev/null
 expect_eq "$(check_status comm.allreduce)" FAIL "comm.allreduce at 40 GB/s below --min-busbw 100"
 
+# One GPU's helper never joins (it exits before its NCCL init, as one that could not start or load
+# NCCL would): the seven others are stopped at once instead of waiting in init until the deadline,
+# and the report names the one that never joined, not them as hung.
+mkdir -p "$work/helpers"
+cat >"$work/helpers/preflight-gpu-probe" <<EOS
+#!/bin/sh
+case " \$* " in *' nccl-allreduce '*' --device 3 '*) echo 'cannot set up GPU 3' >&2; exit 1;; esac
+exec '$(dirname "$PREFLIGHT")/preflight-gpu-probe' "\$@"
+EOS
+chmod +x "$work/helpers/preflight-gpu-probe"
+start=$(date +%s%N)
+PREFLIGHT_HELPER_DIR="$work/helpers" with_gpu h100x8-healthy --only comm.allreduce --allreduce-bytes 1M --timeout 30 \
+  --format json >"$work/out" 2>/dev/null
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ "$elapsed_ms" -lt 15000 ] && pass "stopped after ${elapsed_ms} ms (--timeout 30)" || fail "took ${elapsed_ms} ms"
+expect_eq "$(check_status comm.allreduce)" FAIL "comm.allreduce with GPU 3's helper failing before init"
+expect_contains "$(summary_of comm.allreduce)" "cannot set up GPU 3" "the cause quoted"
+expect_contains "$(summary_of comm.allreduce)" "waited for rank 3 (GPU 3), which never joined the communicator" \
+  "the others waited for it"
+case "$(summary_of comm.allreduce)" in *hung*) fail "the ranks that waited are called hung" ;; *) pass "none called hung" ;; esac
+
 # The real NCCL of the CUDA toolkit, where installed.
 if [ -f /usr/local/cuda/lib64/libnccl.so.2 ]; then
   "$PREFLIGHT" --nccl-lib /usr/local/cuda/lib64/libnccl.so.2 --only nccl.library --format json >"$work/out" 2>/dev/null

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <string>
 #include <vector>
@@ -272,6 +273,36 @@ TEST_F(NcclAllreduce, NodeProfileRunsOneRankPerLocalGpu) {
   EXPECT_TRUE(rendezvous_empty());
 }
 
+// One GPU's helper cannot join (here: it exits at once for device 3, as one that could not start,
+// crashed in its setup or could not load NCCL would): the other seven would wait in NCCL init until
+// their deadline. They are stopped at once, and they are not the ones that hung.
+TEST_F(NcclAllreduce, NodeProfileStopsWaitingForAGpuWhoseHelperNeverJoins) {
+  const std::string wrapper = m_dir + "-helper.sh";
+  {
+    std::ofstream w(wrapper);
+    w << "#!/bin/sh\ncase \" $* \" in *' --device 3 '*) echo 'cannot set up GPU 3' >&2; exit 1;; esac\n"
+      << "exec '" << kHelper << "' \"$@\"\n";
+  }
+  fs::permissions(wrapper, fs::perms::owner_all);
+  NcclHelperSetup s = setup();
+  s.helper = wrapper;
+  const CommResult c = nccl_allreduce_local_gpus(8, std::uint64_t{1} << 20, 2, "", 60s, s);
+  fs::remove(wrapper);
+  EXPECT_TRUE(c.attempted);
+  EXPECT_FALSE(c.completed);
+  EXPECT_FALSE(c.expired);
+  EXPECT_TRUE(c.missing.empty());
+  EXPECT_LT(c.seconds, 30.0);  // stopped, not waited out (the deadline is 60 s)
+  ASSERT_EQ(c.errors.size(), 8u);
+  EXPECT_EQ(c.errors.front(), "rank 3 (GPU 3): helper: the helper exited with status 1: cannot set up GPU 3");
+  for (std::size_t i = 1; i < c.errors.size(); ++i) {
+    EXPECT_NE(c.errors[i].find(": waited for rank 3 (GPU 3), which never joined the communicator; stopped"),
+              std::string::npos)
+        << c.errors[i];
+  }
+  EXPECT_TRUE(rendezvous_empty());
+}
+
 TEST_F(NcclAllreduce, NodeProfileWithoutGpusIsNotAttempted) {
   const CommResult c = nccl_allreduce_local_gpus(0, 1 << 20, 2, "", 5s, setup());
   EXPECT_FALSE(c.attempted);
@@ -364,6 +395,74 @@ TEST(NcclAllreduceParse, MissingRanksMakeTheCollectiveIncomplete) {
   const CommResult c = combine_nccl_outcomes({ok}, 2, 1000000, 2, 1.0, 5);
   EXPECT_FALSE(c.completed);
   EXPECT_EQ(c.busbw_gbps, 0);
+}
+
+// A rank that never joined (no progress line: it failed before its NCCL init) is the cause; the
+// ranks that then waited in init until their deadline, or were stopped, are not counted as hung.
+TEST(NcclAllreduceParse, RanksThatWaitedForOneThatNeverJoinedAreNotTheOnesThatHung) {
+  auto outcome = [](int rank, const std::string& last_step, const std::string& step, const std::string& error) {
+    NcclRankOutcome o;
+    o.rank = o.device = rank;
+    o.last_step = last_step;
+    o.step = step;
+    o.error = error;
+    return o;
+  };
+  NcclRankOutcome cannot_start = outcome(2, "", "helper", "the helper could not start: Too many open files");
+  NcclRankOutcome expired = outcome(0, "init", "init", "ncclCommInitRankConfig did not complete");
+  expired.expired = expired.aborted = true;
+  NcclRankOutcome stopped = outcome(1, "init", "init", "stopped after 0.1 s during init");
+  stopped.cancelled = true;
+  NcclRankOutcome unread = outcome(3, "", "gather", "its all_reduce record did not parse");
+  EXPECT_TRUE(never_joined(cannot_start));
+  EXPECT_FALSE(never_joined(expired));
+  EXPECT_FALSE(never_joined(stopped));
+  EXPECT_FALSE(never_joined(unread));
+
+  CommResult c = combine_nccl_outcomes({expired, stopped, cannot_start}, 3, 1 << 20, 2, 1.0, 10);
+  EXPECT_FALSE(c.completed);
+  EXPECT_FALSE(c.expired);
+  EXPECT_TRUE(c.missing.empty());
+  ASSERT_EQ(c.errors.size(), 3u);
+  EXPECT_EQ(c.errors[0], "rank 2 (GPU 2): helper: the helper could not start: Too many open files");
+  EXPECT_EQ(c.errors[1], "rank 0 (GPU 0): init: waited for rank 2 (GPU 2), which never joined the communicator; its "
+                         "deadline passed [communicator aborted]");
+  EXPECT_EQ(c.errors[2], "rank 1 (GPU 1): init: waited for rank 2 (GPU 2), which never joined the communicator; stopped");
+
+  // One that hung before it joined (in its CUDA setup) is the one that hung; the rest waited.
+  NcclRankOutcome hung_early = outcome(2, "", "start", "the helper did not finish within 4.0 s (killed) during start");
+  hung_early.expired = true;
+  c = combine_nccl_outcomes({expired, hung_early}, 2, 1 << 20, 2, 1.0, 10);
+  EXPECT_TRUE(c.expired);
+  EXPECT_EQ(c.missing, std::vector<int>{2});
+
+  // Without a rank that never joined, an expired rank is missing as before.
+  c = combine_nccl_outcomes({expired, unread}, 2, 1 << 20, 2, 1.0, 10);
+  EXPECT_TRUE(c.expired);
+  EXPECT_EQ(c.missing, std::vector<int>{0});
+  EXPECT_EQ(c.errors[0], "rank 0 (GPU 0): init: ncclCommInitRankConfig did not complete [communicator aborted]");
+
+  // Many that never joined: four are named.
+  std::vector<NcclRankOutcome> many = {expired};
+  for (int r = 1; r < 8; ++r) many.push_back(outcome(r, "", "helper", "the helper could not start: Too many open files"));
+  c = combine_nccl_outcomes(many, 8, 1 << 20, 2, 1.0, 10);
+  EXPECT_NE(c.errors.back().find("waited for rank 1 (GPU 1), rank 2 (GPU 2), rank 3 (GPU 3), rank 4 (GPU 4), and 3 "
+                                 "more, which never joined"),
+            std::string::npos)
+      << c.errors.back();
+}
+
+TEST(NcclAllreduceParse, ACancelledHelperIsStoppedNotExpired) {
+  ContainedResult r;
+  r.outcome = ContainedOutcome::Cancelled;
+  r.elapsed_s = 0.31;
+  r.out = "{\"event\":\"start\"}\n{\"event\":\"progress\",\"step\":\"init\"}\n";
+  const NcclRankOutcome o = parse_nccl_rank_outcome(r, 4, 4);
+  EXPECT_FALSE(o.ok);
+  EXPECT_FALSE(o.expired);
+  EXPECT_TRUE(o.cancelled);
+  EXPECT_EQ(o.step, "init");
+  EXPECT_EQ(o.error, "stopped after 0.3 s during init");
 }
 
 TEST(NcclAllreduceParse, HelperDeadlineLeavesRoomForTheAbort) {

@@ -173,6 +173,50 @@ TEST(Contained, HangIsKilledAtDeadline) {
   expect_reaped(r);
 }
 
+// The caller stops a helper whose work became pointless: a byte on its cancel descriptor kills the
+// process group at once (grandchildren too), long before the deadline; a helper that has already
+// ended keeps its own outcome.
+TEST(Contained, ACancelledHelperIsKilledAtOnce) {
+  int cancel[2];
+  ASSERT_EQ(::pipe2(cancel, O_CLOEXEC), 0);
+  ContainedRequest req = fake({"hang-child"}, 30s);
+  req.cancel_fd = cancel[0];
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(300ms);
+    const char byte = 1;
+    EXPECT_EQ(::write(cancel[1], &byte, 1), 1);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const ContainedResult r = run_contained(req);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  canceller.join();
+  EXPECT_EQ(r.outcome, ContainedOutcome::Cancelled);
+  EXPECT_STREQ(to_string(r.outcome), "cancelled");
+  EXPECT_TRUE(r.describe().starts_with("stopped by preflight after ")) << r.describe();
+  EXPECT_EQ(r.to_probe_error().code, ProbeErrc::NotProbed);
+  EXPECT_LT(took, 10.0);  // not the 30 s deadline
+  expect_reaped(r);
+  const auto grandchild = nlohmann::json::parse(r.out).at("grandchild").get<pid_t>();
+  bool dead = false;
+  for (int i = 0; i < 200 && !dead; ++i) {
+    dead = process_dead(grandchild);
+    if (!dead) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(dead) << "grandchild " << grandchild << " survived the cancel";
+
+  // Already raised before the start: the helper is stopped as soon as it runs. Without a cancel
+  // descriptor a helper keeps its own status.
+  const ContainedResult late = run_contained(req);
+  EXPECT_EQ(late.outcome, ContainedOutcome::Cancelled);
+  req.args = {"exit", "3"};
+  req.cancel_fd = -1;
+  const ContainedResult done = run_contained(req);
+  EXPECT_EQ(done.outcome, ContainedOutcome::Exited);
+  EXPECT_EQ(done.exit_code, 3);
+  ::close(cancel[0]);
+  ::close(cancel[1]);
+}
+
 TEST(Contained, KillTakesGrandchildren) {
   const ContainedResult r = run_contained(fake({"hang-child"}, 500ms));
   EXPECT_EQ(r.outcome, ContainedOutcome::TimedOut);
