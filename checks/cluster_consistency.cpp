@@ -13,6 +13,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace cluster_consistency_check {
 namespace {
 
 /// One rank's value of an item: the text compared, or nullopt with why it could not be read.
@@ -286,4 +287,5 @@ extern const CheckSpec kClusterConsistency = {
     kInJob, "an image build has no job to check", &run, "gather,gpu_driver,nccl,cuda_runtime,net", false, {}, {}, nullptr,
     kFindings};
 
+}  // namespace cluster_consistency_check
 }  // namespace preflight

@@ -13,6 +13,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace cluster_shm_namespace_check {
 namespace {
 
 // {devices}: each /dev/shm with the ranks that see it ("ranks 0–1: st_dev 0x1a; ranks 2–3: st_dev 0x99, tmpfs …").
@@ -138,4 +139,5 @@ extern const CheckSpec kClusterShmNamespace = {
     "cluster.shm_namespace", Scope::Job, "ranks of one host share one /dev/shm (one IPC namespace)", kExplain,
     kInJob, "an image build has no job to check", &run, "gather,shm", false, {}, {}, nullptr, kFindings};
 
+}  // namespace cluster_shm_namespace_check
 }  // namespace preflight

@@ -11,6 +11,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace comm_allreduce_check {
 namespace {
 
 /// The size measured, and the size asked for where they differ (they should not: a size the
@@ -460,4 +461,5 @@ extern const CheckSpec kCommAllreduce = {
     "launch.gpu_binding,nccl.library,driver.loaded,shm.capacity,net.socket_ifname,net.reachability", {}, nullptr,
     kFindings};
 
+}  // namespace comm_allreduce_check
 }  // namespace preflight

@@ -14,6 +14,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace comm_barrier_check {
 namespace {
 
 std::string secs(double s) { return format_duration(s); }
@@ -247,4 +248,5 @@ extern const CheckSpec kCommBarrier = {
     "comm.barrier", Scope::Job, "a barrier across all ranks completes within its deadline", kExplain,
     kInJob, "an image build has no job to check", &run, "barrier", false, {}, {}, nullptr, kFindings};
 
+}  // namespace comm_barrier_check
 }  // namespace preflight

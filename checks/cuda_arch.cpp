@@ -10,6 +10,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace cuda_arch_check {
 namespace {
 
 /// The verb for a GPU label: "GPU 0 (…) is", "GPUs 0–7 (…) are" (the same model grouped).
@@ -325,4 +326,5 @@ extern const CheckSpec kCudaArch = {
     "cuda.arch", Scope::Node, "each GPU's compute capability is supported by the CUDA runtimes and the framework's build",
     kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver,pcie", false, "driver.loaded", {}, nullptr, kFindings};
 
+}  // namespace cuda_arch_check
 }  // namespace preflight

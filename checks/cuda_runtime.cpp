@@ -13,6 +13,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace cuda_runtime_check {
 namespace {
 
 std::string trim_copy(std::string_view s) { return std::string(trim(s)); }
@@ -486,4 +487,5 @@ extern const CheckSpec kCudaRuntime = {
     "cuda.runtime", Scope::Node, "every CUDA runtime the job loads is supported by the driver (or --target-driver)",
     kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver,pcie", false, "driver.loaded", {}, nullptr, kFindings};
 
+}  // namespace cuda_runtime_check
 }  // namespace preflight

@@ -9,6 +9,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace cuda_smoke_check {
 namespace {
 
 constexpr std::string_view kNeedsGpu = "the job needs a GPU";
@@ -204,4 +205,5 @@ extern const CheckSpec kCudaSmoke = {
     kExplain, kInNode | kInJob, "an image build has no GPU to run on", &run, "gpu_driver", false, "driver.loaded", {},
     nullptr, kFindings};
 
+}  // namespace cuda_smoke_check
 }  // namespace preflight

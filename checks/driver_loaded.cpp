@@ -10,6 +10,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace driver_loaded_check {
 namespace {
 
 #define PREFLIGHT_REBOOT_FIX                                                                            \
@@ -351,4 +352,5 @@ extern const CheckSpec kDriverLoaded = {
     "an image build has no driver: the image is judged against --target-driver by cuda.runtime", &run, "gpu_driver", false, {}, "the driver",
     nullptr, kFindings};
 
+}  // namespace driver_loaded_check
 }  // namespace preflight

@@ -21,6 +21,7 @@
 #include "matrix/compat_matrix.hpp"
 
 namespace preflight {
+namespace env_nccl_check {
 namespace {
 
 using nlohmann::json;
@@ -851,4 +852,5 @@ Fix
   command line (export NCCL_P2P_DISABLE=1; unset NCCL_TIMEOUT); file remedies name the line.)",
     kInAll, "", &run, "nccl_conf,nccl_names,nccl,net,gpu_driver", false, {}, {}, nullptr, kFindings};
 
+}  // namespace env_nccl_check
 }  // namespace preflight

@@ -11,6 +11,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace gpu_busy_check {
 namespace {
 
 constexpr std::string_view kNeedsGpu = "the job needs a GPU";
@@ -207,4 +208,5 @@ extern const CheckSpec kGpuBusy = {"gpu.busy",
                                    nullptr,
                                    kFindings};
 
+}  // namespace gpu_busy_check
 }  // namespace preflight

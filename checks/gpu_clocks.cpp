@@ -7,6 +7,7 @@
 #include "checks/gpu_health_common.hpp"
 
 namespace preflight {
+namespace gpu_clocks_check {
 namespace {
 
 constexpr int kSlowdownMarginC = 2;  // WARN within 2 °C of the slowdown threshold (H100's T.Limit offset)
@@ -140,4 +141,5 @@ extern const CheckSpec kGpuClocks = {
     kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded", {}, nullptr,
     kFindings};
 
+}  // namespace gpu_clocks_check
 }  // namespace preflight

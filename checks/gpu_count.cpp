@@ -12,6 +12,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace gpu_count_check {
 namespace {
 
 constexpr std::string_view kNeedsGpu = "the job needs a GPU";
@@ -399,4 +400,5 @@ extern const CheckSpec kGpuCount = {
     nullptr,
     kFindings};
 
+}  // namespace gpu_count_check
 }  // namespace preflight

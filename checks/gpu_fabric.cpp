@@ -11,6 +11,7 @@
 #include "checks/gpu_health_common.hpp"
 
 namespace preflight {
+namespace gpu_fabric_check {
 namespace {
 
 // nvmlGpuFabricInfo_v2 health mask fields: (mask >> shift) & width; 1 = TRUE, 2 = FALSE, 0 = not supported.
@@ -186,4 +187,5 @@ extern const CheckSpec kGpuFabric = {"gpu.fabric",
                                      nullptr,
                                      kFindings};
 
+}  // namespace gpu_fabric_check
 }  // namespace preflight

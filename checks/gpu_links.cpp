@@ -9,6 +9,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace gpu_links_check {
 namespace {
 
 constexpr double kMaxCrcPerSecond = 100.0;  // DCGM_LIMIT_MAX_NVLINK_CRC_ERROR
@@ -185,4 +186,5 @@ extern const CheckSpec kGpuLinks = {
     kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded", {}, nullptr,
     kFindings};
 
+}  // namespace gpu_links_check
 }  // namespace preflight

@@ -8,6 +8,7 @@
 #include "checks/gpu_health_common.hpp"
 
 namespace preflight {
+namespace gpu_memory_health_check {
 namespace {
 
 constexpr unsigned kMaxUncorrectableRemaps = 512;  // DCGM_LIMIT_MAX_ROW_REMAP_UNCORRECTABLE, sichek
@@ -217,4 +218,5 @@ extern const CheckSpec kGpuMemoryHealth = {
     kExplain, kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded", {},
     nullptr, kFindings};
 
+}  // namespace gpu_memory_health_check
 }  // namespace preflight

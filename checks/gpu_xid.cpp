@@ -19,6 +19,7 @@
 #include "core/kmsg.hpp"
 
 namespace preflight {
+namespace gpu_xid_check {
 namespace {
 
 /// nvmlEventData_t.eventData for an Xid NVML cannot name.
@@ -430,4 +431,5 @@ extern const CheckSpec kGpuXid = {
     nullptr,
     kFindings};
 
+}  // namespace gpu_xid_check
 }  // namespace preflight

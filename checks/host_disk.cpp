@@ -12,6 +12,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace host_disk_check {
 namespace {
 
 constexpr std::uint64_t kGiB = 1ull << 30;
@@ -461,4 +462,5 @@ extern const CheckSpec kHostDisk = {
     &run, "disk", false, {}, {}, nullptr, kFindings,
 };
 
+}  // namespace host_disk_check
 }  // namespace preflight

@@ -10,6 +10,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace host_limits_check {
 namespace {
 
 constexpr std::uint64_t kMemlockMin = 1ull << 30;  // below this, NCCL's IB buffers do not fit
@@ -189,4 +190,5 @@ extern const CheckSpec kHostLimits = {
     &run, "limits", false, {}, {}, nullptr, kFindings,
 };
 
+}  // namespace host_limits_check
 }  // namespace preflight

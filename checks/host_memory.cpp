@@ -12,6 +12,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace host_memory_check {
 namespace {
 
 constexpr double kHeadroom = 0.10;      // WARN when the budget exceeds the need by less than this share
@@ -313,4 +314,5 @@ extern const CheckSpec kHostMemory = {
     &run, "memory", false, {}, {}, nullptr, kFindings,
 };
 
+}  // namespace host_memory_check
 }  // namespace preflight

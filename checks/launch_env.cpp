@@ -13,6 +13,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace launch_env_check {
 namespace {
 
 using Field = std::optional<Claimed> LauncherClaim::*;
@@ -426,4 +427,5 @@ extern const CheckSpec kLaunchEnv = {
     &same_rank_everywhere, kFindings,
 };
 
+}  // namespace launch_env_check
 }  // namespace preflight

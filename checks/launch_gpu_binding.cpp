@@ -15,6 +15,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace launch_gpu_binding_check {
 namespace {
 
 constexpr std::string_view kNeedsGpu = "the job needs a GPU";
@@ -270,4 +271,5 @@ extern const CheckSpec kLaunchGpuBinding = {
     kInJob, "an image build has no job to check", &run, "gpu_driver,gather", false, "driver.loaded",
     "one GPU of their own per rank", nullptr, kFindings};
 
+}  // namespace launch_gpu_binding_check
 }  // namespace preflight

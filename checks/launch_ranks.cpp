@@ -11,11 +11,12 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace launch_ranks_check {
 namespace {
 
 constexpr std::size_t kNamed = 8;  // ranks named one by one in a summary; the rest are counted
 
-std::string host_key(const RankFacts& f) { return f.identity.hostname + "\n" + f.identity.boot_id; }
+std::string rank_host_key(const RankFacts& f) { return f.identity.hostname + "\n" + f.identity.boot_id; }
 std::string host_name(const RankFacts& f) { return f.identity.hostname.empty() ? "?" : f.identity.hostname; }
 std::string plural(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
@@ -111,7 +112,7 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
   std::map<std::string, std::size_t> host_index;
   std::map<int, std::vector<const RankFacts*>> by_rank;
   for (const RankFacts& f : job.ranks) {
-    auto [it, inserted] = host_index.emplace(host_key(f), hosts.size());
+    auto [it, inserted] = host_index.emplace(rank_host_key(f), hosts.size());
     if (inserted) hosts.push_back(Host{host_name(f), {}});
     hosts[it->second].ranks.push_back(f.placement.rank);
     by_rank[f.placement.rank].push_back(&f);
@@ -315,4 +316,5 @@ extern const CheckSpec kLaunchRanks = {
     "launch.ranks", Scope::Job, "the world has the expected ranks and nodes, each rank once, evenly spread", kExplain,
     kInNode | kInJob, "an image build has no job to check", &run, "gather", false, {}, {}, nullptr, kFindings};
 
+}  // namespace launch_ranks_check
 }  // namespace preflight

@@ -10,6 +10,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace nccl_library_check {
 namespace {
 
 std::string candidates_text(const RuntimeFacts& rt) {
@@ -348,4 +349,5 @@ extern const CheckSpec kNcclLibrary = {
     "nccl.library", Scope::Node, "the libnccl the job loads: its version, its CUDA build vs the driver, known-bad releases",
     kExplain, kInAll, "", &run, "cuda_runtime,nccl,gpu_driver,pcie", false, "driver.loaded", {}, nullptr, kFindings};
 
+}  // namespace nccl_library_check
 }  // namespace preflight

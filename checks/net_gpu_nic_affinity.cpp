@@ -18,6 +18,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace net_gpu_nic_affinity_check {
 namespace {
 
 #define PREFLIGHT_TOPOLOGY_EXPORT                                                                             \
@@ -356,4 +357,5 @@ extern const CheckSpec kNetGpuNicAffinity = {
     "net.gpu_nic_affinity", Scope::Node, "each GPU has a NIC on its own PCIe switch or socket", kExplain,
     kInNode | kInJob, "an image build has no topology", &run, "topology,net", false, {}, {}, nullptr, kFindings};
 
+}  // namespace net_gpu_nic_affinity_check
 }  // namespace preflight

@@ -14,6 +14,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace net_ib_check {
 namespace {
 
 struct PortRef {
@@ -305,4 +306,5 @@ extern const CheckSpec kNetIb = {
     kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net", false, {}, {},
     nullptr, kFindings};
 
+}  // namespace net_ib_check
 }  // namespace preflight

@@ -10,6 +10,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace net_master_check {
 namespace {
 
 constexpr std::string_view kDebianHostnameAddress = "127.0.1.1";
@@ -296,4 +297,5 @@ extern const CheckSpec kNetMaster = {
     kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net", false, {}, {},
     nullptr, kFindings};
 
+}  // namespace net_master_check
 }  // namespace preflight

@@ -13,6 +13,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace net_reachability_check {
 namespace {
 
 std::string host_of(const JobFacts& j, int rank) {
@@ -268,4 +269,5 @@ extern const CheckSpec kNetReachability = {
     kInJob, "an image build has no job to check", &run, "reach", false, "net.socket_ifname", "a reachable bootstrap address",
     nullptr, kFindings};
 
+}  // namespace net_reachability_check
 }  // namespace preflight

@@ -12,6 +12,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace net_socket_ifname_check {
 namespace {
 
 const NetInterface* find_if(const std::vector<NetInterface>& ifs, std::string_view name) {
@@ -394,4 +395,5 @@ extern const CheckSpec kNetSocketIfname = {
     kExplain, kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net", false, {}, "a usable socket interface", nullptr,
     kFindings};
 
+}  // namespace net_socket_ifname_check
 }  // namespace preflight

@@ -4,43 +4,12 @@
 #include <exception>
 
 #include "checks/check.hpp"
+#include "checks/specs.hpp"
 #include "core/text.hpp"
 #include "matrix/compat_matrix.hpp"
 
 namespace preflight {
 
-extern const CheckSpec kLaunchEnv;
-extern const CheckSpec kShmCapacity;
-extern const CheckSpec kHostMemory;
-extern const CheckSpec kHostDisk;
-extern const CheckSpec kHostLimits;
-extern const CheckSpec kEnvNccl;
-extern const CheckSpec kDriverLoaded;
-extern const CheckSpec kCudaRuntime;
-extern const CheckSpec kCudaArch;
-extern const CheckSpec kCudaSmoke;
-extern const CheckSpec kNcclLibrary;
-extern const CheckSpec kGpuCount;
-extern const CheckSpec kGpuBusy;
-extern const CheckSpec kGpuMemoryHealth;
-extern const CheckSpec kGpuClocks;
-extern const CheckSpec kGpuLinks;
-extern const CheckSpec kGpuFabric;
-extern const CheckSpec kGpuXid;
-extern const CheckSpec kNetSocketIfname;
-extern const CheckSpec kNetIb;
-extern const CheckSpec kNetGpuNicAffinity;
-extern const CheckSpec kNetMaster;
-extern const CheckSpec kTopoP2p;
-extern const CheckSpec kTopoPcieAcs;
-extern const CheckSpec kTopoNumaAffinity;
-extern const CheckSpec kLaunchRanks;
-extern const CheckSpec kLaunchGpuBinding;
-extern const CheckSpec kClusterConsistency;
-extern const CheckSpec kClusterShmNamespace;
-extern const CheckSpec kNetReachability;
-extern const CheckSpec kCommBarrier;
-extern const CheckSpec kCommAllreduce;
 
 namespace {
 // Report order: launcher first (a wrong launch explains everything after it), then the GPU stack

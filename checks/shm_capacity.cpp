@@ -8,6 +8,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace shm_capacity_check {
 namespace {
 
 // The fix for too little room, with {gib} the size to give it.
@@ -188,4 +189,5 @@ extern const CheckSpec kShmCapacity = {
     "shm.capacity", Scope::Node, "/dev/shm exists, is tmpfs, writable and large enough for the node's ranks",
     kExplain, kInNode | kInJob, "an image build's /dev/shm is not the one the job will get", &run, "shm", false, {}, "room in /dev/shm", nullptr, kFindings};
 
+}  // namespace shm_capacity_check
 }  // namespace preflight

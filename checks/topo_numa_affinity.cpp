@@ -15,6 +15,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace topo_numa_affinity_check {
 namespace {
 
 // Once the rank's GPU is known, the rank and its GPU are parameters of every finding ({rank},
@@ -482,4 +483,5 @@ extern const CheckSpec kTopoNumaAffinity = {
     kInNode | kInJob, "an image build has no topology", &run, "affinity,topology,pcie,gpu_driver", false, {}, {},
     nullptr, kFindings};
 
+}  // namespace topo_numa_affinity_check
 }  // namespace preflight

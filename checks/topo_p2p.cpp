@@ -22,6 +22,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace topo_p2p_check {
 namespace {
 
 constexpr std::string_view kNeedsGpu = "the job needs a GPU";
@@ -615,4 +616,5 @@ extern const CheckSpec kTopoP2p = {
     kInNode | kInJob, "an image build has no topology", &run, "gpu_p2p,topology,gpu_driver", true, "driver.loaded",
     {}, nullptr, kFindings};
 
+}  // namespace topo_p2p_check
 }  // namespace preflight

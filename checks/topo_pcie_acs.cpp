@@ -17,6 +17,7 @@
 #include "core/text.hpp"
 
 namespace preflight {
+namespace topo_pcie_acs_check {
 namespace {
 
 constexpr FindingSpec kPciNotInSource = {"topo.pcie_acs/pci-not-in-source", Status::Skip, "{why}", ""};
@@ -320,4 +321,5 @@ extern const CheckSpec kTopoPcieAcs = {
     "topo.pcie_acs", Scope::Node, "no PCIe ACS redirect or translated IOMMU between GPUs and NICs", kExplain,
     kInNode | kInJob, "an image build has no topology", &run, "pcie", false, {}, {}, nullptr, kFindings};
 
+}  // namespace topo_pcie_acs_check
 }  // namespace preflight

@@ -33,7 +33,7 @@ bool use_color(const Options& options, const EnvSnapshot& env) {
 
 std::string in_quotes(const std::string& path) { return "'" + printable(path, 200) + "'"; }
 
-std::string parent_of(const std::string& path) {
+std::string directory_of(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
@@ -63,7 +63,7 @@ std::string follow_links(std::string path, const std::string& option) {
     if (!link || link->empty()) {
       throw UsageError(option + " " + in_quotes(path) + ": cannot read the symlink: " + std::strerror(errno));
     }
-    path = link->front() == '/' ? *link : parent_of(path) + "/" + *link;
+    path = link->front() == '/' ? *link : directory_of(path) + "/" + *link;
   }
   throw UsageError(option + " " + in_quotes(path) + ": too many levels of symlinks");
 }
@@ -111,7 +111,7 @@ class SigpipeBlocked {
 /// would get: 0666 less the umask), written, flushed to disk, renamed over `target`.
 void replace_file(const OutputTarget& t, const std::string& contents) {
   const std::size_t slash = t.target.find_last_of('/');
-  const std::string dir = parent_of(t.target);
+  const std::string dir = directory_of(t.target);
   const std::string name = slash == std::string::npos ? t.target : t.target.substr(slash + 1);
   std::string tmp = dir + "/." + name + ".tmp.XXXXXX";
   const int fd = ::mkstemp(tmp.data());
@@ -218,7 +218,7 @@ OutputTarget OutputTarget::check(const std::string& option, const std::string& p
       if (::access(t.target.c_str(), W_OK) != 0) {
         throw UsageError(option + " " + in_quotes(path) + ": the file is not writable (" + std::strerror(errno) + ")");
       }
-      const std::string dir = parent_of(t.target);
+      const std::string dir = directory_of(t.target);
       t.kind = ::access(dir.c_str(), W_OK | X_OK) == 0 ? Kind::Replace : Kind::InPlace;
       t.mode = st.st_mode & 07777;
       t.uid = st.st_uid;
@@ -235,7 +235,7 @@ OutputTarget OutputTarget::check(const std::string& option, const std::string& p
     throw UsageError(option + " " + in_quotes(path) + ": is " + kind_of(st.st_mode) + ", not a file to write a report to");
   }
   if (errno != ENOENT) throw UsageError(option + " " + in_quotes(path) + ": " + std::strerror(errno));
-  const std::string dir = parent_of(t.target);
+  const std::string dir = directory_of(t.target);
   struct stat dst {};
   if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) {
     throw UsageError(option + " " + in_quotes(path) + ": the directory " + in_quotes(dir) + " does not exist");

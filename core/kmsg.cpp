@@ -19,7 +19,7 @@ bool parse_u64(std::string_view s, std::uint64_t& out) {
 bool is_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 /// "0000:3b:00", "PCI:0000:3b:00", "0000:3b:00.0", "0018:01:00" -> "00000000:3B:00.0"; "" if none.
-std::string bus_of(std::string_view s) {
+std::string kmsg_bus_id(std::string_view s) {
   if (s.starts_with("PCI:")) s.remove_prefix(4);
   std::size_t n = 0;
   while (n < s.size() && (is_hex(s[n]) || s[n] == ':' || s[n] == '.')) ++n;
@@ -84,7 +84,7 @@ std::vector<GpuKernelEvent> nvidia_kernel_events(const std::vector<KmsgRecord>& 
     if (const std::size_t x = m.find("NVRM: Xid ("); x != std::string_view::npos) {
       GpuKernelEvent e;
       e.kind = GpuKernelEvent::Kind::Xid;
-      e.bus_id = bus_of(m.substr(x + 11));
+      e.bus_id = kmsg_bus_id(m.substr(x + 11));
       if (const auto code = code_after(m, x)) e.code = *code;
       else continue;
       e.usec = r.usec;
@@ -95,7 +95,7 @@ std::vector<GpuKernelEvent> nvidia_kernel_events(const std::vector<KmsgRecord>& 
     if (const std::size_t x = m.find("SXid (PCI:"); x != std::string_view::npos) {
       GpuKernelEvent e;
       e.kind = GpuKernelEvent::Kind::SXid;
-      e.bus_id = bus_of(m.substr(x + 6));
+      e.bus_id = kmsg_bus_id(m.substr(x + 6));
       if (const auto code = code_after(m, x)) e.code = *code;
       else continue;
       e.usec = r.usec;
@@ -104,7 +104,7 @@ std::vector<GpuKernelEvent> nvidia_kernel_events(const std::vector<KmsgRecord>& 
       continue;
     }
     if (const std::size_t x = m.find("NVRM: The NVIDIA GPU "); x != std::string_view::npos) {
-      pending_bus = bus_of(m.substr(x + 21));
+      pending_bus = kmsg_bus_id(m.substr(x + 21));
       pending_text = std::string(m.substr(x));
       pending_usec = r.usec;
       continue;
@@ -114,7 +114,7 @@ std::vector<GpuKernelEvent> nvidia_kernel_events(const std::vector<KmsgRecord>& 
       e.kind = GpuKernelEvent::Kind::FallenOffBus;
       // Single line: "NVRM: GPU 0000:18:00.0: GPU has fallen off the bus."
       if (const std::size_t g = m.find("NVRM: GPU "); g != std::string_view::npos) {
-        e.bus_id = bus_of(m.substr(g + 10));
+        e.bus_id = kmsg_bus_id(m.substr(g + 10));
         e.text = std::string(m.substr(g));
         e.usec = r.usec;
       } else {

@@ -32,7 +32,6 @@ constexpr int kMinLoadSamples = 5;            // per GPU, at P0, before the load
 constexpr std::size_t kLoadBytes = 64u << 20;  // per GPU
 constexpr int kMemsetsPerRound = 8;
 
-bool absent(nvmlReturn_t rc) { return rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_DEPRECATED; }
 bool lost_code(nvmlReturn_t rc) { return rc == NVML_ERROR_GPU_IS_LOST || rc == NVML_ERROR_RESET_REQUIRED; }
 
 struct Reader {

@@ -14,7 +14,6 @@ using namespace nvml;
 
 const std::chrono::steady_clock::time_point kStart = std::chrono::steady_clock::now();
 
-bool absent(nvmlReturn_t rc) { return rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_DEPRECATED; }
 
 /// Waits per drain, events or not: a driver that keeps answering other event types cannot hold
 /// the helper.

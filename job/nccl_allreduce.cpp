@@ -291,8 +291,8 @@ CommResult combine_nccl_outcomes(const std::vector<NcclRankOutcome>& outcomes, i
 
 CommResult nccl_allreduce_local_gpus(int gpus, std::uint64_t bytes, int repeats, const std::string& nccl_lib,
                                      std::chrono::milliseconds deadline, const NcclHelperSetup& setup) {
-  using Clock = std::chrono::steady_clock;
-  const Clock::time_point begin = Clock::now();
+  using Steady = std::chrono::steady_clock;
+  const Steady::time_point begin = Steady::now();
   const double deadline_s = std::chrono::duration<double>(deadline).count();
   CommResult c;
   c.transport = "nccl";
@@ -312,7 +312,7 @@ CommResult nccl_allreduce_local_gpus(int gpus, std::uint64_t bytes, int repeats,
   // The id takes at most a quarter of the budget (it only loads libnccl).
   const auto id_deadline = std::max(std::chrono::milliseconds(500), deadline / 4);
   const Probed<std::string> id = nccl_unique_id(nccl_lib, id_deadline, *root.value(), setup);
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - begin).count(); };
+  auto elapsed = [&] { return std::chrono::duration<double>(Steady::now() - begin).count(); };
   if (!id.ok()) {
     c.attempted = true;
     c.seconds = elapsed();
@@ -321,7 +321,7 @@ CommResult nccl_allreduce_local_gpus(int gpus, std::uint64_t bytes, int repeats,
     c.errors.push_back(c.note);
     return c;
   }
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - (Clock::now() - begin));
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - (Steady::now() - begin));
   const auto rank_deadline = std::max(std::chrono::milliseconds(500), left);
   // A helper that cannot join (it could not start, crashed, could not load NCCL) leaves the others
   // waiting in init until their deadline: a byte on this pipe stops them at once. Without the

@@ -11,13 +11,13 @@
 namespace preflight {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Steady = std::chrono::steady_clock;
 
-double between(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+double between(Steady::time_point a, Steady::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
 }  // namespace
 
-PhaseDeadlines PhaseDeadlines::from(Clock::time_point start, double timeout_s) {
+PhaseDeadlines PhaseDeadlines::from(Steady::time_point start, double timeout_s) {
   PhaseDeadlines d;
   const auto at = [&](double fraction) { return start + seconds_of(timeout_s * fraction); };
   d.start = start;
@@ -32,13 +32,13 @@ PhaseDeadlines PhaseDeadlines::from(Clock::time_point start, double timeout_s) {
   return d;
 }
 
-std::string PhaseDeadlines::describe(Clock::time_point deadline) const {
+std::string PhaseDeadlines::describe(Steady::time_point deadline) const {
   if (termination_requested()) {
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "%.1f s of the start: the launcher ended the job (SIGCONT/SIGTERM) after %.1f s, which "
                   "it does when one of the ranks died (mpirun/srun names it next to this report)",
-                  between(start, deadline), between(start, Clock::now()));
+                  between(start, deadline), between(start, Steady::now()));
     return buf;
   }
   return fixed(between(start, deadline), 1) + " s of the start";

@@ -12,9 +12,9 @@
 namespace preflight {
 namespace {
 
-double since(TimePoint t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double elapsed_since(TimePoint t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string compact_dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
 constexpr std::pair<AllreducePlan::Mode, const char*> kModes[] = {
     {AllreducePlan::Mode::Skipped, "skipped"},
@@ -74,7 +74,7 @@ BarrierOutcome barrier_phase(Transport& transport, TimePoint deadline) {
   BarrierOutcome out;
   const TimePoint t0 = Clock::now();
   out.completed = transport.barrier(deadline);
-  out.seconds = since(t0);
+  out.seconds = elapsed_since(t0);
   if (out.completed) return out;
   out.peer_error = transport.last_error();
   out.interrupted = wait_interrupted();
@@ -89,7 +89,7 @@ std::string encode_plan(const AllreducePlan& plan) {
   if (!plan.root.empty()) j["root"] = plan.root;
   if (!plan.why.empty()) j["why"] = plan.why;
   if (!plan.error.empty()) j["error"] = plan.error;
-  return dump(j);
+  return compact_dump(j);
 }
 
 AllreducePlan decode_plan(const std::string& text) {
@@ -153,7 +153,7 @@ NcclRankOutcome mpi_allreduce_round(Transport& transport, std::uint64_t bytes, T
       if (const std::string why = transport.last_error(); !why.empty()) o.error = "MPI all_reduce failed: " + why;
       return o;
     }
-    const double took = since(t);
+    const double took = elapsed_since(t);
     if (it > 0) {
       o.seconds = o.seconds == 0 ? took : std::min(o.seconds, took);
       ++o.repeats;
@@ -179,11 +179,11 @@ NcclRankOutcome mpi_allreduce_round(Transport& transport, std::uint64_t bytes, T
 }
 
 std::string to_record(NcclRankOutcome o) {
-  std::string text = dump(nlohmann::json(o));
+  std::string text = compact_dump(nlohmann::json(o));
   if (text.size() > kAllreduceRecordBytes) {
     o.error = o.error.substr(0, 1000);
     o.helper = o.helper.substr(0, 500);
-    text = dump(nlohmann::json(o));
+    text = compact_dump(nlohmann::json(o));
   }
   text.resize(kAllreduceRecordBytes, ' ');
   return text;

@@ -269,7 +269,7 @@ struct FileSpec {
   void (*parse)(const Parser&, CompatMatrix&);
 };
 
-constexpr FileSpec kFiles[] = {
+constexpr FileSpec kMatrixFiles[] = {
     {"cuda_toolkit_driver.tsv", "toolkit\trelease\tmin_driver\tsource", parse_toolkit_driver},
     {"cuda_minor_compat.tsv", "major\tmin_driver\tnote\tsource", parse_minor_compat},
     {"driver_branch_cuda.tsv", "branch\tcuda\tnote\tsource", parse_driver_branches},
@@ -281,7 +281,7 @@ constexpr FileSpec kFiles[] = {
 };
 
 const FileSpec& spec_for(std::string_view file) {
-  for (const FileSpec& spec : kFiles) {
+  for (const FileSpec& spec : kMatrixFiles) {
     if (spec.name == file) return spec;
   }
   throw MatrixError(std::string(file) + ": not a compatibility-matrix file");
@@ -400,7 +400,7 @@ std::vector<const NcclIssueRow*> CompatMatrix::nccl_issues_for(const Version& nc
 const std::vector<std::string>& compat_matrix_files() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
-    for (const FileSpec& spec : kFiles) out.emplace_back(spec.name);
+    for (const FileSpec& spec : kMatrixFiles) out.emplace_back(spec.name);
     return out;
   }();
   return names;
@@ -413,7 +413,7 @@ void parse_matrix_file(std::string_view file, std::string_view text, std::string
 
 CompatMatrix load_builtin() {
   CompatMatrix m;
-  for (const FileSpec& spec : kFiles) {
+  for (const FileSpec& spec : kMatrixFiles) {
     parse_matrix_file(spec.name, embedded_matrix_file(spec.name), "matrix/" + std::string(spec.name), m);
   }
   return m;
@@ -428,7 +428,7 @@ CompatMatrix load_from_dir(const std::string& dir) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw MatrixError("'" + printable(dir, 200) + "': not a directory");
   CompatMatrix m;
-  for (const FileSpec& spec : kFiles) {
+  for (const FileSpec& spec : kMatrixFiles) {
     const std::string path = (dir.ends_with('/') ? dir : dir + "/") + std::string(spec.name);
     if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
       parse_matrix_file(spec.name, embedded_matrix_file(spec.name), "matrix/" + std::string(spec.name), m);

@@ -23,7 +23,7 @@
 namespace preflight {
 namespace {
 
-std::string parent_dir(const std::string& path) {
+std::string parent_or_root(const std::string& path) {
   const std::size_t slash = path.find_last_of('/');
   if (slash == std::string::npos || slash == 0) return "/";
   return path.substr(0, slash);
@@ -51,7 +51,7 @@ void probe_dir(const FileSystem& fs, const Probed<MountInfo>& mounts, const Disk
   for (;;) {
     if (st.ok()) break;
     if (st.error()->code == ProbeErrc::NotFound && at != "/") {  // ENOENT, ENOTDIR
-      at = parent_dir(at);
+      at = parent_or_root(at);
       st = fs.stat(at);
       continue;
     }

@@ -19,7 +19,7 @@ namespace {
 
 using Health = Probed<GpuHealthFacts>;
 
-constexpr char kHelper[] = "preflight-gpu-probe";
+constexpr char kHealthHelper[] = "preflight-gpu-probe";
 // gpu.xid reads the XIDs NVML reported during the load (they need no privilege, unlike the kernel log).
 constexpr std::array<std::string_view, 5> kReaders = {"gpu.memory_health", "gpu.clocks", "gpu.links", "gpu.fabric",
                                                       "gpu.xid"};
@@ -90,13 +90,13 @@ void probe_gpu_health(const ProbeContext& ctx, RankFacts& facts) {
     return;
   }
   ContainedRequest request;
-  request.executable = helper_path(kHelper);
+  request.executable = helper_path(kHealthHelper);
   request.args = gpu_protocol::Request(gpu_protocol::command::kHealth).with(gpu_protocol::option::kMaxLoad, kMaxLoad).args();
   request.extra_env = {"CUDA_VISIBLE_DEVICES"};  // the load covers every GPU of the node
   // A new process initialises CUDA again: the health run also gets the measured cuInit time.
   const HelperDeadline deadline = ctx.helper_deadline(Helper::GpuHealth, d.cuda_init_seconds.value_or(0.0));
   request.deadline = deadline.limit;
-  const std::string source = std::string(kHelper) + " health";
+  const std::string source = std::string(kHealthHelper) + " health";
   const ContainedResult result = run_contained(request);
   d.helper += (d.helper.empty() ? "" : "; ") + std::string("health: ") + result.describe();
   if (result.outcome == ContainedOutcome::TimedOut) {

@@ -21,7 +21,7 @@
 namespace preflight {
 namespace {
 
-constexpr char kHelper[] = "preflight-gpu-probe";
+constexpr char kP2pHelper[] = "preflight-gpu-probe";
 using Copies = Probed<std::vector<PeerCopy>>;
 
 std::string bus_of(const std::vector<CudaDevice>& devices, int ordinal) {
@@ -170,7 +170,7 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
     return;
   }
   ContainedRequest request;
-  request.executable = helper_path(kHelper);
+  request.executable = helper_path(kP2pHelper);
   // A new process initialises CUDA again: the copies also get the cuInit time the driver helper
   // measured. Each copy gets at most half of the deadline, so a hung copy is reported by the
   // helper itself (with the others done) before our deadline kills it.
@@ -183,7 +183,7 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
                      .with(gpu_protocol::option::kBytes, kPeerCopyBytes)
                      .with(gpu_protocol::option::kPairTimeout, fixed(pair_s, 2))
                      .args();
-  const std::string source = std::string(kHelper) + " p2p --bytes " + kPeerCopyBytes + scope_note;
+  const std::string source = std::string(kP2pHelper) + " p2p --bytes " + kPeerCopyBytes + scope_note;
   const ContainedResult result = run_contained(request);
   d.helper += (d.helper.empty() ? "" : "; ") + std::string("p2p: ") + result.describe();
   d.peer_copies = parse_peer_copies(result, *devices, source);

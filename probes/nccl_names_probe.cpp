@@ -29,7 +29,7 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos || slash == 0 ? std::string("/") : path.substr(0, slash);
 }
 
-std::string absolute(const std::string& path) {
+std::string absolute_from_cwd(const std::string& path) {
   if (path.empty() || path.front() == '/') return path;
   std::string cwd(4096, '\0');
   if (::getcwd(cwd.data(), cwd.size()) == nullptr) return "/" + path;
@@ -103,7 +103,7 @@ class PluginFinder {
   // Where dlopen(name) from libnccl finds the file: a name with '/' is a path; else the search.
   std::string find(const std::string& name) const {
     if (name.find('/') != std::string::npos) {
-      const std::string path = absolute(name);
+      const std::string path = absolute_from_cwd(name);
       return m_fs.exists(path) ? path : std::string();
     }
     for (const LoaderDir& d : m_order) {
@@ -203,7 +203,7 @@ void probe_nccl_names(const ProbeContext& ctx, RankFacts& facts) {
   for (const char* variable : {"NCCL_TOPO_FILE", "NCCL_GRAPH_FILE"}) {
     const std::optional<std::string> value = effective(ctx, facts, variable);
     if (!value || value->empty()) continue;
-    NcclNamedFile f{variable, absolute(*value), "ok"};
+    NcclNamedFile f{variable, absolute_from_cwd(*value), "ok"};
     const Probed<std::string> head = ctx.fs.read_at(f.path, 0, 1);
     if (!head.ok()) f.state = to_string(head.error()->code);
     facts.nccl_conf.named_files.push_back(std::move(f));

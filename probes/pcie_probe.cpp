@@ -20,7 +20,7 @@ namespace {
 
 constexpr const char* kDevices = "/sys/bus/pci/devices";
 
-std::optional<std::uint32_t> parse_hex(std::string_view text) {
+std::optional<std::uint32_t> parse_hex32(std::string_view text) {
   text = trim(text);
   if (text.substr(0, 2) == "0x" || text.substr(0, 2) == "0X") text.remove_prefix(2);
   if (text.empty() || text.size() > 8) return std::nullopt;
@@ -181,13 +181,13 @@ void probe_pcie(const ProbeContext& ctx, RankFacts& facts) {
         }
         continue;
       }
-      const auto cls = parse_hex(*cls_text.value());
-      const auto vendor = parse_hex(*vendor_text.value());
+      const auto cls = parse_hex32(*cls_text.value());
+      const auto vendor = parse_hex32(*vendor_text.value());
       if (!cls || !vendor) continue;
       const std::string kind = kind_of(*vendor, *cls);
       if (kind.empty()) continue;
       std::uint32_t device = 0;
-      if (const auto d = fs.read_line(dir + "/device"); d.ok()) device = parse_hex(*d.value()).value_or(0);
+      if (const auto d = fs.read_line(dir + "/device"); d.ok()) device = parse_hex32(*d.value()).value_or(0);
       functions.push_back(read_function(fs, bdf, kind, *vendor, device, *cls, chain_errors));
     }
     if (unreadable) {

@@ -13,15 +13,26 @@ shift || true
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${BUILD_DIR:-$here/build}
 
-packages=(
+# What building and running preflight needs (`run`): the compiler, CMake and the libraries it links.
+run_packages=(
   build-essential cmake ninja-build pkg-config ccache
-  libboost-program-options-dev nlohmann-json3-dev libsimdjson-dev
-  libgtest-dev libgmock-dev libxml2-dev libxml2-utils
-  libhwloc-dev hwloc libopenmpi-dev openmpi-bin prometheus
-  python3 python3-jsonschema util-linux iproute2 strace
-  slurm-wlm slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge
-  python3-yaml buildah podman runc catatonit debootstrap
+  libboost-program-options-dev nlohmann-json3-dev libsimdjson-dev libxml2-dev
+  libhwloc-dev libopenmpi-dev
 )
+# What the test suite adds (`test`): GoogleTest, the tools the integration tests run (mpirun,
+# lstopo, xmllint, promtool, strace, valgrind), the private Slurm cluster and the container builds.
+test_packages=(
+  libgtest-dev libgmock-dev libxml2-utils hwloc openmpi-bin prometheus
+  python3 python3-jsonschema python3-yaml util-linux iproute2 strace valgrind
+  slurm-wlm slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge
+  buildah podman runc catatonit debootstrap
+)
+# What .ci/run adds (PREFLIGHT_CI_TOOLS=1): clang for the sanitizer and fuzz build, clang-format.
+ci_packages=(clang libclang-rt-14-dev clang-format)
+
+packages=("${run_packages[@]}")
+[ "$mode" = test ] && packages+=("${test_packages[@]}")
+[ "${PREFLIGHT_CI_TOOLS:-0}" = 1 ] && packages+=("${ci_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -144,7 +144,7 @@ bool is_done(const Pending& p) {
 
 constexpr const char* kKey = "preflight.joined";
 
-std::string host_name() {
+std::string pmix_host_name() {
   std::array<char, 256> buf{};
   if (::gethostname(buf.data(), buf.size() - 1) != 0) return "?";
   return buf.data();
@@ -244,7 +244,7 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
       PMIX_VALUE_RELEASE(value);
     }
   }
-  const std::string mine = host_name() + " " + std::to_string(::getpid());
+  const std::string mine = pmix_host_name() + " " + std::to_string(::getpid());
   pmix_value_t value;
   PMIX_VALUE_LOAD(&value, mine.c_str(), PMIX_STRING);
   const pmix_status_t put = PMIx_Put(PMIX_GLOBAL, kKey, &value);

@@ -24,7 +24,7 @@ using Ms = std::chrono::milliseconds;
 // Accept rounds per wake-up of the accept loop, and the poll interval that bounds each wait.
 constexpr int kAcceptsPerRound = 4096;
 constexpr int kAcceptPollMs = 500;
-constexpr int kBacklog = 4096;  // the kernel caps it at net.core.somaxconn
+constexpr int kListenBacklog = 4096;  // the kernel caps it at net.core.somaxconn
 
 const char* errno_name(int e) {
   switch (e) {
@@ -160,7 +160,7 @@ bool ReachListener::listen(const std::string& address, std::string& error) {
     ::close(fd);
     return false;
   }
-  if (::listen(fd, kBacklog) != 0) {
+  if (::listen(fd, kListenBacklog) != 0) {
     error = errno_text("listen", errno);
     ::close(fd);
     return false;
@@ -221,7 +221,7 @@ void ReachListener::close() {
 // ---- the connection test ---------------------------------------------------------------------------
 
 int connect_within(const std::string& address, int port, std::chrono::milliseconds timeout, int& error, std::string& why) {
-  using Clock = std::chrono::steady_clock;
+  using Steady = std::chrono::steady_clock;
   error = 0;
   why.clear();
   sockaddr_storage ss{};
@@ -240,14 +240,14 @@ int connect_within(const std::string& address, int port, std::chrono::millisecon
     why = errno_text("socket", error);
     return -1;
   }
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = Steady::now() + timeout;
   int err = 0;
   if (::connect(fd, reinterpret_cast<const sockaddr*>(&ss), len) != 0) {
     err = errno;
     if (err == EINPROGRESS || err == EINTR) {
       err = -1;  // pending
       for (;;) {
-        const auto left = std::chrono::duration_cast<Ms>(deadline - Clock::now()).count();
+        const auto left = std::chrono::duration_cast<Ms>(deadline - Steady::now()).count();
         if (left <= 0) break;
         pollfd p{fd, POLLOUT, 0};
         const int rc = ::poll(&p, 1, static_cast<int>(left));
@@ -279,14 +279,14 @@ int connect_within(const std::string& address, int port, std::chrono::millisecon
 }
 
 ReachResult reach(const ReachTarget& target, std::chrono::milliseconds timeout) {
-  using Clock = std::chrono::steady_clock;
+  using Steady = std::chrono::steady_clock;
   ReachResult r;
   r.attempted = true;
   r.target = target_text(target);
-  const auto start = Clock::now();
+  const auto start = Steady::now();
   int error = 0;
   const int fd = connect_within(target.address, target.port, timeout, error, r.error);
-  r.ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  r.ms = std::chrono::duration<double, std::milli>(Steady::now() - start).count();
   if (fd < 0) return r;
   sockaddr_storage local{};
   socklen_t local_len = sizeof local;

@@ -443,4 +443,7 @@ struct NvmlFunctions {
 /// The soname opened with dlopen (what NCCL opens too).
 inline constexpr char soname[] = "libnvidia-ml.so.1";
 
+/// A function this driver's NVML does not have (an older or newer driver): absent, not failed.
+inline bool absent(nvmlReturn_t rc) { return rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_DEPRECATED; }
+
 }  // namespace preflight::nvml

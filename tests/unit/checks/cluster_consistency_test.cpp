@@ -4,6 +4,7 @@
 #include "job_fixture.hpp"
 
 namespace preflight {
+namespace checks_cluster_consistency_test {
 namespace {
 
 using gpu_fixture::has;
@@ -215,4 +216,5 @@ TEST(ClusterConsistency, Explained) {
 }
 
 }  // namespace
+}  // namespace checks_cluster_consistency_test
 }  // namespace preflight

@@ -4,6 +4,7 @@
 #include "job_fixture.hpp"
 
 namespace preflight {
+namespace checks_cluster_shm_namespace_test {
 namespace {
 
 using gpu_fixture::has;
@@ -106,4 +107,5 @@ TEST(ClusterShmNamespace, SkippedInImageProfileAndExplained) {
 }
 
 }  // namespace
+}  // namespace checks_cluster_shm_namespace_test
 }  // namespace preflight

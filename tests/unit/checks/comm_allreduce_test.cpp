@@ -5,6 +5,7 @@
 #include "job_fixture.hpp"
 
 namespace preflight {
+namespace checks_comm_allreduce_test {
 namespace {
 
 using job_fixture::judge_job;
@@ -505,4 +506,5 @@ TEST(CommAllreduce, NcclThatCannotRunIsNeverAnMpiPass) {
 }
 
 }  // namespace
+}  // namespace checks_comm_allreduce_test
 }  // namespace preflight

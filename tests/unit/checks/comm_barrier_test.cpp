@@ -5,6 +5,7 @@
 #include "job_fixture.hpp"
 
 namespace preflight {
+namespace checks_comm_barrier_test {
 namespace {
 
 using job_fixture::judge_job;
@@ -261,4 +262,5 @@ TEST(CommBarrier, MpiWorldOfOneUnderALargerLauncherIsUnknown) {
 }
 
 }  // namespace
+}  // namespace checks_comm_barrier_test
 }  // namespace preflight

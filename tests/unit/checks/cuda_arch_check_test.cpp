@@ -7,9 +7,10 @@
 #include "checks/check.hpp"
 #include "gpu_facts_fixture.hpp"
 #include "checks/cuda_compat.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kCudaArch;
+namespace checks_cuda_arch_check_test {
 namespace {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -361,4 +362,5 @@ TEST(CudaArchCheck, ExplainNamesReadsFailuresAndFix) {
 }
 
 }  // namespace
+}  // namespace checks_cuda_arch_check_test
 }  // namespace preflight

@@ -6,9 +6,10 @@
 
 #include "checks/check.hpp"
 #include "gpu_facts_fixture.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kCudaRuntime;
+namespace checks_cuda_runtime_check_test {
 namespace {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -526,4 +527,5 @@ TEST(CudaRuntimeCheck, ExplainNamesReadsFailuresAndFix) {
 }
 
 }  // namespace
+}  // namespace checks_cuda_runtime_check_test
 }  // namespace preflight

@@ -6,9 +6,10 @@
 #include "core/deadlines.hpp"
 
 #include "gpu_facts_fixture.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kCudaSmoke;
+namespace checks_cuda_smoke_test {
 namespace {
 using namespace gpu_fixture;
 
@@ -281,4 +282,5 @@ TEST(CudaSmoke, SkipsInImageProfile) {
 }
 
 }  // namespace
+}  // namespace checks_cuda_smoke_test
 }  // namespace preflight

@@ -3,9 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "gpu_facts_fixture.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kDriverLoaded;
+namespace checks_driver_loaded_test {
 namespace {
 using namespace gpu_fixture;
 
@@ -289,4 +290,5 @@ TEST(DriverLoaded, ExplainHasTheThreeParts) {
 }
 
 }  // namespace
+}  // namespace checks_driver_loaded_test
 }  // namespace preflight

@@ -9,6 +9,7 @@
 #include "checks/env_catalog.hpp"
 
 namespace preflight {
+namespace checks_env_nccl_test {
 namespace {
 
 using nlohmann::json;
@@ -644,4 +645,5 @@ TEST(EnvNcclReaders, AMitigationOfTheLoadedReleaseIsNotADebuggingLeftover) {
 }
 
 }  // namespace
+}  // namespace checks_env_nccl_test
 }  // namespace preflight

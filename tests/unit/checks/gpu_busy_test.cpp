@@ -3,9 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "gpu_facts_fixture.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kGpuBusy;
+namespace checks_gpu_busy_test {
 namespace {
 using namespace gpu_fixture;
 
@@ -184,4 +185,5 @@ TEST(GpuBusy, JobNodeJudgesTheUnionOfItsRanksGpus) {
 }
 
 }  // namespace
+}  // namespace checks_gpu_busy_test
 }  // namespace preflight

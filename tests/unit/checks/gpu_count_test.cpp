@@ -3,9 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "gpu_facts_fixture.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kGpuCount;
+namespace checks_gpu_count_test {
 namespace {
 using namespace gpu_fixture;
 
@@ -349,4 +350,5 @@ TEST(GpuCount, EmptyOrNoneMeansTheJobSeesNoGpu) {
 }
 
 }  // namespace
+}  // namespace checks_gpu_count_test
 }  // namespace preflight

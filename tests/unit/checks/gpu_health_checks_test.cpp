@@ -4,14 +4,11 @@
 #include <gtest/gtest.h>
 
 #include "gpu_facts_fixture.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kGpuMemoryHealth;
-extern const CheckSpec kGpuClocks;
-extern const CheckSpec kGpuLinks;
-extern const CheckSpec kGpuFabric;
-extern const CheckSpec kGpuXid;
 KernelLogFacts kernel_log_facts(std::string_view text, std::string source);
+namespace checks_gpu_health_checks_test {
 namespace {
 using namespace gpu_fixture;
 
@@ -801,4 +798,5 @@ TEST(GpuXid, NoXidDuringPreflightsWorkWithTheLogUnreadablePassesSayingItsScope) 
 }
 
 }  // namespace
+}  // namespace checks_gpu_health_checks_test
 }  // namespace preflight

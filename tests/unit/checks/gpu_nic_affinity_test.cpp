@@ -9,9 +9,10 @@
 #include "checks/check.hpp"
 #include "probes/probe.hpp"
 #include "test_paths.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kNetGpuNicAffinity;
+namespace checks_gpu_nic_affinity_test {
 namespace {
 
 TopoHop hop(std::string kind, std::string id) {
@@ -400,4 +401,5 @@ TEST(GpuNicAffinityXml, HwlocFixturesWithoutNicsOrGpusSkip) {
 }
 
 }  // namespace
+}  // namespace checks_gpu_nic_affinity_test
 }  // namespace preflight

@@ -12,6 +12,7 @@
 #include "gpu_facts_fixture.hpp"
 
 namespace preflight {
+namespace checks_gpu_shared_findings_test {
 namespace {
 
 using gpu_fixture::has;
@@ -126,4 +127,5 @@ TEST(GpuSharedFindings, AHelperThatCrashedIsTheSameFindingInTwoChecks) {
 }
 
 }  // namespace
+}  // namespace checks_gpu_shared_findings_test
 }  // namespace preflight

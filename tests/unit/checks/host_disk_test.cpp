@@ -13,10 +13,11 @@
 #include "core/checkpoint_model.hpp"
 #include "probes/disk_probe.hpp"
 #include "probes/probe.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
+namespace checks_host_disk_test {
 
-extern const CheckSpec kHostDisk;
 
 namespace {
 
@@ -610,4 +611,5 @@ TEST(DiskFactsJson, RoundTrips) {
 }
 
 }  // namespace
+}  // namespace checks_host_disk_test
 }  // namespace preflight

@@ -4,6 +4,7 @@
 #include "checks/check.hpp"
 
 namespace preflight {
+namespace checks_host_limits_test {
 namespace {
 
 constexpr std::uint64_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
@@ -196,4 +197,5 @@ TEST(HostLimits, SkippedInImageProfile) {
 }
 
 }  // namespace
+}  // namespace checks_host_limits_test
 }  // namespace preflight

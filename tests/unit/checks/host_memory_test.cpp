@@ -3,10 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
+namespace checks_host_memory_test {
 
-extern const CheckSpec kHostMemory;
 
 namespace {
 
@@ -333,4 +334,5 @@ TEST(HostMemory, ExplainDocumentsTheModel) {
 }
 
 }  // namespace
+}  // namespace checks_host_memory_test
 }  // namespace preflight

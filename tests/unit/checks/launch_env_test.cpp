@@ -4,6 +4,7 @@
 #include "checks/check.hpp"
 
 namespace preflight {
+namespace checks_launch_env_test {
 namespace {
 
 using Env = std::map<std::string, std::string>;
@@ -449,4 +450,5 @@ TEST(LaunchEnvMpi, ExplainNamesTheMpiComparison) {
 }
 
 }  // namespace
+}  // namespace checks_launch_env_test
 }  // namespace preflight

@@ -4,6 +4,7 @@
 #include "job_fixture.hpp"
 
 namespace preflight {
+namespace checks_launch_gpu_binding_test {
 namespace {
 
 using gpu_fixture::has;
@@ -399,4 +400,5 @@ TEST(LaunchGpuBinding, SkippedInImageProfileAndExplained) {
 }
 
 }  // namespace
+}  // namespace checks_launch_gpu_binding_test
 }  // namespace preflight

@@ -4,6 +4,7 @@
 #include "job_fixture.hpp"
 
 namespace preflight {
+namespace checks_launch_ranks_test {
 namespace {
 
 using gpu_fixture::has;
@@ -281,4 +282,5 @@ TEST(LaunchRanks, SkippedInNodeProfileSaysThereIsNoJob) {
 }
 
 }  // namespace
+}  // namespace checks_launch_ranks_test
 }  // namespace preflight

@@ -5,9 +5,10 @@
 
 #include "checks/check.hpp"
 #include "matrix/compat_matrix.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kNcclLibrary;
+namespace checks_nccl_library_check_test {
 namespace {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
@@ -436,4 +437,5 @@ TEST(NcclLibraryCheck, ExplainNamesReadsFailuresAndFix) {
 }
 
 }  // namespace
+}  // namespace checks_nccl_library_check_test
 }  // namespace preflight

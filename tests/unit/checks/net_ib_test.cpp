@@ -4,6 +4,7 @@
 #include "checks/check.hpp"
 
 namespace preflight {
+namespace checks_net_ib_test {
 namespace {
 
 IbPort port(int n, std::string state, std::string layer = "InfiniBand", std::string rate = "400 Gb/sec (4X NDR)") {
@@ -220,4 +221,5 @@ TEST(NetIb, ExplainListsWhatItReadsFailuresAndFix) {
 }
 
 }  // namespace
+}  // namespace checks_net_ib_test
 }  // namespace preflight

@@ -4,6 +4,7 @@
 #include "checks/check.hpp"
 
 namespace preflight {
+namespace checks_net_master_test {
 namespace {
 
 using Addrs = std::vector<std::string>;
@@ -348,4 +349,5 @@ TEST(NetMaster, OneRankJobIsJudgedAlone) {
 }
 
 }  // namespace
+}  // namespace checks_net_master_test
 }  // namespace preflight

@@ -6,6 +6,7 @@
 #include "job_fixture.hpp"
 
 namespace preflight {
+namespace checks_net_reachability_test {
 namespace {
 
 using job_fixture::judge_job;
@@ -206,4 +207,5 @@ TEST(NetReachability, MergeJudgesFilesOrSkips) {
 }
 
 }  // namespace
+}  // namespace checks_net_reachability_test
 }  // namespace preflight

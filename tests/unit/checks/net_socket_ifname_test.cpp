@@ -7,6 +7,7 @@
 #include "core/nccl_socket.hpp"
 
 namespace preflight {
+namespace checks_net_socket_ifname_test {
 namespace {
 
 NetInterface iface(std::string name, bool running, std::vector<NetAddress> addresses, bool loopback = false) {
@@ -423,4 +424,5 @@ TEST(NetSocketIfname, ExplainListsWhatItReadsFailuresAndFix) {
 }
 
 }  // namespace
+}  // namespace checks_net_socket_ifname_test
 }  // namespace preflight

@@ -13,6 +13,7 @@
 #include "probes/probe.hpp"
 
 namespace preflight {
+namespace checks_registry_test {
 namespace {
 
 TEST(Registry, EveryCheckRowIsWholeAndUnique) {
@@ -130,4 +131,5 @@ TEST(FactSources, NamesParseAndNeedsClose) {
 }
 
 }  // namespace
+}  // namespace checks_registry_test
 }  // namespace preflight

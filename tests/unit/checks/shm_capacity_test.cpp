@@ -7,9 +7,10 @@
 #include "core/shm_model.hpp"
 #include "probes/probe.hpp"
 #include "test_paths.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kShmCapacity;
+namespace checks_shm_capacity_test {
 namespace {
 
 constexpr std::uint64_t kMiB = 1ull << 20;
@@ -225,4 +226,5 @@ TEST(ShmProbe, MissingMountTableIsAnErrorFactNotACrash) {
 }
 
 }  // namespace
+}  // namespace checks_shm_capacity_test
 }  // namespace preflight

@@ -6,9 +6,10 @@
 #include <gtest/gtest.h>
 
 #include "gpu_facts_fixture.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kTopoNumaAffinity;
+namespace checks_topo_numa_affinity_test {
 namespace {
 using namespace gpu_fixture;
 
@@ -328,4 +329,5 @@ TEST(TopoNumaAffinity, PprCountsTheGpusSharingTheSocket) {
 }
 
 }  // namespace
+}  // namespace checks_topo_numa_affinity_test
 }  // namespace preflight

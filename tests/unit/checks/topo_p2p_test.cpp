@@ -21,9 +21,10 @@
 #include "probes/gpu_p2p_probe.hpp"
 #include "report/report.hpp"
 #include "test_paths.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kTopoP2p;
+namespace checks_topo_p2p_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -785,4 +786,5 @@ TEST(TopoP2pReport, TextRendersTheEvidenceTableAligned) {
 }
 
 }  // namespace
+}  // namespace checks_topo_p2p_test
 }  // namespace preflight

@@ -5,9 +5,10 @@
 #include "checks/check.hpp"
 #include "pcie_sysfs_fixture.hpp"
 #include "probes/probe.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kTopoPcieAcs;
+namespace checks_topo_pcie_acs_test {
 namespace {
 using namespace pcie_fixture;
 
@@ -202,4 +203,5 @@ TEST(TopoPcieAcs, SourceWithoutThePciBusSkips) {
 }
 
 }  // namespace
+}  // namespace checks_topo_pcie_acs_test
 }  // namespace preflight

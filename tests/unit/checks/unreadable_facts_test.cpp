@@ -10,6 +10,7 @@
 #include "checks/check.hpp"
 
 namespace preflight {
+namespace checks_unreadable_facts_test {
 namespace {
 
 const std::string kHung = "probe 'limits' hung: it had not finished at the probe deadline (7.5 s of the start)";
@@ -104,4 +105,5 @@ TEST(UnreadableFacts, TheTopologysFixFollowsItsError) {
 }
 
 }  // namespace
+}  // namespace checks_unreadable_facts_test
 }  // namespace preflight

@@ -18,6 +18,7 @@
 #include "probes/probe.hpp"
 
 namespace preflight {
+namespace cli_capture_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -358,4 +359,5 @@ TEST(CaptureTar, ATreeBecomesAnArchiveTarReads) {
 }
 
 }  // namespace
+}  // namespace cli_capture_test
 }  // namespace preflight

@@ -19,6 +19,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace cli_merge_fast_test {
 namespace {
 
 using nlohmann::json;
@@ -180,4 +181,5 @@ TEST_F(FastResultReader, LeavesWhatItDoesNotDecideToTheReference) {
 }
 
 }  // namespace
+}  // namespace cli_merge_fast_test
 }  // namespace preflight

@@ -8,6 +8,7 @@
 #include "cli/merge_heap.hpp"
 
 namespace preflight {
+namespace cli_merge_heap_test {
 namespace {
 
 constexpr const char* kMadvise = "always [madvise] never\n";
@@ -57,4 +58,5 @@ TEST(MergeHeap, CLibrariesWithoutTheTunableRunAsTheyAre) {
 }
 
 }  // namespace
+}  // namespace cli_merge_heap_test
 }  // namespace preflight

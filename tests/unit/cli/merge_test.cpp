@@ -16,6 +16,7 @@
 #include "cli/merge.hpp"
 
 namespace preflight {
+namespace cli_merge_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -376,4 +377,5 @@ TEST(CheckResultJson, RoundTripsInBothJsonTypesWithIdFirst) {
 }
 
 }  // namespace
+}  // namespace cli_merge_test
 }  // namespace preflight

@@ -17,6 +17,7 @@
 #include "job/test_faults.hpp"
 
 namespace preflight {
+namespace cli_output_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -150,4 +151,5 @@ TEST(TestFaults, ThePreflightBinaryReadsNone) {
 }
 
 }  // namespace
+}  // namespace cli_output_test
 }  // namespace preflight

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace preflight {
+namespace core_backoff_test {
 namespace {
 
 using us = std::chrono::microseconds;
@@ -51,4 +52,5 @@ TEST(Backoff, ThePollLoopsWaitAtMostTwoMilliseconds) {
 }
 
 }  // namespace
+}  // namespace core_backoff_test
 }  // namespace preflight

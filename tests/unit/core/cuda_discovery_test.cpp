@@ -7,6 +7,7 @@
 #include "core/nvidia_require.hpp"
 
 namespace preflight {
+namespace core_cuda_discovery_test {
 namespace {
 
 TEST(CudaDiscovery, VersionJsonPrefersCudart) {
@@ -265,4 +266,5 @@ TEST(NvidiaRequire, Details) {
 }
 
 }  // namespace
+}  // namespace core_cuda_discovery_test
 }  // namespace preflight

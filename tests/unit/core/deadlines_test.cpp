@@ -9,6 +9,7 @@
 #include "probes/probe.hpp"
 
 namespace preflight {
+namespace core_deadlines_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -111,4 +112,5 @@ TEST(Deadlines, NcclHelperAbortsItselfAtEightyPercent) {
 }
 
 }  // namespace
+}  // namespace core_deadlines_test
 }  // namespace preflight

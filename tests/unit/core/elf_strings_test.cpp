@@ -13,6 +13,7 @@
 #include "elf_fixture.hpp"
 
 namespace preflight {
+namespace core_elf_strings_test {
 namespace {
 
 // A minimal ELF64 object: .rodata, a writable .data and .debug_str with NCCL_* strings, and the
@@ -72,4 +73,5 @@ TEST(ElfStrings, TheRealLibraryNamesItsVariablesNotItsConstants) {
 }
 
 }  // namespace
+}  // namespace core_elf_strings_test
 }  // namespace preflight

@@ -6,6 +6,7 @@
 #include <string>
 
 namespace preflight {
+namespace core_env_grammar_test {
 namespace {
 
 TEST(EnvGrammar, NcclIntIsStrtollBaseZero) {
@@ -243,4 +244,5 @@ TEST(EnvGrammar, EnvNamesAndPasswd) {
 }
 
 }  // namespace
+}  // namespace core_env_grammar_test
 }  // namespace preflight

@@ -21,6 +21,7 @@
 #include "core/verdict.hpp"
 
 namespace preflight {
+namespace core_finding_params_test {
 namespace {
 
 /// A piece of a sentence: it begins with the punctuation that joins it to the text before it, or
@@ -130,4 +131,5 @@ TEST(FindingParams, AFindingWithAPieceOfASentenceIsCaught) {
 }
 
 }  // namespace
+}  // namespace core_finding_params_test
 }  // namespace preflight

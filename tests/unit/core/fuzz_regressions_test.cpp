@@ -20,6 +20,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace core_fuzz_regressions_test {
 namespace {
 
 std::string repeated(const std::string& item, int n) {
@@ -110,4 +111,5 @@ TEST(FuzzRegressions, ConfigKeyHoldingBoostsPlaceholderIsAUsageError) {
 }
 
 }  // namespace
+}  // namespace core_fuzz_regressions_test
 }  // namespace preflight

@@ -11,6 +11,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace core_kmsg_test {
 namespace {
 
 std::string fixture(const std::string& name) {
@@ -78,4 +79,5 @@ TEST(Kmsg, CaptureKeepsOnlyTheNvidiaLines) {
 }
 
 }  // namespace
+}  // namespace core_kmsg_test
 }  // namespace preflight

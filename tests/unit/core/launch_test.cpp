@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 namespace preflight {
+namespace core_launch_test {
 namespace {
 
 // Rank 1 of `mpirun -np 3`, as Open MPI 4.1.4 sets it (OMPI_UNIVERSE_SIZE is the slot count).
@@ -255,4 +256,5 @@ TEST(LaunchJson, ClaimEvidence) {
 }
 
 }  // namespace
+}  // namespace core_launch_test
 }  // namespace preflight

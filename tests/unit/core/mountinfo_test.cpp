@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace preflight {
+namespace core_mountinfo_test {
 namespace {
 
 TEST(MountInfo, ParsesFieldsAndOptionalTags) {
@@ -79,4 +80,5 @@ TEST(MountInfo, TheMountHoldingAPathIsTheLongestMountPointAboveIt) {
 }
 
 }  // namespace
+}  // namespace core_mountinfo_test
 }  // namespace preflight

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace preflight {
+namespace core_nccl_names_test {
 namespace {
 
 bool sel(std::string_view list, std::string_view name, std::optional<int> port = std::nullopt) {
@@ -138,4 +139,5 @@ TEST(NcclNames, PrefixTraps) {
 }
 
 }  // namespace
+}  // namespace core_nccl_names_test
 }  // namespace preflight

@@ -8,6 +8,7 @@
 #include "sys/sysfs_pci.hpp"
 
 namespace preflight {
+namespace core_pci_config_test {
 namespace {
 
 void put32(std::string& b, std::size_t at, std::uint32_t v) {
@@ -143,4 +144,5 @@ TEST(SysfsPci, ParsesDevicePaths) {
 }
 
 }  // namespace
+}  // namespace core_pci_config_test
 }  // namespace preflight

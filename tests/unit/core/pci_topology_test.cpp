@@ -6,6 +6,7 @@
 #include "core/pci_topology.hpp"
 
 namespace preflight {
+namespace core_pci_topology_test {
 namespace {
 
 TopoHop hop(std::string kind, std::string id) {
@@ -147,4 +148,5 @@ TEST(NearestNics, BestClassWithTies) {
 }
 
 }  // namespace
+}  // namespace core_pci_topology_test
 }  // namespace preflight

@@ -6,6 +6,7 @@
 #include <bit>
 
 namespace preflight {
+namespace core_proc_net_tcp_test {
 namespace {
 
 // Linux 6.1's /proc/net/tcp as printed on x86-64 (little-endian words).
@@ -85,4 +86,5 @@ TEST(ProcNetTcp, ListenersOnAPort) {
 }
 
 }  // namespace
+}  // namespace core_proc_net_tcp_test
 }  // namespace preflight

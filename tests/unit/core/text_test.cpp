@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace preflight {
+namespace core_text_test {
 namespace {
 
 TEST(Text, TrimAndSplit) {
@@ -142,4 +143,5 @@ TEST(CpuList, ParsesKernelHexMasks) {
 }
 
 }  // namespace
+}  // namespace core_text_test
 }  // namespace preflight

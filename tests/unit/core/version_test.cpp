@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace preflight {
+namespace core_version_test {
 namespace {
 
 Version v(const char* text) {
@@ -74,4 +75,5 @@ TEST(Version, DecodesCudaApiAndNcclCodes) {
 }
 
 }  // namespace
+}  // namespace core_version_test
 }  // namespace preflight

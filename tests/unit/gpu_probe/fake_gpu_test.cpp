@@ -26,6 +26,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace gpu_probe_fake_gpu_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -769,4 +770,5 @@ TEST(FakeLibnvml, CpuAffinityNumaNodeAndNvLinks) {
 }
 
 }  // namespace
+}  // namespace gpu_probe_fake_gpu_test
 }  // namespace preflight

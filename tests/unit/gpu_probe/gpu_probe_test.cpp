@@ -23,6 +23,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace gpu_probe_gpu_probe_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -536,4 +537,5 @@ TEST(NcclProbe, MissingHelper) {
 }
 
 }  // namespace
+}  // namespace gpu_probe_gpu_probe_test
 }  // namespace preflight

@@ -18,10 +18,11 @@
 #include "gpu_facts_fixture.hpp"
 #include "probes/gpu_driver_probe.hpp"
 #include "test_paths.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kGpuXid;
 KernelLogFacts kernel_log_facts(std::string_view text, std::string source);
+namespace gpu_probe_gpu_xid_helper_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -289,4 +290,5 @@ TEST(GpuXidHelper, JudgedTheSameXidFromBothSourcesOnce) {
 }
 
 }  // namespace
+}  // namespace gpu_probe_gpu_xid_helper_test
 }  // namespace preflight

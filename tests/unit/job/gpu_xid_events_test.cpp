@@ -9,10 +9,11 @@
 
 #include "gpu_facts_fixture.hpp"
 #include "job/job_report.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kGpuXid;
 KernelLogFacts kernel_log_facts(std::string_view text, std::string source);
+namespace job_gpu_xid_events_test {
 namespace {
 using namespace gpu_fixture;
 
@@ -381,4 +382,5 @@ TEST(GpuXidEvents, RankZeroJudgesEveryHostAgainAfterAnAllreduceThatRecordedWindo
 }
 
 }  // namespace
+}  // namespace job_gpu_xid_events_test
 }  // namespace preflight

@@ -23,6 +23,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace job_nccl_allreduce_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -474,4 +475,5 @@ TEST(NcclAllreduceParse, HelperDeadlineLeavesRoomForTheAbort) {
 }
 
 }  // namespace
+}  // namespace job_nccl_allreduce_test
 }  // namespace preflight

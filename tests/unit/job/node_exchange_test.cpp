@@ -11,6 +11,7 @@
 #include "job/node_exchange.hpp"
 
 namespace preflight {
+namespace job_node_exchange_test {
 namespace {
 
 using testing::FakeWorld;
@@ -118,4 +119,5 @@ TEST(NodeExchange, NodeFactsThatDoNotComeOrDoNotParseAreProbedByTheRankItself) {
 }
 
 }  // namespace
+}  // namespace job_node_exchange_test
 }  // namespace preflight

@@ -10,6 +10,7 @@
 #include "probes/probe.hpp"
 
 namespace preflight {
+namespace job_node_facts_test {
 namespace {
 
 bool has(const std::vector<std::string>& list, const std::string& name) {
@@ -118,4 +119,5 @@ TEST(NodeFacts, EnvDiffersNamesTheFirstVariableThatDiffers) {
 }
 
 }  // namespace
+}  // namespace job_node_facts_test
 }  // namespace preflight

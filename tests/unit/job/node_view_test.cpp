@@ -9,6 +9,7 @@
 #include "job/job_report.hpp"
 
 namespace preflight {
+namespace job_node_view_test {
 namespace {
 
 using gpu_fixture::has;
@@ -87,4 +88,5 @@ TEST(NodeView, SingleRankHostsKeepTheirOwnVerdicts) {
 }
 
 }  // namespace
+}  // namespace job_node_view_test
 }  // namespace preflight

@@ -6,6 +6,7 @@
 #include "job/phase_deadlines.hpp"
 
 namespace preflight {
+namespace job_phase_deadlines_test {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -39,4 +40,5 @@ TEST(PhaseDeadlines, ADeadlineIsNamedFromTheStart) {
 }
 
 }  // namespace
+}  // namespace job_phase_deadlines_test
 }  // namespace preflight

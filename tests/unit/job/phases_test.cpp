@@ -11,6 +11,7 @@
 #include "transport/payload.hpp"
 
 namespace preflight {
+namespace job_phases_test {
 namespace {
 
 using testing::FakeWorld;
@@ -280,4 +281,5 @@ TEST(JobPhases, WithoutGpusTheJobsAllreduceIsMpiAndSaysWhy) {
 }
 
 }  // namespace
+}  // namespace job_phases_test
 }  // namespace preflight

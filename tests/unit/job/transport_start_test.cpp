@@ -9,6 +9,7 @@
 #include "job/transport_start.hpp"
 
 namespace preflight {
+namespace job_transport_start_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -141,4 +142,5 @@ TEST(TransportStart, MpiOffIgnoresTheLauncher) {
 }
 
 }  // namespace
+}  // namespace job_transport_start_test
 }  // namespace preflight

@@ -16,6 +16,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace matrix_compat_matrix_test {
 namespace {
 
 Version v(const char* text) { return Version::parse(text).value(); }
@@ -356,4 +357,5 @@ TEST_F(CompatMatrixDir, TheSourceTreeCopyLoads) {
 }
 
 }  // namespace
+}  // namespace matrix_compat_matrix_test
 }  // namespace preflight

@@ -9,6 +9,7 @@
 #include "probes/probe.hpp"
 
 namespace preflight {
+namespace probes_affinity_probe_test {
 namespace {
 using namespace pcie_fixture;
 
@@ -102,4 +103,5 @@ TEST(AffinityProbe, MempolicyModeNames) {
 }
 
 }  // namespace
+}  // namespace probes_affinity_probe_test
 }  // namespace preflight

@@ -18,6 +18,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace probes_gpu_health_probe_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -136,4 +137,5 @@ TEST(GpuHealthHelper, NvmlInitFailureIsAnErrorDocument) {
 }
 
 }  // namespace
+}  // namespace probes_gpu_health_probe_test
 }  // namespace preflight

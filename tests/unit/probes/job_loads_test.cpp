@@ -18,11 +18,10 @@
 #include "elf_fixture.hpp"
 #include "gpu_facts_fixture.hpp"
 #include "probes/probe.hpp"
+#include "checks/specs.hpp"
 
 namespace preflight {
-extern const CheckSpec kCudaRuntime;
-extern const CheckSpec kCudaArch;
-extern const CheckSpec kNcclLibrary;
+namespace probes_job_loads_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -345,4 +344,5 @@ TEST(JobLoads, TheFirstTorchOnTheInterpretersPathShadowsTheOthers) {
 }
 
 }  // namespace
+}  // namespace probes_job_loads_test
 }  // namespace preflight

@@ -7,6 +7,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace probes_limits_probe_test {
 namespace {
 
 // /proc/self/limits as Linux 6.1 prints it (fixed-width columns, trailing spaces).
@@ -127,4 +128,5 @@ TEST(LimitsProbe, LiveSystem) {
 }
 
 }  // namespace
+}  // namespace probes_limits_probe_test
 }  // namespace preflight

@@ -9,6 +9,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace probes_memory_probe_test {
 namespace {
 
 constexpr std::uint64_t kGiB = 1ull << 30;
@@ -251,4 +252,5 @@ TEST(MemoryProbe, MissingTreeIsNotFoundAndUnsupported) {
 }
 
 }  // namespace
+}  // namespace probes_memory_probe_test
 }  // namespace preflight

@@ -13,6 +13,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace probes_nccl_conf_probe_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -167,4 +168,5 @@ TEST(NcclConfProbe, CrlfAndGarbageFiles) {
 }
 
 }  // namespace
+}  // namespace probes_nccl_conf_probe_test
 }  // namespace preflight

@@ -12,6 +12,7 @@
 #include "probes/probe.hpp"
 
 namespace preflight {
+namespace probes_nccl_names_probe_test {
 namespace {
 
 // An ELF64 object whose only sections are .rodata (holding `strings`) and the name table.
@@ -99,4 +100,5 @@ TEST_F(NcclNamesProbe, NoLibraryOrNotAnElfIsAnErrorNamingWhy) {
 }
 
 }  // namespace
+}  // namespace probes_nccl_names_probe_test
 }  // namespace preflight

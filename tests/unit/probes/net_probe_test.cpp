@@ -18,6 +18,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace probes_net_probe_test {
 namespace {
 
 const std::string kDir = preflight::test_paths::fixtures_dir() + "/net/";
@@ -356,4 +357,5 @@ TEST(NetProbe, FixtureTreesWithoutDriverLinks) {
 }
 
 }  // namespace
+}  // namespace probes_net_probe_test
 }  // namespace preflight

@@ -13,6 +13,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace probes_os_seam_test {
 namespace {
 
 const std::string kRdmaNode = test_paths::fixtures_dir() + "/net/rdma-node";
@@ -187,4 +188,5 @@ TEST(LiveOs, AnswersWithTheSystemCalls) {
 }
 
 }  // namespace
+}  // namespace probes_os_seam_test
 }  // namespace preflight

@@ -9,6 +9,7 @@
 #include "probes/probe.hpp"
 
 namespace preflight {
+namespace probes_pcie_probe_test {
 namespace {
 using namespace pcie_fixture;
 
@@ -188,4 +189,5 @@ TEST(PcieProbe, ResolvesLinksInsideTheRootOnly) {
 }
 
 }  // namespace
+}  // namespace probes_pcie_probe_test
 }  // namespace preflight

@@ -17,6 +17,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace probes_topology_probe_test {
 namespace {
 
 std::string hwloc_dir() { return preflight::test_paths::source_dir() + "/../shared/fixtures/hwloc"; }
@@ -368,4 +369,5 @@ TEST(TopologyProbe, LiveMachine) {
 }
 
 }  // namespace
+}  // namespace probes_topology_probe_test
 }  // namespace preflight

@@ -6,6 +6,7 @@
 #include "checks/check.hpp"
 
 namespace preflight {
+namespace report_check_docs_test {
 namespace {
 
 TEST(CheckDocs, TheReadmeTableHasARowPerCheckInReportOrder) {
@@ -50,4 +51,5 @@ TEST(CheckDocs, GeneratedBlocksReplaceOnlyTheTextBetweenTheirMarkers) {
 }
 
 }  // namespace
+}  // namespace report_check_docs_test
 }  // namespace preflight

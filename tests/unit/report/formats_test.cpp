@@ -24,6 +24,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace report_formats_test {
 namespace {
 
 // Everything a summary can carry that XML and Prometheus must survive: markup, entities, quotes,
@@ -356,4 +357,5 @@ TEST(Printable, OnlyWellFormedUtf8PassesThrough) {
 }
 
 }  // namespace
+}  // namespace report_formats_test
 }  // namespace preflight

@@ -14,6 +14,7 @@
 #include "report/report.hpp"
 
 namespace preflight {
+namespace report_report_fold_test {
 namespace {
 
 using gpu_fixture::has;
@@ -309,4 +310,5 @@ TEST(TextReport, ChecksThatSayTheSameThingShareARowAndTheHeadlineIsTheOverallSta
 }
 
 }  // namespace
+}  // namespace report_report_fold_test
 }  // namespace preflight

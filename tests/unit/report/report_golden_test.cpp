@@ -21,6 +21,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace report_report_golden_test {
 namespace {
 
 const std::string kFixtures = preflight::test_paths::fixtures_dir() + "/report/";
@@ -227,4 +228,5 @@ TEST(GoldenText, ARunWhoseDeadlineExpired) {
 }
 
 }  // namespace
+}  // namespace report_report_golden_test
 }  // namespace preflight

@@ -9,6 +9,7 @@
 #include "report/report.hpp"
 
 namespace preflight {
+namespace report_report_test {
 namespace {
 
 Report report_with(std::initializer_list<Status> statuses) {
@@ -227,4 +228,5 @@ TEST(Facts, RoundTripThroughJson) {
 }
 
 }  // namespace
+}  // namespace report_report_test
 }  // namespace preflight

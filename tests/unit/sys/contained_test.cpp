@@ -24,6 +24,7 @@
 #include "test_paths.hpp"
 
 namespace preflight {
+namespace sys_contained_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -424,4 +425,5 @@ TEST_F(HelperPath, RunningBinaryAndEnvironment) {
 }
 
 }  // namespace
+}  // namespace sys_contained_test
 }  // namespace preflight

@@ -24,6 +24,7 @@
 #include "sys/file_system.hpp"
 
 namespace preflight {
+namespace sys_file_system_backends_test {
 namespace {
 
 namespace stdfs = std::filesystem;
@@ -384,4 +385,5 @@ TEST(MemoryTree, ReadsLikeAFile) {
 }
 
 }  // namespace
+}  // namespace sys_file_system_backends_test
 }  // namespace preflight

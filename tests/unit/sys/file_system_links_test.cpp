@@ -17,6 +17,7 @@
 #include "sys/host_link.hpp"
 
 namespace preflight {
+namespace sys_file_system_links_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -288,4 +289,5 @@ TEST(FileSystemLinks, RecordedLinksReadTheSameInTheCapture) {
 }
 
 }  // namespace
+}  // namespace sys_file_system_links_test
 }  // namespace preflight

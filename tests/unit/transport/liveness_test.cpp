@@ -16,6 +16,7 @@
 #include "job_fixture.hpp"
 
 namespace preflight {
+namespace transport_liveness_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -202,4 +203,5 @@ TEST(DescribeLost, LaunchRanksBlamesTheLostNotTheRanksOnTheirWay) {
 }
 
 }  // namespace
+}  // namespace transport_liveness_test
 }  // namespace preflight

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 namespace preflight {
+namespace transport_pmix_join_test {
 namespace {
 
 RankStatus rank(int r, bool heard, std::string host) {
@@ -94,4 +95,5 @@ TEST(PmixJoin, LocalPeersNotOfThisWorldAreLeftToMpi) {
 }
 
 }  // namespace
+}  // namespace transport_pmix_join_test
 }  // namespace preflight

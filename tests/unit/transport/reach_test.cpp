@@ -18,6 +18,7 @@
 #include "transport/reach.hpp"
 
 namespace preflight {
+namespace transport_reach_test {
 namespace {
 
 using namespace std::chrono_literals;
@@ -235,4 +236,5 @@ TEST(BootstrapTarget, UnknownInterfacesSayWhy) {
 }
 
 }  // namespace
+}  // namespace transport_reach_test
 }  // namespace preflight
