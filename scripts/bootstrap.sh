@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Installs what is missing (Debian 12), configures, builds, then either runs preflight on this
-# machine (`run`) or runs the whole test suite (`test`). Extra arguments after `run` go to preflight.
+# Installs what is missing (Debian 12), configures, builds, then runs preflight on this machine
+# (`run`), runs the test suite (`test`), or checks the formatting of the changed lines (`format`).
+# Extra arguments after `run` go to preflight.
 #   scripts/bootstrap.sh run [preflight options]
 #   scripts/bootstrap.sh test
-# Environment: BUILD_DIR (default build), PREFLIGHT_SANITIZE=1 for an ASan+UBSan build
-# (PREFLIGHT_SANITIZE=thread: ThreadSanitizer), CI=true for -Werror, CTEST_ARGS for a subset of the
-# suite (e.g. CTEST_ARGS="-L unit").
+#   scripts/bootstrap.sh format [BASE]    # git clang-format --diff against BASE (see .ci/run)
+# `run` installs and builds only what preflight needs; `test` adds the test tools and builds
+# everything; `test` runs every test but the opt-in labels (slow; tests/README.md).
+# Environment: BUILD_DIR (default build), PREFLIGHT_SANITIZE=1 for the clang ASan+UBSan build with
+# the fuzz targets (PREFLIGHT_SANITIZE=thread: ThreadSanitizer), CI=true for -Werror, CTEST_ARGS for
+# another subset of the suite (e.g. CTEST_ARGS="-L unit"; default "-LE slow"), BUILD_TARGETS to
+# build only those targets before testing.
 set -euo pipefail
 
 mode=${1:-run}
@@ -27,12 +32,17 @@ test_packages=(
   slurm-wlm slurmd slurmctld slurm-client slurm-wlm-basic-plugins munge
   buildah podman runc catatonit debootstrap
 )
-# What .ci/run adds (PREFLIGHT_CI_TOOLS=1): clang for the sanitizer and fuzz build, clang-format.
-ci_packages=(clang libclang-rt-14-dev clang-format)
+# The sanitizer and fuzz build's compiler (PREFLIGHT_SANITIZE=1) and the formatter (`format`).
+clang_packages=(clang libclang-rt-14-dev)
+format_packages=(clang-format git)
 
-packages=("${run_packages[@]}")
-[ "$mode" = test ] && packages+=("${test_packages[@]}")
-[ "${PREFLIGHT_CI_TOOLS:-0}" = 1 ] && packages+=("${ci_packages[@]}")
+case "$mode" in
+  run) packages=("${run_packages[@]}") ;;
+  test) packages=("${run_packages[@]}" "${test_packages[@]}") ;;
+  format) packages=("${format_packages[@]}") ;;
+  *) echo "usage: $0 run|test|format" >&2; exit 2 ;;
+esac
+[ "${PREFLIGHT_SANITIZE:-0}" = 1 ] && packages+=("${clang_packages[@]}")
 
 missing=()
 for p in "${packages[@]}"; do
@@ -46,6 +56,24 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+if [ "$mode" = format ]; then
+  # The lines changed since BASE (default: the last whole-tree formatting, .git-blame-ignore-revs)
+  # must be as clang-format (.clang-format) writes them; prints the diff that would fix them.
+  cd "$here"
+  base=${1:-$(grep -Eo '^[0-9a-f]{40}' .git-blame-ignore-revs | tail -1)}
+  files=$(git diff --name-only --diff-filter=ACMR "$base" -- '*.cpp' '*.hpp' '*.c' '*.h' '*.inc' | grep -v '^tests/fuzz/corpus/' || true)
+  if [ -z "$files" ]; then echo "format: no C++ file changed since ${base:0:12}"; exit 0; fi
+  # shellcheck disable=SC2086  # one file name a line, none with spaces
+  diff=$(git clang-format --quiet --diff --extensions cpp,hpp,c,h,inc "$base" -- $files || true)
+  if [ -n "$diff" ] && [ "$diff" != "no modified files to format" ] && [ "$diff" != "clang-format did not modify any files" ]; then
+    echo "$diff"
+    echo "format: the lines above are not formatted as .clang-format says (fix: git clang-format $base)" >&2
+    exit 1
+  fi
+  echo "format: the changed lines of $(echo "$files" | wc -l) files since ${base:0:12} are formatted"
+  exit 0
+fi
+
 cmake_args=(-S "$here" -B "$build_dir" -G Ninja)
 # ccache: a rebuild after `git pull`, or of the same sources in another build folder (the
 # sanitizer builds, a second clone), compiles only what changed.
@@ -56,9 +84,12 @@ if command -v ccache >/dev/null; then
 fi
 [ "${CI:-}" = "true" ] && cmake_args+=(-DPREFLIGHT_WERROR=ON)
 case "${PREFLIGHT_SANITIZE:-0}" in
-  # Line tables only (-g1): the sanitizers' stacks keep their files and lines, and the build takes
-  # a quarter less time than with full debug information.
-  1) cmake_args+=(-DPREFLIGHT_SANITIZE=ON -DPREFLIGHT_TSAN=OFF -DCMAKE_BUILD_TYPE=Debug
+  # clang, ASan+UBSan, and the libFuzzer targets of tests/fuzz in the same build (its libraries
+  # carry the fuzzers' coverage instrumentation, which the tests do not notice): one build for
+  # the unit tests, the integration tests and the fuzzing. Line tables only (-g1): the sanitizers'
+  # stacks keep their files and lines, and the build takes a quarter less time.
+  1) cmake_args+=(-DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DPREFLIGHT_FUZZ=ON
+                  -DPREFLIGHT_SANITIZE=ON -DPREFLIGHT_TSAN=OFF -DCMAKE_BUILD_TYPE=Debug
                   "-DCMAKE_C_FLAGS_DEBUG=-O0 -g1" "-DCMAKE_CXX_FLAGS_DEBUG=-O0 -g1") ;;
   thread) cmake_args+=(-DPREFLIGHT_TSAN=ON -DPREFLIGHT_SANITIZE=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
                        "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG") ;;
@@ -69,9 +100,11 @@ case "${PREFLIGHT_SANITIZE:-0}" in
   *) cmake_args+=(-DPREFLIGHT_UNIT_TEST_SHARDS=8) ;;
 esac
 cmake "${cmake_args[@]}" >/dev/null
-# `run` builds what it runs (preflight and its GPU helper); `test` builds everything.
+# `run` builds what it runs (preflight and its GPU helper); `test` builds everything, or BUILD_TARGETS.
 targets=()
 [ "$mode" = run ] && targets=(--target preflight preflight-gpu-probe)
+# shellcheck disable=SC2206  # a list of target names
+[ "$mode" = test ] && [ -n "${BUILD_TARGETS:-}" ] && targets=(--target ${BUILD_TARGETS})
 cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
 
 case "$mode" in
@@ -84,10 +117,6 @@ case "$mode" in
   test)
     cd "$build_dir"
     # shellcheck disable=SC2086  # CTEST_ARGS is a list of ctest arguments
-    ctest --output-on-failure -j "$(nproc)" ${CTEST_ARGS:-}
-    ;;
-  *)
-    echo "usage: $0 run|test" >&2
-    exit 2
+    ctest --output-on-failure -j "$(nproc)" ${CTEST_ARGS:--LE slow}
     ;;
 esac

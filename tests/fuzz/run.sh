@@ -26,6 +26,15 @@ if [[ "${1:-}" == "--one" ]]; then  # internal: one target; prints its result li
   esac
   log="$work/$name.log"
   rc=0
+  # The inputs that once broke this target (known/NAME-*) replay first, each on its own.
+  for known in "$here/known/$name"-*; do
+    [[ -f "$known" ]] || continue
+    if ! "$BUILD_DIR/fuzz/fuzz_$name" "$known" >"$log" 2>&1; then
+      cp "$log" "$ARTIFACT_DIR/$name.log"
+      printf '%-22s FAILED on the known input %s: see %s\n' "$name" "${known##*/}" "$ARTIFACT_DIR/$name.log"
+      exit 1
+    fi
+  done
   "$BUILD_DIR/fuzz/fuzz_$name" "${args[@]}" "$corpus" >"$log" 2>&1 || rc=$?
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
