@@ -37,8 +37,9 @@ int main(int argc, char** argv) {
   int all_ok = 0;
   if (MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) != MPI_SUCCESS) all_ok = 0;
   if (MPI_Barrier(MPI_COMM_WORLD) != MPI_SUCCESS) all_ok = 0;
-  if (rank == 0) std::printf("irreducible: %d rank(s), topology %s (%d PU+PCI objects on rank 0)\n", size,
-                             all_ok != 0 ? "loaded everywhere" : "FAILED on some rank", objects);
+  if (rank == 0)
+    std::printf("irreducible: %d rank(s), topology %s (%d PU+PCI objects on rank 0)\n", size,
+                all_ok != 0 ? "loaded everywhere" : "FAILED on some rank", objects);
   MPI_Finalize();
   return all_ok != 0 ? 0 : 1;
 }

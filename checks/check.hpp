@@ -52,11 +52,11 @@ const CompatMatrix& compat_matrix(const CheckContext& ctx);
 enum ProfileMask : unsigned { kInNode = 1u, kInJob = 2u, kInImage = 4u, kInAll = 7u };
 
 struct CheckSpec {
-  std::string_view id;        // stable, dotted: "shm.capacity"
+  std::string_view id;  // stable, dotted: "shm.capacity"
   Scope scope;
-  std::string_view title;     // one line for `preflight list`
-  std::string_view explain;   // long form for `preflight explain`: what is read, every failure, the fix
-  unsigned profiles;          // ProfileMask bits
+  std::string_view title;        // one line for `preflight list`
+  std::string_view explain;      // long form for `preflight explain`: what is read, every failure, the fix
+  unsigned profiles;             // ProfileMask bits
   std::string_view skip_reason;  // why it does not run in the other profiles
   Verdict (*run)(const CheckContext&);
   /// Every probe or job phase whose facts it judges (core/fact_sources.hpp), written as names
@@ -105,11 +105,13 @@ Verdict run_check(const CheckSpec& spec, const CheckContext& ctx);
 /// A fact left behind by a probe that hung (job/run.cpp marks them): code Timeout, and a
 /// detail "probe 'NAME' hung: …" that names the probe and its deadline.
 inline bool hung_probe(const ProbeError& e) {
-  return e.code == ProbeErrc::Timeout && e.detail.starts_with("probe '") && e.detail.find("' hung") != std::string::npos;
+  return e.code == ProbeErrc::Timeout && e.detail.starts_with("probe '") &&
+         e.detail.find("' hung") != std::string::npos;
 }
 inline constexpr std::string_view kHungProbeRemedy =
     "A probe that hangs waits on the kernel: look for a hung network file system (`mount`, then `stat` each mount "
-    "point; `timeout 5 df`) or a stuck GPU driver (`dmesg | grep -i -e xid -e nvrm -e hung`), fix it or drain the node; "
+    "point; `timeout 5 df`) or a stuck GPU driver (`dmesg | grep -i -e xid -e nvrm -e hung`), fix it or drain the "
+    "node; "
     "if the node is only slow, give the run longer with --timeout.";
 
 /// The templates of a fact a check could not read (unknown_from). A check that judges such a fact
@@ -125,8 +127,8 @@ inline constexpr std::string_view kHungMessage = "{what} was not gathered: {deta
 /// `unreadable` finding with the probe's reason ({why}), or its `hung` finding where a probe hung
 /// (a hang, named with its deadline in {detail}, whatever the usual causes of a read failure).
 template <typename T>
-Verdict unknown_from(const Probed<T>& fact, std::string_view what, const FindingSpec& unreadable, const FindingSpec& hung,
-                     nlohmann::json evidence = nlohmann::json::object()) {
+Verdict unknown_from(const Probed<T>& fact, std::string_view what, const FindingSpec& unreadable,
+                     const FindingSpec& hung, nlohmann::json evidence = nlohmann::json::object()) {
   if (const ProbeError* e = fact.error(); e != nullptr && hung_probe(*e)) {
     return Verdict::of(hung, {{"what", what}, {"detail", e->detail}}, std::move(evidence));
   }

@@ -27,12 +27,13 @@ Value known(std::string text) { return Value{std::move(text), {}}; }
 template <typename T>
 Value unread(const Probed<T>& p) {
   const ProbeError* e = p.error();
-  return Value{std::nullopt, p.why(), e != nullptr && (e->code == ProbeErrc::LibraryMissing || e->code == ProbeErrc::NotFound)};
+  return Value{std::nullopt, p.why(),
+               e != nullptr && (e->code == ProbeErrc::LibraryMissing || e->code == ProbeErrc::NotFound)};
 }
 
 // A drift of one item: {odd} names every other group with its hosts and ranks ("gpu-c (ranks 4–5) has
 // 2.18.1"), {majority} the largest group's value, held by {count} of {total} ranks.
-#define PREFLIGHT_DRIFT(item, consequence)                                               \
+#define PREFLIGHT_DRIFT(item, consequence) \
   item " drift: {odd}, the majority ({count} of {total} ranks) {majority}: " consequence
 constexpr FindingSpec kDriverDrift = {
     "cluster.consistency/driver-drift", Status::Fail,
@@ -117,7 +118,8 @@ Value runtimes_of(const RankFacts& f) {
 }
 
 Value nccl_of(const RankFacts& f) {
-  if (const NcclLibrary* n = f.gpu.nccl.value()) return known(n->version.empty() ? std::to_string(n->version_code) : n->version);
+  if (const NcclLibrary* n = f.gpu.nccl.value())
+    return known(n->version.empty() ? std::to_string(n->version_code) : n->version);
   return unread(f.gpu.nccl);
 }
 
@@ -147,12 +149,9 @@ Value nic_drivers_of(const RankFacts& f) {
 }
 
 constexpr Item kItems[] = {
-    {"NVIDIA driver", &kDriverDrift, &driver_of},
-    {"CUDA driver API", &kCudaDriverDrift, &cuda_driver_of},
-    {"CUDA runtimes", &kCudaRuntimeDrift, &runtimes_of},
-    {"NCCL", &kNcclDrift, &nccl_of},
-    {"framework", &kFrameworkDrift, &framework_of},
-    {"kernel", &kKernelDrift, &kernel_of},
+    {"NVIDIA driver", &kDriverDrift, &driver_of},        {"CUDA driver API", &kCudaDriverDrift, &cuda_driver_of},
+    {"CUDA runtimes", &kCudaRuntimeDrift, &runtimes_of}, {"NCCL", &kNcclDrift, &nccl_of},
+    {"framework", &kFrameworkDrift, &framework_of},      {"kernel", &kKernelDrift, &kernel_of},
     {"NIC drivers", &kNicDriverDrift, &nic_drivers_of},
 };
 
@@ -217,7 +216,8 @@ void judge(const Item& item, const std::vector<const RankFacts*>& ranks, Verdict
   auto majority = groups.begin();
   for (auto it = groups.begin(); it != groups.end(); ++it) {
     const std::size_t n = it->second.size(), m = majority->second.size();
-    if (n > m || (n == m && it->second.front()->placement.rank < majority->second.front()->placement.rank)) majority = it;
+    if (n > m || (n == m && it->second.front()->placement.rank < majority->second.front()->placement.rank))
+      majority = it;
   }
   if (groups.size() > 1) {
     std::vector<std::string> odd;
@@ -283,8 +283,18 @@ Fix
 }  // namespace
 
 extern const CheckSpec kClusterConsistency = {
-    "cluster.consistency", Scope::Job, "driver, CUDA, NCCL, framework, kernel and NIC driver versions agree across ranks", kExplain,
-    kInJob, "an image build has no job to check", &run, "gather,gpu_driver,nccl,cuda_runtime,net", false, {}, {}, nullptr,
+    "cluster.consistency",
+    Scope::Job,
+    "driver, CUDA, NCCL, framework, kernel and NIC driver versions agree across ranks",
+    kExplain,
+    kInJob,
+    "an image build has no job to check",
+    &run,
+    "gather,gpu_driver,nccl,cuda_runtime,net",
+    false,
+    {},
+    {},
+    nullptr,
     kFindings};
 
 }  // namespace cluster_consistency_check

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <map>
-#include <unordered_map>
 #include <sstream>
+#include <unordered_map>
 
 #include "checks/check.hpp"
 #include "core/text.hpp"
@@ -135,9 +135,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kClusterShmNamespace = {
-    "cluster.shm_namespace", Scope::Job, "ranks of one host share one /dev/shm (one IPC namespace)", kExplain,
-    kInJob, "an image build has no job to check", &run, "gather,shm", false, {}, {}, nullptr, kFindings};
+extern const CheckSpec kClusterShmNamespace = {"cluster.shm_namespace",
+                                               Scope::Job,
+                                               "ranks of one host share one /dev/shm (one IPC namespace)",
+                                               kExplain,
+                                               kInJob,
+                                               "an image build has no job to check",
+                                               &run,
+                                               "gather,shm",
+                                               false,
+                                               {},
+                                               {},
+                                               nullptr,
+                                               kFindings};
 
 }  // namespace cluster_shm_namespace_check
 }  // namespace preflight

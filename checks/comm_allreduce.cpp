@@ -36,12 +36,9 @@ std::string transport_of(const CommResult& c) { return c.transport.empty() ? std
 nlohmann::json measured_params(const CommResult& c, const Options& o) {
   const std::string who = c.transport == "nccl" ? std::to_string(c.ranks) + (c.ranks == 1 ? " GPU" : " GPUs")
                                                 : std::to_string(c.ranks) + (c.ranks == 1 ? " rank" : " ranks");
-  return {{"algbw", fixed(c.algbw_gbps, 2)},
-          {"busbw", fixed(c.busbw_gbps, 2)},
-          {"size", size_text(c, o)},
-          {"participants", who},
-          {"transport", transport_of(c)},
-          {"repeats", c.repeats},
+  return {{"algbw", fixed(c.algbw_gbps, 2)},   {"busbw", fixed(c.busbw_gbps, 2)},
+          {"size", size_text(c, o)},           {"participants", who},
+          {"transport", transport_of(c)},      {"repeats", c.repeats},
           {"time", format_duration(c.seconds)}};
 }
 
@@ -161,7 +158,7 @@ constexpr FindingSpec kRanksMissing = {
 // {note}: ": {reason}", or "".
 constexpr FindingSpec kNotRun = {"comm.allreduce/not-run", Status::Skip, "no all_reduce was run{note}", ""};
 // {who}: the ranks (the GPUs in the node profile; their numbers in {wrong}); {errors}: " ({error_list})", or "".
-#define PREFLIGHT_WRONG_RESULT                                                                         \
+#define PREFLIGHT_WRONG_RESULT \
   "the all_reduce result was wrong on {count} of {ranks} participants: {who}{errors} over {transport}"
 constexpr FindingSpec kWrongResultNccl = {
     "comm.allreduce/wrong-result-nccl", Status::Fail, PREFLIGHT_WRONG_RESULT,
@@ -205,8 +202,8 @@ constexpr FindingSpec kErrorNccl = {
     "comm.allreduce/error-nccl", Status::Fail, "the all_reduce over {transport} failed: {error}",
     "Fix the first error quoted: a rank that never joined the communicator (its helper could not start, crashed "
     "or could not load NCCL) is the cause, and the ranks that waited for it are not (a process or descriptor limit "
-    "shows in host.limits); an init failure is usually the network or the library (nccl.library, env.nccl)."
-    PREFLIGHT_NCCL_DEBUG};
+    "shows in host.limits); an init failure is usually the network or the library (nccl.library, "
+    "env.nccl)." PREFLIGHT_NCCL_DEBUG};
 constexpr FindingSpec kErrorMpi = {"comm.allreduce/error-mpi", Status::Fail,
                                    "the all_reduce over {transport} failed: {error}",
                                    "Fix the MPI error quoted; check that every rank runs the same MPI build."};
@@ -239,11 +236,17 @@ constexpr FindingSpec kCorrectFloorNotForMpi = {
 #undef PREFLIGHT_NCCL_DEBUG
 #undef PREFLIGHT_MEASURED
 
-constexpr std::array kFindings = {kNotGathered,    kMerged,          kNotConnected,    kMpiWorldOfOne, kNcclBlocked,
-                                  kRanksLost,      kRanksLostBefore, kRanksMissing,    kNotRun,        kWrongResultNccl,
-                                  kWrongResultMpi, kNodeHang,        kExpiredUnnamed,  kFabric,        kExpired,
-                                  kErrorNccl,      kErrorMpi,        kBusbwUnmeasured, kBusbwLow,      kCorrect,
-                                  kCorrectAlone,   kCorrectFloorNotForMpi};
+constexpr std::array kFindings = {kNotGathered,     kMerged,
+                                  kNotConnected,    kMpiWorldOfOne,
+                                  kNcclBlocked,     kRanksLost,
+                                  kRanksLostBefore, kRanksMissing,
+                                  kNotRun,          kWrongResultNccl,
+                                  kWrongResultMpi,  kNodeHang,
+                                  kExpiredUnnamed,  kFabric,
+                                  kExpired,         kErrorNccl,
+                                  kErrorMpi,        kBusbwUnmeasured,
+                                  kBusbwLow,        kCorrect,
+                                  kCorrectAlone,    kCorrectFloorNotForMpi};
 
 Verdict run(const CheckContext& ctx) {
   const JobFacts* job = ctx.job;
@@ -251,13 +254,24 @@ Verdict run(const CheckContext& ctx) {
   if (job->source == "merge") return Verdict::of(kMerged);
   const JobFacts& j = *job;
   const CommResult& c = j.allreduce;
-  nlohmann::json ev = {{"bytes", c.bytes}, {"requested_bytes", ctx.options.allreduce_bytes_for(c.transport)},           {"ranks", c.ranks},           {"algbw_gbps", c.algbw_gbps},
-                             {"busbw_gbps", c.busbw_gbps}, {"seconds", c.seconds},       {"transport", c.transport},
-                             {"repeats", c.repeats},       {"attempted", c.attempted},   {"completed", c.completed},
-                             {"expired", c.expired},       {"deadline_s", c.deadline_s}, {"note", c.note},
-                             {"missing", c.missing},       {"wrong", c.wrong},           {"errors", c.errors},
-                             {"min_busbw_gbps", ctx.options.min_busbw_gbps ? nlohmann::json(*ctx.options.min_busbw_gbps)
-                                                                           : nlohmann::json(nullptr)}};
+  nlohmann::json ev = {{"bytes", c.bytes},
+                       {"requested_bytes", ctx.options.allreduce_bytes_for(c.transport)},
+                       {"ranks", c.ranks},
+                       {"algbw_gbps", c.algbw_gbps},
+                       {"busbw_gbps", c.busbw_gbps},
+                       {"seconds", c.seconds},
+                       {"transport", c.transport},
+                       {"repeats", c.repeats},
+                       {"attempted", c.attempted},
+                       {"completed", c.completed},
+                       {"expired", c.expired},
+                       {"deadline_s", c.deadline_s},
+                       {"note", c.note},
+                       {"missing", c.missing},
+                       {"wrong", c.wrong},
+                       {"errors", c.errors},
+                       {"min_busbw_gbps", ctx.options.min_busbw_gbps ? nlohmann::json(*ctx.options.min_busbw_gbps)
+                                                                     : nlohmann::json(nullptr)}};
   const bool live_job = j.source == "mpi" && j.world_size > 1;
   // The ranks the launcher claims were never connected: one story with launch.ranks.
   if (const std::optional<comm::Unconnected> u = comm::unconnected(j)) {
@@ -268,8 +282,7 @@ Verdict run(const CheckContext& ctx) {
   // NCCL cannot be loaded): a failure with its reason, never a host-memory stand-in.
   if (c.blocked) {
     const std::string reason = c.note.empty() ? std::string("the NCCL all_reduce could not run") : c.note;
-    return Verdict::of(kNcclBlocked, {{"reason", reason}}, ev)
-        .because("launch.gpu_binding,nccl.library,driver.loaded");
+    return Verdict::of(kNcclBlocked, {{"reason", reason}}, ev).because("launch.gpu_binding,nccl.library,driver.loaded");
   }
   const bool node_local = c.transport == "nccl" && !live_job;  // the node profile: one helper per local GPU
 
@@ -301,7 +314,8 @@ Verdict run(const CheckContext& ctx) {
 
   if (!c.wrong.empty()) {
     std::vector<std::string> who;
-    for (int r : c.wrong) who.push_back(c.transport == "nccl" && !live_job ? "GPU " + std::to_string(r) : j.describe_rank(r));
+    for (int r : c.wrong)
+      who.push_back(c.transport == "nccl" && !live_job ? "GPU " + std::to_string(r) : j.describe_rank(r));
     return Verdict::of(c.transport == "nccl" ? kWrongResultNccl : kWrongResultMpi,
                        with_errors({{"count", c.wrong.size()},
                                     {"wrong", c.wrong},
@@ -316,10 +330,12 @@ Verdict run(const CheckContext& ctx) {
     const std::vector<int>& hung = c.missing;
     std::string hung_part;
     if (!hung.empty()) {
-      hung_part = std::string("; the helper") + (hung.size() == 1 ? " of " : "s of ") + "{hung_gpus} hung ({hung_count} of {ranks})";
+      hung_part = std::string("; the helper") + (hung.size() == 1 ? " of " : "s of ") +
+                  "{hung_gpus} hung ({hung_count} of {ranks})";
       if (static_cast<int>(hung.size()) == c.ranks) hung_part += ": every communicator was aborted after its deadline";
     }
-    nlohmann::json params = {{"ranks", c.ranks}, {"time", format_duration(c.seconds)}, {"hung", template_param(hung_part)}};
+    nlohmann::json params = {
+        {"ranks", c.ranks}, {"time", format_duration(c.seconds)}, {"hung", template_param(hung_part)}};
     if (!hung.empty()) {
       params["hung_gpus"] = gpu_list(hung);
       params["hung_count"] = hung.size();
@@ -360,8 +376,8 @@ Verdict run(const CheckContext& ctx) {
     // small /dev/shm explains it where shm.capacity finds fault with it.
     const bool shm = what.find("/dev/shm") != std::string::npos || what.find("shared memory") != std::string::npos;
     const std::string error = what.empty() ? std::string("no error message") : what;
-    return Verdict::of(c.transport == "nccl" ? kErrorNccl : kErrorMpi, {{"transport", transport_of(c)}, {"error", error}},
-                       ev)
+    return Verdict::of(c.transport == "nccl" ? kErrorNccl : kErrorMpi,
+                       {{"transport", transport_of(c)}, {"error", error}}, ev)
         .because(shm ? "shm.capacity" : "nccl.library,net.socket_ifname");
   }
 
@@ -456,9 +472,18 @@ Fix
 }  // namespace
 
 extern const CheckSpec kCommAllreduce = {
-    "comm.allreduce", Scope::Job, "an all_reduce of exact integers is correct on every rank and fast enough", kExplain,
-    kInNode | kInJob, "an image build has no job to check", &run, "allreduce", false,
-    "launch.gpu_binding,nccl.library,driver.loaded,shm.capacity,net.socket_ifname,net.reachability", {}, nullptr,
+    "comm.allreduce",
+    Scope::Job,
+    "an all_reduce of exact integers is correct on every rank and fast enough",
+    kExplain,
+    kInNode | kInJob,
+    "an image build has no job to check",
+    &run,
+    "allreduce",
+    false,
+    "launch.gpu_binding,nccl.library,driver.loaded,shm.capacity,net.socket_ifname,net.reachability",
+    {},
+    nullptr,
     kFindings};
 
 }  // namespace comm_allreduce_check

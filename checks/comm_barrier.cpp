@@ -104,8 +104,8 @@ Verdict run(const CheckContext& ctx) {
   if (job->source == "merge") return Verdict::of(kMerged);
   const JobFacts& j = *job;
   const CommResult& c = j.barrier;
-  nlohmann::json ev = {{"transport", c.transport}, {"attempted", c.attempted}, {"completed", c.completed},
-                       {"expired", c.expired},     {"seconds", c.seconds},     {"deadline_s", c.deadline_s},
+  nlohmann::json ev = {{"transport", c.transport},  {"attempted", c.attempted}, {"completed", c.completed},
+                       {"expired", c.expired},      {"seconds", c.seconds},     {"deadline_s", c.deadline_s},
                        {"world_size", j.world_size}};
   if (!c.note.empty()) ev["note"] = c.note;
   // The ranks the launcher claims were never connected: one story with launch.ranks, not "no launcher".
@@ -173,7 +173,8 @@ Verdict run(const CheckContext& ctx) {
         heard += (heard.empty() ? "" : ", ") + host + " " + secs(s) + " ago";
         silent_s[host] = s;
       }
-      nlohmann::json params = {{"time", secs(c.seconds)}, {"heard", part_if(!heard.empty(), " (last heard: {last_heard})")}};
+      nlohmann::json params = {{"time", secs(c.seconds)},
+                               {"heard", part_if(!heard.empty(), " (last heard: {last_heard})")}};
       if (!heard.empty()) {
         params["last_heard"] = heard;
         params["silent_s"] = std::move(silent_s);
@@ -244,9 +245,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kCommBarrier = {
-    "comm.barrier", Scope::Job, "a barrier across all ranks completes within its deadline", kExplain,
-    kInJob, "an image build has no job to check", &run, "barrier", false, {}, {}, nullptr, kFindings};
+extern const CheckSpec kCommBarrier = {"comm.barrier",
+                                       Scope::Job,
+                                       "a barrier across all ranks completes within its deadline",
+                                       kExplain,
+                                       kInJob,
+                                       "an image build has no job to check",
+                                       &run,
+                                       "barrier",
+                                       false,
+                                       {},
+                                       {},
+                                       nullptr,
+                                       kFindings};
 
 }  // namespace comm_barrier_check
 }  // namespace preflight

@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checks/finding_parts.hpp"
 #include "core/job.hpp"
 #include "core/launch.hpp"
 #include "core/text.hpp"
-#include "checks/finding_parts.hpp"
 
 namespace preflight::comm {
 
@@ -54,19 +54,24 @@ inline std::string look_at(const JobFacts& j, int rank) {
   const RankStatus* s = status_of(j, rank);
   if (s == nullptr || !s->heard) {
     const std::string placed = s != nullptr && !s->host.empty() ? " (placed on " + s->host + ")" : std::string();
-    return "rank " + std::to_string(rank) + placed + " was never heard from: check that the launcher started it (the mpirun/srun output, " +
+    return "rank " + std::to_string(rank) + placed +
+           " was never heard from: check that the launcher started it (the mpirun/srun output, " +
            "`squeue -s`, the node's health) and that MPI can reach its host";
   }
-  const std::string where = "rank " + std::to_string(rank) + " on " + (s->host.empty() ? std::string("its host") : s->host);
+  const std::string where =
+      "rank " + std::to_string(rank) + " on " + (s->host.empty() ? std::string("its host") : s->host);
   if (s->lost == "ended") {
     return where + " ended in the " + to_string(s->last_phase) +
            " (its connection to rank 0 closed: the process died or was killed): the launcher's output names its exit "
-           "or signal; on " + (s->host.empty() ? std::string("its host") : s->host) +
-           ", `journalctl -k | grep -iE 'oom|killed process|segfault'`; a whole host gone: its console or BMC, `sinfo -R`";
+           "or signal; on " +
+           (s->host.empty() ? std::string("its host") : s->host) +
+           ", `journalctl -k | grep -iE 'oom|killed process|segfault'`; a whole host gone: its console or BMC, `sinfo "
+           "-R`";
   }
   if (s->lost == "unreachable") {
     return where + " stopped acknowledging rank 0's TCP connection in the " + to_string(s->last_phase) +
-           ": its host is down or its network is cut (`ping` it from rank 0's host, its link state, its console or BMC)";
+           ": its host is down or its network is cut (`ping` it from rank 0's host, its link state, its console or "
+           "BMC)";
   }
   const std::string bt = "`gdb -p " + std::to_string(s->pid) + " -batch -ex 'thread apply all bt'` and `cat /proc/" +
                          std::to_string(s->pid) + "/stack` there";
@@ -74,16 +79,16 @@ inline std::string look_at(const JobFacts& j, int rank) {
     case Phase::Init:
     case Phase::Probe:
       return where + " stopped while probing the node (GPU driver, topology, DNS): " + bt +
-             "; a process in state D inside the NVIDIA driver points at the GPU (`dmesg | grep -i xid`, `nvidia-smi -q`)";
-    case Phase::Reach:
-      return where + " stopped in the TCP reachability test: " + bt + "; see net.reachability";
+             "; a process in state D inside the NVIDIA driver points at the GPU (`dmesg | grep -i xid`, `nvidia-smi "
+             "-q`)";
+    case Phase::Reach: return where + " stopped in the TCP reachability test: " + bt + "; see net.reachability";
     case Phase::Gather:
       return where + " stopped sending its facts to rank 0 (MPI between its host and rank 0's): " + bt;
     case Phase::Barrier:
     case Phase::Allreduce:
-      return where + " stopped in the " + to_string(s->last_phase) + " (MPI or NCCL between its host and the others): " + bt;
-    case Phase::Report:
-      return where + " had finished and waits for the report: " + bt;
+      return where + " stopped in the " + to_string(s->last_phase) +
+             " (MPI or NCCL between its host and the others): " + bt;
+    case Phase::Report: return where + " had finished and waits for the report: " + bt;
   }
   return where + ": " + bt;
 }
@@ -92,7 +97,8 @@ inline std::string look_at(const JobFacts& j, int rank) {
 /// spliced into its fix as a template parameter (the words are the fix, not data), and the ranks it
 /// names as data: `look_at_ranks`, each with its host, pid, the phase it was last heard in, and what
 /// rank 0's liveness watch saw ("ended", "unreachable").
-inline void add_look_at(nlohmann::json& params, const JobFacts& j, const std::vector<int>& ranks, std::size_t most = 4) {
+inline void add_look_at(nlohmann::json& params, const JobFacts& j, const std::vector<int>& ranks,
+                        std::size_t most = 4) {
   std::vector<std::string> words;
   nlohmann::json named = nlohmann::json::array();
   for (std::size_t k = 0; k < ranks.size() && k < most; ++k) {
@@ -124,7 +130,7 @@ inline void add_look_at(nlohmann::json& params, const JobFacts& j, const std::ve
 #define PREFLIGHT_COMM_MPI_WORLD_OF_ONE                                                                           \
   "MPI started as a world of 1 while {variable}={size} ({launcher}): the ranks were not connected to each other " \
   "(e.g. srun without --mpi=pmix); see launch.ranks"
-#define PREFLIGHT_COMM_CONNECT_FIX                                                                               \
+#define PREFLIGHT_COMM_CONNECT_FIX                                                                                 \
   "Start preflight so its ranks connect: `srun --mpi=pmix …` (see `srun --mpi=list`), or the mpirun of the MPI " \
   "preflight was built with."
 

@@ -89,12 +89,11 @@ constexpr FindingSpec kNothingToJudge = {
     "cuda.arch/nothing-to-judge", Status::Skip,
     "no CUDA runtime or framework found to judge the GPUs' compute capabilities against (cuda.runtime reports it)", ""};
 
-constexpr std::array kFindings = {kCpuOnlyImage,          kNoTargetGpu,           kNoGpuList,
-                                  kNoGpu,                 kDriverNewerThanMatrix, kNoTargetDriver,
-                                  kTargetGpuInvalid,      kCcUnreadable,          kDroppedByDriver,
-                                  kDriverPredatesGpu,     kGpuNotInMatrix,        kCudaNotInTable,
-                                  kGpuTooOldForCuda,      kGpuTooOldForAnyCuda,   kGpuNewerThanCuda,
-                                  kFrameworkPtxOnly,      kFrameworkNoKernels,    kNothingToJudge};
+constexpr std::array kFindings = {kCpuOnlyImage,          kNoTargetGpu,         kNoGpuList,        kNoGpu,
+                                  kDriverNewerThanMatrix, kNoTargetDriver,      kTargetGpuInvalid, kCcUnreadable,
+                                  kDroppedByDriver,       kDriverPredatesGpu,   kGpuNotInMatrix,   kCudaNotInTable,
+                                  kGpuTooOldForCuda,      kGpuTooOldForAnyCuda, kGpuNewerThanCuda, kFrameworkPtxOnly,
+                                  kFrameworkNoKernels,    kNothingToJudge};
 
 struct CudaInUse {
   Version cuda;       // major.minor
@@ -180,14 +179,16 @@ Verdict run(const CheckContext& ctx) {
     const GpuArchRow* arch = m.arch_for_cc(cc);
 
     // The driver branch dropped the architecture (Volta/Pascal/Maxwell after R580, Kepler after R470).
-    if (arch != nullptr && arch->last_driver_branch && driver.version && driver.version->major() > *arch->last_driver_branch) {
+    if (arch != nullptr && arch->last_driver_branch && driver.version &&
+        driver.version->major() > *arch->last_driver_branch) {
       judged_something = true;
       b.add(kDroppedByDriver,
             with({{"arch", arch->arch},
                   {"driver", driver.label()},
                   {"last_branch", *arch->last_driver_branch},
                   {"last_build", part_if(arch->last_cuda_major.has_value(), " with a CUDA {last_cuda_major}.x build")},
-                  {"last_cuda_major", arch->last_cuda_major ? nlohmann::json(*arch->last_cuda_major) : nlohmann::json()}}));
+                  {"last_cuda_major",
+                   arch->last_cuda_major ? nlohmann::json(*arch->last_cuda_major) : nlohmann::json()}}));
     }
 
     // The driver branch predates the architecture (Blackwell on R535/R550): the driver does not
@@ -203,7 +204,8 @@ Verdict run(const CheckContext& ctx) {
                   {"first_cuda", part_if(arch->first_cuda.has_value(), " (CUDA {first_cuda_version})")},
                   {"first_cuda_version", arch->first_cuda ? nlohmann::json(arch->first_cuda->str()) : nlohmann::json()},
                   {"image_note", part_if(driver.image, " (and judge the image with that --target-driver)")},
-                  {"blackwell_note", part_if(arch->arch == "Blackwell", "; Blackwell needs the open GPU kernel modules")}}));
+                  {"blackwell_note",
+                   part_if(arch->arch == "Blackwell", "; Blackwell needs the open GPU kernel modules")}}));
     } else if (arch == nullptr && driver.image && driver.version) {
       judged_something = true;
       b.add(kGpuNotInMatrix, with({{"cc", cc.str()}}));
@@ -235,7 +237,7 @@ Verdict run(const CheckContext& ctx) {
       } else if (range->max_cc < cc) {
         b.add(kGpuNewerThanCuda,
               and_with({{"needed", arch != nullptr && arch->first_cuda ? "CUDA ≥ " + arch->first_cuda->str()
-                                                                        : std::string("a newer CUDA")},
+                                                                       : std::string("a newer CUDA")},
                         {"arch_note", part_if(arch != nullptr, " (the first CUDA for {arch})")},
                         {"arch", arch != nullptr ? nlohmann::json(arch->arch) : nlohmann::json()}}));
       } else {
@@ -251,12 +253,8 @@ Verdict run(const CheckContext& ctx) {
       const nlohmann::json built =
           with({{"framework", fw_label}, {"sm", sm_of(cc)}, {"arch_list", list}, {"cc", cc.str()}});
       switch (match_arch(fw.arch_list, cc)) {
-        case ArchMatch::Sass:
-          b.note(fw_label + " has SASS for " + g.label);
-          break;
-        case ArchMatch::PtxOnly:
-          b.add(kFrameworkPtxOnly, built);
-          break;
+        case ArchMatch::Sass: b.note(fw_label + " has SASS for " + g.label); break;
+        case ArchMatch::PtxOnly: b.add(kFrameworkPtxOnly, built); break;
         case ArchMatch::None: {
           nlohmann::json p = built;
           p["compute"] = "compute_" + std::to_string(cc.major()) + std::to_string(cc.minor());
@@ -264,9 +262,7 @@ Verdict run(const CheckContext& ctx) {
           b.add(kFrameworkNoKernels, p);
           break;
         }
-        case ArchMatch::Unreadable:
-          b.evidence()["unreadable_arch_lists"].push_back(fw_label + ": " + list);
-          break;
+        case ArchMatch::Unreadable: b.evidence()["unreadable_arch_lists"].push_back(fw_label + ": " + list); break;
       }
     }
   }
@@ -323,8 +319,19 @@ Fix
 }  // namespace
 
 extern const CheckSpec kCudaArch = {
-    "cuda.arch", Scope::Node, "each GPU's compute capability is supported by the CUDA runtimes and the framework's build",
-    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver,pcie", false, "driver.loaded", {}, nullptr, kFindings};
+    "cuda.arch",
+    Scope::Node,
+    "each GPU's compute capability is supported by the CUDA runtimes and the framework's build",
+    kExplain,
+    kInAll,
+    "",
+    &run,
+    "cuda_runtime,gpu_driver,pcie",
+    false,
+    "driver.loaded",
+    {},
+    nullptr,
+    kFindings};
 
 }  // namespace cuda_arch_check
 }  // namespace preflight

@@ -190,8 +190,9 @@ DriverView driver_view(const CheckContext& ctx, const CompatMatrix& m) {
     v.why = newer_than_matrix_text(*v.version, m) + " (cuDriverGetVersion: " + d.cuda_driver_version.why() + ")";
   } else {
     v.missing = true;
-    v.missing_detail = "cuDriverGetVersion: " + d.cuda_driver_version.why() + "; NVML driver version: " +
-                       d.nvml_driver_version.why() + "; kernel module: " + d.kernel_module_version.why();
+    v.missing_detail = "cuDriverGetVersion: " + d.cuda_driver_version.why() +
+                       "; NVML driver version: " + d.nvml_driver_version.why() +
+                       "; kernel module: " + d.kernel_module_version.why();
     v.why = "no driver to judge against (see driver.loaded)";
   }
   return v;
@@ -254,7 +255,8 @@ GpusView gpu_view(const CheckContext& ctx, const CompatMatrix& m) {
       v.name = grp.name;
       v.cc = grp.cc;
       v.label = noun + (grp.indices.size() > 1 ? "s " : " ") + range_list(grp.indices) + " (" +
-                (grp.name.empty() ? std::string() : grp.name + ", ") + "CC " + (grp.cc ? grp.cc->str() : std::string("unknown")) + ")";
+                (grp.name.empty() ? std::string() : grp.name + ", ") + "CC " +
+                (grp.cc ? grp.cc->str() : std::string("unknown")) + ")";
       g.gpus.push_back(std::move(v));
     }
   };
@@ -335,7 +337,8 @@ CudaJudgement judge_cuda_vs_driver(const Version& cuda, std::string_view what_vi
   params["min_driver"] = needs->str();
   params["build"] = noun;
   params["minor_note"] =
-      part_if(driver_has_minor_compat, " (any CUDA {driver_cuda_major}.x build runs on {driver} through minor-version compatibility)");
+      part_if(driver_has_minor_compat,
+              " (any CUDA {driver_cuda_major}.x build runs on {driver} through minor-version compatibility)");
   params["driver_cuda_major"] = d.major();
   params["compat_note"] = part_if(false, "");
 
@@ -353,9 +356,10 @@ CudaJudgement judge_cuda_vs_driver(const Version& cuda, std::string_view what_vi
     const bool branch_ok =
         std::find(kCompatKernelBranches.begin(), kCompatKernelBranches.end(), branch) != kCompatKernelBranches.end();
     if (!consumer.empty()) {
-      params["compat_note"] = template_param("; the " + std::string(kCudaCompatVia) +
-                                             " does not help: {consumer_gpu} is not a datacenter GPU (forward "
-                                             "compatibility fails there with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)");
+      params["compat_note"] =
+          template_param("; the " + std::string(kCudaCompatVia) +
+                         " does not help: {consumer_gpu} is not a datacenter GPU (forward "
+                         "compatibility fails there with CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)");
       params["consumer_gpu"] = consumer.front();
     } else if (!gpus.known || gpus.gpus.empty()) {
       params["gpus_why"] = gpus.why;
@@ -384,7 +388,8 @@ GpuPresence gpu_presence(const CheckContext& ctx) {
   GpuPresence p;
   if (ctx.profile == Profile::Image) {
     if (ctx.options.target_cpu_only) return GpuPresence{false, "--target-gpu none (a CPU-only image)"};
-    if (!ctx.options.target_gpus.empty()) return GpuPresence{true, "--target-gpu " + join(ctx.options.target_gpus, ",")};
+    if (!ctx.options.target_gpus.empty())
+      return GpuPresence{true, "--target-gpu " + join(ctx.options.target_gpus, ",")};
     return GpuPresence{true, "an image without --target-gpu none (the image profile assumes GPU nodes)"};
   }
   const DriverFacts& d = ctx.facts.gpu.driver;

@@ -73,9 +73,9 @@ GpuClass gpu_class(std::string_view name);
 
 /// How a compiled-architecture list serves a compute capability.
 enum class ArchMatch {
-  Sass,     // SASS for it: sm_XY, a same-major sm_XW with W <= Y, sm_XYa, or a family sm_XWf
-  PtxOnly,  // no SASS, but PTX compute_XY <= CC the driver can JIT
-  None,     // neither
+  Sass,        // SASS for it: sm_XY, a same-major sm_XW with W <= Y, sm_XYa, or a family sm_XWf
+  PtxOnly,     // no SASS, but PTX compute_XY <= CC the driver can JIT
+  None,        // neither
   Unreadable,  // no entry of the list could be read
 };
 ArchMatch match_arch(const std::vector<std::string>& arch_list, const Version& cc);
@@ -102,7 +102,7 @@ constexpr FindingSpec cuda_finding(std::string_view code, const CudaOutcome& o) 
 #define PREFLIGHT_COMPAT_VIA "cuda-compat libcuda {compat_lib} (CUDA {compat_cuda}) over kernel {driver}"
 /// How a cuda-compat libcuda carries a newer CUDA ({compat_lib}, {compat_cuda}) over the kernel-mode driver.
 inline constexpr std::string_view kCudaCompatVia = PREFLIGHT_COMPAT_VIA;
-#define PREFLIGHT_COMPAT_FIX                                                                             \
+#define PREFLIGHT_COMPAT_FIX                                                                                  \
   "Install driver ≥ {min_driver} (CUDA {cuda}) and drop the compat directory, or use {build} for CUDA ≤ " \
   "{driver_cuda}{minor_note}."
 
@@ -116,21 +116,23 @@ inline constexpr CudaOutcome kCudaDriverUnknown = {Status::Unknown, "cannot judg
 /// The driver's CUDA is at least the judged one.
 inline constexpr CudaOutcome kCudaBackward = {Status::Pass, "{what} runs on {driver}", ""};
 /// Forward compatibility where the GPUs could not be read ({gpus_why}).
-inline constexpr CudaOutcome kCudaForwardGpusUnknown = {
-    Status::Warn,
-    "{what} relies on forward compatibility (" PREFLIGHT_COMPAT_VIA "), which works on datacenter GPUs only; the GPUs "
-    "could not be read to confirm it ({gpus_why})",
-    PREFLIGHT_COMPAT_FIX};
+inline constexpr CudaOutcome kCudaForwardGpusUnknown = {Status::Warn,
+                                                        "{what} relies on forward compatibility (" PREFLIGHT_COMPAT_VIA
+                                                        "), which works on datacenter GPUs only; the GPUs "
+                                                        "could not be read to confirm it ({gpus_why})",
+                                                        PREFLIGHT_COMPAT_FIX};
 /// Forward compatibility on an RTX or Quadro GPU ({gpu}).
 inline constexpr CudaOutcome kCudaForwardRtx = {
     Status::Warn,
-    "{what} relies on forward compatibility (" PREFLIGHT_COMPAT_VIA "), which works on {gpu} only if it is an "
+    "{what} relies on forward compatibility (" PREFLIGHT_COMPAT_VIA
+    "), which works on {gpu} only if it is an "
     "NGC-Ready RTX SKU (else CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, 804)",
     PREFLIGHT_COMPAT_FIX};
 /// Forward compatibility over a kernel branch ({branch}) cuda-compat does not support.
 inline constexpr CudaOutcome kCudaForwardBranch = {
     Status::Warn,
-    "{what} relies on forward compatibility (" PREFLIGHT_COMPAT_VIA "), but kernel branch R{branch} is not a supported "
+    "{what} relies on forward compatibility (" PREFLIGHT_COMPAT_VIA
+    "), but kernel branch R{branch} is not a supported "
     "cuda-compat target (R535, R570, R580 and later production branches)",
     PREFLIGHT_COMPAT_FIX};
 /// Forward compatibility on datacenter GPUs.

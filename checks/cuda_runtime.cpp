@@ -46,14 +46,14 @@ constexpr FindingSpec kMinorCompatNoSass = {
 #define PREFLIGHT_REQUIRE "NVIDIA_REQUIRE_CUDA=\"{require}\""
 constexpr FindingSpec kRequireNotMet = {
     "cuda.runtime/require-not-met", Status::Fail,
-    PREFLIGHT_REQUIRE " is not met by {driver}{on}: the NVIDIA container runtime refuses to start the container "
-                      "({detail})",
+    PREFLIGHT_REQUIRE
+    " is not met by {driver}{on}: the NVIDIA container runtime refuses to start the container "
+    "({detail})",
     "Run the image on a driver that meets it, or build the image from a base for an older CUDA (its "
     "NVIDIA_REQUIRE_CUDA follows the base image's CUDA)."};
-constexpr FindingSpec kRequireUnknown = {
-    "cuda.runtime/require-unknown", Status::Unknown,
-    PREFLIGHT_REQUIRE " could not be evaluated against {driver}{on}: {detail}",
-    "Make the driver version and GPUs readable (driver.loaded), then rerun."};
+constexpr FindingSpec kRequireUnknown = {"cuda.runtime/require-unknown", Status::Unknown,
+                                         PREFLIGHT_REQUIRE " could not be evaluated against {driver}{on}: {detail}",
+                                         "Make the driver version and GPUs readable (driver.loaded), then rerun."};
 constexpr FindingSpec kRequireUnknownTarget = {
     "cuda.runtime/require-unknown-target", Status::Unknown,
     PREFLIGHT_REQUIRE " could not be evaluated against {driver}{on}: {detail}",
@@ -76,12 +76,13 @@ constexpr FindingSpec kUnloadedTooNew = {
   "{install}; a distribution's torch package may be a CPU build (Debian's python3-torch is).{image_note}"
 constexpr FindingSpec kCpuTorch = {
     "cuda.runtime/cpu-torch", Status::Fail,
-    PREFLIGHT_CPU_TORCH ": the job cannot use {gpus} (torch.cuda.is_available() is False) nor the NCCL backend "
-                        "(\"Distributed package doesn't have NCCL built in\")",
+    PREFLIGHT_CPU_TORCH
+    ": the job cannot use {gpus} (torch.cuda.is_available() is False) nor the NCCL backend "
+    "(\"Distributed package doesn't have NCCL built in\")",
     PREFLIGHT_CPU_TORCH_FIX};
-constexpr FindingSpec kCpuTorchGpusUnknown = {
-    "cuda.runtime/cpu-torch-gpus-unknown", Status::Unknown,
-    PREFLIGHT_CPU_TORCH "; whether the job will have GPUs could not be told", PREFLIGHT_CPU_TORCH_FIX};
+constexpr FindingSpec kCpuTorchGpusUnknown = {"cuda.runtime/cpu-torch-gpus-unknown", Status::Unknown,
+                                              PREFLIGHT_CPU_TORCH "; whether the job will have GPUs could not be told",
+                                              PREFLIGHT_CPU_TORCH_FIX};
 #undef PREFLIGHT_CPU_TORCH_FIX
 #undef PREFLIGHT_CPU_TORCH
 constexpr FindingSpec kPythonUnreadable = {
@@ -117,12 +118,31 @@ constexpr FindingSpec kVersionUnreadable = {
     "the CUDA runtime version '{version}' read from {path} ({kind}) is not a version",
     "Check that file (a broken install?), or name the runtime with --cuda-runtime LIB."};
 
-constexpr std::array kFindings = {kPythonUnreadable, kCpuTorch, kCpuTorchGpusUnknown, kCudartMissing,
-                                  kSearchIncomplete, kNowhereToSearch, kNoRuntime, kNothingLoadedNoDriver,
-                                  kDriverUnknown, kTargetDriverUnknown, kDriverNewerThanMatrix, kVersionUnreadable,
-                                  kNotInMatrix, kForwardGpusUnknown, kForwardRtx, kForwardBranch,
-                                  kMinorCompatUnknown, kMinorCompat, kTooNew, kMinorCompatNoSass, kUnloadedTooNew,
-                                  kRequireNotMet, kRequireUnknown, kRequireUnknownTarget, kRequireMalformed};
+constexpr std::array kFindings = {kPythonUnreadable,
+                                  kCpuTorch,
+                                  kCpuTorchGpusUnknown,
+                                  kCudartMissing,
+                                  kSearchIncomplete,
+                                  kNowhereToSearch,
+                                  kNoRuntime,
+                                  kNothingLoadedNoDriver,
+                                  kDriverUnknown,
+                                  kTargetDriverUnknown,
+                                  kDriverNewerThanMatrix,
+                                  kVersionUnreadable,
+                                  kNotInMatrix,
+                                  kForwardGpusUnknown,
+                                  kForwardRtx,
+                                  kForwardBranch,
+                                  kMinorCompatUnknown,
+                                  kMinorCompat,
+                                  kTooNew,
+                                  kMinorCompatNoSass,
+                                  kUnloadedTooNew,
+                                  kRequireNotMet,
+                                  kRequireUnknown,
+                                  kRequireUnknownTarget,
+                                  kRequireMalformed};
 
 /// This check's finding for a conclusion of judge_cuda_vs_driver; nullptr for a PASS (noted as text) and for
 /// one it never reaches.
@@ -201,19 +221,17 @@ void check_nvidia_require(const CheckContext& ctx, const DriverView& driver, con
   for (const std::optional<Version>& arch : archs) {
     const RequireResult r = evaluate_nvidia_require(text, driver.version, driver.cuda, brand, arch);
     const std::string on = arch ? " on CC " + arch->str() : std::string();
-    nlohmann::json params = {{"require", text}, {"driver", driver.label()}, {"on", part_if(arch.has_value(), " on CC {cc}")},
+    nlohmann::json params = {{"require", text},
+                             {"driver", driver.label()},
+                             {"on", part_if(arch.has_value(), " on CC {cc}")},
                              {"detail", r.detail}};
     if (arch) params["cc"] = arch->str();
     switch (r.status) {
       case RequireStatus::Satisfied:
         b.note(what + " holds for " + driver.label() + on + (r.group.empty() ? "" : " (" + r.group + ")"));
         break;
-      case RequireStatus::NotSatisfied:
-        b.add(kRequireNotMet, params);
-        break;
-      case RequireStatus::Unknown:
-        b.add(driver.image ? kRequireUnknownTarget : kRequireUnknown, params);
-        break;
+      case RequireStatus::NotSatisfied: b.add(kRequireNotMet, params); break;
+      case RequireStatus::Unknown: b.add(driver.image ? kRequireUnknownTarget : kRequireUnknown, params); break;
       case RequireStatus::Malformed: {
         nlohmann::json malformed = params;
         malformed["token"] = r.token;
@@ -231,11 +249,14 @@ std::string what_the_job_uses(const RuntimeFacts& rt) {
   std::vector<std::string> parts;
   for (const CudaRuntime& r : rt.runtimes) {
     if (!job_loads(r)) continue;
-    if (r.kind == "torch") parts.push_back(r.loaded_by + " uses its own CUDA " + r.version);
-    else if (r.kind == "explicit") parts.push_back("the job loads CUDA " + r.version + " (--cuda-runtime " + r.path + ")");
+    if (r.kind == "torch")
+      parts.push_back(r.loaded_by + " uses its own CUDA " + r.version);
+    else if (r.kind == "explicit")
+      parts.push_back("the job loads CUDA " + r.version + " (--cuda-runtime " + r.path + ")");
   }
   if (parts.empty()) {
-    for (const FrameworkBuild* fw : cpu_frameworks(rt)) parts.push_back("torch " + fw->version + " is a CPU-only build");
+    for (const FrameworkBuild* fw : cpu_frameworks(rt))
+      parts.push_back("torch " + fw->version + " is a CPU-only build");
   }
   return parts.empty() ? std::string("nothing of the job loads it") : join(parts, "; ");
 }
@@ -253,8 +274,8 @@ void judge_unloaded(const CudaRuntime& r, const Version& v, const DriverView& dr
     return;
   }
   // A FAIL is "too new" (kCudaTooNew): its parameters name the driver it needs and the driver's CUDA.
-  const std::string what = r.kind == "toolkit" ? "the CUDA " + v.truncated(2).str() + " toolkit (" + r.path + ")"
-                                               : runtime_label(r);
+  const std::string what =
+      r.kind == "toolkit" ? "the CUDA " + v.truncated(2).str() + " toolkit (" + r.path + ")" : runtime_label(r);
   b.add(kUnloadedTooNew, {{"what", what},
                           {"min_driver", j.params.at("min_driver")},
                           {"driver", j.params.at("driver")},
@@ -269,7 +290,8 @@ void judge_cpu_frameworks(const CheckContext& ctx, const RuntimeFacts& rt, const
   if (cpu.empty() || !cuda_frameworks(rt).empty()) return;
   const GpuPresence gpus = gpu_presence(ctx);
   for (const FrameworkBuild* fw : cpu) {
-    const std::string label = "torch " + fw->version + " (" + fw->path + ") is a CPU-only build (torch.version.cuda = None)";
+    const std::string label =
+        "torch " + fw->version + " (" + fw->path + ") is a CPU-only build (torch.version.cuda = None)";
     if (gpus.has_gpus && !*gpus.has_gpus) {
       b.note(label + ", and the job has " + gpus.text + ": consistent");
       continue;
@@ -277,16 +299,18 @@ void judge_cpu_frameworks(const CheckContext& ctx, const RuntimeFacts& rt, const
     std::string install;
     const TorchBuildRow* build = driver.cuda ? m.torch_build_for(*driver.cuda) : nullptr;
     if (build != nullptr) {
-      install = "Install a CUDA build of torch for " + driver.label() + " in the job's environment: pip install torch "
-                "--index-url " + build->index_url + " (CUDA " + build->cuda.str() + " ≤ the driver's " +
-                driver.cuda->str() + ")";
+      install = "Install a CUDA build of torch for " + driver.label() +
+                " in the job's environment: pip install torch "
+                "--index-url " +
+                build->index_url + " (CUDA " + build->cuda.str() + " ≤ the driver's " + driver.cuda->str() + ")";
     } else if (driver.cuda) {
       install = "No PyTorch CUDA build in the matrix runs on " + driver.label() +
                 ": upgrade the driver, then install a CUDA build of torch (https://pytorch.org/get-started/locally/)";
     } else {
-      install = "Install a CUDA build of torch matching the driver (pip install torch --index-url "
-                "https://download.pytorch.org/whl/cuXYZ, XYZ ≤ the driver's CUDA; "
-                "https://pytorch.org/get-started/locally/)";
+      install =
+          "Install a CUDA build of torch matching the driver (pip install torch --index-url "
+          "https://download.pytorch.org/whl/cuXYZ, XYZ ≤ the driver's CUDA; "
+          "https://pytorch.org/get-started/locally/)";
     }
     nlohmann::json params = {
         {"torch", fw->version},
@@ -484,8 +508,19 @@ Fix
 }  // namespace
 
 extern const CheckSpec kCudaRuntime = {
-    "cuda.runtime", Scope::Node, "every CUDA runtime the job loads is supported by the driver (or --target-driver)",
-    kExplain, kInAll, "", &run, "cuda_runtime,gpu_driver,pcie", false, "driver.loaded", {}, nullptr, kFindings};
+    "cuda.runtime",
+    Scope::Node,
+    "every CUDA runtime the job loads is supported by the driver (or --target-driver)",
+    kExplain,
+    kInAll,
+    "",
+    &run,
+    "cuda_runtime,gpu_driver,pcie",
+    false,
+    "driver.loaded",
+    {},
+    nullptr,
+    kFindings};
 
 }  // namespace cuda_runtime_check
 }  // namespace preflight

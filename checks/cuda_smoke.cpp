@@ -42,7 +42,8 @@ constexpr FindingSpec kNoDevice = {
 // The helper ran past its deadline: {hang} is the probe's message where it names the helper and its
 // deadline, else "the CUDA smoke test did not finish within …"; {from}: " [{source}]" (the probe), or "".
 constexpr FindingSpec kHang = {"cuda.smoke/hang", Status::Fail, "{hang}{from}", kHelperHungFix};
-constexpr FindingSpec kCrashed = {"cuda.smoke/crashed", Status::Fail, "the CUDA smoke test died: {why}", kHelperCrashedFix};
+constexpr FindingSpec kCrashed = {"cuda.smoke/crashed", Status::Fail, "the CUDA smoke test died: {why}",
+                                  kHelperCrashedFix};
 // What kept it from running ({reason}): the CUDA devices could not be listed, an error gpu.count
 // reports with its own fix.
 constexpr FindingSpec kNotRun = {
@@ -84,10 +85,9 @@ constexpr FindingSpec kStepFailed = {
 constexpr FindingSpec kPassed = {"cuda.smoke/passed", Status::Pass,
                                  "wrote and read back {bytes} on {device} in {seconds}", ""};
 
-constexpr auto kFindings = with_shared(kShared, std::array{kNoDevice,       kHang,           kCrashed,        kNotRun,
-                                                            kNotRunUnknown,  kWrongData,      kDriverMismatch, kOutOfMemory,
-                                                            kNoUsableGpu,    kFabricNotReady, kGpuExclusive,   kStepFailed,
-                                                            kPassed});
+constexpr auto kFindings =
+    with_shared(kShared, std::array{kNoDevice, kHang, kCrashed, kNotRun, kNotRunUnknown, kWrongData, kDriverMismatch,
+                                    kOutOfMemory, kNoUsableGpu, kFabricNotReady, kGpuExclusive, kStepFailed, kPassed});
 
 /// The finding of a failed step, by the fix its error calls for.
 const FindingSpec& step_finding(const SmokeResult& r) {
@@ -109,7 +109,8 @@ Verdict run(const CheckContext& ctx) {
 
   nlohmann::json ev = {{"local_rank", ctx.facts.placement.local_rank}};
   if (!d.helper.empty()) ev["helper"] = d.helper;
-  if (const std::optional<std::string> cvd = ctx.facts.env.get("CUDA_VISIBLE_DEVICES")) ev["CUDA_VISIBLE_DEVICES"] = *cvd;
+  if (const std::optional<std::string> cvd = ctx.facts.env.get("CUDA_VISIBLE_DEVICES"))
+    ev["CUDA_VISIBLE_DEVICES"] = *cvd;
 
   const SmokeResult* r = d.smoke.value();
   if (r == nullptr) {
@@ -161,12 +162,9 @@ Verdict run(const CheckContext& ctx) {
     ev["failed_step"] = r->failed_step;
     ev["error"] = r->error;
     const std::string step = r->failed_step.empty() ? std::string("an unnamed step") : r->failed_step;
-    return Verdict::of(step_finding(*r),
-                       {{"device", dev},
-                        {"step", step},
-                        {"error", printable(r->error, 200)},
-                        {"failed_step", r->failed_step}},
-                       ev);
+    return Verdict::of(
+        step_finding(*r),
+        {{"device", dev}, {"step", step}, {"error", printable(r->error, 200)}, {"failed_step", r->failed_step}}, ev);
   }
   return Verdict::of(kPassed,
                      {{"bytes", format_bytes(r->bytes)}, {"device", dev}, {"seconds", seconds_text(r->seconds)}}, ev);
@@ -201,9 +199,19 @@ Fix
 }  // namespace
 
 extern const CheckSpec kCudaSmoke = {
-    "cuda.smoke", Scope::Rank, "init, allocate, write and read back on the rank's GPU, in a contained child process",
-    kExplain, kInNode | kInJob, "an image build has no GPU to run on", &run, "gpu_driver", false, "driver.loaded", {},
-    nullptr, kFindings};
+    "cuda.smoke",
+    Scope::Rank,
+    "init, allocate, write and read back on the rank's GPU, in a contained child process",
+    kExplain,
+    kInNode | kInJob,
+    "an image build has no GPU to run on",
+    &run,
+    "gpu_driver",
+    false,
+    "driver.loaded",
+    {},
+    nullptr,
+    kFindings};
 
 }  // namespace cuda_smoke_check
 }  // namespace preflight

@@ -13,10 +13,10 @@ namespace preflight {
 namespace driver_loaded_check {
 namespace {
 
-#define PREFLIGHT_REBOOT_FIX                                                                            \
+#define PREFLIGHT_REBOOT_FIX                                                                           \
   "Reboot the node (or, with no GPU process running, reload the module: `rmmod nvidia_uvm nvidia_drm " \
   "nvidia_modeset nvidia && modprobe nvidia`) after the driver upgrade, so the kernel module and the " \
-  "libraries are the same release; in a container, the host's driver libraries must be mounted "      \
+  "libraries are the same release; in a container, the host's driver libraries must be mounted "       \
   "(NVIDIA container runtime), not a copy baked into the image."
 #define PREFLIGHT_PERSISTENCE_FIX \
   "Run nvidia-persistenced on the node (`systemctl enable --now nvidia-persistenced`; or `nvidia-smi -pm 1` as root)."
@@ -111,12 +111,24 @@ constexpr FindingSpec kLoaded = {"driver.loaded/loaded", Status::Pass,
 #undef PREFLIGHT_PERSISTENCE_FIX
 #undef PREFLIGHT_REBOOT_FIX
 
-constexpr std::array kFindings = {kNoDriver,               kModuleWithoutLibraries, kLibraryMissing,
-                                  kHelperTimeout,          kHelperCrashed,          kLibraryVersionMismatch,
-                                  kModuleNotLoaded,        kNoPermission,           kFabricNotReady,
-                                  kInitFailed,             kHelperGarbage,          kNotRead,
-                                  kModuleLibraryMismatch,  kStaleLibcuda,           kSeveralLibcuda,
-                                  kPersistenceOff,         kPersistenceOffSlowInit, kLoaded};
+constexpr std::array kFindings = {kNoDriver,
+                                  kModuleWithoutLibraries,
+                                  kLibraryMissing,
+                                  kHelperTimeout,
+                                  kHelperCrashed,
+                                  kLibraryVersionMismatch,
+                                  kModuleNotLoaded,
+                                  kNoPermission,
+                                  kFabricNotReady,
+                                  kInitFailed,
+                                  kHelperGarbage,
+                                  kNotRead,
+                                  kModuleLibraryMismatch,
+                                  kStaleLibcuda,
+                                  kSeveralLibcuda,
+                                  kPersistenceOff,
+                                  kPersistenceOffSlowInit,
+                                  kLoaded};
 
 std::string file_name(std::string_view path) {
   const std::size_t slash = path.rfind('/');
@@ -165,9 +177,10 @@ Verdict run(const CheckContext& ctx) {
   if (!d.helper.empty()) b.evidence()["helper"] = d.helper;
 
   if (std::optional<NoDriver> none = find_no_driver(d)) {
-    Verdict v = none->module ? Verdict::of(kModuleWithoutLibraries, {{"module", *none->module}, {"detail", none->detail}},
-                                           std::move(none->evidence))
-                             : Verdict::of(kNoDriver, {{"detail", none->detail}}, std::move(none->evidence));
+    Verdict v = none->module
+                    ? Verdict::of(kModuleWithoutLibraries, {{"module", *none->module}, {"detail", none->detail}},
+                                  std::move(none->evidence))
+                    : Verdict::of(kNoDriver, {{"detail", none->detail}}, std::move(none->evidence));
     v.evidence.update(b.evidence());
     return v;
   }
@@ -204,12 +217,8 @@ Verdict run(const CheckContext& ctx) {
               with({{"module_loaded", part_if(km != nullptr, "; the nvidia kernel module {kernel_module} is loaded")},
                     {"kernel_module", km ? nlohmann::json(*km) : nlohmann::json()}}));
         break;
-      case ProbeErrc::Timeout:
-        b.add(kHelperTimeout, failed);
-        break;
-      case ProbeErrc::Crashed:
-        b.add(kHelperCrashed, failed);
-        break;
+      case ProbeErrc::Timeout: b.add(kHelperTimeout, failed); break;
+      case ProbeErrc::Crashed: b.add(kHelperCrashed, failed); break;
       case ProbeErrc::ApiError:
         if (is_version_mismatch_error(lib.err->detail)) {
           b.add(kLibraryVersionMismatch,
@@ -220,12 +229,8 @@ Verdict run(const CheckContext& ctx) {
           b.add(init_error_finding(lib.err->detail), failed);
         }
         break;
-      case ProbeErrc::ParseError:
-        b.add(kHelperGarbage, failed);
-        break;
-      default:
-        b.add(kNotRead, failed);
-        break;
+      case ProbeErrc::ParseError: b.add(kHelperGarbage, failed); break;
+      default: b.add(kNotRead, failed); break;
     }
   }
 
@@ -287,12 +292,14 @@ Verdict run(const CheckContext& ctx) {
     nlohmann::json params = {
         {"driver", driver_version},
         {"cuda", part_if(cuda != nullptr, " (CUDA {cuda_version})")},
-        {"module", km ? "kernel module matches" : "kernel module version not readable (NVML works, so the module is loaded)"},
+        {"module",
+         km ? "kernel module matches" : "kernel module version not readable (NVML works, so the module is loaded)"},
         {"compat", part_if(!compat.empty(), "; forward-compatibility libcuda in use")},
         {"init", part_if(init_noted, std::string("; cuInit took {init_time}") +
                                          (slow_init ? " (slow, but within the helper's deadline)" : ""))},
-        {"loaded", d.loaded_libraries.empty() ? std::string("no library file reported")
-                                              : "loaded " + join(cuda_files.empty() ? d.loaded_libraries : cuda_files, ", ")}};
+        {"loaded", d.loaded_libraries.empty()
+                       ? std::string("no library file reported")
+                       : "loaded " + join(cuda_files.empty() ? d.loaded_libraries : cuda_files, ", ")}};
     if (cuda) params["cuda_version"] = cuda_version_text(*cuda);
     if (init_noted) params["init_time"] = format_duration(*init_s);
     b.add(kLoaded, std::move(params));
@@ -347,10 +354,19 @@ Fix
 }  // namespace
 
 extern const CheckSpec kDriverLoaded = {
-    "driver.loaded", Scope::Node, "the NVIDIA driver is present, its libraries load and match the kernel module",
-    kExplain, kInNode | kInJob,
-    "an image build has no driver: the image is judged against --target-driver by cuda.runtime", &run, "gpu_driver", false, {}, "the driver",
-    nullptr, kFindings};
+    "driver.loaded",
+    Scope::Node,
+    "the NVIDIA driver is present, its libraries load and match the kernel module",
+    kExplain,
+    kInNode | kInJob,
+    "an image build has no driver: the image is judged against --target-driver by cuda.runtime",
+    &run,
+    "gpu_driver",
+    false,
+    {},
+    "the driver",
+    nullptr,
+    kFindings};
 
 }  // namespace driver_loaded_check
 }  // namespace preflight

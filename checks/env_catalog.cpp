@@ -36,8 +36,10 @@ bool apply_rule(std::string_view rule, EnvVarSpec& spec) {
   }
   if (rule.starts_with("unit=")) {
     const std::string_view unit = rule.substr(5);
-    spec.grammar.unit = unit == "bytes" ? Grammar::Unit::Bytes : unit == "seconds" ? Grammar::Unit::Seconds
-                      : unit == "ms" ? Grammar::Unit::Milliseconds : Grammar::Unit::None;
+    spec.grammar.unit = unit == "bytes"     ? Grammar::Unit::Bytes
+                        : unit == "seconds" ? Grammar::Unit::Seconds
+                        : unit == "ms"      ? Grammar::Unit::Milliseconds
+                                            : Grammar::Unit::None;
     return spec.grammar.unit != Grammar::Unit::None;
   }
   if (rule.starts_with("warn_if=")) {
@@ -53,7 +55,8 @@ std::optional<EnvVarSpec> parse_row(std::string_view line, int number, std::stri
     error = "line " + std::to_string(number) + ": " + what;
     return std::nullopt;
   };
-  if (f.size() != kColumns) return fail("expected " + std::to_string(kColumns) + " tab-separated columns, got " + std::to_string(f.size()));
+  if (f.size() != kColumns)
+    return fail("expected " + std::to_string(kColumns) + " tab-separated columns, got " + std::to_string(f.size()));
   EnvVarSpec spec;
   spec.name = std::string(f[0]);
   spec.consumer = std::string(f[1]);
@@ -67,8 +70,11 @@ std::optional<EnvVarSpec> parse_row(std::string_view line, int number, std::stri
   const std::optional<Grammar> grammar = parse_grammar(spec.type, spec.consumer == "torch");
   if (!grammar) return fail("unknown type '" + printable(spec.type) + "'");
   spec.grammar = *grammar;
-  spec.grammar.reader = spec.consumer == "nccl" ? "NCCL" : spec.consumer == "torch" ? "torch" : spec.consumer == "cuda" ? "CUDA"
-                      : spec.consumer == "gloo" ? "Gloo" : spec.consumer;
+  spec.grammar.reader = spec.consumer == "nccl"    ? "NCCL"
+                        : spec.consumer == "torch" ? "torch"
+                        : spec.consumer == "cuda"  ? "CUDA"
+                        : spec.consumer == "gloo"  ? "Gloo"
+                                                   : spec.consumer;
   for (std::string_view rule : split(f[4], ',')) {
     if (!apply_rule(rule, spec)) return fail("unknown rule '" + printable(rule) + "'");
   }

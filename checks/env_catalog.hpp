@@ -18,7 +18,7 @@ struct EnvVarSpec {
   std::string consumer;  // nccl, torch, gloo, cuda, build, container, nccl-tests
   std::string type;      // the grammar as written: "int:0..1"
   Grammar grammar;
-  std::string default_value;  // "" when the library decides at run time
+  std::string default_value;         // "" when the library decides at run time
   std::vector<std::string> warn_if;  // canonical readings that are WARN (rule warn_if=A|B)
   std::vector<std::string> note_if;  // readings worth a note, never a WARN (rule note_if=A|B: NCCL_DEBUG=INFO)
   // The NCCL releases that read it (rule versions=A..B, either end open: "2.29..", "..2.4"): said

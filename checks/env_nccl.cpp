@@ -26,7 +26,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kLintedPrefixes[] = {"NCCL_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_", "GLOO_", "CUDA_", "PYTORCH_"};
+constexpr std::string_view kLintedPrefixes[] = {"NCCL_", "TORCH_NCCL_", "TORCH_DISTRIBUTED_",
+                                                "GLOO_", "CUDA_",       "PYTORCH_"};
 
 // The NCCL_* names the job's NCCL reads: its library's and its plugins' strings, where they could
 // be read; else nullptr and the catalog stands in.
@@ -38,9 +39,8 @@ struct NcclReaders {
   bool available() const { return library != nullptr; }
   bool reads(std::string_view name) const {
     if (library != nullptr && std::binary_search(library->begin(), library->end(), name)) return true;
-    return std::any_of(plugins.begin(), plugins.end(), [&](const NcclPlugin* p) {
-      return std::binary_search(p->names.begin(), p->names.end(), name);
-    });
+    return std::any_of(plugins.begin(), plugins.end(),
+                       [&](const NcclPlugin* p) { return std::binary_search(p->names.begin(), p->names.end(), name); });
   }
 };
 
@@ -66,7 +66,8 @@ constexpr FindingSpec kDcgmListed = {"env.nccl/dcgm-listed", Status::Warn, "{nam
 constexpr FindingSpec kDebugSetting = {"env.nccl/debug-setting", Status::Warn,
                                        "{setting} forces a debugging setting: {note}", "{unset}"};
 // A name the catalog knows that the loaded NCCL does not read: {releases} says which do ({read_from},
-// {read_to}); {nothing_reads} is ": {variable_note}" (why) for a name no release reads, and then {unset} has no "(or load an NCCL release that reads it)".
+// {read_to}); {nothing_reads} is ": {variable_note}" (why) for a name no release reads, and then {unset} has no "(or
+// load an NCCL release that reads it)".
 constexpr FindingSpec kOtherReleaseName = {"env.nccl/other-release-name", Status::Warn,
                                            "{setting} is not read by {library}{releases}{nothing_reads}", "{unset}"};
 // {suggestion}: "; did you mean {close}?", with " (which is set too)" when that name is set as well, or "".
@@ -135,8 +136,8 @@ constexpr FindingSpec kNetIbWithoutRdma = {
 // {hint}: "; did you mean Socket?", "; did you mean IB?", or "".
 constexpr FindingSpec kNetUnknown = {
     "env.nccl/net-unknown", Status::Fail,
-    "{setting} names no network NCCL has here (IB and Socket are built in; no net plugin is found){hint}: "
-    PREFLIGHT_NO_NET_PLUGIN,
+    "{setting} names no network NCCL has here (IB and Socket are built in; no net plugin is "
+    "found){hint}: " PREFLIGHT_NO_NET_PLUGIN,
     "Set NCCL_NET to IB or Socket (any case), install the plugin that provides '{net}', or unset NCCL_NET."};
 #undef PREFLIGHT_NO_NET_PLUGIN
 constexpr FindingSpec kIbHcaWithoutRdma = {
@@ -175,7 +176,8 @@ struct VarFinding {
 };
 
 bool linted(const EnvCatalog& catalog, std::string_view name) {
-  return std::any_of(std::begin(kLintedPrefixes), std::end(kLintedPrefixes), [&](std::string_view p) { return name.starts_with(p); }) ||
+  return std::any_of(std::begin(kLintedPrefixes), std::end(kLintedPrefixes),
+                     [&](std::string_view p) { return name.starts_with(p); }) ||
          catalog.find(name) != nullptr;
 }
 
@@ -207,10 +209,13 @@ std::string expected_text(const Grammar& g) {
     case Grammar::Kind::List: return "one of " + join(g.choices, ", ");
     case Grammar::Kind::Int:
     case Grammar::Kind::TorchInt:
-      return std::string(g.min ? "a decimal integer in " + std::to_string(*g.min) + ".." + std::to_string(*g.max) : "a decimal integer") +
+      return std::string(g.min ? "a decimal integer in " + std::to_string(*g.min) + ".." + std::to_string(*g.max)
+                               : "a decimal integer") +
              (g.step ? " (a multiple of " + std::to_string(*g.step) + ")" : "") +
-             (g.unit == Grammar::Unit::Bytes ? " (bytes, without a unit)" : g.unit == Grammar::Unit::Seconds ? " (seconds, without a unit)"
-              : g.unit == Grammar::Unit::Milliseconds ? " (milliseconds, without a unit)" : "");
+             (g.unit == Grammar::Unit::Bytes          ? " (bytes, without a unit)"
+              : g.unit == Grammar::Unit::Seconds      ? " (seconds, without a unit)"
+              : g.unit == Grammar::Unit::Milliseconds ? " (milliseconds, without a unit)"
+                                                      : "");
     case Grammar::Kind::HostPort: return "<host>:<port>";
     case Grammar::Kind::String:
     case Grammar::Kind::Path: break;
@@ -229,7 +234,8 @@ std::map<std::string, Setting> effective_settings(const RankFacts& facts, const 
     const ConfFileContents* contents = file.contents.value();
     if (contents == nullptr) continue;
     for (const ConfEntry& e : contents->entries) {
-      if (is_env_name(e.name) && linted(catalog, e.name)) out.emplace(e.name, Setting{e.name, e.value, file.path, e.line});
+      if (is_env_name(e.name) && linted(catalog, e.name))
+        out.emplace(e.name, Setting{e.name, e.value, file.path, e.line});
     }
   }
   return out;
@@ -291,9 +297,13 @@ class EnvLint {
     const std::size_t dots = spec.versions.find("..");
     const std::string from = spec.versions.substr(0, dots), to = spec.versions.substr(dots + 2);
     json p = {{"read_from", from}, {"read_to", to}};
-    if (from.empty()) p["releases"] = template_param(" (NCCL <= {read_to} read it)");
-    else if (to.empty()) p["releases"] = template_param(" (NCCL >= {read_from} reads it)");
-    else p["releases"] = template_param(from == to ? " (only NCCL {read_from} read it)" : " (NCCL {read_from} to {read_to} read it)");
+    if (from.empty())
+      p["releases"] = template_param(" (NCCL <= {read_to} read it)");
+    else if (to.empty())
+      p["releases"] = template_param(" (NCCL >= {read_from} reads it)");
+    else
+      p["releases"] =
+          template_param(from == to ? " (only NCCL {read_from} read it)" : " (NCCL {read_from} to {read_to} read it)");
     return p;
   }
 
@@ -343,7 +353,8 @@ class EnvLint {
       suggestion = template_param("; did you mean {close}?");
       Setting renamed = s;
       renamed.name = close.front();
-      remedy = s.from_file() ? "Rename " + s.name + " to " + close.front() + " on line " + std::to_string(s.line) + " of " + s.file + "."
+      remedy = s.from_file() ? "Rename " + s.name + " to " + close.front() + " on line " + std::to_string(s.line) +
+                                   " of " + s.file + "."
                              : "unset " + s.name + "; " + set_remedy(renamed, s.value);
     }
     params["suggestion"] = std::move(suggestion);
@@ -354,7 +365,10 @@ class EnvLint {
   void unknown_name(const Setting& s) {
     const bool nccl = s.name.starts_with("NCCL_");
     const bool pytorch = s.name.starts_with("PYTORCH_");
-    consumer = nccl ? "nccl" : s.name.starts_with("TORCH_") || pytorch ? "torch" : s.name.starts_with("GLOO_") ? "gloo" : "cuda";
+    consumer = nccl                                      ? "nccl"
+               : s.name.starts_with("TORCH_") || pytorch ? "torch"
+               : s.name.starts_with("GLOO_")             ? "gloo"
+                                                         : "cuda";
     reads_as = nccl ? "not read" : "";
     const std::vector<std::string> close = close_names(s.name);
     // PyTorch adds TORCH_NCCL_ / PYTORCH_ variables often: only a near miss of a known name is worth a WARN.
@@ -383,12 +397,14 @@ class EnvLint {
     reads_as = r.reads_as;
     const std::string& who = spec.grammar.reader;
     // Never propose a value this check would warn about.
-    if (!r.fix.empty() && std::find(rules.warn_if.begin(), rules.warn_if.end(), read_value(spec.grammar, r.fix).canonical) != rules.warn_if.end()) {
+    if (!r.fix.empty() && std::find(rules.warn_if.begin(), rules.warn_if.end(),
+                                    read_value(spec.grammar, r.fix).canonical) != rules.warn_if.end()) {
       r.fix.clear();
     }
     if (r.status != Status::Pass) {
-      const std::string remedy = !r.fix.empty() ? set_remedy(s, r.fix)
-                                                : "Set " + s.name + " to " + expected_text(spec.grammar) + where(s) + ", or remove it.";
+      const std::string remedy =
+          !r.fix.empty() ? set_remedy(s, r.fix)
+                         : "Set " + s.name + " to " + expected_text(spec.grammar) + where(s) + ", or remove it.";
       add(r.status == Status::Fail ? kInvalidValue : kMisreadValue,
           {{"setting", s.shown()},
            {"problem", r.problem},
@@ -481,13 +497,20 @@ enum class AllocValue { Bool, SizeMb, MinSizeMb, Fraction, PowerOf2, Backend, Di
 
 const std::vector<std::pair<std::string_view, AllocValue>>& alloc_keys() {
   static const std::vector<std::pair<std::string_view, AllocValue>> keys = {
-      {"max_split_size_mb", AllocValue::MinSizeMb},       {"max_non_split_rounding_mb", AllocValue::MinSizeMb},
-      {"garbage_collection_threshold", AllocValue::Fraction}, {"roundup_power2_divisions", AllocValue::Divisions},
-      {"expandable_segments", AllocValue::Bool},          {"pinned_use_background_threads", AllocValue::Bool},
-      {"backend", AllocValue::Backend},                   {"release_lock_on_cudamalloc", AllocValue::Bool},
-      {"release_lock_on_hipmalloc", AllocValue::Bool},    {"pinned_use_cuda_host_register", AllocValue::Bool},
-      {"pinned_use_hip_host_register", AllocValue::Bool}, {"pinned_num_register_threads", AllocValue::PowerOf2},
-      {"pinned_reserve_segment_size_mb", AllocValue::SizeMb}, {"graph_capture_record_stream_reuse", AllocValue::Bool},
+      {"max_split_size_mb", AllocValue::MinSizeMb},
+      {"max_non_split_rounding_mb", AllocValue::MinSizeMb},
+      {"garbage_collection_threshold", AllocValue::Fraction},
+      {"roundup_power2_divisions", AllocValue::Divisions},
+      {"expandable_segments", AllocValue::Bool},
+      {"pinned_use_background_threads", AllocValue::Bool},
+      {"backend", AllocValue::Backend},
+      {"release_lock_on_cudamalloc", AllocValue::Bool},
+      {"release_lock_on_hipmalloc", AllocValue::Bool},
+      {"pinned_use_cuda_host_register", AllocValue::Bool},
+      {"pinned_use_hip_host_register", AllocValue::Bool},
+      {"pinned_num_register_threads", AllocValue::PowerOf2},
+      {"pinned_reserve_segment_size_mb", AllocValue::SizeMb},
+      {"graph_capture_record_stream_reuse", AllocValue::Bool},
       {"per_process_memory_fraction", AllocValue::Fraction},
   };
   return keys;
@@ -522,7 +545,8 @@ AllocFinding read_alloc_conf(std::string_view value, std::string_view name) {
   bool can_fix = true;
   for (std::size_t i = 0; i < t.size(); ++i) {
     const std::string& key = t[i];
-    const auto known = std::find_if(alloc_keys().begin(), alloc_keys().end(), [&](const auto& k) { return k.first == key; });
+    const auto known =
+        std::find_if(alloc_keys().begin(), alloc_keys().end(), [&](const auto& k) { return k.first == key; });
     if (known == alloc_keys().end()) {
       std::string best;
       std::size_t best_d = 4;
@@ -531,7 +555,8 @@ AllocFinding read_alloc_conf(std::string_view value, std::string_view name) {
         if (d < best_d) best_d = d, best = k.first;
       }
       return raise("'" + printable(key, 60) + "' is not an allocator key" +
-                   (best.empty() ? " (keys are key:value pairs such as expandable_segments:True)" : "; did you mean " + best + "?"));
+                   (best.empty() ? " (keys are key:value pairs such as expandable_segments:True)"
+                                 : "; did you mean " + best + "?"));
     }
     if (i + 2 >= t.size() || t[i + 1] != ":") return raise(key + " has no ':value'");
     i += 2;
@@ -562,14 +587,16 @@ AllocFinding read_alloc_conf(std::string_view value, std::string_view name) {
         }
         const std::optional<std::int64_t> n = parse_int(v);
         const std::int64_t number = n ? *n : std::strtoll(v.c_str(), nullptr, 10);
-        if (known->second == AllocValue::MinSizeMb && number < 20) return raise(key + ":" + v + " is below the minimum of 20 (MB)");
+        if (known->second == AllocValue::MinSizeMb && number < 20)
+          return raise(key + ":" + v + " is below the minimum of 20 (MB)");
         if (known->second == AllocValue::SizeMb && number <= 0) return raise(key + ":" + v + " must be greater than 0");
         if (known->second == AllocValue::PowerOf2 && (number <= 0 || (number & (number - 1)) != 0)) {
           return raise(key + ":" + v + " is not a power of 2");
         }
         if (!n && out.status == Status::Pass) {
           out.status = Status::Warn;
-          out.problem = key + ":" + printable(v, 40) + " is read as " + std::to_string(number) + " (the rest is ignored)";
+          out.problem =
+              key + ":" + printable(v, 40) + " is read as " + std::to_string(number) + " (the rest is ignored)";
         }
         break;
       }
@@ -578,7 +605,8 @@ AllocFinding read_alloc_conf(std::string_view value, std::string_view name) {
         const std::string c(v);
         const double d = std::strtod(c.c_str(), &end);
         if (end == c.c_str()) return raise(key + ":" + printable(v, 40) + " is not a number (std::stod)");
-        if (!(d > 0.0 && d < 1.0) && key == "garbage_collection_threshold") return raise(key + ":" + v + " is outside (0.0, 1.0)");
+        if (!(d > 0.0 && d < 1.0) && key == "garbage_collection_threshold")
+          return raise(key + ":" + v + " is outside (0.0, 1.0)");
         if (!(d >= 0.0 && d <= 1.0)) return raise(key + ":" + v + " is outside [0.0, 1.0]");
         break;
       }
@@ -601,7 +629,8 @@ AllocFinding read_alloc_conf(std::string_view value, std::string_view name) {
         }
         break;
     }
-    if (i + 1 < t.size() && t[i + 1] != ",") return raise("'" + printable(t[i + 1], 40) + "' follows " + key + " where ',' is expected");
+    if (i + 1 < t.size() && t[i + 1] != ",")
+      return raise("'" + printable(t[i + 1], 40) + "' follows " + key + " where ',' is expected");
     if (i + 1 < t.size()) ++i;
   }
   return out;
@@ -644,9 +673,13 @@ void lint_nccl_runtime(const CheckContext& ctx, const std::map<std::string, Sett
       }
     } else if (::strcasecmp(v.c_str(), "Socket") != 0 && !external_net) {
       std::string close;
-      if (edit_distance(to_lower(v), "socket") <= 2) close = "Socket";
-      else if (edit_distance(to_lower(v), "ib") <= 1 || to_lower(v) == "infiniband" || to_lower(v) == "roce") close = "IB";
-      json params = {{"setting", net->shown()}, {"hint", part_if(!close.empty(), "; did you mean {close}?")}, {"net", printable(v)}};
+      if (edit_distance(to_lower(v), "socket") <= 2)
+        close = "Socket";
+      else if (edit_distance(to_lower(v), "ib") <= 1 || to_lower(v) == "infiniband" || to_lower(v) == "roce")
+        close = "IB";
+      json params = {{"setting", net->shown()},
+                     {"hint", part_if(!close.empty(), "; did you mean {close}?")},
+                     {"net", printable(v)}};
       if (!close.empty()) params["close"] = close;
       b.add(kNetUnknown, std::move(params));
     }
@@ -679,7 +712,8 @@ Verdict run(const CheckContext& ctx) {
   json names_ev = {{"library", names.library}};
   if (const std::vector<std::string>* lib = names.names.value()) {
     readers.library = lib;
-    readers.library_text = "NCCL" + (names.version.empty() ? std::string() : " " + names.version) + " (" + names.library + ")";
+    readers.library_text =
+        "NCCL" + (names.version.empty() ? std::string() : " " + names.version) + " (" + names.library + ")";
     for (const NcclPlugin& p : names.plugins) {
       if (!p.path.empty()) readers.plugins.push_back(&p);
     }
@@ -706,8 +740,9 @@ Verdict run(const CheckContext& ctx) {
         continue;
       }
       if (!row->mitigated_by([&](const std::string& n) -> std::optional<std::string> {
-             return n == name ? std::optional<std::string>(value) : std::nullopt;
-           }).empty()) {
+                return n == name ? std::optional<std::string>(value) : std::nullopt;
+              })
+               .empty()) {
         return "known problem " + row->id;
       }
     }
@@ -740,8 +775,12 @@ Verdict run(const CheckContext& ctx) {
       all.push_back(std::move(f));
     }
     for (std::string& n : lint.notes) notes.push_back(std::move(n));
-    variables.push_back({{"name", printable(name)}, {"value", printable(setting.value, 200)}, {"source", printable(setting.source())},
-                         {"consumer", lint.consumer}, {"reads_as", printable(lint.reads_as, 200)}, {"status", to_string(worst_status)}});
+    variables.push_back({{"name", printable(name)},
+                         {"value", printable(setting.value, 200)},
+                         {"source", printable(setting.source())},
+                         {"consumer", lint.consumer},
+                         {"reads_as", printable(lint.reads_as, 200)},
+                         {"status", to_string(worst_status)}});
   }
   // Shell remedies become one command line ("unset A; export B=1"), given to the first finding the
   // report prints; the others' own commands are part of it.
@@ -770,8 +809,9 @@ Verdict run(const CheckContext& ctx) {
   lint_nccl_runtime(ctx, settings, b);
   for (const std::string& n : notes) b.note(n);
   if (b.status() == Status::Pass && notes.empty()) {
-    b.note(settings.empty() ? "no NCCL/torch/CUDA variables set"
-                            : std::to_string(settings.size()) + " NCCL/torch/CUDA variable(s) set; every value reads as written");
+    b.note(settings.empty()
+               ? "no NCCL/torch/CUDA variables set"
+               : std::to_string(settings.size()) + " NCCL/torch/CUDA variable(s) set; every value reads as written");
   }
   b.evidence()["variables"] = std::move(variables);
   b.evidence()["conf_files"] = std::move(files);
@@ -784,10 +824,10 @@ Verdict run(const CheckContext& ctx) {
 
 }  // namespace
 
-extern const CheckSpec kEnvNccl = {
-    "env.nccl", Scope::Rank,
-    "NCCL, PyTorch, Gloo and CUDA variables read as their consumers will read them",
-    R"(What it reads
+extern const CheckSpec kEnvNccl = {"env.nccl",
+                                   Scope::Rank,
+                                   "NCCL, PyTorch, Gloo and CUDA variables read as their consumers will read them",
+                                   R"(What it reads
   This rank's NCCL_*, TORCH_NCCL_*, TORCH_DISTRIBUTED_*, GLOO_*, CUDA_* and PYTORCH_*ALLOC_CONF
   variables, and the values NCCL takes from its configuration files: $NCCL_CONF_FILE if set, else
   ~/.nccl.conf (the home directory from /etc/passwd, as NCCL's getpwuid does, else $HOME; NCCL >=
@@ -850,7 +890,15 @@ Fix
   decimal of an octal-looking value; where no intent is evident (NCCL_IB_GID_INDEX=three) it
   names the form needed. It never proposes a value this check warns about. Shell remedies are one
   command line (export NCCL_P2P_DISABLE=1; unset NCCL_TIMEOUT); file remedies name the line.)",
-    kInAll, "", &run, "nccl_conf,nccl_names,nccl,net,gpu_driver", false, {}, {}, nullptr, kFindings};
+                                   kInAll,
+                                   "",
+                                   &run,
+                                   "nccl_conf,nccl_names,nccl,net,gpu_driver",
+                                   false,
+                                   {},
+                                   {},
+                                   nullptr,
+                                   kFindings};
 
 }  // namespace env_nccl_check
 }  // namespace preflight

@@ -57,8 +57,8 @@ Verdict run(const CheckContext& ctx) {
   const std::vector<NvmlGpu>* nvml = d.nvml_gpus.value();
   if (nvml == nullptr) {
     const ProbeError& err = *d.nvml_gpus.error();
-    return shared_verdict(kShared,
-                          missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs' processes and memory (NVML)", kNeedsGpu));
+    return shared_verdict(
+        kShared, missing_gpu_fact(err, d.nvml_gpus.source(), "the GPUs' processes and memory (NVML)", kNeedsGpu));
   }
 
   VerdictBuilder b;
@@ -98,8 +98,8 @@ Verdict run(const CheckContext& ctx) {
     for (const NvmlGpu& g : *nvml) used.push_back(&g);
     b.evidence()["gpus_judged"] = "every GPU NVML sees (CUDA's view not available: " + d.cuda_devices.why() + ")";
   } else {
-    b.evidence()["gpus_judged"] = host.size() > 1 ? "the GPUs visible to CUDA in the node's ranks"
-                                                  : "the GPUs visible to CUDA";
+    b.evidence()["gpus_judged"] =
+        host.size() > 1 ? "the GPUs visible to CUDA in the node's ranks" : "the GPUs visible to CUDA";
   }
   if (!all_nvml && blind.size() == host.size()) {
     const auto cvd = ctx.facts.env.get("CUDA_VISIBLE_DEVICES");
@@ -128,20 +128,26 @@ Verdict run(const CheckContext& ctx) {
       const bool own = std::find(own_pids.begin(), own_pids.end(), p.pid) != own_pids.end();
       procs.push_back({{"pid", p.pid}, {"used_bytes", p.used_bytes}, {"own", own}});
       if (own) continue;
-      holders.push_back("pid " + std::to_string(p.pid) +
-                        (p.used_bytes > 0 ? " holds " + mib_text(p.used_bytes) : std::string(" (memory not reported)")));
+      holders.push_back(
+          "pid " + std::to_string(p.pid) +
+          (p.used_bytes > 0 ? " holds " + mib_text(p.used_bytes) : std::string(" (memory not reported)")));
       foreign_pids.push_back(p.pid);
     }
-    per_gpu.push_back({{"index", g->index}, {"pci_bus_id", g->pci_bus_id}, {"uuid", g->uuid},
-                       {"memory_total", g->memory_total}, {"memory_used", g->memory_used}, {"processes", procs}});
+    per_gpu.push_back({{"index", g->index},
+                       {"pci_bus_id", g->pci_bus_id},
+                       {"uuid", g->uuid},
+                       {"memory_total", g->memory_total},
+                       {"memory_used", g->memory_used},
+                       {"processes", procs}});
     max_used = std::max(max_used, g->memory_used);
     if (!holders.empty()) {
       foreign.push_back(gpu_text(*g) + ": " + join(holders, ", "));
       continue;
     }
     const std::uint64_t hidden = g->memory_used > listed ? g->memory_used - listed : 0;
-    const bool big = hidden > kUnexplainedBytes ||
-                     (g->memory_total > 0 && static_cast<double>(hidden) > kUnexplainedShare * static_cast<double>(g->memory_total));
+    const bool big =
+        hidden > kUnexplainedBytes ||
+        (g->memory_total > 0 && static_cast<double>(hidden) > kUnexplainedShare * static_cast<double>(g->memory_total));
     if (big) {
       unexplained.push_back(gpu_text(*g) + ": " + mib_text(g->memory_used) + " of " + mib_text(g->memory_total) +
                             " in use, no process listed");

@@ -53,9 +53,11 @@ constexpr FindingSpec kNoSlowdown = {
 
 // The GPU checks' shared findings, and health facts the helper was not run for.
 constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.clocks", "")};
-constexpr FindingSpec kHealthNotRead = {"gpu.clocks/health-not-read", Status::Unknown, kHealthNotReadMessage, kHealthNotReadFix};
-constexpr auto kFindings = with_shared(kShared, std::array{kHealthNotRead, kNoGpu,        kGpuLost,    kHardwareSlowdown, kHardwareSlowdownOnce,
-                                  kThermalLimit, kUnreadable, kIdleOnly,         kNoSlowdown});
+constexpr FindingSpec kHealthNotRead = {"gpu.clocks/health-not-read", Status::Unknown, kHealthNotReadMessage,
+                                        kHealthNotReadFix};
+constexpr auto kFindings =
+    with_shared(kShared, std::array{kHealthNotRead, kNoGpu, kGpuLost, kHardwareSlowdown, kHardwareSlowdownOnce,
+                                    kThermalLimit, kUnreadable, kIdleOnly, kNoSlowdown});
 
 Verdict run(const CheckContext& ctx) {
   const HealthView view = node_health(ctx, "the GPUs' clock event reasons (NVML)", kShared, kHealthNotRead);
@@ -64,9 +66,13 @@ Verdict run(const CheckContext& ctx) {
   VerdictBuilder b;
   nlohmann::json per_gpu = nlohmann::json::array();
   for (const GpuHealth& g : h.gpus) {
-    per_gpu.push_back({{"index", g.index}, {"pci_bus_id", g.pci_bus_id}, {"samples", g.load_samples},
-                       {"clock_event_reasons", g.clock_event_reasons}, {"slowdown_samples", g.slowdown_samples},
-                       {"pstate", g.pstate}, {"temperature_c", g.temperature_c},
+    per_gpu.push_back({{"index", g.index},
+                       {"pci_bus_id", g.pci_bus_id},
+                       {"samples", g.load_samples},
+                       {"clock_event_reasons", g.clock_event_reasons},
+                       {"slowdown_samples", g.slowdown_samples},
+                       {"pstate", g.pstate},
+                       {"temperature_c", g.temperature_c},
                        {"slowdown_temperature_c", g.slowdown_temperature_c}});
   }
   b.evidence()["gpus"] = std::move(per_gpu);
@@ -136,10 +142,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kGpuClocks = {
-    "gpu.clocks", Scope::Node, "no hardware slowdown (thermal, power brake) while the GPUs are busy", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded", {}, nullptr,
-    kFindings};
+extern const CheckSpec kGpuClocks = {"gpu.clocks",
+                                     Scope::Node,
+                                     "no hardware slowdown (thermal, power brake) while the GPUs are busy",
+                                     kExplain,
+                                     kInNode | kInJob,
+                                     "an image build has no GPU",
+                                     &run,
+                                     "gpu_health,gpu_driver",
+                                     true,
+                                     "driver.loaded",
+                                     {},
+                                     nullptr,
+                                     kFindings};
 
 }  // namespace gpu_clocks_check
 }  // namespace preflight

@@ -28,7 +28,7 @@ std::optional<NoDriver> find_no_driver(const DriverFacts& d) {
   out.detail = nvml->detail;
   out.evidence = {{"nvml", d.nvml_driver_version.why()},
                   {"cuda", cuda_version != nullptr && is_missing(cuda_version->code) ? d.cuda_driver_version.why()
-                                                                                    : d.cuda_devices.why()},
+                                                                                     : d.cuda_devices.why()},
                   {"kernel_module", d.kernel_module_version.ok() ? nlohmann::json(*d.kernel_module_version.value())
                                                                  : nlohmann::json(d.kernel_module_version.why())}};
   return out;
@@ -37,10 +37,8 @@ std::optional<NoDriver> find_no_driver(const DriverFacts& d) {
 Status GpuShared::status() const {
   switch (kind) {
     case Kind::NotGathered:
-    case Kind::NotRead:
-      return Status::Unknown;
-    default:
-      return Status::Fail;
+    case Kind::NotRead: return Status::Unknown;
+    default: return Status::Fail;
   }
 }
 
@@ -48,7 +46,8 @@ std::optional<GpuShared> no_driver(const DriverFacts& d, std::string_view conseq
   std::optional<NoDriver> none = find_no_driver(d);
   if (!none) return std::nullopt;
   // Another GPU check: it fails because driver.loaded does; the report folds it under that result.
-  return GpuShared{GpuShared::Kind::NoDriver, {{"consequence", consequence}}, std::move(none->evidence), "driver.loaded"};
+  return GpuShared{
+      GpuShared::Kind::NoDriver, {{"consequence", consequence}}, std::move(none->evidence), "driver.loaded"};
 }
 
 bool job_meets_it(ProbeErrc code) {
@@ -57,10 +56,8 @@ bool job_meets_it(ProbeErrc code) {
     case ProbeErrc::Timeout:
     case ProbeErrc::LibraryMissing:
     case ProbeErrc::ApiError:
-    case ProbeErrc::ParseError:
-      return true;
-    default:
-      return false;
+    case ProbeErrc::ParseError: return true;
+    default: return false;
   }
 }
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/facts/gpu.hpp"
 #include "checks/check.hpp"
+#include "core/facts/gpu.hpp"
 #include "core/verdict.hpp"
 
 namespace preflight {
@@ -63,7 +63,16 @@ std::optional<NoDriver> find_no_driver(const DriverFacts& d);
 /// table under its own codes (PREFLIGHT_GPU_SHARED_FINDINGS), and reports them with
 /// shared_verdict or add_shared: the message and fix are the same templates in every check.
 struct GpuShared {
-  enum class Kind { NoDriver, NotGathered, HelperCrashed, HelperHung, LibraryMissing, DriverError, HelperGarbage, NotRead };
+  enum class Kind {
+    NoDriver,
+    NotGathered,
+    HelperCrashed,
+    HelperHung,
+    LibraryMissing,
+    DriverError,
+    HelperGarbage,
+    NotRead
+  };
   Kind kind = Kind::NotRead;
   /// {consequence} for NoDriver ("the job needs a GPU"); for a missing fact {what} ("the CUDA
   /// devices"), {detail} (the probe's error), {source} (the helper that read it, when known; {from}
@@ -77,27 +86,31 @@ inline constexpr std::size_t kGpuSharedKinds = 8;
 
 /// A check's rows of the shared findings, in GpuShared::Kind order: ID is the check's id, WHO a
 /// prefix of every message ("" or "{who}" where the check names the ranks a finding is about).
-#define PREFLIGHT_GPU_SHARED_FINDINGS(ID, WHO)                                                                     \
-  ::preflight::FindingSpec{ID "/no-driver", ::preflight::Status::Fail, WHO "no NVIDIA driver on this node; {consequence}", \
-                           ::preflight::kNoDriverRemedy},                                                          \
-      ::preflight::FindingSpec{ID "/not-gathered", ::preflight::Status::Unknown, WHO "{what} was not gathered: {detail}", \
-                               ::preflight::kHungProbeRemedy},                                                     \
-      ::preflight::FindingSpec{ID "/helper-crashed", ::preflight::Status::Fail,                                    \
-                               WHO "{what} could not be read: {from}{detail}{consequence}",                       \
-                               ::preflight::kHelperCrashedFix},                                                    \
-      ::preflight::FindingSpec{ID "/helper-hung", ::preflight::Status::Fail,                                       \
-                               WHO "{what} could not be read: {from}{detail}{consequence}", ::preflight::kHelperHungFix}, \
-      ::preflight::FindingSpec{ID "/library-missing", ::preflight::Status::Fail,                                   \
-                               WHO "{what} could not be read: {from}{detail}{consequence}",                       \
-                               ::preflight::kNoDriverRemedy},                                                      \
-      ::preflight::FindingSpec{ID "/driver-error", ::preflight::Status::Fail,                                      \
-                               WHO "{what} could not be read: {from}{detail}{consequence}",                       \
-                               ::preflight::kDriverErrorFix},                                                      \
-      ::preflight::FindingSpec{ID "/helper-garbage", ::preflight::Status::Fail,                                    \
-                               WHO "{what} could not be read: the GPU helper's answer was garbage ({from}{detail}){consequence}", \
-                               ::preflight::kHelperGarbageFix},                                                    \
-      ::preflight::FindingSpec{ID "/not-read", ::preflight::Status::Unknown, WHO "could not read {what}: {from}{detail}", \
-                               ::preflight::kGpuNotReadFix}
+#define PREFLIGHT_GPU_SHARED_FINDINGS(ID, WHO)                                                                \
+  ::preflight::FindingSpec{ID "/no-driver", ::preflight::Status::Fail,                                        \
+                           WHO "no NVIDIA driver on this node; {consequence}", ::preflight::kNoDriverRemedy}, \
+      ::preflight::FindingSpec{ID "/not-gathered", ::preflight::Status::Unknown,                              \
+                               WHO "{what} was not gathered: {detail}", ::preflight::kHungProbeRemedy},       \
+      ::preflight::FindingSpec{ID "/helper-crashed", ::preflight::Status::Fail,                               \
+                               WHO "{what} could not be read: {from}{detail}{consequence}",                   \
+                               ::preflight::kHelperCrashedFix},                                               \
+      ::preflight::FindingSpec{ID "/helper-hung", ::preflight::Status::Fail,                                  \
+                               WHO "{what} could not be read: {from}{detail}{consequence}",                   \
+                               ::preflight::kHelperHungFix},                                                  \
+      ::preflight::FindingSpec{ID "/library-missing", ::preflight::Status::Fail,                              \
+                               WHO "{what} could not be read: {from}{detail}{consequence}",                   \
+                               ::preflight::kNoDriverRemedy},                                                 \
+      ::preflight::FindingSpec{ID "/driver-error", ::preflight::Status::Fail,                                 \
+                               WHO "{what} could not be read: {from}{detail}{consequence}",                   \
+                               ::preflight::kDriverErrorFix},                                                 \
+      ::preflight::FindingSpec{                                                                               \
+          ID "/helper-garbage", ::preflight::Status::Fail,                                                    \
+          WHO "{what} could not be read: the GPU helper's answer was garbage ({from}{detail}){consequence}",  \
+          ::preflight::kHelperGarbageFix},                                                                    \
+      ::preflight::FindingSpec {                                                                              \
+    ID "/not-read", ::preflight::Status::Unknown, WHO "could not read {what}: {from}{detail}",                \
+        ::preflight::kGpuNotReadFix                                                                           \
+  }
 
 using GpuSharedRows = std::array<FindingSpec, kGpuSharedKinds>;
 

@@ -62,7 +62,8 @@ nlohmann::json cvd_params(const std::vector<const RankFacts*>& host) {
   std::vector<std::string> parts;
   for (std::size_t i = 0; i < host.size() && i < 8; ++i) parts.push_back(rank_name(*host[i]) + " " + values[i]);
   if (host.size() > 8) parts.push_back("…");
-  return {{"cvd", template_param(" (per-rank CUDA_VISIBLE_DEVICES: {cvd_per_rank})")}, {"cvd_per_rank", join(parts, ", ")}};
+  return {{"cvd", template_param(" (per-rank CUDA_VISIBLE_DEVICES: {cvd_per_rank})")},
+          {"cvd_per_rank", join(parts, ", ")}};
 }
 
 /// `params` with the node's CUDA_VISIBLE_DEVICES ({cvd}, cvd_params) and {counted}: " to the node's
@@ -140,9 +141,10 @@ constexpr FindingSpec kVisible = {"gpu.count/visible", Status::Pass,
 
 // The GPU checks' shared findings; {who} names the rank where the node has several.
 constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.count", "{who}")};
-constexpr auto kFindings = with_shared(kShared, std::array{kCvdHidesAll,     kCvdInvalidEntry,   kRankSeesNoGpu,    kNoGpuVisible,
-                                  kCvdSelectsNoGpu, kFewerThanExpected, kMoreThanExpected, kMoreRanksThanGpus,
-                                  kHiddenByCvd,     kHiddenFromCuda,    kMigMode,          kVisible});
+constexpr auto kFindings =
+    with_shared(kShared, std::array{kCvdHidesAll, kCvdInvalidEntry, kRankSeesNoGpu, kNoGpuVisible, kCvdSelectsNoGpu,
+                                    kFewerThanExpected, kMoreThanExpected, kMoreRanksThanGpus, kHiddenByCvd,
+                                    kHiddenFromCuda, kMigMode, kVisible});
 
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
@@ -170,7 +172,7 @@ Verdict run(const CheckContext& ctx) {
     b.evidence()["CUDA_VISIBLE_DEVICES_per_rank"] = std::move(per);
   }
 
-  std::vector<CudaDevice> seen_union;  // the node's GPUs the ranks see, by UUID, first appearance first
+  std::vector<CudaDevice> seen_union;   // the node's GPUs the ranks see, by UUID, first appearance first
   std::vector<const RankFacts*> blind;  // ranks that see no GPU
   for (const RankFacts* f : host) {
     const DriverFacts& rd = f->gpu.driver;
@@ -202,7 +204,10 @@ Verdict run(const CheckContext& ctx) {
   if (nvml != nullptr) {
     nlohmann::json list = nlohmann::json::array();
     for (const NvmlGpu& g : *nvml) {
-      list.push_back({{"index", g.index}, {"name", g.name}, {"uuid", g.uuid}, {"pci_bus_id", g.pci_bus_id},
+      list.push_back({{"index", g.index},
+                      {"name", g.name},
+                      {"uuid", g.uuid},
+                      {"pci_bus_id", g.pci_bus_id},
                       {"mig_enabled", g.mig_enabled}});
     }
     b.evidence()["nvml_gpus"] = std::move(list);
@@ -267,16 +272,18 @@ Verdict run(const CheckContext& ctx) {
   if (visible == 0 && hidden_by_value) {
     // said above
   } else if (visible == 0) {
-    nlohmann::json params = with_node({{"nvml", part_if(nvml != nullptr, "; NVML sees {nvml_gpus}")}}, cvd_part, host.size());
+    nlohmann::json params =
+        with_node({{"nvml", part_if(nvml != nullptr, "; NVML sees {nvml_gpus}")}}, cvd_part, host.size());
     if (nvml != nullptr) params["nvml_gpus"] = gpus(nvml->size());
     if (cvd) params["value"] = *cvd;
     b.add(cvd ? kCvdSelectsNoGpu : kNoGpuVisible, std::move(params));
   } else {
     if (ctx.options.expect_gpus && static_cast<std::size_t>(*ctx.options.expect_gpus) != visible) {
       const int expect = *ctx.options.expect_gpus;
-      nlohmann::json params = with_node(
-          {{"visible", gpus(visible)}, {"expect", expect}, {"nvml", part_if(nvml != nullptr, " (NVML sees {nvml_count})")}},
-          cvd_part, host.size());
+      nlohmann::json params = with_node({{"visible", gpus(visible)},
+                                         {"expect", expect},
+                                         {"nvml", part_if(nvml != nullptr, " (NVML sees {nvml_count})")}},
+                                        cvd_part, host.size());
       if (nvml != nullptr) params["nvml_count"] = nvml->size();
       b.add(static_cast<std::size_t>(expect) > visible ? kFewerThanExpected : kMoreThanExpected, std::move(params));
     }
@@ -330,11 +337,12 @@ Verdict run(const CheckContext& ctx) {
   }
 
   if (b.status() == Status::Pass) {
-    nlohmann::json params = with_node({{"visible", gpus(visible)},
-                                       {"models", models(*cuda)},
-                                       {"as_expected", part_if(ctx.options.expect_gpus.has_value(), ", as --expect-gpus says")},
-                                       {"locals", std::to_string(local_ranks) + (local_ranks == 1 ? " local rank" : " local ranks")}},
-                                      cvd_part, host.size());
+    nlohmann::json params =
+        with_node({{"visible", gpus(visible)},
+                   {"models", models(*cuda)},
+                   {"as_expected", part_if(ctx.options.expect_gpus.has_value(), ", as --expect-gpus says")},
+                   {"locals", std::to_string(local_ranks) + (local_ranks == 1 ? " local rank" : " local ranks")}},
+                  cvd_part, host.size());
     if (nvml != nullptr) {
       params["nvml"] = part_if(hidden.empty(), "; NVML sees the same {nvml_count}");
       params["nvml_count"] = nvml->size();

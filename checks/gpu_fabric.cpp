@@ -70,10 +70,12 @@ constexpr FindingSpec kFabricManagerRuns = {
 
 // The GPU checks' shared findings, and health facts the helper was not run for.
 constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.fabric", "")};
-constexpr FindingSpec kHealthNotRead = {"gpu.fabric/health-not-read", Status::Unknown, kHealthNotReadMessage, kHealthNotReadFix};
-constexpr auto kFindings = with_shared(kShared, std::array{kHealthNotRead, 
-    kNoFabric, kGpuLost, kNoFabricManager, kNotStarted,           kInProgress, kCompletedWithError, kUnhealthy,
-    kDegraded, kSplit,   kUnreadable,      kFabricManagerUnknown, kCompleted,  kFabricManagerRuns});
+constexpr FindingSpec kHealthNotRead = {"gpu.fabric/health-not-read", Status::Unknown, kHealthNotReadMessage,
+                                        kHealthNotReadFix};
+constexpr auto kFindings =
+    with_shared(kShared, std::array{kHealthNotRead, kNoFabric, kGpuLost, kNoFabricManager, kNotStarted, kInProgress,
+                                    kCompletedWithError, kUnhealthy, kDegraded, kSplit, kUnreadable,
+                                    kFabricManagerUnknown, kCompleted, kFabricManagerRuns});
 
 Verdict run(const CheckContext& ctx) {
   const HealthView view = node_health(ctx, "the GPUs' NVSwitch fabric state (NVML)", kShared, kHealthNotRead);
@@ -83,9 +85,14 @@ Verdict run(const CheckContext& ctx) {
   nlohmann::json per_gpu = nlohmann::json::array();
   bool any_fabric = false;
   for (const GpuHealth& g : h.gpus) {
-    per_gpu.push_back({{"index", g.index}, {"pci_bus_id", g.pci_bus_id}, {"version", g.fabric_info_version},
-                       {"state", g.fabric_state}, {"status", g.fabric_status}, {"health_mask", g.fabric_health_mask},
-                       {"health_summary", g.fabric_health_summary}, {"clique_id", g.fabric_clique_id},
+    per_gpu.push_back({{"index", g.index},
+                       {"pci_bus_id", g.pci_bus_id},
+                       {"version", g.fabric_info_version},
+                       {"state", g.fabric_state},
+                       {"status", g.fabric_status},
+                       {"health_mask", g.fabric_health_mask},
+                       {"health_summary", g.fabric_health_summary},
+                       {"clique_id", g.fabric_clique_id},
                        {"cluster_uuid", g.fabric_cluster_uuid}});
     any_fabric = any_fabric || (g.fabric_state && *g.fabric_state != kFabricNotSupported);
   }
@@ -94,7 +101,8 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["fabric_manager_running"] = h.fabric_manager_running;
   const bool switches = h.nvswitches.value_or(0) > 0;
   if (!any_fabric && !switches) {
-    return Verdict::of(kNoFabric, {{"unread_sysfs", template_param(h.nvswitches ? " and" : " reported (sysfs not readable) and")}},
+    return Verdict::of(kNoFabric,
+                       {{"unread_sysfs", template_param(h.nvswitches ? " and" : " reported (sysfs not readable) and")}},
                        b.evidence());
   }
   add_lost_gpus(b, h, kGpuLost);
@@ -124,7 +132,8 @@ Verdict run(const CheckContext& ctx) {
     if (g.fabric_health_mask) {
       const unsigned m = *g.fabric_health_mask;
       if (field(m, 4, 0x3) == 1) unhealthy.push_back(who + ": route unhealthy");
-      if (field(m, 8, 0xf) >= 2) unhealthy.push_back(who + ": incorrect configuration (" + std::to_string(field(m, 8, 0xf)) + ")");
+      if (field(m, 8, 0xf) >= 2)
+        unhealthy.push_back(who + ": incorrect configuration (" + std::to_string(field(m, 8, 0xf)) + ")");
       if (field(m, 0, 0x3) == 1) degraded.push_back(who + ": degraded bandwidth");
       if (field(m, 2, 0x3) == 1) degraded.push_back(who + ": route recovery in progress");
       if (field(m, 6, 0x3) == 1) degraded.push_back(who + ": access timeout recovery in progress");

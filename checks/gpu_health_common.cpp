@@ -24,8 +24,8 @@ HealthView node_health(const CheckContext& ctx, std::string_view what, const Gpu
       v.facts = facts;
       return v;
     }
-    if (first_error == nullptr || (first_error->error()->code == ProbeErrc::Unsupported &&
-                                   h.error()->code != ProbeErrc::Unsupported)) {
+    if (first_error == nullptr ||
+        (first_error->error()->code == ProbeErrc::Unsupported && h.error()->code != ProbeErrc::Unsupported)) {
       first_error = &h;
     }
   }
@@ -59,7 +59,8 @@ bool add_lost_gpus(VerdictBuilder& b, const GpuHealthFacts& h, const FindingSpec
 }
 
 std::string list_text(const std::vector<std::string>& items, std::size_t most) {
-  std::vector<std::string> shown(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(std::min(most, items.size())));
+  std::vector<std::string> shown(items.begin(),
+                                 items.begin() + static_cast<std::ptrdiff_t>(std::min(most, items.size())));
   std::string out = join(shown, "; ");
   if (items.size() > shown.size()) out += "; and " + std::to_string(items.size() - shown.size()) + " more";
   return out;

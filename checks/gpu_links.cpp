@@ -61,10 +61,11 @@ constexpr FindingSpec kLinksHealthy = {
 
 // The GPU checks' shared findings, and health facts the helper was not run for.
 constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.links", "")};
-constexpr FindingSpec kHealthNotRead = {"gpu.links/health-not-read", Status::Unknown, kHealthNotReadMessage, kHealthNotReadFix};
-constexpr auto kFindings = with_shared(kShared, std::array{kHealthNotRead, kNoGpu,      kGpuLost,     kNvlinkDown,  kNvlinkReplays, kNvlinkCrcHigh,
-                                  kPcieNarrow, kNvlinkFewer, kNvlinkCrc,   kPcieSlow,      kPcieReplays,
-                                  kUnreadable, kPcieIdle,    kLinksHealthy});
+constexpr FindingSpec kHealthNotRead = {"gpu.links/health-not-read", Status::Unknown, kHealthNotReadMessage,
+                                        kHealthNotReadFix};
+constexpr auto kFindings = with_shared(
+    kShared, std::array{kHealthNotRead, kNoGpu, kGpuLost, kNvlinkDown, kNvlinkReplays, kNvlinkCrcHigh, kPcieNarrow,
+                        kNvlinkFewer, kNvlinkCrc, kPcieSlow, kPcieReplays, kUnreadable, kPcieIdle, kLinksHealthy});
 
 Verdict run(const CheckContext& ctx) {
   const HealthView view = node_health(ctx, "the GPUs' NVLink and PCIe link state (NVML)", kShared, kHealthNotRead);
@@ -73,13 +74,22 @@ Verdict run(const CheckContext& ctx) {
   VerdictBuilder b;
   nlohmann::json per_gpu = nlohmann::json::array();
   for (const GpuHealth& g : h.gpus) {
-    per_gpu.push_back({{"index", g.index}, {"pci_bus_id", g.pci_bus_id}, {"mig_enabled", g.mig_enabled},
-                       {"nvlinks_present", g.nvlinks_present}, {"nvlinks_up", g.nvlinks_up},
-                       {"nvlinks_down", g.nvlinks_down}, {"nvlink_replay_delta", g.nvlink_replay_delta},
-                       {"nvlink_crc_delta", g.nvlink_crc_delta}, {"pstate", g.pstate}, {"pcie_gen", g.pcie_gen},
-                       {"pcie_width", g.pcie_width}, {"pcie_gen_max", g.pcie_gen_max},
-                       {"pcie_width_max", g.pcie_width_max}, {"pcie_gen_gpu_max", g.pcie_gen_gpu_max},
-                       {"pcie_replay_before", g.pcie_replay_before}, {"pcie_replay_after", g.pcie_replay_after}});
+    per_gpu.push_back({{"index", g.index},
+                       {"pci_bus_id", g.pci_bus_id},
+                       {"mig_enabled", g.mig_enabled},
+                       {"nvlinks_present", g.nvlinks_present},
+                       {"nvlinks_up", g.nvlinks_up},
+                       {"nvlinks_down", g.nvlinks_down},
+                       {"nvlink_replay_delta", g.nvlink_replay_delta},
+                       {"nvlink_crc_delta", g.nvlink_crc_delta},
+                       {"pstate", g.pstate},
+                       {"pcie_gen", g.pcie_gen},
+                       {"pcie_width", g.pcie_width},
+                       {"pcie_gen_max", g.pcie_gen_max},
+                       {"pcie_width_max", g.pcie_width_max},
+                       {"pcie_gen_gpu_max", g.pcie_gen_gpu_max},
+                       {"pcie_replay_before", g.pcie_replay_before},
+                       {"pcie_replay_after", g.pcie_replay_after}});
   }
   b.evidence()["gpus"] = std::move(per_gpu);
   b.evidence()["load"] = h.load;
@@ -96,11 +106,13 @@ Verdict run(const CheckContext& ctx) {
     if (g.nvlinks_present) {
       if (g.mig_enabled.value_or(false)) {
         if (!g.nvlinks_down.empty())
-          notes.push_back(who + ": " + std::to_string(g.nvlinks_down.size()) +
-                          " NVLinks reported down under MIG (NVML reports MIG GPUs' links as down: treated as disabled)");
+          notes.push_back(
+              who + ": " + std::to_string(g.nvlinks_down.size()) +
+              " NVLinks reported down under MIG (NVML reports MIG GPUs' links as down: treated as disabled)");
       } else if (!g.nvlinks_down.empty()) {
-        down.push_back(who + ": " + std::to_string(g.nvlinks_down.size()) + " of " + std::to_string(*g.nvlinks_present) +
-                       " NVLinks down (link" + (g.nvlinks_down.size() == 1 ? " " : "s ") + links_text(g.nvlinks_down) + ")");
+        down.push_back(who + ": " + std::to_string(g.nvlinks_down.size()) + " of " +
+                       std::to_string(*g.nvlinks_present) + " NVLinks down (link" +
+                       (g.nvlinks_down.size() == 1 ? " " : "s ") + links_text(g.nvlinks_down) + ")");
       } else if (*g.nvlinks_up > 0 && *g.nvlinks_up < most_up) {
         fewer.push_back(who + ": " + std::to_string(*g.nvlinks_up) + " NVLinks up, other GPUs of the node " +
                         std::to_string(most_up));
@@ -125,8 +137,10 @@ Verdict run(const CheckContext& ctx) {
     } else {
       const std::string now = "Gen" + std::to_string(*g.pcie_gen) + " x" + std::to_string(*g.pcie_width);
       const std::string max = "Gen" + std::to_string(*g.pcie_gen_max) + " x" + std::to_string(*g.pcie_width_max);
-      if (*g.pcie_width < *g.pcie_width_max) narrow.push_back(who + ": PCIe " + now + " under load, capable of " + max);
-      else if (*g.pcie_gen < *g.pcie_gen_max) slow.push_back(who + ": PCIe " + now + " under load, capable of " + max);
+      if (*g.pcie_width < *g.pcie_width_max)
+        narrow.push_back(who + ": PCIe " + now + " under load, capable of " + max);
+      else if (*g.pcie_gen < *g.pcie_gen_max)
+        slow.push_back(who + ": PCIe " + now + " under load, capable of " + max);
       if (g.pcie_gen_gpu_max && *g.pcie_gen_gpu_max > *g.pcie_gen_max)
         notes.push_back(who + ": the slot allows Gen" + std::to_string(*g.pcie_gen_max) + ", the GPU Gen" +
                         std::to_string(*g.pcie_gen_gpu_max) + " (a configuration, not a fault)");
@@ -181,10 +195,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kGpuLinks = {
-    "gpu.links", Scope::Node, "every NVLink up and error-free, PCIe at full width and generation under load", kExplain,
-    kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded", {}, nullptr,
-    kFindings};
+extern const CheckSpec kGpuLinks = {"gpu.links",
+                                    Scope::Node,
+                                    "every NVLink up and error-free, PCIe at full width and generation under load",
+                                    kExplain,
+                                    kInNode | kInJob,
+                                    "an image build has no GPU",
+                                    &run,
+                                    "gpu_health,gpu_driver",
+                                    true,
+                                    "driver.loaded",
+                                    {},
+                                    nullptr,
+                                    kFindings};
 
 }  // namespace gpu_links_check
 }  // namespace preflight

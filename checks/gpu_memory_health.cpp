@@ -103,11 +103,12 @@ constexpr FindingSpec kHealthy = {
 
 // The GPU checks' shared findings, and health facts the helper was not run for.
 constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.memory_health", "")};
-constexpr FindingSpec kHealthNotRead = {"gpu.memory_health/health-not-read", Status::Unknown, kHealthNotReadMessage, kHealthNotReadFix};
-constexpr auto kFindings = with_shared(kShared, std::array{kHealthNotRead, kNoGpu,           kGpuLost,          kRemapFailed,       kRemapPending,
-                                  kRemapPendingJob, kManyUncorrectableRemaps, kRecoveryAction, kDoubleBitErrors,
-                                  kRetirementPending, kManyRetiredPages, kBankExhausted, kEccChangePending,
-                                  kEccOff,          kUnreadable,       kHealthy});
+constexpr FindingSpec kHealthNotRead = {"gpu.memory_health/health-not-read", Status::Unknown, kHealthNotReadMessage,
+                                        kHealthNotReadFix};
+constexpr auto kFindings = with_shared(
+    kShared, std::array{kHealthNotRead, kNoGpu, kGpuLost, kRemapFailed, kRemapPending, kRemapPendingJob,
+                        kManyUncorrectableRemaps, kRecoveryAction, kDoubleBitErrors, kRetirementPending,
+                        kManyRetiredPages, kBankExhausted, kEccChangePending, kEccOff, kUnreadable, kHealthy});
 
 Verdict run(const CheckContext& ctx) {
   const HealthView view = node_health(ctx, "the GPUs' memory health (NVML)", kShared, kHealthNotRead);
@@ -120,8 +121,8 @@ Verdict run(const CheckContext& ctx) {
   if (h.gpus.empty()) return Verdict::of(kNoGpu, nlohmann::json::object(), b.evidence());
   add_lost_gpus(b, h, kGpuLost);
   const bool acceptance = ctx.profile == Profile::Node;
-  std::vector<std::string> failed, pending, many, exhausted, dbe, retired, retired_many, ecc_off, ecc_change,
-      recovery, unknown, volatile_note;
+  std::vector<std::string> failed, pending, many, exhausted, dbe, retired, retired_many, ecc_off, ecc_change, recovery,
+      unknown, volatile_note;
   for (const GpuHealth& g : h.gpus) {
     if (!g.lost.empty()) continue;
     const std::string who = health_gpu_text(g);
@@ -130,13 +131,15 @@ Verdict run(const CheckContext& ctx) {
     if (g.remap_uncorrectable.value_or(0) >= kMaxUncorrectableRemaps)
       many.push_back(who + ": " + std::to_string(*g.remap_uncorrectable) + " rows remapped for uncorrectable errors");
     if (g.remap_banks_exhausted.value_or(0) > 0)
-      exhausted.push_back(who + ": " + std::to_string(*g.remap_banks_exhausted) + " memory bank(s) without a spare row");
+      exhausted.push_back(who + ": " + std::to_string(*g.remap_banks_exhausted) +
+                          " memory bank(s) without a spare row");
     if (g.ecc_dbe_volatile.value_or(0) > 0) {
       dbe.push_back(who + ": " + std::to_string(*g.ecc_dbe_volatile) + " uncorrectable (double-bit) ECC error(s)");
     }
     if (g.retired_pages_pending.value_or(false)) retired.push_back(who);
     if (g.retired_pages_dbe.value_or(0) + g.retired_pages_sbe.value_or(0) >= kMaxRetiredPages)
-      retired_many.push_back(who + ": " + std::to_string(g.retired_pages_dbe.value_or(0) + g.retired_pages_sbe.value_or(0)) +
+      retired_many.push_back(who + ": " +
+                             std::to_string(g.retired_pages_dbe.value_or(0) + g.retired_pages_sbe.value_or(0)) +
                              " pages retired");
     if (g.ecc_enabled && !*g.ecc_enabled) ecc_off.push_back(who);
     if (g.ecc_enabled && g.ecc_pending_enabled && *g.ecc_enabled != *g.ecc_pending_enabled)
@@ -168,8 +171,9 @@ Verdict run(const CheckContext& ctx) {
   if (!ecc_off.empty()) b.add(kEccOff, {{"ecc_off_gpus", list_text(ecc_off)}});
   if (!unknown.empty()) b.add(kUnreadable, {{"unread", list_text(unknown, 4)}});
   if (!volatile_note.empty()) {
-    b.note("persistence mode is off on " + list_text(volatile_note) +
-           ": the volatile ECC counters restart whenever the driver loads again, so errors of earlier jobs may be gone");
+    b.note(
+        "persistence mode is off on " + list_text(volatile_note) +
+        ": the volatile ECC counters restart whenever the driver loads again, so errors of earlier jobs may be gone");
   }
   if (b.status() == Status::Pass) {
     b.add(kHealthy, {{"gpu_count", std::to_string(h.gpus.size()) + (h.gpus.size() == 1 ? " GPU" : " GPUs")}});
@@ -214,9 +218,19 @@ Fix
 }  // namespace
 
 extern const CheckSpec kGpuMemoryHealth = {
-    "gpu.memory_health", Scope::Node, "no GPU carries a memory fault: row remap failed or pending, uncorrectable ECC, reset required",
-    kExplain, kInNode | kInJob, "an image build has no GPU", &run, "gpu_health,gpu_driver", true, "driver.loaded", {},
-    nullptr, kFindings};
+    "gpu.memory_health",
+    Scope::Node,
+    "no GPU carries a memory fault: row remap failed or pending, uncorrectable ECC, reset required",
+    kExplain,
+    kInNode | kInJob,
+    "an image build has no GPU",
+    &run,
+    "gpu_health,gpu_driver",
+    true,
+    "driver.loaded",
+    {},
+    nullptr,
+    kFindings};
 
 }  // namespace gpu_memory_health_check
 }  // namespace preflight

@@ -41,9 +41,11 @@ std::string since_boot(const std::optional<std::uint64_t>& usec) {
   if (!usec) return "time unknown";
   const std::uint64_t s = *usec / 1000000;
   char buf[64];
-  if (s >= 3600) std::snprintf(buf, sizeof buf, "%lluh%02llum after boot", static_cast<unsigned long long>(s / 3600),
-                               static_cast<unsigned long long>((s % 3600) / 60));
-  else std::snprintf(buf, sizeof buf, "%llus after boot", static_cast<unsigned long long>(s));
+  if (s >= 3600)
+    std::snprintf(buf, sizeof buf, "%lluh%02llum after boot", static_cast<unsigned long long>(s / 3600),
+                  static_cast<unsigned long long>((s % 3600) / 60));
+  else
+    std::snprintf(buf, sizeof buf, "%llus after boot", static_cast<unsigned long long>(s));
   return buf;
 }
 
@@ -67,9 +69,9 @@ std::string work_text(const std::string& work) {
 /// What NVML's XID events say for the node: every window any of the node's ranks watched, the
 /// GPUs they covered, and the XIDs seen (deduplicated by GPU and code).
 struct NvmlView {
-  std::vector<const NvmlXidWatch*> watches;  // attempted windows
-  std::map<std::string, std::string> covered;         // bus key -> bus id, registered in a collected window
-  std::map<std::string, std::string> why_not;         // bus key -> why not registered (first reason)
+  std::vector<const NvmlXidWatch*> watches;    // attempted windows
+  std::map<std::string, std::string> covered;  // bus key -> bus id, registered in a collected window
+  std::map<std::string, std::string> why_not;  // bus key -> why not registered (first reason)
   std::vector<NvmlSeen> seen;
   /// Why windows collected nothing, each reason once with the work it cut short:
   /// {"driver 470.82.01 has no nvmlEventSetCreate", {"the health load", "cuda.smoke"}}.
@@ -92,16 +94,20 @@ NvmlView nvml_view(const CheckContext& ctx) {
     v.watches.push_back(&w);
     if (!w.collected) {
       const std::string why = w.unavailable.empty() ? "not read" : w.unavailable;
-      auto it = std::find_if(v.not_collected.begin(), v.not_collected.end(), [&](const auto& e) { return e.first == why; });
+      auto it =
+          std::find_if(v.not_collected.begin(), v.not_collected.end(), [&](const auto& e) { return e.first == why; });
       if (it == v.not_collected.end()) it = v.not_collected.insert(v.not_collected.end(), {why, {}});
       const std::string work = work_text(w.work);
       if (std::find(it->second.begin(), it->second.end(), work) == it->second.end()) it->second.push_back(work);
     }
     for (const NvmlXidGpu& g : w.gpus) {
       const std::string key = bus_key(g.pci_bus_id);
-      if (g.registered && w.collected) v.covered[key] = g.pci_bus_id;
-      else if (!g.registered) v.why_not.emplace(key, g.why);
-      else v.why_not.emplace(key, work_text(w.work) + ": " + w.unavailable);
+      if (g.registered && w.collected)
+        v.covered[key] = g.pci_bus_id;
+      else if (!g.registered)
+        v.why_not.emplace(key, g.why);
+      else
+        v.why_not.emplace(key, work_text(w.work) + ": " + w.unavailable);
     }
     for (const NvmlXidEvent& e : w.events) {
       auto it = std::find_if(v.seen.begin(), v.seen.end(), [&](const NvmlSeen& s) {
@@ -134,15 +140,18 @@ NvmlView nvml_view(const CheckContext& ctx) {
 std::map<std::string, std::string> node_gpus(const DriverFacts& d, const NvmlView& v) {
   std::map<std::string, std::string> out;
   if (const std::vector<NvmlGpu>* gpus = d.nvml_gpus.value()) {
-    for (const NvmlGpu& g : *gpus) out[bus_key(g.pci_bus_id)] = "GPU " + std::to_string(g.index) + " (" + g.pci_bus_id + ")";
+    for (const NvmlGpu& g : *gpus)
+      out[bus_key(g.pci_bus_id)] = "GPU " + std::to_string(g.index) + " (" + g.pci_bus_id + ")";
     return out;
   }
   if (const GpuHealthFacts* h = d.health.value()) {
-    for (const GpuHealth& g : h->gpus) out[bus_key(g.pci_bus_id)] = "GPU " + std::to_string(g.index) + " (" + g.pci_bus_id + ")";
+    for (const GpuHealth& g : h->gpus)
+      out[bus_key(g.pci_bus_id)] = "GPU " + std::to_string(g.index) + " (" + g.pci_bus_id + ")";
     if (!out.empty()) return out;
   }
   for (const NvmlXidWatch* w : v.watches)
-    for (const NvmlXidGpu& g : w->gpus) out[bus_key(g.pci_bus_id)] = "GPU " + std::to_string(g.index) + " (" + g.pci_bus_id + ")";
+    for (const NvmlXidGpu& g : w->gpus)
+      out[bus_key(g.pci_bus_id)] = "GPU " + std::to_string(g.index) + " (" + g.pci_bus_id + ")";
   return out;
 }
 
@@ -222,7 +231,8 @@ Verdict run(const CheckContext& ctx) {
   auto who = [&](const std::string& bus) {
     if (gpus != nullptr) {
       for (const NvmlGpu& g : *gpus)
-        if (!bus.empty() && bus_key(g.pci_bus_id) == bus_key(bus)) return "GPU " + std::to_string(g.index) + " (" + bus + ")";
+        if (!bus.empty() && bus_key(g.pci_bus_id) == bus_key(bus))
+          return "GPU " + std::to_string(g.index) + " (" + bus + ")";
     }
     return bus.empty() ? std::string("a GPU") : "the device at " + bus;
   };
@@ -253,8 +263,8 @@ Verdict run(const CheckContext& ctx) {
       if (e.kind == "sxid") {
         const bool nonfatal = e.text.find("Non-fatal") != std::string::npos;
         (nonfatal ? sxid_warn : sxid_fatal)
-            .push_back("NVSwitch " + e.bus_id + ": SXid " + std::to_string(e.code) + (nonfatal ? " (non-fatal, " : " (") +
-                       when + ")");
+            .push_back("NVSwitch " + e.bus_id + ": SXid " + std::to_string(e.code) +
+                       (nonfatal ? " (non-fatal, " : " (") + when + ")");
         continue;
       }
       if (e.code > 0 && raised_too(e.bus_id, static_cast<std::uint64_t>(e.code), when)) continue;
@@ -275,15 +285,22 @@ Verdict run(const CheckContext& ctx) {
   std::string run_action;
   nlohmann::json nvml_events = nlohmann::json::array();
   for (const NvmlSeen& s : nv.seen) {
-    const std::string gpu_text = s.gpu >= 0 ? "GPU " + std::to_string(s.gpu) + " (" + s.bus_id + ")" : std::string("a GPU");
+    const std::string gpu_text =
+        s.gpu >= 0 ? "GPU " + std::to_string(s.gpu) + " (" + s.bus_id + ")" : std::string("a GPU");
     const bool unnamed = s.xid == kXidUnknown;
-    const XidClass c = unnamed ? XidClass{XidSeverity::Warning, "an Xid NVML could not name: the kernel log has its line"}
-                               : classify_xid(static_cast<int>(std::min<std::uint64_t>(s.xid, 100000)));
-    std::string sources = "NVML event during " + and_text(s.works) + (s.count > 1 ? ", " + std::to_string(s.count) + " times" : "");
+    const XidClass c = unnamed
+                           ? XidClass{XidSeverity::Warning, "an Xid NVML could not name: the kernel log has its line"}
+                           : classify_xid(static_cast<int>(std::min<std::uint64_t>(s.xid, 100000)));
+    std::string sources =
+        "NVML event during " + and_text(s.works) + (s.count > 1 ? ", " + std::to_string(s.count) + " times" : "");
     if (!s.kernel_when.empty()) sources += ", and in this boot's kernel log " + s.kernel_when;
-    const std::string line = gpu_text + ": Xid " + std::to_string(s.xid) + " raised while preflight ran (" + sources +
-                             ": " + c.action + ")";
-    nvml_events.push_back({{"gpu", s.gpu}, {"bus_id", s.bus_id}, {"xid", s.xid}, {"count", s.count}, {"during", s.works},
+    const std::string line =
+        gpu_text + ": Xid " + std::to_string(s.xid) + " raised while preflight ran (" + sources + ": " + c.action + ")";
+    nvml_events.push_back({{"gpu", s.gpu},
+                           {"bus_id", s.bus_id},
+                           {"xid", s.xid},
+                           {"count", s.count},
+                           {"during", s.works},
                            {"in_kernel_log", !s.kernel_when.empty()}});
     switch (c.severity) {
       case XidSeverity::Fatal:
@@ -306,10 +323,15 @@ Verdict run(const CheckContext& ctx) {
   }
   nlohmann::json watched = nlohmann::json::array();
   for (const NvmlXidWatch* w : nv.watches)
-    watched.push_back({{"work", w->work}, {"collected", w->collected}, {"seconds", w->end_s - w->start_s},
-                       {"unavailable", w->unavailable}, {"events", w->events.size()}});
-  b.evidence()["nvml"] = {{"windows", std::move(watched)}, {"events", std::move(nvml_events)},
-                          {"covered", covered_gpus}, {"not_covered", uncovered}};
+    watched.push_back({{"work", w->work},
+                       {"collected", w->collected},
+                       {"seconds", w->end_s - w->start_s},
+                       {"unavailable", w->unavailable},
+                       {"events", w->events.size()}});
+  b.evidence()["nvml"] = {{"windows", std::move(watched)},
+                          {"events", std::move(nvml_events)},
+                          {"covered", covered_gpus},
+                          {"not_covered", uncovered}};
 
   if (!run_fatal.empty()) b.add(kFatalDuringRun, {{"run_fatal", list_text(run_fatal, 4)}, {"run_action", run_action}});
   if (!fatal.empty()) b.add(kFatalInLog, {{"fatal", list_text(fatal, 4)}, {"action", fatal_action}});
@@ -329,7 +351,8 @@ Verdict run(const CheckContext& ctx) {
       nlohmann::json params = {
           {"records", k->records},
           {"source", k->source},
-          {"nvml", part_if(!covered_gpus.empty(), "; none raised during preflight's own GPU work on {gpu_count} (NVML events)")}};
+          {"nvml", part_if(!covered_gpus.empty(),
+                           "; none raised during preflight's own GPU work on {gpu_count} (NVML events)")}};
       if (!covered_gpus.empty()) params["gpu_count"] = gpus_text;
       b.add(kClean, std::move(params));
     }
@@ -350,13 +373,16 @@ Verdict run(const CheckContext& ctx) {
   }
   nlohmann::json params = {{"coverage", part_if(false, "")}};
   if (!covered_gpus.empty()) {
-    params = {{"coverage", template_param("; NVML events covered preflight's own GPU work on {gpu_count} only, not {uncovered}")},
+    params = {{"coverage",
+               template_param("; NVML events covered preflight's own GPU work on {gpu_count} only, not {uncovered}")},
               {"gpu_count", gpus_text},
               {"uncovered", and_text(uncovered, 4)}};
   } else if (!gpus_of_node.empty()) {
     std::string coverage = "; no NVML XID events were collected on {uncovered}";
-    if (!nv.not_collected.empty()) coverage += " ({not_collected})";
-    else if (nv.watches.empty()) coverage += " (preflight's own GPU work did not watch them)";
+    if (!nv.not_collected.empty())
+      coverage += " ({not_collected})";
+    else if (nv.watches.empty())
+      coverage += " (preflight's own GPU work did not watch them)";
     params = {{"coverage", template_param(coverage)},
               {"uncovered", gpus_of_node.size() == 1 ? gpus_of_node.begin()->second
                                                      : "the " + std::to_string(gpus_of_node.size()) + " GPUs"}};

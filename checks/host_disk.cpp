@@ -87,8 +87,8 @@ Fix
 
 bool is_network_fs(std::string_view type) {
   static constexpr std::array<std::string_view, 21> kNetwork = {
-      "nfs",    "nfs4",    "cifs",  "smb3",   "smbfs", "lustre", "gpfs", "beegfs", "ceph",  "glusterfs", "9p",
-      "virtiofs", "afs",   "orangefs", "pvfs2", "wekafs", "panfs", "dvs", "ocfs2",  "gfs2",  "fuse"};
+      "nfs",      "nfs4", "cifs",     "smb3",  "smbfs",  "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "9p",
+      "virtiofs", "afs",  "orangefs", "pvfs2", "wekafs", "panfs",  "dvs",  "ocfs2",  "gfs2", "fuse"};
   // FUSE file systems that stay on this node; every other fuse.* (s3fs, gcsfuse, juicefs, sshfs,
   // rclone, blobfuse2, ceph-fuse, ...) is remote storage.
   static constexpr std::array<std::string_view, 9> kLocalFuse = {
@@ -178,18 +178,19 @@ std::string dir_label(const CheckpointDir& d) {
   } else if (trimmed_slashes(d.given) != d.path) {
     notes.push_back(d.path);
   }
-  if (!d.exists && d.holder_is_dir && d.holder != d.path) notes.push_back("not created yet: " + d.holder + " will hold it");
+  if (!d.exists && d.holder_is_dir && d.holder != d.path)
+    notes.push_back("not created yet: " + d.holder + " will hold it");
   const std::string name = d.defaulted ? "the current directory " + d.path : d.given;
   return notes.empty() ? name : name + " (" + join(notes, ", ") + ")";
 }
 
 // Where else the checkpoints can go, ending each fix that frees room.
-#define PREFLIGHT_MOVE_FIX                                                                                       \
+#define PREFLIGHT_MOVE_FIX                                                                                             \
   "point the job's save directory (Megatron-LM --save, DeepSpeed save_checkpoint(save_dir), Hugging Face output_dir, " \
   "Lightning ModelCheckpoint(dirpath)) and --checkpoint-dir at a volume"
 #define PREFLIGHT_SIZE_FIX \
   " Give the checkpoint size with --model-params N (and --zero-stage S) to check the room for one."
-#define PREFLIGHT_INODE_FIX                                                                                     \
+#define PREFLIGHT_INODE_FIX                                                                                        \
   "See where the files are (`df -i {holder}`; `du -x --inodes {mount} | sort -n | tail`), delete the small files " \
   "that fill it (caches, logs, old checkpoints), or " PREFLIGHT_MOVE_FIX " with free inodes."
 
@@ -281,10 +282,10 @@ constexpr FindingSpec kFactsUnreadable = {
     "`preflight capture DIR --checkpoint-dir ...` to judge it with --sysroot."};
 constexpr FindingSpec kFactsHung = {"host.disk/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
 
-constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kNoDirectory, kNotADirectory, kNotGathered, kUnreadable,  kMountUnknown,
-                                  kReadOnly,    kNotWritable,   kNoSize,      kTooSmall,    kOneCheckpoint,
-                                  kRoom,        kFull,          kNearlyFull,  kRoomUnsized, kNoInodes,
-                                  kFewInodes,   kInMemory};
+constexpr std::array kFindings = {kFactsUnreadable, kFactsHung,     kNoDirectory, kNotADirectory, kNotGathered,
+                                  kUnreadable,      kMountUnknown,  kReadOnly,    kNotWritable,   kNoSize,
+                                  kTooSmall,        kOneCheckpoint, kRoom,        kFull,          kNearlyFull,
+                                  kRoomUnsized,     kNoInodes,      kFewInodes,   kInMemory};
 
 /// The findings for one directory; `suffix` keeps its parameters apart from the other directories'.
 void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::string& suffix, VerdictBuilder& b,
@@ -298,8 +299,8 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
           suffixed(std::string(spec.fix), suffix), std::move(p));
   };
 
-  ev = {{"given", d.given}, {"path", d.path}, {"defaulted", d.defaulted}, {"exists", d.exists}, {"holder", d.holder},
-        {"resolved", d.resolved}};
+  ev = {{"given", d.given},   {"path", d.path},     {"defaulted", d.defaulted},
+        {"exists", d.exists}, {"holder", d.holder}, {"resolved", d.resolved}};
   const MountEntry* m = d.mount.value();
   const bool network = m != nullptr && is_network_fs(m->fstype);
   const bool in_ram = m != nullptr && in_memory_fs(m->fstype);
@@ -439,7 +440,8 @@ Verdict run(const CheckContext& ctx) {
   ev["pipeline_parallel"] = plan.pp;
   const bool sized = no_size_reason(plan).empty();
   ev["job_checkpoint_bytes"] = sized ? nlohmann::json(saturate_bytes(plan.job_bytes())) : nlohmann::json();
-  ev["node_checkpoint_bytes"] = sized ? nlohmann::json(saturate_bytes(plan.node_bytes(plan.zero_stage))) : nlohmann::json();
+  ev["node_checkpoint_bytes"] =
+      sized ? nlohmann::json(saturate_bytes(plan.node_bytes(plan.zero_stage))) : nlohmann::json();
   ev["node_formula"] = sized ? nlohmann::json(plan.node_formula()) : nlohmann::json();
   ev["dirs"] = nlohmann::json::array();
   for (std::size_t i = 0; i < facts->dirs.size(); ++i) {
@@ -459,7 +461,13 @@ extern const CheckSpec kHostDisk = {
     kExplain,
     kInNode | kInJob,
     "an image build's disk is not the job's: the checkpoint directories are checked on the nodes that run it",
-    &run, "disk", false, {}, {}, nullptr, kFindings,
+    &run,
+    "disk",
+    false,
+    {},
+    {},
+    nullptr,
+    kFindings,
 };
 
 }  // namespace host_disk_check

@@ -21,7 +21,9 @@ std::string bytes_or_unlimited(const std::optional<std::uint64_t>& v) { return v
 std::string count_or_unlimited(const std::optional<std::uint64_t>& v) { return v ? std::to_string(*v) : "unlimited"; }
 
 nlohmann::json limit_json(const Probed<Rlimit>& p) {
-  const auto side = [](const std::optional<std::uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json("unlimited"); };
+  const auto side = [](const std::optional<std::uint64_t>& v) {
+    return v ? nlohmann::json(*v) : nlohmann::json("unlimited");
+  };
   if (const Rlimit* r = p.value()) return {{"soft", side(r->soft)}, {"hard", side(r->hard)}};
   return {{"error", p.why()}};
 }
@@ -33,8 +35,8 @@ nlohmann::json fact_json(const Probed<T>& p) {
 }
 
 #define PREFLIGHT_MEMLOCK_FIX                                                                                    \
-  "Raise the locked-memory limit to unlimited for the job: docker run --ulimit memlock=-1 (Kubernetes: the "      \
-  "container runtime's default ulimits), `ulimit -l unlimited` in the job script where the hard limit allows, "   \
+  "Raise the locked-memory limit to unlimited for the job: docker run --ulimit memlock=-1 (Kubernetes: the "     \
+  "container runtime's default ulimits), `ulimit -l unlimited` in the job script where the hard limit allows, "  \
   "'* - memlock unlimited' in /etc/security/limits.conf, and under Slurm PropagateResourceLimitsExcept=MEMLOCK " \
   "in slurm.conf (srun otherwise copies the login shell's low limit); or grant CAP_IPC_LOCK."
 
@@ -54,15 +56,17 @@ constexpr FindingSpec kCapIpcLockUnreadable = {
     "host.limits/cap-ipc-lock-unreadable", Status::Unknown,
     "{memlock} with RDMA devices present, and CAP_IPC_LOCK could not be read: {why}", PREFLIGHT_MEMLOCK_FIX};
 #undef PREFLIGHT_MEMLOCK_FIX
-#define PREFLIGHT_NOFILE_FIX                                                                                 \
-  "Raise the hard open-files limit to at least {warn_below}: docker run --ulimit nofile=1048576:1048576, " \
-  "LimitNOFILE= in the service unit, or 'nofile' in /etc/security/limits.conf (NCCL raises the soft limit to the hard limit itself)."
-constexpr FindingSpec kNofileTooLow = {
-    "host.limits/nofile-too-low", Status::Fail,
-    "{nofile}, below {fail_below}: NCCL's sockets and the data loaders run out of descriptors (\"Too many open files\")",
-    PREFLIGHT_NOFILE_FIX};
+#define PREFLIGHT_NOFILE_FIX                                                                                       \
+  "Raise the hard open-files limit to at least {warn_below}: docker run --ulimit nofile=1048576:1048576, "         \
+  "LimitNOFILE= in the service unit, or 'nofile' in /etc/security/limits.conf (NCCL raises the soft limit to the " \
+  "hard limit itself)."
+constexpr FindingSpec kNofileTooLow = {"host.limits/nofile-too-low", Status::Fail,
+                                       "{nofile}, below {fail_below}: NCCL's sockets and the data loaders run out of "
+                                       "descriptors (\"Too many open files\")",
+                                       PREFLIGHT_NOFILE_FIX};
 constexpr FindingSpec kNofileLow = {"host.limits/nofile-low", Status::Warn,
-                                    "{nofile}, below {warn_below}: large jobs run out of sockets", PREFLIGHT_NOFILE_FIX};
+                                    "{nofile}, below {warn_below}: large jobs run out of sockets",
+                                    PREFLIGHT_NOFILE_FIX};
 #undef PREFLIGHT_NOFILE_FIX
 constexpr FindingSpec kCoreFilesUnbounded = {
     "host.limits/core-files-unbounded", Status::Warn,
@@ -71,11 +75,13 @@ constexpr FindingSpec kCoreFilesUnbounded = {
     "Cap the size (`ulimit -c <bytes>` in the job script) or pipe cores to a handler with its own limits "
     "(systemd-coredump: core_pattern '|/lib/systemd/systemd-coredump …')."};
 
-constexpr FindingSpec kFactsUnreadable = {"host.limits/facts-unreadable", Status::Unknown, kUnreadableMessage, kUnreadableFix};
+constexpr FindingSpec kFactsUnreadable = {"host.limits/facts-unreadable", Status::Unknown, kUnreadableMessage,
+                                          kUnreadableFix};
 constexpr FindingSpec kFactsHung = {"host.limits/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
 
-constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kLimitUnreadable, kMemlockLow,    kRdmaDevicesUnreadable, kCapIpcLockUnreadable,
-                                  kNofileTooLow,    kNofileLow,     kCoreFilesUnbounded};
+constexpr std::array kFindings = {
+    kFactsUnreadable,      kFactsHung,    kLimitUnreadable, kMemlockLow,        kRdmaDevicesUnreadable,
+    kCapIpcLockUnreadable, kNofileTooLow, kNofileLow,       kCoreFilesUnbounded};
 
 void unknown_limit(const Probed<Rlimit>& p, const char* name, VerdictBuilder& b) {
   b.add(kLimitUnreadable, {{"limit", name}, {"why", p.why()}});
@@ -85,8 +91,8 @@ void check_memlock(const LimitsFacts& f, VerdictBuilder& b) {
   const Rlimit* memlock = f.memlock.value();
   if (memlock == nullptr) return unknown_limit(f.memlock, "RLIMIT_MEMLOCK", b);
   // Verbs registration is charged against the soft limit; nothing in the job raises it.
-  const std::string shown = "RLIMIT_MEMLOCK is " + bytes_or_unlimited(memlock->soft) + " (hard " +
-                            bytes_or_unlimited(memlock->hard) + ")";
+  const std::string shown =
+      "RLIMIT_MEMLOCK is " + bytes_or_unlimited(memlock->soft) + " (hard " + bytes_or_unlimited(memlock->hard) + ")";
   if (!memlock->soft || *memlock->soft >= kMemlockMin) return b.note(shown);
   const bool* cap = f.cap_ipc_lock.value();
   if (cap != nullptr && *cap) return b.note(shown + ", lifted by CAP_IPC_LOCK");
@@ -120,16 +126,17 @@ void check_core(const LimitsFacts& f, VerdictBuilder& b) {
   if (core == nullptr) return unknown_limit(f.core, "RLIMIT_CORE", b);
   const std::string* pattern = f.core_pattern.value();
   const std::string pattern_note = pattern ? " (core_pattern '" + printable(*pattern) + "')" : std::string();
-  const std::string shown = "RLIMIT_CORE is " + bytes_or_unlimited(core->soft) + " (hard " +
-                            bytes_or_unlimited(core->hard) + ")";
+  const std::string shown =
+      "RLIMIT_CORE is " + bytes_or_unlimited(core->soft) + " (hard " + bytes_or_unlimited(core->hard) + ")";
   b.evidence()["core_dumps_off"] = core->soft && *core->soft == 0;
   if (core->soft && *core->soft == 0) {
     // Many sites turn core dumps off on purpose (disk, secrets in memory): a note, never a WARN that
     // --strict would turn into a failed gate.
     const bool hard_zero = core->hard && *core->hard == 0;
-    return b.note(shown + ": core dumps are off (often a site's choice; to debug a crash in CUDA or NCCL, " +
-                  (hard_zero ? std::string("raise the hard limit, e.g. docker run --ulimit core=-1, then ") : std::string()) +
-                  "`ulimit -c unlimited` in the job script" + pattern_note + ")");
+    return b.note(
+        shown + ": core dumps are off (often a site's choice; to debug a crash in CUDA or NCCL, " +
+        (hard_zero ? std::string("raise the hard limit, e.g. docker run --ulimit core=-1, then ") : std::string()) +
+        "`ulimit -c unlimited` in the job script" + pattern_note + ")");
   }
   if (!core->soft && pattern != nullptr && writes_local_file(*pattern)) {
     return b.add(kCoreFilesUnbounded, {{"core", shown},
@@ -187,7 +194,13 @@ extern const CheckSpec kHostLimits = {
     kInNode | kInJob,
     "resource limits in an image build are those of the build container; they are checked on the node the job "
     "runs on",
-    &run, "limits", false, {}, {}, nullptr, kFindings,
+    &run,
+    "limits",
+    false,
+    {},
+    {},
+    nullptr,
+    kFindings,
 };
 
 }  // namespace host_limits_check

@@ -18,7 +18,8 @@ namespace {
 constexpr double kHeadroom = 0.10;      // WARN when the budget exceeds the need by less than this share
 constexpr double kLowAvailable = 0.10;  // WARN when MemAvailable is below this share of MemTotal
 
-constexpr const char* kExplain = R"(Reads /proc/meminfo (MemTotal, MemAvailable, SwapTotal, SwapFree) and the memory cgroup of the
+constexpr const char* kExplain =
+    R"(Reads /proc/meminfo (MemTotal, MemAvailable, SwapTotal, SwapFree) and the memory cgroup of the
 process (/proc/self/cgroup, the cgroup mount from /proc/self/mountinfo, then v2 memory.max,
 memory.current, memory.swap.max, memory.stat or v1 memory.limit_in_bytes, memory.usage_in_bytes,
 memory.memsw.limit_in_bytes, memory.stat), walking up to the mount's root: the smallest limit on
@@ -133,11 +134,11 @@ struct Plan : CheckpointPlan {
       return who + " × " + format_bytes(host_bytes_per_rank) + " need " + format_bytes(need(zero_stage)) +
              " (no --model-params: the checkpoint-save peak is not checked)";
     }
-    std::string out = who + " saving a " + format_params(*params) + "-parameter ZeRO-" + std::to_string(zero_stage) +
-                      " checkpoint";
+    std::string out =
+        who + " saving a " + format_params(*params) + "-parameter ZeRO-" + std::to_string(zero_stage) + " checkpoint";
     if (model_parallel) {
-      out += " with tensor-parallel " + std::to_string(tp) + " × pipeline-parallel " + std::to_string(pp) + " × data-parallel " +
-             std::to_string(dp());
+      out += " with tensor-parallel " + std::to_string(tp) + " × pipeline-parallel " + std::to_string(pp) +
+             " × data-parallel " + std::to_string(dp());
     }
     if (zero_stage > 0) out += " sharded " + std::to_string(world_size) + " ways";
     out += " need ≈ " + format_bytes(need(zero_stage));
@@ -147,7 +148,8 @@ struct Plan : CheckpointPlan {
              (mp() > 1 ? "their 1/" + std::to_string(mp()) + " of the model" : std::string("the whole model")) + ")";
     }
     if (stage_defaulted) out += " (ZeRO-0 assumed: no --zero-stage)";
-    if (!world_known && model_parallel) out += " (world size " + std::to_string(world_size) + " assumed: no --expect-world-size)";
+    if (!world_known && model_parallel)
+      out += " (world size " + std::to_string(world_size) + " assumed: no --expect-world-size)";
     return out;
   }
 };
@@ -163,7 +165,7 @@ Plan plan_of(const CheckContext& ctx) {
 // {fewer_ranks} are each a sentence and a space (over {sharded_need}, {fit_ranks}), or "" where they would
 // not help; {more_memory} (over {cgroup} and {cgroup_limit_needed}, or {available})
 // raises the cgroup limit or names the node's RAM.
-#define PREFLIGHT_MEMORY_FIX \
+#define PREFLIGHT_MEMORY_FIX                                                                                  \
   "{sharded}{fewer_ranks}{more_memory} If a rank uses less than {per_rank} outside checkpoints, say so with " \
   "--host-bytes-per-rank SIZE."
 
@@ -198,7 +200,9 @@ constexpr FindingSpec kCgroupUnreadable = {
     "file named."};
 constexpr FindingSpec kCgroupHung = {"host.memory/cgroup-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
 
-constexpr std::array kFindings = {kMeminfoUnreadable, kMeminfoHung, kCgroupUnreadable, kCgroupHung, kLayoutUndivided, kTooLittle, kLittleHeadroom, kEnough, kRamHeldElsewhere};
+constexpr std::array kFindings = {kMeminfoUnreadable, kMeminfoHung,     kCgroupUnreadable,
+                                  kCgroupHung,        kLayoutUndivided, kTooLittle,
+                                  kLittleHeadroom,    kEnough,          kRamHeldElsewhere};
 
 /// The parameters of the fix when the budget does not hold the need (PREFLIGHT_MEMORY_FIX).
 nlohmann::json fix_params(const Plan& plan, const Budget& budget) {
@@ -253,7 +257,8 @@ nlohmann::json evidence_of(const MemInfo& mem, const CgroupMemory* cgroup, const
       {"tensor_parallel", plan.tp},
       {"pipeline_parallel", plan.pp},
       {"data_parallel", plan.divides() ? nlohmann::json(plan.dp()) : nlohmann::json()},
-      {"model_state_savers", plan.params && plan.divides() ? nlohmann::json(plan.savers(plan.zero_stage)) : nlohmann::json()},
+      {"model_state_savers",
+       plan.params && plan.divides() ? nlohmann::json(plan.savers(plan.zero_stage)) : nlohmann::json()},
       {"formula", plan.formula()},
   };
 }
@@ -311,7 +316,13 @@ extern const CheckSpec kHostMemory = {
     kExplain,
     kInNode | kInJob,
     "an image build's memory is not the job's: host memory is checked on the nodes that run it",
-    &run, "memory", false, {}, {}, nullptr, kFindings,
+    &run,
+    "memory",
+    false,
+    {},
+    {},
+    nullptr,
+    kFindings,
 };
 
 }  // namespace host_memory_check

@@ -290,7 +290,8 @@ void compare_with_mpi(const MpiView& mpi, const LaunchView& view, VerdictBuilder
            std::to_string(mpi.local_rank) + " of " + std::to_string(mpi.local_size));
     return;
   }
-  const std::string library = mpi.library.empty() ? std::string("MPI_COMM_WORLD") : mpi.library.substr(0, mpi.library.find(','));
+  const std::string library =
+      mpi.library.empty() ? std::string("MPI_COMM_WORLD") : mpi.library.substr(0, mpi.library.find(','));
   nlohmann::json params = framework_differs ? framework_fix_params(view.active()) : nlohmann::json::object();
   params["library"] = library;
   add_disagreements(b, framework_differs ? kFrameworkDisagreesWithMpi : kLauncherDisagreesWithMpi, diff,
@@ -422,9 +423,13 @@ extern const CheckSpec kLaunchEnv = {
     "way the job is started.",
     kInNode | kInJob,
     "an image build has no launcher; the launch environment is checked when the job starts",
-    &run, "placement",
-    false, {}, {},
-    &same_rank_everywhere, kFindings,
+    &run,
+    "placement",
+    false,
+    {},
+    {},
+    &same_rank_everywhere,
+    kFindings,
 };
 
 }  // namespace launch_env_check

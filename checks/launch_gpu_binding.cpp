@@ -20,7 +20,7 @@ namespace {
 
 constexpr std::string_view kNeedsGpu = "the job needs a GPU";
 #define PREFLIGHT_BIND_FIX                                                                                    \
-  "Give every local rank its own GPU: with Slurm `srun --gpus-per-task=1` (or `--gpu-bind=single:1`), with " \
+  "Give every local rank its own GPU: with Slurm `srun --gpus-per-task=1` (or `--gpu-bind=single:1`), with "  \
   "mpirun a per-rank wrapper `export CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_LOCAL_RANK`, and in the training " \
   "script `torch.cuda.set_device(local_rank)` with LOCAL_RANK set per rank (torchrun sets it)."
 // One rank, named by its number and host.
@@ -36,14 +36,16 @@ constexpr FindingSpec kVisibleDevicesHideAll = {
     "(`srun --gpus-per-task=1`): NoDevFiles/none means the scheduler or container gave the job none."};
 constexpr FindingSpec kVisibleDevicesInvalid = {
     "launch.gpu_binding/visible-devices-invalid", Status::Fail,
-    PREFLIGHT_RANK "CUDA_VISIBLE_DEVICES={cvd} has an invalid entry {entry} at position {position}: the driver stops "
-                   "reading the list there, so only {visible} GPU(s) are visible",
+    PREFLIGHT_RANK
+    "CUDA_VISIBLE_DEVICES={cvd} has an invalid entry {entry} at position {position}: the driver stops "
+    "reading the list there, so only {visible} GPU(s) are visible",
     "Fix CUDA_VISIBLE_DEVICES: list valid indices (0..{last_index}) or full GPU UUIDs from `nvidia-smi -L`, each once, "
     "separated by commas without a space; or let the scheduler set it (`srun --gpus-per-task=1`)."};
 constexpr FindingSpec kInvalidOrdinal = {
     "launch.gpu_binding/invalid-ordinal", Status::Fail,
-    PREFLIGHT_RANK "{index} but it sees {visible} GPU(s){cvd_note}: torch.cuda.set_device({ordinal}) fails with "
-                   "\"invalid device ordinal\"",
+    PREFLIGHT_RANK
+    "{index} but it sees {visible} GPU(s){cvd_note}: torch.cuda.set_device({ordinal}) fails with "
+    "\"invalid device ordinal\"",
     PREFLIGHT_BIND_FIX};
 constexpr FindingSpec kSeesNoGpu = {
     "launch.gpu_binding/sees-no-gpu", Status::Fail, PREFLIGHT_RANK "it sees no GPU{cvd_note}; the job needs a GPU",
@@ -74,10 +76,9 @@ constexpr FindingSpec kGpuPerRank = {"launch.gpu_binding/gpu-per-rank", Status::
 #undef PREFLIGHT_RANK
 #undef PREFLIGHT_BIND_FIX
 
-constexpr auto kFindings = with_shared(kShared, std::array{kBadLocalRank, kVisibleDevicesHideAll, kVisibleDevicesInvalid, kInvalidOrdinal,
-                                  kSeesNoGpu,                            
-                                  kSharedGpu,    kTooManyRanks,          kIdleGpus,              kRankUsesGpu,
-                                  kGpuPerRank});
+constexpr auto kFindings =
+    with_shared(kShared, std::array{kBadLocalRank, kVisibleDevicesHideAll, kVisibleDevicesInvalid, kInvalidOrdinal,
+                                    kSeesNoGpu, kSharedGpu, kTooManyRanks, kIdleGpus, kRankUsesGpu, kGpuPerRank});
 
 struct RankView {
   const RankFacts* facts = nullptr;
@@ -117,8 +118,8 @@ std::optional<Unlisted> judge_view(RankView& v, VerdictBuilder& b) {
   if (g.visible) return std::nullopt;
 
   if (std::optional<GpuShared> none = no_driver(d, kNeedsGpu)) return none;
-  const ProbeError& err = d.cuda_devices.error() != nullptr ? *d.cuda_devices.error()
-                                                            : ProbeError{ProbeErrc::NotProbed, "no GPU list"};
+  const ProbeError& err =
+      d.cuda_devices.error() != nullptr ? *d.cuda_devices.error() : ProbeError{ProbeErrc::NotProbed, "no GPU list"};
   return missing_gpu_fact(err, d.cuda_devices.source(), "the visible GPUs", kNeedsGpu);
 }
 
@@ -178,9 +179,10 @@ Verdict run(const CheckContext& ctx) {
         if (std::find(names.begin(), names.end(), h) == names.end()) names.push_back(h);
       }
       std::sort(numbers.begin(), numbers.end());
-      who = {{"who", template_param(std::string(numbers.size() == 1 ? "rank" : "ranks") + " {who_ranks} ({who_hosts}): ")},
-             {"who_ranks", range_list(numbers)},
-             {"who_hosts", join(names, ", ")}};
+      who = {
+          {"who", template_param(std::string(numbers.size() == 1 ? "rank" : "ranks") + " {who_ranks} ({who_hosts}): ")},
+          {"who_ranks", range_list(numbers)},
+          {"who_hosts", join(names, ", ")}};
     }
     add_shared(b, kShared, m.shared, std::move(who));
   }
@@ -204,10 +206,12 @@ Verdict run(const CheckContext& ctx) {
     for (const auto& [gkey, users] : by_gpu) {
       if (users.size() < 2) continue;
       std::vector<std::string> names;
-      for (const RankView* u : users) names.push_back(std::to_string(u->facts->placement.rank) + " (" +
+      for (const RankView* u : users)
+        names.push_back(std::to_string(u->facts->placement.rank) + " (" +
                         (u->gpus.visible && u->gpus.visible->size() == 1
                              ? (u->gpus.cvd ? "CUDA_VISIBLE_DEVICES=" + printable(*u->gpus.cvd) : "its only GPU")
-                             : u->gpus.index_text) + ")");
+                             : u->gpus.index_text) +
+                        ")");
       b.add(kSharedGpu, {{"ranks", join(names, ", ")}, {"host", host}, {"gpu", users.front()->gpu->text()}});
     }
     if (!all_known || union_gpus.empty()) continue;
@@ -266,10 +270,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kLaunchGpuBinding = {
-    "launch.gpu_binding", Scope::Job, "every rank of a host has a GPU of its own that it can see", kExplain,
-    kInJob, "an image build has no job to check", &run, "gpu_driver,gather", false, "driver.loaded",
-    "one GPU of their own per rank", nullptr, kFindings};
+extern const CheckSpec kLaunchGpuBinding = {"launch.gpu_binding",
+                                            Scope::Job,
+                                            "every rank of a host has a GPU of its own that it can see",
+                                            kExplain,
+                                            kInJob,
+                                            "an image build has no job to check",
+                                            &run,
+                                            "gpu_driver,gather",
+                                            false,
+                                            "driver.loaded",
+                                            "one GPU of their own per rank",
+                                            nullptr,
+                                            kFindings};
 
 }  // namespace launch_gpu_binding_check
 }  // namespace preflight

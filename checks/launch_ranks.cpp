@@ -181,18 +181,21 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
   }
   if (!gone.empty()) {
     std::string named;
-    for (std::size_t i = 0; i < gone.size() && i < kNamed; ++i) named += (named.empty() ? "" : "; ") + job.describe_rank(gone[i]);
+    for (std::size_t i = 0; i < gone.size() && i < kNamed; ++i)
+      named += (named.empty() ? "" : "; ") + job.describe_rank(gone[i]);
     if (gone.size() > kNamed) named += "; and " + std::to_string(gone.size() - kNamed) + " more";
     nlohmann::json params = {
         {"count", gone.size()},
         {"ranks_word", ranks_word(gone.size())},
         {"world", world},
         {"named", job.describe_lost().empty() ? named : job.describe_lost()},
-        {"on_way", part_if(!on_way.empty(), "; {on_way_count} still on the way when rank 0 stopped waiting ({on_way_named})")}};
+        {"on_way",
+         part_if(!on_way.empty(), "; {on_way_count} still on the way when rank 0 stopped waiting ({on_way_named})")}};
     if (!on_way.empty()) {
       params["on_way_count"] = plural(on_way.size(), "rank was", "ranks were");
       params["on_way_named"] =
-          comm::describe(job, std::vector<int>(on_way.begin(), on_way.begin() + static_cast<long>(std::min(on_way.size(), kNamed)))) +
+          comm::describe(job, std::vector<int>(on_way.begin(),
+                                               on_way.begin() + static_cast<long>(std::min(on_way.size(), kNamed)))) +
           (on_way.size() > kNamed ? "; and " + std::to_string(on_way.size() - kNamed) + " more" : std::string());
       params["on_way_ranks"] = on_way;
     }
@@ -221,8 +224,8 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
         {"world", world},
         {"named", name_ranks(absent)},
         {"waiting", part_if(never_started, std::string("; {waited_count} started and waited for ") +
-                                                     (absent.size() == 1 ? "it" : "them") +
-                                                     ", so their facts were not gathered: {waited_named}")}};
+                                               (absent.size() == 1 ? "it" : "them") +
+                                               ", so their facts were not gathered: {waited_named}")}};
     if (never_started) {
       params["waited_count"] = plural(waited.size(), "rank", "ranks");
       params["waited_named"] = name_ranks(waited);
@@ -253,14 +256,16 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
     for (const Host& h : hosts) by_count[h.ranks.size()].push_back(h.name);
     if (by_count.size() > 1) {
       std::vector<std::string> parts;
-      for (const auto& [count, names] : by_count) parts.push_back(join(names, ", ") + ": " + plural(count, "rank", "ranks"));
+      for (const auto& [count, names] : by_count)
+        parts.push_back(join(names, ", ") + ": " + plural(count, "rank", "ranks"));
       b.add(kUnevenRanks, {{"counts", join(parts, "; ")}});
     }
   }
   if (b.status() == Status::Pass) {
     b.note(plural(static_cast<std::size_t>(world), "rank", "ranks") + " on " + plural(hosts.size(), "node", "nodes") +
-           (hosts.size() > 1 || world > 1 ? ", " + std::to_string(hosts.empty() ? 0 : hosts.front().ranks.size()) + " per node"
-                                          : std::string()) +
+           (hosts.size() > 1 || world > 1
+                ? ", " + std::to_string(hosts.empty() ? 0 : hosts.front().ranks.size()) + " per node"
+                : std::string()) +
            ", each rank delivered once" + (gathered ? " (" + job.source + ")" : std::string()));
   }
   return b.build();
@@ -272,8 +277,9 @@ Verdict run(const CheckContext& ctx) {
   if (ctx.profile == Profile::Node && !ctx.options.expect_world_size && !ctx.options.expect_nodes) {
     // The same words as every other job check's SKIP (run_check), so the report says it once;
     // explain names --expect-world-size / --expect-nodes.
-    return Verdict::skip("no job to check: preflight runs alone (profile node); start it the way the job starts "
-                         "(mpirun, srun) to check the job");
+    return Verdict::skip(
+        "no job to check: preflight runs alone (profile node); start it the way the job starts "
+        "(mpirun, srun) to check the job");
   }
   if (ctx.job != nullptr) return judge(*ctx.job, ctx.facts, ctx.options);
   return judge(single_rank_job(ctx.facts), ctx.facts, ctx.options);
@@ -312,9 +318,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kLaunchRanks = {
-    "launch.ranks", Scope::Job, "the world has the expected ranks and nodes, each rank once, evenly spread", kExplain,
-    kInNode | kInJob, "an image build has no job to check", &run, "gather", false, {}, {}, nullptr, kFindings};
+extern const CheckSpec kLaunchRanks = {"launch.ranks",
+                                       Scope::Job,
+                                       "the world has the expected ranks and nodes, each rank once, evenly spread",
+                                       kExplain,
+                                       kInNode | kInJob,
+                                       "an image build has no job to check",
+                                       &run,
+                                       "gather",
+                                       false,
+                                       {},
+                                       {},
+                                       nullptr,
+                                       kFindings};
 
 }  // namespace launch_ranks_check
 }  // namespace preflight

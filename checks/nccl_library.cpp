@@ -22,7 +22,7 @@ std::string candidates_text(const RuntimeFacts& rt) {
   return items.empty() ? std::string("nothing") : join(items, ", ");
 }
 
-#define PREFLIGHT_INSTALL_NCCL                                                                                   \
+#define PREFLIGHT_INSTALL_NCCL                                                                                       \
   "Install NCCL where the job loads it: the framework's wheel (pip install nvidia-nccl-cu12 / nvidia-nccl-cu13) or " \
   "the system package (libnccl2), or name the file with --nccl-lib PATH."
 // A CPU-only torch: {present} says what of NCCL is on the node.
@@ -38,8 +38,9 @@ constexpr FindingSpec kCpuTorchGpusUnknown = {
     "Install a CUDA build of torch (see cuda.runtime), which brings its NCCL."};
 constexpr FindingSpec kCpuTorch = {
     "nccl.library/cpu-torch", Status::Fail,
-    PREFLIGHT_CPU_TORCH "; the job will have {gpus}: init_process_group(\"nccl\") fails with \"Distributed package "
-                        "doesn't have NCCL built in\"",
+    PREFLIGHT_CPU_TORCH
+    "; the job will have {gpus}: init_process_group(\"nccl\") fails with \"Distributed package "
+    "doesn't have NCCL built in\"",
     "Install a CUDA build of torch (cuda.runtime names the one for this driver); it brings its own NCCL (the "
     "nvidia-nccl wheel)."};
 constexpr FindingSpec kLinkedIn = {
@@ -112,13 +113,31 @@ constexpr FindingSpec kKnownIssueWhen = {"nccl.library/known-issue-when", Status
 #undef PREFLIGHT_CPU_TORCH
 #undef PREFLIGHT_INSTALL_NCCL
 
-constexpr std::array kFindings = {
-    kCpuTorchNoGpus,      kCpuTorchGpusUnknown,    kCpuTorch,          kLinkedIn,          kTorchNcclMissing,
-    kNotProbed,           kNotFound,               kNotRead,           kVersionNotRead,    kLoadFailed,
-    kVersionUnreadable,   kCudaBuildUnreadable,    kCudaBuildTooNew,   kCudaBuildMinorCompat,
-    kCudaBuildForwardCompat, kCudaBuildUnjudged,   kCudaBuildRuns,     kDriverTooOld,      kKnownIssue,
-    kKnownIssueEnv,       kKnownIssueGpu,          kKnownIssueGpuUnknown, kKnownIssueGdr,  kKnownIssueCudaGraphs,
-    kKnownIssueWhen};
+constexpr std::array kFindings = {kCpuTorchNoGpus,
+                                  kCpuTorchGpusUnknown,
+                                  kCpuTorch,
+                                  kLinkedIn,
+                                  kTorchNcclMissing,
+                                  kNotProbed,
+                                  kNotFound,
+                                  kNotRead,
+                                  kVersionNotRead,
+                                  kLoadFailed,
+                                  kVersionUnreadable,
+                                  kCudaBuildUnreadable,
+                                  kCudaBuildTooNew,
+                                  kCudaBuildMinorCompat,
+                                  kCudaBuildForwardCompat,
+                                  kCudaBuildUnjudged,
+                                  kCudaBuildRuns,
+                                  kDriverTooOld,
+                                  kKnownIssue,
+                                  kKnownIssueEnv,
+                                  kKnownIssueGpu,
+                                  kKnownIssueGpuUnknown,
+                                  kKnownIssueGdr,
+                                  kKnownIssueCudaGraphs,
+                                  kKnownIssueWhen};
 
 /// The row of the table for a judgement of the CUDA build against the driver.
 const FindingSpec& cuda_build_finding(const CudaJudgement& j) {
@@ -136,14 +155,17 @@ const Version& nccl_min_driver_cuda() {
   return v;
 }
 
-void add_known_issues(const CheckContext& ctx, const Version& version, const std::string& lib_text, const GpusView& gpus,
-                      const CompatMatrix& m, VerdictBuilder& b) {
+void add_known_issues(const CheckContext& ctx, const Version& version, const std::string& lib_text,
+                      const GpusView& gpus, const CompatMatrix& m, VerdictBuilder& b) {
   nlohmann::json seen = nlohmann::json::array();
   for (const NcclIssueRow* row : m.nccl_issues_for(version)) {
     const std::string& cond = row->condition;
     const auto issue = [&](nlohmann::json more = nlohmann::json::object()) {
-      nlohmann::json p = {{"library", lib_text},   {"problem", row->problem},      {"issue", row->id},
-                          {"issue_fix", row->fix}, {"issue_source", row->source}};
+      nlohmann::json p = {{"library", lib_text},
+                          {"problem", row->problem},
+                          {"issue", row->id},
+                          {"issue_fix", row->fix},
+                          {"issue_source", row->source}};
       p.update(more);
       return p;
     };
@@ -151,7 +173,8 @@ void add_known_issues(const CheckContext& ctx, const Version& version, const std
     const std::string mitigated = row->mitigated_by([&](const std::string& name) { return ctx.facts.env.get(name); });
     if (!mitigated.empty()) {
       // The advice is followed: the problem is avoided, and nothing tells the user to undo it.
-      b.note(lib_text + " has known problem " + row->id + " (" + row->problem + "), mitigated by " + mitigated + " (set here)");
+      b.note(lib_text + " has known problem " + row->id + " (" + row->problem + "), mitigated by " + mitigated +
+             " (set here)");
       ev["applies"] = false;
       ev["mitigated_by"] = mitigated;
       seen.push_back(std::move(ev));
@@ -213,7 +236,7 @@ Verdict run(const CheckContext& ctx) {
   const std::vector<const FrameworkBuild*> cpu_fws = cpu_frameworks(rt);
   const LibraryCandidate* front = rt.nccl_candidates.empty() ? nullptr : &rt.nccl_candidates.front();
   const std::string present = front == nullptr ? std::string("no libnccl.so.2 was found either")
-                                                : "the " + front->path + " on the node is not loaded by it";
+                                               : "the " + front->path + " on the node is not loaded by it";
   if (cuda_fws.empty() && !cpu_fws.empty() && (front == nullptr || front->loaded_by.empty())) {
     const FrameworkBuild& fw = *cpu_fws.front();
     const GpuPresence gpus = gpu_presence(ctx);
@@ -254,8 +277,7 @@ Verdict run(const CheckContext& ctx) {
         // --sysroot: a captured node's library is read by the capture's helper, never loaded here.
         return Verdict::of(kNotRead, {{"why", probed.why()}}, b.evidence());
       case ProbeErrc::ParseError: return Verdict::of(kVersionNotRead, {{"why", probed.why()}}, b.evidence());
-      default:
-        return Verdict::of(kLoadFailed, {{"error", to_string(err->code)}, {"why", probed.why()}}, b.evidence());
+      default: return Verdict::of(kLoadFailed, {{"error", to_string(err->code)}, {"why", probed.why()}}, b.evidence());
     }
   }
 
@@ -346,8 +368,19 @@ Fix
 }  // namespace
 
 extern const CheckSpec kNcclLibrary = {
-    "nccl.library", Scope::Node, "the libnccl the job loads: its version, its CUDA build vs the driver, known-bad releases",
-    kExplain, kInAll, "", &run, "cuda_runtime,nccl,gpu_driver,pcie", false, "driver.loaded", {}, nullptr, kFindings};
+    "nccl.library",
+    Scope::Node,
+    "the libnccl the job loads: its version, its CUDA build vs the driver, known-bad releases",
+    kExplain,
+    kInAll,
+    "",
+    &run,
+    "cuda_runtime,nccl,gpu_driver,pcie",
+    false,
+    "driver.loaded",
+    {},
+    nullptr,
+    kFindings};
 
 }  // namespace nccl_library_check
 }  // namespace preflight

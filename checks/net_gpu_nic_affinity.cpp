@@ -21,16 +21,17 @@ namespace preflight {
 namespace net_gpu_nic_affinity_check {
 namespace {
 
-#define PREFLIGHT_TOPOLOGY_EXPORT                                                                             \
+#define PREFLIGHT_TOPOLOGY_EXPORT                                                                               \
   "export the node's topology with `lstopo-no-graphics --of xml > node.xml` (Debian/Ubuntu package hwloc) and " \
   "pass `--topology-xml node.xml`"
 
 /// RDMA device names as the kernel drivers register them (hwloc's OpenFabrics OS devices).
 bool rdma_name(std::string_view name) {
-  static constexpr std::string_view kPrefixes[] = {"mlx4_", "mlx5_", "hfi1_", "qib",    "bnxt_re", "irdma",
-                                                   "i40iw", "efa_",  "erdma", "cxgb4_", "qedr",    "ocrdma",
-                                                   "hns_",  "mana_", "ionic_", "rocep", "iwp",     "rdmap", "siw", "rxe"};
-  return std::any_of(std::begin(kPrefixes), std::end(kPrefixes), [&](std::string_view p) { return name.starts_with(p); });
+  static constexpr std::string_view kPrefixes[] = {"mlx4_",  "mlx5_", "hfi1_",  "qib",   "bnxt_re", "irdma", "i40iw",
+                                                   "efa_",   "erdma", "cxgb4_", "qedr",  "ocrdma",  "hns_",  "mana_",
+                                                   "ionic_", "rocep", "iwp",    "rdmap", "siw",     "rxe"};
+  return std::any_of(std::begin(kPrefixes), std::end(kPrefixes),
+                     [&](std::string_view p) { return name.starts_with(p); });
 }
 
 struct Nic {
@@ -52,9 +53,9 @@ std::string numa_text(const std::vector<int>& nodes) {
 
 struct Selection {
   std::vector<Nic> used;
-  std::string rule;      // how they were chosen
-  bool by_hca = false;   // NCCL_IB_HCA restricted them
-  bool rdma = false;     // they are RDMA NICs
+  std::string rule;     // how they were chosen
+  bool by_hca = false;  // NCCL_IB_HCA restricted them
+  bool rdma = false;    // they are RDMA NICs
 };
 
 Selection used_nics(const RankFacts& f, const std::vector<Nic>& all) {
@@ -121,10 +122,11 @@ Selection used_nics(const RankFacts& f, const std::vector<Nic>& all) {
 }
 
 nlohmann::json nic_json(const Nic& n) {
-  return {{"nic", n.label()}, {"bus_id", n.e->bus_id}, {"os_devices", n.e->os_devices}, {"numa_nodes", n.e->numa_nodes}};
+  return {
+      {"nic", n.label()}, {"bus_id", n.e->bus_id}, {"os_devices", n.e->os_devices}, {"numa_nodes", n.e->numa_nodes}};
 }
 
-#define PREFLIGHT_ACROSS_SOCKET                                                                                  \
+#define PREFLIGHT_ACROSS_SOCKET                                                                                      \
   "{far} of {gpus} GPUs {reach} nearest NIC only across the socket: {pairs} — inter-node traffic crosses the CPU " \
   "interconnect and gets no GPUDirect RDMA by default (NCCL_NET_GDR_LEVEL defaults to PXB)"
 #define PREFLIGHT_BIND_FIX                                                                                         \
@@ -140,10 +142,10 @@ constexpr FindingSpec kNoNic = {"net.gpu_nic_affinity/no-nic", Status::Skip,
 constexpr FindingSpec kAcrossSocket = {
     "net.gpu_nic_affinity/across-socket", Status::Warn, PREFLIGHT_ACROSS_SOCKET,
     "Give the socket of these GPUs ({numa}) a NIC of its own: move or add {slot}. " PREFLIGHT_BIND_FIX};
-constexpr FindingSpec kNearerHcaLeftOut = {
-    "net.gpu_nic_affinity/nearer-hca-left-out", Status::Warn, PREFLIGHT_ACROSS_SOCKET,
-    "NCCL_IB_HCA leaves out {left_out}, which is nearer to these GPUs: `export NCCL_IB_HCA=={hcas}`. "
-    PREFLIGHT_BIND_FIX};
+constexpr FindingSpec kNearerHcaLeftOut = {"net.gpu_nic_affinity/nearer-hca-left-out", Status::Warn,
+                                           PREFLIGHT_ACROSS_SOCKET,
+                                           "NCCL_IB_HCA leaves out {left_out}, which is nearer to these GPUs: `export "
+                                           "NCCL_IB_HCA=={hcas}`. " PREFLIGHT_BIND_FIX};
 constexpr FindingSpec kCrowdedNic = {
     "net.gpu_nic_affinity/crowded-nic", Status::Warn,
     "{crowded}, while {idle} {verb} nearest to no GPU — those GPUs split one NIC's bandwidth",
@@ -155,18 +157,23 @@ constexpr FindingSpec kNearestNics = {"net.gpu_nic_affinity/nearest-nics", Statu
 #undef PREFLIGHT_BIND_FIX
 
 // The topology could not be read: the fix by the probe's error (topology_unreadable).
-constexpr FindingSpec kTopologyNotHere = {"net.gpu_nic_affinity/topology-not-here", Status::Unknown, kUnreadableMessage,
-                                          "Run preflight on the node itself (without --sysroot), or " PREFLIGHT_TOPOLOGY_EXPORT "."};
+constexpr FindingSpec kTopologyNotHere = {
+    "net.gpu_nic_affinity/topology-not-here", Status::Unknown, kUnreadableMessage,
+    "Run preflight on the node itself (without --sysroot), or " PREFLIGHT_TOPOLOGY_EXPORT "."};
 constexpr FindingSpec kTopologyExportUnreadable = {
     "net.gpu_nic_affinity/topology-export-unreadable", Status::Unknown, kUnreadableMessage,
     "Give --topology-xml a readable hwloc XML export: on the node, " PREFLIGHT_TOPOLOGY_EXPORT "."};
 constexpr FindingSpec kTopologyUnreadable = {
     "net.gpu_nic_affinity/topology-unreadable", Status::Unknown, kUnreadableMessage,
-    "Check that hwloc can read /sys (`lstopo-no-graphics --whole-io` must list the GPUs), or " PREFLIGHT_TOPOLOGY_EXPORT "."};
-constexpr FindingSpec kTopologyHung = {"net.gpu_nic_affinity/topology-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
+    "Check that hwloc can read /sys (`lstopo-no-graphics --whole-io` must list the GPUs), or " PREFLIGHT_TOPOLOGY_EXPORT
+    "."};
+constexpr FindingSpec kTopologyHung = {"net.gpu_nic_affinity/topology-hung", Status::Unknown, kHungMessage,
+                                       kHungProbeRemedy};
 #undef PREFLIGHT_TOPOLOGY_EXPORT
 
-constexpr std::array kFindings = {kTopologyNotHere, kTopologyExportUnreadable, kTopologyUnreadable, kTopologyHung, kNoGpu, kNoNic, kAcrossSocket, kNearerHcaLeftOut, kCrowdedNic, kNearestNics};
+constexpr std::array kFindings = {
+    kTopologyNotHere, kTopologyExportUnreadable, kTopologyUnreadable, kTopologyHung, kNoGpu, kNoNic,
+    kAcrossSocket,    kNearerHcaLeftOut,         kCrowdedNic,         kNearestNics};
 
 /// The topology could not be read, by the fix its error calls for.
 const FindingSpec& topology_unreadable(const Probed<TopologyFacts>& t) {
@@ -353,9 +360,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kNetGpuNicAffinity = {
-    "net.gpu_nic_affinity", Scope::Node, "each GPU has a NIC on its own PCIe switch or socket", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run, "topology,net", false, {}, {}, nullptr, kFindings};
+extern const CheckSpec kNetGpuNicAffinity = {"net.gpu_nic_affinity",
+                                             Scope::Node,
+                                             "each GPU has a NIC on its own PCIe switch or socket",
+                                             kExplain,
+                                             kInNode | kInJob,
+                                             "an image build has no topology",
+                                             &run,
+                                             "topology,net",
+                                             false,
+                                             {},
+                                             {},
+                                             nullptr,
+                                             kFindings};
 
 }  // namespace net_gpu_nic_affinity_check
 }  // namespace preflight

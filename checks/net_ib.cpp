@@ -33,7 +33,9 @@ std::optional<int> state_number(std::string_view state) {
 
 bool usable_link(const IbPort& p) { return p.link_layer == "InfiniBand" || p.link_layer == "Ethernet"; }
 
-std::string link_word(const IbPort& p) { return p.link_layer == "Ethernet" ? "RoCE" : p.link_layer.empty() ? "unknown link layer" : p.link_layer; }
+std::string link_word(const IbPort& p) {
+  return p.link_layer == "Ethernet" ? "RoCE" : p.link_layer.empty() ? "unknown link layer" : p.link_layer;
+}
 
 // "400 Gb/sec (4X NDR)" -> 400.
 std::optional<double> rate_gbps(std::string_view rate) {
@@ -110,18 +112,20 @@ constexpr FindingSpec kPorts = {"net.ib/ports", Status::Pass,
                                 "{selected_by} will use {count} ACTIVE port(s): {ports} ({link}{rate}); {gdr}", ""};
 #undef PREFLIGHT_PORTS_UP
 
-constexpr FindingSpec kFactsUnreadable = {"net.ib/facts-unreadable", Status::Unknown, kUnreadableMessage, kUnreadableFix};
+constexpr FindingSpec kFactsUnreadable = {"net.ib/facts-unreadable", Status::Unknown, kUnreadableMessage,
+                                          kUnreadableFix};
 constexpr FindingSpec kFactsHung = {"net.ib/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
 
-constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kNoDevices,       kIbDisabled,      kPrefixTrap,    kUnknownDevice, kUnknownPort,
-                                  kStateUnreadable, kHcaMissesActive, kHcaNoneActive, kNoneActive,    kSomeInactive,
-                                  kMixedLinkLayers, kMixedRates,      kPorts};
+constexpr std::array kFindings = {kFactsUnreadable, kFactsHung,    kNoDevices,       kIbDisabled,      kPrefixTrap,
+                                  kUnknownDevice,   kUnknownPort,  kStateUnreadable, kHcaMissesActive, kHcaNoneActive,
+                                  kNoneActive,      kSomeInactive, kMixedLinkLayers, kMixedRates,      kPorts};
 
 Verdict run(const CheckContext& ctx) {
   const RankFacts& f = ctx.facts;
   VerdictBuilder b;
   nlohmann::json& ev = b.evidence();
-  ev["gpudirect_rdma"] = f.net.gpudirect_rdma.ok() ? nlohmann::json(*f.net.gpudirect_rdma.value()) : nlohmann::json(f.net.gpudirect_rdma.why());
+  ev["gpudirect_rdma"] = f.net.gpudirect_rdma.ok() ? nlohmann::json(*f.net.gpudirect_rdma.value())
+                                                   : nlohmann::json(f.net.gpudirect_rdma.why());
   ev["gpudirect_rdma_source"] = f.net.gpudirect_rdma.source();
 
   const std::vector<IbDevice>* devs = f.net.ib_devices.value();
@@ -156,7 +160,8 @@ Verdict run(const CheckContext& ctx) {
                             {"active", active_names.size()},
                             {"active_ports", join(active_names, ", ")}});
       } else {
-        b.note("NCCL_IB_DISABLE=" + printable(disable->value) + ": NCCL uses TCP sockets; no RDMA port is ACTIVE anyway");
+        b.note("NCCL_IB_DISABLE=" + printable(disable->value) +
+               ": NCCL uses TCP sockets; no RDMA port is ACTIVE anyway");
       }
       return b.build();
     }
@@ -174,7 +179,8 @@ Verdict run(const CheckContext& ctx) {
   if (hca) {
     ev["nccl_ib_hca"] = {{"value", hca->value}, {"origin", hca->origin}};
     std::vector<std::string> traps;
-    for (const auto& [entry, other] : nccl_prefix_traps(list, dev_names)) traps.push_back(entry + " also selects " + other);
+    for (const auto& [entry, other] : nccl_prefix_traps(list, dev_names))
+      traps.push_back(entry + " also selects " + other);
     if (!traps.empty()) {
       b.add(kPrefixTrap,
             {{"hca", printable(hca->value)}, {"traps", join(traps, ", ")}, {"exact", exact_form(hca->value)}});
@@ -189,12 +195,13 @@ Verdict run(const CheckContext& ctx) {
           dev_found = true;
           port_found = port_found || !e.port || *e.port == r.port->port;
         }
-        for (const IbDevice& d : *devs) dev_found = dev_found || (list.exact ? d.name == e.name : d.name.starts_with(e.name));
+        for (const IbDevice& d : *devs)
+          dev_found = dev_found || (list.exact ? d.name == e.name : d.name.starts_with(e.name));
         const std::string entry = e.name + (e.port ? ":" + std::to_string(*e.port) : std::string());
         if (!dev_found) {
-          b.add(kUnknownDevice, {{"entry", printable(entry)},
-                                 {"devices", join(dev_names, ", ")},
-                                 {"device_list", join(dev_names, ",")}});
+          b.add(
+              kUnknownDevice,
+              {{"entry", printable(entry)}, {"devices", join(dev_names, ", ")}, {"device_list", join(dev_names, ",")}});
         } else if (!port_found) {
           b.add(kUnknownPort, {{"entry", printable(entry)}, {"device", e.name}});
         }
@@ -257,8 +264,10 @@ Verdict run(const CheckContext& ctx) {
   if (rates.size() > 1) b.add(kMixedRates, {{"port_rates", join(rate_list, ", ")}});
 
   if (!used.empty()) {
-    const std::string gdr = f.net.gpudirect_rdma.ok() ? (*f.net.gpudirect_rdma.value() ? "GPUDirect RDMA module loaded" : "no GPUDirect RDMA module (nvidia_peermem) loaded")
-                                                      : "GPUDirect RDMA unknown";
+    const std::string gdr = f.net.gpudirect_rdma.ok()
+                                ? (*f.net.gpudirect_rdma.value() ? "GPUDirect RDMA module loaded"
+                                                                 : "no GPUDirect RDMA module (nvidia_peermem) loaded")
+                                : "GPUDirect RDMA unknown";
     b.add(kPorts, {{"selected_by", hca_text},
                    {"count", used.size()},
                    {"ports", join(used_names, ", ")},
@@ -301,10 +310,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kNetIb = {
-    "net.ib", Scope::Node, "RDMA devices and ports ACTIVE; NCCL_IB_HCA selects what exists, exactly", kExplain,
-    kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net", false, {}, {},
-    nullptr, kFindings};
+extern const CheckSpec kNetIb = {"net.ib",
+                                 Scope::Node,
+                                 "RDMA devices and ports ACTIVE; NCCL_IB_HCA selects what exists, exactly",
+                                 kExplain,
+                                 kInNode | kInJob,
+                                 "an image build's network is not the one the job will get",
+                                 &run,
+                                 "net",
+                                 false,
+                                 {},
+                                 {},
+                                 nullptr,
+                                 kFindings};
 
 }  // namespace net_ib_check
 }  // namespace preflight

@@ -19,7 +19,7 @@ bool contains_ip(const std::vector<std::string>& list, std::string_view ip) {
   return std::any_of(list.begin(), list.end(), [&](const std::string& a) { return same_ip(a, ip); });
 }
 
-#define PREFLIGHT_DIFFERS                                                                                  \
+#define PREFLIGHT_DIFFERS                                                                                   \
   "{variable} differs between ranks: {groups}: the ranks rendezvous at different places and wait for each " \
   "other until the timeout"
 constexpr FindingSpec kDiffers = {
@@ -103,11 +103,10 @@ constexpr FindingSpec kPortEphemeral = {
 constexpr FindingSpec kResolves = {"net.master/resolves", Status::Pass,
                                    "MASTER_ADDR={addr} resolves to {addresses}{this_host}", ""};
 
-constexpr std::array kFindings = {kDiffers,       kDiffersMostlyUnset, kUnset,           kAddrMissing,
-                                  kPortMissing,   kPortInvalid,        kHostnameAddress, kHostnameAddressOneNode,
-                                  kLoopback,      kResolveTimeout,     kNotResolved,     kDoesNotResolve,
-                                  kPortInUse,     kPortPrivileged,     kBindFailed,      kPortStateUnknown,
-                                  kPortEphemeral, kResolves};
+constexpr std::array kFindings = {
+    kDiffers,         kDiffersMostlyUnset,     kUnset,      kAddrMissing,      kPortMissing,   kPortInvalid,
+    kHostnameAddress, kHostnameAddressOneNode, kLoopback,   kResolveTimeout,   kNotResolved,   kDoesNotResolve,
+    kPortInUse,       kPortPrivileged,         kBindFailed, kPortStateUnknown, kPortEphemeral, kResolves};
 
 template <typename T>
 nlohmann::json probed_json(const Probed<T>& p) {
@@ -121,7 +120,8 @@ void compare_ranks(const JobFacts& job, VerdictBuilder& b) {
     const char* name;
     std::string MasterFacts::*field;
   };
-  for (const Variable var : {Variable{"MASTER_ADDR", &MasterFacts::addr}, Variable{"MASTER_PORT", &MasterFacts::port}}) {
+  for (const Variable var :
+       {Variable{"MASTER_ADDR", &MasterFacts::addr}, Variable{"MASTER_PORT", &MasterFacts::port}}) {
     std::vector<std::pair<std::string, std::vector<const RankFacts*>>> groups;  // in order of first rank
     for (const RankFacts& f : job.ranks) {
       const std::string& value = f.net.master.*(var.field);
@@ -227,9 +227,11 @@ Verdict run(const CheckContext& ctx) {
     const std::string ps = std::to_string(port);
     if (listening || in_use) {
       if (torchrun) {
-        b.note("a socket listens on MASTER_PORT " + ps + ", as expected under torchrun: its agent hosts the TCPStore there");
+        b.note("a socket listens on MASTER_PORT " + ps +
+               ", as expected under torchrun: its agent hosts the TCPStore there");
       } else {
-        const std::string where = listening ? m.port_listening.source() : "bind(" + first_address + ":" + ps + "): " + *bind;
+        const std::string where =
+            listening ? m.port_listening.source() : "bind(" + first_address + ":" + ps + "): " + *bind;
         b.add(kPortInUse, {{"port", port}, {"where", where}});
       }
     } else if (bind != nullptr && *bind != "free") {
@@ -250,7 +252,8 @@ Verdict run(const CheckContext& ctx) {
       }
     }
   } else if (!first_address.empty()) {
-    b.note("MASTER_ADDR resolves to " + first_address + ", not an address of this host: the port is checked on the master");
+    b.note("MASTER_ADDR resolves to " + first_address +
+           ", not an address of this host: the port is checked on the master");
   }
 
   if (!first_address.empty()) {
@@ -292,10 +295,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kNetMaster = {
-    "net.master", Scope::Job, "MASTER_ADDR resolves to a usable address and MASTER_PORT is free on the master", kExplain,
-    kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net", false, {}, {},
-    nullptr, kFindings};
+extern const CheckSpec kNetMaster = {"net.master",
+                                     Scope::Job,
+                                     "MASTER_ADDR resolves to a usable address and MASTER_PORT is free on the master",
+                                     kExplain,
+                                     kInNode | kInJob,
+                                     "an image build's network is not the one the job will get",
+                                     &run,
+                                     "net",
+                                     false,
+                                     {},
+                                     {},
+                                     nullptr,
+                                     kFindings};
 
 }  // namespace net_master_check
 }  // namespace preflight

@@ -42,7 +42,8 @@ std::optional<SocketSelection> rank0_selection(const JobFacts& j) {
 }
 
 std::string rule_text(const SocketSelection& sel) {
-  return sel.from_env ? "NCCL_SOCKET_IFNAME=" + printable(sel.rule) : "NCCL's default order (" + join(sel.tried, ", ") + ")";
+  return sel.from_env ? "NCCL_SOCKET_IFNAME=" + printable(sel.rule)
+                      : "NCCL's default order (" + join(sel.tried, ", ") + ")";
 }
 
 // Where every rank connected: rank 0's bootstrap address, with the interface ("eth0 on ") and host.
@@ -87,8 +88,9 @@ constexpr FindingSpec kReached = {
     "all {reached} ranks opened a TCP connection to " PREFLIGHT_WHERE " (slowest {slowest})", ""};
 #undef PREFLIGHT_WHERE
 
-constexpr std::array kFindings = {kSingleProcess, kMergedWithoutResults, kRank0NoInterface, kNotRun, kUnreachable,
-                                  kNoResult,      kNoFacts,              kLoopback,         kReached};
+constexpr std::array kFindings = {
+    kSingleProcess, kMergedWithoutResults, kRank0NoInterface, kNotRun, kUnreachable, kNoResult, kNoFacts, kLoopback,
+    kReached};
 
 Verdict run(const CheckContext& ctx) {
   const JobFacts* job = ctx.job;
@@ -109,7 +111,8 @@ Verdict run(const CheckContext& ctx) {
   ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
 
   if (merged) {
-    const bool any = std::any_of(j.ranks.begin(), j.ranks.end(), [](const RankFacts& f) { return f.net.reach.has_value(); });
+    const bool any =
+        std::any_of(j.ranks.begin(), j.ranks.end(), [](const RankFacts& f) { return f.net.reach.has_value(); });
     if (!any) return Verdict::of(kMergedWithoutResults);
   }
 
@@ -131,14 +134,15 @@ Verdict run(const CheckContext& ctx) {
                          std::move(ev))
           .because("net.socket_ifname");
     }
-    return Verdict::of(kNotRun,
-                       {{"why", j.reach_note.empty() ? std::string("rank 0 offered no address") : j.reach_note},
-                        {"host", host0}},
-                       std::move(ev));
+    return Verdict::of(
+        kNotRun,
+        {{"why", j.reach_note.empty() ? std::string("rank 0 offered no address") : j.reach_note}, {"host", host0}},
+        std::move(ev));
   }
 
   // Every rank's result.
-  std::string target = j.reach_target ? j.reach_target->address + ":" + std::to_string(j.reach_target->port) : std::string();
+  std::string target =
+      j.reach_target ? j.reach_target->address + ":" + std::to_string(j.reach_target->port) : std::string();
   if (j.reach_target && j.reach_target->address.find(':') != std::string::npos) {
     target = "[" + j.reach_target->address + "]:" + std::to_string(j.reach_target->port);
   }
@@ -161,8 +165,13 @@ Verdict run(const CheckContext& ctx) {
     }
     const ReachResult& rr = *f->net.reach;
     if (target.empty()) target = rr.target;
-    results.push_back({{"rank", r}, {"host", host}, {"ok", rr.ok}, {"target", rr.target}, {"source", rr.source},
-                       {"error", rr.error}, {"ms", rr.ms}});
+    results.push_back({{"rank", r},
+                       {"host", host},
+                       {"ok", rr.ok},
+                       {"target", rr.target},
+                       {"source", rr.source},
+                       {"error", rr.error},
+                       {"ms", rr.ms}});
     if (rr.ok) {
       ok.push_back(r);
       slowest = std::max(slowest, rr.ms);
@@ -199,10 +208,11 @@ Verdict run(const CheckContext& ctx) {
     if (refused) why += "Refused means a firewall rejects the port or nothing listened there. ";
     if (unreachable) why += "Unreachable means these hosts have no route to that network. ";
     const std::string addr = j.reach_target ? j.reach_target->address : target;
-    const std::string pick = sel && !sel->matches.empty()
-                                 ? "Rank 0 picked " + sel->matches.front().interface + " (" + sel->matches.front().address.address +
-                                       ") by " + rule_text(*sel)
-                                 : "Rank 0 picked " + (iface.empty() ? std::string("its interface") : j.reach_target->interface);
+    const std::string pick =
+        sel && !sel->matches.empty()
+            ? "Rank 0 picked " + sel->matches.front().interface + " (" + sel->matches.front().address.address +
+                  ") by " + rule_text(*sel)
+            : "Rank 0 picked " + (iface.empty() ? std::string("its interface") : j.reach_target->interface);
     b.add(kUnreachable, with({{"failed", count},
                               {"total", ranks.size()},
                               {"failures", join(parts, "; ")},
@@ -264,10 +274,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kNetReachability = {
-    "net.reachability", Scope::Job, "every rank reaches rank 0's NCCL bootstrap address over TCP", kExplain,
-    kInJob, "an image build has no job to check", &run, "reach", false, "net.socket_ifname", "a reachable bootstrap address",
-    nullptr, kFindings};
+extern const CheckSpec kNetReachability = {"net.reachability",
+                                           Scope::Job,
+                                           "every rank reaches rank 0's NCCL bootstrap address over TCP",
+                                           kExplain,
+                                           kInJob,
+                                           "an image build has no job to check",
+                                           &run,
+                                           "reach",
+                                           false,
+                                           "net.socket_ifname",
+                                           "a reachable bootstrap address",
+                                           nullptr,
+                                           kFindings};
 
 }  // namespace net_reachability_check
 }  // namespace preflight

@@ -33,7 +33,8 @@ std::string family_word(std::string_view family) {
 
 std::string speed_text(const NetInterface* i) {
   if (i != nullptr && i->speed_mbps) {
-    return *i->speed_mbps % 1000 == 0 ? std::to_string(*i->speed_mbps / 1000) + " Gb/s" : std::to_string(*i->speed_mbps) + " Mb/s";
+    return *i->speed_mbps % 1000 == 0 ? std::to_string(*i->speed_mbps / 1000) + " Gb/s"
+                                      : std::to_string(*i->speed_mbps) + " Mb/s";
   }
   return "speed unknown: NCCL assumes 10 Gb/s";
 }
@@ -42,8 +43,12 @@ std::string list_interfaces(const std::vector<NetInterface>& ifs, bool addresses
   std::vector<std::string> parts;
   for (const NetInterface& i : ifs) {
     std::string d = describe_interface(i);
-    if (!addresses_known) d = i.name + " (" + (i.running ? "running" : i.up ? "up, not running" : "down") + ", operstate " +
-                              (i.operstate.empty() ? "?" : i.operstate) + ")";
+    if (!addresses_known)
+      d = i.name + " (" +
+          (i.running ? "running"
+           : i.up    ? "up, not running"
+                     : "down") +
+          ", operstate " + (i.operstate.empty() ? "?" : i.operstate) + ")";
     parts.push_back(std::move(d));
   }
   return parts.empty() ? std::string("none") : join(parts, ", ");
@@ -159,11 +164,11 @@ constexpr FindingSpec kFactsUnreadable = {"net.socket_ifname/facts-unreadable", 
                                           kUnreadableFix};
 constexpr FindingSpec kFactsHung = {"net.socket_ifname/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
 
-constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kGlooEmptyEntry,   kGlooMissing,       kGlooNotRunning,  kGlooNoAddress,
-                                  kGlooLoopback,     kFamilyIgnored,     kPrefixTrap,      kNoMatch,
-                                  kMatchesDown,      kMatchesUnusable,   kMatchesNoFamilyAddress,
-                                  kAddressesUnknown, kNoInterface,       kBootstrapLoopback, kBootstrapBridge,
-                                  kAlsoLoopback,     kMixedSubnets,      kBootstrap};
+constexpr std::array kFindings = {
+    kFactsUnreadable,   kFactsHung,       kGlooEmptyEntry,         kGlooMissing,      kGlooNotRunning,
+    kGlooNoAddress,     kGlooLoopback,    kFamilyIgnored,          kPrefixTrap,       kNoMatch,
+    kMatchesDown,       kMatchesUnusable, kMatchesNoFamilyAddress, kAddressesUnknown, kNoInterface,
+    kBootstrapLoopback, kBootstrapBridge, kAlsoLoopback,           kMixedSubnets,     kBootstrap};
 
 void judge_gloo(const CheckContext& ctx, const std::vector<NetInterface>& ifs, bool multi, VerdictBuilder& b) {
   const std::optional<std::string> gloo = ctx.facts.env.get("GLOO_SOCKET_IFNAME");
@@ -230,15 +235,17 @@ Verdict run(const CheckContext& ctx) {
   ev["interfaces_source"] = f.net.interfaces.source();
   ev["multi_node"] = multi;
   if (ifname) ev["nccl_socket_ifname"] = {{"value", ifname->value}, {"origin", ifname->origin}, {"used", sel.from_env}};
-  if (family) ev["nccl_socket_family"] = {{"value", family->value}, {"origin", family->origin}, {"ignored", sel.family_ignored}};
+  if (family)
+    ev["nccl_socket_family"] = {{"value", family->value}, {"origin", family->origin}, {"ignored", sel.family_ignored}};
   ev["selection"] = {{"rule", sel.rule}, {"from_env", sel.from_env}, {"tried", sel.tried}, {"family", sel.family}};
   nlohmann::json matches = nlohmann::json::array();
   for (const SocketChoice& c : sel.matches) matches.push_back(choice_json(c));
   ev["selection"]["matches"] = matches;
   if (!sel.comm_id_note.empty()) ev["selection"]["comm_id_note"] = sel.comm_id_note;
 
-  const std::string rule_text = sel.from_env ? "NCCL_SOCKET_IFNAME=" + printable(sel.rule)
-                                             : "NCCL's default order (" + (sel.rule.empty() ? std::string("none") : sel.rule) + ")";
+  const std::string rule_text =
+      sel.from_env ? "NCCL_SOCKET_IFNAME=" + printable(sel.rule)
+                   : "NCCL's default order (" + (sel.rule.empty() ? std::string("none") : sel.rule) + ")";
   if (ifname && !sel.from_env) {
     b.note("NCCL_SOCKET_IFNAME='" + printable(ifname->value) + "' is ignored by NCCL (a value of 1 character or less)");
   }
@@ -249,7 +256,8 @@ Verdict run(const CheckContext& ctx) {
   if (sel.from_env) {
     const NcclNameList list = parse_nccl_names(sel.rule);
     std::vector<std::string> traps;
-    for (const auto& [entry, other] : nccl_prefix_traps(list, all_names)) traps.push_back(entry + " also matches " + other);
+    for (const auto& [entry, other] : nccl_prefix_traps(list, all_names))
+      traps.push_back(entry + " also matches " + other);
     if (!traps.empty()) {
       b.add(kPrefixTrap,
             {{"ifname", printable(sel.rule)}, {"traps", join(traps, ", ")}, {"exact", exact_form(sel.rule)}});
@@ -272,7 +280,8 @@ Verdict run(const CheckContext& ctx) {
                        {"interfaces", list_interfaces(ifs, false)},
                        {"example", ifs.empty() ? std::string("eth0") : ifs.back().name}});
     } else if (sel.from_env && !any_running) {
-      b.add(kMatchesDown, {{"ifname", printable(sel.rule)}, {"reasons", join(down, "; ")}, {"family_note", part_if(false, "")}});
+      b.add(kMatchesDown,
+            {{"ifname", printable(sel.rule)}, {"reasons", join(down, "; ")}, {"family_note", part_if(false, "")}});
     } else {
       b.add(kAddressesUnknown);
     }
@@ -289,7 +298,8 @@ Verdict run(const CheckContext& ctx) {
         reasons.push_back(unusable_reason(i, sel.family));
         any_down = any_down || !i.running;
       }
-      const std::vector<SocketChoice> fallback = nccl_socket_select(ifs, std::nullopt, std::nullopt, std::nullopt).matches;
+      const std::vector<SocketChoice> fallback =
+          nccl_socket_select(ifs, std::nullopt, std::nullopt, std::nullopt).matches;
       const std::string suggestion = fallback.empty() ? std::string("eth0") : fallback.front().interface;
       if (reasons.empty()) {
         b.add(kNoMatch,
@@ -391,8 +401,18 @@ Fix
 }  // namespace
 
 extern const CheckSpec kNetSocketIfname = {
-    "net.socket_ifname", Scope::Rank, "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME select an interface that is up, addressed and right for the job",
-    kExplain, kInNode | kInJob, "an image build's network is not the one the job will get", &run, "net", false, {}, "a usable socket interface", nullptr,
+    "net.socket_ifname",
+    Scope::Rank,
+    "NCCL_SOCKET_IFNAME / GLOO_SOCKET_IFNAME select an interface that is up, addressed and right for the job",
+    kExplain,
+    kInNode | kInJob,
+    "an image build's network is not the one the job will get",
+    &run,
+    "net",
+    false,
+    {},
+    "a usable socket interface",
+    nullptr,
     kFindings};
 
 }  // namespace net_socket_ifname_check

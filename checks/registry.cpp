@@ -10,45 +10,19 @@
 
 namespace preflight {
 
-
 namespace {
 // Report order: launcher first (a wrong launch explains everything after it), then the GPU stack
 // (driver before what needs it), then the host, then the environment the libraries will read, then
 // the network and the machine's shape.
 // The size is the rows': a row added or removed needs no count kept by hand.
 constexpr auto kChecks = std::to_array<const CheckSpec*>({
-    &kLaunchEnv,
-    &kLaunchRanks,
-    &kLaunchGpuBinding,
-    &kDriverLoaded,
-    &kCudaRuntime,
-    &kCudaArch,
-    &kCudaSmoke,
-    &kNcclLibrary,
-    &kGpuCount,
-    &kGpuBusy,
-    &kGpuMemoryHealth,
-    &kGpuXid,
-    &kGpuFabric,
-    &kGpuLinks,
-    &kGpuClocks,
-    &kShmCapacity,
-    &kHostMemory,
-    &kHostDisk,
-    &kHostLimits,
-    &kEnvNccl,
-    &kNetSocketIfname,
-    &kNetIb,
-    &kNetGpuNicAffinity,
-    &kNetMaster,
-    &kNetReachability,
-    &kTopoP2p,
-    &kTopoPcieAcs,
-    &kTopoNumaAffinity,
-    &kClusterConsistency,
-    &kClusterShmNamespace,
-    &kCommBarrier,
-    &kCommAllreduce,
+    &kLaunchEnv,       &kLaunchRanks,   &kLaunchGpuBinding,  &kDriverLoaded,       &kCudaRuntime,
+    &kCudaArch,        &kCudaSmoke,     &kNcclLibrary,       &kGpuCount,           &kGpuBusy,
+    &kGpuMemoryHealth, &kGpuXid,        &kGpuFabric,         &kGpuLinks,           &kGpuClocks,
+    &kShmCapacity,     &kHostMemory,    &kHostDisk,          &kHostLimits,         &kEnvNccl,
+    &kNetSocketIfname, &kNetIb,         &kNetGpuNicAffinity, &kNetMaster,          &kNetReachability,
+    &kTopoP2p,         &kTopoPcieAcs,   &kTopoNumaAffinity,  &kClusterConsistency, &kClusterShmNamespace,
+    &kCommBarrier,     &kCommAllreduce,
 });
 }  // namespace
 
@@ -102,8 +76,9 @@ const CompatMatrix& compat_matrix(const CheckContext& ctx) {
 Verdict run_check(const CheckSpec& spec, const CheckContext& ctx) {
   if (!runs_in(spec, ctx.profile)) {
     if (ctx.profile == Profile::Node && (spec.profiles & kInJob) != 0) {
-      return Verdict::skip("no job to check: preflight runs alone (profile node); start it the way the job starts "
-                           "(mpirun, srun) to check the job");
+      return Verdict::skip(
+          "no job to check: preflight runs alone (profile node); start it the way the job starts "
+          "(mpirun, srun) to check the job");
     }
     return Verdict::skip(std::string(spec.skip_reason.empty() ? "not part of this profile" : spec.skip_reason) +
                          " (profile " + to_string(ctx.profile) + ")");
@@ -112,7 +87,8 @@ Verdict run_check(const CheckSpec& spec, const CheckContext& ctx) {
     Verdict v = spec.run(ctx);
     // A verdict built on facts a hung probe left behind (job/run.cpp names them "probe 'X'
     // hung: …") gets the fix for a hang, whatever the check says about an unreadable fact.
-    if (v.status != Status::Pass && v.status != Status::Skip && v.summary.find("' hung: it had not finished") != std::string::npos &&
+    if (v.status != Status::Pass && v.status != Status::Skip &&
+        v.summary.find("' hung: it had not finished") != std::string::npos &&
         v.remedy.find(kHungProbeRemedy) == std::string::npos) {
       v.remedy = std::string(kHungProbeRemedy) + (v.remedy.empty() ? std::string() : " " + v.remedy);
     }

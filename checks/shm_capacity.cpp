@@ -12,7 +12,7 @@ namespace shm_capacity_check {
 namespace {
 
 // The fix for too little room, with {gib} the size to give it.
-#define PREFLIGHT_SHM_SIZE_FIX                                                                              \
+#define PREFLIGHT_SHM_SIZE_FIX                                                                               \
   "Give the job a larger /dev/shm: `docker run --shm-size={gib}g …` (or `--ipc=host`); Kubernetes: mount " \
   "an emptyDir {medium: Memory, sizeLimit: {gib}Gi} at /dev/shm; bare metal: `mount -o remount,size={gib}g /dev/shm`."
 
@@ -30,13 +30,15 @@ constexpr FindingSpec kTooSmall = {"shm.capacity/too-small", Status::Fail, "{pat
                                    PREFLIGHT_SHM_SIZE_FIX};
 constexpr FindingSpec kAllocationFailed = {
     "shm.capacity/allocation-failed", Status::Fail,
-    "allocating {bytes} in {path} failed at {step}: {error} ({path} reports {size}; a cgroup or tmpfs quota is smaller)",
-    PREFLIGHT_SHM_SIZE_FIX " If the mount is large enough, raise the container's memory limit: tmpfs pages count "
-                           "against it."};
-constexpr FindingSpec kAllocationDenied = {
-    "shm.capacity/allocation-denied", Status::Fail,
-    "allocating {bytes} in {path} failed at {step}: {error} ({path} reports {size}; a cgroup or tmpfs quota is smaller)",
-    "Make /dev/shm writable by this user (mode 1777)."};
+    "allocating {bytes} in {path} failed at {step}: {error} ({path} reports {size}; a cgroup or tmpfs quota is "
+    "smaller)",
+    PREFLIGHT_SHM_SIZE_FIX
+    " If the mount is large enough, raise the container's memory limit: tmpfs pages count "
+    "against it."};
+constexpr FindingSpec kAllocationDenied = {"shm.capacity/allocation-denied", Status::Fail,
+                                           "allocating {bytes} in {path} failed at {step}: {error} ({path} reports "
+                                           "{size}; a cgroup or tmpfs quota is smaller)",
+                                           "Make /dev/shm writable by this user (mode 1777)."};
 constexpr FindingSpec kAllocationUntested = {
     "shm.capacity/allocation-untested", Status::Unknown, "the allocation test did not run: {why}",
     "Run preflight on the node itself so it can test a real allocation in /dev/shm."};
@@ -46,11 +48,13 @@ constexpr FindingSpec kBelowRecommended = {
 constexpr FindingSpec kEnough = {"shm.capacity/enough", Status::Pass, "{path} is {size}; {need}{allocation}", ""};
 #undef PREFLIGHT_SHM_SIZE_FIX
 
-constexpr FindingSpec kFactsUnreadable = {"shm.capacity/facts-unreadable", Status::Unknown, kUnreadableMessage, kUnreadableFix};
+constexpr FindingSpec kFactsUnreadable = {"shm.capacity/facts-unreadable", Status::Unknown, kUnreadableMessage,
+                                          kUnreadableFix};
 constexpr FindingSpec kFactsHung = {"shm.capacity/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
 
-constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kMissing,           kReadOnly,           kNotTmpfs,         kTooSmall, kAllocationFailed,
-                                  kAllocationDenied, kAllocationUntested, kBelowRecommended, kEnough};
+constexpr std::array kFindings = {
+    kFactsUnreadable,  kFactsHung,          kMissing,          kReadOnly, kNotTmpfs, kTooSmall, kAllocationFailed,
+    kAllocationDenied, kAllocationUntested, kBelowRecommended, kEnough};
 
 /// The size to give /dev/shm for `need` bytes, in GiB (the {gib} of the fixes).
 std::uint64_t gib_for(std::uint64_t need) { return recommended_shm_bytes(need) >> 30; }
@@ -93,12 +97,16 @@ Verdict run(const CheckContext& ctx) {
     b.evidence()["mount_error"] = shm.mount.why();
   }
 
-  const std::string size_text = usage->unlimited ? std::string("unlimited tmpfs")
-                                                 : format_bytes(usage->total_bytes) + " (" + format_bytes(usage->free_bytes) + " free)";
-  const std::string need_text = std::to_string(need.local_ranks) + (need.local_ranks == 1 ? " local rank needs ≥ " : " local ranks need ≥ ") + format_bytes(need.node_total);
+  const std::string size_text =
+      usage->unlimited ? std::string("unlimited tmpfs")
+                       : format_bytes(usage->total_bytes) + " (" + format_bytes(usage->free_bytes) + " free)";
+  const std::string need_text = std::to_string(need.local_ranks) +
+                                (need.local_ranks == 1 ? " local rank needs ≥ " : " local ranks need ≥ ") +
+                                format_bytes(need.node_total);
 
   const MountEntry* mount = shm.mount.value();
-  const nlohmann::json at = {{"path", shm.path}, {"size", size_text}, {"need", need_text}, {"gib", gib_for(need.node_total)}};
+  const nlohmann::json at = {
+      {"path", shm.path}, {"size", size_text}, {"need", need_text}, {"gib", gib_for(need.node_total)}};
   const auto with = [&](nlohmann::json more) {
     nlohmann::json p = at;
     p.update(more);
@@ -132,9 +140,9 @@ Verdict run(const CheckContext& ctx) {
     nlohmann::json params = {{"size", std::string(usage->is_tmpfs && !usage->unlimited ? "tmpfs " : "") + size_text},
                              {"allocation", part_if(false, "")}};
     if (alloc != nullptr) {
-      params["allocation"] = template_param(std::string("; allocation test of {allocated}") +
-                                            (alloc->requested_bytes < need.node_total ? " (NCCL's segments)" : "") +
-                                            " succeeded");
+      params["allocation"] =
+          template_param(std::string("; allocation test of {allocated}") +
+                         (alloc->requested_bytes < need.node_total ? " (NCCL's segments)" : "") + " succeeded");
       params["allocated"] = format_bytes(alloc->requested_bytes);
     }
     b.add(kEnough, with(std::move(params)));
@@ -185,9 +193,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kShmCapacity = {
-    "shm.capacity", Scope::Node, "/dev/shm exists, is tmpfs, writable and large enough for the node's ranks",
-    kExplain, kInNode | kInJob, "an image build's /dev/shm is not the one the job will get", &run, "shm", false, {}, "room in /dev/shm", nullptr, kFindings};
+extern const CheckSpec kShmCapacity = {"shm.capacity",
+                                       Scope::Node,
+                                       "/dev/shm exists, is tmpfs, writable and large enough for the node's ranks",
+                                       kExplain,
+                                       kInNode | kInJob,
+                                       "an image build's /dev/shm is not the one the job will get",
+                                       &run,
+                                       "shm",
+                                       false,
+                                       {},
+                                       "room in /dev/shm",
+                                       nullptr,
+                                       kFindings};
 
 }  // namespace shm_capacity_check
 }  // namespace preflight

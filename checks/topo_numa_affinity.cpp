@@ -74,8 +74,8 @@ constexpr FindingSpec kCpusetMemsExclude = {
 constexpr FindingSpec kBoundLocally = {"topo.numa_affinity/bound-locally", Status::Pass,
                                        "rank {rank} runs on {cpus}, all local to its GPU {gpu}: {gpu_cpus}{numa}", ""};
 
-constexpr std::array kFindings = {kForeignTopology,    kNoGpu,           kGpuUnknown,      kNoVisibleGpu,
-                                  kGpuLocalityUnknown, kRankCpusUnknown, kGpuCpusDisjoint, kUnbound,
+constexpr std::array kFindings = {kForeignTopology,    kNoGpu,           kGpuUnknown,        kNoVisibleGpu,
+                                  kGpuLocalityUnknown, kRankCpusUnknown, kGpuCpusDisjoint,   kUnbound,
                                   kSpansSockets,       kMempolicyRemote, kCpusetMemsExclude, kBoundLocally};
 
 struct Locality {
@@ -147,7 +147,8 @@ std::optional<Locality> locality_of(const RankFacts& f, const CudaDevice& dev, c
   std::optional<Locality> out;
   if (const NvmlGpu* g = nvml_match(f, dev)) {
     nvml_node = g->numa_node;
-    if (!g->cpu_affinity.empty()) out = Locality{sorted_unique(g->cpu_affinity), g->numa_node, "NVML (nvmlDeviceGetCpuAffinity)"};
+    if (!g->cpu_affinity.empty())
+      out = Locality{sorted_unique(g->cpu_affinity), g->numa_node, "NVML (nvmlDeviceGetCpuAffinity)"};
   }
   if (!out) {
     if (const TopologyFacts* t = f.topology.value(); t != nullptr && t->this_system) {
@@ -263,7 +264,8 @@ std::string binding_remedy(const RankFacts& f, const std::vector<CudaDevice>& de
   std::string plain;
   if (loc.node) {
     const std::string n = std::to_string(*loc.node);
-    plain = "`numactl --cpunodebind=" + n + " --membind=" + n + " <cmd>`, or `taskset -c " + cpu_list(loc.cpus) + " <cmd>`";
+    plain =
+        "`numactl --cpunodebind=" + n + " --membind=" + n + " <cmd>`, or `taskset -c " + cpu_list(loc.cpus) + " <cmd>`";
   } else {
     plain = "`taskset -c " + cpu_list(loc.cpus) + " <cmd>`";
   }
@@ -284,7 +286,8 @@ std::string binding_remedy(const RankFacts& f, const std::vector<CudaDevice>& de
       ldoms.push_back(std::to_string(*g->numa_node));
     }
     lines.push_back(ldoms.empty() ? std::string("Slurm: `srun --cpu-bind=ldoms --gpu-bind=closest ...`")
-                                  : "Slurm: `srun --cpu-bind=map_ldom:" + join(ldoms, ",") + " ...` (local rank i on the NUMA node of GPU i)");
+                                  : "Slurm: `srun --cpu-bind=map_ldom:" + join(ldoms, ",") +
+                                        " ...` (local rank i on the NUMA node of GPU i)");
   } else if (pl.launcher == "torchrun") {
     lines.push_back("torchrun does not bind: start each local rank under " + plain);
     plain.clear();
@@ -369,7 +372,8 @@ Verdict run(const CheckContext& ctx) {
   // that differ only in those parameters share one fix ("Bind local rank 4–7 to its GPU's CPUs").
   const std::string binding = binding_remedy(f, *devs, *loc, bus);
   if (a == nullptr) {
-    return Verdict::of(kRankCpusUnknown, with({{"why", f.affinity.cpus.why()}, {"binding", template_param(binding)}}), ev);
+    return Verdict::of(kRankCpusUnknown, with({{"why", f.affinity.cpus.why()}, {"binding", template_param(binding)}}),
+                       ev);
   }
   const std::vector<int> cpus = sorted_unique(*a);
   ev["cpus"] = cpu_list(cpus);
@@ -411,8 +415,8 @@ Verdict run(const CheckContext& ctx) {
       add_bound(kUnbound, p);
     }
   } else if (single_numa) {
-    b.note(said(who + " runs on " + cpus_text(cpus) + ", partly outside its " + gpu_name + "'s " + cpus_text(loc->cpus) +
-           ", all on the one NUMA node"));
+    b.note(said(who + " runs on " + cpus_text(cpus) + ", partly outside its " + gpu_name + "'s " +
+                cpus_text(loc->cpus) + ", all on the one NUMA node"));
   } else {
     add_bound(kSpansSockets, placed);
   }
@@ -478,10 +482,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kTopoNumaAffinity = {
-    "topo.numa_affinity", Scope::Rank, "the rank runs and allocates on its GPU's NUMA node", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run, "affinity,topology,pcie,gpu_driver", false, {}, {},
-    nullptr, kFindings};
+extern const CheckSpec kTopoNumaAffinity = {"topo.numa_affinity",
+                                            Scope::Rank,
+                                            "the rank runs and allocates on its GPU's NUMA node",
+                                            kExplain,
+                                            kInNode | kInJob,
+                                            "an image build has no topology",
+                                            &run,
+                                            "affinity,topology,pcie,gpu_driver",
+                                            false,
+                                            {},
+                                            {},
+                                            nullptr,
+                                            kFindings};
 
 }  // namespace topo_numa_affinity_check
 }  // namespace preflight

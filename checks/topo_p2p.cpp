@@ -16,8 +16,8 @@
 #include "checks/check.hpp"
 #include "checks/finding_parts.hpp"
 #include "checks/gpu_common.hpp"
-#include "core/gpu_binding.hpp"
 #include "core/env_grammar.hpp"
+#include "core/gpu_binding.hpp"
 #include "core/pci_topology.hpp"
 #include "core/text.hpp"
 
@@ -71,8 +71,8 @@ std::string gbps_text(double v) { return fixed(v, v >= 100 ? 0 : 1); }
 
 /// A GPU of the matrix, from NVML or from the topology.
 struct Node {
-  std::string bus;   // bus_key
-  std::string shown; // as the facts spell it
+  std::string bus;    // bus_key
+  std::string shown;  // as the facts spell it
   std::string cpus = "N/A";
   std::string numa = "N/A";
   std::string nic = "N/A";
@@ -204,17 +204,16 @@ constexpr FindingSpec kPcieThroughCpu = {
     "Usually nothing to do: place communicating ranks on GPUs under one PCIe switch. Only if a measurement "
     "(nccl-tests `all_reduce_perf`) shows P2P faster across that path, set `export NCCL_P2P_LEVEL=SYS` for "
     "the job."};
-constexpr FindingSpec kPathsChecked = {"topo.p2p/paths-checked", Status::Pass, "{gpu_count} GPUs, {paths}{detail}",
-                                       ""};
+constexpr FindingSpec kPathsChecked = {"topo.p2p/paths-checked", Status::Pass, "{gpu_count} GPUs, {paths}{detail}", ""};
 
-constexpr FindingSpec kFactsUnreadable = {"topo.p2p/facts-unreadable", Status::Unknown, kUnreadableMessage, kUnreadableFix};
+constexpr FindingSpec kFactsUnreadable = {"topo.p2p/facts-unreadable", Status::Unknown, kUnreadableMessage,
+                                          kUnreadableFix};
 constexpr FindingSpec kFactsHung = {"topo.p2p/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
 
-constexpr auto kFindings = with_shared(kShared, std::array{kFactsUnreadable, kFactsHung, kSingleGpu,      kNoGpusInTopology,           
-                                      kNvmlMissing,         kNvlinkP2pDisabled, kCopyFailed,
-                                  kCopySlow,       kCopiesNotRun,        kPairsUncopied,  kP2pDisabledOnNvlink,
-                                  kDisableIgnored, kLevelWrongCase,      kLevelUnknown,   kLevelRefused,
-                                  kPcieThroughCpu, kPathsChecked});
+constexpr auto kFindings = with_shared(
+    kShared, std::array{kFactsUnreadable, kFactsHung, kSingleGpu, kNoGpusInTopology, kNvmlMissing, kNvlinkP2pDisabled,
+                        kCopyFailed, kCopySlow, kCopiesNotRun, kPairsUncopied, kP2pDisabledOnNvlink, kDisableIgnored,
+                        kLevelWrongCase, kLevelUnknown, kLevelRefused, kPcieThroughCpu, kPathsChecked});
 
 Verdict run(const CheckContext& ctx) {
   const RankFacts& f = ctx.facts;
@@ -270,7 +269,9 @@ Verdict run(const CheckContext& ctx) {
         if (cells[a][c].label.empty()) cells[a][c].label = "?";
   } else if (topo != nullptr && !topo->gpus.empty()) {
     if (topo->gpus.size() < 2) {
-      return Verdict::of(kSingleGpu, {{"gpus", topo->gpus.size()}, {"where", template_param(" in {source}")}, {"source", topo->source}});
+      return Verdict::of(
+          kSingleGpu,
+          {{"gpus", topo->gpus.size()}, {"where", template_param(" in {source}")}, {"source", topo->source}});
     }
     source = topo->source + " (" + std::to_string(topo->gpus.size()) + " GPUs, " +
              (topo->nvlinks.empty() ? "PCIe paths only)" : "PCIe paths and recorded NVLinks)");
@@ -308,8 +309,8 @@ Verdict run(const CheckContext& ctx) {
         const PciEndpoint& ga = topo->gpus[a];
         const PciEndpoint& gc = topo->gpus[c];
         const std::string pcie = path_class(ga, gc);
-        const bool nvlink = a != c && (link_bw(ga.bus_id, gc.bus_id) > 0 ||
-                                       (switch_bw(ga.bus_id) > 0 && switch_bw(gc.bus_id) > 0));
+        const bool nvlink =
+            a != c && (link_bw(ga.bus_id, gc.bus_id) > 0 || (switch_bw(ga.bus_id) > 0 && switch_bw(gc.bus_id) > 0));
         cells[a][c].label = nvlink ? "NV" : pcie;
         if (a < c) info[{a, c}] = {nvlink ? 1 : 0, pcie, "", ""};
       }
@@ -523,7 +524,11 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["table_legend"] = kLegend;
   nlohmann::json pe = nlohmann::json::array();
   for (const auto& [ab, p] : info)
-    pe.push_back({{"a", ab.first}, {"b", ab.second}, {"nvlinks", p.nvlinks}, {"path", p.path}, {"p2p_read", p.read},
+    pe.push_back({{"a", ab.first},
+                  {"b", ab.second},
+                  {"nvlinks", p.nvlinks},
+                  {"path", p.path},
+                  {"p2p_read", p.read},
                   {"p2p_write", p.write}});
   b.evidence()["pairs"] = std::move(pe);
   if (use_driver) b.evidence()["peer_copies"] = std::move(copies_evidence);
@@ -611,10 +616,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kTopoP2p = {
-    "topo.p2p", Scope::Node, "GPU peer-to-peer paths carry real copies; NCCL_P2P settings fit the topology", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run, "gpu_p2p,topology,gpu_driver", true, "driver.loaded",
-    {}, nullptr, kFindings};
+extern const CheckSpec kTopoP2p = {"topo.p2p",
+                                   Scope::Node,
+                                   "GPU peer-to-peer paths carry real copies; NCCL_P2P settings fit the topology",
+                                   kExplain,
+                                   kInNode | kInJob,
+                                   "an image build has no topology",
+                                   &run,
+                                   "gpu_p2p,topology,gpu_driver",
+                                   true,
+                                   "driver.loaded",
+                                   {},
+                                   nullptr,
+                                   kFindings};
 
 }  // namespace topo_p2p_check
 }  // namespace preflight

@@ -32,7 +32,7 @@ constexpr FindingSpec kRedirect = {
     "disable ACS (often under PCIe / IOMMU / VT-d settings) in the BIOS, or boot with "
     "`pci=disable_acs_redir={redirect_bdfs}` on kernels that have it, or re-apply the setpci lines at boot (a "
     "systemd unit). Check with `lspci -vvv -s {first_redirect} | grep ACSCtl`."};
-#define PREFLIGHT_TRANSLATED                                                                                   \
+#define PREFLIGHT_TRANSLATED                                                                                     \
   "the IOMMU translates DMA for {gpu_noun} {translated_gpus}: PCIe P2P between GPUs with the IOMMU translating " \
   "is unsupported on bare metal (NVIDIA) and GPUDirect RDMA goes through it"
 #define PREFLIGHT_PASSTHROUGH_FIX                                                                               \
@@ -63,8 +63,16 @@ constexpr FindingSpec kFactsUnreadable = {"topo.pcie_acs/facts-unreadable", Stat
                                           kUnreadableFix};
 constexpr FindingSpec kFactsHung = {"topo.pcie_acs/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
 
-constexpr std::array kFindings = {kFactsUnreadable, kFactsHung, kPciNotInSource,   kNoGpu,           kRedirect,        kIommuTranslated,
-                                  kIommuTranslatedWithRedirect, kConfigRestricted, kBridgeUnreadable, kClean};
+constexpr std::array kFindings = {kFactsUnreadable,
+                                  kFactsHung,
+                                  kPciNotInSource,
+                                  kNoGpu,
+                                  kRedirect,
+                                  kIommuTranslated,
+                                  kIommuTranslatedWithRedirect,
+                                  kConfigRestricted,
+                                  kBridgeUnreadable,
+                                  kClean};
 
 std::string hex16(std::uint16_t v) {
   char buf[16];
@@ -219,15 +227,16 @@ Verdict run(const CheckContext& ctx) {
     if (translated(g.type)) iommu_on = true;
     if (!gpu_groups.count(g.group) || !translated(g.type)) continue;
     for (const PciFunction* gpu : gpus) {
-      if (gpu->iommu_group == g.group) translated_gpus.push_back(gpu->bus_id + " (group " + std::to_string(g.group) + ", " + g.type + ")");
+      if (gpu->iommu_group == g.group)
+        translated_gpus.push_back(gpu->bus_id + " (group " + std::to_string(g.group) + ", " + g.type + ")");
     }
   }
   ev["iommu_groups"] = std::move(groups);
   ev["iommu_active"] = iommu_on;
 
   const std::string where = std::to_string(p.bridges.size()) + " bridge" + (p.bridges.size() == 1 ? "" : "s") +
-                            " above " + std::to_string(gpus.size()) + " GPU" + (gpus.size() == 1 ? "" : "s") +
-                            " and " + std::to_string(nics.size()) + " NIC" + (nics.size() == 1 ? "" : "s");
+                            " above " + std::to_string(gpus.size()) + " GPU" + (gpus.size() == 1 ? "" : "s") + " and " +
+                            std::to_string(nics.size()) + " NIC" + (nics.size() == 1 ? "" : "s");
 
   if (!redirect_bdfs.empty()) {
     std::vector<std::string> cmds;
@@ -257,11 +266,12 @@ Verdict run(const CheckContext& ctx) {
     const std::string first = restricted.front();
     const std::string bytes = ev.value("restricted_example", std::string("64 bytes"));
     std::vector<PciFunction> all(fns->begin(), fns->end());
-    b.add(kConfigRestricted, {{"restricted_first", first},
-                              {"config_bytes", bytes},
-                              {"more_restricted", part_if(restricted.size() > 1, " (and of {restricted_more} more bridges)")},
-                              {"restricted_more", restricted.size() - 1},
-                              {"hint", iommu_group_hint(all, iommu_on)}});
+    b.add(kConfigRestricted,
+          {{"restricted_first", first},
+           {"config_bytes", bytes},
+           {"more_restricted", part_if(restricted.size() > 1, " (and of {restricted_more} more bridges)")},
+           {"restricted_more", restricted.size() - 1},
+           {"hint", iommu_group_hint(all, iommu_on)}});
   }
   if (!unreadable.empty()) {
     b.add(kBridgeUnreadable, {{"unreadable_count", unreadable.size()},
@@ -270,7 +280,7 @@ Verdict run(const CheckContext& ctx) {
   }
 
   if (b.status() == Status::Pass) {
-    const char* iommu_text = !iommu_on                ? "off"
+    const char* iommu_text = !iommu_on                 ? "off"
                              : translated_gpus.empty() ? "on, GPU groups not translated"
                                                        : "translating (VM)";
     b.add(kClean, {{"checked", p.bridges.empty() ? "no PCIe bridge above the " + std::to_string(gpus.size()) + " GPUs"
@@ -317,9 +327,19 @@ Fix
 
 }  // namespace
 
-extern const CheckSpec kTopoPcieAcs = {
-    "topo.pcie_acs", Scope::Node, "no PCIe ACS redirect or translated IOMMU between GPUs and NICs", kExplain,
-    kInNode | kInJob, "an image build has no topology", &run, "pcie", false, {}, {}, nullptr, kFindings};
+extern const CheckSpec kTopoPcieAcs = {"topo.pcie_acs",
+                                       Scope::Node,
+                                       "no PCIe ACS redirect or translated IOMMU between GPUs and NICs",
+                                       kExplain,
+                                       kInNode | kInJob,
+                                       "an image build has no topology",
+                                       &run,
+                                       "pcie",
+                                       false,
+                                       {},
+                                       {},
+                                       nullptr,
+                                       kFindings};
 
 }  // namespace topo_pcie_acs_check
 }  // namespace preflight

@@ -5,24 +5,24 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <chrono>
-#include <optional>
-#include <string>
-#include <vector>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "checks/check.hpp"
-#include "core/launch.hpp"
-#include "core/text.hpp"
 #include "cli/capture.hpp"
 #include "cli/cli.hpp"
-#include "job/job_run.hpp"
 #include "cli/merge.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
+#include "core/launch.hpp"
+#include "core/text.hpp"
+#include "job/job_run.hpp"
 #include "job/run.hpp"
 #include "matrix/compat_matrix.hpp"
 
@@ -30,7 +30,6 @@ extern char** environ;
 
 namespace preflight {
 namespace {
-
 
 /// Text for stdout (help, list, explain): exit 5 when it cannot be written, `code` otherwise (a
 /// reader that closed the pipe early, `preflight list | head -3`, is not an error).
@@ -94,8 +93,8 @@ int explain_check(const std::string& id) {
   // What `--only ID` gathers: the sources the check reads and what those read.
   causes += "\nReads: " + names_of(spec->reads, ", ") + " (with what those read, `--only " + std::string(spec->id) +
             "` runs: " + names_of(with_needs(spec->reads)) + ").";
-  return print(std::string(spec->id) + " — " + std::string(spec->title) + "\nscope: " + to_string(spec->scope) + "\n\n" +
-               std::string(spec->explain) + "\n" + causes + (causes.empty() ? "" : "\n"));
+  return print(std::string(spec->id) + " — " + std::string(spec->title) + "\nscope: " + to_string(spec->scope) +
+               "\n\n" + std::string(spec->explain) + "\n" + causes + (causes.empty() ? "" : "\n"));
 }
 
 /// Whether this process writes the report: alone, or the rank a launcher numbers 0 (the others
@@ -136,18 +135,12 @@ int app_main(int argc, char** argv) {
   try {
     const Cli cli = parse_cli(std::vector<std::string>(argv, argv + argc));
     switch (cli.command) {
-      case Command::Help:
-        return print(help_text());
-      case Command::Version:
-        return print(std::string("preflight ") + PREFLIGHT_VERSION + "\n");
-      case Command::List:
-        return list_checks();
-      case Command::Explain:
-        return explain_check(cli.args.front());
-      case Command::Merge:
-        return merge_command(cli.options, cli.args, argv);
-      case Command::Run:
-        return run_command(cli.options, start);
+      case Command::Help: return print(help_text());
+      case Command::Version: return print(std::string("preflight ") + PREFLIGHT_VERSION + "\n");
+      case Command::List: return list_checks();
+      case Command::Explain: return explain_check(cli.args.front());
+      case Command::Merge: return merge_command(cli.options, cli.args, argv);
+      case Command::Run: return run_command(cli.options, start);
       case Command::Capture:
         return capture_command(cli.options, cli.args.empty() ? std::string() : cli.args.front(), cli.tar_file, start);
     }

@@ -17,12 +17,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sys/capture.hpp"
-#include "core/text.hpp"
 #include "cli/cli.hpp"
-#include "sys/host_link.hpp"
+#include "core/text.hpp"
 #include "job/run.hpp"
 #include "probes/probe.hpp"
+#include "sys/capture.hpp"
+#include "sys/host_link.hpp"
 
 extern char** environ;
 
@@ -73,7 +73,9 @@ void validate_targets(const std::string& dir, const std::string& tar_file) {
         }
       }
       ::closedir(d);
-      if (!empty) throw UsageError("capture '" + shown + "': exists and is not empty (a capture goes into a new or empty directory)");
+      if (!empty)
+        throw UsageError("capture '" + shown +
+                         "': exists and is not empty (a capture goes into a new or empty directory)");
       std::string why;
       if (!can_write_in(dir, why)) throw UsageError("capture '" + shown + "': not writable (" + why + ")");
     } else if (errno != ENOENT) {
@@ -82,7 +84,8 @@ void validate_targets(const std::string& dir, const std::string& tar_file) {
       const std::string parent = parent_of(dir);
       struct stat pst {};
       if (::stat(parent.c_str(), &pst) != 0 || !S_ISDIR(pst.st_mode)) {
-        throw UsageError("capture '" + shown + "': its parent directory '" + printable(parent, 200) + "' does not exist");
+        throw UsageError("capture '" + shown + "': its parent directory '" + printable(parent, 200) +
+                         "' does not exist");
       }
       std::string why;
       if (!can_write_in(parent, why)) {
@@ -93,14 +96,16 @@ void validate_targets(const std::string& dir, const std::string& tar_file) {
   if (!tar_file.empty()) {
     const std::string shown = printable(tar_file, 200);
     struct stat st {};
-    if (::lstat(tar_file.c_str(), &st) == 0) throw UsageError("--tar '" + shown + "': exists (a capture never overwrites a file)");
+    if (::lstat(tar_file.c_str(), &st) == 0)
+      throw UsageError("--tar '" + shown + "': exists (a capture never overwrites a file)");
     const std::string parent = parent_of(tar_file);
     struct stat pst {};
     if (::stat(parent.c_str(), &pst) != 0 || !S_ISDIR(pst.st_mode)) {
       throw UsageError("--tar '" + shown + "': its directory '" + printable(parent, 200) + "' does not exist");
     }
     std::string why;
-    if (!can_write_in(parent, why)) throw UsageError("--tar '" + shown + "': cannot write in '" + printable(parent, 200) + "' (" + why + ")");
+    if (!can_write_in(parent, why))
+      throw UsageError("--tar '" + shown + "': cannot write in '" + printable(parent, 200) + "' (" + why + ")");
   }
 }
 
@@ -122,11 +127,13 @@ std::string write_file(const std::string& path, const std::string& data) {
   return {};
 }
 
-std::string dump(const nlohmann::json& j) { return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"; }
+std::string dump(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
 
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
-  std::tm tm {};
+  std::tm tm{};
   ::gmtime_r(&now, &tm);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
@@ -143,8 +150,10 @@ struct TarOut {
     while (done < size && error.empty()) {
       const ssize_t n = ::write(fd, data + done, size - done);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) error = std::string("write: ") + std::strerror(errno);
-      else done += static_cast<std::size_t>(n);
+      if (n <= 0)
+        error = std::string("write: ") + std::strerror(errno);
+      else
+        done += static_cast<std::size_t>(n);
     }
     return error.empty();
   }
@@ -189,7 +198,8 @@ std::string pax_record(const std::string& key, const std::string& value) {
   return std::to_string(len) + " " + key + "=" + value + "\n";
 }
 
-bool entry(TarOut& out, const std::string& name, char type, std::uint64_t size, const struct stat& st, const std::string& link) {
+bool entry(TarOut& out, const std::string& name, char type, std::uint64_t size, const struct stat& st,
+           const std::string& link) {
   std::string pax;
   if (name.size() > 100) pax += pax_record("path", name);
   if (link.size() > 100) pax += pax_record("linkpath", link);
@@ -199,8 +209,8 @@ bool entry(TarOut& out, const std::string& name, char type, std::uint64_t size, 
       return false;
     }
   }
-  return header(out, name.substr(0, 100), type, size, st.st_mode, static_cast<std::uint64_t>(std::max<time_t>(st.st_mtime, 0)),
-                link.substr(0, 100));
+  return header(out, name.substr(0, 100), type, size, st.st_mode,
+                static_cast<std::uint64_t>(std::max<time_t>(st.st_mtime, 0)), link.substr(0, 100));
 }
 
 bool add_tree(TarOut& out, const std::string& root, const std::string& rel, int depth, std::size_t& count) {
@@ -251,7 +261,8 @@ bool add_tree(TarOut& out, const std::string& root, const std::string& rel, int 
         data.append(buf, static_cast<std::size_t>(n));
       }
       ::close(fd);
-      if (!entry(out, r, '0', data.size(), st, "") || !out.put(data.data(), data.size()) || !out.pad(data.size())) return false;
+      if (!entry(out, r, '0', data.size(), st, "") || !out.put(data.data(), data.size()) || !out.pad(data.size()))
+        return false;
     }
   }
   return true;
@@ -354,7 +365,8 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
 
   // What could not be read on this node, and why: the judge gets the same error, not "missing".
   nlohmann::json unreadable = nlohmann::json::object();
-  for (const auto& [path, e] : recorder->failures()) unreadable[path] = {{"error", to_string(e.code)}, {"detail", e.detail}};
+  for (const auto& [path, e] : recorder->failures())
+    unreadable[path] = {{"error", to_string(e.code)}, {"detail", e.detail}};
   nlohmann::json manifest = {
       {"format", std::string(kCaptureFormat)},
       {"version", kCaptureFormatVersion},
@@ -396,7 +408,8 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
   std::cout << "preflight: captured " << recorder->recorded().size() << " paths and the facts " << join(names, ", ")
             << " into " << where << "; judge it with `preflight --sysroot DIR`"
             << (tar_file.empty() ? "" : " (after `tar -xf FILE -C DIR`)") << "\n";
-  if (!problems.empty()) std::cerr << "preflight: " << problems.size() << " problem(s) while capturing: see preflight-capture.json\n";
+  if (!problems.empty())
+    std::cerr << "preflight: " << problems.size() << " problem(s) while capturing: see preflight-capture.json\n";
   std::cout.flush();
   if (probes.expired) {
     std::cerr << "preflight: the capture is incomplete: " << probes.incident << "\n";

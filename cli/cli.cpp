@@ -210,8 +210,8 @@ void validate_selection(const Options& o) {
   for (const CheckSpec* spec : all_checks()) {
     if (selected(o, spec->id)) return;
   }
-  throw UsageError("--only '" + printable(join(o.only, ","), 60) + "' with --skip '" + printable(join(o.skip, ","), 60) +
-                   "' selects no check");
+  throw UsageError("--only '" + printable(join(o.only, ","), 60) + "' with --skip '" +
+                   printable(join(o.skip, ","), 60) + "' selects no check");
 }
 
 /// The config file as Boost reads it, after the two rules of ours: a UTF-8 byte order mark at the
@@ -247,10 +247,14 @@ po::parsed_options read_config_file(const std::string& path, const po::options_d
 Options to_options(const po::variables_map& vm) {
   Options o;
   if (auto v = str(vm, "profile")) {
-    if (*v == "node") o.profile = Profile::Node;
-    else if (*v == "job") o.profile = Profile::Job;
-    else if (*v == "image") o.profile = Profile::Image;
-    else bad_value("profile", *v, "node, job or image");
+    if (*v == "node")
+      o.profile = Profile::Node;
+    else if (*v == "job")
+      o.profile = Profile::Job;
+    else if (*v == "image")
+      o.profile = Profile::Image;
+    else
+      bad_value("profile", *v, "node, job or image");
   }
   o.only = comma_list(vm, "only");
   o.skip = comma_list(vm, "skip");
@@ -263,11 +267,16 @@ Options to_options(const po::variables_map& vm) {
                      "' names no check: give check ids or globs such as 'net.*' (see `preflight list`)");
   }
   if (auto v = str(vm, "format")) {
-    if (*v == "text") o.format = Format::Text;
-    else if (*v == "json") o.format = Format::Json;
-    else if (*v == "junit") o.format = Format::Junit;
-    else if (*v == "prometheus") o.format = Format::Prometheus;
-    else bad_value("format", *v, "text, json, junit or prometheus");
+    if (*v == "text")
+      o.format = Format::Text;
+    else if (*v == "json")
+      o.format = Format::Json;
+    else if (*v == "junit")
+      o.format = Format::Junit;
+    else if (*v == "prometheus")
+      o.format = Format::Prometheus;
+    else
+      bad_value("format", *v, "text, json, junit or prometheus");
   }
   for (const char* file_option : {"json", "junit", "prom"}) {
     // `--json "$OUT"` with OUT unset must not quietly write no report.
@@ -279,22 +288,27 @@ Options to_options(const po::variables_map& vm) {
   if (vm.count("timeout")) {
     o.timeout_s = positive_double(vm, "timeout", "a positive number of seconds");
     if (o.timeout_s > kMaxTimeoutSeconds) {
-      bad_value("timeout", *str(vm, "timeout"), "a positive number of seconds up to " + general(kMaxTimeoutSeconds) + " (24 h)");
+      bad_value("timeout", *str(vm, "timeout"),
+                "a positive number of seconds up to " + general(kMaxTimeoutSeconds) + " (24 h)");
     }
   }
   o.strict = vm["strict"].as<bool>();
   o.verbose = vm["verbose"].as<bool>();
   if (auto v = str(vm, "color")) {
-    if (*v == "always") o.color = 1;
-    else if (*v == "never") o.color = 0;
-    else if (*v != "auto") bad_value("color", *v, "auto, always or never");
+    if (*v == "always")
+      o.color = 1;
+    else if (*v == "never")
+      o.color = 0;
+    else if (*v != "auto")
+      bad_value("color", *v, "auto, always or never");
   }
   if (auto v = str(vm, "progress")) {
     if (*v != "auto" && *v != "always" && *v != "never") bad_value("progress", *v, "auto, always or never");
     o.progress = *v;
   }
   if (vm.count("expect-gpus")) o.expect_gpus = int_in(vm, "expect-gpus", 0, 1 << 20, "a whole number ≥ 0");
-  if (vm.count("expect-world-size")) o.expect_world_size = int_in(vm, "expect-world-size", 1, 1 << 24, "a whole number ≥ 1");
+  if (vm.count("expect-world-size"))
+    o.expect_world_size = int_in(vm, "expect-world-size", 1, 1 << 24, "a whole number ≥ 1");
   if (vm.count("expect-nodes")) o.expect_nodes = int_in(vm, "expect-nodes", 1, 1 << 20, "a whole number ≥ 1");
   if (vm.count("min-busbw")) o.min_busbw_gbps = positive_double(vm, "min-busbw", "a bandwidth in GB/s");
   if (vm.count("allreduce-bytes")) {
@@ -303,8 +317,9 @@ Options to_options(const po::variables_map& vm) {
     o.allreduce_bytes = bytes;
     if (bytes < kAllreduceMinBytes || bytes > kAllreduceMaxBytes || bytes % kAllreduceElementBytes != 0) {
       bad_value("allreduce-bytes", *str(vm, "allreduce-bytes"),
-                "a multiple of " + std::to_string(kAllreduceElementBytes) + " bytes from " + format_bytes(kAllreduceMinBytes) +
-                    " to " + format_bytes(kAllreduceMaxBytes) + ": the all_reduce sums whole 8-byte integers, at least two "
+                "a multiple of " + std::to_string(kAllreduceElementBytes) + " bytes from " +
+                    format_bytes(kAllreduceMinBytes) + " to " + format_bytes(kAllreduceMaxBytes) +
+                    ": the all_reduce sums whole 8-byte integers, at least two "
                     "(the rank count and the rank sum it checks), and every GPU holds a send and a receive buffer of "
                     "this size (over MPI, every rank in host memory)");
     }
@@ -345,17 +360,19 @@ Options to_options(const po::variables_map& vm) {
   }
   if (vm.count("zero-stage")) o.zero_stage = int_in(vm, "zero-stage", 0, 3, "0, 1, 2 or 3");
   if (vm.count("tensor-parallel")) o.tensor_parallel = int_in(vm, "tensor-parallel", 1, 1 << 20, "a whole number ≥ 1");
-  if (vm.count("pipeline-parallel")) o.pipeline_parallel = int_in(vm, "pipeline-parallel", 1, 1 << 20, "a whole number ≥ 1");
+  if (vm.count("pipeline-parallel"))
+    o.pipeline_parallel = int_in(vm, "pipeline-parallel", 1, 1 << 20, "a whole number ≥ 1");
   if (o.tensor_parallel || o.pipeline_parallel) {
     const long long tp = o.tensor_parallel.value_or(1), pp = o.pipeline_parallel.value_or(1);
     if (o.expect_world_size && *o.expect_world_size % (tp * pp) != 0) {
-      throw UsageError("--tensor-parallel " + std::to_string(tp) + " × --pipeline-parallel " + std::to_string(pp) + " = " +
-                       std::to_string(tp * pp) + " does not divide --expect-world-size " +
+      throw UsageError("--tensor-parallel " + std::to_string(tp) + " × --pipeline-parallel " + std::to_string(pp) +
+                       " = " + std::to_string(tp * pp) + " does not divide --expect-world-size " +
                        std::to_string(*o.expect_world_size) +
                        ": every data-parallel replica holds tensor × pipeline ranks (Megatron-LM refuses this layout)");
     }
   }
-  if (vm.count("ranks-per-node")) o.ranks_per_node = int_in(vm, "ranks-per-node", 1, 4096, "a whole number from 1 to 4096");
+  if (vm.count("ranks-per-node"))
+    o.ranks_per_node = int_in(vm, "ranks-per-node", 1, 4096, "a whole number from 1 to 4096");
   if (vm.count("host-bytes-per-rank")) o.host_bytes_per_rank = size_value(vm, "host-bytes-per-rank");
   if (vm.count("checkpoint-dir")) {
     // Paths as given, each once (a path may hold a comma: no list splitting).
@@ -367,7 +384,8 @@ Options to_options(const po::variables_map& vm) {
     }
   }
   if (vm.count("shm-dataloader-bytes")) o.shm_dataloader_bytes = size_value(vm, "shm-dataloader-bytes");
-  if (vm.count("nccl-communicators")) o.nccl_communicators = int_in(vm, "nccl-communicators", 1, 1024, "a whole number from 1 to 1024");
+  if (vm.count("nccl-communicators"))
+    o.nccl_communicators = int_in(vm, "nccl-communicators", 1, 1024, "a whole number from 1 to 1024");
   o.sysroot = str(vm, "sysroot").value_or("");
   o.topology_xml = str(vm, "topology-xml").value_or("");
   o.matrix_dir = str(vm, "matrix").value_or("");
@@ -465,17 +483,22 @@ std::string help_text() {
          "  mpirun -np 16 --map-by ppr:8:node preflight check the job, launched like the job\n"
          "  srun --mpi=pmix --ntasks-per-node=8 preflight --expect-nodes 2 --expect-world-size 16 --expect-gpus 8\n"
          "  preflight --min-busbw 150 --allreduce-bytes 256M     all_reduce floor and message size\n"
-         "  mpirun -np 4 preflight --json-per-rank out/ --mpi auto   every rank keeps its own file (preflight merge out/)\n"
+         "  mpirun -np 4 preflight --json-per-rank out/ --mpi auto   every rank keeps its own file (preflight merge "
+         "out/)\n"
          "  preflight --only 'shm.*,host.*' --skip host.limits --format json\n"
-         "  preflight --json r.json --junit r.xml --prom /var/lib/node_exporter/preflight.prom   files for CI and dashboards\n"
+         "  preflight --json r.json --junit r.xml --prom /var/lib/node_exporter/preflight.prom   files for CI and "
+         "dashboards\n"
          "  preflight --format junit --strict           WARN fails too; JUnit XML on stdout\n"
          "  preflight --format prometheus --timeout 45  a textfile on stdout, within 45 s\n"
          "  preflight --profile image --target-driver 535.104.05 --target-gpu 9.0   gate an image build (no GPU)\n"
-         "  preflight --model-params 70B --zero-stage 2 --ranks-per-node 8 --host-bytes-per-rank 6G --only host.memory\n"
-         "  preflight --model-params 405B --zero-stage 1 --tensor-parallel 8 --pipeline-parallel 16 --ranks-per-node 8 \\\n"
+         "  preflight --model-params 70B --zero-stage 2 --ranks-per-node 8 --host-bytes-per-rank 6G --only "
+         "host.memory\n"
+         "  preflight --model-params 405B --zero-stage 1 --tensor-parallel 8 --pipeline-parallel 16 --ranks-per-node 8 "
+         "\\\n"
          "            --expect-world-size 1024 --only host.memory\n"
          "  preflight --shm-dataloader-bytes 1G --nccl-communicators 2 --only shm.capacity\n"
-         "  preflight --model-params 70B --zero-stage 3 --checkpoint-dir /lustre/ckpt --checkpoint-dir /scratch --only host.disk\n"
+         "  preflight --model-params 70B --zero-stage 3 --checkpoint-dir /lustre/ckpt --checkpoint-dir /scratch --only "
+         "host.disk\n"
          "  preflight --site-packages /opt/venv/lib/python3.11/site-packages --python /opt/venv/bin/python\n"
          "  preflight --cuda-runtime /opt/cuda/lib64/libcudart.so.12 --nccl-lib /opt/nccl/lib/libnccl.so.2\n"
          "  preflight capture /captures/node17 --tar node17.tar   capture this node (on the node)\n"
@@ -487,7 +510,8 @@ std::string help_text() {
          "  preflight explain shm.capacity\n\n"
       << run_options() << "\n"
       << capture_options() << "\n"
-      << generic_options() << "\n"
+      << generic_options()
+      << "\n"
          "Config file (--config FILE): one `name = value` per line with the long option names (only = net.*),\n"
          "`#` starts a comment, a value in matching double or single quotes loses them (nothing inside is\n"
          "unescaped), a UTF-8 byte order mark is ignored; the command line wins over the file.\n"
@@ -503,12 +527,19 @@ Cli parse_cli(const std::vector<std::string>& argv) {
   std::vector<std::string> rest(argv.begin() + (argv.empty() ? 0 : 1), argv.end());
   if (!rest.empty() && !rest.front().empty() && rest.front().front() != '-') {
     const std::string& cmd = rest.front();
-    if (cmd == "run") cli.command = Command::Run;
-    else if (cmd == "list") cli.command = Command::List;
-    else if (cmd == "explain") cli.command = Command::Explain;
-    else if (cmd == "merge") cli.command = Command::Merge;
-    else if (cmd == "capture") cli.command = Command::Capture;
-    else throw UsageError("unknown command '" + printable(cmd, 60) + "' (commands: run, list, explain, merge, capture; see --help)");
+    if (cmd == "run")
+      cli.command = Command::Run;
+    else if (cmd == "list")
+      cli.command = Command::List;
+    else if (cmd == "explain")
+      cli.command = Command::Explain;
+    else if (cmd == "merge")
+      cli.command = Command::Merge;
+    else if (cmd == "capture")
+      cli.command = Command::Capture;
+    else
+      throw UsageError("unknown command '" + printable(cmd, 60) +
+                       "' (commands: run, list, explain, merge, capture; see --help)");
     rest.erase(rest.begin());
   }
 
@@ -543,7 +574,9 @@ Cli parse_cli(const std::vector<std::string>& argv) {
       // (store() alone would merge list options such as --only).
       const po::options_description file_options = run_options();  // parsed_options points into it
       po::parsed_options from_file = read_config_file(path, file_options);
-      std::erase_if(from_file.options, [&vm](const po::option& o) { return vm.count(o.string_key) != 0 && !vm[o.string_key].defaulted(); });
+      std::erase_if(from_file.options, [&vm](const po::option& o) {
+        return vm.count(o.string_key) != 0 && !vm[o.string_key].defaulted();
+      });
       po::store(from_file, vm);
     }
     po::notify(vm);
@@ -569,7 +602,8 @@ Cli parse_cli(const std::vector<std::string>& argv) {
     if (cli.args.empty()) throw UsageError("merge needs at least one result file: preflight merge [options] FILE...");
   } else if (cli.command == Command::Capture) {
     if (vm.count("tar")) cli.tar_file = vm["tar"].as<std::string>();
-    if (cli.args.size() > 1) throw UsageError("capture takes one directory: preflight capture [options] DIR | --tar FILE");
+    if (cli.args.size() > 1)
+      throw UsageError("capture takes one directory: preflight capture [options] DIR | --tar FILE");
     if (cli.args.empty() && cli.tar_file.empty()) {
       throw UsageError("capture needs a new directory or --tar FILE: preflight capture [options] DIR | --tar FILE");
     }
@@ -577,7 +611,8 @@ Cli parse_cli(const std::vector<std::string>& argv) {
     if (vm.count("sysroot")) throw UsageError("capture records the live node: --sysroot cannot be given to it");
     for (const char* report_only : {"json", "junit", "prom", "format", "json-per-rank", "only", "skip", "strict"}) {
       if (vm.count(report_only) && !vm[report_only].defaulted()) {
-        throw UsageError(std::string("--") + report_only + " is an option of a run, not of capture (a capture judges nothing: "
+        throw UsageError(std::string("--") + report_only +
+                         " is an option of a run, not of capture (a capture judges nothing: "
                          "judge it with --sysroot DIR)");
       }
     }

@@ -21,13 +21,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "cli/cli.hpp"
+#include "cli/output.hpp"
+#include "cli/progress.hpp"
 #include "core/fast_json.hpp"
 #include "core/json_util.hpp"
 #include "core/text.hpp"
-#include "cli/cli.hpp"
 #include "job/job_report.hpp"
-#include "cli/output.hpp"
-#include "cli/progress.hpp"
 #include "job/run.hpp"
 #include "matrix/compat_matrix.hpp"
 
@@ -46,7 +46,9 @@ constexpr unsigned kMaxReaders = 8;  // threads reading and parsing files
 
 std::string name_of(const std::string& path) { return printable(path, 200); }
 
-[[noreturn]] void refuse(const std::string& path, const std::string& what) { throw UsageError(name_of(path) + ": " + what); }
+[[noreturn]] void refuse(const std::string& path, const std::string& what) {
+  throw UsageError(name_of(path) + ": " + what);
+}
 
 /// "0" of "0.1.0"; "" when the text does not start with a number.
 std::string major_of(std::string_view version) {
@@ -372,7 +374,8 @@ ResultFile parse_result_file_reference(const std::string& path, std::string_view
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
     if (e.byte >= text.size()) {
-      refuse(path, "truncated: the JSON ends after " + std::to_string(text.size()) + " bytes, before the document does");
+      refuse(path,
+             "truncated: the JSON ends after " + std::to_string(text.size()) + " bytes, before the document does");
     }
     refuse(path, "not valid JSON (corrupt at byte " + std::to_string(e.byte) + "): " + printable(e.what(), 160));
   } catch (const json::exception& e) {  // out_of_range 406: a number no double holds ("1e309")
@@ -422,7 +425,8 @@ ResultFile parse_result_file_reference(const std::string& path, std::string_view
     const json& facts = member(path, item, "facts", where.c_str());
     if (!facts.is_object()) refuse(path, where + ".facts is " + kind_of(facts) + ", not an object");
     if (const std::optional<std::string> bad = float_out_of_range(facts)) {
-      refuse(path, where + ".facts (rank " + std::to_string(rank) + ") has a number out of range at " + printable(*bad, 160));
+      refuse(path,
+             where + ".facts (rank " + std::to_string(rank) + ") has a number out of range at " + printable(*bad, 160));
     }
     RankFacts f;
     try {
@@ -432,7 +436,8 @@ ResultFile parse_result_file_reference(const std::string& path, std::string_view
     }
     f.placement.rank = rank;
     if (f.identity.hostname.empty()) {
-      if (const auto h = item.find("host"); h != item.end() && h->is_string()) f.identity.hostname = h->get<std::string>();
+      if (const auto h = item.find("host"); h != item.end() && h->is_string())
+        f.identity.hostname = h->get<std::string>();
     }
     if (!own.insert(rank).second) refuse(path, "rank " + std::to_string(rank) + " appears twice in \"ranks\"");
     out.ranks.push_back(std::move(f));
@@ -553,7 +558,8 @@ MergedJob merge_files(std::vector<ResultFile> files, const Options& options) {
     }
     out.notes.push_back(std::to_string(files.size()) +
                         " result files of separate runs each numbered their ranks from 0: renumbered in the order "
-                        "the files were given (" + name_of(files.front().path) + " holds rank 0" +
+                        "the files were given (" +
+                        name_of(files.front().path) + " holds rank 0" +
                         (files.size() > 1 ? ", " + name_of(files.back().path) + " rank " +
                                                 std::to_string(world - static_cast<int>(files.back().ranks.size()))
                                           : std::string()) +
@@ -619,8 +625,8 @@ Report merge_listed(const Options& options, const std::vector<std::string>& file
   // --only/--skip select among the files' results as among the checks a run judges.
   std::erase_if(merged.per_rank, [&options](const CheckResult& r) { return !selected(options, r.id); });
   Report report = assemble_report(options, merged.profile, std::move(merged.job), std::move(merged.per_rank), matrix);
-  report.notes.insert(report.notes.begin(), "merged " + std::to_string(files.size()) + " result file" +
-                                                (files.size() == 1 ? "" : "s"));
+  report.notes.insert(report.notes.begin(),
+                      "merged " + std::to_string(files.size()) + " result file" + (files.size() == 1 ? "" : "s"));
   report.notes.insert(report.notes.end(), merged.notes.begin(), merged.notes.end());
   report.incidents.insert(report.incidents.end(), merged.incidents.begin(), merged.incidents.end());
   report.deadline_expired = report.deadline_expired || merged.deadline_expired;
@@ -643,8 +649,9 @@ int merge_command(const Options& options, const std::vector<std::string>& paths,
   const std::vector<std::string> listed = result_files(paths);
   if (reexec_argv != nullptr) tune_heap_for_merge(reexec_argv, listed);  // returns where it does not re-execute
   std::atomic<int> read{0};
-  ProgressLine progress(progress_wanted(options, env), static_cast<int>(listed.size()),
-                        [&read] { return read.load(std::memory_order_relaxed); }, STDERR_FILENO, "files read");
+  ProgressLine progress(
+      progress_wanted(options, env), static_cast<int>(listed.size()),
+      [&read] { return read.load(std::memory_order_relaxed); }, STDERR_FILENO, "files read");
   progress.phase("merge");
   Report report = merge_listed(options, listed, matrix ? &*matrix : nullptr, &read);
   progress.stop();

@@ -31,11 +31,11 @@ inline constexpr int kMaxMergeWorld = 1 << 20;
 struct ResultFile {
   std::string path;
   Profile profile = Profile::Node;
-  int world_size = 1;                 // the file's own world.size
-  std::vector<RankFacts> ranks;       // ranks[].facts, placement.rank set from ranks[].rank
-  std::vector<CheckResult> results;   // the rank- and node-scope results (job-scope ones are judged again)
+  int world_size = 1;                // the file's own world.size
+  std::vector<RankFacts> ranks;      // ranks[].facts, placement.rank set from ranks[].rank
+  std::vector<CheckResult> results;  // the rank- and node-scope results (job-scope ones are judged again)
   std::vector<std::string> incidents;
-  bool deadline_expired = false;      // the run that wrote it ended with exit code 4
+  bool deadline_expired = false;  // the run that wrote it ended with exit code 4
 };
 
 /// Parses one file's text. Throws UsageError (cli/cli.hpp) "FILE: what is wrong" for text

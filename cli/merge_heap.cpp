@@ -48,7 +48,8 @@ std::optional<std::string> merge_tunables(const char* current, std::string_view 
   const std::string_view mode = selected_word(thp_enabled);
   if (mode != "always" && mode != "madvise") return std::nullopt;
   const std::string_view set = current == nullptr ? std::string_view() : std::string_view(current);
-  if (set.find("glibc.malloc.hugetlb") != std::string_view::npos || set.find("glibc.malloc.top_pad") != std::string_view::npos) {
+  if (set.find("glibc.malloc.hugetlb") != std::string_view::npos ||
+      set.find("glibc.malloc.top_pad") != std::string_view::npos) {
     return std::nullopt;
   }
   return set.empty() ? std::string(kMergeTunables) : std::string(set) + ":" + std::string(kMergeTunables);
@@ -69,8 +70,7 @@ void tune_heap_for_merge(char** argv, const std::vector<std::string>& files, con
   }
   const char* current = std::getenv("GLIBC_TUNABLES");
   const std::optional<std::string> before = current == nullptr ? std::nullopt : std::optional<std::string>(current);
-  const std::optional<std::string> tunables = merge_tunables(
-      current, thp_mode(fs), gnu_get_libc_version(), bytes);
+  const std::optional<std::string> tunables = merge_tunables(current, thp_mode(fs), gnu_get_libc_version(), bytes);
   if (!tunables) return;
   if (::setenv("GLIBC_TUNABLES", tunables->c_str(), 1) != 0) return;
   ::execv("/proc/self/exe", argv);

@@ -16,14 +16,13 @@
 #include <iostream>
 #include <optional>
 
+#include "cli/cli.hpp"
 #include "core/launch.hpp"
 #include "core/text.hpp"
-#include "cli/cli.hpp"
 #include "sys/host_link.hpp"
 
 namespace preflight {
 namespace {
-
 
 bool use_color(const Options& options, const EnvSnapshot& env) {
   if (options.color) return *options.color == 1;
@@ -94,8 +93,7 @@ class SigpipeBlocked {
     sigaddset(&pipe, SIGPIPE);
     if (!m_was_pending) {
       const timespec now{0, 0};
-      while (sigtimedwait(&pipe, nullptr, &now) == SIGPIPE) {
-      }
+      while (sigtimedwait(&pipe, nullptr, &now) == SIGPIPE) {}
     }
     pthread_sigmask(SIG_SETMASK, &m_old, nullptr);
   }
@@ -146,8 +144,9 @@ void write_in_place(const OutputTarget& t, const std::string& contents) {
   const int fd = ::open(t.target.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | (regular ? O_TRUNC : O_NONBLOCK));
   if (fd < 0) {
     const int err = errno;
-    throw OutputError("cannot write " + t.option + " " + in_quotes(t.path) + ": " +
-                      (err == ENXIO && S_ISFIFO(st.st_mode) ? std::string("no process reads the FIFO") : std::strerror(err)));
+    throw OutputError(
+        "cannot write " + t.option + " " + in_quotes(t.path) + ": " +
+        (err == ENXIO && S_ISFIFO(st.st_mode) ? std::string("no process reads the FIFO") : std::strerror(err)));
   }
   int err = write_all(fd, contents);
   if (err == 0 && regular && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
@@ -202,9 +201,11 @@ OutputTarget OutputTarget::check(const std::string& option, const std::string& p
   if (path.empty()) throw UsageError(option + " '': expected a file name");
   if (const std::optional<int> fd = descriptor_path(path)) {
     const int flags = ::fcntl(*fd, F_GETFL);
-    if (flags < 0) throw UsageError(option + " " + in_quotes(path) + ": descriptor " + std::to_string(*fd) + " is not open");
+    if (flags < 0)
+      throw UsageError(option + " " + in_quotes(path) + ": descriptor " + std::to_string(*fd) + " is not open");
     if ((flags & O_ACCMODE) == O_RDONLY) {
-      throw UsageError(option + " " + in_quotes(path) + ": descriptor " + std::to_string(*fd) + " is open for reading only");
+      throw UsageError(option + " " + in_quotes(path) + ": descriptor " + std::to_string(*fd) +
+                       " is open for reading only");
     }
     t.kind = Kind::Descriptor;
     t.fd = *fd;
@@ -232,7 +233,8 @@ OutputTarget OutputTarget::check(const std::string& option, const std::string& p
       t.kind = Kind::InPlace;
       return t;
     }
-    throw UsageError(option + " " + in_quotes(path) + ": is " + kind_of(st.st_mode) + ", not a file to write a report to");
+    throw UsageError(option + " " + in_quotes(path) + ": is " + kind_of(st.st_mode) +
+                     ", not a file to write a report to");
   }
   if (errno != ENOENT) throw UsageError(option + " " + in_quotes(path) + ": " + std::strerror(errno));
   const std::string dir = directory_of(t.target);
@@ -241,7 +243,8 @@ OutputTarget OutputTarget::check(const std::string& option, const std::string& p
     throw UsageError(option + " " + in_quotes(path) + ": the directory " + in_quotes(dir) + " does not exist");
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    throw UsageError(option + " " + in_quotes(path) + ": cannot create a file in " + in_quotes(dir) + " (" + std::strerror(errno) + ")");
+    throw UsageError(option + " " + in_quotes(path) + ": cannot create a file in " + in_quotes(dir) + " (" +
+                     std::strerror(errno) + ")");
   }
   t.kind = Kind::Replace;
   return t;
@@ -266,13 +269,15 @@ std::vector<OutputTarget> check_report_files(const Options& options) {
     if (path->empty()) continue;
     OutputTarget t = OutputTarget::check(option, *path);
     for (const OutputTarget& other : out) {
-      struct stat a {}, b {};
-      const bool same_file = t.kind != OutputTarget::Kind::Descriptor && other.kind != OutputTarget::Kind::Descriptor && t.exists && other.exists &&
-                             ::stat(t.target.c_str(), &a) == 0 && ::stat(other.target.c_str(), &b) == 0 &&
-                             a.st_dev == b.st_dev && a.st_ino == b.st_ino && S_ISREG(a.st_mode);
+      struct stat a {
+      }, b{};
+      const bool same_file = t.kind != OutputTarget::Kind::Descriptor && other.kind != OutputTarget::Kind::Descriptor &&
+                             t.exists && other.exists && ::stat(t.target.c_str(), &a) == 0 &&
+                             ::stat(other.target.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
+                             S_ISREG(a.st_mode);
       if (same_file || (t.kind != OutputTarget::Kind::Descriptor && t.target == other.target)) {
-        throw UsageError(std::string(option) + " " + in_quotes(*path) + " and " + other.option + " " + in_quotes(other.path) +
-                         " name the same file: one report would overwrite the other");
+        throw UsageError(std::string(option) + " " + in_quotes(*path) + " and " + other.option + " " +
+                         in_quotes(other.path) + " name the same file: one report would overwrite the other");
       }
     }
     out.push_back(std::move(t));
@@ -290,7 +295,7 @@ int emit_report(const Report& report, const Options& options, const EnvSnapshot&
     const std::vector<OutputTarget> files = check_report_files(options);
     for (const OutputTarget& t : files) {
       const std::string& name = t.option;
-      t.write(name == "--json" ? render_json(report, options)
+      t.write(name == "--json"    ? render_json(report, options)
               : name == "--junit" ? render_junit(report, options)
                                   : render_prometheus(report, options));
     }

@@ -54,7 +54,7 @@ struct OutputTarget {
   std::string target;  // symlinks followed (Replace, InPlace)
   int fd = -1;         // Descriptor
   bool exists = false;
-  mode_t mode = 0;     // the existing file's permission bits (Replace)
+  mode_t mode = 0;  // the existing file's permission bits (Replace)
   uid_t uid = 0;
   gid_t gid = 0;
 

@@ -3,8 +3,8 @@
 
 #include <unistd.h>
 
-#include "core/text.hpp"
 #include "cli/output.hpp"
+#include "core/text.hpp"
 
 namespace preflight {
 namespace {

@@ -83,8 +83,8 @@ std::optional<std::uint64_t> parse_cgroup_stat(std::string_view text, std::strin
 const MountInfoLine* find_memory_cgroup_mount(const MountInfo& info, const CgroupMembership& member) {
   const MountInfoLine* found = nullptr;
   for (const MountInfoLine& m : info.mounts) {
-    const bool right_kind = member.version == 2 ? m.fstype == "cgroup2"
-                                                : m.fstype == "cgroup" && in_list(m.super_options, "memory");
+    const bool right_kind =
+        member.version == 2 ? m.fstype == "cgroup2" : m.fstype == "cgroup" && in_list(m.super_options, "memory");
     if (right_kind && is_below(member.path, m.root)) found = &m;
   }
   return found;

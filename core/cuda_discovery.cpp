@@ -34,11 +34,11 @@ std::optional<std::string_view> python_assignment(std::string_view line, std::st
   const std::size_t eq = rest.find('=');
   if (eq == std::string_view::npos) return std::nullopt;
   std::string_view before = trim(rest.substr(0, eq));
-  if (!before.empty() && before.front() != ':') return std::nullopt;  // `cuda_x = ...` is not `cuda`
+  if (!before.empty() && before.front() != ':') return std::nullopt;     // `cuda_x = ...` is not `cuda`
   if (eq + 1 < rest.size() && rest[eq + 1] == '=') return std::nullopt;  // a comparison
   std::string_view value = trim(rest.substr(eq + 1));
-  if (const std::size_t hash = value.find('#'); hash != std::string_view::npos &&
-                                                 (value.empty() || (value.front() != '\'' && value.front() != '"')))
+  if (const std::size_t hash = value.find('#');
+      hash != std::string_view::npos && (value.empty() || (value.front() != '\'' && value.front() != '"')))
     value = trim(value.substr(0, hash));
   return value;
 }

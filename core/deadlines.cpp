@@ -88,8 +88,8 @@ HelperDeadline helper_deadline(Helper helper, double timeout_s, milliseconds lef
 }
 
 milliseconds nccl_own_deadline(milliseconds deadline) {
-  const milliseconds margin = std::max(milliseconds(200), ms_of(std::chrono::duration<double>(deadline).count() *
-                                                                (1.0 - kNcclHelperOwnShare)));
+  const milliseconds margin =
+      std::max(milliseconds(200), ms_of(std::chrono::duration<double>(deadline).count() * (1.0 - kNcclHelperOwnShare)));
   return std::max(milliseconds(100), deadline - margin);
 }
 

@@ -32,7 +32,7 @@ struct PhaseShares {
   static constexpr double gather = 0.65;
   static constexpr double barrier = 0.75;
   static constexpr double allreduce = 0.90;
-  static constexpr double grace = 0.10;            // at least min_grace_seconds
+  static constexpr double grace = 0.10;  // at least min_grace_seconds
   static constexpr double min_grace_seconds = 2.0;
 };
 
@@ -72,8 +72,7 @@ struct HelperDeadline {
 
 /// The deadline of `helper` at `timeout_s`, with `left` of the probe phase remaining (nullopt-like
 /// max() when the phase has no end) and `allowance_s` of measured initialisation added.
-HelperDeadline helper_deadline(Helper helper, double timeout_s, std::chrono::milliseconds left,
-                               double allowance_s = 0);
+HelperDeadline helper_deadline(Helper helper, double timeout_s, std::chrono::milliseconds left, double allowance_s = 0);
 
 /// The deadline a node all_reduce helper applies to itself inside the deadline it runs under.
 std::chrono::milliseconds nccl_own_deadline(std::chrono::milliseconds deadline);

@@ -24,7 +24,7 @@ constexpr std::size_t kEhdrSize = 64;
 constexpr std::size_t kPhdrSize = 56;
 constexpr std::size_t kDynSize = 16;
 constexpr std::size_t kMaxPhdrs = 4096;
-constexpr std::size_t kMaxDynamic = 1u << 16;   // 4096 entries
+constexpr std::size_t kMaxDynamic = 1u << 16;  // 4096 entries
 constexpr std::size_t kMaxString = 64u << 10;  // one DT_NEEDED / DT_RPATH string
 
 template <typename T>
@@ -51,7 +51,11 @@ std::vector<std::string> split_path_list(std::string_view s) {
 
 Probed<ElfDynamic> parse_elf_dynamic(const ElfReader& read) {
   const std::optional<std::string> ehdr = read(0, kEhdrSize);
-  if (!ehdr || ehdr->size() < 4 || ehdr->compare(0, 4, "\x7f" "ELF") != 0) return bad("not an ELF file");
+  if (!ehdr || ehdr->size() < 4 ||
+      ehdr->compare(0, 4,
+                    "\x7f"
+                    "ELF") != 0)
+    return bad("not an ELF file");
   if (ehdr->size() < kEhdrSize) return bad("truncated ELF header");
   if ((*ehdr)[4] != 2 || (*ehdr)[5] != 1) return bad("not a 64-bit little-endian ELF file");
   const auto phoff = load<std::uint64_t>(*ehdr, 0x20);
@@ -73,7 +77,8 @@ Probed<ElfDynamic> parse_elf_dynamic(const ElfReader& read) {
   if (!dynamic) return bad("no PT_DYNAMIC segment (a statically linked object)");
   const std::size_t dyn_size = static_cast<std::size_t>(std::min<std::uint64_t>(dynamic->filesz, kMaxDynamic));
   const std::optional<std::string> dyn = read(dynamic->offset, dyn_size);
-  if (!dyn || dyn->size() < std::min<std::size_t>(dyn_size, kDynSize)) return bad("PT_DYNAMIC past the end of the file");
+  if (!dyn || dyn->size() < std::min<std::size_t>(dyn_size, kDynSize))
+    return bad("PT_DYNAMIC past the end of the file");
 
   std::optional<std::uint64_t> strtab, strsz;
   std::vector<std::pair<std::int64_t, std::uint64_t>> names;  // (tag, string offset)
@@ -170,7 +175,8 @@ std::optional<std::string> expand_origin(std::string_view entry, std::string_vie
 }
 
 std::vector<LoaderDir> loader_search_order(const ElfDynamic& object, std::string_view object_dir,
-                                           std::string_view object_name, const std::vector<std::string>& ld_library_path,
+                                           std::string_view object_name,
+                                           const std::vector<std::string>& ld_library_path,
                                            const std::vector<std::string>& cache_dirs,
                                            const std::vector<std::string>& default_dirs) {
   std::vector<LoaderDir> out;

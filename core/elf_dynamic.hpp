@@ -18,11 +18,11 @@ namespace preflight {
 
 /// The dynamic section of one ELF object.
 struct ElfDynamic {
-  std::string soname;                 // DT_SONAME, "" if none
-  std::vector<std::string> needed;    // DT_NEEDED, in order
-  std::vector<std::string> rpath;     // DT_RPATH entries, as written ("$ORIGIN/../../nvidia/cuda_runtime/lib")
-  std::vector<std::string> runpath;   // DT_RUNPATH entries, as written
-  bool has_runpath = false;           // a DT_RUNPATH (even an empty one) makes ld.so ignore DT_RPATH
+  std::string soname;                // DT_SONAME, "" if none
+  std::vector<std::string> needed;   // DT_NEEDED, in order
+  std::vector<std::string> rpath;    // DT_RPATH entries, as written ("$ORIGIN/../../nvidia/cuda_runtime/lib")
+  std::vector<std::string> runpath;  // DT_RUNPATH entries, as written
+  bool has_runpath = false;          // a DT_RUNPATH (even an empty one) makes ld.so ignore DT_RPATH
 };
 
 /// Reads `size` bytes at `offset`; fewer (or nullopt) at the end of the file or on an error.
@@ -52,7 +52,8 @@ struct LoaderDir {
 /// ld.so.cache (the ld.so.conf directories), then the default directories. `object_name` names the
 /// object in `via`. Duplicate directories keep their first place.
 std::vector<LoaderDir> loader_search_order(const ElfDynamic& object, std::string_view object_dir,
-                                           std::string_view object_name, const std::vector<std::string>& ld_library_path,
+                                           std::string_view object_name,
+                                           const std::vector<std::string>& ld_library_path,
                                            const std::vector<std::string>& cache_dirs,
                                            const std::vector<std::string>& default_dirs);
 

@@ -13,7 +13,8 @@ constexpr std::size_t kChunk = 1u << 20;
 
 std::uint64_t le(std::string_view b, std::size_t at, std::size_t n) {
   std::uint64_t v = 0;
-  for (std::size_t i = 0; i < n && at + i < b.size(); ++i) v |= std::uint64_t(static_cast<unsigned char>(b[at + i])) << (8 * i);
+  for (std::size_t i = 0; i < n && at + i < b.size(); ++i)
+    v |= std::uint64_t(static_cast<unsigned char>(b[at + i])) << (8 * i);
   return v;
 }
 
@@ -60,10 +61,14 @@ std::vector<std::string> env_names_in(std::string_view bytes, std::string_view p
   return {found.begin(), found.end()};
 }
 
-Probed<std::vector<std::string>> elf_rodata_env_names(const ElfReader& read, std::string_view prefix, std::size_t max_bytes) {
+Probed<std::vector<std::string>> elf_rodata_env_names(const ElfReader& read, std::string_view prefix,
+                                                      std::size_t max_bytes) {
   using Result = Probed<std::vector<std::string>>;
   const std::optional<std::string> header = read(0, 64);
-  if (!header || header->size() < 64 || header->compare(0, 4, "\x7f" "ELF") != 0) {
+  if (!header || header->size() < 64 ||
+      header->compare(0, 4,
+                      "\x7f"
+                      "ELF") != 0) {
     return Result::error(ProbeErrc::ParseError, "not an ELF file");
   }
   const std::string_view h(*header);
@@ -74,7 +79,8 @@ Probed<std::vector<std::string>> elf_rodata_env_names(const ElfReader& read, std
   std::size_t budget = max_bytes;
   const auto whole_prefix = [&] {
     scan(read, 0, max_bytes, prefix, budget, out);
-    return Result::ok({out.begin(), out.end()}, "the first " + std::to_string(max_bytes) + " bytes (no section headers)");
+    return Result::ok({out.begin(), out.end()},
+                      "the first " + std::to_string(max_bytes) + " bytes (no section headers)");
   };
   if (shoff == 0 || shnum == 0 || shentsize < 64 || shnum > 4096 || shstrndx >= shnum) return whole_prefix();
   const std::optional<std::string> table = read(shoff, static_cast<std::size_t>(shnum * shentsize));
@@ -97,7 +103,8 @@ Probed<std::vector<std::string>> elf_rodata_env_names(const ElfReader& read, std
     scanned.push_back(section);
   }
   if (scanned.empty()) return whole_prefix();
-  return Result::ok({out.begin(), out.end()}, "sections " + std::string(scanned.size() == 1 ? scanned[0] : std::to_string(scanned.size())));
+  return Result::ok({out.begin(), out.end()},
+                    "sections " + std::string(scanned.size() == 1 ? scanned[0] : std::to_string(scanned.size())));
 }
 
 }  // namespace preflight

@@ -23,6 +23,7 @@ std::vector<std::string> env_names_in(std::string_view bytes, std::string_view p
 /// through `read` at most `max_bytes` in all. Without section headers (a stripped object may lack
 /// them) the first `max_bytes` of the file are scanned instead. ParseError for a file that is not
 /// such an ELF object.
-Probed<std::vector<std::string>> elf_rodata_env_names(const ElfReader& read, std::string_view prefix, std::size_t max_bytes);
+Probed<std::vector<std::string>> elf_rodata_env_names(const ElfReader& read, std::string_view prefix,
+                                                      std::size_t max_bytes);
 
 }  // namespace preflight

@@ -9,20 +9,40 @@ namespace preflight {
 
 const std::vector<std::string_view>& EnvSnapshot::kept_names() {
   static const std::vector<std::string_view> kNames = {
-      "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
-      "ROLE_RANK", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "NODE_RANK",
-      "LD_LIBRARY_PATH", "LD_PRELOAD", "HOME", "PATH", "HOSTNAME", "USER",
-      "NO_COLOR", "TERM", "CONDA_PREFIX", "VIRTUAL_ENV", "PYTHONPATH",
+      "RANK",
+      "WORLD_SIZE",
+      "LOCAL_RANK",
+      "LOCAL_WORLD_SIZE",
+      "GROUP_RANK",
+      "GROUP_WORLD_SIZE",
+      "ROLE_RANK",
+      "ROLE_WORLD_SIZE",
+      "MASTER_ADDR",
+      "MASTER_PORT",
+      "NODE_RANK",
+      "LD_LIBRARY_PATH",
+      "LD_PRELOAD",
+      "HOME",
+      "PATH",
+      "HOSTNAME",
+      "USER",
+      "NO_COLOR",
+      "TERM",
+      "CONDA_PREFIX",
+      "VIRTUAL_ENV",
+      "PYTHONPATH",
       // On DCGM's list of variables that must not be set for a GPU job.
-      "NSIGHT_CUDA_DEBUGGER", "COMPUTE_PROFILE", "OPENCL_PROFILE",
+      "NSIGHT_CUDA_DEBUGGER",
+      "COMPUTE_PROFILE",
+      "OPENCL_PROFILE",
   };
   return kNames;
 }
 
 const std::vector<std::string_view>& EnvSnapshot::kept_prefixes() {
   static const std::vector<std::string_view> kPrefixes = {
-      "NCCL_", "TORCH_", "TORCHELASTIC_", "PYTORCH_", "GLOO_", "HWLOC_", "CUDA_", "NVIDIA_", "OMPI_", "PMI_", "PMIX_",
-      "SLURM_", "MPI_", "MV2_", "HYDRA_", "PALS_", "UCX_", "FI_", "PREFLIGHT_",
+      "NCCL_", "TORCH_", "TORCHELASTIC_", "PYTORCH_", "GLOO_",  "HWLOC_", "CUDA_", "NVIDIA_", "OMPI_",      "PMI_",
+      "PMIX_", "SLURM_", "MPI_",          "MV2_",     "HYDRA_", "PALS_",  "UCX_",  "FI_",     "PREFLIGHT_",
   };
   return kPrefixes;
 }

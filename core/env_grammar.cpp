@@ -2,11 +2,11 @@
 #include "core/env_grammar.hpp"
 
 #include <algorithm>
-#include <initializer_list>
 #include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <initializer_list>
 #include <iterator>
 
 #include "core/text.hpp"
@@ -39,7 +39,8 @@ ValueReading uses_default() { return pass("default", ""); }
 
 // What a consumer does with a value it cannot parse: PyTorch raises, NCCL and CUDA ignore it.
 ValueReading unparsable(const Grammar& g, std::string problem, std::string fix = {}) {
-  if (g.invalid_raises) return {Status::Fail, "error", "", std::move(problem) + "; torch.distributed will raise at init", std::move(fix)};
+  if (g.invalid_raises)
+    return {Status::Fail, "error", "", std::move(problem) + "; torch.distributed will raise at init", std::move(fix)};
   return {Status::Warn, "default", "", std::move(problem) + "; it is ignored and the default applies", std::move(fix)};
 }
 
@@ -76,8 +77,10 @@ std::string verified_fix(const Grammar& g, std::string fix);
 
 std::string unit_hint(const Grammar& g, std::string_view value, const std::optional<std::int64_t>& meant) {
   if (!meant) return {};
-  const char* unit = g.unit == Grammar::Unit::Bytes ? " bytes" : g.unit == Grammar::Unit::Seconds ? " seconds"
-                   : g.unit == Grammar::Unit::Milliseconds ? " milliseconds" : "";
+  const char* unit = g.unit == Grammar::Unit::Bytes          ? " bytes"
+                     : g.unit == Grammar::Unit::Seconds      ? " seconds"
+                     : g.unit == Grammar::Unit::Milliseconds ? " milliseconds"
+                                                             : "";
   return " (" + printable(trim(value), 40) + " is " + std::to_string(*meant) + unit + ")";
 }
 
@@ -98,7 +101,12 @@ ValueReading read_nccl_int(const Grammar& g, std::string_view value) {
     return r;
   }
   const std::optional<std::int64_t> v = nccl_int_value(value);
-  if (!v) return {Status::Warn, "default", "", quoted(value) + " overflows a 64-bit integer; NCCL ignores it and uses its default", {}};
+  if (!v)
+    return {Status::Warn,
+            "default",
+            "",
+            quoted(value) + " overflows a 64-bit integer; NCCL ignores it and uses its default",
+            {}};
   ValueReading r = pass(std::to_string(*v), std::to_string(*v));
   if (is_clean_int(value)) {
     check_range(g, *v, r);
@@ -117,7 +125,8 @@ ValueReading read_nccl_int(const Grammar& g, std::string_view value) {
     r.fix = decimal;
   } else {
     const std::optional<std::int64_t> meant = intended_integer(value, g.unit);
-    r.problem = quoted(value) + " is not a plain integer; NCCL's strtoll reads it as " + r.reads_as + unit_hint(g, value, meant);
+    r.problem = quoted(value) + " is not a plain integer; NCCL's strtoll reads it as " + r.reads_as +
+                unit_hint(g, value, meant);
     if (meant) r.fix = std::to_string(*meant);
   }
   r.fix = verified_fix(g, std::move(r.fix));
@@ -141,7 +150,8 @@ ValueReading read_torch_int(const Grammar& g, std::string_view value) {
   if (!parse_int(value)) {
     const std::optional<std::int64_t> meant = intended_integer(value, g.unit);
     r.status = Status::Warn;
-    r.problem = quoted(value) + " is not a plain integer; torch's std::stoi reads it as " + r.reads_as + unit_hint(g, value, meant);
+    r.problem = quoted(value) + " is not a plain integer; torch's std::stoi reads it as " + r.reads_as +
+                unit_hint(g, value, meant);
     if (meant) r.fix = verified_fix(g, std::to_string(*meant));
     return r;
   }
@@ -170,7 +180,8 @@ ValueReading read_host_port(const Grammar& g, std::string_view value) {
   if (host.empty() || !p || *p < 1 || *p > 65535) {
     r.status = Status::Fail;
     r.reads_as = "error";
-    r.problem = quoted(value) + " is not <host>:<port> or [<ipv6>]:<port> with a port in 1..65535; NCCL's bootstrap "
+    r.problem = quoted(value) +
+                " is not <host>:<port> or [<ipv6>]:<port> with a port in 1..65535; NCCL's bootstrap "
                 "cannot reach a root there (\"Invalid NCCL_COMM_ID\" or a connection to the wrong port)";
   }
   return r;
@@ -187,10 +198,12 @@ ValueReading read_enum(const Grammar& g, std::string_view value) {
   if (value.empty() && !g.invalid_raises) return uses_default();
   if (const std::string* c = find_choice(g, value, g.any_case)) {
     ValueReading r = pass(*c, *c);
-    const bool has_names = std::any_of(g.choices.begin(), g.choices.end(), [](const std::string& s) { return !all_digits(s); });
+    const bool has_names =
+        std::any_of(g.choices.begin(), g.choices.end(), [](const std::string& s) { return !all_digits(s); });
     if (all_digits(*c) && has_names) {
       r.status = Status::Warn;
-      r.problem = "integer levels are legacy and their meaning changed between releases; use a name (" + choice_list(g.choices) + ")";
+      r.problem = "integer levels are legacy and their meaning changed between releases; use a name (" +
+                  choice_list(g.choices) + ")";
     }
     return r;
   }
@@ -211,16 +224,21 @@ ValueReading read_list(const Grammar& g, std::string_view value) {
     if (!item.empty() && find_choice(g, item, true) == nullptr) unknown.push_back(quoted(item));
   }
   if (unknown.empty()) return pass(std::string(value), std::string(value));
-  return {Status::Warn, std::string(value), std::string(value),
-          "unknown name " + join(unknown, ", ") + " (known: " + choice_list(g.choices) + "); it is ignored", {}};
+  return {Status::Warn,
+          std::string(value),
+          std::string(value),
+          "unknown name " + join(unknown, ", ") + " (known: " + choice_list(g.choices) + "); it is ignored",
+          {}};
 }
 
 ValueReading read_text(const Grammar& g, std::string_view value) {
   ValueReading r = pass(std::string(value), std::string(value));
   if (has_control_chars(value)) {
     r.status = Status::Warn;
-    r.problem = quoted(value) + " contains control characters (a '\\r' from CRLF line endings?); they are part of the value";
-    std::copy_if(value.begin(), value.end(), std::back_inserter(r.fix), [](unsigned char c) { return c >= 0x20 && c != 0x7F; });
+    r.problem =
+        quoted(value) + " contains control characters (a '\\r' from CRLF line endings?); they are part of the value";
+    std::copy_if(value.begin(), value.end(), std::back_inserter(r.fix),
+                 [](unsigned char c) { return c >= 0x20 && c != 0x7F; });
   } else if (g.kind == Grammar::Kind::Path && !value.empty() && value.front() == '~') {
     r.status = Status::Warn;
     r.problem = "'~' is not expanded: the path is taken literally";
@@ -360,27 +378,38 @@ std::optional<std::int64_t> intended_integer(std::string_view value, Grammar::Un
   if (digits == 0 || digits > 15) return std::nullopt;
   const std::int64_t number = *parse_int(v.substr(0, digits));
   const std::string suffix = to_lower(trim(v.substr(digits)));
-  if (suffix.empty()) return v.size() == value.size() && v.front() != '0' ? std::nullopt : std::optional<std::int64_t>(number);
+  if (suffix.empty())
+    return v.size() == value.size() && v.front() != '0' ? std::nullopt : std::optional<std::int64_t>(number);
   std::int64_t scale = 0;
   const auto any = [&suffix](std::initializer_list<const char*> words) {
     return std::any_of(words.begin(), words.end(), [&suffix](const char* w) { return suffix == w; });
   };
   switch (unit) {
     case Grammar::Unit::Bytes:
-      if (any({"b"})) scale = 1;
-      else if (any({"k", "kb", "kib"})) scale = 1LL << 10;
-      else if (any({"m", "mb", "mib"})) scale = 1LL << 20;
-      else if (any({"g", "gb", "gib"})) scale = 1LL << 30;
+      if (any({"b"}))
+        scale = 1;
+      else if (any({"k", "kb", "kib"}))
+        scale = 1LL << 10;
+      else if (any({"m", "mb", "mib"}))
+        scale = 1LL << 20;
+      else if (any({"g", "gb", "gib"}))
+        scale = 1LL << 30;
       break;
     case Grammar::Unit::Seconds:
-      if (any({"s", "sec", "secs", "second", "seconds"})) scale = 1;
-      else if (any({"m", "min", "mins", "minute", "minutes"})) scale = 60;
-      else if (any({"h", "hr", "hrs", "hour", "hours"})) scale = 3600;
+      if (any({"s", "sec", "secs", "second", "seconds"}))
+        scale = 1;
+      else if (any({"m", "min", "mins", "minute", "minutes"}))
+        scale = 60;
+      else if (any({"h", "hr", "hrs", "hour", "hours"}))
+        scale = 3600;
       break;
     case Grammar::Unit::Milliseconds:
-      if (any({"ms", "msec", "millisecond", "milliseconds"})) scale = 1;
-      else if (any({"s", "sec", "secs", "second", "seconds"})) scale = 1000;
-      else if (any({"m", "min", "mins", "minute", "minutes"})) scale = 60000;
+      if (any({"ms", "msec", "millisecond", "milliseconds"}))
+        scale = 1;
+      else if (any({"s", "sec", "secs", "second", "seconds"}))
+        scale = 1000;
+      else if (any({"m", "min", "mins", "minute", "minutes"}))
+        scale = 60000;
       break;
     case Grammar::Unit::None: break;
   }

@@ -7,8 +7,8 @@
 #pragma once
 
 #include <array>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <string_view>
@@ -17,10 +17,29 @@ namespace preflight {
 
 enum class FactSource : std::uint8_t {
   // probes, in the order they run
-  Identity, Placement, Shm, CudaRuntime, GpuDriver, Nccl, GpuP2p, GpuHealth, KernelLog, Topology, Pcie, Affinity, Net,
-  Memory, Limits, NcclConf, NcclNames, Disk,
+  Identity,
+  Placement,
+  Shm,
+  CudaRuntime,
+  GpuDriver,
+  Nccl,
+  GpuP2p,
+  GpuHealth,
+  KernelLog,
+  Topology,
+  Pcie,
+  Affinity,
+  Net,
+  Memory,
+  Limits,
+  NcclConf,
+  NcclNames,
+  Disk,
   // phases of a job run, in order
-  Reach, Gather, Barrier, Allreduce,
+  Reach,
+  Gather,
+  Barrier,
+  Allreduce,
 };
 
 /// A set of sources (a bit each).
@@ -38,7 +57,10 @@ class FactSources {
   constexpr bool contains(FactSource s) const { return (m_bits & bit(s)) != 0; }
   constexpr bool empty() const { return m_bits == 0; }
   constexpr FactSources operator|(FactSources o) const { return from_bits(m_bits | o.m_bits); }
-  constexpr FactSources& operator|=(FactSources o) { m_bits |= o.m_bits; return *this; }
+  constexpr FactSources& operator|=(FactSources o) {
+    m_bits |= o.m_bits;
+    return *this;
+  }
   constexpr bool operator==(const FactSources&) const = default;
   constexpr std::uint32_t bits() const { return m_bits; }
 
@@ -79,7 +101,9 @@ inline constexpr auto kFactSources = std::to_array<FactSourceSpec>({
     {FactSource::Memory, "memory", SourceKind::Probe, {}},
     {FactSource::Limits, "limits", SourceKind::Probe, {}},
     {FactSource::NcclConf, "nccl_conf", SourceKind::Probe, {FactSource::Nccl}},
-    {FactSource::NcclNames, "nccl_names", SourceKind::Probe,
+    {FactSource::NcclNames,
+     "nccl_names",
+     SourceKind::Probe,
      {FactSource::Nccl, FactSource::CudaRuntime, FactSource::NcclConf}},
     {FactSource::Disk, "disk", SourceKind::Probe, {}},
     // The reach phase offers rank 0's NCCL bootstrap address (net); the all_reduce is planned from
@@ -88,7 +112,9 @@ inline constexpr auto kFactSources = std::to_array<FactSourceSpec>({
     {FactSource::Reach, "reach", SourceKind::Phase, {FactSource::Net}},
     {FactSource::Gather, "gather", SourceKind::Phase, {}},
     {FactSource::Barrier, "barrier", SourceKind::Phase, {}},
-    {FactSource::Allreduce, "allreduce", SourceKind::Phase,
+    {FactSource::Allreduce,
+     "allreduce",
+     SourceKind::Phase,
      {FactSource::GpuDriver, FactSource::CudaRuntime, FactSource::Nccl, FactSource::Net, FactSource::NcclConf}},
 });
 
@@ -101,7 +127,8 @@ constexpr bool fact_sources_in_order() {
   }
   return static_cast<std::size_t>(FactSource::Allreduce) + 1 == kFactSources.size();  // the last enumerator has a row
 }
-static_assert(fact_sources_in_order(), "kFactSources: one row per FactSource, in enum order, needing only earlier rows");
+static_assert(fact_sources_in_order(),
+              "kFactSources: one row per FactSource, in enum order, needing only earlier rows");
 
 constexpr const FactSourceSpec& spec_of(FactSource s) { return kFactSources[static_cast<std::size_t>(s)]; }
 constexpr std::string_view to_string(FactSource s) { return spec_of(s).name; }

@@ -41,7 +41,7 @@ struct MpiView {
   /// library's own shared-memory locality comes from), else MPI_Comm_split_type(MPI_COMM_TYPE_SHARED).
   int local_rank = 0;
   int local_size = 1;
-  int nodes = 1;        // distinct shared-memory domains (hosts) in the world
+  int nodes = 1;           // distinct shared-memory domains (hosts) in the world
   bool singleton = false;  // MPI initialised without a launcher
   std::string library;     // MPI_Get_library_version, first line: "Open MPI v4.1.4, ..."
   /// CUDA_VISIBLE_DEVICES of every rank on this host (in local rank order; nullopt entries: unset),
@@ -59,11 +59,11 @@ struct Placement {
   int world_size = 1;
   int local_rank = 0;
   int local_ranks = 1;
-  std::optional<int> nodes;      // unknown unless a launcher or --expect-nodes says
-  std::optional<int> node_rank;  // this node's index, where the launcher says (SLURM_NODEID, GROUP_RANK)
+  std::optional<int> nodes;       // unknown unless a launcher or --expect-nodes says
+  std::optional<int> node_rank;   // this node's index, where the launcher says (SLURM_NODEID, GROUP_RANK)
   std::string launcher = "none";  // "openmpi", "slurm", "pmix", "hydra", "torchrun", "none"
-  std::string source;            // where local_ranks came from: "--ranks-per-node", "OMPI_COMM_WORLD_LOCAL_SIZE", ...
-  std::optional<MpiView> mpi;    // set when the run initialised MPI: rank/world_size/local_* above are MPI's then
+  std::string source;             // where local_ranks came from: "--ranks-per-node", "OMPI_COMM_WORLD_LOCAL_SIZE", ...
+  std::optional<MpiView> mpi;     // set when the run initialised MPI: rank/world_size/local_* above are MPI's then
   /// Why the launcher this process's variables name could not be reached (a PMIx server that does
   /// not answer: variables left from another job); empty where none was named or it answered.
   std::string launcher_gone;
@@ -77,9 +77,9 @@ PREFLIGHT_JSON_DECLARE(Placement)
 /// (their CUDA_VISIBLE_DEVICES, loader path, libnccl candidate, ...). Unset: this rank probed alone
 /// or is its node's leader.
 struct NodeFactsOrigin {
-  int leader_rank = -1;                                 // the world rank whose facts were taken
-  std::vector<std::string> adopted;                      // the probes whose facts are the leader's
-  std::map<std::string, std::string> probed_here;        // probe -> why this rank probed it itself
+  int leader_rank = -1;                            // the world rank whose facts were taken
+  std::vector<std::string> adopted;                // the probes whose facts are the leader's
+  std::map<std::string, std::string> probed_here;  // probe -> why this rank probed it itself
 };
 PREFLIGHT_JSON_DECLARE(NodeFactsOrigin)
 
@@ -96,9 +96,9 @@ struct RankFacts {
   PcieFacts pcie;                  // sysfs: bridge chains, ACS, IOMMU
   AffinityFacts affinity;          // this process's CPU and memory binding
   NetFacts net;
-  Probed<DiskFacts> disk;          // the checkpoint directories (--checkpoint-dir)
+  Probed<DiskFacts> disk;                       // the checkpoint directories (--checkpoint-dir)
   std::map<std::string, double> probe_seconds;  // how long each probe took on this rank
-  std::optional<NodeFactsOrigin> node_facts;     // set on a rank that took its leader's node facts
+  std::optional<NodeFactsOrigin> node_facts;    // set on a rank that took its leader's node facts
 };
 PREFLIGHT_JSON_DECLARE(RankFacts)
 

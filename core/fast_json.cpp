@@ -86,8 +86,7 @@ void read_value(const element& e, double& out) {
 // An integer field takes an integer it holds; a float (which nlohmann truncates), a bool or a
 // number out of the field's range are left to nlohmann.
 template <std::integral T>
-  requires(!std::same_as<T, bool>)
-void read_value(const element& e, T& out) {
+requires(!std::same_as<T, bool>) void read_value(const element& e, T& out) {
   if (e.type() == element_type::INT64) {
     const std::int64_t v = int64_of(e);
     if (!std::in_range<T>(v)) give_up();
@@ -174,16 +173,16 @@ void read_value(const element& e, Probed<T>& out) {
     read_value(value, t.field);     \
     continue;                       \
   }
-#define PREFLIGHT_FACT(Type, ...)                                                 \
-  void read_value(const element& e, Type& t) {                                    \
-    const simdjson::dom::object o = object_of(e);                                 \
-    t = Type{};                                                                   \
-    for (const simdjson::dom::key_value_pair member : o) {                        \
-      const std::string_view key = member.key;                                    \
-      const element& value = member.value;                                        \
+#define PREFLIGHT_FACT(Type, ...)                                                  \
+  void read_value(const element& e, Type& t) {                                     \
+    const simdjson::dom::object o = object_of(e);                                  \
+    t = Type{};                                                                    \
+    for (const simdjson::dom::key_value_pair member : o) {                         \
+      const std::string_view key = member.key;                                     \
+      const element& value = member.value;                                         \
       NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(PREFLIGHT_FAST_FIELD, __VA_ARGS__)) \
-      unread(value);                                                              \
-    }                                                                             \
+      unread(value);                                                               \
+    }                                                                              \
   }
 #include "core/facts_fields.inc"
 #include "core/facts_gpu_fields.inc"

@@ -45,16 +45,16 @@ bool no_device_error(const ProbeError& err);
 
 /// One rank's GPUs and the one it will use.
 struct RankGpus {
-  std::optional<std::string> cvd;       // the rank's CUDA_VISIBLE_DEVICES (nullopt: unset)
-  std::optional<CvdParse> parsed;       // cvd against NVML's list (when both are known)
+  std::optional<std::string> cvd;                // the rank's CUDA_VISIBLE_DEVICES (nullopt: unset)
+  std::optional<CvdParse> parsed;                // cvd against NVML's list (when both are known)
   std::optional<std::vector<BoundGpu>> visible;  // in CUDA ordinal order; nullopt: not known
-  std::string source;                   // where `visible` came from: "cuDeviceGet", "NVML + CUDA_VISIBLE_DEVICES"
-  int index = 0;                        // LOCAL_RANK, else the launcher's local rank
-  std::string index_text;               // "LOCAL_RANK=3" / "local rank 3"
+  std::string source;                         // where `visible` came from: "cuDeviceGet", "NVML + CUDA_VISIBLE_DEVICES"
+  int index = 0;                              // LOCAL_RANK, else the launcher's local rank
+  std::string index_text;                     // "LOCAL_RANK=3" / "local rank 3"
   std::optional<std::string> bad_local_rank;  // LOCAL_RANK's value when it is not a device index
-  std::optional<int> ordinal;           // the CUDA ordinal it will use (in its own list)
-  std::string choice;                   // how it was chosen: "LOCAL_RANK=3 of 8 visible", "the only GPU it sees"
-  std::string why_none;                 // visible known, no device: "LOCAL_RANK=5 but it sees 4 GPUs"
+  std::optional<int> ordinal;                 // the CUDA ordinal it will use (in its own list)
+  std::string choice;                         // how it was chosen: "LOCAL_RANK=3 of 8 visible", "the only GPU it sees"
+  std::string why_none;                       // visible known, no device: "LOCAL_RANK=5 but it sees 4 GPUs"
   /// The GPU it will use, when chosen.
   std::optional<BoundGpu> gpu() const;
 };

@@ -9,8 +9,8 @@
 
 namespace preflight {
 namespace {
-constexpr std::array<const char*, kPhaseCount> kPhaseNames = {"init", "probe", "reach", "gather", "barrier", "allreduce",
-                                                               "report"};
+constexpr std::array<const char*, kPhaseCount> kPhaseNames = {"init",    "probe",     "reach", "gather",
+                                                              "barrier", "allreduce", "report"};
 }  // namespace
 
 const char* to_string(Phase p) {
@@ -45,7 +45,8 @@ std::string JobFacts::describe_rank(int rank) const {
     if (s.rank != rank) continue;
     if (!s.heard) {
       // A host for a rank never heard from is where the launcher placed it (the PMIx join).
-      return "rank " + std::to_string(rank) + (s.host.empty() ? " (never heard from)" : " (never heard from; placed on " + s.host + ")");
+      return "rank " + std::to_string(rank) +
+             (s.host.empty() ? " (never heard from)" : " (never heard from; placed on " + s.host + ")");
     }
     std::string out = "rank " + std::to_string(rank) + " (" + (s.host.empty() ? std::string("?") : s.host) + ", pid " +
                       std::to_string(s.pid) + ", last phase " + to_string(s.last_phase);
@@ -103,7 +104,8 @@ std::string JobFacts::describe_lost() const {
     const std::string which = (gone.size() == 1 ? "rank " : "ranks ") + join(numbers, ", ");
     std::string what;
     if (all_ended) {
-      what = "every process of " + host + " ended (" + which + ") at " + when + ": the host went down or its processes were killed";
+      what = "every process of " + host + " ended (" + which + ") at " + when +
+             ": the host went down or its processes were killed";
     } else if (all_unreachable) {
       what = host + " stopped answering (" + which + ") at " + when + ": the host is down or its network is cut";
     } else {
@@ -137,8 +139,8 @@ JobFacts single_rank_job(const RankFacts& facts) {
 }
 
 PREFLIGHT_JSON_DEFINE(RankXidWatch, rank, watch)
-PREFLIGHT_JSON_DEFINE(CommResult, attempted, completed, expired, interrupted, transport, note, blocked, seconds, deadline_s,
-                      missing, wrong, errors, bytes, ranks, repeats, algbw_gbps, busbw_gbps, xid_watches)
+PREFLIGHT_JSON_DEFINE(CommResult, attempted, completed, expired, interrupted, transport, note, blocked, seconds,
+                      deadline_s, missing, wrong, errors, bytes, ranks, repeats, algbw_gbps, busbw_gbps, xid_watches)
 PREFLIGHT_JSON_DEFINE(ReachTarget, interface, address, port)
 
 }  // namespace preflight

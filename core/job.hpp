@@ -30,20 +30,20 @@ std::optional<Phase> phase_from_string(std::string_view text);
 /// What rank 0 knows about one rank of the world.
 struct RankStatus {
   int rank = 0;
-  std::string host;             // "" until the rank was heard from; for a rank never heard from, the host
-                                // the launcher placed it on, when the launcher said (the PMIx join)
+  std::string host;  // "" until the rank was heard from; for a rank never heard from, the host
+                     // the launcher placed it on, when the launcher said (the PMIx join)
   int pid = 0;
   Phase last_phase = Phase::Init;
-  bool heard = false;           // at least one phase notice arrived
-  double silent_s = 0;          // seconds since its last notice when the report was made (ranks waiting
-                                // in a phase send a heartbeat notice every half second: a silent rank is stuck)
-  bool delivered = false;       // its payload arrived and decoded
-  std::string payload_error;    // malformed, oversized or mismatched payload: what was wrong
+  bool heard = false;         // at least one phase notice arrived
+  double silent_s = 0;        // seconds since its last notice when the report was made (ranks waiting
+                              // in a phase send a heartbeat notice every half second: a silent rank is stuck)
+  bool delivered = false;     // its payload arrived and decoded
+  std::string payload_error;  // malformed, oversized or mismatched payload: what was wrong
   // Seen by rank 0's liveness watch (transport/liveness.hpp): "ended" (the rank's process is gone: its
   // connection closed), "unreachable" (its host stopped acknowledging), or "" (alive or not watched).
   std::string lost;
-  double lost_at_s = 0;         // when rank 0 saw it, in seconds from the start of the run
-  std::string parting;          // what the rank said before it ended, if it said anything
+  double lost_at_s = 0;  // when rank 0 saw it, in seconds from the start of the run
+  std::string parting;   // what the rank said before it ended, if it said anything
 };
 
 /// The XIDs NVML reported on one rank's GPU while that rank's part of a collective ran.
@@ -55,24 +55,24 @@ PREFLIGHT_JSON_DECLARE(RankXidWatch)
 
 /// One collective phase (barrier or all_reduce) as rank 0 saw it.
 struct CommResult {
-  bool attempted = false;       // false: not run; `note` says why (a rank missing before it, no MPI, ...)
-  bool completed = false;       // every rank finished it before the deadline
-  bool expired = false;         // the deadline passed first
-  bool interrupted = false;     // with expired: the launcher ended the job (SIGTERM) before the deadline
-  std::string transport;        // "mpi", "nccl"
-  std::string note;             // why not attempted, or what went wrong ("ncclCommInitRank: ...")
-  bool blocked = false;         // the test the job needs could not run (GPUs exist, NCCL cannot): `note` says why
-  double seconds = 0;           // wall time of the phase on rank 0
-  double deadline_s = 0;        // the phase's own budget
-  std::vector<int> missing;     // ranks that did not arrive before the deadline
-  std::vector<int> wrong;       // all_reduce: ranks whose result differed from the exact expectation
+  bool attempted = false;           // false: not run; `note` says why (a rank missing before it, no MPI, ...)
+  bool completed = false;           // every rank finished it before the deadline
+  bool expired = false;             // the deadline passed first
+  bool interrupted = false;         // with expired: the launcher ended the job (SIGTERM) before the deadline
+  std::string transport;            // "mpi", "nccl"
+  std::string note;                 // why not attempted, or what went wrong ("ncclCommInitRank: ...")
+  bool blocked = false;             // the test the job needs could not run (GPUs exist, NCCL cannot): `note` says why
+  double seconds = 0;               // wall time of the phase on rank 0
+  double deadline_s = 0;            // the phase's own budget
+  std::vector<int> missing;         // ranks that did not arrive before the deadline
+  std::vector<int> wrong;           // all_reduce: ranks whose result differed from the exact expectation
   std::vector<std::string> errors;  // per-rank errors, "rank 3 (gpu-b): ncclSystemError ..."
   // all_reduce only
-  std::uint64_t bytes = 0;      // message size per rank
-  int ranks = 0;                // participants
-  int repeats = 0;              // timed iterations (best kept)
-  double algbw_gbps = 0;        // bytes / time, GB/s (1e9)
-  double busbw_gbps = 0;        // algbw * 2(n-1)/n
+  std::uint64_t bytes = 0;                // message size per rank
+  int ranks = 0;                          // participants
+  int repeats = 0;                        // timed iterations (best kept)
+  double algbw_gbps = 0;                  // bytes / time, GB/s (1e9)
+  double busbw_gbps = 0;                  // algbw * 2(n-1)/n
   std::vector<RankXidWatch> xid_watches;  // NCCL all_reduce: each helper's XID window on its GPU (gpu.xid)
 };
 PREFLIGHT_JSON_DECLARE(CommResult)
@@ -87,15 +87,15 @@ struct ReachTarget {
 PREFLIGHT_JSON_DECLARE(ReachTarget)
 
 struct JobFacts {
-  std::string source = "none";   // "mpi" (gathered live), "merge" (files), "none" (one process, no gather)
-  int world_size = 1;            // the transport's size (MPI_COMM_WORLD), or the ranks merged
-  std::vector<RankFacts> ranks;  // the facts of every rank that delivered, ordered by rank
-  std::vector<RankStatus> status;  // one per rank 0..world_size-1
+  std::string source = "none";              // "mpi" (gathered live), "merge" (files), "none" (one process, no gather)
+  int world_size = 1;                       // the transport's size (MPI_COMM_WORLD), or the ranks merged
+  std::vector<RankFacts> ranks;             // the facts of every rank that delivered, ordered by rank
+  std::vector<RankStatus> status;           // one per rank 0..world_size-1
   std::optional<ReachTarget> reach_target;  // nullopt: rank 0 had no address to offer (reason in reach_note)
   std::string reach_note;
   CommResult barrier;
   CommResult allreduce;
-  std::vector<std::string> files;  // merge: the files read, in rank order
+  std::vector<std::string> files;               // merge: the files read, in rank order
   std::map<std::string, double> phase_seconds;  // rank 0's time in each phase ("reach", "gather", ...)
 
   /// The facts of `rank`, or nullptr when it did not deliver.

@@ -7,15 +7,18 @@
 namespace preflight {
 namespace {
 
-constexpr double kLowest = -1.0;     // exclusive: truncates to 0 at worst
-constexpr double kHighest = 65536.0; // exclusive: fits the narrowest integer field (16 bits)
+constexpr double kLowest = -1.0;      // exclusive: truncates to 0 at worst
+constexpr double kHighest = 65536.0;  // exclusive: fits the narrowest integer field (16 bits)
 
 std::string escaped(const std::string& key) {
   std::string out;
   for (char ch : key) {
-    if (ch == '~') out += "~0";
-    else if (ch == '/') out += "~1";
-    else out += ch;
+    if (ch == '~')
+      out += "~0";
+    else if (ch == '/')
+      out += "~1";
+    else
+      out += ch;
   }
   return out;
 }

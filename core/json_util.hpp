@@ -26,16 +26,16 @@ std::optional<std::string> float_out_of_range(const nlohmann::json& doc);
 // NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT: a missing key keeps the field's default).
 // Defining them inline in the headers made every file that includes the facts instantiate every
 // conversion again (seconds per file).
-#define PREFLIGHT_JSON_DECLARE(Type)                         \
+#define PREFLIGHT_JSON_DECLARE(Type)                                          \
   void to_json(nlohmann::json& nlohmann_json_j, const Type& nlohmann_json_t); \
   void from_json(const nlohmann::json& nlohmann_json_j, Type& nlohmann_json_t);
-#define PREFLIGHT_JSON_DEFINE(Type, ...)                                                              \
-  void to_json(nlohmann::json& nlohmann_json_j, const Type& nlohmann_json_t) {                        \
-    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_TO, __VA_ARGS__))                          \
-  }                                                                                                   \
-  void from_json(const nlohmann::json& nlohmann_json_j, Type& nlohmann_json_t) {                      \
-    const Type nlohmann_json_default_obj{};                                                           \
-    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_FROM_WITH_DEFAULT, __VA_ARGS__))           \
+#define PREFLIGHT_JSON_DEFINE(Type, ...)                                                    \
+  void to_json(nlohmann::json& nlohmann_json_j, const Type& nlohmann_json_t) {              \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_TO, __VA_ARGS__))                \
+  }                                                                                         \
+  void from_json(const nlohmann::json& nlohmann_json_j, Type& nlohmann_json_t) {            \
+    const Type nlohmann_json_default_obj{};                                                 \
+    NLOHMANN_JSON_EXPAND(NLOHMANN_JSON_PASTE(NLOHMANN_JSON_FROM_WITH_DEFAULT, __VA_ARGS__)) \
   }
 
 namespace nlohmann {

@@ -85,8 +85,10 @@ std::vector<GpuKernelEvent> nvidia_kernel_events(const std::vector<KmsgRecord>& 
       GpuKernelEvent e;
       e.kind = GpuKernelEvent::Kind::Xid;
       e.bus_id = kmsg_bus_id(m.substr(x + 11));
-      if (const auto code = code_after(m, x)) e.code = *code;
-      else continue;
+      if (const auto code = code_after(m, x))
+        e.code = *code;
+      else
+        continue;
       e.usec = r.usec;
       e.text = std::string(m.substr(m.find("NVRM: ")));
       out.push_back(std::move(e));
@@ -96,8 +98,10 @@ std::vector<GpuKernelEvent> nvidia_kernel_events(const std::vector<KmsgRecord>& 
       GpuKernelEvent e;
       e.kind = GpuKernelEvent::Kind::SXid;
       e.bus_id = kmsg_bus_id(m.substr(x + 6));
-      if (const auto code = code_after(m, x)) e.code = *code;
-      else continue;
+      if (const auto code = code_after(m, x))
+        e.code = *code;
+      else
+        continue;
       e.usec = r.usec;
       e.text = std::string(m);
       out.push_back(std::move(e));
@@ -119,7 +123,8 @@ std::vector<GpuKernelEvent> nvidia_kernel_events(const std::vector<KmsgRecord>& 
         e.usec = r.usec;
       } else {
         e.bus_id = pending_bus;
-        e.text = pending_text.empty() ? std::string(m) : pending_text + " " + std::string(m.substr(m.find("NVRM: ") + 6));
+        e.text =
+            pending_text.empty() ? std::string(m) : pending_text + " " + std::string(m.substr(m.find("NVRM: ") + 6));
         e.usec = pending_usec ? pending_usec : r.usec;
       }
       pending_bus.clear();
@@ -169,13 +174,13 @@ XidClass classify_xid(int code, std::string_view text) {
     case 31:
     case 43:
     case 45:
-    case 68: return {XidSeverity::Application, "usually the application (illegal address, exception, preemptive cleanup)"};
+    case 68:
+      return {XidSeverity::Application, "usually the application (illegal address, exception, preemptive cleanup)"};
     case 63: return {XidSeverity::Warning, "row remap pending: reset the GPU at the next drain"};
     case 92: return {XidSeverity::Warning, "high single-bit ECC rate: watch for more"};
     case 94: return {XidSeverity::Warning, "contained ECC error: restart the application"};
     case 154:
-      if (text.find(" to 0x0") != std::string_view::npos)
-        return {XidSeverity::Warning, "GPU recovery action cleared"};
+      if (text.find(" to 0x0") != std::string_view::npos) return {XidSeverity::Warning, "GPU recovery action cleared"};
       return fatal("GPU recovery action changed: do what it names (reset, reboot, drain)");
     default: break;
   }

@@ -26,10 +26,10 @@ std::vector<KmsgRecord> parse_kmsg(std::string_view text);
 struct GpuKernelEvent {
   enum class Kind { Xid, FallenOffBus, SXid };
   Kind kind = Kind::Xid;
-  int code = 0;                // the Xid / SXid number (0 for FallenOffBus)
-  std::string bus_id;          // normalized "00000000:3B:00.0" (function 0 when the line has none)
+  int code = 0;        // the Xid / SXid number (0 for FallenOffBus)
+  std::string bus_id;  // normalized "00000000:3B:00.0" (function 0 when the line has none)
   std::optional<std::uint64_t> usec;
-  std::string text;            // the message, as logged (multi-line "fallen off the bus" joined)
+  std::string text;  // the message, as logged (multi-line "fallen off the bus" joined)
 };
 
 /// The NVIDIA events of the records, in order. A multi-line "The NVIDIA GPU <bdf> / (PCI ID: …)

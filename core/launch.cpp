@@ -27,7 +27,7 @@ struct LauncherSpec {
   Family family;
   std::vector<std::string_view> markers;  // any of them set: the launcher is present
   std::vector<FieldSpec> fields;
-  std::vector<std::string_view> extra;    // recorded as evidence only
+  std::vector<std::string_view> extra;  // recorded as evidence only
   void (*finish)(const EnvSnapshot&, LauncherClaim&) = nullptr;
 };
 
@@ -36,27 +36,49 @@ void slurm_finish(const EnvSnapshot& env, LauncherClaim& claim);
 const std::vector<LauncherSpec>& launcher_specs() {
   using C = LauncherClaim;
   static const std::vector<LauncherSpec> kSpecs = {
-      {"torchrun", Family::Torchrun, {"TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS"},
-       {{&C::rank, {"RANK"}}, {&C::size, {"WORLD_SIZE"}}, {&C::local_rank, {"LOCAL_RANK"}},
-        {&C::local_size, {"LOCAL_WORLD_SIZE"}}, {&C::node_rank, {"GROUP_RANK"}}, {&C::nodes, {"GROUP_WORLD_SIZE"}}},
+      {"torchrun",
+       Family::Torchrun,
+       {"TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS"},
+       {{&C::rank, {"RANK"}},
+        {&C::size, {"WORLD_SIZE"}},
+        {&C::local_rank, {"LOCAL_RANK"}},
+        {&C::local_size, {"LOCAL_WORLD_SIZE"}},
+        {&C::node_rank, {"GROUP_RANK"}},
+        {&C::nodes, {"GROUP_WORLD_SIZE"}}},
        {"TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT"}},
       // OMPI_COMM_WORLD_NODE_RANK is the rank among this job's processes on the node, and
       // OMPI_UNIVERSE_SIZE the slot count: neither is a node index or a world size.
-      {"openmpi", Family::Mpi, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
-       {{&C::rank, {"OMPI_COMM_WORLD_RANK"}}, {&C::size, {"OMPI_COMM_WORLD_SIZE"}},
-        {&C::local_rank, {"OMPI_COMM_WORLD_LOCAL_RANK"}}, {&C::local_size, {"OMPI_COMM_WORLD_LOCAL_SIZE"}}},
+      {"openmpi",
+       Family::Mpi,
+       {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+       {{&C::rank, {"OMPI_COMM_WORLD_RANK"}},
+        {&C::size, {"OMPI_COMM_WORLD_SIZE"}},
+        {&C::local_rank, {"OMPI_COMM_WORLD_LOCAL_RANK"}},
+        {&C::local_size, {"OMPI_COMM_WORLD_LOCAL_SIZE"}}},
        {}},
-      {"hydra", Family::Mpi, {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
-       {{&C::rank, {"PMI_RANK"}}, {&C::size, {"PMI_SIZE"}}, {&C::local_rank, {"MPI_LOCALRANKID"}},
+      {"hydra",
+       Family::Mpi,
+       {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
+       {{&C::rank, {"PMI_RANK"}},
+        {&C::size, {"PMI_SIZE"}},
+        {&C::local_rank, {"MPI_LOCALRANKID"}},
         {&C::local_size, {"MPI_LOCALNRANKS"}}},
        {}},
-      {"mvapich2", Family::Mpi, {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"},
-       {{&C::rank, {"MV2_COMM_WORLD_RANK"}}, {&C::size, {"MV2_COMM_WORLD_SIZE"}},
-        {&C::local_rank, {"MV2_COMM_WORLD_LOCAL_RANK"}}, {&C::local_size, {"MV2_COMM_WORLD_LOCAL_SIZE"}}},
+      {"mvapich2",
+       Family::Mpi,
+       {"MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE"},
+       {{&C::rank, {"MV2_COMM_WORLD_RANK"}},
+        {&C::size, {"MV2_COMM_WORLD_SIZE"}},
+        {&C::local_rank, {"MV2_COMM_WORLD_LOCAL_RANK"}},
+        {&C::local_size, {"MV2_COMM_WORLD_LOCAL_SIZE"}}},
        {}},
-      {"slurm", Family::Slurm, {"SLURM_PROCID"},
-       {{&C::rank, {"SLURM_PROCID"}}, {&C::size, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"}},
-        {&C::local_rank, {"SLURM_LOCALID"}}, {&C::node_rank, {"SLURM_NODEID"}},
+      {"slurm",
+       Family::Slurm,
+       {"SLURM_PROCID"},
+       {{&C::rank, {"SLURM_PROCID"}},
+        {&C::size, {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"}},
+        {&C::local_rank, {"SLURM_LOCALID"}},
+        {&C::node_rank, {"SLURM_NODEID"}},
         {&C::nodes, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES", "SLURM_JOB_NUM_NODES"}}},
        {"SLURM_JOB_ID", "SLURM_STEP_ID"},
        &slurm_finish},
@@ -123,8 +145,10 @@ std::string slurm_outside_step(const EnvSnapshot& env, LauncherClaim& claim) {
     const std::optional<std::string> step = env.get(name);
     if (!step) continue;
     if (name != "SLURM_STEP_ID") record(std::string(name), *step, claim);
-    if (*step == "4294967294" || *step == "batch") return std::string(name) + "=" + printable(*step, 20) + ": the batch step";
-    if (*step == "4294967293" || *step == "extern") return std::string(name) + "=" + printable(*step, 20) + ": the extern step";
+    if (*step == "4294967294" || *step == "batch")
+      return std::string(name) + "=" + printable(*step, 20) + ": the batch step";
+    if (*step == "4294967293" || *step == "extern")
+      return std::string(name) + "=" + printable(*step, 20) + ": the extern step";
     return {};
   }
   return "no SLURM_STEP_ID: the job's batch script, not a task srun started";
@@ -146,8 +170,8 @@ void slurm_finish(const EnvSnapshot& env, LauncherClaim& claim) {
     } else if (claim.node_rank && static_cast<std::uint64_t>(claim.node_rank->value) < counts->size()) {
       claim.local_size = Claimed{(*counts)[static_cast<std::size_t>(claim.node_rank->value)], std::string(name)};
     } else if (claim.node_rank) {
-      claim.errors.push_back(std::string(name) + "='" + printable(*raw, 40) + "' has no entry for SLURM_NODEID=" +
-                             std::to_string(claim.node_rank->value));
+      claim.errors.push_back(std::string(name) + "='" + printable(*raw, 40) +
+                             "' has no entry for SLURM_NODEID=" + std::to_string(claim.node_rank->value));
     }
     return;
   }
@@ -253,9 +277,10 @@ LaunchView detect_launchers(const EnvSnapshot& env) {
     }
   }
 
-  static const std::vector<FieldSpec> kFrameworkFields = {
-      {&LauncherClaim::rank, {"RANK"}}, {&LauncherClaim::size, {"WORLD_SIZE"}},
-      {&LauncherClaim::local_rank, {"LOCAL_RANK"}}, {&LauncherClaim::local_size, {"LOCAL_WORLD_SIZE"}}};
+  static const std::vector<FieldSpec> kFrameworkFields = {{&LauncherClaim::rank, {"RANK"}},
+                                                          {&LauncherClaim::size, {"WORLD_SIZE"}},
+                                                          {&LauncherClaim::local_rank, {"LOCAL_RANK"}},
+                                                          {&LauncherClaim::local_size, {"LOCAL_WORLD_SIZE"}}};
   view.framework.launcher = "framework";
   for (const FieldSpec& field : kFrameworkFields) read_field(env, field, view.framework);
   return view;
@@ -294,9 +319,12 @@ void to_json(nlohmann::json& j, const LauncherClaim& claim) {
   j["launcher"] = claim.launcher;
   if (claim.launcher != "framework") j["role"] = to_string(claim.role);
   const std::pair<const char*, const std::optional<Claimed>*> fields[] = {
-      {"rank", &claim.rank},           {"size", &claim.size},
-      {"local_rank", &claim.local_rank}, {"local_size", &claim.local_size},
-      {"node_rank", &claim.node_rank}, {"nodes", &claim.nodes},
+      {"rank", &claim.rank},
+      {"size", &claim.size},
+      {"local_rank", &claim.local_rank},
+      {"local_size", &claim.local_size},
+      {"node_rank", &claim.node_rank},
+      {"nodes", &claim.nodes},
   };
   for (const auto& [key, value] : fields) {
     if (*value) j[key] = (*value)->value;

@@ -28,7 +28,8 @@ struct Claimed {
 enum class ClaimRole {
   Active,  // the innermost launcher: it started this process
   Outer,   // started the active launcher (srun starting torchrun): describes the agent, not this process
-  Stale,   // an enclosing allocation's variables (Slurm's batch step under mpirun, or the batch script itself): not about this process
+  Stale,   // an enclosing allocation's variables (Slurm's batch step under mpirun, or the batch script itself): not
+           // about this process
   Peer,    // a second launcher at the same level (PMI_RANK next to OMPI_COMM_WORLD_RANK): must agree
 };
 const char* to_string(ClaimRole role);

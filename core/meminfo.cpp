@@ -40,7 +40,8 @@ Probed<MemInfo> parse_meminfo(std::string_view text) {
       if (key != wanted[i].first) continue;
       const std::optional<std::uint64_t> bytes = parse_kb(line.substr(colon + 1));
       if (!bytes) {
-        return Probed<MemInfo>::error(ProbeErrc::ParseError, "not a size in kB: '" + printable(trim(line)) + "'", kSource);
+        return Probed<MemInfo>::error(ProbeErrc::ParseError, "not a size in kB: '" + printable(trim(line)) + "'",
+                                      kSource);
       }
       *wanted[i].second = *bytes;
       seen[i] = true;

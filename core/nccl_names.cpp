@@ -78,7 +78,7 @@ bool nccl_selects(const NcclNameList& list, std::string_view name, std::optional
 }
 
 std::vector<std::pair<std::string, std::string>> nccl_prefix_traps(const NcclNameList& list,
-                                                                    const std::vector<std::string>& names) {
+                                                                   const std::vector<std::string>& names) {
   std::vector<std::pair<std::string, std::string>> out;
   if (list.exact) return out;
   for (const NcclNameEntry& e : list.entries) {

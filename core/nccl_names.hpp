@@ -13,8 +13,8 @@
 namespace preflight {
 
 struct NcclNameEntry {
-  std::string name;          // "eth", "mlx5_1"
-  std::optional<int> port;   // ":1"; nullopt: any port
+  std::string name;         // "eth", "mlx5_1"
+  std::optional<int> port;  // ":1"; nullopt: any port
 };
 
 struct NcclNameList {
@@ -38,6 +38,6 @@ bool nccl_selects(const NcclNameList& list, std::string_view name, std::optional
 /// The entries that a longer name also matches as a prefix, among `names`: "eth1" matching "eth10"
 /// (the prefix trap). Returns "entry -> other name" pairs; empty for '=' lists.
 std::vector<std::pair<std::string, std::string>> nccl_prefix_traps(const NcclNameList& list,
-                                                                    const std::vector<std::string>& names);
+                                                                   const std::vector<std::string>& names);
 
 }  // namespace preflight

@@ -143,13 +143,17 @@ std::string comm_id_address(std::string_view id) {
 }
 }  // namespace
 
-SocketSelection nccl_socket_select(const std::vector<NetInterface>& interfaces, const std::optional<std::string>& ifname,
-                                   const std::optional<std::string>& family, const std::optional<std::string>& comm_id) {
+SocketSelection nccl_socket_select(const std::vector<NetInterface>& interfaces,
+                                   const std::optional<std::string>& ifname, const std::optional<std::string>& family,
+                                   const std::optional<std::string>& comm_id) {
   SocketSelection s;
   if (family) {
-    if (*family == "AF_INET") s.family = "inet";
-    else if (*family == "AF_INET6") s.family = "inet6";
-    else s.family_ignored = true;
+    if (*family == "AF_INET")
+      s.family = "inet";
+    else if (*family == "AF_INET6")
+      s.family = "inet6";
+    else
+      s.family_ignored = true;
   }
   if (ifname && ifname->size() > 1) {
     s.from_env = true;
@@ -168,7 +172,8 @@ SocketSelection nccl_socket_select(const std::vector<NetInterface>& interfaces, 
     s.tried.emplace_back("NCCL_COMM_ID subnet");
     const std::string addr = comm_id_address(*comm_id);
     if (!parse_ip(addr)) {
-      s.comm_id_note = "NCCL_COMM_ID's host '" + printable(addr) + "' is not a numeric address: the subnet step was not replayed";
+      s.comm_id_note =
+          "NCCL_COMM_ID's host '" + printable(addr) + "' is not a numeric address: the subnet step was not replayed";
     } else {
       // ncclFindInterfaceMatchSubnet: the first address (any state, any family order of getifaddrs) in the same subnet.
       for (std::string_view fam : {std::string_view("inet"), std::string_view("inet6")}) {

@@ -67,20 +67,22 @@ std::vector<SocketChoice> nccl_find_interfaces(const std::vector<NetInterface>& 
                                                std::string_view family, std::size_t max_ifs = kNcclMaxIfs);
 
 struct SocketSelection {
-  bool from_env = false;         // NCCL_SOCKET_IFNAME set with strlen > 1
-  std::string rule;              // the list that found the interfaces: the variable's value, or the default step
-  std::vector<std::string> tried;  // default steps tried in order ("ib", "NCCL_COMM_ID subnet", "^docker,lo,virbr", ...)
-  std::string family;            // "inet", "inet6" or "" (NCCL_SOCKET_FAMILY not set or not understood)
-  bool family_ignored = false;   // NCCL_SOCKET_FAMILY set to something NCCL ignores
-  std::string comm_id_note;      // why the NCCL_COMM_ID step could not be replayed, if it could not
+  bool from_env = false;  // NCCL_SOCKET_IFNAME set with strlen > 1
+  std::string rule;       // the list that found the interfaces: the variable's value, or the default step
+  std::vector<std::string>
+      tried;                    // default steps tried in order ("ib", "NCCL_COMM_ID subnet", "^docker,lo,virbr", ...)
+  std::string family;           // "inet", "inet6" or "" (NCCL_SOCKET_FAMILY not set or not understood)
+  bool family_ignored = false;  // NCCL_SOCKET_FAMILY set to something NCCL ignores
+  std::string comm_id_note;     // why the NCCL_COMM_ID step could not be replayed, if it could not
   std::vector<SocketChoice> matches;  // NET/Socket's interfaces; matches[0] is the bootstrap interface
 };
 
 /// ncclFindInterfaces(): NCCL_SOCKET_IFNAME when its length is above 1, else the default order
 /// "ib", the interface in NCCL_COMM_ID's subnet (numeric addresses only), "^docker,lo,virbr",
 /// "docker", "lo", "virbr". Bootstrap uses matches[0].
-SocketSelection nccl_socket_select(const std::vector<NetInterface>& interfaces, const std::optional<std::string>& ifname,
-                                   const std::optional<std::string>& family, const std::optional<std::string>& comm_id);
+SocketSelection nccl_socket_select(const std::vector<NetInterface>& interfaces,
+                                   const std::optional<std::string>& ifname, const std::optional<std::string>& family,
+                                   const std::optional<std::string>& comm_id);
 
 /// "eth0 (up, running, 192.0.2.2/24, fd00::2/64, 10000 Mb/s)", for messages.
 std::string describe_interface(const NetInterface& i);

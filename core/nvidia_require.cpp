@@ -121,7 +121,8 @@ RequireResult evaluate_nvidia_require(std::string_view text, const std::optional
       if (!c) {
         result.status = RequireStatus::Malformed;
         result.token = token.empty() ? std::string(group_text) : std::string(token);
-        result.detail = "\"" + printable(result.token, 60) + "\" is not a constraint (cuda, driver, arch or brand "
+        result.detail = "\"" + printable(result.token, 60) +
+                        "\" is not a constraint (cuda, driver, arch or brand "
                         "with >=, <=, >, <, =)";
         return result;
       }
@@ -172,9 +173,9 @@ RequireResult evaluate_nvidia_require(std::string_view text, const std::optional
     return result;
   }
   result.status = RequireStatus::NotSatisfied;
-  result.detail = groups.size() == 1 ? first_failure
-                                     : "none of the " + std::to_string(groups.size()) + " groups holds; the first: " +
-                                           first_failure;
+  result.detail = groups.size() == 1
+                      ? first_failure
+                      : "none of the " + std::to_string(groups.size()) + " groups holds; the first: " + first_failure;
   return result;
 }
 

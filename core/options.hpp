@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Every option of `preflight run` as a plain value (`preflight --help`, packaging/preflight.1).
-// The command line and the config file fill it (cli/cli.cpp); checks read the thresholds they need from it, never from globals.
+// The command line and the config file fill it (cli/cli.cpp); checks read the thresholds they need from it, never from
+// globals.
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,7 @@ struct Options {
   double timeout_s = 60.0;
   bool strict = false;
   bool verbose = false;
-  std::optional<int> color;  // unset: auto (TTY and no NO_COLOR); 0 never; 1 always
+  std::optional<int> color;       // unset: auto (TTY and no NO_COLOR); 0 never; 1 always
   std::string progress = "auto";  // auto (stderr is a terminal) | always | never: the progress line
 
   std::optional<int> expect_gpus, expect_world_size, expect_nodes;

@@ -16,8 +16,7 @@ std::uint32_t le32(std::string_view b, std::size_t at) {
 }
 
 std::uint16_t le16(std::string_view b, std::size_t at) {
-  return static_cast<std::uint16_t>(static_cast<unsigned char>(b[at]) |
-                                    static_cast<unsigned char>(b[at + 1]) << 8);
+  return static_cast<std::uint16_t>(static_cast<unsigned char>(b[at]) | static_cast<unsigned char>(b[at + 1]) << 8);
 }
 
 std::string hex(std::size_t v) {

@@ -14,18 +14,18 @@ namespace preflight {
 
 /// ACS Capability / Control register bits (the same positions in both registers).
 enum AcsBits : std::uint16_t {
-  kAcsSourceValidation = 0x01,  // SV
+  kAcsSourceValidation = 0x01,     // SV
   kAcsTranslationBlocking = 0x02,  // TB
-  kAcsRequestRedirect = 0x04,  // RR
-  kAcsCompletionRedirect = 0x08,  // CR
-  kAcsUpstreamForwarding = 0x10,  // UF
-  kAcsEgressControl = 0x20,  // EC
-  kAcsDirectTranslated = 0x40,  // DT
+  kAcsRequestRedirect = 0x04,      // RR
+  kAcsCompletionRedirect = 0x08,   // CR
+  kAcsUpstreamForwarding = 0x10,   // UF
+  kAcsEgressControl = 0x20,        // EC
+  kAcsDirectTranslated = 0x40,     // DT
 };
 
 constexpr std::uint16_t kPciExtCapIdAcs = 0x0d;
-constexpr std::size_t kPciConfigSize = 256;     // conventional PCI: no extended capabilities
-constexpr std::size_t kPcieConfigSize = 4096;   // PCI Express
+constexpr std::size_t kPciConfigSize = 256;    // conventional PCI: no extended capabilities
+constexpr std::size_t kPcieConfigSize = 4096;  // PCI Express
 
 /// Parses one device's config space (what was read, up to 4096 bytes):
 ///   < 256 bytes                         "restricted" (sysfs returns 64 bytes without CAP_SYS_ADMIN)
@@ -44,8 +44,6 @@ std::string acs_ctrl_text(std::uint16_t ctrl);
 std::string acs_set_bits_text(std::uint16_t ctrl);
 
 /// True when P2P Request Redirect or P2P Completion Redirect is set.
-inline bool acs_redirects(std::uint16_t ctrl) {
-  return (ctrl & (kAcsRequestRedirect | kAcsCompletionRedirect)) != 0;
-}
+inline bool acs_redirects(std::uint16_t ctrl) { return (ctrl & (kAcsRequestRedirect | kAcsCompletionRedirect)) != 0; }
 
 }  // namespace preflight

@@ -10,7 +10,8 @@ namespace preflight {
 namespace {
 
 bool all_hex(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; });
 }
 
 bool is_pci_hop(const TopoHop& h) { return h.kind == "pci_bridge" || h.kind == "host_bridge"; }

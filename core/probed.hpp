@@ -103,9 +103,8 @@ struct adl_serializer<preflight::Probed<T>> {
     if (j.contains("value")) {
       p = preflight::Probed<T>::ok(j.at("value").get<T>(), std::move(source));
     } else {
-      p = preflight::Probed<T>::error(
-          preflight::probe_errc_from_string(j.value("error", std::string("not_probed"))),
-          j.value("detail", std::string()), std::move(source));
+      p = preflight::Probed<T>::error(preflight::probe_errc_from_string(j.value("error", std::string("not_probed"))),
+                                      j.value("detail", std::string()), std::move(source));
     }
   }
 };

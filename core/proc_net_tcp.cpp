@@ -16,7 +16,10 @@ std::optional<std::uint64_t> hex_value(std::string_view s, std::size_t max_digit
   if (s.empty() || s.size() > max_digits) return std::nullopt;
   std::uint64_t v = 0;
   for (char c : s) {
-    int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (d < 0) return std::nullopt;
     v = v << 4 | static_cast<std::uint64_t>(d);
   }
@@ -67,7 +70,8 @@ ProcNetTcp parse_proc_net_tcp(std::string_view text, bool ipv6) {
     // sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...
     TcpSocketEntry e;
     e.ipv6 = ipv6;
-    const bool sl_ok = cols[0].size() >= 2 && cols[0].back() == ':' && parse_uint(cols[0].substr(0, cols[0].size() - 1));
+    const bool sl_ok =
+        cols[0].size() >= 2 && cols[0].back() == ':' && parse_uint(cols[0].substr(0, cols[0].size() - 1));
     const auto state = cols.size() >= 10 ? hex_value(cols[3], 2) : std::nullopt;
     const auto inode = cols.size() >= 10 ? parse_uint(cols[9]) : std::nullopt;
     if (!sl_ok || !state || !inode || !parse_endpoint(cols[1], ipv6, e.local_address, e.local_port) ||

@@ -13,12 +13,12 @@ namespace preflight {
 inline constexpr int kTcpStateListen = 0x0A;  // TCP_LISTEN in the "st" column
 
 struct TcpSocketEntry {
-  std::string local_address;   // "127.0.0.1", "::", "::ffff:10.0.0.1"
+  std::string local_address;  // "127.0.0.1", "::", "::ffff:10.0.0.1"
   int local_port = 0;
   std::string remote_address;
   int remote_port = 0;
-  int state = 0;               // TCP_ESTABLISHED 1 ... TCP_LISTEN 0x0A
-  std::uint64_t inode = 0;     // the socket inode (0 for sockets no process holds)
+  int state = 0;            // TCP_ESTABLISHED 1 ... TCP_LISTEN 0x0A
+  std::uint64_t inode = 0;  // the socket inode (0 for sockets no process holds)
   bool ipv6 = false;
 };
 

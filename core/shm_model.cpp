@@ -28,8 +28,8 @@ ShmNeed shm_need(const Placement& placement, const Options& options, const EnvSn
   need.shm_transport = need.local_ranks > 1 && nccl_int(env, "NCCL_SHM_DISABLE", 0) != 1 &&
                        nccl_int(env, "NCCL_CUMEM_HOST_ENABLE", -1) != 1;
   const std::int64_t buffsize = nccl_int(env, "NCCL_BUFFSIZE", static_cast<std::int64_t>(kNcclDefaultBuffSize));
-  const std::uint64_t segment = kNcclShmSegmentFixedBytes +
-                                (buffsize > 0 ? static_cast<std::uint64_t>(buffsize) : kNcclDefaultBuffSize);
+  const std::uint64_t segment =
+      kNcclShmSegmentFixedBytes + (buffsize > 0 ? static_cast<std::uint64_t>(buffsize) : kNcclDefaultBuffSize);
 
   const auto comms = static_cast<std::uint64_t>(std::max(1, options.nccl_communicators));
   need.proxy_per_rank = need.network_transport ? kNcclProxyPoolBytes * comms : 0;

@@ -9,13 +9,15 @@
 #include <cmath>
 #include <cstdio>
 #include <iterator>
-#include <utility>
 #include <limits>
+#include <utility>
 
 namespace preflight {
 
 std::string_view trim(std::string_view s) {
-  const auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  const auto is_space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  };
   while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
   while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
   return s;
@@ -58,7 +60,8 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
 
 std::string to_lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -88,8 +91,8 @@ std::optional<std::uint64_t> parse_size(std::string_view s) {
   double value = 0;
   const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (ec != std::errc() || ptr != number.data() + number.size()) return std::nullopt;
-  if (!unit.empty() && unit.back() == 'b') unit.pop_back();       // "GiB" -> "gi", "kb" -> "k", "b" -> ""
-  if (!unit.empty() && unit.back() == 'i') unit.pop_back();       // "gi" -> "g"
+  if (!unit.empty() && unit.back() == 'b') unit.pop_back();  // "GiB" -> "gi", "kb" -> "k", "b" -> ""
+  if (!unit.empty() && unit.back() == 'i') unit.pop_back();  // "gi" -> "g"
   double scale = 1;
   if (unit.empty()) {
     scale = 1;
@@ -239,9 +242,12 @@ std::optional<std::vector<int>> parse_cpu_mask(std::string_view text) {
     std::uint32_t word = 0;
     for (char c : hex) {
       int v = -1;
-      if (c >= '0' && c <= '9') v = c - '0';
-      else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') v = c - 'A' + 10;
+      if (c >= '0' && c <= '9')
+        v = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        v = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        v = c - 'A' + 10;
       if (v < 0) return std::nullopt;
       word = (word << 4) | static_cast<std::uint32_t>(v);
     }

@@ -99,7 +99,6 @@ std::string render(std::string_view text, const nlohmann::json& params, int dept
 
 std::string render_template(std::string_view text, const nlohmann::json& params) { return render(text, params, 2); }
 
-
 nlohmann::json template_param(std::string text) { return {{"template", std::move(text)}}; }
 
 std::string splice_template_params(std::string_view text, const nlohmann::json& params) {
@@ -160,7 +159,8 @@ void VerdictBuilder::add(Status s, std::string code, std::string message, std::s
       m_params[name] = value;
     }
   }
-  m_findings.push_back({s, std::move(code), std::move(message), std::move(fix), params.is_object() ? params : nlohmann::json::object()});
+  m_findings.push_back(
+      {s, std::move(code), std::move(message), std::move(fix), params.is_object() ? params : nlohmann::json::object()});
   const Item& item = m_findings.back();
   if (const FindingObserver o = observer(); o != nullptr && !item.code.empty()) {
     o({item.code, item.status, item.message, item.fix, item.params});

@@ -26,10 +26,10 @@ Status worst(Status a, Status b);
 /// template are one finding however their parameters differ (the rank, the host, a GPU index):
 /// the report groups them into one row that names every rank, with each rank's values kept.
 struct Finding {
-  std::string code = {};         // "" when the verdict is plain text (grouped by its text)
-  Status status = Status::Pass;  // the finding's own status (the verdict's is the worst of them)
-  std::string message = {};      // the summary with {name} where a parameter goes
-  std::string fix = {};          // the remedy, a template too
+  std::string code = {};                             // "" when the verdict is plain text (grouped by its text)
+  Status status = Status::Pass;                      // the finding's own status (the verdict's is the worst of them)
+  std::string message = {};                          // the summary with {name} where a parameter goes
+  std::string fix = {};                              // the remedy, a template too
   nlohmann::json params = nlohmann::json::object();  // name -> data: a number, a string, or lists/objects of them
 };
 
@@ -38,7 +38,7 @@ struct Finding {
 /// as templates over named parameters ({name}). `preflight explain ID` lists them; JSON results
 /// carry the findings a run reported by code, status and parameters.
 struct FindingSpec {
-  std::string_view code;     // "shm.capacity/too-small"
+  std::string_view code;  // "shm.capacity/too-small"
   Status status;
   std::string_view message;  // "{path} is {size}; {need}"
   std::string_view fix;      // "" for a PASS note
@@ -61,10 +61,10 @@ std::string splice_template_params(std::string_view text, const nlohmann::json& 
 
 struct Verdict {
   Status status = Status::Unknown;
-  std::string summary;           // one line with the actual numbers
-  std::string remedy;            // the exact fix; empty on PASS
+  std::string summary;  // one line with the actual numbers
+  std::string remedy;   // the exact fix; empty on PASS
   nlohmann::json evidence = nlohmann::json::object();
-  Finding finding = {};          // the finding that decides the status, when the check states it as data
+  Finding finding = {};                // the finding that decides the status, when the check states it as data
   std::vector<Finding> findings = {};  // every coded finding of the verdict, worst first (JSON: findings)
   /// The check whose non-PASS result explains this one ("driver.loaded" for every GPU check on a
   /// node without a driver): one of the causes its CheckSpec declares. The result keeps its own

@@ -66,15 +66,15 @@ int run_nccl_id(const std::string& lib, const std::string& root);
 
 /// `nccl-allreduce`: one rank of an all_reduce.
 struct AllreduceArgs {
-  std::string id_hex;        ///< the unique id from nccl-id (256 hex digits)
-  std::string root;          ///< NCCL_COMM_ID (ADDR:PORT); empty: inherited from the environment
-  std::string lib;           ///< libnccl path; empty: the soname
+  std::string id_hex;  ///< the unique id from nccl-id (256 hex digits)
+  std::string root;    ///< NCCL_COMM_ID (ADDR:PORT); empty: inherited from the environment
+  std::string lib;     ///< libnccl path; empty: the soname
   int rank = 0;
   int nranks = 1;
-  int device = 0;            ///< CUDA ordinal
-  std::uint64_t bytes = 0;   ///< message size (rounded down to whole elements)
-  int repeats = 5;           ///< timed iterations after one warm-up; the best is kept
-  double timeout_s = 30.0;   ///< the helper's own deadline, from its start
+  int device = 0;           ///< CUDA ordinal
+  std::uint64_t bytes = 0;  ///< message size (rounded down to whole elements)
+  int repeats = 5;          ///< timed iterations after one warm-up; the best is kept
+  double timeout_s = 30.0;  ///< the helper's own deadline, from its start
 };
 
 /// Whether `nranks` ranks use ncclInt64 (the exact sums overflow int32 beyond 2048 ranks).

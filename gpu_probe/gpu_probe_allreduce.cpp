@@ -20,10 +20,10 @@
 #include "core/backoff.hpp"
 #include "gpu_probe/dynlib.hpp"
 #include "gpu_probe/gpu_probe.hpp"
-#include "gpu_probe/xid_watch.hpp"
 #include "gpu_probe/nvidia/cuda_api.hpp"
 #include "gpu_probe/nvidia/nccl_api.hpp"
 #include "gpu_probe/protocol.hpp"
+#include "gpu_probe/xid_watch.hpp"
 
 namespace preflight::helper {
 namespace {
@@ -153,8 +153,9 @@ int run_nccl_id(const std::string& lib_path, const std::string& root) {
     return 0;
   };
   if (!set_root(root)) {
-    return fail("root", "no bootstrap root: give --root ADDR:PORT (NCCL_COMM_ID); without it the root would be a "
-                        "thread of this helper, gone when it exits");
+    return fail("root",
+                "no bootstrap root: give --root ADDR:PORT (NCCL_COMM_ID); without it the root would be a "
+                "thread of this helper, gone when it exits");
   }
   const Nccl n = open_nccl(lib_path);
   if (!n.lib) return fail("dlopen", n.lib.error());
@@ -182,9 +183,14 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   const std::size_t count = static_cast<std::size_t>(a.bytes / element);
   const std::uint64_t bytes = count * element;
 
-  nlohmann::json start = {{"event", to_string(gpu_protocol::Event::Start)}, {"rank", a.rank},   {"nranks", a.nranks},
-                          {"device", a.device}, {"bytes", bytes}, {"count", count},
-                          {"dtype", wide ? "int64" : "int32"},   {"repeats", a.repeats},
+  nlohmann::json start = {{"event", to_string(gpu_protocol::Event::Start)},
+                          {"rank", a.rank},
+                          {"nranks", a.nranks},
+                          {"device", a.device},
+                          {"bytes", bytes},
+                          {"count", count},
+                          {"dtype", wide ? "int64" : "int32"},
+                          {"repeats", a.repeats},
                           {"timeout_s", a.timeout_s}};
   // XIDs NVML reports on this rank's GPU while the all_reduce runs (init, the collectives, the
   // abort or finalize): one "xid_watch" line before the end, whatever the end.
@@ -197,7 +203,11 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   };
   // Failures before a communicator exists: one error line and the end.
   auto fail = [&](const std::string& step, const std::string& error) {
-    emit_line({{"event", to_string(gpu_protocol::Event::Error)}, {"step", step}, {"error", error}, {"expired", false}, {"seconds", since(begin)}});
+    emit_line({{"event", to_string(gpu_protocol::Event::Error)},
+               {"step", step},
+               {"error", error},
+               {"expired", false},
+               {"seconds", since(begin)}});
     report_xids(step);
     emit_line({{"event", to_string(gpu_protocol::Event::End)}});
     return 0;
@@ -258,8 +268,9 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   const auto comm_destroy = n.fn.ncclCommDestroy;
   if (comm_init == nullptr || async_error == nullptr || all_reduce == nullptr || comm_abort == nullptr ||
       comm_destroy == nullptr) {
-    return fail("dlsym", n.lib.path() + " lacks ncclCommInitRankConfig, ncclCommGetAsyncError, ncclAllReduce, "
-                                        "ncclCommAbort or ncclCommDestroy (non-blocking communicators need NCCL >= 2.14)");
+    return fail("dlsym", n.lib.path() +
+                             " lacks ncclCommInitRankConfig, ncclCommGetAsyncError, ncclAllReduce, "
+                             "ncclCommAbort or ncclCommDestroy (non-blocking communicators need NCCL >= 2.14)");
   }
 
   // The device, its primary context (NCCL's CUDA runtime adopts it), buffers, a stream, two events.
@@ -271,7 +282,8 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   }
   xids.start(cuda_fn, dev, a.device);  // before the work: context, buffers, NCCL's init
   CUcontext ctx = nullptr;
-  if (const CUresult rc = retain(&ctx, dev); rc != CUDA_SUCCESS) return fail("cuda", cu("cuDevicePrimaryCtxRetain", rc));
+  if (const CUresult rc = retain(&ctx, dev); rc != CUDA_SUCCESS)
+    return fail("cuda", cu("cuDevicePrimaryCtxRetain", rc));
   if (const CUresult rc = set_current(ctx); rc != CUDA_SUCCESS) return fail("cuda", cu("cuCtxSetCurrent", rc));
   CUdeviceptr send = 0, recv = 0;
   CUstream stream = nullptr;
@@ -310,7 +322,8 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
         return fail("cuda", cu("cuMemcpyHtoD", rc));
       }
     }
-    if (const CUresult rc = memset32(recv, 0xDEADBEEFu, bytes / 4); rc != CUDA_SUCCESS) return fail("cuda", cu("cuMemsetD32", rc));
+    if (const CUresult rc = memset32(recv, 0xDEADBEEFu, bytes / 4); rc != CUDA_SUCCESS)
+      return fail("cuda", cu("cuMemsetD32", rc));
     if (const CUresult rc = synchronize(); rc != CUDA_SUCCESS) return fail("cuda", cu("cuCtxSynchronize", rc));
   }
 
@@ -318,8 +331,11 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   // (a communicator in error, or one still running, must not be destroyed or waited for).
   nccl::ncclComm_t comm = nullptr;
   auto fatal = [&](const std::string& step, const std::string& error, bool expired, int code) {
-    nlohmann::json line = {{"event", to_string(gpu_protocol::Event::Error)}, {"step", step},     {"error", error},
-                           {"expired", expired}, {"seconds", since(begin)}};
+    nlohmann::json line = {{"event", to_string(gpu_protocol::Event::Error)},
+                           {"step", step},
+                           {"error", error},
+                           {"expired", expired},
+                           {"seconds", since(begin)}};
     if (code >= 0) {
       line["code"] = code;
       const char* name = nccl_code_name(code);
@@ -359,7 +375,8 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   const Clock::time_point init_begin = Clock::now();
   {
     const nccl::ncclResult_t rc = comm_init(&comm, a.nranks, id, a.rank, &config);
-    if (rc != nccl::ncclSuccess && rc != nccl::ncclInProgress) fatal("init", "ncclCommInitRankConfig: " + n.name(rc, comm), false, rc);
+    if (rc != nccl::ncclSuccess && rc != nccl::ncclInProgress)
+      fatal("init", "ncclCommInitRankConfig: " + n.name(rc, comm), false, rc);
     if (comm == nullptr) fatal("init", "ncclCommInitRankConfig returned no communicator", false, -1);
   }
   for (Backoff b = poll_backoff();;) {
@@ -371,17 +388,22 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
     if (Clock::now() >= deadline) fatal("init", expired_text("ncclCommInitRankConfig"), true, -1);
     pause(b);
   }
-  emit_line({{"event", to_string(gpu_protocol::Event::Progress)}, {"step", "ready"}, {"seconds", since(begin)}, {"init_seconds", since(init_begin)}});
+  emit_line({{"event", to_string(gpu_protocol::Event::Progress)},
+             {"step", "ready"},
+             {"seconds", since(begin)},
+             {"init_seconds", since(init_begin)}});
 
   // One all_reduce between two events: enqueue (polling ncclInProgress), then poll the end event
   // and the communicator's asynchronous error together.
   const nccl::ncclDataType_t dtype = wide ? nccl::ncclInt64 : nccl::ncclInt32;
   auto one = [&]() -> double {
-    if (const CUresult rc = event_record(ev_start, stream); rc != CUDA_SUCCESS) fatal("allreduce", cu("cuEventRecord", rc), false, -1);
+    if (const CUresult rc = event_record(ev_start, stream); rc != CUDA_SUCCESS)
+      fatal("allreduce", cu("cuEventRecord", rc), false, -1);
     nccl::ncclResult_t rc = all_reduce(reinterpret_cast<const void*>(static_cast<std::uintptr_t>(send)),
                                        reinterpret_cast<void*>(static_cast<std::uintptr_t>(recv)), count, dtype,
                                        nccl::ncclSum, comm, stream);
-    if (rc != nccl::ncclSuccess && rc != nccl::ncclInProgress) fatal("allreduce", "ncclAllReduce: " + n.name(rc, comm), false, rc);
+    if (rc != nccl::ncclSuccess && rc != nccl::ncclInProgress)
+      fatal("allreduce", "ncclAllReduce: " + n.name(rc, comm), false, rc);
     for (Backoff b = poll_backoff(); rc == nccl::ncclInProgress;) {
       nccl::ncclResult_t state = nccl::ncclInProgress;
       if (const nccl::ncclResult_t q = async_error(comm, &state); q != nccl::ncclSuccess) {
@@ -396,7 +418,8 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
         pause(b);
       }
     }
-    if (const CUresult r = event_record(ev_end, stream); r != CUDA_SUCCESS) fatal("allreduce", cu("cuEventRecord", r), false, -1);
+    if (const CUresult r = event_record(ev_end, stream); r != CUDA_SUCCESS)
+      fatal("allreduce", cu("cuEventRecord", r), false, -1);
     for (Backoff b = poll_backoff();;) {
       const CUresult q = event_query(ev_end);
       if (q == CUDA_SUCCESS) break;
@@ -412,7 +435,8 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
       pause(b);
     }
     float ms = 0.0f;
-    if (const CUresult r = elapsed(&ms, ev_start, ev_end); r != CUDA_SUCCESS) fatal("allreduce", cu("cuEventElapsedTime", r), false, -1);
+    if (const CUresult r = elapsed(&ms, ev_start, ev_end); r != CUDA_SUCCESS)
+      fatal("allreduce", cu("cuEventElapsedTime", r), false, -1);
     return static_cast<double>(ms) / 1000.0;
   };
 
@@ -421,7 +445,10 @@ int run_nccl_allreduce(const AllreduceArgs& a) {
   std::vector<double> times;
   for (int k = 0; k < a.repeats; ++k) {
     times.push_back(one());
-    emit_line({{"event", to_string(gpu_protocol::Event::Progress)}, {"step", "iteration"}, {"i", k}, {"time_s", times.back()}});
+    emit_line({{"event", to_string(gpu_protocol::Event::Progress)},
+               {"step", "iteration"},
+               {"i", k},
+               {"time_s", times.back()}});
   }
   const double best = times.empty() ? warm : *std::min_element(times.begin(), times.end());
 

@@ -2,9 +2,9 @@
 // preflight-gpu-probe `driver` and `smoke`: NVML and the CUDA driver API through dlopen.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "core/backoff.hpp"
+#include "core/gpu_text.hpp"
 #include "core/pci_topology.hpp"
 #include "gpu_probe/dynlib.hpp"
 #include "gpu_probe/gpu_probe.hpp"
-#include "gpu_probe/xid_watch.hpp"
-#include "core/gpu_text.hpp"
 #include "gpu_probe/nvidia/cuda_api.hpp"
 #include "gpu_probe/nvidia/nvml_api.hpp"
 #include "gpu_probe/protocol.hpp"
+#include "gpu_probe/xid_watch.hpp"
 
 namespace preflight::helper {
 
@@ -123,7 +123,7 @@ void nvml_locality(const Nvml& n, nvml::nvmlDevice_t dev, NvmlGpu& gpu) {
   for (unsigned int link = 0; link < NVML_NVLINK_MAX_LINKS; ++link) {
     nvmlEnableState_t active = NVML_FEATURE_DISABLED;
     const nvmlReturn_t rc = get_state(dev, link, &active);
-    if (rc == NVML_ERROR_INVALID_ARGUMENT) break;   // past this GPU's links
+    if (rc == NVML_ERROR_INVALID_ARGUMENT) break;  // past this GPU's links
     if (rc != NVML_SUCCESS) {
       if (link == 0) break;  // no NVLink on this GPU
       continue;
@@ -179,13 +179,15 @@ Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu
   const auto get_handle = n.fn.nvmlDeviceGetHandleByIndex_v2;
   const auto get_ancestor = n.fn.nvmlDeviceGetTopologyCommonAncestor;
   const auto get_p2p = n.fn.nvmlDeviceGetP2PStatus;
-  if (get_handle == nullptr) return Result::error(ProbeErrc::ApiError, "nvmlDeviceGetHandleByIndex_v2 not exported", source);
+  if (get_handle == nullptr)
+    return Result::error(ProbeErrc::ApiError, "nvmlDeviceGetHandleByIndex_v2 not exported", source);
   std::vector<nvmlDevice_t> handles;
   for (const NvmlGpu& g : gpus) {
     nvmlDevice_t dev = nullptr;
     if (const nvmlReturn_t rc = get_handle(static_cast<unsigned>(g.index), &dev); rc != NVML_SUCCESS)
       return Result::error(ProbeErrc::ApiError,
-                           "GPU " + std::to_string(g.index) + ": " + n.failure("nvmlDeviceGetHandleByIndex_v2", rc), source);
+                           "GPU " + std::to_string(g.index) + ": " + n.failure("nvmlDeviceGetHandleByIndex_v2", rc),
+                           source);
     handles.push_back(dev);
   }
   std::vector<std::string> bus(gpus.size());
@@ -198,7 +200,9 @@ Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu
     for (const std::string& r : g.nvlink_remotes) count += (!r.empty() && !is_gpu(r)) ? 1 : 0;
     return count;
   };
-  auto ignorable = [](nvmlReturn_t rc) { return rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND; };
+  auto ignorable = [](nvmlReturn_t rc) {
+    return rc == NVML_ERROR_NOT_SUPPORTED || rc == NVML_ERROR_FUNCTION_NOT_FOUND;
+  };
   std::vector<GpuPair> pairs;
   for (std::size_t a = 0; a < gpus.size(); ++a) {
     for (std::size_t b = a + 1; b < gpus.size(); ++b) {
@@ -213,7 +217,8 @@ Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu
           const char* label = path_label(level);
           p.path = label != nullptr ? label : "";
         } else if (!ignorable(rc)) {
-          return Result::error(ProbeErrc::ApiError, which + n.failure("nvmlDeviceGetTopologyCommonAncestor", rc), source);
+          return Result::error(ProbeErrc::ApiError, which + n.failure("nvmlDeviceGetTopologyCommonAncestor", rc),
+                               source);
         }
       }
       for (const std::string& r : gpus[a].nvlink_remotes) p.nvlinks += (!r.empty() && r == bus[b]) ? 1 : 0;
@@ -226,8 +231,10 @@ Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu
         for (int k = 0; k < 3; ++k) {
           nvmlGpuP2PStatus_t status = NVML_P2P_STATUS_UNKNOWN;
           const nvmlReturn_t rc = get_p2p(handles[a], handles[b], caps[k], &status);
-          if (rc == NVML_SUCCESS) *fields[k] = p2p_label(status);
-          else if (!ignorable(rc)) return Result::error(ProbeErrc::ApiError, which + n.failure("nvmlDeviceGetP2PStatus", rc), source);
+          if (rc == NVML_SUCCESS)
+            *fields[k] = p2p_label(status);
+          else if (!ignorable(rc))
+            return Result::error(ProbeErrc::ApiError, which + n.failure("nvmlDeviceGetP2PStatus", rc), source);
         }
       }
       pairs.push_back(std::move(p));
@@ -243,9 +250,8 @@ Probed<std::vector<NvmlGpu>> nvml_gpus(const Nvml& n) {
   const auto get_count = n.fn.nvmlDeviceGetCount_v2;
   const auto get_handle = n.fn.nvmlDeviceGetHandleByIndex_v2;
   if (get_count == nullptr || get_handle == nullptr) {
-    return Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError,
-                                               "nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2 not exported by " +
-                                                   n.lib.path());
+    return Probed<std::vector<NvmlGpu>>::error(
+        ProbeErrc::ApiError, "nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2 not exported by " + n.lib.path());
   }
   const auto get_name = n.fn.nvmlDeviceGetName;
   const auto get_uuid = n.fn.nvmlDeviceGetUUID;
@@ -408,7 +414,8 @@ Probed<std::vector<CudaDevice>> cuda_devices(const Cuda& c, std::optional<double
   std::vector<CudaDevice> devices;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
     auto fail = [&](const char* call, CUresult rc) {
-      return Result::error(ProbeErrc::ApiError, "device " + std::to_string(ordinal) + ": " + c.failure(call, rc), source);
+      return Result::error(ProbeErrc::ApiError, "device " + std::to_string(ordinal) + ": " + c.failure(call, rc),
+                           source);
     };
     CudaDevice d;
     d.ordinal = ordinal;
@@ -423,9 +430,9 @@ Probed<std::vector<CudaDevice>> cuda_devices(const Cuda& c, std::optional<double
     }
     if (get_attr != nullptr) {
       int values[5] = {};
-      const CUdevice_attribute attrs[5] = {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-                                           CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID,
-                                           CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID};
+      const CUdevice_attribute attrs[5] = {
+          CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+          CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID};
       for (int k = 0; k < 5; ++k) {
         if (const CUresult rc = get_attr(&values[k], attrs[k], dev); rc != CUDA_SUCCESS) {
           return fail("cuDeviceGetAttribute", rc);
@@ -484,7 +491,8 @@ class DeviceXidWatch::Impl {
     if (get_count == nullptr || get_handle == nullptr || get_pci == nullptr)
       return void(m_why = "nvmlDeviceGetCount_v2/HandleByIndex_v2/GetPciInfo_v3 not exported by " + m_n.lib.path());
     unsigned count = 0;
-    if (const nvmlReturn_t rc = get_count(&count); rc != NVML_SUCCESS) return void(m_why = m_n.failure("nvmlDeviceGetCount_v2", rc));
+    if (const nvmlReturn_t rc = get_count(&count); rc != NVML_SUCCESS)
+      return void(m_why = m_n.failure("nvmlDeviceGetCount_v2", rc));
     const std::string want = normalize_bus_id(bus_id);
     for (unsigned i = 0; i < count; ++i) {
       nvmlDevice_t dev = nullptr;
@@ -505,10 +513,11 @@ class DeviceXidWatch::Impl {
 
   /// The watch's facts (or why there is none); NVML shut down again.
   NvmlXidWatch finish(const std::string& step) {
-    NvmlXidWatch w = m_watch ? m_watch->finish()
-                             : XidWatch::not_collected(m_work, !m_why.empty() ? m_why
-                                                                             : "not started: " + m_what + " ended at " +
-                                                                                   step + " before its GPU work");
+    NvmlXidWatch w = m_watch
+                         ? m_watch->finish()
+                         : XidWatch::not_collected(m_work, !m_why.empty() ? m_why
+                                                                          : "not started: " + m_what + " ended at " +
+                                                                                step + " before its GPU work");
     m_watch.reset();
     if (m_initialised && m_shutdown != nullptr) m_shutdown();
     m_initialised = false;
@@ -536,7 +545,8 @@ void DeviceXidWatch::start(const cuda::CudaFunctions& cuda_fn, cuda::CUdevice de
   if (get_attr != nullptr && get_attr(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) == CUDA_SUCCESS &&
       get_attr(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) == CUDA_SUCCESS &&
       get_attr(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) == CUDA_SUCCESS) {
-    start(gpu_text::format_pci_bus_id(static_cast<unsigned>(dom), static_cast<unsigned>(bus), static_cast<unsigned>(slot)));
+    start(gpu_text::format_pci_bus_id(static_cast<unsigned>(dom), static_cast<unsigned>(bus),
+                                      static_cast<unsigned>(slot)));
   } else {
     skip("the PCI bus id of CUDA device " + std::to_string(ordinal) + " is not known (cuDeviceGetAttribute)");
   }
@@ -544,9 +554,7 @@ void DeviceXidWatch::start(const cuda::CudaFunctions& cuda_fn, cuda::CUdevice de
 void DeviceXidWatch::skip(std::string why) { m->skip(std::move(why)); }
 NvmlXidWatch DeviceXidWatch::finish(const std::string& step) { return m->finish(step); }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 nlohmann::json run_driver() {
   Probed<std::string> nvml_driver_version;
@@ -592,8 +600,10 @@ nlohmann::json run_driver() {
             ProbeErrc::ApiError, "nvmlSystemGetDriverVersion not exported by " + n.lib.path(), n.lib.path());
       }
       gpus = nvml_gpus(n);
-      if (const std::vector<NvmlGpu>* list = gpus.value()) pairs = nvml_pairs(n, *list);
-      else pairs = Probed<std::vector<GpuPair>>::error(gpus.error()->code, "not read: " + gpus.why(), n.lib.path());
+      if (const std::vector<NvmlGpu>* list = gpus.value())
+        pairs = nvml_pairs(n, *list);
+      else
+        pairs = Probed<std::vector<GpuPair>>::error(gpus.error()->code, "not read: " + gpus.why(), n.lib.path());
       if (const auto shutdown = n.fn.nvmlShutdown) shutdown();
     }
   }
@@ -608,9 +618,10 @@ nlohmann::json run_driver() {
     if (const auto get = c.fn.cuDriverGetVersion) {
       int version = 0;
       const cuda::CUresult rc = get(&version);
-      cuda_driver_version = rc == cuda::CUDA_SUCCESS
-                                ? Probed<int>::ok(version, c.source("cuDriverGetVersion"))
-                                : Probed<int>::error(ProbeErrc::ApiError, c.failure("cuDriverGetVersion", rc), c.lib.path());
+      cuda_driver_version =
+          rc == cuda::CUDA_SUCCESS
+              ? Probed<int>::ok(version, c.source("cuDriverGetVersion"))
+              : Probed<int>::error(ProbeErrc::ApiError, c.failure("cuDriverGetVersion", rc), c.lib.path());
     } else {
       cuda_driver_version =
           Probed<int>::error(ProbeErrc::ApiError, "cuDriverGetVersion not exported by " + c.lib.path(), c.lib.path());
@@ -660,7 +671,8 @@ SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {
   const auto memset32 = c.fn.cuMemsetD32_v2;
   const auto copy_dtoh = c.fn.cuMemcpyDtoH_v2;
   if (init == nullptr || get == nullptr || retain == nullptr || release == nullptr || set_current == nullptr ||
-      synchronize == nullptr || alloc == nullptr || mem_free == nullptr || memset32 == nullptr || copy_dtoh == nullptr) {
+      synchronize == nullptr || alloc == nullptr || mem_free == nullptr || memset32 == nullptr ||
+      copy_dtoh == nullptr) {
     return finish("dlsym", "a driver API entry point of the smoke test is not exported by " + c.lib.path());
   }
 
@@ -815,11 +827,16 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
     if (const CUresult rc = retain(&ctx, d.dev); rc != CUDA_SUCCESS) return broke("cuDevicePrimaryCtxRetain", rc);
     d.ctx = ctx;  // retained: released at the end, whatever fails next
     if (const CUresult rc = set_current(ctx); rc != CUDA_SUCCESS) return broke("cuCtxSetCurrent", rc);
-    if (const CUresult rc = alloc(&d.src, static_cast<std::size_t>(bytes)); rc != CUDA_SUCCESS) return broke("cuMemAlloc", rc);
-    if (const CUresult rc = alloc(&d.dst, static_cast<std::size_t>(bytes)); rc != CUDA_SUCCESS) return broke("cuMemAlloc", rc);
-    if (const CUresult rc = stream_create(&d.stream, CU_STREAM_DEFAULT); rc != CUDA_SUCCESS) return broke("cuStreamCreate", rc);
-    if (const CUresult rc = event_create(&d.start, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS) return broke("cuEventCreate", rc);
-    if (const CUresult rc = event_create(&d.end, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS) return broke("cuEventCreate", rc);
+    if (const CUresult rc = alloc(&d.src, static_cast<std::size_t>(bytes)); rc != CUDA_SUCCESS)
+      return broke("cuMemAlloc", rc);
+    if (const CUresult rc = alloc(&d.dst, static_cast<std::size_t>(bytes)); rc != CUDA_SUCCESS)
+      return broke("cuMemAlloc", rc);
+    if (const CUresult rc = stream_create(&d.stream, CU_STREAM_DEFAULT); rc != CUDA_SUCCESS)
+      return broke("cuStreamCreate", rc);
+    if (const CUresult rc = event_create(&d.start, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS)
+      return broke("cuEventCreate", rc);
+    if (const CUresult rc = event_create(&d.end, CU_EVENT_DEFAULT); rc != CUDA_SUCCESS)
+      return broke("cuEventCreate", rc);
     d.ready = true;
     return true;
   };
@@ -871,11 +888,23 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
       }
       const std::uint32_t pattern = peer_pattern(i, j);
       // j's buffer zeroed, in j's context.
-      if (const CUresult rc = set_current(t.ctx); rc != CUDA_SUCCESS) { done("cuCtxSetCurrent", c.name(rc)); continue; }
-      if (const CUresult rc = memset32(t.dst, 0u, words); rc != CUDA_SUCCESS) { done("cuMemsetD32", c.name(rc)); continue; }
-      if (const CUresult rc = synchronize(); rc != CUDA_SUCCESS) { done("cuCtxSynchronize", c.name(rc)); continue; }
+      if (const CUresult rc = set_current(t.ctx); rc != CUDA_SUCCESS) {
+        done("cuCtxSetCurrent", c.name(rc));
+        continue;
+      }
+      if (const CUresult rc = memset32(t.dst, 0u, words); rc != CUDA_SUCCESS) {
+        done("cuMemsetD32", c.name(rc));
+        continue;
+      }
+      if (const CUresult rc = synchronize(); rc != CUDA_SUCCESS) {
+        done("cuCtxSynchronize", c.name(rc));
+        continue;
+      }
       // i may write j's memory; the pattern on i.
-      if (const CUresult rc = set_current(s.ctx); rc != CUDA_SUCCESS) { done("cuCtxSetCurrent", c.name(rc)); continue; }
+      if (const CUresult rc = set_current(s.ctx); rc != CUDA_SUCCESS) {
+        done("cuCtxSetCurrent", c.name(rc));
+        continue;
+      }
       const CUresult enabled = enable_peer(t.ctx, 0);
       if (enabled != CUDA_SUCCESS && enabled != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED) {
         done("cuCtxEnablePeerAccess", c.name(enabled));
@@ -884,17 +913,30 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
       // Access enabled here is disabled again after the copy: PCIe systems allow only 8 peers per
       // GPU (CUDA_ERROR_TOO_MANY_PEERS), and a node may have more GPUs.
       auto release_peer = [&] {
-        if (enabled == CUDA_SUCCESS && disable_peer != nullptr && set_current(s.ctx) == CUDA_SUCCESS) disable_peer(t.ctx);
+        if (enabled == CUDA_SUCCESS && disable_peer != nullptr && set_current(s.ctx) == CUDA_SUCCESS)
+          disable_peer(t.ctx);
       };
-      if (const CUresult rc = memset32(s.src, pattern, words); rc != CUDA_SUCCESS) { done("cuMemsetD32", c.name(rc)); continue; }
-      if (const CUresult rc = synchronize(); rc != CUDA_SUCCESS) { done("cuCtxSynchronize", c.name(rc)); continue; }
-      if (const CUresult rc = event_record(s.start, s.stream); rc != CUDA_SUCCESS) { done("cuEventRecord", c.name(rc)); continue; }
+      if (const CUresult rc = memset32(s.src, pattern, words); rc != CUDA_SUCCESS) {
+        done("cuMemsetD32", c.name(rc));
+        continue;
+      }
+      if (const CUresult rc = synchronize(); rc != CUDA_SUCCESS) {
+        done("cuCtxSynchronize", c.name(rc));
+        continue;
+      }
+      if (const CUresult rc = event_record(s.start, s.stream); rc != CUDA_SUCCESS) {
+        done("cuEventRecord", c.name(rc));
+        continue;
+      }
       if (const CUresult rc = copy_peer(t.dst, t.ctx, s.src, s.ctx, static_cast<std::size_t>(bytes), s.stream);
           rc != CUDA_SUCCESS) {
         done("cuMemcpyPeerAsync", c.name(rc));
         continue;
       }
-      if (const CUresult rc = event_record(s.end, s.stream); rc != CUDA_SUCCESS) { done("cuEventRecord", c.name(rc)); continue; }
+      if (const CUresult rc = event_record(s.end, s.stream); rc != CUDA_SUCCESS) {
+        done("cuEventRecord", c.name(rc));
+        continue;
+      }
       // Poll, never block: a copy that never completes must be reported, not waited for.
       const auto begin = std::chrono::steady_clock::now();
       CUresult q = CUDA_ERROR_NOT_READY;
@@ -912,13 +954,22 @@ int run_p2p(std::uint64_t bytes, double pair_timeout_s) {
         std::fflush(stdout);
         std::_Exit(0);  // the stuck copy holds the device: no cleanup, no further pairs
       }
-      if (q != CUDA_SUCCESS) { done("cuMemcpyPeerAsync", c.name(q)); continue; }
+      if (q != CUDA_SUCCESS) {
+        done("cuMemcpyPeerAsync", c.name(q));
+        continue;
+      }
       float ms = 0.0f;
-      if (const CUresult rc = elapsed(&ms, s.start, s.end); rc != CUDA_SUCCESS) { done("cuEventElapsedTime", c.name(rc)); continue; }
+      if (const CUresult rc = elapsed(&ms, s.start, s.end); rc != CUDA_SUCCESS) {
+        done("cuEventElapsedTime", c.name(rc));
+        continue;
+      }
       r.seconds = static_cast<double>(ms) / 1000.0;
       r.gbps = r.seconds > 0 ? static_cast<double>(bytes) / r.seconds / 1e9 : 0.0;
       // Verify head, middle and tail on j.
-      if (const CUresult rc = set_current(t.ctx); rc != CUDA_SUCCESS) { done("cuCtxSetCurrent", c.name(rc)); continue; }
+      if (const CUresult rc = set_current(t.ctx); rc != CUDA_SUCCESS) {
+        done("cuCtxSetCurrent", c.name(rc));
+        continue;
+      }
       std::vector<std::uint32_t> host(sample, 0u);
       std::string bad_step, bad;
       for (const std::size_t off : offsets) {

@@ -15,20 +15,20 @@
 #include <vector>
 
 #include "core/facts/gpu_health.hpp"
+#include "core/gpu_text.hpp"
 #include "core/pci_topology.hpp"
 #include "gpu_probe/dynlib.hpp"
 #include "gpu_probe/gpu_probe.hpp"
-#include "gpu_probe/xid_watch.hpp"
-#include "core/gpu_text.hpp"
 #include "gpu_probe/nvidia/cuda_api.hpp"
 #include "gpu_probe/nvidia/nvml_api.hpp"
+#include "gpu_probe/xid_watch.hpp"
 
 namespace preflight::helper {
 namespace {
 
 using namespace nvml;
 
-constexpr int kMinLoadSamples = 5;            // per GPU, at P0, before the load may end
+constexpr int kMinLoadSamples = 5;             // per GPU, at P0, before the load may end
 constexpr std::size_t kLoadBytes = 64u << 20;  // per GPU
 constexpr int kMemsetsPerRound = 8;
 
@@ -51,18 +51,19 @@ struct Reader {
   std::string no_symbol(const char* call) const {
     return "driver " + (driver.empty() ? std::string() : driver + " ") + "has no " + call;
   }
-  void missing(GpuHealth& g, const char* fact, const char* call) const {
-    g.unavailable.emplace(fact, no_symbol(call));
-  }
+  void missing(GpuHealth& g, const char* fact, const char* call) const { g.unavailable.emplace(fact, no_symbol(call)); }
   /// True on success; otherwise records why `fact` stays empty (and a lost GPU).
   bool ok(GpuHealth& g, const char* fact, const char* call, nvmlReturn_t rc) const {
     if (rc == NVML_SUCCESS) return true;
     if (lost_code(rc) && g.lost.empty()) g.lost = text(call, rc);
     std::string why;
-    if (absent(rc)) why = no_symbol(call);
+    if (absent(rc))
+      why = no_symbol(call);
     else if (rc == NVML_ERROR_NOT_SUPPORTED)
-      why = std::string(call) + ": not supported on this GPU" + (g.mig_enabled.value_or(false) ? " (MIG is enabled)" : "");
-    else why = text(call, rc);
+      why = std::string(call) + ": not supported on this GPU" +
+            (g.mig_enabled.value_or(false) ? " (MIG is enabled)" : "");
+    else
+      why = text(call, rc);
     g.unavailable.emplace(fact, why);
     return false;
   }
@@ -133,7 +134,8 @@ void read_memory(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
           unsigned count = 0;
           const nvmlReturn_t rc = pages(dev, cause, &count, nullptr);
           if (rc != NVML_SUCCESS && rc != NVML_ERROR_INSUFFICIENT_SIZE) continue;
-          (cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR ? g.retired_pages_dbe : g.retired_pages_sbe) = count;
+          (cause == NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR ? g.retired_pages_dbe : g.retired_pages_sbe) =
+              count;
         }
       }
     }
@@ -155,7 +157,8 @@ void read_memory(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
       if (r.ok(g, "ecc_errors", name_nvmlDeviceGetTotalEccErrors,
                get(dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &v))) {
         g.ecc_dbe_volatile = v;
-        if (get(dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &v) == NVML_SUCCESS) g.ecc_dbe_aggregate = v;
+        if (get(dev, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_AGGREGATE_ECC, &v) == NVML_SUCCESS)
+          g.ecc_dbe_aggregate = v;
         if (get(dev, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_VOLATILE_ECC, &v) == NVML_SUCCESS) g.ecc_sbe_volatile = v;
       }
     } else {
@@ -191,8 +194,9 @@ void read_memory(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
                                                                                    : kRecoveryNone;
       } else {
         if (lost_code(v[0].nvmlReturn) && g.lost.empty()) g.lost = r.text("nvmlDeviceGetFieldValues", v[0].nvmlReturn);
-        g.unavailable.emplace("recovery_action", "driver " + (r.driver.empty() ? std::string() : r.driver + " ") +
-                                                     "has no GPU recovery action field (NVML field 230, R570; 226/227, R560)");
+        g.unavailable.emplace("recovery_action",
+                              "driver " + (r.driver.empty() ? std::string() : r.driver + " ") +
+                                  "has no GPU recovery action field (NVML field 230, R570; 226/227, R560)");
       }
     }
   } else {
@@ -222,8 +226,10 @@ std::vector<int> read_nvlinks(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
       continue;
     }
     present.push_back(static_cast<int>(link));
-    if (active == NVML_FEATURE_ENABLED) ++up;
-    else g.nvlinks_down.push_back(static_cast<int>(link));
+    if (active == NVML_FEATURE_ENABLED)
+      ++up;
+    else
+      g.nvlinks_down.push_back(static_cast<int>(link));
   }
   if (!present.empty() || g.unavailable.count("nvlink") == 0) {
     g.nvlinks_present = static_cast<int>(present.size());
@@ -253,7 +259,8 @@ void read_pcie_static(const Reader& r, nvmlDevice_t dev, GpuHealth& g) {
   }
   if (const auto get = r.fn.nvmlDeviceGetTemperatureThreshold) {
     unsigned v = 0;
-    if (get(dev, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &v) == NVML_SUCCESS) g.slowdown_temperature_c = static_cast<int>(v);
+    if (get(dev, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &v) == NVML_SUCCESS)
+      g.slowdown_temperature_c = static_cast<int>(v);
   }
 }
 
@@ -436,7 +443,8 @@ struct Load {
   void round() {
     for (const Device& d : devices) {
       if (set_current(d.ctx) != cuda::CUDA_SUCCESS) continue;
-      for (int k = 0; k < kMemsetsPerRound; ++k) memset32(d.ptr, 0xA5A5A5A5u + static_cast<unsigned>(k), kLoadBytes / 4);
+      for (int k = 0; k < kMemsetsPerRound; ++k)
+        memset32(d.ptr, 0xA5A5A5A5u + static_cast<unsigned>(k), kLoadBytes / 4);
     }
   }
   void stop() {
@@ -476,7 +484,8 @@ nlohmann::json run_health(double max_load_s) {
   facts.driver_version = r.driver;
   const auto get_count = r.fn.nvmlDeviceGetCount_v2;
   const auto get_handle = r.fn.nvmlDeviceGetHandleByIndex_v2;
-  if (get_count == nullptr || get_handle == nullptr) return fail("nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2 not exported");
+  if (get_count == nullptr || get_handle == nullptr)
+    return fail("nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2 not exported");
   unsigned count = 0;
   if (const nvmlReturn_t rc = get_count(&count); rc != NVML_SUCCESS) return fail(r.text("nvmlDeviceGetCount_v2", rc));
   const auto get_name = r.fn.nvmlDeviceGetName;
@@ -494,8 +503,10 @@ nlohmann::json run_health(double max_load_s) {
     const nvmlReturn_t hrc = get_handle(i, &dev);
     if (hrc != NVML_SUCCESS) {
       const std::string why = r.text("nvmlDeviceGetHandleByIndex_v2", hrc);
-      if (lost_code(hrc)) g.lost = why;
-      else g.unavailable.emplace("device", why);
+      if (lost_code(hrc))
+        g.lost = why;
+      else
+        g.unavailable.emplace("device", why);
       handles.push_back(nullptr);
       links.emplace_back();
       before.emplace_back();
@@ -584,7 +595,8 @@ nlohmann::json run_health(double max_load_s) {
                                   [&](const Load::Device& d) { return d.bus_id == normalize_bus_id(g.pci_bus_id); });
     if (!busy) g.unavailable.emplace("load", "not given work by the load (not visible to CUDA here)");
     const LinkErrors after = link_errors(r, handles[i], g, links[i]);
-    if (before[i].replay && after.replay) g.nvlink_replay_delta = *after.replay - std::min(*after.replay, *before[i].replay);
+    if (before[i].replay && after.replay)
+      g.nvlink_replay_delta = *after.replay - std::min(*after.replay, *before[i].replay);
     if (before[i].crc && after.crc) g.nvlink_crc_delta = *after.crc - std::min(*after.crc, *before[i].crc);
     if (g.pcie_replay_before) {
       if (const auto get = r.fn.nvmlDeviceGetPcieReplayCounter) {

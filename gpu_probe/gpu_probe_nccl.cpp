@@ -6,9 +6,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/gpu_text.hpp"
 #include "gpu_probe/dynlib.hpp"
 #include "gpu_probe/gpu_probe.hpp"
-#include "core/gpu_text.hpp"
 #include "gpu_probe/nvidia/nccl_api.hpp"
 
 namespace preflight::helper {

@@ -14,7 +14,6 @@ using namespace nvml;
 
 const std::chrono::steady_clock::time_point kStart = std::chrono::steady_clock::now();
 
-
 /// Waits per drain, events or not: a driver that keeps answering other event types cannot hold
 /// the helper.
 constexpr std::size_t kMaxWaitsPerDrain = 4 * kMaxNvmlXidEvents;

@@ -54,7 +54,7 @@ std::string why_no_nccl(const std::vector<RankFacts>& ranks, bool& any_gpu) {
     if (!g.ordinal) {
       const auto* devices = f.gpu.driver.cuda_devices.value();
       return who + " has no GPU to use: " +
-             (!g.why_none.empty() ? g.why_none
+             (!g.why_none.empty()  ? g.why_none
               : devices == nullptr ? "no CUDA device (" + f.gpu.driver.cuda_devices.why() + ")"
                                    : std::string("no CUDA device"));
     }
@@ -95,9 +95,9 @@ AllreducePlan plan_allreduce(const Options& options, Profile profile, const JobF
   const std::optional<std::string> root = free_root(job.reach_target->address, error);
   if (!root) return none(error);
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  const Probed<std::string> id = nccl_unique_id(nccl_library(options, own),
-                                                std::clamp(left / 4, std::chrono::milliseconds(200), std::chrono::milliseconds(10000)),
-                                                *root);
+  const Probed<std::string> id =
+      nccl_unique_id(nccl_library(options, own),
+                     std::clamp(left / 4, std::chrono::milliseconds(200), std::chrono::milliseconds(10000)), *root);
   if (!id.ok()) return none("ncclGetUniqueId: " + id.why());
   return AllreducePlan{AllreducePlan::Mode::Nccl, options.allreduce_bytes_for("nccl"), *id.value(), *root, {}, {}};
 }

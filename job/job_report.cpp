@@ -4,15 +4,15 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
-#include <optional>
 #include <map>
-#include <unordered_map>
+#include <optional>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "checks/check.hpp"
-#include "job/run.hpp"
 #include "core/text.hpp"
+#include "job/run.hpp"
 
 #ifndef PREFLIGHT_VERSION
 #define PREFLIGHT_VERSION "0.0.0"
@@ -46,7 +46,8 @@ CheckResult result_of(const CheckSpec& spec, Verdict verdict) {
 CheckResult judged(const CheckSpec& spec, const CheckContext& ctx, const std::map<std::string, double>& measured) {
   const auto t0 = std::chrono::steady_clock::now();
   CheckResult r = result_of(spec, run_check(spec, ctx));
-  r.seconds = time_of_reads(spec, measured) + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.seconds =
+      time_of_reads(spec, measured) + std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 
@@ -103,9 +104,7 @@ void widen_to_host(CheckResult& r, const HostIndex& hosts) {
 }
 
 /// Whether a check judges what the all_reduce recorded (its `reads` names the phase).
-bool reads_allreduce(const CheckSpec& spec) {
-  return spec.reads.contains(FactSource::Allreduce);
-}
+bool reads_allreduce(const CheckSpec& spec) { return spec.reads.contains(FactSource::Allreduce); }
 
 /// The node-scope checks that judge a node from every rank's view (CheckSpec::node_view): on a
 /// host with several delivered ranks, the result its local rank 0 judged alone is replaced by one
@@ -193,7 +192,6 @@ std::vector<CheckResult> judge_rank(const Options& options, Profile profile, con
   return out;
 }
 
-
 Report assemble_report(const Options& options, Profile profile, JobFacts job, std::vector<CheckResult> per_rank,
                        const CompatMatrix* matrix) {
   Report report;
@@ -212,7 +210,8 @@ Report assemble_report(const Options& options, Profile profile, JobFacts job, st
   }
   const int nodes = static_cast<int>(hosts.nodes()) + silent_hosts;
   const RankFacts* lead = job.ranks.empty() ? nullptr : &job.ranks.front();
-  report.nodes = std::max(1, lead != nullptr && lead->placement.nodes && job.source == "none" ? *lead->placement.nodes : nodes);
+  report.nodes =
+      std::max(1, lead != nullptr && lead->placement.nodes && job.source == "none" ? *lead->placement.nodes : nodes);
   report.launcher = lead == nullptr || lead->placement.launcher.empty() ? "none" : lead->placement.launcher;
 
   rejudge_node_views(options, profile, job, per_rank, matrix);

@@ -15,20 +15,20 @@
 #include "core/deadlines.hpp"
 #include "core/gpu_binding.hpp"
 #include "core/text.hpp"
-#include "transport/payload.hpp"
+#include "job/allreduce_plan.hpp"
+#include "job/job_report.hpp"
+#include "job/nccl_allreduce.hpp"
+#include "job/node_exchange.hpp"
+#include "job/phases.hpp"
+#include "job/run.hpp"
+#include "job/test_faults.hpp"
+#include "job/transport_start.hpp"
+#include "sys/os.hpp"
 #include "transport/liveness.hpp"
+#include "transport/payload.hpp"
 #include "transport/pmix_join.hpp"
 #include "transport/reach.hpp"
 #include "transport/transport.hpp"
-#include "job/job_report.hpp"
-#include "job/run.hpp"
-#include "job/test_faults.hpp"
-#include "job/nccl_allreduce.hpp"
-#include "job/allreduce_plan.hpp"
-#include "job/node_exchange.hpp"
-#include "job/phases.hpp"
-#include "job/transport_start.hpp"
-#include "sys/os.hpp"
 
 namespace preflight {
 namespace {
@@ -44,8 +44,13 @@ class JobRun {
  public:
   JobRun(const Options& options, TimePoint start, const EnvSnapshot& env, const CompatMatrix* matrix,
          const JobHooks& hooks)
-      : m_options(options), m_start(start), m_env(env), m_matrix(matrix), m_hooks(hooks),
-        m_deadlines(PhaseDeadlines::from(start, options.timeout_s)), m_faults(test_faults(env)) {}
+      : m_options(options),
+        m_start(start),
+        m_env(env),
+        m_matrix(matrix),
+        m_hooks(hooks),
+        m_deadlines(PhaseDeadlines::from(start, options.timeout_s)),
+        m_faults(test_faults(env)) {}
 
   int run() {
     start_transport();
@@ -81,11 +86,12 @@ class JobRun {
       // probes a moment, so that what hangs is named where it hangs.
       probe_deadline = std::max(probe_deadline, Clock::now() + m_deadlines.grace);
     }
-    ProbeRun probes = run_probes(m_options, m_env, probe_deadline, std::move(seed), [] { return termination_requested(); },
-                                 [this](const std::string& probe) {
-                                   if (m_progress) m_progress->detail("probe " + probe);
-                                 },
-                                 {}, leader_facts);
+    ProbeRun probes = run_probes(
+        m_options, m_env, probe_deadline, std::move(seed), [] { return termination_requested(); },
+        [this](const std::string& probe) {
+          if (m_progress) m_progress->detail("probe " + probe);
+        },
+        {}, leader_facts);
     if (shared_node && node_leader) {
       const TimePoint deadline = std::max(m_deadlines.probe, Clock::now()) + m_deadlines.grace;
       if (std::string incident = send_node_facts(*m_transport, probes.facts, deadline); !incident.empty()) {
@@ -186,7 +192,8 @@ class JobRun {
                                                          m_env.get("CUDA_VISIBLE_DEVICES"), offer, deadline + grace());
     if (!out.completed) {
       if (!m_root) give_up("rank 0 did not send the node's CUDA_VISIBLE_DEVICES table");
-      expire_missing(Phase::Init, "init: the ranks' CUDA_VISIBLE_DEVICES exchange did not complete within " + fmt_s(deadline));
+      expire_missing(Phase::Init,
+                     "init: the ranks' CUDA_VISIBLE_DEVICES exchange did not complete within " + fmt_s(deadline));
     }
     if (!out.watch.is_null()) {
       try {
@@ -273,8 +280,8 @@ class JobRun {
     const std::optional<std::string> got = m_transport->broadcast(offer, m_deadlines.reach + grace());
     if (!got) {
       if (!m_root) give_up("rank 0 did not send its bootstrap address");
-      expire_missing(Phase::Reach, "reach: rank 0's bootstrap address did not reach every rank within " +
-                                       fmt_s(m_deadlines.reach));
+      expire_missing(Phase::Reach,
+                     "reach: rank 0's bootstrap address did not reach every rank within " + fmt_s(m_deadlines.reach));
     }
     std::optional<ReachTarget> target;
     try {
@@ -303,7 +310,8 @@ class JobRun {
 
   [[noreturn]] void expire_missing(Phase phase, const std::string& what) {
     const std::vector<int> missing = missing_in(phase);
-    const std::string note = "not run: " + (missing.empty() ? what : describe(missing) + " did not get past " + to_string(phase));
+    const std::string note =
+        "not run: " + (missing.empty() ? what : describe(missing) + " did not get past " + to_string(phase));
     m_job.barrier.note = note;
     m_job.allreduce.note = note;
     expire(what + (missing.empty() ? std::string() : ": " + describe(missing)));
@@ -335,8 +343,8 @@ class JobRun {
     }
     m_job.world_size = m_transport->size();
     if (m_root) m_job.status = m_transport->statuses();
-    GatherOutcome g = gather_phase(*m_transport, m_root ? std::string() : payload_bytes(), m_facts, m_mine, m_job.status,
-                                   m_deadlines.gather + grace());
+    GatherOutcome g = gather_phase(*m_transport, m_root ? std::string() : payload_bytes(), m_facts, m_mine,
+                                   m_job.status, m_deadlines.gather + grace());
     if (!m_root) {
       if (!g.sent) give_up("rank 0 did not take this rank's facts");
       return;
@@ -374,16 +382,17 @@ class JobRun {
     b.expired = true;
     b.interrupted = done.interrupted;
     if (!done.peer_error.empty()) {
-      b.note = done.peer_error;        // a peer hung up: the barrier failed, it did not run out of time
-      b.expired = b.interrupted;       // unless the launcher was ending the job anyway
+      b.note = done.peer_error;   // a peer hung up: the barrier failed, it did not run out of time
+      b.expired = b.interrupted;  // unless the launcher was ending the job anyway
     }
     b.missing = missing_in(Phase::Barrier);
     const std::string names = describe(b.missing);
     m_job.allreduce.note = "not run: the barrier did not complete";
-    if (!b.expired) expire("barrier: failed after " + fixed(b.seconds, 1) + " s: " + b.note + (names.empty() ? "" : ": " + names));
-    expire("barrier: did not complete within " + fmt_s(m_deadlines.barrier) +
-           (names.empty() ? std::string(wait_interrupted() ? "" : "; every rank reached it and is alive")
-                          : ": " + names));
+    if (!b.expired)
+      expire("barrier: failed after " + fixed(b.seconds, 1) + " s: " + b.note + (names.empty() ? "" : ": " + names));
+    expire(
+        "barrier: did not complete within " + fmt_s(m_deadlines.barrier) +
+        (names.empty() ? std::string(wait_interrupted() ? "" : "; every rank reached it and is alive") : ": " + names));
   }
 
   /// The all_reduce of the job: NCCL in contained helpers when every rank has a GPU and an NCCL
@@ -429,10 +438,12 @@ class JobRun {
       bool again = false;
       if (m_root) {
         std::vector<NcclRankOutcome> outcomes;
-        for (std::size_t r = 0; r < records->size(); ++r) outcomes.push_back(from_record((*records)[r], static_cast<int>(r)));
+        for (std::size_t r = 0; r < records->size(); ++r)
+          outcomes.push_back(from_record((*records)[r], static_cast<int>(r)));
         judge_allreduce(outcomes, plan, t0);
         const CommResult& a = m_job.allreduce;
-        again = round < kBusbwRounds && a.completed && m_options.min_busbw_gbps && a.busbw_gbps < *m_options.min_busbw_gbps;
+        again =
+            round < kBusbwRounds && a.completed && m_options.min_busbw_gbps && a.busbw_gbps < *m_options.min_busbw_gbps;
       }
       const std::optional<std::string> decision = m_transport->broadcast(again ? "again" : "done", deadline);
       if (!decision) {
@@ -452,8 +463,9 @@ class JobRun {
     req.nranks = m_transport->size();
     req.device = rank_gpus(m_facts).ordinal.value_or(m_facts.placement.local_rank);  // as launch.gpu_binding judges it
     req.bytes = plan.bytes;
-    req.deadline = std::max(std::chrono::milliseconds(200), std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                                m_deadlines.allreduce - Clock::now()));
+    req.deadline =
+        std::max(std::chrono::milliseconds(200),
+                 std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now()));
     return run_nccl_allreduce(req);
   }
 
@@ -530,8 +542,8 @@ class JobRun {
       return;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now());
-    a = nccl_allreduce_local_gpus(static_cast<int>(devices->size()), m_options.allreduce_bytes_for("nccl"), 5, nccl_library(m_options, m_facts),
-                                  std::max(left, std::chrono::milliseconds(500)));
+    a = nccl_allreduce_local_gpus(static_cast<int>(devices->size()), m_options.allreduce_bytes_for("nccl"), 5,
+                                  nccl_library(m_options, m_facts), std::max(left, std::chrono::milliseconds(500)));
     for (RankXidWatch& w : a.xid_watches) w.rank = m_facts.placement.rank;  // every helper ran on this node
   }
 
@@ -563,7 +575,8 @@ class JobRun {
     if (m_progress) m_progress->stop();  // the line is cleared before anything else prints
     if (m_results.empty()) m_results = m_mine;
     if (m_job.ranks.empty()) m_job.ranks.push_back(m_facts);
-    if (!m_job.status.empty() && !unjoined()) m_job.status.front().delivered = true;  // rank 0's own facts are always at hand
+    if (!m_job.status.empty() && !unjoined())
+      m_job.status.front().delivered = true;  // rank 0's own facts are always at hand
     m_job.phase_seconds = m_phase_seconds;
     if (m_phase != Phase::Init && m_phase != Phase::Report) {
       m_job.phase_seconds[to_string(m_phase)] = duration<double>(Clock::now() - m_phase_start).count();  // cut short
@@ -614,7 +627,8 @@ class JobRun {
       }
     }
     m_incidents.push_back(what);
-    m_hooks.emit(make_report(true), to_int(ExitCode::Deadline));  // a report that cannot be written does not change the deadline's code
+    m_hooks.emit(make_report(true),
+                 to_int(ExitCode::Deadline));  // a report that cannot be written does not change the deadline's code
     std::fflush(nullptr);
     if (unjoined()) pmix_join_abort(ExitCode::Deadline, "preflight: " + what.substr(0, 200));
     m_transport->abort(ExitCode::Deadline);
@@ -631,7 +645,8 @@ class JobRun {
       ++all;
       lost += s.lost.empty() ? 0 : 1;
     }
-    return std::all_of(hosts.begin(), hosts.end(), [](const auto& h) { return h.second.second == 0 || h.second.second == h.second.first; });
+    return std::all_of(hosts.begin(), hosts.end(),
+                       [](const auto& h) { return h.second.second == 0 || h.second.second == h.second.first; });
   }
 
   /// A non-root rank whose wait for rank 0 expired (rank 0 itself is stuck or gone).
@@ -660,7 +675,7 @@ class JobRun {
   std::unique_ptr<LivenessWatch> m_watch;     // rank 0, from MPI_Init to the report
   bool m_mpi = false;
   bool m_root = true;
-  JoinOutcome m_join;       // the PMIx join before MPI_Init
+  JoinOutcome m_join;  // the PMIx join before MPI_Init
   /// Some rank never started and this rank reports, without MPI (the join's outcome says so).
   bool unjoined() const { return m_join.state == JoinOutcome::State::Incomplete && m_join.reporter; }
   Phase m_phase = Phase::Init;
@@ -670,7 +685,7 @@ class JobRun {
   RankFacts m_facts;
   Profile m_profile = Profile::Node;
   bool m_probe_expired = false;
-  bool m_remote_expired = false;  // another rank's probes hit their deadline
+  bool m_remote_expired = false;       // another rank's probes hit their deadline
   std::vector<CheckResult> m_mine;     // this rank's verdicts
   std::vector<CheckResult> m_results;  // rank 0: every rank's verdicts
   std::vector<std::string> m_incidents;

@@ -19,9 +19,9 @@
 #include <utility>
 #include <vector>
 
-#include "gpu_probe/protocol.hpp"
 #include "core/deadlines.hpp"
 #include "core/text.hpp"
+#include "gpu_probe/protocol.hpp"
 
 namespace preflight {
 namespace {
@@ -89,7 +89,8 @@ Probed<std::string> nccl_unique_id(const std::string& nccl_lib, std::chrono::mil
   }
   const nlohmann::json& doc = parsed.value;
   const std::string event = doc.is_object() ? doc.value("event", std::string()) : std::string();
-  if (event == to_string(gpu_protocol::Event::Id) && doc.contains("id") && doc.at("id").is_string() && doc.at("id").get<std::string>().size() == 256) {
+  if (event == to_string(gpu_protocol::Event::Id) && doc.contains("id") && doc.at("id").is_string() &&
+      doc.at("id").get<std::string>().size() == 256) {
     return Probed<std::string>::ok(doc.at("id").get<std::string>(),
                                    "ncclGetUniqueId in " + doc.value("lib", std::string("?")));
   }
@@ -242,7 +243,8 @@ CommResult combine_nccl_outcomes(const std::vector<NcclRankOutcome>& outcomes, i
   std::size_t absent_count = 0;
   for (const NcclRankOutcome& o : outcomes) {
     if (!never_joined(o)) continue;
-    if (++absent_count <= 4) absent.push_back("rank " + std::to_string(o.rank) + " (GPU " + std::to_string(o.device) + ")");
+    if (++absent_count <= 4)
+      absent.push_back("rank " + std::to_string(o.rank) + " (GPU " + std::to_string(o.device) + ")");
   }
   if (absent_count > absent.size()) absent.push_back("and " + std::to_string(absent_count - absent.size()) + " more");
   std::vector<std::string> waiting;  // the error lines of the ranks that waited: after the causes
@@ -258,9 +260,10 @@ CommResult combine_nccl_outcomes(const std::vector<NcclRankOutcome>& outcomes, i
     if (!o.ok) {
       all_ok = false;
       std::string line = "rank " + std::to_string(o.rank) + " (GPU " + std::to_string(o.device) + "): " + o.step +
-                         ": " + (waited ? "waited for " + join(absent, ", ") + ", which never joined the communicator; " +
-                                              (o.cancelled ? std::string("stopped") : std::string("its deadline passed"))
-                                        : o.error);
+                         ": " +
+                         (waited ? "waited for " + join(absent, ", ") + ", which never joined the communicator; " +
+                                       (o.cancelled ? std::string("stopped") : std::string("its deadline passed"))
+                                 : o.error);
       if (o.aborted) line += " [communicator aborted]";
       (waited ? waiting : c.errors).push_back(std::move(line));
     } else {
@@ -381,8 +384,8 @@ CommResult nccl_allreduce_local_gpus(int gpus, std::uint64_t bytes, int repeats,
   return combine_nccl_outcomes(outcomes, gpus, bytes, repeats, elapsed(), deadline_s);
 }
 
-PREFLIGHT_JSON_DEFINE(NcclRankOutcome, rank, device, ok, expired, crashed, wrong, aborted, cancelled, step, error, nccl_error,
-                      wrong_index, wrong_value, expected_value, wrong_elements, bytes, repeats, seconds, algbw_gbps,
-                      busbw_gbps, lib, nccl_version, last_step, elapsed_s, helper, xid_watch)
+PREFLIGHT_JSON_DEFINE(NcclRankOutcome, rank, device, ok, expired, crashed, wrong, aborted, cancelled, step, error,
+                      nccl_error, wrong_index, wrong_value, expected_value, wrong_elements, bytes, repeats, seconds,
+                      algbw_gbps, busbw_gbps, lib, nccl_version, last_step, elapsed_s, helper, xid_watch)
 
 }  // namespace preflight

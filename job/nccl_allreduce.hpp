@@ -20,9 +20,9 @@
 
 #include "core/json_util.hpp"
 
-#include "sys/contained.hpp"
 #include "core/job.hpp"
 #include "core/probed.hpp"
+#include "sys/contained.hpp"
 
 namespace preflight {
 
@@ -33,14 +33,14 @@ struct NcclHelperSetup {
 };
 
 struct NcclAllreduceRequest {
-  std::string id_hex;            ///< from nccl_unique_id, the same on every rank
-  std::string root;              ///< "ADDR:PORT" (NCCL_COMM_ID), the same on every rank; empty: inherited
-  std::string nccl_lib;          ///< the libnccl the job loads (--nccl-lib); empty: the soname
+  std::string id_hex;    ///< from nccl_unique_id, the same on every rank
+  std::string root;      ///< "ADDR:PORT" (NCCL_COMM_ID), the same on every rank; empty: inherited
+  std::string nccl_lib;  ///< the libnccl the job loads (--nccl-lib); empty: the soname
   int rank = 0;
   int nranks = 1;
-  int device = 0;                ///< CUDA ordinal in this process's view
+  int device = 0;  ///< CUDA ordinal in this process's view
   std::uint64_t bytes = std::uint64_t{64} << 20;
-  int repeats = 5;               ///< timed iterations after one warm-up; the best is kept
+  int repeats = 5;  ///< timed iterations after one warm-up; the best is kept
   std::chrono::milliseconds deadline{std::chrono::seconds(30)};  ///< the whole helper, abort included
   NcclHelperSetup setup;
   /// Readable: stop the helper now (ContainedRequest::cancel_fd); -1: none. The node's helpers
@@ -52,15 +52,15 @@ struct NcclAllreduceRequest {
 struct NcclRankOutcome {
   int rank = 0;
   int device = 0;
-  bool ok = false;        ///< the all_reduce completed and this rank's result was exact
-  bool expired = false;   ///< a step did not finish before the helper's deadline (or the helper was killed at ours)
-  bool crashed = false;   ///< the helper died of a signal
-  bool wrong = false;     ///< the all_reduce completed with a wrong result on this rank
-  bool aborted = false;   ///< the helper called ncclCommAbort (and it returned)
-  bool cancelled = false; ///< preflight stopped the helper early: a peer never joined, so it could not complete
-  std::string step;       ///< where it failed: "init", "allreduce", "async", "verify", "dlopen", "cuda", ...
-  std::string error;      ///< the helper's message, with NCCL's error string
-  std::string nccl_error; ///< "ncclRemoteError" when NCCL returned a code
+  bool ok = false;         ///< the all_reduce completed and this rank's result was exact
+  bool expired = false;    ///< a step did not finish before the helper's deadline (or the helper was killed at ours)
+  bool crashed = false;    ///< the helper died of a signal
+  bool wrong = false;      ///< the all_reduce completed with a wrong result on this rank
+  bool aborted = false;    ///< the helper called ncclCommAbort (and it returned)
+  bool cancelled = false;  ///< preflight stopped the helper early: a peer never joined, so it could not complete
+  std::string step;        ///< where it failed: "init", "allreduce", "async", "verify", "dlopen", "cuda", ...
+  std::string error;       ///< the helper's message, with NCCL's error string
+  std::string nccl_error;  ///< "ncclRemoteError" when NCCL returned a code
   // verify
   std::int64_t wrong_index = -1;
   std::int64_t wrong_value = 0;
@@ -73,12 +73,12 @@ struct NcclRankOutcome {
   double algbw_gbps = 0;  ///< bytes / seconds / 1e9
   double busbw_gbps = 0;  ///< algbw * 2(n-1)/n
   // the helper
-  std::string lib;        ///< the libnccl file it loaded
+  std::string lib;  ///< the libnccl file it loaded
   int nccl_version = 0;
-  std::string last_step;  ///< the last progress step it reached
-  double elapsed_s = 0;   ///< wall time of the helper
-  std::string helper;     ///< run_contained's describe()
-  NvmlXidWatch xid_watch; ///< the XIDs NVML reported on its GPU meanwhile (work empty: the helper never said)
+  std::string last_step;   ///< the last progress step it reached
+  double elapsed_s = 0;    ///< wall time of the helper
+  std::string helper;      ///< run_contained's describe()
+  NvmlXidWatch xid_watch;  ///< the XIDs NVML reported on its GPU meanwhile (work empty: the helper never said)
 };
 PREFLIGHT_JSON_DECLARE(NcclRankOutcome)
 

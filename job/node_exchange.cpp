@@ -45,7 +45,8 @@ std::string visible_devices_table(const std::vector<std::string>& records, const
   return dump(message);
 }
 
-std::optional<NodeVisibleDevices> visible_devices_of(const nlohmann::json& table, const std::string& host, int local_size) {
+std::optional<NodeVisibleDevices> visible_devices_of(const nlohmann::json& table, const std::string& host,
+                                                     int local_size) {
   const nlohmann::json t = table.is_object() && table.contains("hosts") ? table["hosts"] : nlohmann::json();
   if (!t.is_object() || !t.contains(host) || !t[host].is_array()) return std::nullopt;
   NodeVisibleDevices values;
@@ -88,7 +89,9 @@ std::string send_node_facts(Transport& transport, const RankFacts& facts, TimePo
 NodeFactsOutcome receive_node_facts(Transport& transport, TimePoint deadline) {
   const std::optional<std::string> got = transport.node_broadcast({}, deadline);
   const std::string who = "rank " + std::to_string(transport.rank()) + ": ";
-  if (!got) return {nullptr, who + "its host's local rank 0 sent no node facts before the probe deadline: it probed them itself"};
+  if (!got)
+    return {nullptr,
+            who + "its host's local rank 0 sent no node facts before the probe deadline: it probed them itself"};
   try {
     return {std::make_shared<const RankFacts>(nlohmann::json::parse(*got).get<RankFacts>()), {}};
   } catch (const std::exception& e) {

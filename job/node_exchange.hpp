@@ -32,12 +32,13 @@ std::string visible_devices_table(const std::vector<std::string>& records, const
 
 /// This host's values from the table: nullopt when the table holds none for `host` or not exactly
 /// `local_size` of them (the peer copies then see local rank 0's GPUs only).
-std::optional<NodeVisibleDevices> visible_devices_of(const nlohmann::json& table, const std::string& host, int local_size);
+std::optional<NodeVisibleDevices> visible_devices_of(const nlohmann::json& table, const std::string& host,
+                                                     int local_size);
 
 struct VisibleDevicesOutcome {
-  bool completed = false;              // the table reached this rank before the deadline
+  bool completed = false;                  // the table reached this rank before the deadline
   std::optional<NodeVisibleDevices> node;  // this host's values (visible_devices_of)
-  nlohmann::json watch;                // other ranks: rank 0's liveness offer, null when none
+  nlohmann::json watch;                    // other ranks: rank 0's liveness offer, null when none
 };
 
 /// The exchange (a collective on the world: every rank takes part, whatever its host's rank

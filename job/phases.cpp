@@ -14,7 +14,9 @@ namespace {
 
 double elapsed_since(TimePoint t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string compact_dump(const nlohmann::json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+std::string compact_dump(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 constexpr std::pair<AllreducePlan::Mode, const char*> kModes[] = {
     {AllreducePlan::Mode::Skipped, "skipped"},
@@ -34,7 +36,8 @@ std::vector<int> ranks_behind(const std::vector<RankStatus>& status, Phase phase
 }
 
 GatherOutcome gather_phase(Transport& transport, const std::string& payload, const RankFacts& own_facts,
-                           const std::vector<CheckResult>& own_results, std::vector<RankStatus>& status, TimePoint deadline) {
+                           const std::vector<CheckResult>& own_results, std::vector<RankStatus>& status,
+                           TimePoint deadline) {
   GatherOutcome out;
   if (transport.rank() != 0) {
     out.sent = transport.send_payload(payload, deadline);
@@ -82,7 +85,8 @@ BarrierOutcome barrier_phase(Transport& transport, TimePoint deadline) {
 }
 
 std::string encode_plan(const AllreducePlan& plan) {
-  const auto mode = std::find_if(std::begin(kModes), std::end(kModes), [&](const auto& m) { return m.first == plan.mode; });
+  const auto mode =
+      std::find_if(std::begin(kModes), std::end(kModes), [&](const auto& m) { return m.first == plan.mode; });
   nlohmann::json j = {{"mode", mode->second}};
   if (plan.bytes != 0) j["bytes"] = plan.bytes;
   if (!plan.id.empty()) j["id"] = plan.id;
@@ -104,7 +108,8 @@ AllreducePlan decode_plan(const std::string& text) {
     return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
   };
   const std::string mode = text_of("mode");
-  const auto known = std::find_if(std::begin(kModes), std::end(kModes), [&](const auto& m) { return mode == m.second; });
+  const auto known =
+      std::find_if(std::begin(kModes), std::end(kModes), [&](const auto& m) { return mode == m.second; });
   if (known == std::end(kModes)) {
     plan.error = text_of("error").empty() ? "no all_reduce plan (mode \"" + mode + "\")" : text_of("error");
     return plan;

@@ -41,14 +41,15 @@ struct GatherOutcome {
 /// delivered or the deadline passes, marking each rank's `delivered` or `payload_error` in `status`
 /// (index = rank; its own entry is marked delivered).
 GatherOutcome gather_phase(Transport& transport, const std::string& payload, const RankFacts& own_facts,
-                           const std::vector<CheckResult>& own_results, std::vector<RankStatus>& status, TimePoint deadline);
+                           const std::vector<CheckResult>& own_results, std::vector<RankStatus>& status,
+                           TimePoint deadline);
 
 /// The barrier across all ranks.
 struct BarrierOutcome {
   bool completed = false;
-  double seconds = 0;       // how long this rank waited
-  std::string peer_error;   // the transport said why it failed (a peer hung up): not a deadline
-  bool interrupted = false; // the wait was cut short (the launcher ending the job, a rank lost)
+  double seconds = 0;        // how long this rank waited
+  std::string peer_error;    // the transport said why it failed (a peer hung up): not a deadline
+  bool interrupted = false;  // the wait was cut short (the launcher ending the job, a rank lost)
 };
 BarrierOutcome barrier_phase(Transport& transport, TimePoint deadline);
 

@@ -9,11 +9,11 @@
 #include <thread>
 
 #include "checks/check.hpp"
-#include "sys/capture.hpp"
+#include "core/text.hpp"
 #include "job/job_report.hpp"
 #include "job/test_faults.hpp"
-#include "core/text.hpp"
 #include "probes/probe.hpp"
+#include "sys/capture.hpp"
 
 namespace preflight {
 namespace {
@@ -100,7 +100,8 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
       }
       const auto t0 = std::chrono::steady_clock::now();
       // Probes whose facts a capture keeps in a facts file of their own: their paths are not copied.
-      const bool unrecorded = recorder != nullptr && (probe.source == FactSource::CudaRuntime || probe.source == FactSource::Disk);
+      const bool unrecorded =
+          recorder != nullptr && (probe.source == FactSource::CudaRuntime || probe.source == FactSource::Disk);
       if (unrecorded) recorder->set_paused(true);
       const std::string name(probe.name());
       // A probe of the node's facts takes the leader's when the leader finished it and its inputs
@@ -123,8 +124,7 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
         gather(ctx, work);
       }
       if (unrecorded) recorder->set_paused(false);
-      work.probe_seconds[name] =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      work.probe_seconds[name] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::lock_guard lock(state->mutex);
       state->published = work;
     }

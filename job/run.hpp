@@ -8,15 +8,16 @@
 
 #include "core/env.hpp"
 #include "core/fact_sources.hpp"
-#include "sys/file_system.hpp"
 #include "core/options.hpp"
 #include "report/report.hpp"
+#include "sys/file_system.hpp"
 
 namespace preflight {
 
 /// Runs the probes the selected checks read (probes_for; every probe for a capture) on a worker
-/// thread, in the probe table's order. When `deadline` passes first, the facts gathered so far are returned, `expired` names the probe that was running, and the worker is left
-/// behind (the caller must end the process with _exit: a probe stuck in the kernel cannot be joined).
+/// thread, in the probe table's order. When `deadline` passes first, the facts gathered so far are returned, `expired`
+/// names the probe that was running, and the worker is left behind (the caller must end the process with _exit: a probe
+/// stuck in the kernel cannot be joined).
 struct ProbeRun {
   RankFacts facts;
   bool expired = false;

@@ -17,10 +17,10 @@ struct TestFaults {
   std::string hang_probe;  // this probe sleeps forever (the deadline tests)
   int stop_rank = -1;      // this rank stops itself (SIGSTOP) right after announcing stop_phase
   Phase stop_phase = Phase::Init;
-  int kill_rank = -1;      // this rank kills itself (SIGKILL) right after announcing kill_phase
+  int kill_rank = -1;  // this rank kills itself (SIGKILL) right after announcing kill_phase
   Phase kill_phase = Phase::Init;
-  int bad_rank = -1;       // this rank sends a broken payload of bad_kind
-  std::string bad_kind;    // garbage, oversized, truncated, wrong-rank
+  int bad_rank = -1;                 // this rank sends a broken payload of bad_kind
+  std::string bad_kind;              // garbage, oversized, truncated, wrong-rank
   bool shared_memory_split = false;  // the node's ranks from MPI_COMM_TYPE_SHARED, not the launcher's peers
 };
 

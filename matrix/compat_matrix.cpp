@@ -40,13 +40,15 @@ class Parser {
       if (!line.empty() && line.back() == '\r') fail(number, "carriage return (the file must use LF line ends)");
       if (line.empty() || line.front() == '#') continue;
       if (!header_seen) {
-        if (line != m_header) fail(number, "expected the header '" + printable(m_header) + "', found '" + printable(line) + "'");
+        if (line != m_header)
+          fail(number, "expected the header '" + printable(m_header) + "', found '" + printable(line) + "'");
         header_seen = true;
         continue;
       }
       const std::vector<std::string_view> fields = split(line, '\t');
       if (fields.size() != columns) {
-        fail(number, "expected " + std::to_string(columns) + " tab-separated columns, got " + std::to_string(fields.size()));
+        fail(number,
+             "expected " + std::to_string(columns) + " tab-separated columns, got " + std::to_string(fields.size()));
       }
       for (std::size_t i = 0; i < fields.size(); ++i) {
         if (fields[i].empty() || trim(fields[i]) != fields[i]) {
@@ -54,7 +56,8 @@ class Parser {
         }
       }
       const std::string_view source = fields.back();
-      if (!(source.starts_with("https://") || source.starts_with("http://")) || source.find(' ') != std::string_view::npos) {
+      if (!(source.starts_with("https://") || source.starts_with("http://")) ||
+          source.find(' ') != std::string_view::npos) {
         fail(number, "no source URL (the last column must be an http(s) URL, found '" + printable(source) + "')");
       }
       row(fields, number);
@@ -64,7 +67,8 @@ class Parser {
     if (rows == 0) fail(number, "no rows");
   }
 
-  Version version(std::string_view field, int line, const char* what, std::size_t min_parts, std::size_t max_parts) const {
+  Version version(std::string_view field, int line, const char* what, std::size_t min_parts,
+                  std::size_t max_parts) const {
     const std::optional<Version> v = Version::parse(field);
     if (!v || v->size() < min_parts || v->size() > max_parts) fail(line, "'" + printable(field) + "' is not " + what);
     return *v;
@@ -86,10 +90,12 @@ class Parser {
 
   // Rows must be strictly ascending by key: equal keys are duplicates.
   template <typename Key>
-  void ascending(const std::optional<Key>& previous, int previous_line, const Key& key, int line, const std::string& key_text,
-                 const char* what) const {
+  void ascending(const std::optional<Key>& previous, int previous_line, const Key& key, int line,
+                 const std::string& key_text, const char* what) const {
     if (!previous) return;
-    if (*previous == key) fail(line, "duplicate " + std::string(what) + " " + key_text + " (also on line " + std::to_string(previous_line) + ")");
+    if (*previous == key)
+      fail(line,
+           "duplicate " + std::string(what) + " " + key_text + " (also on line " + std::to_string(previous_line) + ")");
     if (key < *previous) fail(line, std::string(what) + " " + key_text + " is out of order (rows must be ascending)");
   }
 
@@ -118,13 +124,15 @@ void parse_toolkit_driver(const Parser& p, CompatMatrix& m) {
       const ToolkitDriverRow& prev = rows.back();
       p.ascending(std::optional<Version>(prev.toolkit), prev.line, r.toolkit, line, r.toolkit.str(), "CUDA toolkit");
       if (r.min_driver < prev.min_driver) {
-        p.fail(line, "driver " + r.min_driver.str() + " is older than the " + prev.min_driver.str() + " of the earlier release " + prev.toolkit.str());
+        p.fail(line, "driver " + r.min_driver.str() + " is older than the " + prev.min_driver.str() +
+                         " of the earlier release " + prev.toolkit.str());
       }
     }
     if (r.is_ga()) {
       for (const ToolkitDriverRow& other : rows) {
         if (other.is_ga() && other.toolkit.truncated(2) == r.toolkit.truncated(2)) {
-          p.fail(line, "duplicate GA row for CUDA " + r.toolkit.truncated(2).str() + " (also on line " + std::to_string(other.line) + ")");
+          p.fail(line, "duplicate GA row for CUDA " + r.toolkit.truncated(2).str() + " (also on line " +
+                           std::to_string(other.line) + ")");
         }
       }
     }
@@ -143,7 +151,8 @@ void parse_minor_compat(const Parser& p, CompatMatrix& m) {
     r.source = std::string(f[3]);
     r.line = line;
     if (!rows.empty()) {
-      p.ascending(std::optional<unsigned>(rows.back().major), rows.back().line, r.major, line, std::to_string(r.major), "CUDA major");
+      p.ascending(std::optional<unsigned>(rows.back().major), rows.back().line, r.major, line, std::to_string(r.major),
+                  "CUDA major");
     }
     rows.push_back(std::move(r));
   });
@@ -161,8 +170,11 @@ void parse_driver_branches(const Parser& p, CompatMatrix& m) {
     r.line = line;
     if (!rows.empty()) {
       const DriverBranchRow& prev = rows.back();
-      p.ascending(std::optional<unsigned>(prev.branch), prev.line, r.branch, line, std::to_string(r.branch), "driver branch");
-      if (r.cuda < prev.cuda) p.fail(line, "CUDA " + r.cuda.str() + " is older than the " + prev.cuda.str() + " of the earlier branch " + std::to_string(prev.branch));
+      p.ascending(std::optional<unsigned>(prev.branch), prev.line, r.branch, line, std::to_string(r.branch),
+                  "driver branch");
+      if (r.cuda < prev.cuda)
+        p.fail(line, "CUDA " + r.cuda.str() + " is older than the " + prev.cuda.str() + " of the earlier branch " +
+                         std::to_string(prev.branch));
     }
     rows.push_back(std::move(r));
   });
@@ -179,13 +191,17 @@ void parse_cc_ranges(const Parser& p, CompatMatrix& m) {
     r.max_cc = p.version(f[3], line, "a compute capability (major.minor)", 2, 2);
     r.source = std::string(f[4]);
     r.line = line;
-    if (r.cuda_to && *r.cuda_to < r.cuda_from) p.fail(line, "range " + r.cuda_from.str() + ".." + r.cuda_to->str() + " is empty");
+    if (r.cuda_to && *r.cuda_to < r.cuda_from)
+      p.fail(line, "range " + r.cuda_from.str() + ".." + r.cuda_to->str() + " is empty");
     if (r.max_cc < r.min_cc) p.fail(line, "compute capability " + r.min_cc.str() + ".." + r.max_cc.str() + " is empty");
     if (!rows.empty()) {
       const CcRangeRow& prev = rows.back();
       if (!prev.cuda_to) p.fail(line, "range after the open-ended range on line " + std::to_string(prev.line));
-      if (r.cuda_from == prev.cuda_from) p.fail(line, "duplicate CUDA " + r.cuda_from.str() + " (also on line " + std::to_string(prev.line) + ")");
-      if (r.cuda_from <= *prev.cuda_to) p.fail(line, "CUDA " + r.cuda_from.str() + " overlaps or precedes the range on line " + std::to_string(prev.line) + " (rows must be ascending)");
+      if (r.cuda_from == prev.cuda_from)
+        p.fail(line, "duplicate CUDA " + r.cuda_from.str() + " (also on line " + std::to_string(prev.line) + ")");
+      if (r.cuda_from <= *prev.cuda_to)
+        p.fail(line, "CUDA " + r.cuda_from.str() + " overlaps or precedes the range on line " +
+                         std::to_string(prev.line) + " (rows must be ascending)");
     }
     rows.push_back(std::move(r));
   });
@@ -208,7 +224,9 @@ void parse_gpu_archs(const Parser& p, CompatMatrix& m) {
       p.fail(line, "last driver branch R" + std::to_string(*r.last_driver_branch) + " is older than the first, R" +
                        std::to_string(*r.first_driver_branch));
     }
-    if (!rows.empty()) p.ascending(std::optional<Version>(rows.back().cc), rows.back().line, r.cc, line, r.cc.str(), "compute capability");
+    if (!rows.empty())
+      p.ascending(std::optional<Version>(rows.back().cc), rows.back().line, r.cc, line, r.cc.str(),
+                  "compute capability");
     rows.push_back(std::move(r));
   });
   m.gpu_archs = std::move(rows);
@@ -229,8 +247,10 @@ void parse_nccl_issues(const Parser& p, CompatMatrix& m) {
     r.source = std::string(f[7]);
     r.line = line;
     for (std::string_view alt : split(r.mitigation, '|')) {
-      if (r.mitigation != "-" && !(alt.starts_with("env:") && alt.find('=') != std::string_view::npos && alt.find('=') > 4)) {
-        p.fail(line, "'" + printable(alt) + "' is not a mitigation (-, or env:NAME=VALUE alternatives separated by '|')");
+      if (r.mitigation != "-" &&
+          !(alt.starts_with("env:") && alt.find('=') != std::string_view::npos && alt.find('=') > 4)) {
+        p.fail(line,
+               "'" + printable(alt) + "' is not a mitigation (-, or env:NAME=VALUE alternatives separated by '|')");
       }
     }
     if (!(r.below > r.from)) p.fail(line, "range " + r.from.str() + " <= v < " + r.below.str() + " is empty");
@@ -257,7 +277,8 @@ void parse_torch_builds(const Parser& p, CompatMatrix& m) {
     r.first_torch = p.version(f[2], line, "a torch version (X.Y.Z)", 3, 3);
     r.source = std::string(f[3]);
     r.line = line;
-    if (!rows.empty()) p.ascending(std::optional<Version>(rows.back().cuda), rows.back().line, r.cuda, line, r.cuda.str(), "CUDA");
+    if (!rows.empty())
+      p.ascending(std::optional<Version>(rows.back().cuda), rows.back().line, r.cuda, line, r.cuda.str(), "CUDA");
     rows.push_back(std::move(r));
   });
   m.torch_builds = std::move(rows);
@@ -381,7 +402,8 @@ std::string NcclIssueRow::mitigated_by(const std::function<std::optional<std::st
       for (std::string_view v : split(exclude ? std::string_view(value).substr(1) : std::string_view(value), ',')) {
         listed = listed || to_lower(trim(v)) == item;
       }
-      if (!value.empty() && value.find_first_of(":;") == std::string::npos && (exclude ? listed : !listed)) return std::string(alt.substr(4));
+      if (!value.empty() && value.find_first_of(":;") == std::string::npos && (exclude ? listed : !listed))
+        return std::string(alt.substr(4));
     } else if (to_lower(value) == to_lower(want)) {
       return std::string(alt.substr(4));
     }
@@ -406,7 +428,8 @@ const std::vector<std::string>& compat_matrix_files() {
   return names;
 }
 
-void parse_matrix_file(std::string_view file, std::string_view text, std::string_view display_name, CompatMatrix& into) {
+void parse_matrix_file(std::string_view file, std::string_view text, std::string_view display_name,
+                       CompatMatrix& into) {
   const FileSpec& spec = spec_for(file);
   spec.parse(Parser(display_name, text, spec.header), into);
 }
@@ -426,7 +449,8 @@ const CompatMatrix& builtin_compat_matrix() {
 
 CompatMatrix load_from_dir(const std::string& dir) {
   struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) throw MatrixError("'" + printable(dir, 200) + "': not a directory");
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw MatrixError("'" + printable(dir, 200) + "': not a directory");
   CompatMatrix m;
   for (const FileSpec& spec : kMatrixFiles) {
     const std::string path = (dir.ends_with('/') ? dir : dir + "/") + std::string(spec.name);

@@ -46,9 +46,9 @@ struct DriverBranchRow {  // driver_branch_cuda.tsv
   int line = 0;
 };
 
-struct CcRangeRow {  // cuda_compute_capability.tsv
-  Version cuda_from;                // major.minor, inclusive
-  std::optional<Version> cuda_to;   // inclusive; nullopt = no upper bound yet
+struct CcRangeRow {                // cuda_compute_capability.tsv
+  Version cuda_from;               // major.minor, inclusive
+  std::optional<Version> cuda_to;  // inclusive; nullopt = no upper bound yet
   Version min_cc;
   Version max_cc;
   std::string source;
@@ -72,7 +72,7 @@ struct GpuArchRow {  // gpu_arch.tsv
 
 struct NcclIssueRow {  // nccl_known_issues.tsv
   std::string id;
-  Version from;   // affected: from <= v < below
+  Version from;  // affected: from <= v < below
   Version below;
   std::string condition;  // "-" (always), env:NAME=VALUE, gpu:NAME, gdr, cuda-graphs
   std::string problem;
@@ -88,7 +88,7 @@ struct NcclIssueRow {  // nccl_known_issues.tsv
   std::string mitigated_by(const std::function<std::optional<std::string>(const std::string&)>& get) const;
 };
 
-struct TorchBuildRow {  // torch_cuda_builds.tsv
+struct TorchBuildRow {    // torch_cuda_builds.tsv
   Version cuda;           // major.minor
   std::string index_url;  // pip install torch --index-url <index_url>
   Version first_torch;
@@ -140,8 +140,7 @@ const std::vector<std::string>& compat_matrix_files();
 
 /// Parses one matrix file's text into `into`; `display_name` prefixes error messages
 /// ("matrix/cuda_toolkit_driver.tsv"). Throws MatrixError. `file` is one of compat_matrix_files().
-void parse_matrix_file(std::string_view file, std::string_view text, std::string_view display_name,
-                       CompatMatrix& into);
+void parse_matrix_file(std::string_view file, std::string_view text, std::string_view display_name, CompatMatrix& into);
 
 /// The embedded copy (validated; a malformed embedded file throws MatrixError: a unit test keeps
 /// it from shipping).

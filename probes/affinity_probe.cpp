@@ -24,7 +24,9 @@ Probed<std::vector<int>> read_list(const FileSystem& fs, const std::string& path
   const auto text = fs.read_line(path);
   if (!text.ok()) return Probed<std::vector<int>>::error(*text.error(), path);
   auto list = parse_cpu_list(*text.value());
-  if (!list) return Probed<std::vector<int>>::error(ProbeErrc::ParseError, "not a list: '" + printable(*text.value(), 60) + "'", path);
+  if (!list)
+    return Probed<std::vector<int>>::error(ProbeErrc::ParseError, "not a list: '" + printable(*text.value(), 60) + "'",
+                                           path);
   return Probed<std::vector<int>>::ok(std::move(*list), path);
 }
 

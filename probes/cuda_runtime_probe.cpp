@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "sys/contained.hpp"
 #include "core/cuda_discovery.hpp"
 #include "core/elf_dynamic.hpp"
 #include "core/text.hpp"
 #include "core/version.hpp"
 #include "probes/probe.hpp"
+#include "sys/contained.hpp"
 
 namespace preflight {
 namespace {
@@ -318,7 +318,8 @@ class Discovery {
       }
     }
     const auto& all = *names.value();
-    if (std::find(all.begin(), all.end(), "libnccl.so.2") != all.end()) add_nccl(join_path(dir, "libnccl.so.2"), source);
+    if (std::find(all.begin(), all.end(), "libnccl.so.2") != all.end())
+      add_nccl(join_path(dir, "libnccl.so.2"), source);
   }
 
   void ld_so_conf(const std::string& file, int depth, std::vector<std::string>& dirs) {
@@ -534,7 +535,7 @@ class Discovery {
 
   // The first directory of `order` holding `soname`, as ld.so would open it.
   std::optional<Found> find_library(const std::string& soname, const std::vector<LoaderDir>& order,
-                                     std::vector<std::string>* looked = nullptr) const {
+                                    std::vector<std::string>* looked = nullptr) const {
     for (const LoaderDir& d : order) {
       if (looked != nullptr) looked->push_back(d.dir);
       const std::string path = join_path(d.dir, soname);
@@ -558,7 +559,8 @@ class Discovery {
         if (n.starts_with("libcudart") && fw.cudart_soname.empty()) fw.cudart_soname = n;
         if (n.starts_with("libnccl")) nccl_soname = n;
       }
-      if (std::none_of(elf->needed.begin(), elf->needed.end(), [](const std::string& n) { return n.starts_with("libnccl"); }))
+      if (std::none_of(elf->needed.begin(), elf->needed.end(),
+                       [](const std::string& n) { return n.starts_with("libnccl"); }))
         nccl_soname.clear();
     } else {
       // No library readable (a partial install, a capture without torch/lib): the layouts of the
@@ -596,7 +598,8 @@ class Discovery {
       fw.cudart_via = found->via;
       r.path = found->path;
       std::string from = found->path;
-      const Dist* wheel = found->path.starts_with(site + "/nvidia/") ? find_dist(dists, "nvidia-cuda-runtime", major) : nullptr;
+      const Dist* wheel =
+          found->path.starts_with(site + "/nvidia/") ? find_dist(dists, "nvidia-cuda-runtime", major) : nullptr;
       if (wheel != nullptr) {
         r.version = wheel->name.version;
         from = wheel->name.project + " " + wheel->name.version + " at " + found->path;
@@ -617,7 +620,8 @@ class Discovery {
       fw.nccl_path = found->path;
       fw.nccl_via = found->via;
       const Dist* wheel = found->path.starts_with(site + "/nvidia/") ? find_dist(dists, "nvidia-nccl", "") : nullptr;
-      add_nccl(found->path, wheel != nullptr ? "wheel " + wheel->name.project + " " + wheel->name.version : found->via, who);
+      add_nccl(found->path, wheel != nullptr ? "wheel " + wheel->name.project + " " + wheel->name.version : found->via,
+               who);
     } else {
       fw.nccl_via = "not found: the loader finds " + nccl_soname + " nowhere";
     }

@@ -40,7 +40,8 @@ std::string resolve_links(const FileSystem& fs, const std::string& path) {
 Probed<MountEntry> mount_of(const Probed<MountInfo>& mounts, const std::string& path) {
   if (!mounts.ok()) return Probed<MountEntry>::error(*mounts.error(), mounts.source());
   const MountInfoLine* line = mount_holding(*mounts.value(), path);
-  if (line == nullptr) return Probed<MountEntry>::error(ProbeErrc::ParseError, "no mount holds " + path, mounts.source());
+  if (line == nullptr)
+    return Probed<MountEntry>::error(ProbeErrc::ParseError, "no mount holds " + path, mounts.source());
   return Probed<MountEntry>::ok(to_mount_entry(*line), mounts.source());
 }
 
@@ -96,8 +97,9 @@ Probed<DiskFacts> sysroot_disk(const ProbeContext& ctx) {
   out.cwd = captured.cwd;
   for (const std::string& given : ctx.options.checkpoint_dirs) {
     const std::string path = absolute_path(given, captured.cwd);
-    const auto it = std::find_if(captured.dirs.begin(), captured.dirs.end(),
-                                 [&](const CheckpointDir& d) { return d.path == path || (!d.defaulted && d.given == given); });
+    const auto it = std::find_if(captured.dirs.begin(), captured.dirs.end(), [&](const CheckpointDir& d) {
+      return d.path == path || (!d.defaulted && d.given == given);
+    });
     if (it != captured.dirs.end()) {
       out.dirs.push_back(*it);
       out.dirs.back().given = given;
@@ -107,7 +109,8 @@ Probed<DiskFacts> sysroot_disk(const ProbeContext& ctx) {
     CheckpointDir d;
     d.given = given;
     d.path = d.holder = d.resolved = path;
-    const std::string why = "not in the capture: it holds " + (names.empty() ? std::string("no checkpoint directory") : join(names, ", ")) +
+    const std::string why = "not in the capture: it holds " +
+                            (names.empty() ? std::string("no checkpoint directory") : join(names, ", ")) +
                             " (capture the node with --checkpoint-dir " + given + ")";
     d.usage = Probed<DiskUsage>::error(ProbeErrc::Unsupported, why, held.source());
     d.mount = Probed<MountEntry>::error(ProbeErrc::Unsupported, why, held.source());
@@ -135,8 +138,9 @@ std::string absolute_path(const std::string& path, const std::string& cwd) {
   return out.empty() ? std::string(".") : out;
 }
 
-DiskFacts probe_checkpoint_dirs(const FileSystem& fs, const Probed<MountInfo>& mounts, const std::vector<std::string>& given,
-                                const std::string& cwd, const DiskSyscalls& sys) {
+DiskFacts probe_checkpoint_dirs(const FileSystem& fs, const Probed<MountInfo>& mounts,
+                                const std::vector<std::string>& given, const std::string& cwd,
+                                const DiskSyscalls& sys) {
   DiskFacts out;
   out.cwd = cwd;
   const bool defaulted = given.empty();
@@ -147,14 +151,16 @@ DiskFacts probe_checkpoint_dirs(const FileSystem& fs, const Probed<MountInfo>& m
     d.defaulted = defaulted;
     if (w.empty() || (w.front() != '/' && cwd.empty())) {
       d.path = d.holder = d.resolved = w;
-      const std::string why = "the current directory is not known (getcwd failed), so the relative path cannot be resolved";
+      const std::string why =
+          "the current directory is not known (getcwd failed), so the relative path cannot be resolved";
       d.usage = Probed<DiskUsage>::error(ProbeErrc::NotFound, why, "getcwd");
       d.mount = Probed<MountEntry>::error(ProbeErrc::NotFound, why, "getcwd");
       out.dirs.push_back(std::move(d));
       continue;
     }
     d.path = absolute_path(w, cwd);
-    const bool seen = std::any_of(out.dirs.begin(), out.dirs.end(), [&](const CheckpointDir& o) { return o.path == d.path; });
+    const bool seen =
+        std::any_of(out.dirs.begin(), out.dirs.end(), [&](const CheckpointDir& o) { return o.path == d.path; });
     if (seen) continue;  // "ckpt" and "./ckpt/": one directory, judged once
     probe_dir(fs, mounts, sys, d);
     out.dirs.push_back(std::move(d));

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "core/facts.hpp"
-#include "sys/file_system.hpp"
 #include "core/mountinfo.hpp"
+#include "sys/file_system.hpp"
 
 namespace preflight {
 
@@ -27,8 +27,8 @@ struct DiskSyscalls {
 /// resolved against `cwd` (absolute, as on the live system). Existence, the nearest existing
 /// parent, symbolic links and the file system's capacity (stat_fs) are looked up through `fs`; the
 /// write test through `sys`; the mount in `mounts`.
-DiskFacts probe_checkpoint_dirs(const FileSystem& fs, const Probed<MountInfo>& mounts, const std::vector<std::string>& given,
-                                const std::string& cwd, const DiskSyscalls& sys);
+DiskFacts probe_checkpoint_dirs(const FileSystem& fs, const Probed<MountInfo>& mounts,
+                                const std::vector<std::string>& given, const std::string& cwd, const DiskSyscalls& sys);
 
 /// `path` made absolute against `cwd` and normalised lexically ("." and ".." folded, no trailing '/').
 std::string absolute_path(const std::string& path, const std::string& cwd);

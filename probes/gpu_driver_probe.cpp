@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "gpu_probe/protocol.hpp"
-#include "sys/contained.hpp"
-#include "core/text.hpp"
 #include "core/gpu_text.hpp"
+#include "core/text.hpp"
+#include "gpu_probe/protocol.hpp"
 #include "probes/image_profile.hpp"
 #include "probes/probe.hpp"
+#include "sys/contained.hpp"
 
 namespace preflight {
 namespace {
@@ -53,7 +53,8 @@ std::string describe_run(const ContainedResult& result) {
 void run_smoke(const ProbeContext& ctx, const std::string& helper, int placement_local_rank, DriverFacts& d) {
   const std::vector<CudaDevice>* devices = d.cuda_devices.value();
   if (devices == nullptr) {
-    d.smoke = Probed<SmokeResult>::error(d.cuda_devices.error()->code, "not run: no CUDA device (" + d.cuda_devices.why() + ")");
+    d.smoke = Probed<SmokeResult>::error(d.cuda_devices.error()->code,
+                                         "not run: no CUDA device (" + d.cuda_devices.why() + ")");
     return;
   }
   if (devices->empty()) {
@@ -88,8 +89,8 @@ void run_smoke(const ProbeContext& ctx, const std::string& helper, int placement
   try {
     d.smoke = Probed<SmokeResult>::ok(sparsed.value.get<SmokeResult>(), smoke_source);
   } catch (const nlohmann::json::exception& e) {
-    d.smoke = Probed<SmokeResult>::error(ProbeErrc::ParseError,
-                                         smoke_source + ": the helper's document is not a smoke result: " + e.what(), helper);
+    d.smoke = Probed<SmokeResult>::error(
+        ProbeErrc::ParseError, smoke_source + ": the helper's document is not a smoke result: " + e.what(), helper);
   }
 }
 
@@ -200,9 +201,9 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
   const ContainedJson parsed = parse_contained_json(result);
   std::string bad = parsed.ok() ? apply_driver_document(parsed.value, d) : std::string();
   if (!parsed.ok() || !bad.empty()) {
-    const ProbeError e = parsed.ok() ? ProbeError{ProbeErrc::ParseError, source + ": " + bad}
-                                     : helper_failure(result, parsed, source + " (NVML, cuInit, device query)",
-                                                      driver_deadline);
+    const ProbeError e =
+        parsed.ok() ? ProbeError{ProbeErrc::ParseError, source + ": " + bad}
+                    : helper_failure(result, parsed, source + " (NVML, cuInit, device query)", driver_deadline);
     d.nvml_driver_version = Probed<std::string>::error(e, helper);
     d.cuda_driver_version = Probed<int>::error(e, helper);
     d.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(e, helper);

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "core/facts/gpu.hpp"
-#include "sys/file_system.hpp"
 #include "core/probed.hpp"
+#include "sys/file_system.hpp"
 
 namespace preflight {
 

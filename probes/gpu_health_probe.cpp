@@ -8,11 +8,11 @@
 #include <string>
 #include <string_view>
 
-#include "sys/contained.hpp"
-#include "gpu_probe/protocol.hpp"
 #include "core/text.hpp"
+#include "gpu_probe/protocol.hpp"
 #include "probes/image_profile.hpp"
 #include "probes/probe.hpp"
+#include "sys/contained.hpp"
 
 namespace preflight {
 namespace {
@@ -91,7 +91,8 @@ void probe_gpu_health(const ProbeContext& ctx, RankFacts& facts) {
   }
   ContainedRequest request;
   request.executable = helper_path(kHealthHelper);
-  request.args = gpu_protocol::Request(gpu_protocol::command::kHealth).with(gpu_protocol::option::kMaxLoad, kMaxLoad).args();
+  request.args =
+      gpu_protocol::Request(gpu_protocol::command::kHealth).with(gpu_protocol::option::kMaxLoad, kMaxLoad).args();
   request.extra_env = {"CUDA_VISIBLE_DEVICES"};  // the load covers every GPU of the node
   // A new process initialises CUDA again: the health run also gets the measured cuInit time.
   const HelperDeadline deadline = ctx.helper_deadline(Helper::GpuHealth, d.cuda_init_seconds.value_or(0.0));
@@ -124,8 +125,8 @@ void probe_gpu_health(const ProbeContext& ctx, RankFacts& facts) {
     h.fabric_manager_running = fabric_manager_running(ctx.fs);
     d.health = Health::ok(std::move(h), source);
   } catch (const nlohmann::json::exception& e) {
-    d.health = Health::error(ProbeErrc::ParseError, source + ": the helper's document is not a health report: " + e.what(),
-                             source);
+    d.health = Health::error(ProbeErrc::ParseError,
+                             source + ": the helper's document is not a health report: " + e.what(), source);
   }
 }
 

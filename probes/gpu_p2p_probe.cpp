@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/gpu_binding.hpp"
-#include "gpu_probe/protocol.hpp"
 #include "core/text.hpp"
+#include "gpu_probe/protocol.hpp"
 #include "probes/image_profile.hpp"
 #include "probes/probe.hpp"
 
@@ -144,8 +144,8 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
             }
           }
         }
-        scope_note = " (the union of the node's " + std::to_string(mpi->node_cvd->size()) +
-                     " ranks' CUDA_VISIBLE_DEVICES)";
+        scope_note =
+            " (the union of the node's " + std::to_string(mpi->node_cvd->size()) + " ranks' CUDA_VISIBLE_DEVICES)";
       }
       devices = &union_devices;
     }
@@ -155,14 +155,15 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
     return;
   }
   if (devices->size() < 2) {
-    d.peer_copies = Copies::error(ProbeErrc::Unsupported, "fewer than 2 GPUs visible (" +
-                                                              std::to_string(devices->size()) + " CUDA device" +
-                                                              (devices->size() == 1 ? ")" : "s)") + scope_note);
+    d.peer_copies =
+        Copies::error(ProbeErrc::Unsupported, "fewer than 2 GPUs visible (" + std::to_string(devices->size()) +
+                                                  " CUDA device" + (devices->size() == 1 ? ")" : "s)") + scope_note);
     return;
   }
   if (const SmokeResult* smoke = d.smoke.value(); smoke != nullptr && !smoke->ok) {
-    d.peer_copies = Copies::error(ProbeErrc::ApiError, "not run: the smoke test on GPU " + std::to_string(smoke->ordinal) +
-                                                           " failed at " + smoke->failed_step + " (" + smoke->error + ")");
+    d.peer_copies =
+        Copies::error(ProbeErrc::ApiError, "not run: the smoke test on GPU " + std::to_string(smoke->ordinal) +
+                                               " failed at " + smoke->failed_step + " (" + smoke->error + ")");
     return;
   }
   if (d.smoke.error() != nullptr && d.smoke.error()->code != ProbeErrc::Unsupported) {

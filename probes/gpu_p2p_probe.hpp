@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "sys/contained.hpp"
 #include "core/facts/gpu.hpp"
+#include "sys/contained.hpp"
 
 namespace preflight {
 

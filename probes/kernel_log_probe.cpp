@@ -74,7 +74,9 @@ KernelLogFacts kernel_log_facts(std::string_view text, std::string source) {
   k.records = records.size();
   for (const GpuKernelEvent& e : nvidia_kernel_events(records)) {
     KernelGpuEvent f;
-    f.kind = e.kind == GpuKernelEvent::Kind::Xid ? "xid" : e.kind == GpuKernelEvent::Kind::SXid ? "sxid" : "fallen_off_bus";
+    f.kind = e.kind == GpuKernelEvent::Kind::Xid    ? "xid"
+             : e.kind == GpuKernelEvent::Kind::SXid ? "sxid"
+                                                    : "fallen_off_bus";
     f.code = e.code;
     f.bus_id = e.bus_id;
     f.usec = e.usec;
@@ -99,8 +101,10 @@ void probe_kernel_log_tree(const ProbeContext& ctx, RankFacts& facts) {
   if (d.kernel_log.value() != nullptr || (d.kernel_log.error() && d.kernel_log.error()->code != ProbeErrc::Unsupported))
     return;
   const Probed<std::string> text = ctx.fs.read(kKmsg, kMaxLog);
-  if (const std::string* t = text.value()) d.kernel_log = Log::ok(kernel_log_facts(*t, text.source()), text.source());
-  else d.kernel_log = Log::error(*text.error(), text.source());
+  if (const std::string* t = text.value())
+    d.kernel_log = Log::ok(kernel_log_facts(*t, text.source()), text.source());
+  else
+    d.kernel_log = Log::error(*text.error(), text.source());
 }
 
 void probe_kernel_log(const ProbeContext& ctx, RankFacts& facts) {
@@ -118,8 +122,10 @@ void probe_kernel_log(const ProbeContext& ctx, RankFacts& facts) {
     return;
   }
   const Probed<std::string> text = read_live_kmsg();
-  if (const std::string* t = text.value()) d.kernel_log = Log::ok(kernel_log_facts(*t, kKmsg), kKmsg);
-  else d.kernel_log = Log::error(*text.error(), kKmsg);
+  if (const std::string* t = text.value())
+    d.kernel_log = Log::ok(kernel_log_facts(*t, kKmsg), kKmsg);
+  else
+    d.kernel_log = Log::error(*text.error(), kKmsg);
 }
 
 }  // namespace preflight

@@ -21,8 +21,14 @@ namespace {
 
 constexpr std::size_t kLibraryScanMax = 64u << 20;  // .rodata of NCCL 2.28 is 0.2 MiB
 constexpr std::size_t kPluginScanMax = 16u << 20;
-constexpr const char* kDefaultDirs[] = {"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib/aarch64-linux-gnu",
-                                        "/usr/lib/aarch64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
+constexpr const char* kDefaultDirs[] = {"/lib/x86_64-linux-gnu",
+                                        "/usr/lib/x86_64-linux-gnu",
+                                        "/lib/aarch64-linux-gnu",
+                                        "/usr/lib/aarch64-linux-gnu",
+                                        "/lib64",
+                                        "/usr/lib64",
+                                        "/lib",
+                                        "/usr/lib"};
 
 std::string dir_of(const std::string& path) {
   const std::size_t slash = path.rfind('/');
@@ -97,7 +103,8 @@ class PluginFinder {
       if (ElfDynamic* e = parsed.value()) elf = std::move(*e);
     }
     std::vector<std::string> defaults(std::begin(kDefaultDirs), std::end(kDefaultDirs));
-    m_order = loader_search_order(elf, library.empty() ? "/" : dir_of(library), "libnccl.so.2", ld_library_path, cache_dirs, defaults);
+    m_order = loader_search_order(elf, library.empty() ? "/" : dir_of(library), "libnccl.so.2", ld_library_path,
+                                  cache_dirs, defaults);
   }
 
   // Where dlopen(name) from libnccl finds the file: a name with '/' is a path; else the search.
@@ -118,8 +125,8 @@ class PluginFinder {
   std::vector<LoaderDir> m_order;
 };
 
-NcclPlugin plugin(const PluginFinder& finder, const FileSystem& fs, const std::string& kind, const std::string& variable,
-                  const std::string& requested) {
+NcclPlugin plugin(const PluginFinder& finder, const FileSystem& fs, const std::string& kind,
+                  const std::string& variable, const std::string& requested) {
   NcclPlugin p{kind, requested, variable, {}, {}, {}};
   const std::string prefix = "libnccl-" + kind;
   if (requested.empty()) {
@@ -165,9 +172,11 @@ void probe_nccl_names(const ProbeContext& ctx, RankFacts& facts) {
         ProbeErrc::NotFound, lib == nullptr ? "no libnccl.so.2 found where the job loads it: " + facts.gpu.nccl.why()
                                             : "the loaded libnccl.so.2 has no known path");
   } else {
-    Probed<std::vector<std::string>> names = elf_rodata_env_names(reader_for(fs, out.library), "NCCL_", kLibraryScanMax);
+    Probed<std::vector<std::string>> names =
+        elf_rodata_env_names(reader_for(fs, out.library), "NCCL_", kLibraryScanMax);
     if (names.ok() && names.value()->empty()) {
-      names = Probed<std::vector<std::string>>::error(ProbeErrc::ParseError, "no NCCL_* strings in " + out.library + " (" + names.source() + ")");
+      names = Probed<std::vector<std::string>>::error(
+          ProbeErrc::ParseError, "no NCCL_* strings in " + out.library + " (" + names.source() + ")");
     } else if (!names.ok() && names.error()->code == ProbeErrc::ParseError) {
       // elf_rodata_env_names reads nothing on a short first read: name the file's own error.
       const Probed<std::string> head = fs.read_at(out.library, 0, 4);

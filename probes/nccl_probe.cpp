@@ -7,9 +7,9 @@
 #include <string>
 #include <utility>
 
-#include "sys/contained.hpp"
 #include "gpu_probe/protocol.hpp"
 #include "probes/probe.hpp"
+#include "sys/contained.hpp"
 
 namespace preflight {
 

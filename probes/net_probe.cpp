@@ -173,11 +173,12 @@ Probed<std::vector<IbDevice>> ib_devices(const FileSystem& fs) {
 }
 
 Probed<bool> gpudirect_rdma(const FileSystem& fs) {
-  for (const char* path : {"/sys/kernel/mm/memory_peers/nv_mem/version", "/sys/kernel/mm/memory_peers/nv_mem_nc/version",
-                           "/sys/module/nvidia_peermem/version"}) {
+  for (const char* path : {"/sys/kernel/mm/memory_peers/nv_mem/version",
+                           "/sys/kernel/mm/memory_peers/nv_mem_nc/version", "/sys/module/nvidia_peermem/version"}) {
     if (fs.exists(path)) return Probed<bool>::ok(true, path);
   }
-  return Probed<bool>::ok(false, "/sys/kernel/mm/memory_peers/nv_mem, nv_mem_nc, /sys/module/nvidia_peermem: none exists");
+  return Probed<bool>::ok(false,
+                          "/sys/kernel/mm/memory_peers/nv_mem, nv_mem_nc, /sys/module/nvidia_peermem: none exists");
 }
 
 Probed<bool> port_listening(const FileSystem& fs, int port) {
@@ -209,7 +210,8 @@ Probed<std::vector<int>> ephemeral_range(const FileSystem& fs) {
   const auto lo = cols.size() == 2 ? parse_int(cols[0]) : std::nullopt;
   const auto hi = cols.size() == 2 ? parse_int(cols[1]) : std::nullopt;
   if (!lo || !hi || *lo < 0 || *hi > 65535 || *lo > *hi) {
-    return Probed<std::vector<int>>::error(ProbeErrc::ParseError, "not two ports: '" + printable(*text.value()) + "'", path);
+    return Probed<std::vector<int>>::error(ProbeErrc::ParseError, "not two ports: '" + printable(*text.value()) + "'",
+                                           path);
   }
   return Probed<std::vector<int>>::ok({static_cast<int>(*lo), static_cast<int>(*hi)}, path);
 }
@@ -224,7 +226,8 @@ std::vector<std::string> hosts_file_lookup(std::string_view hosts_text, std::str
     const std::vector<std::string_view> cols = split_ws(trim(line));
     if (cols.size() < 2 || !parse_ip(cols[0])) continue;
     for (std::size_t k = 1; k < cols.size(); ++k) {
-      if (to_lower(cols[k]) == want && std::find(out.begin(), out.end(), cols[0]) == out.end()) out.emplace_back(cols[0]);
+      if (to_lower(cols[k]) == want && std::find(out.begin(), out.end(), cols[0]) == out.end())
+        out.emplace_back(cols[0]);
     }
   }
   return out;
@@ -252,7 +255,8 @@ void probe_master(const ProbeContext& ctx, RankFacts& facts) {
   const std::string& hostname = facts.identity.hostname;
   if (m.addr.empty() || hostname.empty()) {
     m.hostname_resolves_to = Probed<std::vector<std::string>>::error(
-        ProbeErrc::Unsupported, m.addr.empty() ? "MASTER_ADDR is not set" : "the hostname is not known", "gethostname()");
+        ProbeErrc::Unsupported, m.addr.empty() ? "MASTER_ADDR is not set" : "the hostname is not known",
+        "gethostname()");
   } else {
     host_lookup = ctx.os.lookup(hostname);
   }
@@ -292,7 +296,8 @@ void probe_master(const ProbeContext& ctx, RankFacts& facts) {
   } else {
     m.port_listening = port_listening(ctx.fs, static_cast<int>(*port));
     if (!m.addr_is_local) {
-      m.bind_test = Probed<std::string>::error(ProbeErrc::Unsupported, "MASTER_ADDR is not an address of this host", "bind()");
+      m.bind_test =
+          Probed<std::string>::error(ProbeErrc::Unsupported, "MASTER_ADDR is not an address of this host", "bind()");
     } else {
       m.bind_test = ctx.os.bind_test(local_address, static_cast<int>(*port));
     }

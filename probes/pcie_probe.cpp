@@ -11,9 +11,9 @@
 #include <set>
 
 #include "core/pci_config.hpp"
-#include "sys/sysfs_pci.hpp"
 #include "core/text.hpp"
 #include "probes/probe.hpp"
+#include "sys/sysfs_pci.hpp"
 
 namespace preflight {
 namespace {
@@ -27,10 +27,14 @@ std::optional<std::uint32_t> parse_hex32(std::string_view text) {
   std::uint32_t v = 0;
   for (const char c : text) {
     int d = 0;
-    if (c >= '0' && c <= '9') d = c - '0';
-    else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-    else return std::nullopt;
+    if (c >= '0' && c <= '9')
+      d = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      d = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      d = c - 'A' + 10;
+    else
+      return std::nullopt;
     v = (v << 4) | static_cast<std::uint32_t>(d);
   }
   return v;
@@ -38,7 +42,7 @@ std::optional<std::uint32_t> parse_hex32(std::string_view text) {
 
 /// "gpu", "nic" or "" for a function of this vendor and class.
 std::string kind_of(std::uint32_t vendor, std::uint32_t cls) {
-  if (vendor == 0x10de && (cls >> 16) == 0x03) return "gpu";       // NVIDIA display/3D controller
+  if (vendor == 0x10de && (cls >> 16) == 0x03) return "gpu";      // NVIDIA display/3D controller
   if ((cls >> 16) == 0x02 || (cls >> 8) == 0x0c06) return "nic";  // network (0x0207 InfiniBand), 0x0c06 IB
   return {};
 }

@@ -7,20 +7,20 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
-#include <vector>
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
-#include "sys/capture.hpp"
 #include "core/deadlines.hpp"
 #include "core/env.hpp"
 #include "core/fact_sources.hpp"
 #include "core/facts.hpp"
-#include "sys/file_system.hpp"
-#include "sys/os.hpp"
 #include "core/mountinfo.hpp"
 #include "core/options.hpp"
+#include "sys/capture.hpp"
+#include "sys/file_system.hpp"
+#include "sys/os.hpp"
 
 namespace preflight {
 
@@ -149,7 +149,8 @@ void run_probe(FactSource source, const ProbeContext& ctx, RankFacts& facts);
 /// "" when `names` (environment variables, and every variable starting with a name ending in '*')
 /// have the same values for this rank as for the leader, else which differs first:
 /// "its CUDA_VISIBLE_DEVICES differs from the leader's ('1' here, '0' there)".
-std::string env_differs(const EnvSnapshot& mine, const EnvSnapshot& leader, std::initializer_list<std::string_view> names);
+std::string env_differs(const EnvSnapshot& mine, const EnvSnapshot& leader,
+                        std::initializer_list<std::string_view> names);
 
 /// Every probe, in the order they run (a probe may read what an earlier one found).
 std::span<const ProbeSpec> all_probes();

@@ -49,12 +49,14 @@ constexpr auto kProbes = std::to_array<ProbeSpec>({
 std::span<const ProbeSpec> all_probes() { return kProbes; }
 
 void run_probe(FactSource source, const ProbeContext& ctx, RankFacts& facts) {
-  const auto it = std::find_if(kProbes.begin(), kProbes.end(), [source](const ProbeSpec& p) { return p.source == source; });
+  const auto it =
+      std::find_if(kProbes.begin(), kProbes.end(), [source](const ProbeSpec& p) { return p.source == source; });
   if (it == kProbes.end()) throw std::invalid_argument("run_probe: no probe of " + std::string(to_string(source)));
   it->for_context(ctx)(ctx, facts);
 }
 
-std::string env_differs(const EnvSnapshot& mine, const EnvSnapshot& leader, std::initializer_list<std::string_view> names) {
+std::string env_differs(const EnvSnapshot& mine, const EnvSnapshot& leader,
+                        std::initializer_list<std::string_view> names) {
   const auto shown = [](const std::optional<std::string>& v) { return v ? "'" + *v + "'" : std::string("unset"); };
   const auto differs = [&](const std::string& name) -> std::string {
     const std::optional<std::string> a = mine.get(name);

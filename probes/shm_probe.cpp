@@ -112,18 +112,20 @@ Probed<FsUsage> sysroot_usage(const ProbeContext& ctx, const Probed<MountEntry>&
   if (held.ok() || held.error()->code != ProbeErrc::Unsupported) return held;
   const MountEntry* m = mount.value();
   const std::string why = held.error()->detail;
-  if (m == nullptr) return Probed<FsUsage>::error(ProbeErrc::Unsupported, why + "; its mount is unknown (" + mount.why() + ")", held.source());
+  if (m == nullptr)
+    return Probed<FsUsage>::error(ProbeErrc::Unsupported, why + "; its mount is unknown (" + mount.why() + ")",
+                                  held.source());
   if (m->mount_point != path) {
     return Probed<FsUsage>::error(ProbeErrc::Unsupported,
-                                  why + "; the captured mountinfo has no mount at " + path + " (it would be a directory of " +
-                                      m->mount_point + ", " + m->fstype + ")",
+                                  why + "; the captured mountinfo has no mount at " + path +
+                                      " (it would be a directory of " + m->mount_point + ", " + m->fstype + ")",
                                   held.source());
   }
   if (m->fstype != "tmpfs" || !m->size_option) {
-    return Probed<FsUsage>::error(ProbeErrc::Unsupported,
-                                  why + "; the captured mount (" + m->fstype + (m->size_option ? "" : ", no size=") +
-                                      ") does not give its size",
-                                  held.source());
+    return Probed<FsUsage>::error(
+        ProbeErrc::Unsupported,
+        why + "; the captured mount (" + m->fstype + (m->size_option ? "" : ", no size=") + ") does not give its size",
+        held.source());
   }
   if (*m->size_option >= need) {
     return Probed<FsUsage>::error(ProbeErrc::Unsupported,
@@ -157,9 +159,9 @@ void probe_shm_tree(const ProbeContext& ctx, RankFacts& facts) {
   shm.usage = sysroot_usage(ctx, shm.mount, shm.path, need.node_total);
   shm.alloc = captured_probed<ShmAllocTest>(ctx, "shm", "alloc", "allocation test");
   if (!shm.alloc.ok() && shm.alloc.error()->code == ProbeErrc::Unsupported) {
-    shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported,
-                                            "not run under --sysroot (not the live /dev/shm); " + shm.alloc.error()->detail,
-                                            alloc_source(shm));
+    shm.alloc = Probed<ShmAllocTest>::error(
+        ProbeErrc::Unsupported, "not run under --sysroot (not the live /dev/shm); " + shm.alloc.error()->detail,
+        alloc_source(shm));
   }
 }
 
@@ -174,17 +176,19 @@ void probe_shm(const ProbeContext& ctx, RankFacts& facts) {
   if (facts.placement.local_rank != 0) {
     shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported, "run by local rank 0 of this node only", source);
   } else if (usage == nullptr || !usage->writable) {
-    shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported, "not run: /dev/shm is missing or not writable", source);
+    shm.alloc =
+        Probed<ShmAllocTest>::error(ProbeErrc::Unsupported, "not run: /dev/shm is missing or not writable", source);
   } else if (!usage->unlimited && usage->free_bytes < need.node_total) {
     shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Unsupported,
                                             "not run: free space " + format_bytes(usage->free_bytes) +
                                                 " is already below the need " + format_bytes(need.node_total),
                                             source);
   } else {
-    shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Timeout, "the allocation test did not finish before the probes' deadline",
-                                            source);
+    shm.alloc = Probed<ShmAllocTest>::error(ProbeErrc::Timeout,
+                                            "the allocation test did not finish before the probes' deadline", source);
     // What NCCL allocates at init; the DataLoader budget is judged against the free space only.
-    const std::uint64_t dataloader = need.dataloader_per_rank * static_cast<std::uint64_t>(std::max(need.local_ranks, 0));
+    const std::uint64_t dataloader =
+        need.dataloader_per_rank * static_cast<std::uint64_t>(std::max(need.local_ranks, 0));
     const std::uint64_t nccl_bytes = need.node_total > dataloader ? need.node_total - dataloader : 0;
     // A path handed out of the seam on purpose: the test makes a file in the live /dev/shm itself.
     ctx.in_background([dir = ctx.fs.host_path(shm.path), bytes = std::max<std::uint64_t>(nccl_bytes, 1u << 20),

@@ -243,9 +243,9 @@ void fill(hwloc_topology_t topo, TopologyFacts& t) {
     const bool gpu = (p.vendor_id == 0x10de && (cls >> 8) == 0x03) || cls == 0x0302 || gpu_osdev;
     const bool nic = !gpu && ((cls >> 8) == 0x02 || cls == 0x0c06 || net_osdev);
     if (p.vendor_id == 0 && p.device_id == 0) {
-      t.notes.push_back("PCI device " + bdf + " reports vendor:device 0000:0000 (class " + hex(cls, 4) + ")" +
-                        ((cls >> 8) == 0x03 && !gpu ? ": whether it is an NVIDIA GPU cannot be told; not listed"
-                                                    : std::string()));
+      t.notes.push_back(
+          "PCI device " + bdf + " reports vendor:device 0000:0000 (class " + hex(cls, 4) + ")" +
+          ((cls >> 8) == 0x03 && !gpu ? ": whether it is an NVIDIA GPU cannot be told; not listed" : std::string()));
     }
     if (!gpu && !nic) continue;
 
@@ -289,16 +289,17 @@ Probed<TopologyFacts> probe(const ProbeContext& ctx) {
     // A captured node's topology is its own hwloc export, never this machine's.
     const CapturedFacts& captured = ctx.captured();
     if (captured.topology_xml.empty()) {
-      return Probed<TopologyFacts>::error(ProbeErrc::Unsupported,
-                                          captured.missing("topology", "hwloc XML export") + "; pass --topology-xml FILE",
-                                          "--sysroot " + ctx.fs.root());
+      return Probed<TopologyFacts>::error(
+          ProbeErrc::Unsupported, captured.missing("topology", "hwloc XML export") + "; pass --topology-xml FILE",
+          "--sysroot " + ctx.fs.root());
     }
     xml = captured.topology_xml;
     from_capture = true;
   }
-  const std::string source = xml.empty()      ? std::string("this machine (hwloc ") + HWLOC_VERSION + ")"
-                             : from_capture ? "--sysroot " + ctx.fs.root() + "/topology.xml (the captured node's hwloc export)"
-                                            : "--topology-xml " + xml;
+  const std::string source = xml.empty() ? std::string("this machine (hwloc ") + HWLOC_VERSION + ")"
+                             : from_capture
+                                 ? "--sysroot " + ctx.fs.root() + "/topology.xml (the captured node's hwloc export)"
+                                 : "--topology-xml " + xml;
   if (!xml.empty()) {
     struct stat st {};
     if (::stat(xml.c_str(), &st) != 0) {
@@ -336,11 +337,11 @@ Probed<TopologyFacts> probe(const ProbeContext& ctx) {
     errno = 0;
     if (hwloc_topology_set_xml(raw, xml.c_str()) != 0) {
       const int err = errno;
-      return Probed<TopologyFacts>::error(
-          ProbeErrc::ParseError,
-          std::string("hwloc cannot read the file as a topology XML (") + (err != 0 ? std::strerror(err) : "no detail") +
-              "); hwloc " + HWLOC_VERSION + " reads `lstopo --of xml` exports of format v1 and v2",
-          source);
+      return Probed<TopologyFacts>::error(ProbeErrc::ParseError,
+                                          std::string("hwloc cannot read the file as a topology XML (") +
+                                              (err != 0 ? std::strerror(err) : "no detail") + "); hwloc " +
+                                              HWLOC_VERSION + " reads `lstopo --of xml` exports of format v1 and v2",
+                                          source);
     }
   }
   errno = 0;
@@ -349,8 +350,8 @@ Probed<TopologyFacts> probe(const ProbeContext& ctx) {
     const std::string why = err != 0 ? std::strerror(err) : "no detail";
     if (!xml.empty()) {
       return Probed<TopologyFacts>::error(ProbeErrc::ParseError,
-                                          "hwloc could not load the file as a topology (" + why + "); hwloc " + HWLOC_VERSION +
-                                              " reads `lstopo --of xml` exports of format v1 and v2",
+                                          "hwloc could not load the file as a topology (" + why + "); hwloc " +
+                                              HWLOC_VERSION + " reads `lstopo --of xml` exports of format v1 and v2",
                                           source);
     }
     return Probed<TopologyFacts>::error(ProbeErrc::ApiError, "hwloc_topology_load failed: " + why, source);
@@ -361,10 +362,12 @@ Probed<TopologyFacts> probe(const ProbeContext& ctx) {
   // A capture's export describes the node its other facts come from: judged like this machine's.
   t.this_system = from_capture || (xml.empty() && hwloc_topology_is_thissystem(raw) != 0);
   fill(raw, t);
-  if (from_capture) t.notes.push_back("the topology is the captured node's own hwloc export, judged with its other captured facts");
+  if (from_capture)
+    t.notes.push_back("the topology is the captured node's own hwloc export, judged with its other captured facts");
   if (xml.empty() && !t.this_system) {
-    t.notes.push_back("hwloc did not read this machine (HWLOC_XMLFILE, HWLOC_FSROOT or HWLOC_COMPONENTS in the "
-                      "environment redirect it)");
+    t.notes.push_back(
+        "hwloc did not read this machine (HWLOC_XMLFILE, HWLOC_FSROOT or HWLOC_COMPONENTS in the "
+        "environment redirect it)");
   }
   return Probed<TopologyFacts>::ok(std::move(t), source);
 }
@@ -382,7 +385,8 @@ std::string adopt_topology(const ProbeContext& ctx, const RankFacts& leader, Ran
 
 std::string export_topology_xml(const std::string& file) {
   hwloc_topology_t raw = nullptr;
-  if (hwloc_topology_init(&raw) != 0 || raw == nullptr) return std::string("hwloc_topology_init: ") + std::strerror(errno);
+  if (hwloc_topology_init(&raw) != 0 || raw == nullptr)
+    return std::string("hwloc_topology_init: ") + std::strerror(errno);
   TopologyPtr topo(raw);
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");

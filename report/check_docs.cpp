@@ -10,7 +10,8 @@ namespace {
 
 GeneratedBlock markdown_block(std::string name) {
   GeneratedBlock b;
-  b.begin = "<!-- BEGIN generated: " + name + " (preflight-docs; edit checks/*.cpp, then `cmake --build build --target update-docs`) -->";
+  b.begin = "<!-- BEGIN generated: " + name +
+            " (preflight-docs; edit checks/*.cpp, then `cmake --build build --target update-docs`) -->";
   b.end = "<!-- END generated: " + name + " -->";
   b.name = std::move(name);
   return b;
@@ -39,7 +40,8 @@ GeneratedBlock readme_check_table() {
 
 GeneratedBlock finding_code_table() {
   GeneratedBlock b = markdown_block("finding-codes");
-  b.content = "| code | status | message (`{name}`: a parameter, in the JSON result's `findings[].params`) |\n|---|---|---|\n";
+  b.content =
+      "| code | status | message (`{name}`: a parameter, in the JSON result's `findings[].params`) |\n|---|---|---|\n";
   for (const CheckSpec* spec : all_checks()) {
     for (const FindingSpec& f : spec->findings) {
       b.content += "| `" + std::string(f.code) + "` | " + to_string(f.status) + " | " + cell(f.message) + " |\n";
@@ -51,9 +53,12 @@ GeneratedBlock finding_code_table() {
 std::string roff_escape(std::string_view text) {
   std::string out;
   for (char c : text) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '-') out += "\\-";
-    else out += c;
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '-')
+      out += "\\-";
+    else
+      out += c;
   }
   if (!out.empty() && (out.front() == '.' || out.front() == '\'')) out.insert(0, "\\&");
   return out;

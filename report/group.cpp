@@ -93,8 +93,11 @@ void check_from_json(const Json& j, CheckResult& r) {
   r.scope = scope_from_string(j.at("scope").template get<std::string>());
   r.hosts = j.value("hosts", std::vector<std::string>());
   r.ranks = j.value("ranks", std::vector<int>());
-  r.seconds = j.contains("seconds") && j.at("seconds").is_number() ? std::max(0.0, j.at("seconds").template get<double>()) : 0.0;
-  r.verdict.cause = j.contains("cause") && j.at("cause").is_string() ? j.at("cause").template get<std::string>() : std::string();
+  r.seconds = j.contains("seconds") && j.at("seconds").is_number()
+                  ? std::max(0.0, j.at("seconds").template get<double>())
+                  : 0.0;
+  r.verdict.cause =
+      j.contains("cause") && j.at("cause").is_string() ? j.at("cause").template get<std::string>() : std::string();
   r.verdict.finding = {};
   if (j.contains("finding") && j.at("finding").is_object()) {
     const Json& f = j.at("finding");
@@ -141,7 +144,8 @@ nlohmann::json said_together(const std::vector<const nlohmann::json*>& values) {
     } else {
       all_int = false;
     }
-    texts.push_back(v->is_string() ? v->get<std::string>() : v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    texts.push_back(v->is_string() ? v->get<std::string>()
+                                   : v->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   if (all_int) {
     sort_unique(numbers);
@@ -157,7 +161,8 @@ nlohmann::json said_together(const std::vector<const nlohmann::json*>& values) {
 /// Who a group member speaks for in the per-rank evidence: "rank 3", or the host of a node result.
 std::string member_label(const CheckResult& r) {
   if (r.scope == Scope::Node && !r.hosts.empty()) return r.hosts.front();
-  return r.ranks.empty() ? std::string("?") : "rank " + std::to_string(*std::min_element(r.ranks.begin(), r.ranks.end()));
+  return r.ranks.empty() ? std::string("?")
+                         : "rank " + std::to_string(*std::min_element(r.ranks.begin(), r.ranks.end()));
 }
 
 /// A coded finding shared by several members: the parameters every member agrees on stay as they
@@ -212,8 +217,9 @@ void settle_causes(std::vector<CheckResult>& results) {
       if (spec == nullptr || candidate == r.id || !may_follow_from(*spec, candidate)) continue;
       const auto it = wrong_on.find(std::string(candidate));
       if (it == wrong_on.end()) continue;
-      const bool overlaps = r.ranks.empty() || it->second.count(-1) > 0 ||
-                            std::any_of(r.ranks.begin(), r.ranks.end(), [&](int rank) { return it->second.count(rank) > 0; });
+      const bool overlaps =
+          r.ranks.empty() || it->second.count(-1) > 0 ||
+          std::any_of(r.ranks.begin(), r.ranks.end(), [&](int rank) { return it->second.count(rank) > 0; });
       if (overlaps) {
         settled = std::string(candidate);
         break;
@@ -241,8 +247,9 @@ std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool pe
     const bool coded = !by_status && !f.code.empty();
     std::string what = by_status ? std::string() : coded ? f.code + '\n' + f.message : r.verdict.summary;
     std::string fix = by_status ? std::string() : coded ? f.fix : r.verdict.remedy;
-    Key key{registry_position(r.id), r.id, -severity(r.verdict.status), std::move(what), std::move(fix),
-            by_status ? std::string() : r.verdict.cause, per_rank ? first_rank : 0};
+    Key key{registry_position(r.id),  r.id,           -severity(r.verdict.status),
+            std::move(what),          std::move(fix), by_status ? std::string() : r.verdict.cause,
+            per_rank ? first_rank : 0};
     if (coded) params[key].emplace_back(member_label(r), f.params);
     auto it = groups.find(key);
     if (it == groups.end()) {
@@ -267,7 +274,7 @@ std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool pe
     if (members != params.end()) settle_parameters(r, members->second);
   }
   std::vector<std::pair<Key, CheckResult>> ordered(std::make_move_iterator(groups.begin()),
-                                                    std::make_move_iterator(groups.end()));
+                                                   std::make_move_iterator(groups.end()));
   // Within one check and status, the group that starts with the lowest rank first.
   std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) {
     const auto lead = [](const auto& e) {

@@ -9,10 +9,14 @@ using json = nlohmann::ordered_json;
 
 json status_json(const RankStatus& s) {
   json out = {
-      {"rank", s.rank},           {"host", s.host},
-      {"pid", s.pid},             {"last_phase", to_string(s.last_phase)},
-      {"heard", s.heard},         {"silent_s", s.silent_s},
-      {"delivered", s.delivered}, {"payload_error", s.payload_error},
+      {"rank", s.rank},
+      {"host", s.host},
+      {"pid", s.pid},
+      {"last_phase", to_string(s.last_phase)},
+      {"heard", s.heard},
+      {"silent_s", s.silent_s},
+      {"delivered", s.delivered},
+      {"payload_error", s.payload_error},
   };
   if (!s.lost.empty()) {
     out["lost"] = s.lost;
@@ -24,10 +28,9 @@ json status_json(const RankStatus& s) {
 
 json comm_json(const CommResult& c) {
   json out = {
-      {"attempted", c.attempted}, {"completed", c.completed}, {"expired", c.expired},
-      {"transport", c.transport}, {"note", c.note},           {"seconds", c.seconds},
-      {"deadline_s", c.deadline_s}, {"missing", c.missing},   {"wrong", c.wrong},
-      {"errors", c.errors},
+      {"attempted", c.attempted}, {"completed", c.completed}, {"expired", c.expired},       {"transport", c.transport},
+      {"note", c.note},           {"seconds", c.seconds},     {"deadline_s", c.deadline_s}, {"missing", c.missing},
+      {"wrong", c.wrong},         {"errors", c.errors},
   };
   return out;
 }
@@ -53,12 +56,8 @@ json job_json(const Report& report) {
   json lost = json::array();
   for (const RankStatus& s : report.lost) lost.push_back(status_json(s));
   return {
-      {"barrier", barrier},
-      {"allreduce", allreduce},
-      {"reach_target", reach},
-      {"reach_note", report.reach_note},
-      {"missing", missing},
-      {"lost", lost},
+      {"barrier", barrier}, {"allreduce", allreduce}, {"reach_target", reach}, {"reach_note", report.reach_note},
+      {"missing", missing}, {"lost", lost},
   };
 }
 
@@ -93,7 +92,10 @@ std::string render_json(const Report& report, const Options& options, JsonLayout
       {"tool", {{"name", "preflight"}, {"version", report.version}}},
       {"profile", to_string(report.profile)},
       {"world",
-       {{"size", report.world_size}, {"nodes", report.nodes}, {"launcher", report.launcher}, {"source", report.source}}},
+       {{"size", report.world_size},
+        {"nodes", report.nodes},
+        {"launcher", report.launcher},
+        {"source", report.source}}},
       {"duration_ms", static_cast<std::int64_t>(report.duration_ms + 0.5)},
       {"summary",
        {{"status", to_string(overall(report, options.strict))},

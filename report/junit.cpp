@@ -72,7 +72,8 @@ std::string seconds_text(double s) { return fixed(s > 0 ? s : 0.0, 3); }
 /// ISO 8601 UTC, seconds precision: when the run started.
 std::string timestamp_text(const Report& report) {
   using namespace std::chrono;
-  const auto started = system_clock::now() - duration_cast<system_clock::duration>(duration<double, std::milli>(report.duration_ms));
+  const auto started =
+      system_clock::now() - duration_cast<system_clock::duration>(duration<double, std::milli>(report.duration_ms));
   const std::time_t t = system_clock::to_time_t(started);
   std::tm tm{};
   ::gmtime_r(&t, &tm);

@@ -44,7 +44,8 @@ std::string render_prometheus(const Report& report, const Options& options) {
   family(out, "preflight_run_duration_seconds", "gauge", "Wall-clock time of the last preflight run.");
   out << "preflight_run_duration_seconds{host=\"" << host << "\"} " << report.duration_ms / 1000.0 << "\n";
   family(out, "preflight_last_run_timestamp_seconds", "gauge", "Unix time at which the last preflight run ended.");
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
   out << "preflight_last_run_timestamp_seconds{host=\"" << host << "\"} " << now.count() << "\n";
   family(out, "preflight_exit_code", "gauge", "Exit code of the last run (0 ok, 1 FAIL, 3 UNKNOWN, 4 deadline).");
   out << "preflight_exit_code{host=\"" << host << "\"} " << exit_code(report, options.strict) << "\n";
@@ -58,8 +59,8 @@ std::string render_prometheus(const Report& report, const Options& options) {
          "Time to gather what the check reads (its probes or job phase) and judge it; the slowest rank's.");
   for (const CheckResult& r : report.results) {
     for (const std::string& h : r.hosts) {
-      out << "preflight_check_duration_seconds{check=\"" << label(r.id) << "\",host=\"" << label(h) << "\"} " << r.seconds
-          << "\n";
+      out << "preflight_check_duration_seconds{check=\"" << label(r.id) << "\",host=\"" << label(h) << "\"} "
+          << r.seconds << "\n";
     }
   }
   family(out, "preflight_world_size", "gauge", "Ranks in the job the report covers (1 alone).");
@@ -83,13 +84,15 @@ std::string render_prometheus(const Report& report, const Options& options) {
   const CommResult& a = report.allreduce;
   if (a.attempted && a.completed) {
     const std::string labels = "{host=\"" + host + "\",transport=\"" + label(a.transport) + "\"}";
-    family(out, "preflight_allreduce_busbw_gbps", "gauge", "all_reduce bus bandwidth, GB/s (algbw x 2(n-1)/n), as nccl-tests reports it.");
+    family(out, "preflight_allreduce_busbw_gbps", "gauge",
+           "all_reduce bus bandwidth, GB/s (algbw x 2(n-1)/n), as nccl-tests reports it.");
     out << "preflight_allreduce_busbw_gbps" << labels << " " << a.busbw_gbps << "\n";
     family(out, "preflight_allreduce_algbw_gbps", "gauge", "all_reduce algorithm bandwidth, GB/s (bytes / time).");
     out << "preflight_allreduce_algbw_gbps" << labels << " " << a.algbw_gbps << "\n";
     family(out, "preflight_allreduce_bytes", "gauge", "all_reduce message size per rank, bytes.");
     out << "preflight_allreduce_bytes" << labels << " " << a.bytes << "\n";
-    family(out, "preflight_allreduce_ranks", "gauge", "all_reduce participants (ranks, or local GPUs in the node profile).");
+    family(out, "preflight_allreduce_ranks", "gauge",
+           "all_reduce participants (ranks, or local GPUs in the node profile).");
     out << "preflight_allreduce_ranks" << labels << " " << a.ranks << "\n";
   }
   if (report.barrier.attempted) {

@@ -26,7 +26,8 @@ struct CheckResult {
   Verdict verdict;
   std::vector<std::string> hosts;
   std::vector<int> ranks;
-  double seconds = 0;  // gathering its facts (the probes or phases it reads) and judging them; the slowest rank's when grouped
+  double seconds =
+      0;  // gathering its facts (the probes or phases it reads) and judging them; the slowest rank's when grouped
 };
 
 /// The JSON report's form of a check item: {"id","title","status","summary","remedy","scope",
@@ -40,9 +41,9 @@ void to_json(nlohmann::ordered_json& j, const CheckResult& r);
 void from_json(const nlohmann::ordered_json& j, CheckResult& r);
 
 /// Identical verdicts of one check from many ranks become one result: the key is (id, status,
-/// summary, remedy) — for PASS and SKIP (id, status), the lowest rank's summary shown; ranks and hosts are merged (sorted, unique) and the first rank's evidence is
-/// kept. Results come out in check-registry order, the worst group of a check first. With
-/// `per_rank` (-v) nothing is merged: one result per rank, in rank order.
+/// summary, remedy) — for PASS and SKIP (id, status), the lowest rank's summary shown; ranks and hosts are merged
+/// (sorted, unique) and the first rank's evidence is kept. Results come out in check-registry order, the worst group of
+/// a check first. With `per_rank` (-v) nothing is merged: one result per rank, in rank order.
 std::vector<CheckResult> group_results(std::vector<CheckResult> results, bool per_rank = false);
 
 /// Keeps each result's cause (Verdict::cause) only where it holds: the first candidate its check
@@ -55,21 +56,21 @@ struct Report {
   Profile profile = Profile::Node;
   int world_size = 1;
   int nodes = 1;
-  std::string launcher;                 // "none", "openmpi", "slurm", ...
+  std::string launcher;  // "none", "openmpi", "slurm", ...
   double duration_ms = 0;
-  bool deadline_expired = false;        // a probe or rank did not finish in time
-  std::vector<std::string> incidents;   // what expired: "probe 'shm' did not finish within 60.0 s"
+  bool deadline_expired = false;       // a probe or rank did not finish in time
+  std::vector<std::string> incidents;  // what expired: "probe 'shm' did not finish within 60.0 s"
   std::vector<CheckResult> results;
   std::vector<RankFacts> ranks;
   // The job the report covers (assemble_report copies them from JobFacts).
-  std::string source = "none";          // "mpi" (gathered), "merge" (files), "none" (one process)
-  std::vector<RankStatus> missing;      // ranks that did not deliver their facts, with what is known of them
-  std::vector<RankStatus> lost;         // ranks whose process ended or whose host stopped answering (rank 0's liveness watch)
+  std::string source = "none";      // "mpi" (gathered), "merge" (files), "none" (one process)
+  std::vector<RankStatus> missing;  // ranks that did not deliver their facts, with what is known of them
+  std::vector<RankStatus> lost;  // ranks whose process ended or whose host stopped answering (rank 0's liveness watch)
   std::optional<ReachTarget> reach_target;  // rank 0's NCCL bootstrap address tested by net.reachability
-  std::string reach_note;               // why there is no reach target
+  std::string reach_note;                   // why there is no reach target
   CommResult barrier;
   CommResult allreduce;
-  std::vector<std::string> notes;       // what the reader must know that is no failure ("ranks renumbered ...")
+  std::vector<std::string> notes;  // what the reader must know that is no failure ("ranks renumbered ...")
 };
 
 struct Counts {

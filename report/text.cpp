@@ -51,8 +51,9 @@ std::string table_lines(const nlohmann::json& evidence, const std::string& inden
     if (!row.is_array()) return {};
     std::vector<std::string> cells;
     for (const nlohmann::json& cell : row) {
-      cells.push_back(terminal_safe(cell.is_string() ? cell.get<std::string>()
-                                                     : cell.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
+      cells.push_back(terminal_safe(cell.is_string()
+                                        ? cell.get<std::string>()
+                                        : cell.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)));
     }
     if (widths.size() < cells.size()) widths.resize(cells.size(), 0);
     for (std::size_t i = 0; i < cells.size(); ++i) widths[i] = std::max(widths[i], cells[i].size());
@@ -96,9 +97,10 @@ std::string where(const CheckResult& r, const Report& report) {
   }
   std::vector<std::string> hosts;
   for (std::size_t i = 0; i < r.hosts.size() && i < kHostsNamed; ++i) hosts.push_back(terminal_safe(r.hosts[i]));
-  if (r.hosts.size() > kHostsNamed) hosts.push_back("and " + std::to_string(r.hosts.size() - kHostsNamed) + " more hosts");
-  return (r.ranks.size() == 1 ? "on rank " : "on ranks ") + range_list(r.ranks) + (hosts.empty() ? "" : " (" + join(hosts, ", ") + ")") +
-         ": ";
+  if (r.hosts.size() > kHostsNamed)
+    hosts.push_back("and " + std::to_string(r.hosts.size() - kHostsNamed) + " more hosts");
+  return (r.ranks.size() == 1 ? "on rank " : "on ranks ") + range_list(r.ranks) +
+         (hosts.empty() ? "" : " (" + join(hosts, ", ") + ")") + ": ";
 }
 
 /// The results as the text report shows them: consequences (a settled Verdict::cause) folded
@@ -106,7 +108,7 @@ std::string where(const CheckResult& r, const Report& report) {
 /// (status, summary, fix, where) folded into one row.
 struct Layout {
   struct Row {
-    std::vector<const CheckResult*> members;    // same status and text: one row, every id named
+    std::vector<const CheckResult*> members;       // same status and text: one row, every id named
     std::vector<const CheckResult*> consequences;  // folded under it (every one whose chain of causes ends here)
   };
   std::vector<Row> rows;
@@ -141,8 +143,8 @@ Layout lay_out(const Report& report) {
     if (r.verdict.status != Status::Pass && r.verdict.status != Status::Skip) wrong.try_emplace(r.id, &r);
   }
   Layout layout;
-  std::unordered_map<std::string, std::size_t> row_with;        // row_key -> its row
-  std::unordered_map<const CheckResult*, std::size_t> row_of;   // a standing result -> its row
+  std::unordered_map<std::string, std::size_t> row_with;                  // row_key -> its row
+  std::unordered_map<const CheckResult*, std::size_t> row_of;             // a standing result -> its row
   std::vector<std::pair<const CheckResult*, const CheckResult*>> folded;  // (consequence, root)
   for (const CheckResult& r : report.results) {
     if (const CheckResult* root = r.verdict.cause.empty() ? nullptr : root_of(wrong, r)) {
@@ -186,8 +188,8 @@ std::string needs_text(const std::string& cause) {
 }
 
 /// The folded lines under a row: one per (status, direct cause), the consequences' ids on it.
-std::string consequence_lines(const std::vector<const CheckResult*>& consequences, const std::string& indent, bool verbose,
-                              bool color) {
+std::string consequence_lines(const std::vector<const CheckResult*>& consequences, const std::string& indent,
+                              bool verbose, bool color) {
   std::vector<std::pair<std::pair<Status, std::string>, std::vector<const CheckResult*>>> lines;
   for (const CheckResult* c : consequences) {
     const std::pair<Status, std::string> key{c->verdict.status, c->verdict.cause};
@@ -202,8 +204,8 @@ std::string consequence_lines(const std::vector<const CheckResult*>& consequence
                    [](const auto& a, const auto& b) { return severity(a.first.first) > severity(b.first.first); });
   std::string out;
   for (const auto& [key, members] : lines) {
-    out += indent + paint(pad(to_string(key.first), 8), color_of(key.first), color) + join(ids_of(members), ", ") + "  " +
-           needs_text(key.second) + "\n";
+    out += indent + paint(pad(to_string(key.first), 8), color_of(key.first), color) + join(ids_of(members), ", ") +
+           "  " + needs_text(key.second) + "\n";
     if (!verbose) continue;
     for (const CheckResult* c : members) {
       out += indent + "  " + terminal_safe(c->id) + ": " + terminal_safe(c->verdict.summary) + "\n";
@@ -267,8 +269,9 @@ std::string fix_first(const std::vector<const Layout::Row*>& todo, std::size_t n
       if (!r.verdict.remedy.empty() && todo[j]->members.front()->verdict.remedy == r.verdict.remedy) same = j;
     }
     out << indent << paint("fix: ", "\033[1m", color)
-        << (same != i ? "the same as " + std::to_string(same + 1) + "."
-                      : terminal_safe(r.verdict.remedy.empty() ? "see `preflight explain " + r.id + "`" : r.verdict.remedy))
+        << (same != i
+                ? "the same as " + std::to_string(same + 1) + "."
+                : terminal_safe(r.verdict.remedy.empty() ? "see `preflight explain " + r.id + "`" : r.verdict.remedy))
         << "\n";
     const std::vector<std::string> unblocks = unblocked_by(*todo[i]);
     if (!unblocks.empty()) out << indent << "then: " << join(unblocks, ", ") << " (they follow from it)\n";
@@ -281,12 +284,14 @@ std::string fix_first(const std::vector<const Layout::Row*>& todo, std::size_t n
 
 std::string render_text(const Report& report, const Options& options, bool color) {
   std::ostringstream out;
-  const std::string host = report.ranks.empty() ? std::string("?") : terminal_safe(report.ranks.front().identity.hostname);
+  const std::string host =
+      report.ranks.empty() ? std::string("?") : terminal_safe(report.ranks.front().identity.hostname);
   out << "preflight " << terminal_safe(report.version) << " · profile " << to_string(report.profile) << " · "
       << (report.world_size > 1 ? std::to_string(report.world_size) + " ranks on " + std::to_string(report.nodes) +
                                       (report.nodes == 1 ? " node" : " nodes")
                                 : "host " + host)
-      << " · launcher " << terminal_safe(report.launcher) << (report.source == "merge" ? " · merged from result files" : "") << "\n\n";
+      << " · launcher " << terminal_safe(report.launcher)
+      << (report.source == "merge" ? " · merged from result files" : "") << "\n\n";
 
   const Layout layout = lay_out(report);
   std::vector<const Layout::Row*> first = fix_first_rows(layout, options);
@@ -334,9 +339,10 @@ std::string render_text(const Report& report, const Options& options, bool color
   // nothing failed.
   const std::string headline = report.deadline_expired ? "DEADLINE" : to_string(all);
   out << "\n"
-      << paint(headline, color_of(report.deadline_expired ? Status::Fail : all), color) << ": " << c.of(Status::Pass) << " PASS · " << c.of(Status::Warn)
-      << " WARN · " << c.of(Status::Fail) << " FAIL · " << c.of(Status::Skip) << " SKIP · " << c.of(Status::Unknown)
-      << " UNKNOWN · " << duration << (options.strict ? " · strict (WARN counts as FAIL)" : "") << "\n";
+      << paint(headline, color_of(report.deadline_expired ? Status::Fail : all), color) << ": " << c.of(Status::Pass)
+      << " PASS · " << c.of(Status::Warn) << " WARN · " << c.of(Status::Fail) << " FAIL · " << c.of(Status::Skip)
+      << " SKIP · " << c.of(Status::Unknown) << " UNKNOWN · " << duration
+      << (options.strict ? " · strict (WARN counts as FAIL)" : "") << "\n";
   return out.str();
 }
 

@@ -12,12 +12,16 @@ const std::vector<CaptureFactFile>& capture_fact_files() {
   static const std::vector<CaptureFactFile> kFiles = {
       {"env", "/facts/env.json", "the environment variables the checks read (secrets' values dropped)"},
       {"shm", "/facts/shm.json", "statfs/statvfs of /dev/shm and the allocation test"},
-      {"net", "/facts/net.json", "the interfaces with their addresses (getifaddrs), MASTER_ADDR/MASTER_PORT as resolved"},
-      {"gpu", "/facts/gpu.json", "the contained GPU helper's reports: NVML, CUDA driver, GPUs, P2P matrix, peer copies, smoke test"},
+      {"net", "/facts/net.json",
+       "the interfaces with their addresses (getifaddrs), MASTER_ADDR/MASTER_PORT as resolved"},
+      {"gpu", "/facts/gpu.json",
+       "the contained GPU helper's reports: NVML, CUDA driver, GPUs, P2P matrix, peer copies, smoke test"},
       {"nccl", "/facts/nccl.json", "the libnccl.so.2 the job loads as the helper read it (version, path, CUDA build)"},
-      {"cuda_runtime", "/facts/cuda_runtime.json", "the CUDA runtimes, frameworks and NCCL libraries found for the job"},
+      {"cuda_runtime", "/facts/cuda_runtime.json",
+       "the CUDA runtimes, frameworks and NCCL libraries found for the job"},
       {"process", "/facts/process.json", "this process's CPU affinity and memory policy"},
-      {"disk", "/facts/disk.json", "statvfs and the mount of each checkpoint directory (--checkpoint-dir, default the current directory)"},
+      {"disk", "/facts/disk.json",
+       "statvfs and the mount of each checkpoint directory (--checkpoint-dir, default the current directory)"},
       {"topology", "/topology.xml", "hwloc's XML export of the machine (lstopo --of xml)"},
   };
   return kFiles;
@@ -64,7 +68,8 @@ nlohmann::json captured_env_json(const EnvSnapshot& env) {
 
 std::optional<EnvSnapshot> captured_env(const CapturedFacts& capture) {
   const nlohmann::json* doc = capture.get("env");
-  if (doc == nullptr || !doc->is_object() || !doc->contains("vars") || !doc->at("vars").is_object()) return std::nullopt;
+  if (doc == nullptr || !doc->is_object() || !doc->contains("vars") || !doc->at("vars").is_object())
+    return std::nullopt;
   std::vector<std::string> entries;
   for (const auto& [name, value] : doc->at("vars").items()) {
     if (!value.is_string() || name.empty() || name.find('=') != std::string::npos) continue;
@@ -97,7 +102,8 @@ CapturedFacts load_capture(const FileSystem& fs) {
     return out;
   }
   const nlohmann::json version = doc.value("version", nlohmann::json());
-  if (!version.is_number_integer() || version.get<long long>() < 1 || version.get<long long>() > kCaptureFormatVersion) {
+  if (!version.is_number_integer() || version.get<long long>() < 1 ||
+      version.get<long long>() > kCaptureFormatVersion) {
     out.error = "format version " + version.dump() + ", this preflight reads versions 1 to " +
                 std::to_string(kCaptureFormatVersion);
     return out;
@@ -109,7 +115,8 @@ CapturedFacts load_capture(const FileSystem& fs) {
       if (fs.exists(f.path)) {
         out.topology_xml = fs.host_path(f.path);
       } else {
-        out.problems[std::string(f.name)] = "the manifest lists " + std::string(f.path.substr(1)) + ", which is missing";
+        out.problems[std::string(f.name)] =
+            "the manifest lists " + std::string(f.path.substr(1)) + ", which is missing";
       }
       continue;
     }

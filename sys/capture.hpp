@@ -37,7 +37,7 @@ struct CapturedFacts {
   std::string error;        // a manifest that could not be read (every fact is then "not in the capture")
   std::map<std::string, nlohmann::json> facts;  // the facts files the manifest lists and that could be read
   std::map<std::string, std::string> problems;  // listed, but unreadable: name -> why
-  std::string topology_xml;  // the host path of the capture's hwloc export ("" when it holds none)
+  std::string topology_xml;                     // the host path of the capture's hwloc export ("" when it holds none)
   std::vector<std::string> dropped_env_values;
 
   const nlohmann::json* get(std::string_view name) const;

@@ -80,9 +80,7 @@ void set_nonblocking(int fd) {
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 /// The environment for the helper: ours with `extra` applied ("NAME=value" sets, "NAME" removes).
 std::vector<std::string> build_environment(const std::vector<std::string>& extra) {
@@ -125,8 +123,7 @@ class SigpipeGuard {
     if (!m_was_pending && sigpipe_pending()) {
       const sigset_t pipe_set = sigpipe_set();
       const timespec zero{0, 0};
-      while (::sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {
-      }
+      while (::sigtimedwait(&pipe_set, nullptr, &zero) < 0 && errno == EINTR) {}
     }
     ::pthread_sigmask(SIG_SETMASK, &m_old, nullptr);
   }
@@ -252,14 +249,14 @@ const char* to_string(ContainedOutcome outcome) {
 
 std::string signal_name(int signal) {
   static constexpr std::pair<int, const char*> kNames[] = {
-      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},       {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
-      {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},     {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
-      {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"},     {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"},     {SIGTERM, "SIGTERM"}, {SIGCHLD, "SIGCHLD"},
-      {SIGCONT, "SIGCONT"}, {SIGSTOP, "SIGSTOP"},     {SIGTSTP, "SIGTSTP"}, {SIGTTIN, "SIGTTIN"},
-      {SIGTTOU, "SIGTTOU"}, {SIGURG, "SIGURG"},       {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"},
+      {SIGHUP, "SIGHUP"},       {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},   {SIGILL, "SIGILL"},
+      {SIGTRAP, "SIGTRAP"},     {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},     {SIGFPE, "SIGFPE"},
+      {SIGKILL, "SIGKILL"},     {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"},   {SIGUSR2, "SIGUSR2"},
+      {SIGPIPE, "SIGPIPE"},     {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},   {SIGCHLD, "SIGCHLD"},
+      {SIGCONT, "SIGCONT"},     {SIGSTOP, "SIGSTOP"}, {SIGTSTP, "SIGTSTP"},   {SIGTTIN, "SIGTTIN"},
+      {SIGTTOU, "SIGTTOU"},     {SIGURG, "SIGURG"},   {SIGXCPU, "SIGXCPU"},   {SIGXFSZ, "SIGXFSZ"},
       {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGWINCH, "SIGWINCH"}, {SIGIO, "SIGIO"},
-      {SIGPWR, "SIGPWR"},   {SIGSYS, "SIGSYS"},
+      {SIGPWR, "SIGPWR"},       {SIGSYS, "SIGSYS"},
   };
   for (const auto& [number, name] : kNames) {
     if (number == signal) return name;
@@ -484,16 +481,14 @@ std::string ContainedResult::describe() const {
     case ContainedOutcome::Exited:
       if (exit_code < 0) return "exited (status unknown)";
       return "exited with status " + std::to_string(exit_code);
-    case ContainedOutcome::Signaled:
-      return "crashed with " + signal_name + " after " + fixed(elapsed_s, 1) + " s";
+    case ContainedOutcome::Signaled: return "crashed with " + signal_name + " after " + fixed(elapsed_s, 1) + " s";
     case ContainedOutcome::TimedOut:
       return "did not finish within " + fixed(deadline_s, 1) + " s (killed" +
              (reaped ? std::string(")") : std::string(", but it did not die)"));
-    case ContainedOutcome::SpawnFailed:
-      return std::string("could not start: ") + std::strerror(spawn_errno);
+    case ContainedOutcome::SpawnFailed: return std::string("could not start: ") + std::strerror(spawn_errno);
     case ContainedOutcome::OutputTooLarge:
-      return "wrote more than " + format_bytes(max_output) + " on its output (killed after " +
-             fixed(elapsed_s, 1) + " s)";
+      return "wrote more than " + format_bytes(max_output) + " on its output (killed after " + fixed(elapsed_s, 1) +
+             " s)";
     case ContainedOutcome::Cancelled:
       return "stopped by preflight after " + fixed(elapsed_s, 1) + " s (its work could no longer complete)";
   }
@@ -571,9 +566,9 @@ ContainedJson parse_contained_json(const ContainedResult& result) {
   try {
     parsed.value = nlohmann::json::parse(result.out);
   } catch (const nlohmann::json::parse_error& e) {
-    const std::string where = e.byte > result.out.size()
-                                  ? "truncated: the document stops after " + std::to_string(result.out.size()) + " bytes"
-                                  : "not JSON at byte " + std::to_string(e.byte);
+    const std::string where = e.byte > result.out.size() ? "truncated: the document stops after " +
+                                                               std::to_string(result.out.size()) + " bytes"
+                                                         : "not JSON at byte " + std::to_string(e.byte);
     parsed.error = "garbage on the helper's pipe: '" + printable(result.out, 80) + "' (" + where + ")";
   } catch (const nlohmann::json::exception& e) {
     parsed.error = "garbage on the helper's pipe: " + printable(e.what(), 120);

@@ -22,11 +22,11 @@
 namespace preflight {
 
 struct ContainedRequest {
-  std::string executable;          ///< path of the helper (not searched on PATH)
-  std::vector<std::string> args;   ///< arguments after argv[0]; argv[0] is `executable`
+  std::string executable;         ///< path of the helper (not searched on PATH)
+  std::vector<std::string> args;  ///< arguments after argv[0]; argv[0] is `executable`
   /// "NAME=value" entries added to / overriding the current environment; a bare "NAME" removes it.
   std::vector<std::string> extra_env;
-  std::string stdin_data;          ///< written to the helper's stdin, which is then closed
+  std::string stdin_data;  ///< written to the helper's stdin, which is then closed
   std::chrono::milliseconds deadline{std::chrono::seconds(5)};
   std::size_t max_output = std::size_t{1} << 20;  ///< stdout beyond this kills the helper; stderr is cut here
   /// After SIGKILL, how long to wait for the kernel to reap the helper (a process stuck in the
@@ -61,18 +61,18 @@ EventLines for_each_event(std::string_view out,
 
 struct ContainedResult {
   ContainedOutcome outcome = ContainedOutcome::SpawnFailed;
-  int exit_code = -1;        ///< Exited: the status
-  int signal = 0;            ///< Signaled: the signal number
-  std::string signal_name;   ///< Signaled: "SIGSEGV"
-  int spawn_errno = 0;       ///< SpawnFailed: the error
-  double elapsed_s = 0.0;    ///< from spawn to exit (or to the kill)
-  double deadline_s = 0.0;   ///< the request's deadline, for messages
+  int exit_code = -1;       ///< Exited: the status
+  int signal = 0;           ///< Signaled: the signal number
+  std::string signal_name;  ///< Signaled: "SIGSEGV"
+  int spawn_errno = 0;      ///< SpawnFailed: the error
+  double elapsed_s = 0.0;   ///< from spawn to exit (or to the kill)
+  double deadline_s = 0.0;  ///< the request's deadline, for messages
   std::size_t max_output = 0;
-  std::string out;           ///< stdout, at most max_output bytes
-  std::string err;           ///< stderr, at most max_output bytes
+  std::string out;  ///< stdout, at most max_output bytes
+  std::string err;  ///< stderr, at most max_output bytes
   bool err_truncated = false;
-  bool reaped = true;        ///< false only if the helper survived SIGKILL for kill_grace
-  long pid = -1;             ///< the helper's pid (already reaped), -1 if it never started
+  bool reaped = true;  ///< false only if the helper survived SIGKILL for kill_grace
+  long pid = -1;       ///< the helper's pid (already reaped), -1 if it never started
 
   /// Exited with status 0.
   bool clean() const { return outcome == ContainedOutcome::Exited && exit_code == 0; }
@@ -109,7 +109,7 @@ std::string helper_path(std::string_view name, std::string_view exe_path, std::s
 /// the helper's pipe" when stdout is empty, "garbage on the helper's pipe: '<excerpt>' (...)" when
 /// it is not exactly one JSON document (binary junk, truncated, trailing text).
 struct ContainedJson {
-  nlohmann::json value;   ///< valid when error is empty
+  nlohmann::json value;  ///< valid when error is empty
   std::string error;
   bool ok() const { return error.empty(); }
 };

@@ -47,7 +47,7 @@ std::string absolute_of(const std::vector<std::string>& parts) {
   return out.empty() ? std::string("/") : out;
 }
 
-constexpr int kMaxLinkHops = 40;           // the kernel's own bound (MAXSYMLINKS)
+constexpr int kMaxLinkHops = 40;            // the kernel's own bound (MAXSYMLINKS)
 constexpr std::size_t kMaxListed = 100000;  // entries recorded per directory
 constexpr std::size_t kMaxLinkText = 1u << 20;
 
@@ -808,7 +808,8 @@ FileSystem::FileSystem(std::string root, std::shared_ptr<FsRecorder> recorder, R
   std::string text;
   if (const int fd = ::open((m_root + "/preflight-capture.json").c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK); fd >= 0) {
     char buf[65536];
-    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (64u << 20);) text.append(buf, static_cast<std::size_t>(n));
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0 && text.size() < (64u << 20);)
+      text.append(buf, static_cast<std::size_t>(n));
     ::close(fd);
   }
   if (text.empty()) return;
@@ -848,13 +849,10 @@ std::string FileSystem::host_path(std::string_view path) const {
 ProbeError probe_error_from_errno(int err) {
   switch (err) {
     case ENOENT:
-    case ENOTDIR:
-      return {ProbeErrc::NotFound, "does not exist"};
+    case ENOTDIR: return {ProbeErrc::NotFound, "does not exist"};
     case EACCES:
-    case EPERM:
-      return {ProbeErrc::PermissionDenied, "permission denied"};
-    default:
-      return {ProbeErrc::Unreadable, std::strerror(err)};
+    case EPERM: return {ProbeErrc::PermissionDenied, "permission denied"};
+    default: return {ProbeErrc::Unreadable, std::strerror(err)};
   }
 }
 

@@ -50,8 +50,9 @@ int prefix_length(const sockaddr* mask) {
 
 std::string address_text(const sockaddr* sa) {
   char buf[INET6_ADDRSTRLEN] = {};
-  const void* src = sa->sa_family == AF_INET ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr)
-                                             : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
+  const void* src = sa->sa_family == AF_INET
+                        ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr)
+                        : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
   if (inet_ntop(sa->sa_family, src, buf, sizeof buf) == nullptr) return {};
   return buf;
 }
@@ -177,9 +178,11 @@ Probed<MemPolicy> mempolicy_of_process(int possible) {
     const int err = errno;
     if (err == EPERM || err == EACCES) {
       return Result::error(ProbeErrc::PermissionDenied,
-                           "get_mempolicy: operation not permitted (seccomp: a container without CAP_SYS_NICE)", source);
+                           "get_mempolicy: operation not permitted (seccomp: a container without CAP_SYS_NICE)",
+                           source);
     }
-    if (err == ENOSYS) return Result::error(ProbeErrc::Unsupported, "get_mempolicy: the kernel has no NUMA support", source);
+    if (err == ENOSYS)
+      return Result::error(ProbeErrc::Unsupported, "get_mempolicy: the kernel has no NUMA support", source);
     if (err != EINVAL || nodes >= (1u << 16)) {
       return Result::error(ProbeErrc::Unreadable, std::string("get_mempolicy: ") + std::strerror(err), source);
     }
@@ -203,7 +206,8 @@ int default_resolver(const std::string& host, std::vector<std::string>& addresse
   for (addrinfo* p = res; p != nullptr; p = p->ai_next) {
     if (p->ai_addr == nullptr || (p->ai_family != AF_INET && p->ai_family != AF_INET6)) continue;
     std::string a = address_text(p->ai_addr);
-    if (!a.empty() && std::find(addresses.begin(), addresses.end(), a) == addresses.end()) addresses.push_back(std::move(a));
+    if (!a.empty() && std::find(addresses.begin(), addresses.end(), a) == addresses.end())
+      addresses.push_back(std::move(a));
   }
   ::freeaddrinfo(res);
   return 0;
@@ -225,9 +229,13 @@ class LiveOs final : public Os {
   std::unique_ptr<PendingLookup> lookup(const std::string& name) const override {
     return std::make_unique<BoundedLookup>(name);
   }
-  Probed<std::string> bind_test(const std::string& address, int port) const override { return bind_once(address, port); }
+  Probed<std::string> bind_test(const std::string& address, int port) const override {
+    return bind_once(address, port);
+  }
   Probed<std::vector<int>> process_cpus(int possible_cpus) const override { return cpus_of_process(possible_cpus); }
-  Probed<MemPolicy> process_mempolicy(int possible_nodes) const override { return mempolicy_of_process(possible_nodes); }
+  Probed<MemPolicy> process_mempolicy(int possible_nodes) const override {
+    return mempolicy_of_process(possible_nodes);
+  }
 };
 
 }  // namespace
@@ -252,7 +260,6 @@ std::string mempolicy_mode_name(int mode) {
   }
 }
 
-
 struct BoundedLookup::State {
   std::mutex mutex;
   std::condition_variable done_cv;
@@ -262,7 +269,8 @@ struct BoundedLookup::State {
   std::vector<std::string> addresses;
 };
 
-BoundedLookup::BoundedLookup(std::string host, HostResolver resolver) : m_host(std::move(host)), m_state(std::make_shared<State>()) {
+BoundedLookup::BoundedLookup(std::string host, HostResolver resolver)
+    : m_host(std::move(host)), m_state(std::make_shared<State>()) {
   if (!resolver) resolver = default_resolver;
   try {
     std::thread([state = m_state, host = m_host, resolver = std::move(resolver)] {
@@ -282,10 +290,11 @@ BoundedLookup::BoundedLookup(std::string host, HostResolver resolver) : m_host(s
 }
 
 Probed<std::vector<std::string>> BoundedLookup::wait(std::chrono::steady_clock::time_point deadline,
-                                                      std::chrono::milliseconds limit) {
+                                                     std::chrono::milliseconds limit) {
   using Result = Probed<std::vector<std::string>>;
   const std::string source = "getaddrinfo(" + printable(m_host) + ")";
-  if (!m_start_error.empty()) return Result::error(ProbeErrc::ApiError, "could not start the lookup: " + m_start_error, source);
+  if (!m_start_error.empty())
+    return Result::error(ProbeErrc::ApiError, "could not start the lookup: " + m_start_error, source);
   std::unique_lock<std::mutex> lock(m_state->mutex);
   if (!m_state->done_cv.wait_until(lock, deadline, [&] { return m_state->done; })) {
     return Result::error(ProbeErrc::Timeout, "did not resolve within " + seconds_text(limit), source);
@@ -295,7 +304,8 @@ Probed<std::vector<std::string>> BoundedLookup::wait(std::chrono::steady_clock::
     return Result::ok(m_state->addresses, source);
   }
   const int rc = m_state->rc;
-  std::string detail = rc == EAI_SYSTEM ? std::string(std::strerror(m_state->sys_errno)) : std::string(::gai_strerror(rc));
+  std::string detail =
+      rc == EAI_SYSTEM ? std::string(std::strerror(m_state->sys_errno)) : std::string(::gai_strerror(rc));
   const bool not_found = rc == EAI_NONAME
 #ifdef EAI_NODATA
                          || rc == EAI_NODATA
@@ -303,6 +313,5 @@ Probed<std::vector<std::string>> BoundedLookup::wait(std::chrono::steady_clock::
       ;
   return Result::error(not_found ? ProbeErrc::NotFound : ProbeErrc::ApiError, detail, source);
 }
-
 
 }  // namespace preflight

@@ -32,8 +32,8 @@ bool is_pci_host_bridge(std::string_view name) {
   if (name.substr(0, 3) != "pci") return false;
   name.remove_prefix(3);
   const std::size_t colon = name.find(':');
-  return colon != std::string_view::npos && colon >= 4 && all_hex(name.substr(0, colon)) &&
-         name.size() == colon + 3 && all_hex(name.substr(colon + 1));
+  return colon != std::string_view::npos && colon >= 4 && all_hex(name.substr(0, colon)) && name.size() == colon + 3 &&
+         all_hex(name.substr(colon + 1));
 }
 
 std::optional<PciChain> parse_pci_device_path(std::string_view path) {
@@ -67,11 +67,12 @@ Probed<PciChain> resolve_pci_chain(const FileSystem& fs, std::string_view bdf) {
   }
   std::optional<PciChain> chain = parse_pci_device_path(normal);
   if (!chain) {
-    return Probed<PciChain>::error(ProbeErrc::ParseError, "points to " + normal + ", not below a pciDDDD:BB host bridge",
-                                   link);
+    return Probed<PciChain>::error(ProbeErrc::ParseError,
+                                   "points to " + normal + ", not below a pciDDDD:BB host bridge", link);
   }
   if (chain->chain.back() != bdf) {
-    return Probed<PciChain>::error(ProbeErrc::ParseError, "points to " + normal + ", which is not " + std::string(bdf), link);
+    return Probed<PciChain>::error(ProbeErrc::ParseError, "points to " + normal + ", which is not " + std::string(bdf),
+                                   link);
   }
   return Probed<PciChain>::ok(std::move(*chain), link + " -> " + normal);
 }

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sys/file_system.hpp"
 #include "core/probed.hpp"
+#include "sys/file_system.hpp"
 
 namespace preflight {
 

@@ -27,8 +27,8 @@ namespace {
 
 using Ms = std::chrono::milliseconds;
 
-constexpr int kPingMs = 500;         // rank 0 writes a byte to every connection this often
-constexpr int kConnectMs = 1000;     // a rank tries each of rank 0's addresses this long
+constexpr int kPingMs = 500;           // rank 0 writes a byte to every connection this often
+constexpr int kConnectMs = 1000;       // a rank tries each of rank 0's addresses this long
 constexpr std::size_t kMaxLine = 512;  // a hello or a parting line
 constexpr int kBacklog = 4096;
 
@@ -85,7 +85,8 @@ std::vector<std::string> liveness_address_order(const std::vector<std::pair<std:
     const bool v6 = address.find(':') != std::string::npos;
     if (v6 && !ipv6) continue;
     std::string lower = address;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     if (v6 && (lower.rfind("fe8", 0) == 0 || lower.rfind("fe9", 0) == 0 || lower.rfind("fea", 0) == 0 ||
                lower.rfind("feb", 0) == 0)) {
       continue;  // link-local: needs a scope
@@ -209,7 +210,8 @@ void LivenessWatch::take_lines(Conn& c) {
     if (c.rank < 0) {
       const std::vector<std::string_view> words = split(line, ' ');
       const std::optional<std::int64_t> rank = words.size() == 3 ? parse_int(words[2]) : std::nullopt;
-      if (words.size() != 3 || words[0] != "hello" || words[1] != m_offer.token || !rank || *rank < 1 || *rank >= m_world) {
+      if (words.size() != 3 || words[0] != "hello" || words[1] != m_offer.token || !rank || *rank < 1 ||
+          *rank >= m_world) {
         ::close(c.fd);  // not one of this job's ranks
         c.fd = -1;
         return;
@@ -241,8 +243,8 @@ void LivenessWatch::loop() {
       std::lock_guard<std::mutex> lock(m_mutex);
       for (const Conn& c : m_conns) fds.push_back({c.fd, POLLIN, 0});
     }
-    const int wait_ms = static_cast<int>(std::max<long long>(
-        0, std::chrono::duration_cast<Ms>(next_ping - Clock::now()).count()));
+    const int wait_ms =
+        static_cast<int>(std::max<long long>(0, std::chrono::duration_cast<Ms>(next_ping - Clock::now()).count()));
     const int rc = ::poll(fds.data(), fds.size(), wait_ms);
     if (rc < 0 && errno != EINTR) return;
     if (fds[0].revents != 0) return;
@@ -305,8 +307,7 @@ bool LivenessWatch::quiet() const {
 void LivenessWatch::close() {
   if (m_thread.joinable()) {
     const char byte = 1;
-    while (::write(m_wake[1], &byte, 1) < 0 && errno == EINTR) {
-    }
+    while (::write(m_wake[1], &byte, 1) < 0 && errno == EINTR) {}
     m_thread.join();
   }
   std::lock_guard<std::mutex> lock(m_mutex);

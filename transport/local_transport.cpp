@@ -5,8 +5,8 @@
 #include <array>
 #include <cstdlib>
 
-#include "transport/transport.hpp"
 #include "core/exit_code.hpp"
+#include "transport/transport.hpp"
 
 namespace preflight {
 namespace {

@@ -19,9 +19,9 @@
 #include <mutex>
 #include <thread>
 
+#include "core/exit_code.hpp"
 #include "transport/pmix_join.hpp"
 #include "transport/transport.hpp"
-#include "core/exit_code.hpp"
 
 namespace preflight {
 namespace {
@@ -75,7 +75,10 @@ void pause_briefly(int& polls, PauseCap cap = PauseCap::Patient) {
 class MpiTransport final : public Transport {
  public:
   MpiTransport(MpiView view, std::vector<int> node_ranks)
-      : m_view(std::move(view)), m_node_ranks(std::move(node_ranks)), m_host(host_name()), m_pid(static_cast<int>(::getpid())) {
+      : m_view(std::move(view)),
+        m_node_ranks(std::move(node_ranks)),
+        m_host(host_name()),
+        m_pid(static_cast<int>(::getpid())) {
     if (m_view.rank == 0) {
       m_status.resize(static_cast<std::size_t>(m_view.size));
       m_heard_at.assign(static_cast<std::size_t>(m_view.size), Clock::time_point{});
@@ -152,9 +155,10 @@ class MpiTransport final : public Transport {
       }
       return data;
     }
-    return sized_message(m_buffers.emplace_back(), deadline, [leader](void* p, int count, MPI_Datatype type, MPI_Request* req) {
-      MPI_Irecv(p, count, type, leader, kTagNodeFacts, MPI_COMM_WORLD, req);
-    });
+    return sized_message(m_buffers.emplace_back(), deadline,
+                         [leader](void* p, int count, MPI_Datatype type, MPI_Request* req) {
+                           MPI_Irecv(p, count, type, leader, kTagNodeFacts, MPI_COMM_WORLD, req);
+                         });
   }
 
   bool send_payload(const std::string& bytes, TimePoint deadline) override {
@@ -213,7 +217,8 @@ class MpiTransport final : public Transport {
 
   bool allreduce_sum(std::vector<std::int64_t>& values, TimePoint deadline) override {
     MPI_Request req = MPI_REQUEST_NULL;
-    MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD, &req);
+    MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD,
+                   &req);
     return wait(req, deadline, PauseCap::Brisk);
   }
 
@@ -346,7 +351,8 @@ class MpiTransport final : public Transport {
           s.last_phase = std::max(s.last_phase, static_cast<Phase>(m_incoming.phase));
         }
         m_heard_at[static_cast<std::size_t>(from)] = Clock::now();
-        m_received[static_cast<std::size_t>(from)] = std::max(m_received[static_cast<std::size_t>(from)], m_incoming.seq);
+        m_received[static_cast<std::size_t>(from)] =
+            std::max(m_received[static_cast<std::size_t>(from)], m_incoming.seq);
       }
       post_notice_receive();
     }
@@ -453,7 +459,8 @@ class InitWatchdog {
 /// The world ranks that share this rank's node, ascending, as MPI_COMM_TYPE_SHARED says.
 bool node_ranks_of_shared_memory(int rank, std::vector<int>& out) {
   MPI_Comm local = MPI_COMM_NULL;
-  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local) != MPI_SUCCESS) return false;
+  if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local) != MPI_SUCCESS)
+    return false;
   int n = 0;
   MPI_Comm_size(local, &n);
   MPI_Group local_group = MPI_GROUP_NULL;
@@ -517,7 +524,8 @@ std::unique_ptr<Transport> init_mpi_transport(TimePoint deadline, bool singleton
       return nullptr;
     }
   }
-  view.local_rank = static_cast<int>(std::lower_bound(node_ranks.begin(), node_ranks.end(), view.rank) - node_ranks.begin());
+  view.local_rank =
+      static_cast<int>(std::lower_bound(node_ranks.begin(), node_ranks.end(), view.rank) - node_ranks.begin());
   view.local_size = static_cast<int>(node_ranks.size());
   int leader = view.local_rank == 0 ? 1 : 0;
   MPI_Allreduce(&leader, &view.nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -11,7 +11,11 @@ constexpr char kMagic[4] = {'P', 'F', 'L', 'T'};
 }  // namespace
 
 std::string encode_payload(const RankPayload& payload) {
-  nlohmann::json doc = {{"v", kPayloadVersion}, {"rank", payload.rank}, {"facts", payload.facts}, {"results", payload.results}, {"incidents", payload.incidents}};
+  nlohmann::json doc = {{"v", kPayloadVersion},
+                        {"rank", payload.rank},
+                        {"facts", payload.facts},
+                        {"results", payload.results},
+                        {"incidents", payload.incidents}};
   const std::vector<std::uint8_t> cbor = nlohmann::json::to_cbor(doc);
   std::string out(kMagic, sizeof kMagic);
   out.push_back(static_cast<char>(kPayloadVersion));
@@ -24,7 +28,8 @@ std::string encode_payload(const RankPayload& payload) {
 DecodedPayload decode_payload(std::string_view bytes, int from_rank, std::size_t max_bytes) {
   DecodedPayload out;
   const auto fail = [&](std::string why) {
-    out.error = "payload from rank " + std::to_string(from_rank) + " (" + std::to_string(bytes.size()) + " bytes) " + why;
+    out.error =
+        "payload from rank " + std::to_string(from_rank) + " (" + std::to_string(bytes.size()) + " bytes) " + why;
     return out;
   };
   if (bytes.size() > max_bytes) return fail("exceeds the limit of " + std::to_string(max_bytes) + " bytes");

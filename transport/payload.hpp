@@ -20,7 +20,7 @@ namespace preflight {
 struct RankPayload {
   int rank = 0;
   RankFacts facts;
-  std::vector<CheckResult> results;  // this rank's rank- and node-scope verdicts
+  std::vector<CheckResult> results;    // this rank's rank- and node-scope verdicts
   std::vector<std::string> incidents;  // deadlines that expired on this rank ("probe 'topology' did not finish ...")
 };
 

@@ -9,9 +9,9 @@
 #include <algorithm>
 #include <array>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -73,17 +73,18 @@ std::string pmix_client_environment(const EnvSnapshot& env) {
   // The names libpmix's client reads (pmix_client.c: the newest URI it understands first).
   static constexpr std::array<const char*, 6> kUris = {"PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3",
                                                        "PMIX_SERVER_URI21", "PMIX_SERVER_URI2", "PMIX_SERVER_URI"};
-  const bool uri = std::any_of(kUris.begin(), kUris.end(), [&](const char* name) { return !env.get(name).value_or("").empty(); });
+  const bool uri =
+      std::any_of(kUris.begin(), kUris.end(), [&](const char* name) { return !env.get(name).value_or("").empty(); });
   if (!env.has("PMIX_NAMESPACE") || !env.has("PMIX_RANK") || !uri) {
     return "no PMIx server in the environment (PMIX_NAMESPACE, PMIX_RANK and a PMIX_SERVER_URI*)";
   }
   const std::string ns = env.get("PMIX_NAMESPACE").value_or("");
-  if (ns.empty() || ns.size() > 255 ||
-      !std::all_of(ns.begin(), ns.end(), [](char c) { return c > ' ' && c < 0x7f; })) {
+  if (ns.empty() || ns.size() > 255 || !std::all_of(ns.begin(), ns.end(), [](char c) { return c > ' ' && c < 0x7f; })) {
     return "PMIX_NAMESPACE is not a PMIx namespace (1-255 printable characters)";
   }
   const std::string rank = env.get("PMIX_RANK").value_or("");
-  if (rank.empty() || rank.size() > 9 || !std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+  if (rank.empty() || rank.size() > 9 ||
+      !std::all_of(rank.begin(), rank.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return "PMIX_RANK is not a rank number";
   }
   return {};
@@ -124,7 +125,9 @@ void finished(Pending& p, pmix_status_t status, const pmix_value_t* value) {
   r.cv.notify_all();
 }
 
-extern "C" void on_fence(pmix_status_t status, void* cbdata) { finished(*static_cast<Pending*>(cbdata), status, nullptr); }
+extern "C" void on_fence(pmix_status_t status, void* cbdata) {
+  finished(*static_cast<Pending*>(cbdata), status, nullptr);
+}
 extern "C" void on_value(pmix_status_t status, pmix_value_t* value, void* cbdata) {
   finished(*static_cast<Pending*>(cbdata), status, value);
 }
@@ -300,7 +303,8 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
   const auto got = ask(me.nspace, others, query_deadline);  // every rank at once: the reporter needs them all
   if (out.rank != 0) {
     wait_answers(got, out.rank, true, query_deadline);
-    const bool lower_joined = std::any_of(got.begin(), got.end(), [&](const auto& g) { return g.first < out.rank && answered_now(g.second); });
+    const bool lower_joined = std::any_of(got.begin(), got.end(),
+                                          [&](const auto& g) { return g.first < out.rank && answered_now(g.second); });
     if (lower_joined) return wait_at_fence();  // that rank reports
   }
   out.reporter = true;

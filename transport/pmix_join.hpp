@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/exit_code.hpp"
 #include "core/env.hpp"
+#include "core/exit_code.hpp"
 #include "core/job.hpp"
 #include "transport/transport.hpp"
 
@@ -42,7 +42,7 @@ struct JoinOutcome {
   int rank = 0;
   int size = 1;
   std::string nspace;
-  double waited_s = 0;       // time in the fence
+  double waited_s = 0;  // time in the fence
   /// Incomplete: this rank writes the report (the lowest rank that joined).
   bool reporter = false;
   /// Incomplete, reporter only: one per rank. A rank that joined is `heard` with its own host and

@@ -52,7 +52,8 @@ std::string errno_text(const char* call, int e) {
 }
 
 std::string strip_brackets(const std::string& address) {
-  if (address.size() >= 2 && address.front() == '[' && address.back() == ']') return address.substr(1, address.size() - 2);
+  if (address.size() >= 2 && address.front() == '[' && address.back() == ']')
+    return address.substr(1, address.size() - 2);
   return address;
 }
 
@@ -121,14 +122,18 @@ std::optional<ReachTarget> bootstrap_target(const RankFacts& rank0, std::string&
   const std::optional<NcclSetting> ifname = nccl_setting(rank0, "NCCL_SOCKET_IFNAME");
   const std::optional<NcclSetting> family = nccl_setting(rank0, "NCCL_SOCKET_FAMILY");
   const std::optional<NcclSetting> comm_id = nccl_setting(rank0, "NCCL_COMM_ID");
-  const SocketSelection sel = nccl_socket_select(*ifs, ifname ? std::optional<std::string>(ifname->value) : std::nullopt,
-                                                 family ? std::optional<std::string>(family->value) : std::nullopt,
-                                                 comm_id ? std::optional<std::string>(comm_id->value) : std::nullopt);
+  const SocketSelection sel =
+      nccl_socket_select(*ifs, ifname ? std::optional<std::string>(ifname->value) : std::nullopt,
+                         family ? std::optional<std::string>(family->value) : std::nullopt,
+                         comm_id ? std::optional<std::string>(comm_id->value) : std::nullopt);
   if (sel.matches.empty()) {
     const std::string rule = sel.from_env ? "NCCL_SOCKET_IFNAME=" + printable(sel.rule)
                                           : "NCCL's default order (" + join(sel.tried, ", ") + ")";
     why_not = "rank 0 has no usable interface for NCCL's bootstrap: " + rule + " selects no running interface with " +
-              (sel.family == "inet" ? "an IPv4" : sel.family == "inet6" ? "an IPv6" : "an IP") + " address";
+              (sel.family == "inet"    ? "an IPv4"
+               : sel.family == "inet6" ? "an IPv6"
+                                       : "an IP") +
+              " address";
     return std::nullopt;
   }
   const SocketChoice& c = sel.matches.front();
@@ -207,8 +212,7 @@ void ReachListener::accept_loop() {
 void ReachListener::close() {
   if (m_thread.joinable()) {
     const char byte = 1;
-    while (::write(m_wake[1], &byte, 1) < 0 && errno == EINTR) {
-    }
+    while (::write(m_wake[1], &byte, 1) < 0 && errno == EINTR) {}
     m_thread.join();
   }
   for (int* fd : {&m_fd, &m_wake[0], &m_wake[1]}) {
@@ -220,7 +224,8 @@ void ReachListener::close() {
 
 // ---- the connection test ---------------------------------------------------------------------------
 
-int connect_within(const std::string& address, int port, std::chrono::milliseconds timeout, int& error, std::string& why) {
+int connect_within(const std::string& address, int port, std::chrono::milliseconds timeout, int& error,
+                   std::string& why) {
   using Steady = std::chrono::steady_clock;
   error = 0;
   why.clear();

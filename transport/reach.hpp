@@ -56,7 +56,8 @@ class ReachListener {
 /// A connected TCP socket (non-blocking, close-on-exec) to a numeric `address` and `port`, or -1
 /// when the connection failed or `timeout` passed first (never longer): `error` is the errno
 /// (ETIMEDOUT for no answer, 0 for a bad address or port) and `why` says it for people.
-int connect_within(const std::string& address, int port, std::chrono::milliseconds timeout, int& error, std::string& why);
+int connect_within(const std::string& address, int port, std::chrono::milliseconds timeout, int& error,
+                   std::string& why);
 
 /// One TCP connection to `target`: a non-blocking connect() and poll() until it completes, fails or
 /// `timeout` passes (never longer), then closed. Records the local address it used, the time, and

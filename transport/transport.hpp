@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "core/exit_code.hpp"
 #include "core/env.hpp"
+#include "core/exit_code.hpp"
 #include "core/facts.hpp"
 #include "core/job.hpp"
 
@@ -56,8 +56,9 @@ class Transport {
   /// Rank 0: receives every other rank's payload until all arrived or the deadline passes;
   /// `arrived(rank, bytes, announced_size)` for each (a payload over `max_bytes` arrives empty with
   /// its announced size).
-  virtual void collect_payloads(TimePoint deadline, std::size_t max_bytes,
-                                const std::function<void(int rank, std::string bytes, std::size_t announced)>& arrived) = 0;
+  virtual void collect_payloads(
+      TimePoint deadline, std::size_t max_bytes,
+      const std::function<void(int rank, std::string bytes, std::size_t announced)>& arrived) = 0;
 
   /// A barrier across all ranks; false at the deadline.
   virtual bool barrier(TimePoint deadline) = 0;

@@ -13,7 +13,7 @@
 namespace preflight {
 
 struct MemPolicy {
-  std::string mode;        // "default", "preferred", "bind", "interleave", "local", "preferred_many", "weighted_interleave"
+  std::string mode;  // "default", "preferred", "bind", "interleave", "local", "preferred_many", "weighted_interleave"
   std::vector<int> nodes;  // the policy's node mask (empty for default/local)
 };
 PREFLIGHT_JSON_DECLARE(MemPolicy)
@@ -25,10 +25,10 @@ struct NodeCpus {
 PREFLIGHT_JSON_DECLARE(NodeCpus)
 
 struct AffinityFacts {
-  Probed<std::vector<int>> cpus;          // sched_getaffinity(0)
-  Probed<MemPolicy> mempolicy;            // get_mempolicy(); EPERM in seccomp'd containers
-  Probed<std::vector<int>> online_cpus;   // /sys/devices/system/cpu/online
-  Probed<std::vector<int>> mems_allowed;  // /proc/self/status Mems_allowed_list
+  Probed<std::vector<int>> cpus;             // sched_getaffinity(0)
+  Probed<MemPolicy> mempolicy;               // get_mempolicy(); EPERM in seccomp'd containers
+  Probed<std::vector<int>> online_cpus;      // /sys/devices/system/cpu/online
+  Probed<std::vector<int>> mems_allowed;     // /proc/self/status Mems_allowed_list
   Probed<std::vector<NodeCpus>> numa_nodes;  // /sys/devices/system/node/node*/cpulist
 };
 PREFLIGHT_JSON_DECLARE(AffinityFacts)

@@ -25,21 +25,21 @@ PREFLIGHT_JSON_DECLARE(DiskUsage)
 
 /// One checkpoint directory as this rank sees it.
 struct CheckpointDir {
-  std::string given;           // as the user wrote it ("." where no --checkpoint-dir was given)
-  bool defaulted = false;      // no --checkpoint-dir: the current directory
-  std::string path;            // absolute (relative paths against the current directory), normalised
-  bool exists = false;         // `path` exists
-  std::string holder;          // the nearest existing path at or above `path`: where the files will go
-  bool holder_is_dir = true;   // false: `holder` exists but is a file, so `path` cannot be made
-  std::string resolved;        // `holder` with its symbolic links resolved: what the mount table is asked about
-  Probed<DiskUsage> usage;     // statvfs(holder), access(holder, W_OK)
-  Probed<MountEntry> mount;    // the mount holding `resolved` (/proc/self/mountinfo)
+  std::string given;          // as the user wrote it ("." where no --checkpoint-dir was given)
+  bool defaulted = false;     // no --checkpoint-dir: the current directory
+  std::string path;           // absolute (relative paths against the current directory), normalised
+  bool exists = false;        // `path` exists
+  std::string holder;         // the nearest existing path at or above `path`: where the files will go
+  bool holder_is_dir = true;  // false: `holder` exists but is a file, so `path` cannot be made
+  std::string resolved;       // `holder` with its symbolic links resolved: what the mount table is asked about
+  Probed<DiskUsage> usage;    // statvfs(holder), access(holder, W_OK)
+  Probed<MountEntry> mount;   // the mount holding `resolved` (/proc/self/mountinfo)
 };
 PREFLIGHT_JSON_DECLARE(CheckpointDir)
 
 struct DiskFacts {
-  std::string cwd;                   // the current directory relative paths were resolved against
-  std::vector<CheckpointDir> dirs;   // in the order given, each once
+  std::string cwd;                  // the current directory relative paths were resolved against
+  std::vector<CheckpointDir> dirs;  // in the order given, each once
 };
 PREFLIGHT_JSON_DECLARE(DiskFacts)
 

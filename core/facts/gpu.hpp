@@ -36,9 +36,9 @@ struct NvmlGpu {
   std::optional<bool> persistence_mode;
   std::optional<bool> mig_enabled;
   std::vector<GpuProcess> processes;
-  std::vector<int> cpu_affinity;  // nvmlDeviceGetCpuAffinity: the CPUs local to the GPU (empty: not reported)
-  std::optional<int> numa_node;   // nvmlDeviceGetNumaNodeId, else the memory affinity's single node
-  int nvlinks_active = 0;         // NVLinks in state enabled
+  std::vector<int> cpu_affinity;            // nvmlDeviceGetCpuAffinity: the CPUs local to the GPU (empty: not reported)
+  std::optional<int> numa_node;             // nvmlDeviceGetNumaNodeId, else the memory affinity's single node
+  int nvlinks_active = 0;                   // NVLinks in state enabled
   std::vector<std::string> nvlink_remotes;  // per active link, the remote end's PCI bus id (peer GPU or NVSwitch)
 };
 PREFLIGHT_JSON_DECLARE(NvmlGpu)
@@ -47,9 +47,9 @@ PREFLIGHT_JSON_DECLARE(NvmlGpu)
 struct GpuPair {
   int a = 0;
   int b = 0;
-  std::string path;   // nvmlDeviceGetTopologyCommonAncestor as nvidia-smi prints it: PIX, PXB, PHB, NODE, SYS
-  int nvlinks = 0;    // NVLinks joining them, directly or through NVSwitches (NV# in nvidia-smi)
-  std::string p2p_read;    // nvmlDeviceGetP2PStatus: "OK", "CNS", "GNS", "TNS", "DR", "NS", "U"
+  std::string path;      // nvmlDeviceGetTopologyCommonAncestor as nvidia-smi prints it: PIX, PXB, PHB, NODE, SYS
+  int nvlinks = 0;       // NVLinks joining them, directly or through NVSwitches (NV# in nvidia-smi)
+  std::string p2p_read;  // nvmlDeviceGetP2PStatus: "OK", "CNS", "GNS", "TNS", "DR", "NS", "U"
   std::string p2p_write;
   std::string p2p_nvlink;
 };
@@ -67,7 +67,7 @@ struct PeerCopy {
   std::string error;        // "CUDA_ERROR_... (N)", "did not finish within 4.0 s", "word 17 is ..."
   std::uint64_t bytes = 0;
   double seconds = 0;
-  double gbps = 0;          // bytes / seconds / 1e9
+  double gbps = 0;  // bytes / seconds / 1e9
 };
 PREFLIGHT_JSON_DECLARE(PeerCopy)
 
@@ -104,7 +104,7 @@ struct DriverFacts {
   Probed<std::vector<NvmlGpu>> nvml_gpus;
   Probed<std::vector<CudaDevice>> cuda_devices;
   Probed<SmokeResult> smoke;
-  std::string helper;  // how the contained helper ended: "exited with status 0 after 0.3 s"
+  std::string helper;                         // how the contained helper ended: "exited with status 0 after 0.3 s"
   Probed<std::vector<GpuPair>> gpu_pairs;     // NVML's P2P matrix (every pair of NVML GPUs)
   Probed<std::vector<PeerCopy>> peer_copies;  // the real peer copies (pairs where P2P is claimed)
   // How long the driver helper's initialisation took (seconds; unset: not reached or not reported).
@@ -137,13 +137,13 @@ PREFLIGHT_JSON_DECLARE(CudaRuntime)
 /// A framework build found in a Python environment, and the CUDA runtime and NCCL it loads,
 /// resolved by soname the way ld.so would from its own library's DT_RPATH/DT_RUNPATH.
 struct FrameworkBuild {
-  std::string name;      // "torch"
-  std::string version;   // "2.5.1+cu124"
-  std::string cuda;      // "12.4" (torch.version.cuda); empty for a CPU build
+  std::string name;                    // "torch"
+  std::string version;                 // "2.5.1+cu124"
+  std::string cuda;                    // "12.4" (torch.version.cuda); empty for a CPU build
   std::vector<std::string> arch_list;  // compiled architectures where discoverable: "sm_80", "sm_90"
-  std::string path;      // torch/version.py
-  std::string build;     // "cuda", "cpu" (cuda = None, hip = None) or "rocm"
-  std::string library;   // the torch library whose dynamic section was read ("…/torch/lib/libtorch_cuda.so")
+  std::string path;                    // torch/version.py
+  std::string build;                   // "cuda", "cpu" (cuda = None, hip = None) or "rocm"
+  std::string library;        // the torch library whose dynamic section was read ("…/torch/lib/libtorch_cuda.so")
   std::string cudart_soname;  // "libcudart.so.12" (DT_NEEDED, else from torch.version.cuda)
   std::string cudart_path;    // where the loader finds it; "" when it finds it nowhere (or it is linked in)
   std::string cudart_via;     // "DT_RPATH of libtorch_cuda.so: $ORIGIN/../../nvidia/cuda_runtime/lib", "linked in"
@@ -163,12 +163,12 @@ PREFLIGHT_JSON_DECLARE(LibraryCandidate)
 
 /// What --python EXE said when asked (EXE -c: sys.path and site.getsitepackages() as JSON).
 struct PythonInterpreter {
-  std::string exe;       // as given, PATH lookup resolved
-  std::string real;      // its real path (symlinks resolved)
-  std::string version;   // "3.11.2"
-  std::string prefix;    // sys.prefix
+  std::string exe;                 // as given, PATH lookup resolved
+  std::string real;                // its real path (symlinks resolved)
+  std::string version;             // "3.11.2"
+  std::string prefix;              // sys.prefix
   std::vector<std::string> paths;  // the directories searched, in import order
-  std::string error;     // why it could not be asked (crash, deadline, not JSON): the check is UNKNOWN
+  std::string error;               // why it could not be asked (crash, deadline, not JSON): the check is UNKNOWN
 };
 PREFLIGHT_JSON_DECLARE(PythonInterpreter)
 
@@ -176,10 +176,10 @@ struct RuntimeFacts {
   std::vector<CudaRuntime> runtimes;
   std::vector<LibraryCandidate> nccl_candidates;  // in the order the job would find them
   std::vector<FrameworkBuild> frameworks;
-  std::vector<std::string> searched;  // where it looked: site-packages dirs, loader paths
-  std::vector<std::string> absent;    // the searched directories that do not exist (a subset of searched)
-  std::vector<std::string> problems;  // unreadable or malformed files met on the way (named)
-  std::string nvidia_require_cuda;    // NVIDIA_REQUIRE_CUDA as set in the image
+  std::vector<std::string> searched;        // where it looked: site-packages dirs, loader paths
+  std::vector<std::string> absent;          // the searched directories that do not exist (a subset of searched)
+  std::vector<std::string> problems;        // unreadable or malformed files met on the way (named)
+  std::string nvidia_require_cuda;          // NVIDIA_REQUIRE_CUDA as set in the image
   std::optional<PythonInterpreter> python;  // --python EXE, asked
 };
 PREFLIGHT_JSON_DECLARE(RuntimeFacts)

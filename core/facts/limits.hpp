@@ -22,7 +22,7 @@ PREFLIGHT_JSON_DECLARE(Rlimit)
 struct LimitsFacts {
   Probed<Rlimit> memlock;  // bytes
   Probed<Rlimit> nofile;
-  Probed<Rlimit> core;     // bytes
+  Probed<Rlimit> core;                            // bytes
   Probed<bool> cap_ipc_lock;                      // CapEff bit 14
   Probed<std::string> core_pattern;               // /proc/sys/kernel/core_pattern
   Probed<std::vector<std::string>> rdma_devices;  // /sys/class/infiniband/*

@@ -47,8 +47,8 @@ PREFLIGHT_JSON_DECLARE(NcclPlugin)
 /// The NCCL_* names the job's NCCL reads: the strings of libnccl.so.2's .rodata section (NCCL keeps
 /// every variable's name as a C string for getenv), read without loading it.
 struct NcclNames {
-  std::string library;  // the file read; "" when no NCCL was found
-  std::string version;  // of that library (from the nccl probe), for messages
+  std::string library;                     // the file read; "" when no NCCL was found
+  std::string version;                     // of that library (from the nccl probe), for messages
   Probed<std::vector<std::string>> names;  // sorted, unique
   std::vector<NcclPlugin> plugins;
 };
@@ -67,7 +67,7 @@ struct NcclConfFacts {
   // Where the user file's directory came from: "/etc/passwd" (what NCCL's getpwuid() uses), "HOME"
   // (no passwd entry: NSS may still know one), or "" (no user file: NCCL_CONF_FILE set, or no home).
   std::string home_from;
-  NcclNames names;                        // the names the loaded NCCL and its plugins read
+  NcclNames names;                         // the names the loaded NCCL and its plugins read
   std::vector<NcclNamedFile> named_files;  // the files the job's NCCL variables name
 };
 PREFLIGHT_JSON_DECLARE(NcclConfFacts)

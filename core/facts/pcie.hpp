@@ -17,24 +17,24 @@ namespace preflight {
 
 /// A GPU or NIC function under /sys/bus/pci/devices.
 struct PciFunction {
-  std::string bus_id;    // "0000:03:00.0"
-  std::string kind;      // "gpu", "nic"
-  std::string vendor_device;  // "10de:2330"
-  std::string class_code;     // "0x030200"
-  std::string root;      // "pci0000:00": the host bridge the chain hangs off
+  std::string bus_id;              // "0000:03:00.0"
+  std::string kind;                // "gpu", "nic"
+  std::string vendor_device;       // "10de:2330"
+  std::string class_code;          // "0x030200"
+  std::string root;                // "pci0000:00": the host bridge the chain hangs off
   std::vector<std::string> chain;  // bus ids from the root port down to the device itself
   std::optional<int> numa_node;    // nullopt when sysfs says -1 or nothing
   std::vector<int> local_cpus;     // local_cpulist
   std::optional<int> iommu_group;
-  std::string driver;              // "nvidia", "mlx5_core"
+  std::string driver;  // "nvidia", "mlx5_core"
 };
 PREFLIGHT_JSON_DECLARE(PciFunction)
 
 /// The ACS capability of one bridge on those chains.
 struct AcsState {
   std::string bus_id;
-  std::string state;  // "read" (cap/ctrl valid), "no_acs" (full config space, no ACS capability),
-                      // "restricted" (config space shorter than 256 bytes: no privilege), "unreadable"
+  std::string state;       // "read" (cap/ctrl valid), "no_acs" (full config space, no ACS capability),
+                           // "restricted" (config space shorter than 256 bytes: no privilege), "unreadable"
   std::uint16_t cap = 0;   // ACS Capability register
   std::uint16_t ctrl = 0;  // ACS Control register (SV 0x01, TB 0x02, RR 0x04, CR 0x08, UF 0x10, EC 0x20, DT 0x40)
   int config_bytes = 0;    // how much of the config space could be read
@@ -59,7 +59,7 @@ PREFLIGHT_JSON_DECLARE(IommuFacts)
 
 struct PcieFacts {
   Probed<std::vector<PciFunction>> functions;  // the GPUs and NICs
-  std::vector<AcsState> bridges;                // every bridge on their chains, in chain order
+  std::vector<AcsState> bridges;               // every bridge on their chains, in chain order
   IommuFacts iommu;
 };
 PREFLIGHT_JSON_DECLARE(PcieFacts)

@@ -16,7 +16,7 @@ struct MountEntry {
   std::string mount_point;
   std::string fstype;
   std::string source;
-  std::string options;                      // mount and super options, comma-joined
+  std::string options;  // mount and super options, comma-joined
   bool read_only = false;
   std::optional<std::uint64_t> size_option;  // tmpfs "size=" in bytes, when given
 };
@@ -38,9 +38,9 @@ PREFLIGHT_JSON_DECLARE(FsUsage)
 struct ShmAllocTest {
   std::uint64_t requested_bytes = 0;
   bool ok = false;
-  int err = 0;             // errno of the failing step
-  std::string step;        // "mkstemp", "fallocate"
-  std::string error;       // strerror text
+  int err = 0;        // errno of the failing step
+  std::string step;   // "mkstemp", "fallocate"
+  std::string error;  // strerror text
 };
 PREFLIGHT_JSON_DECLARE(ShmAllocTest)
 

@@ -55,13 +55,13 @@ enum CUdevice_attribute : int {
   CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
 };
 
-using CUdevice = int;                     // a device ordinal handle
-using CUdeviceptr = unsigned long long;   // 64-bit device address (the _v2 ABI)
-struct CUctx_st;                          // opaque
+using CUdevice = int;                    // a device ordinal handle
+using CUdeviceptr = unsigned long long;  // 64-bit device address (the _v2 ABI)
+struct CUctx_st;                         // opaque
 using CUcontext = CUctx_st*;
-struct CUstream_st;                       // opaque
+struct CUstream_st;  // opaque
 using CUstream = CUstream_st*;
-struct CUevent_st;                        // opaque
+struct CUevent_st;  // opaque
 using CUevent = CUevent_st*;
 /// cuStreamCreate / cuEventCreate flags used here.
 inline constexpr unsigned int CU_STREAM_DEFAULT = 0;
@@ -140,14 +140,15 @@ inline constexpr char name_cuEventDestroy_v2[] = "cuEventDestroy_v2";
 inline constexpr char name_cuGetErrorName[] = "cuGetErrorName";
 
 /// Every function declared above, once each: X(name) for PFN_name and name_name.
-#define PREFLIGHT_CUDA_FUNCTIONS(X) \
-  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) \
-  X(cuDeviceTotalMem_v2) X(cuDeviceGetUuid_v2) X(cuDeviceGetUuid) X(cuDevicePrimaryCtxRetain) \
-  X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc_v2) X(cuMemFree_v2) \
-  X(cuMemsetD32_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyHtoD_v2) X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) \
-  X(cuCtxDisablePeerAccess) X(cuMemcpyPeerAsync) X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuEventCreate) \
-  X(cuEventRecord) X(cuEventQuery) X(cuEventElapsedTime_v2) X(cuEventElapsedTime) X(cuEventDestroy_v2) \
-  X(cuGetErrorName)
+#define PREFLIGHT_CUDA_FUNCTIONS(X)                                                                                    \
+  X(cuInit)                                                                                                            \
+  X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)                  \
+      X(cuDeviceTotalMem_v2) X(cuDeviceGetUuid_v2) X(cuDeviceGetUuid) X(cuDevicePrimaryCtxRetain)                      \
+          X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc_v2) X(cuMemFree_v2)      \
+              X(cuMemsetD32_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyHtoD_v2) X(cuDeviceCanAccessPeer)                         \
+                  X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess) X(cuMemcpyPeerAsync) X(cuStreamCreate)            \
+                      X(cuStreamDestroy_v2) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventElapsedTime_v2) \
+                          X(cuEventElapsedTime) X(cuEventDestroy_v2) X(cuGetErrorName)
 
 /// The functions of one opened libcuda, resolved once (resolve_table in gpu_probe/dynlib.hpp): a member is
 /// null when the library does not export that symbol (an older driver), and every caller checks before calling.

@@ -25,14 +25,16 @@ enum ncclResult_t : int {
 inline constexpr int ncclTimeoutCode = 8;
 
 /// NCCL_VERSION(X,Y,Z) of nccl.h: the code of a release (2.8.4 -> 2804, 2.28.9 -> 22809).
-constexpr int nccl_version(int x, int y, int z) { return (x <= 2 && y <= 8) ? x * 1000 + y * 100 + z : x * 10000 + y * 100 + z; }
+constexpr int nccl_version(int x, int y, int z) {
+  return (x <= 2 && y <= 8) ? x * 1000 + y * 100 + z : x * 10000 + y * 100 + z;
+}
 
 /// An opaque communicator.
 struct ncclComm;
 using ncclComm_t = ncclComm*;
 
-/// The id (nccl.h: NCCL_UNIQUE_ID_BYTES) every rank of one communicator passes to ncclCommInitRank*: made once (ncclGetUniqueId)
-/// and broadcast by the caller. It carries the bootstrap root's address: without NCCL_COMM_ID the
+/// The id (nccl.h: NCCL_UNIQUE_ID_BYTES) every rank of one communicator passes to ncclCommInitRank*: made once
+/// (ncclGetUniqueId) and broadcast by the caller. It carries the bootstrap root's address: without NCCL_COMM_ID the
 /// root is a thread of the process that made the id, which must then outlive every rank's init;
 /// with NCCL_COMM_ID=<addr>:<port> the root is started by rank 0's init at that address.
 inline constexpr std::size_t kUniqueIdBytes = 128;
@@ -94,11 +96,10 @@ inline constexpr std::size_t kConfigMinSize = offsetof(ncclConfig_t, blocking) +
 
 /// NCCL_CONFIG_INITIALIZER.
 constexpr ncclConfig_t config_initializer() {
-  return ncclConfig_t{sizeof(ncclConfig_t), kConfigMagic, kConfigLayoutVersion, kConfigUndefInt,
-                      kConfigUndefInt, kConfigUndefInt, kConfigUndefInt, nullptr,
-                      kConfigUndefInt, kConfigUndefInt, nullptr, kConfigUndefInt,
-                      kConfigUndefInt, kConfigUndefInt, kConfigUndefInt, kConfigUndefInt,
-                      kConfigUndefInt};
+  return ncclConfig_t{
+      sizeof(ncclConfig_t), kConfigMagic,    kConfigLayoutVersion, kConfigUndefInt, kConfigUndefInt, kConfigUndefInt,
+      kConfigUndefInt,      nullptr,         kConfigUndefInt,      kConfigUndefInt, nullptr,         kConfigUndefInt,
+      kConfigUndefInt,      kConfigUndefInt, kConfigUndefInt,      kConfigUndefInt, kConfigUndefInt};
 }
 
 using PFN_ncclGetVersion = ncclResult_t (*)(int* version);
@@ -129,9 +130,10 @@ inline constexpr char name_ncclCommDestroy[] = "ncclCommDestroy";
 inline constexpr char name_ncclCommAbort[] = "ncclCommAbort";
 
 /// Every function declared above, once each: X(name) for PFN_name and name_name.
-#define PREFLIGHT_NCCL_FUNCTIONS(X) \
-  X(ncclGetVersion) X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId) X(ncclCommInitRankConfig) \
-  X(ncclCommGetAsyncError) X(ncclAllReduce) X(ncclCommFinalize) X(ncclCommDestroy) X(ncclCommAbort)
+#define PREFLIGHT_NCCL_FUNCTIONS(X)                                                                               \
+  X(ncclGetVersion)                                                                                               \
+  X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(ncclCommGetAsyncError) \
+      X(ncclAllReduce) X(ncclCommFinalize) X(ncclCommDestroy) X(ncclCommAbort)
 
 /// The functions of one opened libnccl, resolved once (resolve_table in gpu_probe/dynlib.hpp): a member is
 /// null when the library does not export that symbol (an older NCCL), and every caller checks before calling.

@@ -63,7 +63,7 @@ struct nvmlPciInfo_t {
   unsigned int domain;
   unsigned int bus;
   unsigned int device;
-  unsigned int pciDeviceId;     // combined 16-bit device id and 16-bit vendor id
+  unsigned int pciDeviceId;  // combined 16-bit device id and 16-bit vendor id
   unsigned int pciSubSystemId;
   char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];  // "00000000:18:00.0"
 };
@@ -149,20 +149,20 @@ using PFN_nvmlDeviceGetMigMode = nvmlReturn_t (*)(nvmlDevice_t device, unsigned 
                                                   unsigned int* pending_mode);
 
 using PFN_nvmlDeviceGetCpuAffinity = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int cpu_set_size,
-                                                     unsigned long* cpu_set);
+                                                      unsigned long* cpu_set);
 using PFN_nvmlDeviceGetNumaNodeId = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* node);
 using PFN_nvmlDeviceGetMemoryAffinity = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int node_set_size,
-                                                        unsigned long* node_set, nvmlAffinityScope_t scope);
+                                                         unsigned long* node_set, nvmlAffinityScope_t scope);
 using PFN_nvmlDeviceGetNvLinkState = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int link,
-                                                     nvmlEnableState_t* is_active);
+                                                      nvmlEnableState_t* is_active);
 using PFN_nvmlDeviceGetNvLinkRemotePciInfo_v2 = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int link,
-                                                                nvmlPciInfo_t* pci);
+                                                                 nvmlPciInfo_t* pci);
 using PFN_nvmlDeviceGetNvLinkRemoteDeviceType = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int link,
-                                                                nvmlIntNvLinkDeviceType_t* type);
+                                                                 nvmlIntNvLinkDeviceType_t* type);
 using PFN_nvmlDeviceGetTopologyCommonAncestor = nvmlReturn_t (*)(nvmlDevice_t device1, nvmlDevice_t device2,
-                                                                nvmlGpuTopologyLevel_t* path_info);
+                                                                 nvmlGpuTopologyLevel_t* path_info);
 using PFN_nvmlDeviceGetP2PStatus = nvmlReturn_t (*)(nvmlDevice_t device1, nvmlDevice_t device2,
-                                                   nvmlGpuP2PCapsIndex_t index, nvmlGpuP2PStatus_t* status);
+                                                    nvmlGpuP2PCapsIndex_t index, nvmlGpuP2PStatus_t* status);
 
 inline constexpr char name_nvmlInit_v2[] = "nvmlInit_v2";
 inline constexpr char name_nvmlShutdown[] = "nvmlShutdown";
@@ -263,9 +263,9 @@ struct nvmlFieldValue_t {
   nvmlReturn_t nvmlReturn;
   nvmlValue_t value;
 };
-inline constexpr unsigned int NVML_FI_DEV_RESET_STATUS = 226;            // R560, deprecated by 230
-inline constexpr unsigned int NVML_FI_DEV_DRAIN_AND_RESET_STATUS = 227;  // R560
-inline constexpr unsigned int NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = 230; // R570
+inline constexpr unsigned int NVML_FI_DEV_RESET_STATUS = 226;             // R560, deprecated by 230
+inline constexpr unsigned int NVML_FI_DEV_DRAIN_AND_RESET_STATUS = 227;   // R560
+inline constexpr unsigned int NVML_FI_DEV_GET_GPU_RECOVERY_ACTION = 230;  // R570
 
 /// nvmlGpuFabricState_t (unsigned char).
 using nvmlGpuFabricState_t = unsigned char;
@@ -297,42 +297,45 @@ struct nvmlGpuFabricInfo_v3_t {
   unsigned char healthSummary;
 };
 /// NVML_STRUCT_VERSION(GpuFabricInfo, v): sizeof | v << 24.
-inline constexpr unsigned int nvmlGpuFabricInfo_v2 = static_cast<unsigned int>(sizeof(nvmlGpuFabricInfo_v2_t) | (2u << 24));
-inline constexpr unsigned int nvmlGpuFabricInfo_v3 = static_cast<unsigned int>(sizeof(nvmlGpuFabricInfo_v3_t) | (3u << 24));
+inline constexpr unsigned int nvmlGpuFabricInfo_v2 =
+    static_cast<unsigned int>(sizeof(nvmlGpuFabricInfo_v2_t) | (2u << 24));
+inline constexpr unsigned int nvmlGpuFabricInfo_v3 =
+    static_cast<unsigned int>(sizeof(nvmlGpuFabricInfo_v3_t) | (3u << 24));
 
 using PFN_nvmlDeviceGetRemappedRows = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* corr_rows,
-                                                      unsigned int* unc_rows, unsigned int* is_pending,
-                                                      unsigned int* failure_occurred);
+                                                       unsigned int* unc_rows, unsigned int* is_pending,
+                                                       unsigned int* failure_occurred);
 using PFN_nvmlDeviceGetRowRemapperHistogram = nvmlReturn_t (*)(nvmlDevice_t device,
-                                                              nvmlRowRemapperHistogramValues_t* values);
+                                                               nvmlRowRemapperHistogramValues_t* values);
 using PFN_nvmlDeviceGetRetiredPagesPendingStatus = nvmlReturn_t (*)(nvmlDevice_t device, nvmlEnableState_t* is_pending);
 using PFN_nvmlDeviceGetRetiredPages = nvmlReturn_t (*)(nvmlDevice_t device, nvmlPageRetirementCause_t cause,
-                                                      unsigned int* page_count, unsigned long long* addresses);
+                                                       unsigned int* page_count, unsigned long long* addresses);
 using PFN_nvmlDeviceGetEccMode = nvmlReturn_t (*)(nvmlDevice_t device, nvmlEnableState_t* current,
-                                                 nvmlEnableState_t* pending);
+                                                  nvmlEnableState_t* pending);
 using PFN_nvmlDeviceGetTotalEccErrors = nvmlReturn_t (*)(nvmlDevice_t device, nvmlMemoryErrorType_t error_type,
-                                                        nvmlEccCounterType_t counter_type,
-                                                        unsigned long long* ecc_counts);
+                                                         nvmlEccCounterType_t counter_type,
+                                                         unsigned long long* ecc_counts);
 using PFN_nvmlDeviceGetFieldValues = nvmlReturn_t (*)(nvmlDevice_t device, int values_count, nvmlFieldValue_t* values);
 using PFN_nvmlDeviceGetCurrentClocksEventReasons = nvmlReturn_t (*)(nvmlDevice_t device,
-                                                                   unsigned long long* clocks_event_reasons);
+                                                                    unsigned long long* clocks_event_reasons);
 using PFN_nvmlDeviceGetCurrentClocksThrottleReasons = nvmlReturn_t (*)(nvmlDevice_t device,
-                                                                      unsigned long long* clocks_throttle_reasons);
+                                                                       unsigned long long* clocks_throttle_reasons);
 using PFN_nvmlDeviceGetPerformanceState = nvmlReturn_t (*)(nvmlDevice_t device, nvmlPstates_t* p_state);
 using PFN_nvmlDeviceGetTemperature = nvmlReturn_t (*)(nvmlDevice_t device, nvmlTemperatureSensors_t sensor_type,
-                                                     unsigned int* temp);
+                                                      unsigned int* temp);
 using PFN_nvmlDeviceGetTemperatureThreshold = nvmlReturn_t (*)(nvmlDevice_t device,
-                                                              nvmlTemperatureThresholds_t threshold_type,
-                                                              unsigned int* temp);
+                                                               nvmlTemperatureThresholds_t threshold_type,
+                                                               unsigned int* temp);
 using PFN_nvmlDeviceGetCurrPcieLinkGeneration = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* curr_link_gen);
 using PFN_nvmlDeviceGetCurrPcieLinkWidth = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* curr_link_width);
 using PFN_nvmlDeviceGetMaxPcieLinkGeneration = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* max_link_gen);
 using PFN_nvmlDeviceGetMaxPcieLinkWidth = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* max_link_width);
-using PFN_nvmlDeviceGetGpuMaxPcieLinkGeneration = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* max_link_gen_device);
+using PFN_nvmlDeviceGetGpuMaxPcieLinkGeneration = nvmlReturn_t (*)(nvmlDevice_t device,
+                                                                   unsigned int* max_link_gen_device);
 using PFN_nvmlDeviceGetPcieReplayCounter = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int* value);
 using PFN_nvmlDeviceGetNvLinkErrorCounter = nvmlReturn_t (*)(nvmlDevice_t device, unsigned int link,
-                                                            nvmlNvLinkErrorCounter_t counter,
-                                                            unsigned long long* counter_value);
+                                                             nvmlNvLinkErrorCounter_t counter,
+                                                             unsigned long long* counter_value);
 using PFN_nvmlDeviceGetGpuFabricInfo = nvmlReturn_t (*)(nvmlDevice_t device, nvmlGpuFabricInfo_t* gpu_fabric_info);
 /// The argument is an nvmlGpuFabricInfo_v2_t or _v3_t by its version field (nvmlGpuFabricInfoV_t).
 using PFN_nvmlDeviceGetGpuFabricInfoV = nvmlReturn_t (*)(nvmlDevice_t device, nvmlGpuFabricInfo_v3_t* gpu_fabric_info);
@@ -390,7 +393,7 @@ inline constexpr unsigned int NVML_INSTANCE_ID_NONE = 0xFFFFFFFFu;
 
 using PFN_nvmlEventSetCreate = nvmlReturn_t (*)(nvmlEventSet_t* set);
 using PFN_nvmlDeviceRegisterEvents = nvmlReturn_t (*)(nvmlDevice_t device, unsigned long long event_types,
-                                                     nvmlEventSet_t set);
+                                                      nvmlEventSet_t set);
 using PFN_nvmlDeviceGetSupportedEventTypes = nvmlReturn_t (*)(nvmlDevice_t device, unsigned long long* event_types);
 using PFN_nvmlEventSetWait_v2 = nvmlReturn_t (*)(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms);
 using PFN_nvmlEventSetWait = nvmlReturn_t (*)(nvmlEventSet_t set, nvmlEventData_t* data, unsigned int timeoutms);
@@ -404,23 +407,28 @@ inline constexpr char name_nvmlEventSetWait[] = "nvmlEventSetWait";
 inline constexpr char name_nvmlEventSetFree[] = "nvmlEventSetFree";
 
 /// Every function declared above, once each: X(name) for PFN_name and name_name.
-#define PREFLIGHT_NVML_FUNCTIONS(X) \
-  X(nvmlInit_v2) X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion) \
-  X(nvmlSystemGetCudaDriverVersion_v2) X(nvmlSystemGetCudaDriverVersion) X(nvmlDeviceGetCount_v2) \
-  X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetName) X(nvmlDeviceGetUUID) X(nvmlDeviceGetPciInfo_v3) \
-  X(nvmlDeviceGetCudaComputeCapability) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetComputeRunningProcesses_v3) \
-  X(nvmlDeviceGetPersistenceMode) X(nvmlDeviceGetMigMode) X(nvmlDeviceGetCpuAffinity) X(nvmlDeviceGetNumaNodeId) \
-  X(nvmlDeviceGetMemoryAffinity) X(nvmlDeviceGetNvLinkState) X(nvmlDeviceGetNvLinkRemotePciInfo_v2) \
-  X(nvmlDeviceGetNvLinkRemoteDeviceType) X(nvmlDeviceGetTopologyCommonAncestor) X(nvmlDeviceGetP2PStatus) \
-  X(nvmlDeviceGetRemappedRows) X(nvmlDeviceGetRowRemapperHistogram) X(nvmlDeviceGetRetiredPagesPendingStatus) \
-  X(nvmlDeviceGetRetiredPages) X(nvmlDeviceGetEccMode) X(nvmlDeviceGetTotalEccErrors) X(nvmlDeviceGetFieldValues) \
-  X(nvmlDeviceGetCurrentClocksEventReasons) X(nvmlDeviceGetCurrentClocksThrottleReasons) \
-  X(nvmlDeviceGetPerformanceState) X(nvmlDeviceGetTemperature) X(nvmlDeviceGetTemperatureThreshold) \
-  X(nvmlDeviceGetCurrPcieLinkGeneration) X(nvmlDeviceGetCurrPcieLinkWidth) X(nvmlDeviceGetMaxPcieLinkGeneration) \
-  X(nvmlDeviceGetMaxPcieLinkWidth) X(nvmlDeviceGetGpuMaxPcieLinkGeneration) X(nvmlDeviceGetPcieReplayCounter) \
-  X(nvmlDeviceGetNvLinkErrorCounter) X(nvmlDeviceGetGpuFabricInfo) X(nvmlDeviceGetGpuFabricInfoV) \
-  X(nvmlEventSetCreate) X(nvmlDeviceRegisterEvents) X(nvmlDeviceGetSupportedEventTypes) X(nvmlEventSetWait_v2) \
-  X(nvmlEventSetWait) X(nvmlEventSetFree)
+#define PREFLIGHT_NVML_FUNCTIONS(X)                                                                                    \
+  X(nvmlInit_v2)                                                                                                       \
+  X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion) X(nvmlSystemGetCudaDriverVersion_v2) X(             \
+      nvmlSystemGetCudaDriverVersion) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetName)   \
+      X(nvmlDeviceGetUUID) X(nvmlDeviceGetPciInfo_v3) X(nvmlDeviceGetCudaComputeCapability) X(nvmlDeviceGetMemoryInfo) \
+          X(nvmlDeviceGetComputeRunningProcesses_v3) X(nvmlDeviceGetPersistenceMode) X(nvmlDeviceGetMigMode)           \
+              X(nvmlDeviceGetCpuAffinity) X(nvmlDeviceGetNumaNodeId) X(nvmlDeviceGetMemoryAffinity)                    \
+                  X(nvmlDeviceGetNvLinkState) X(nvmlDeviceGetNvLinkRemotePciInfo_v2)                                   \
+                      X(nvmlDeviceGetNvLinkRemoteDeviceType) X(nvmlDeviceGetTopologyCommonAncestor) X(                 \
+                          nvmlDeviceGetP2PStatus) X(nvmlDeviceGetRemappedRows) X(nvmlDeviceGetRowRemapperHistogram)    \
+                          X(nvmlDeviceGetRetiredPagesPendingStatus) X(nvmlDeviceGetRetiredPages)                       \
+                              X(nvmlDeviceGetEccMode) X(nvmlDeviceGetTotalEccErrors) X(nvmlDeviceGetFieldValues) X(    \
+                                  nvmlDeviceGetCurrentClocksEventReasons) X(nvmlDeviceGetCurrentClocksThrottleReasons) \
+                                  X(nvmlDeviceGetPerformanceState) X(nvmlDeviceGetTemperature)                         \
+                                      X(nvmlDeviceGetTemperatureThreshold) X(nvmlDeviceGetCurrPcieLinkGeneration)      \
+                                          X(nvmlDeviceGetCurrPcieLinkWidth) X(nvmlDeviceGetMaxPcieLinkGeneration) X(   \
+                                              nvmlDeviceGetMaxPcieLinkWidth) X(nvmlDeviceGetGpuMaxPcieLinkGeneration)  \
+                                              X(nvmlDeviceGetPcieReplayCounter) X(nvmlDeviceGetNvLinkErrorCounter)     \
+                                                  X(nvmlDeviceGetGpuFabricInfo) X(nvmlDeviceGetGpuFabricInfoV)         \
+                                                      X(nvmlEventSetCreate) X(nvmlDeviceRegisterEvents)                \
+                                                          X(nvmlDeviceGetSupportedEventTypes) X(nvmlEventSetWait_v2)   \
+                                                              X(nvmlEventSetWait) X(nvmlEventSetFree)
 
 /// The functions of one opened libnvidia-ml, resolved once (resolve_table in gpu_probe/dynlib.hpp): a member is
 /// null when the library does not export that symbol (an older driver), and every caller checks before calling.

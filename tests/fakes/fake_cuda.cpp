@@ -11,8 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 #include <type_traits>
@@ -81,9 +81,7 @@ thread_local CUcontext current_context = nullptr;
 
 const fake::Scenario& scenario() { return state().loaded.scenario; }
 
-bool valid_device(CUdevice dev) {
-  return dev >= 0 && static_cast<std::size_t>(dev) < state().devices.size();
-}
+bool valid_device(CUdevice dev) { return dev >= 0 && static_cast<std::size_t>(dev) < state().devices.size(); }
 
 const fake::Gpu& gpu_of(CUdevice dev) { return scenario().gpus[state().devices[static_cast<std::size_t>(dev)]]; }
 
@@ -232,9 +230,9 @@ PREFLIGHT_FAKE_EXPORT CUresult cuDriverGetVersion(int* driver_version) {
   return CUDA_SUCCESS;
 }
 
-#define PREFLIGHT_FAKE_REQUIRE_INIT()               \
-  State& s = state();                               \
-  std::lock_guard lock(s.mutex);                    \
+#define PREFLIGHT_FAKE_REQUIRE_INIT() \
+  State& s = state();                 \
+  std::lock_guard lock(s.mutex);      \
   if (!s.initialised) return CUDA_ERROR_NOT_INITIALIZED
 
 #define PREFLIGHT_FAKE_REQUIRE_CONTEXT() \
@@ -460,7 +458,8 @@ PREFLIGHT_FAKE_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peer_context) {
   PREFLIGHT_FAKE_REQUIRE_INIT();
   PREFLIGHT_FAKE_REQUIRE_CONTEXT();
   if (peer_context == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (s.peer_enabled.erase({current_context->device, peer_context->device}) == 0) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  if (s.peer_enabled.erase({current_context->device, peer_context->device}) == 0)
+    return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
   return CUDA_SUCCESS;
 }
 
@@ -587,7 +586,8 @@ PREFLIGHT_FAKE_EXPORT CUresult cuEventQuery(CUevent event) {
 
 PREFLIGHT_FAKE_EXPORT CUresult cuEventElapsedTime_v2(float* milliseconds, CUevent start, CUevent end) {
   PREFLIGHT_FAKE_REQUIRE_INIT();
-  if (milliseconds == nullptr || s.events.count(start) == 0 || s.events.count(end) == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (milliseconds == nullptr || s.events.count(start) == 0 || s.events.count(end) == 0)
+    return CUDA_ERROR_INVALID_VALUE;
   if (!start->recorded || !end->recorded) return CUDA_ERROR_INVALID_VALUE;
   if (start->hung || end->hung || start->waiter != nullptr || end->waiter != nullptr) return CUDA_ERROR_NOT_READY;
   const double ms = std::chrono::duration<double, std::milli>(end->when - start->when).count();

@@ -63,7 +63,8 @@ int smoke(void* lib) {
   constexpr std::size_t kWords = 256 * 1024;
   constexpr unsigned int kPattern = 0x5AA5F00Du;
   CUdeviceptr mem = 0;
-  if (const int r = symbol<PFN_cuMemAlloc_v2>(lib, name_cuMemAlloc_v2)(&mem, kWords * 4)) return report("cuMemAlloc", r);
+  if (const int r = symbol<PFN_cuMemAlloc_v2>(lib, name_cuMemAlloc_v2)(&mem, kWords * 4))
+    return report("cuMemAlloc", r);
   if (const int r = symbol<PFN_cuMemsetD32_v2>(lib, name_cuMemsetD32_v2)(mem, kPattern, kWords))
     return report("cuMemsetD32", r);
   std::vector<unsigned int> host(kWords, 0);

@@ -220,7 +220,8 @@ struct StepMap {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) return false;
     struct stat st {};
-    bool ok = ::fstat(fd, &st) == 0 && (static_cast<std::size_t>(st.st_size) >= bytes || ::ftruncate(fd, static_cast<off_t>(bytes)) == 0);
+    bool ok = ::fstat(fd, &st) == 0 &&
+              (static_cast<std::size_t>(st.st_size) >= bytes || ::ftruncate(fd, static_cast<off_t>(bytes)) == 0);
     void* p = ok ? ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
     ::close(fd);
     if (p == MAP_FAILED) return false;
@@ -280,7 +281,7 @@ struct Op {
   void* recv = nullptr;
   std::size_t count = 0;
   ncclDataType_t type = ncclInt32;
-  StepMap* map = nullptr;  // the communicator's
+  StepMap* map = nullptr;                                    // the communicator's
   enum class Stage { Gather, Share } stage = Stage::Gather;  // waiting for every rank's data / every share
   bool done = false;
   bool never = false;        // hang / async_error: never completes
@@ -341,7 +342,8 @@ int complete_op(void* arg) {
     if (last > first) {
       unsigned char* sum = op.map->base + n * bytes + first * element;
       std::memcpy(sum, op.map->base + first * element, (last - first) * element);
-      for (std::size_t r = 1; r < n; ++r) add_into(op.type, sum, op.map->base + r * bytes + first * element, last - first);
+      for (std::size_t r = 1; r < n; ++r)
+        add_into(op.type, sum, op.map->base + r * bytes + first * element, last - first);
     }
     count_in(step_file(*c, op.seq, "sum"));
     op.stage = Op::Stage::Share;
@@ -449,7 +451,8 @@ PREFLIGHT_FAKE_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int 
   }
   if (config != nullptr && (config->magic != kConfigMagic || config->size < kConfigMinSize ||
                             config->version < static_cast<unsigned>(nccl_version(2, 14, 0)))) {
-    return fail(nullptr, ncclInvalidArgument, "ncclCommInitRankConfig: the config was not made by NCCL_CONFIG_INITIALIZER");
+    return fail(nullptr, ncclInvalidArgument,
+                "ncclCommInitRankConfig: the config was not made by NCCL_CONFIG_INITIALIZER");
   }
   const fake::LoadedScenario& loaded = scenario();
   if (!loaded.error.empty()) return fail(nullptr, ncclSystemError, loaded.error);
@@ -490,7 +493,8 @@ PREFLIGHT_FAKE_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int 
 }
 
 PREFLIGHT_FAKE_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
-  if (comm == nullptr || async_error == nullptr) return fail(comm, ncclInvalidArgument, "ncclCommGetAsyncError: null argument");
+  if (comm == nullptr || async_error == nullptr)
+    return fail(comm, ncclInvalidArgument, "ncclCommGetAsyncError: null argument");
   if (comm->state == ncclComm::State::Init && !init_complete(*comm)) {
     *async_error = comm->async != ncclSuccess ? comm->async : ncclInProgress;
     return ncclSuccess;
@@ -508,7 +512,8 @@ PREFLIGHT_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* rec
                                                  ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                                  preflight::cuda::CUstream stream) {
   if (comm == nullptr) return fail(nullptr, ncclInvalidArgument, "ncclAllReduce: comm is null");
-  if (comm->state != ncclComm::State::Ready) return fail(comm, ncclInvalidUsage, "ncclAllReduce: the communicator is not ready");
+  if (comm->state != ncclComm::State::Ready)
+    return fail(comm, ncclInvalidUsage, "ncclAllReduce: the communicator is not ready");
   if (comm->async != ncclSuccess) return comm->async;
   if (sendbuff == nullptr || recvbuff == nullptr) return fail(comm, ncclInvalidArgument, "ncclAllReduce: null buffer");
   if (op != ncclSum) return fail(comm, ncclInvalidArgument, "ncclAllReduce: the fake reduces with ncclSum only");

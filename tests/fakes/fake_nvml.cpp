@@ -27,8 +27,8 @@ namespace fake = preflight::fake_gpu;
 
 struct preflight::nvml::nvmlDevice_st {
   unsigned int index = 0;
-  unsigned int replay_reads = 0;       // nvmlDeviceGetPcieReplayCounter calls so far
-  unsigned int nvlink_reads[4] = {};   // nvmlDeviceGetNvLinkErrorCounter calls on link 0, per counter
+  unsigned int replay_reads = 0;      // nvmlDeviceGetPcieReplayCounter calls so far
+  unsigned int nvlink_reads[4] = {};  // nvmlDeviceGetNvLinkErrorCounter calls on link 0, per counter
 };
 
 /// An event set: the GPUs registered for XID events, and which scripted XIDs it delivered.
@@ -73,9 +73,9 @@ nvmlReturn_t copy_string(char* dst, unsigned int length, const std::string& src)
   std::lock_guard lock(s.mutex);      \
   if (s.init_count == 0) return NVML_ERROR_UNINITIALIZED
 
-#define PREFLIGHT_FAKE_REQUIRE_DEVICE(device)           \
-  PREFLIGHT_FAKE_REQUIRE_INIT();                        \
-  const fake::Gpu* gpu = gpu_of(s, device);             \
+#define PREFLIGHT_FAKE_REQUIRE_DEVICE(device) \
+  PREFLIGHT_FAKE_REQUIRE_INIT();              \
+  const fake::Gpu* gpu = gpu_of(s, device);   \
   if (gpu == nullptr) return NVML_ERROR_INVALID_ARGUMENT
 
 PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlInit_v2() {
@@ -178,8 +178,8 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, 
   PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
   if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   *pci = nvmlPciInfo_t{};
-  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X", gpu->pci_domain & 0xffffu,
-                gpu->pci_bus, gpu->pci_device, gpu->pci_function);
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X", gpu->pci_domain & 0xffffu, gpu->pci_bus,
+                gpu->pci_device, gpu->pci_function);
   std::snprintf(pci->busId, sizeof pci->busId, "%s", gpu->pci_bus_id.c_str());
   pci->domain = gpu->pci_domain;
   pci->bus = gpu->pci_bus;
@@ -208,7 +208,8 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, 
 
 /// NVML's sizing protocol: with *info_count too small (0 and a null array to ask), the count needed
 /// is stored and NVML_ERROR_INSUFFICIENT_SIZE returned; no processes is NVML_SUCCESS with 0.
-PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* info_count,
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
+                                                                           unsigned int* info_count,
                                                                            nvmlProcessInfo_t* infos) {
   PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
   if (info_count == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
@@ -298,7 +299,8 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryAffinity(nvmlDevice_t devi
                                                                unsigned long* node_set, nvmlAffinityScope_t scope) {
   PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
   PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetMemoryAffinity);
-  if (node_set == nullptr || node_set_size == 0 || scope > NVML_AFFINITY_SCOPE_SOCKET) return NVML_ERROR_INVALID_ARGUMENT;
+  if (node_set == nullptr || node_set_size == 0 || scope > NVML_AFFINITY_SCOPE_SOCKET)
+    return NVML_ERROR_INVALID_ARGUMENT;
   if (!gpu->numa_node) return NVML_ERROR_NOT_SUPPORTED;
   constexpr unsigned kBits = sizeof(unsigned long) * 8;
   for (unsigned int i = 0; i < node_set_size; ++i) node_set[i] = 0;
@@ -362,12 +364,18 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevic
   const long a = index_of(s, device1), b = index_of(s, device2);
   if (a < 0 || b < 0 || path_info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   const std::string label = s.scenario.scenario.path(static_cast<std::size_t>(a), static_cast<std::size_t>(b));
-  if (label == "PIX") *path_info = NVML_TOPOLOGY_SINGLE;
-  else if (label == "PXB") *path_info = NVML_TOPOLOGY_MULTIPLE;
-  else if (label == "PHB") *path_info = NVML_TOPOLOGY_HOSTBRIDGE;
-  else if (label == "NODE") *path_info = NVML_TOPOLOGY_NODE;
-  else if (label == "SYS") *path_info = NVML_TOPOLOGY_SYSTEM;
-  else *path_info = NVML_TOPOLOGY_INTERNAL;
+  if (label == "PIX")
+    *path_info = NVML_TOPOLOGY_SINGLE;
+  else if (label == "PXB")
+    *path_info = NVML_TOPOLOGY_MULTIPLE;
+  else if (label == "PHB")
+    *path_info = NVML_TOPOLOGY_HOSTBRIDGE;
+  else if (label == "NODE")
+    *path_info = NVML_TOPOLOGY_NODE;
+  else if (label == "SYS")
+    *path_info = NVML_TOPOLOGY_SYSTEM;
+  else
+    *path_info = NVML_TOPOLOGY_INTERNAL;
   return NVML_SUCCESS;
 }
 
@@ -397,10 +405,10 @@ int driver_major(const State& s) { return std::atoi(s.scenario.scenario.driver_v
 
 }  // namespace
 
-#define PREFLIGHT_FAKE_HEALTH(device, fn)                                            \
-  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);                                             \
-  PREFLIGHT_FAKE_UNLESS_MISSING(fn);                                                 \
-  const fake::GpuHealthScript& h = gpu->health;                                      \
+#define PREFLIGHT_FAKE_HEALTH(device, fn)       \
+  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);        \
+  PREFLIGHT_FAKE_UNLESS_MISSING(fn);            \
+  const fake::GpuHealthScript& h = gpu->health; \
   if (h.lost != 0) return static_cast<nvmlReturn_t>(h.lost)
 
 /// Ampere and newer, MIG off; NOT_SUPPORTED otherwise (as NVML documents).
@@ -511,8 +519,8 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDe
   return NVML_SUCCESS;
 }
 
-PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
-                                                                             unsigned long long* clocks_throttle_reasons) {
+PREFLIGHT_FAKE_EXPORT nvmlReturn_t
+nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long* clocks_throttle_reasons) {
   PREFLIGHT_FAKE_HEALTH(device, nvmlDeviceGetCurrentClocksThrottleReasons);
   if (clocks_throttle_reasons == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   *clocks_throttle_reasons = h.clock_event_reasons;
@@ -544,12 +552,12 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_
   return NVML_SUCCESS;
 }
 
-#define PREFLIGHT_FAKE_PCIE(fn, field)                                                                   \
-  PREFLIGHT_FAKE_EXPORT nvmlReturn_t fn(nvmlDevice_t device, unsigned int* value) {                      \
-    PREFLIGHT_FAKE_HEALTH(device, fn);                                                                   \
-    if (value == nullptr) return NVML_ERROR_INVALID_ARGUMENT;                                            \
-    *value = static_cast<unsigned>(h.field);                                                             \
-    return NVML_SUCCESS;                                                                                 \
+#define PREFLIGHT_FAKE_PCIE(fn, field)                                              \
+  PREFLIGHT_FAKE_EXPORT nvmlReturn_t fn(nvmlDevice_t device, unsigned int* value) { \
+    PREFLIGHT_FAKE_HEALTH(device, fn);                                              \
+    if (value == nullptr) return NVML_ERROR_INVALID_ARGUMENT;                       \
+    *value = static_cast<unsigned>(h.field);                                        \
+    return NVML_SUCCESS;                                                            \
   }
 PREFLIGHT_FAKE_PCIE(nvmlDeviceGetCurrPcieLinkGeneration, pcie_gen)
 PREFLIGHT_FAKE_PCIE(nvmlDeviceGetCurrPcieLinkWidth, pcie_width)

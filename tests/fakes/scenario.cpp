@@ -99,8 +99,9 @@ std::string default_pci_bus_id(std::size_t index) {
 /// Distinct from the first hex digit on for the first 16 GPUs, so "GPU-<1 digit>" selects one.
 std::string default_uuid(std::size_t index) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "GPU-%x%x1b2c3d-4e5f-6071-8293-a4b5c6d7e8%02x", static_cast<unsigned>(index + 1) & 0xfu,
-                static_cast<unsigned>(index) & 0xfu, static_cast<unsigned>(index) & 0xffu);
+  std::snprintf(buf, sizeof buf, "GPU-%x%x1b2c3d-4e5f-6071-8293-a4b5c6d7e8%02x",
+                static_cast<unsigned>(index + 1) & 0xfu, static_cast<unsigned>(index) & 0xfu,
+                static_cast<unsigned>(index) & 0xffu);
   return buf;
 }
 
@@ -163,11 +164,11 @@ std::vector<int> parse_cpulist(const std::string& text, const std::string& where
     const std::string item = text.substr(start, comma - start);
     const std::size_t dash = item.find('-');
     long long lo = 0, hi = 0;
-    const bool good = dash == std::string::npos
-                          ? parse_int(item, lo) && (hi = lo, true)
-                          : parse_int(std::string_view(item).substr(0, dash), lo) &&
-                                parse_int(std::string_view(item).substr(dash + 1), hi);
-    if (!good || lo < 0 || hi < lo || hi > 65535) fail(where + ": '" + text + "' is not a CPU list like \"0-31,64-95\"");
+    const bool good = dash == std::string::npos ? parse_int(item, lo) && (hi = lo, true)
+                                                : parse_int(std::string_view(item).substr(0, dash), lo) &&
+                                                      parse_int(std::string_view(item).substr(dash + 1), hi);
+    if (!good || lo < 0 || hi < lo || hi > 65535)
+      fail(where + ": '" + text + "' is not a CPU list like \"0-31,64-95\"");
     for (long long c = lo; c <= hi; ++c) cpus.push_back(static_cast<int>(c));
     start = comma + 1;
   }
@@ -175,7 +176,6 @@ std::vector<int> parse_cpulist(const std::string& text, const std::string& where
   cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
   return cpus;
 }
-
 
 std::string get_label(const json& v, const std::string& where, std::initializer_list<const char*> allowed) {
   std::string list;
@@ -187,7 +187,8 @@ std::string get_label(const json& v, const std::string& where, std::initializer_
 }
 
 void parse_p2p_status(const json& doc, P2pStatus& st, const std::string& where) {
-  if (doc.contains("read")) st.read = get_label(doc.at("read"), where + ".read", {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"});
+  if (doc.contains("read"))
+    st.read = get_label(doc.at("read"), where + ".read", {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"});
   if (doc.contains("write"))
     st.write = get_label(doc.at("write"), where + ".write", {"OK", "CNS", "GNS", "TNS", "DR", "NS", "U"});
   if (doc.contains("nvlink"))
@@ -207,12 +208,38 @@ Gpu default_gpu(std::size_t index) {
 
 void parse_health(const json& doc, const std::string& where, GpuHealthScript& h) {
   check_keys(doc, where,
-             {"lost", "remap_correctable", "remap_uncorrectable", "remap_banks_exhausted", "remap_pending",
-              "remap_failure", "retired_pending", "retired_dbe", "retired_sbe", "ecc", "ecc_pending",
-              "ecc_dbe_volatile", "ecc_dbe_aggregate", "ecc_sbe_volatile", "recovery_action", "clock_event_reasons",
-              "pstate", "temperature", "slowdown_temperature", "pcie_gen", "pcie_width", "pcie_gen_max",
-              "pcie_width_max", "pcie_gen_gpu_max", "pcie_replay", "pcie_replay_rise", "nvlink_replay_rise",
-              "nvlink_crc_rise", "fabric_state", "fabric_status", "fabric_health_mask", "fabric_health_summary",
+             {"lost",
+              "remap_correctable",
+              "remap_uncorrectable",
+              "remap_banks_exhausted",
+              "remap_pending",
+              "remap_failure",
+              "retired_pending",
+              "retired_dbe",
+              "retired_sbe",
+              "ecc",
+              "ecc_pending",
+              "ecc_dbe_volatile",
+              "ecc_dbe_aggregate",
+              "ecc_sbe_volatile",
+              "recovery_action",
+              "clock_event_reasons",
+              "pstate",
+              "temperature",
+              "slowdown_temperature",
+              "pcie_gen",
+              "pcie_width",
+              "pcie_gen_max",
+              "pcie_width_max",
+              "pcie_gen_gpu_max",
+              "pcie_replay",
+              "pcie_replay_rise",
+              "nvlink_replay_rise",
+              "nvlink_crc_rise",
+              "fabric_state",
+              "fabric_status",
+              "fabric_health_mask",
+              "fabric_health_summary",
               "fabric_clique_id"});
   auto u = [&](const char* key, unsigned& out) {
     if (doc.contains(key)) out = static_cast<unsigned>(get_int(doc, key, where, 0));
@@ -228,9 +255,12 @@ void parse_health(const json& doc, const std::string& where, GpuHealthScript& h)
   };
   if (doc.contains("lost")) {
     const std::string lost = get_string(doc, "lost", where);
-    if (lost == "gpu_lost") h.lost = 15;
-    else if (lost == "reset_required") h.lost = 16;
-    else fail(where + ".lost: expected \"gpu_lost\" or \"reset_required\"");
+    if (lost == "gpu_lost")
+      h.lost = 15;
+    else if (lost == "reset_required")
+      h.lost = 16;
+    else
+      fail(where + ".lost: expected \"gpu_lost\" or \"reset_required\"");
   }
   u("remap_correctable", h.remap_correctable);
   u("remap_uncorrectable", h.remap_uncorrectable);
@@ -261,11 +291,16 @@ void parse_health(const json& doc, const std::string& where, GpuHealthScript& h)
   u64("nvlink_crc_rise", h.nvlink_crc_rise);
   if (doc.contains("fabric_state")) {
     const std::string st = get_string(doc, "fabric_state", where);
-    if (st == "not_supported") h.fabric_state = 0;
-    else if (st == "not_started") h.fabric_state = 1;
-    else if (st == "in_progress") h.fabric_state = 2;
-    else if (st == "completed") h.fabric_state = 3;
-    else fail(where + ".fabric_state: expected not_supported, not_started, in_progress or completed");
+    if (st == "not_supported")
+      h.fabric_state = 0;
+    else if (st == "not_started")
+      h.fabric_state = 1;
+    else if (st == "in_progress")
+      h.fabric_state = 2;
+    else if (st == "completed")
+      h.fabric_state = 3;
+    else
+      fail(where + ".fabric_state: expected not_supported, not_started, in_progress or completed");
   }
   i("fabric_status", h.fabric_status);
   u("fabric_health_mask", h.fabric_health_mask);
@@ -307,8 +342,10 @@ Gpu parse_gpu(const json& doc, std::size_t index) {
     gpu.memory_total_mib = static_cast<std::uint64_t>(get_int(doc, "memory_total_mib", where, 1));
   if (doc.contains("persistence")) gpu.persistence = get_bool(doc, "persistence", where);
   if (doc.contains("mig")) {
-    if (doc.at("mig").is_null()) gpu.mig = std::nullopt;
-    else gpu.mig = get_bool(doc, "mig", where);
+    if (doc.at("mig").is_null())
+      gpu.mig = std::nullopt;
+    else
+      gpu.mig = get_bool(doc, "mig", where);
   }
   std::uint64_t process_mib = 0;
   if (doc.contains("processes")) {
@@ -319,7 +356,8 @@ Gpu parse_gpu(const json& doc, std::size_t index) {
       check_keys(list[i], pwhere, {"pid", "used_mib"});
       Process p;
       p.pid = static_cast<unsigned int>(get_int(list[i], "pid", pwhere, 1));
-      p.used_mib = list[i].contains("used_mib") ? static_cast<std::uint64_t>(get_int(list[i], "used_mib", pwhere, 0)) : 0;
+      p.used_mib =
+          list[i].contains("used_mib") ? static_cast<std::uint64_t>(get_int(list[i], "used_mib", pwhere, 0)) : 0;
       process_mib += p.used_mib;
       gpu.processes.push_back(p);
     }
@@ -338,7 +376,8 @@ Gpu parse_gpu(const json& doc, std::size_t index) {
   }
   if (doc.contains("health")) parse_health(doc.at("health"), where + ".health", gpu.health);
   if (doc.contains("events")) {
-    const std::string e = get_label(doc.at("events"), where + ".events", {"supported", "not_supported", "no_permission"});
+    const std::string e =
+        get_label(doc.at("events"), where + ".events", {"supported", "not_supported", "no_permission"});
     gpu.events = e == "not_supported"   ? Gpu::Events::NotSupported
                  : e == "no_permission" ? Gpu::Events::NoPermission
                                         : Gpu::Events::Supported;
@@ -413,9 +452,26 @@ Scenario default_scenario() {
 
 Scenario parse_scenario(const json& doc) {
   check_keys(doc, "scenario",
-             {"description", "driver_version", "cuda_driver_version", "nccl_version", "gpus", "nvml_only_gpus", "faults",
-              "cuInit", "nvmlInit", "ctx", "alloc", "memset", "copy", "topology", "p2p", "peer_access",
-              "peer_copy_faults", "nvml_missing", "allreduce", "xid_events"});
+             {"description",
+              "driver_version",
+              "cuda_driver_version",
+              "nccl_version",
+              "gpus",
+              "nvml_only_gpus",
+              "faults",
+              "cuInit",
+              "nvmlInit",
+              "ctx",
+              "alloc",
+              "memset",
+              "copy",
+              "topology",
+              "p2p",
+              "peer_access",
+              "peer_copy_faults",
+              "nvml_missing",
+              "allreduce",
+              "xid_events"});
   Scenario s = default_scenario();
   s.source = "inline";
   if (doc.contains("description") && !doc.at("description").is_string()) fail("description: expected a string");
@@ -448,7 +504,8 @@ Scenario parse_scenario(const json& doc) {
     const json& list = doc.at("nvml_only_gpus");
     if (!list.is_array()) fail("nvml_only_gpus: expected an array of GPU indices");
     for (const json& v : list) {
-      if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() >= static_cast<long long>(s.gpus.size()))
+      if (!v.is_number_integer() || v.get<long long>() < 0 ||
+          v.get<long long>() >= static_cast<long long>(s.gpus.size()))
         fail("nvml_only_gpus: " + v.dump() + " is not an index into gpus");
       Gpu& g = s.gpus[v.get<std::size_t>()];
       if (!g.cuda_visible) fail("nvml_only_gpus: duplicate index " + v.dump());
@@ -501,8 +558,8 @@ Scenario parse_scenario(const json& doc) {
       if (!rows[a].is_array() || rows[a].size() != n) fail(where + ": expected " + std::to_string(n) + " labels");
       std::vector<std::string> row;
       for (std::size_t b = 0; b < n; ++b)
-        row.push_back(get_label(rows[a][b], where + "[" + std::to_string(b) + "]",
-                                {"X", "PIX", "PXB", "PHB", "NODE", "SYS"}));
+        row.push_back(
+            get_label(rows[a][b], where + "[" + std::to_string(b) + "]", {"X", "PIX", "PXB", "PHB", "NODE", "SYS"}));
       s.topology.push_back(std::move(row));
     }
     for (std::size_t a = 0; a < n; ++a)
@@ -545,11 +602,16 @@ Scenario parse_scenario(const json& doc) {
       if (f.src == f.dst) fail(where + ": src and dst must differ");
       const std::string fault = get_string(list[i], "fault", where);
       long long code = 0;
-      if (fault == "hang") f.kind = PeerCopyFault::Kind::Hang;
-      else if (fault == "block") f.kind = PeerCopyFault::Kind::Block;
-      else if (fault == "segv") f.kind = PeerCopyFault::Kind::Segv;
-      else if (fault == "corrupt") f.kind = PeerCopyFault::Kind::Corrupt;
-      else if (fault == "slow") f.kind = PeerCopyFault::Kind::Slow;
+      if (fault == "hang")
+        f.kind = PeerCopyFault::Kind::Hang;
+      else if (fault == "block")
+        f.kind = PeerCopyFault::Kind::Block;
+      else if (fault == "segv")
+        f.kind = PeerCopyFault::Kind::Segv;
+      else if (fault == "corrupt")
+        f.kind = PeerCopyFault::Kind::Corrupt;
+      else if (fault == "slow")
+        f.kind = PeerCopyFault::Kind::Slow;
       else if (fault.rfind("error:", 0) == 0 && parse_int(std::string_view(fault).substr(6), code) && code > 0 &&
                code < 100000) {
         f.kind = PeerCopyFault::Kind::Error;
@@ -559,8 +621,10 @@ Scenario parse_scenario(const json& doc) {
       }
       if (list[i].contains("step")) {
         const std::string step = get_string(list[i], "step", where);
-        if (step == "enable") f.step = PeerCopyFault::Step::Enable;
-        else if (step != "copy") fail(where + ".step: expected \"copy\" or \"enable\"");
+        if (step == "enable")
+          f.step = PeerCopyFault::Step::Enable;
+        else if (step != "copy")
+          fail(where + ".step: expected \"copy\" or \"enable\"");
       }
       if (f.step == PeerCopyFault::Step::Enable && f.kind != PeerCopyFault::Kind::Error)
         fail(where + ": step \"enable\" takes only error:N");
@@ -701,7 +765,8 @@ std::vector<std::size_t> cuda_visible_gpus(const Scenario& scenario, const char*
         if (uuid.size() < entry.size()) continue;
         bool match = true;
         for (std::size_t k = 0; k < entry.size() && match; ++k)
-          match = std::tolower(static_cast<unsigned char>(uuid[k])) == std::tolower(static_cast<unsigned char>(entry[k]));
+          match =
+              std::tolower(static_cast<unsigned char>(uuid[k])) == std::tolower(static_cast<unsigned char>(entry[k]));
         if (!match) continue;
         if (chosen) {  // ambiguous prefix
           chosen.reset();

@@ -81,7 +81,7 @@ struct Gpu {
   bool persistence = true;
   std::optional<bool> mig;  // nullopt: MIG not supported (NVML_ERROR_NOT_SUPPORTED)
   std::vector<Process> processes;
-  bool cuda_visible = true;  // false: listed in nvml_only_gpus
+  bool cuda_visible = true;                      // false: listed in nvml_only_gpus
   std::optional<std::vector<int>> cpu_affinity;  // nullopt: nvmlDeviceGetCpuAffinity NOT_SUPPORTED
   std::optional<int> numa_node;                  // nullopt: nvmlDeviceGetNumaNodeId / MemoryAffinity NOT_SUPPORTED
   int nvlinks = 0;                               // active NVLinks (links 0..nvlinks-1)
@@ -125,9 +125,9 @@ struct AllreduceScript {
   /// (bitwise NOT). AsyncError: the all_reduce never completes and ncclCommGetAsyncError reports
   /// `error_code`. InitError: ncclCommInitRankConfig returns `error_code`.
   enum class Fault { Ok, HangInit, Hang, Corrupt, AsyncError, InitError } fault = Fault::Ok;
-  std::optional<int> rank;   ///< the rank that misbehaves; nullopt: every rank
-  double busbw_gbps = 100;   ///< an all_reduce of B bytes over N ranks is timed at B*2(N-1)/N / busbw
-  int error_code = 6;        ///< ncclRemoteError
+  std::optional<int> rank;  ///< the rank that misbehaves; nullopt: every rank
+  double busbw_gbps = 100;  ///< an all_reduce of B bytes over N ranks is timed at B*2(N-1)/N / busbw
+  int error_code = 6;       ///< ncclRemoteError
 
   bool applies_to(int r) const { return fault != Fault::Ok && (!rank || *rank == r); }
 };
@@ -154,11 +154,11 @@ struct Scenario {
   std::vector<std::vector<std::string>> topology;  // [a][b] path label; empty rows: the default
   P2pStatus p2p;                                   // the default of every pair
   std::vector<std::pair<std::pair<std::size_t, std::size_t>, P2pStatus>> p2p_pairs;  // overrides (unordered pairs)
-  std::optional<bool> peer_access;                 // nullopt: a pair can access when its P2P read status is OK
+  std::optional<bool> peer_access;  // nullopt: a pair can access when its P2P read status is OK
   std::vector<PeerCopyFault> peer_copy_faults;
-  std::vector<std::string> nvml_missing;           // NVML functions that answer NVML_ERROR_FUNCTION_NOT_FOUND
-  AllreduceScript allreduce;                       // the fake libnccl's communicators
-  std::vector<XidEventScript> xid_events;          // what NVML's event sets deliver
+  std::vector<std::string> nvml_missing;   // NVML functions that answer NVML_ERROR_FUNCTION_NOT_FOUND
+  AllreduceScript allreduce;               // the fake libnccl's communicators
+  std::vector<XidEventScript> xid_events;  // what NVML's event sets deliver
 
   /// The path label between GPUs a and b (indices into gpus): "X" for a == b.
   std::string path(std::size_t a, std::size_t b) const;

@@ -10,8 +10,8 @@
 //                                      a launcher without PMIx, instead of the launcher's local peers
 #include <string>
 
-#include "core/text.hpp"
 #include "cli/app.hpp"
+#include "core/text.hpp"
 #include "job/test_faults.hpp"
 
 namespace preflight {

@@ -7,17 +7,17 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <string_view>
-#include <map>
 #include <utility>
 
-#define FUZZ_CHECK(cond)                                                                    \
-  do {                                                                                      \
-    if (!(cond)) {                                                                          \
+#define FUZZ_CHECK(cond)                                                                      \
+  do {                                                                                        \
+    if (!(cond)) {                                                                            \
       std::fprintf(stderr, "fuzz invariant failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
-      std::abort();                                                                         \
-    }                                                                                       \
+      std::abort();                                                                           \
+    }                                                                                         \
   } while (0)
 
 namespace preflight::fuzz {
@@ -42,8 +42,10 @@ inline std::map<std::string, std::string> env_lines(std::string_view s) {
     const std::string_view line = s.substr(0, nl);
     s = nl == std::string_view::npos ? std::string_view() : s.substr(nl + 1);
     const std::size_t eq = line.find('=');
-    if (eq == std::string_view::npos) vars[std::string(line)] = "";
-    else vars[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
+    if (eq == std::string_view::npos)
+      vars[std::string(line)] = "";
+    else
+      vars[std::string(line.substr(0, eq))] = std::string(line.substr(eq + 1));
   }
   return vars;
 }

@@ -14,8 +14,8 @@
 //   quiet-exit MS           closes stdout and stderr, sleeps MS milliseconds, exits 0 (its exit is
 //                           the only event the caller can see)
 #include <signal.h>
-#include <time.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,7 +58,8 @@ void write_str(int fd, const std::string& s) { write_all(fd, s.data(), s.size())
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "ok") {
-    write_str(1, R"({"helper": "fake", "ok": true, "gpus": [0, 1]})" "\n");
+    write_str(1, R"({"helper": "fake", "ok": true, "gpus": [0, 1]})"
+                 "\n");
     return 0;
   }
   if (mode == "echo") {
@@ -86,7 +87,9 @@ int main(int argc, char** argv) {
     return std::atoi(argv[2]);
   }
   if (mode == "garbage") {
-    static const char junk[] = "\x7f" "ELF\x02\x01\x01\x00\xff\xfe\x1b[31m{\"not\": json";
+    static const char junk[] =
+        "\x7f"
+        "ELF\x02\x01\x01\x00\xff\xfe\x1b[31m{\"not\": json";
     write_all(1, junk, sizeof junk - 1);
     return 0;
   }
@@ -110,8 +113,7 @@ int main(int argc, char** argv) {
     ::close(2);
     const long ms = std::atol(argv[2]);
     timespec t{ms / 1000, (ms % 1000) * 1000000L};
-    while (::nanosleep(&t, &t) != 0 && errno == EINTR) {
-    }
+    while (::nanosleep(&t, &t) != 0 && errno == EINTR) {}
     return 0;
   }
   write_str(2, "fake helper: unknown mode '" + mode + "'\n");

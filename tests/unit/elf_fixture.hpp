@@ -138,8 +138,6 @@ inline std::string with_sections(const std::vector<Section>& sections) {
   return buf;
 }
 
-inline void write(const std::string& path, const Spec& spec) {
-  std::ofstream(path, std::ios::binary) << build(spec);
-}
+inline void write(const std::string& path, const Spec& spec) { std::ofstream(path, std::ios::binary) << build(spec); }
 
 }  // namespace preflight::elf_fixture

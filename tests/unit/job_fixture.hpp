@@ -32,7 +32,8 @@ inline JobFacts job_from(const RankFacts& base, int hosts, int ranks_per_host) {
       f.placement.local_ranks = ranks_per_host;
       f.placement.nodes = hosts;
       f.placement.launcher = "openmpi";
-      f.placement.mpi = MpiView{rank, j.world_size, l, ranks_per_host, hosts, false, "Open MPI v4.1.4", {}, "pmix_local_peers"};
+      f.placement.mpi =
+          MpiView{rank, j.world_size, l, ranks_per_host, hosts, false, "Open MPI v4.1.4", {}, "pmix_local_peers"};
       RankStatus s;
       s.rank = rank;
       s.host = f.identity.hostname;

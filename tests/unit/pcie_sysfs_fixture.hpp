@@ -41,11 +41,11 @@ inline void put32(std::string& b, std::size_t at, std::uint32_t v) {
 /// A 4096-byte config space: vendor/device, then AER at 0x100 and, when acs, ACS at 0x148 with ctrl.
 inline std::string config_blob(bool acs, std::uint16_t ctrl, std::size_t keep = 4096) {
   std::string b(4096, '\0');
-  put32(b, 0, 0x1af08086u);  // vendor 8086, device 1af0
+  put32(b, 0, 0x1af08086u);                                    // vendor 8086, device 1af0
   put32(b, 0x100, 0x00010001u | (acs ? (0x148u << 20) : 0u));  // AER v1, next 0x148 or end
   put32(b, 0x104, 0);
   if (acs) {
-    put32(b, 0x148, 0x0001000du);  // ACS v1, end of list
+    put32(b, 0x148, 0x0001000du);                                         // ACS v1, end of list
     put32(b, 0x14c, 0x005fu | (static_cast<std::uint32_t>(ctrl) << 16));  // cap SV TB RR CR UF DT, ctrl
   }
   b.resize(keep);
@@ -81,7 +81,8 @@ inline void add_device(const std::filesystem::path& root, const Device& d, const
   fs::create_directories(root / "sys/bus/pci/devices");
   fs::create_directory_symlink("../../../devices/" + d.path, root / "sys/bus/pci/devices" / bdf);
   std::string dots;
-  for (std::size_t i = 0; i < static_cast<std::size_t>(std::count(d.path.begin(), d.path.end(), '/')) + 2; ++i) dots += "../";
+  for (std::size_t i = 0; i < static_cast<std::size_t>(std::count(d.path.begin(), d.path.end(), '/')) + 2; ++i)
+    dots += "../";
   if (d.group >= 0) {
     const fs::path g = root / "sys/kernel/iommu_groups" / std::to_string(d.group);
     fs::create_directories(g / "devices");
@@ -105,17 +106,26 @@ inline void build_two_socket(const std::filesystem::path& root, const TreeOption
       {s0 + "/0000:01:00.0/0000:02:00.0", bridge, "0x1000", "0xc030", "0", "0-15", -1, "pcieport", true, o.other_ctrl},
       {s0 + "/0000:01:00.0/0000:02:01.0", bridge, "0x1000", "0xc030", "0", "0-15", -1, "pcieport", true, o.other_ctrl},
       {s0 + "/0000:01:00.0/0000:02:02.0", bridge, "0x1000", "0xc030", "0", "0-15", -1, "pcieport", true, o.other_ctrl},
-      {s0 + "/0000:01:00.0/0000:02:00.0/0000:03:00.0", "0x030200", "0x10de", "0x2330", "0", "0-15", 30, "nvidia", false, 0},
-      {s0 + "/0000:01:00.0/0000:02:01.0/0000:04:00.0", "0x030200", "0x10de", "0x2330", "0", "0-15", 31, "nvidia", false, 0},
-      {s0 + "/0000:01:00.0/0000:02:02.0/0000:05:00.0", "0x020700", "0x15b3", "0x1021", "0", "0-15", 32, "mlx5_core", false, 0},
+      {s0 + "/0000:01:00.0/0000:02:00.0/0000:03:00.0", "0x030200", "0x10de", "0x2330", "0", "0-15", 30, "nvidia", false,
+       0},
+      {s0 + "/0000:01:00.0/0000:02:01.0/0000:04:00.0", "0x030200", "0x10de", "0x2330", "0", "0-15", 31, "nvidia", false,
+       0},
+      {s0 + "/0000:01:00.0/0000:02:02.0/0000:05:00.0", "0x020700", "0x15b3", "0x1021", "0", "0-15", 32, "mlx5_core",
+       false, 0},
       {s1, bridge, "0x8086", "0x347a", "1", "16-31", -1, "pcieport", true, o.other_ctrl},
       {s1 + "/0000:81:00.0", bridge, "0x1000", "0xc030", "1", "16-31", -1, "pcieport", false, 0},
-      {s1 + "/0000:81:00.0/0000:82:00.0", bridge, "0x1000", "0xc030", "1", "16-31", -1, "pcieport", true, o.socket1_port_ctrl},
-      {s1 + "/0000:81:00.0/0000:82:01.0", bridge, "0x1000", "0xc030", "1", "16-31", -1, "pcieport", true, o.socket1_port_ctrl},
-      {s1 + "/0000:81:00.0/0000:82:02.0", bridge, "0x1000", "0xc030", "1", "16-31", -1, "pcieport", true, o.socket1_port_ctrl},
-      {s1 + "/0000:81:00.0/0000:82:00.0/0000:83:00.0", "0x030200", "0x10de", "0x2330", "1", "16-31", 40, "nvidia", false, 0},
-      {s1 + "/0000:81:00.0/0000:82:01.0/0000:84:00.0", "0x030200", "0x10de", "0x2330", "-1", "16-31", 41, "nvidia", false, 0},
-      {s1 + "/0000:81:00.0/0000:82:02.0/0000:85:00.0", "0x020700", "0x15b3", "0x1021", "1", "16-31", 42, "mlx5_core", false, 0},
+      {s1 + "/0000:81:00.0/0000:82:00.0", bridge, "0x1000", "0xc030", "1", "16-31", -1, "pcieport", true,
+       o.socket1_port_ctrl},
+      {s1 + "/0000:81:00.0/0000:82:01.0", bridge, "0x1000", "0xc030", "1", "16-31", -1, "pcieport", true,
+       o.socket1_port_ctrl},
+      {s1 + "/0000:81:00.0/0000:82:02.0", bridge, "0x1000", "0xc030", "1", "16-31", -1, "pcieport", true,
+       o.socket1_port_ctrl},
+      {s1 + "/0000:81:00.0/0000:82:00.0/0000:83:00.0", "0x030200", "0x10de", "0x2330", "1", "16-31", 40, "nvidia",
+       false, 0},
+      {s1 + "/0000:81:00.0/0000:82:01.0/0000:84:00.0", "0x030200", "0x10de", "0x2330", "-1", "16-31", 41, "nvidia",
+       false, 0},
+      {s1 + "/0000:81:00.0/0000:82:02.0/0000:85:00.0", "0x020700", "0x15b3", "0x1021", "1", "16-31", 42, "mlx5_core",
+       false, 0},
       {"pci0000:00/0000:00:17.0", "0x010601", "0x8086", "0x1bd2", "0", "0-15", 5, "ahci", false, 0},  // SATA: ignored
   };
   for (const Device& d : devs) add_device(root, d, o);
@@ -126,8 +136,9 @@ inline void build_two_socket(const std::filesystem::path& root, const TreeOption
     std::filesystem::create_directories(root / "sys/class/iommu");
   }
   write_file(root / "proc/cmdline", o.cmdline + "\n");
-  write_file(root / "proc/cpuinfo", std::string("processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vme de pse tsc msr") +
-                                        (o.hypervisor ? " hypervisor" : "") + " lahf_lm\n\n");
+  write_file(root / "proc/cpuinfo",
+             std::string("processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vme de pse tsc msr") +
+                 (o.hypervisor ? " hypervisor" : "") + " lahf_lm\n\n");
   write_file(root / "sys/devices/system/cpu/online", "0-31\n");
   write_file(root / "sys/devices/system/cpu/possible", "0-31\n");
   write_file(root / "sys/devices/system/node/possible", "0-1\n");

@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   const MountInfo info = parse_mountinfo(rest);
   CgroupMembership guess{2, std::string(first)};
-  for (const CgroupMembership& m : {member.ok() ? *member.value() : guess, guess, CgroupMembership{1, std::string(first)}}) {
+  for (const CgroupMembership& m :
+       {member.ok() ? *member.value() : guess, guess, CgroupMembership{1, std::string(first)}}) {
     const MountInfoLine* mount = find_memory_cgroup_mount(info, m);
     if (mount == nullptr) continue;
     const std::vector<std::string> lineage = cgroup_lineage(m.path, mount->root);

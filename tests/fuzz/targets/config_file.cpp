@@ -22,8 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         std::vector<std::string>{"preflight", "merge", "--config", path, "a.json"}}) {
     try {
       (void)parse_cli(argv);
-    } catch (const UsageError&) {
-    }
+    } catch (const UsageError&) {}
   }
   (void)parse_count(fuzz::first_line(fuzz::text(data, size)).first);
   return 0;

@@ -10,8 +10,10 @@ using namespace preflight;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view in = fuzz::text(data, size);
   const Probed<std::string> json = parse_cuda_version_json(in);
-  if (const std::string* v = json.value()) FUZZ_CHECK(Version::parse(*v).has_value());
-  else FUZZ_CHECK(!json.why().empty());
+  if (const std::string* v = json.value())
+    FUZZ_CHECK(Version::parse(*v).has_value());
+  else
+    FUZZ_CHECK(!json.why().empty());
   const Probed<std::string> txt = parse_cuda_version_txt(in);
   if (const std::string* v = txt.value()) FUZZ_CHECK(Version::parse(*v).has_value());
   return 0;

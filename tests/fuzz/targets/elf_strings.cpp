@@ -16,7 +16,8 @@ void check_names(const std::vector<std::string>& names, std::size_t size) {
   FUZZ_CHECK(std::adjacent_find(names.begin(), names.end()) == names.end());
   for (const std::string& n : names) {
     FUZZ_CHECK(n.size() <= size && n.size() > 5 && n.starts_with("NCCL_"));
-    FUZZ_CHECK(std::all_of(n.begin() + 5, n.end(), [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }));
+    FUZZ_CHECK(std::all_of(n.begin() + 5, n.end(),
+                           [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }));
   }
 }
 

@@ -17,8 +17,8 @@ const std::vector<Grammar>& fixed_grammars() {
   static const std::vector<Grammar> grammars = [] {
     std::vector<Grammar> out;
     for (const char* type : {"int", "int:0..1", "int:-1..1048576", "torch_bool", "torch_int", "torch_int:0..3600",
-                             "enum:INFO|WARN|TRACE|VERSION", "ienum:0|1|2|LOC|PIX|PXB|PHB|SYS", "list:INIT|COLL|P2P|NET|ALL",
-                             "string", "path"}) {
+                             "enum:INFO|WARN|TRACE|VERSION", "ienum:0|1|2|LOC|PIX|PXB|PHB|SYS",
+                             "list:INIT|COLL|P2P|NET|ALL", "string", "path"}) {
       for (bool raises : {false, true}) {
         if (auto g = parse_grammar(type, raises)) out.push_back(*g);
       }

@@ -4,8 +4,8 @@
 // decode_nccl_version and format_cuda_version on the input's integers.
 #include <cstring>
 
-#include "core/version.hpp"
 #include "core/gpu_text.hpp"
+#include "core/version.hpp"
 #include "fuzz_common.hpp"
 
 using namespace preflight;

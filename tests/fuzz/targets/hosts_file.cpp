@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // /etc/hosts: hosts_file_lookup for the names the net probe looks up. Input: the first line is the
 // name, the rest the file; the whole input is also looked up for fixed names.
-#include "probes/net_probe.hpp"
 #include "fuzz_common.hpp"
+#include "probes/net_probe.hpp"
 
 using namespace preflight;
 

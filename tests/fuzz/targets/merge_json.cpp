@@ -8,12 +8,12 @@
 #include <fstream>
 
 #include "cli/cli.hpp"
-#include "job/job_report.hpp"
 #include "cli/merge.hpp"
 #include "cli/result_file_json.hpp"
-#include "report/report.hpp"
 #include "fuzz_checks.hpp"
 #include "fuzz_common.hpp"
+#include "job/job_report.hpp"
+#include "report/report.hpp"
 
 using namespace preflight;
 

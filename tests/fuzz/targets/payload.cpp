@@ -8,9 +8,9 @@
 // and exits (how corpus/payload/ was made).
 #include <fstream>
 
-#include "transport/payload.hpp"
 #include "fuzz_common.hpp"
 #include "gpu_facts_fixture.hpp"
+#include "transport/payload.hpp"
 
 using namespace preflight;
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // /proc/self/limits and /proc/self/status: parse_limit_row (every row the limits probe reads) and
 // parse_cap_ipc_lock (CapEff).
-#include "probes/limits_probe.hpp"
 #include "fuzz_common.hpp"
+#include "probes/limits_probe.hpp"
 
 using namespace preflight;
 

@@ -2,9 +2,9 @@
 // Names and link targets read from sysfs and NVML: parse_pci_device_path (the resolved
 // /sys/bus/pci/devices/<bdf> link), is_pci_bdf, is_pci_host_bridge, normalize_bus_id, parse_ip
 // (addresses in NCCL_COMM_ID and /etc/hosts), same_ip, is_loopback_ip.
+#include "sys/sysfs_pci.hpp"
 #include "core/nccl_socket.hpp"
 #include "core/pci_topology.hpp"
-#include "sys/sysfs_pci.hpp"
 #include "fuzz_common.hpp"
 
 using namespace preflight;

@@ -38,7 +38,8 @@ JobFacts stack_job() {
     NetInterface lo;
     lo.name = "lo";
     lo.loopback = true;
-    f.net.interfaces = Probed<std::vector<NetInterface>>::ok({lo, nic("eth0", "mlx5_core", "24.10-1.1.4")}, "getifaddrs");
+    f.net.interfaces =
+        Probed<std::vector<NetInterface>>::ok({lo, nic("eth0", "mlx5_core", "24.10-1.1.4")}, "getifaddrs");
   }
   return j;
 }
@@ -64,7 +65,8 @@ TEST(ClusterConsistency, NcclDriftFailsNamingOddHostsAndMajority) {
   on_host(j, 2, [](RankFacts& f) { f.gpu.nccl.value()->version = "2.18.1"; });
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "NCCL drift: gpu-c (ranks 4–5) has 2.18.1, the majority (6 of 8 ranks) 2.21.5")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NCCL drift: gpu-c (ranks 4–5) has 2.18.1, the majority (6 of 8 ranks) 2.21.5"))
+      << v.summary;
   EXPECT_TRUE(has(v.summary, "hang or corrupt")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "libnccl.so.2")) << v.remedy;
   EXPECT_EQ(v.finding.code, "cluster.consistency/nccl-drift");
@@ -82,7 +84,8 @@ TEST(ClusterConsistency, DriverAndCudaDriftFail) {
   });
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "NVIDIA driver drift: gpu-d (ranks 6–7) has 535.104.05, the majority (6 of 8 ranks) 550.54.15"))
+  EXPECT_TRUE(
+      has(v.summary, "NVIDIA driver drift: gpu-d (ranks 6–7) has 535.104.05, the majority (6 of 8 ranks) 550.54.15"))
       << v.summary;
   EXPECT_TRUE(has(v.summary, "CUDA driver API drift: gpu-d (ranks 6–7) has 12.2")) << v.summary;
   // Two findings with different values: each is reported with its own parameters.
@@ -99,7 +102,8 @@ TEST(ClusterConsistency, CudaRuntimeDriftFails) {
   on_host(j, 0, [](RankFacts& f) { f.gpu.runtime.runtimes = {gpu_fixture::cuda_runtime("12.1", "torch")}; });
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "CUDA runtimes drift: gpu-a (ranks 0–1) has 12.1 (torch), the majority (6 of 8 ranks) 12.4 (torch)"))
+  EXPECT_TRUE(has(v.summary,
+                  "CUDA runtimes drift: gpu-a (ranks 0–1) has 12.1 (torch), the majority (6 of 8 ranks) 12.4 (torch)"))
       << v.summary;
   EXPECT_EQ(v.finding.code, "cluster.consistency/cuda-runtime-drift");
   EXPECT_EQ(v.finding.params["odd"], "gpu-a (ranks 0–1) has 12.1 (torch)");
@@ -115,7 +119,8 @@ TEST(ClusterConsistency, KernelFrameworkAndNicDriftWarn) {
   });
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
-  EXPECT_TRUE(has(v.summary, "kernel drift: gpu-b (ranks 2–3) has 6.1.0-18-amd64, the majority (6 of 8 ranks) 6.1.0-28-amd64"))
+  EXPECT_TRUE(
+      has(v.summary, "kernel drift: gpu-b (ranks 2–3) has 6.1.0-18-amd64, the majority (6 of 8 ranks) 6.1.0-28-amd64"))
       << v.summary;
   EXPECT_TRUE(has(v.summary, "framework drift: gpu-b (ranks 2–3) has torch 2.4.0+cu124")) << v.summary;
   EXPECT_TRUE(has(v.summary, "NIC drivers drift: gpu-b (ranks 2–3) has mlx5_core 23.10-0.5.5")) << v.summary;
@@ -138,7 +143,9 @@ TEST(ClusterConsistency, UnreadableVersionIsUnknownOnlyWhenNothingDiffers) {
   });
   Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
-  EXPECT_TRUE(has(v.summary, "NCCL could not be read on gpu-b (ranks 2–3) (helper: ncclGetVersion did not return within 5.0 s")) << v.summary;
+  EXPECT_TRUE(
+      has(v.summary, "NCCL could not be read on gpu-b (ranks 2–3) (helper: ncclGetVersion did not return within 5.0 s"))
+      << v.summary;
   EXPECT_EQ(v.evidence["NCCL"]["(unreadable)"].size(), 2u);
   EXPECT_EQ(v.finding.code, "cluster.consistency/unreadable");
   EXPECT_EQ(v.finding.params["item"], "NCCL");

@@ -35,12 +35,14 @@ TEST(ClusterShmNamespace, SeparateContainersOnOneHostFail) {
   for (int r : {2, 3}) {
     RankFacts& f = j.ranks[static_cast<std::size_t>(r)];
     f.shm.usage.value()->st_dev = 0x99;
-    f.shm.mount = Probed<MountEntry>::ok(shm_mount("rw,nosuid,nodev,noexec,relatime,size=65536k"), "/proc/self/mountinfo");
+    f.shm.mount =
+        Probed<MountEntry>::ok(shm_mount("rw,nosuid,nodev,noexec,relatime,size=65536k"), "/proc/self/mountinfo");
   }
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "gpu-a: the ranks see 2 different /dev/shm (ranks 0–1: st_dev 0x1a; ranks 2–3: st_dev 0x99, "
-                             "tmpfs shm (rw,nosuid,nodev,noexec,relatime,size=65536k))"))
+  EXPECT_TRUE(has(v.summary,
+                  "gpu-a: the ranks see 2 different /dev/shm (ranks 0–1: st_dev 0x1a; ranks 2–3: st_dev 0x99, "
+                  "tmpfs shm (rw,nosuid,nodev,noexec,relatime,size=65536k))"))
       << v.summary;
   EXPECT_TRUE(has(v.summary, "NCCL disables its SHM and P2P transports")) << v.summary;
   EXPECT_FALSE(has(v.summary, "gpu-b")) << v.summary;
@@ -71,7 +73,8 @@ TEST(ClusterShmNamespace, EachHostWithSeparateShmIsNamed) {
 
 TEST(ClusterShmNamespace, UnreadableShmIsUnknown) {
   JobFacts j = job_fixture::job(1, 2);
-  j.ranks[1].shm.usage = Probed<FsUsage>::error(ProbeErrc::NotFound, "/dev/shm: No such file or directory", "statfs /dev/shm");
+  j.ranks[1].shm.usage =
+      Probed<FsUsage>::error(ProbeErrc::NotFound, "/dev/shm: No such file or directory", "statfs /dev/shm");
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Unknown);
   EXPECT_TRUE(has(v.summary, "gpu-a: /dev/shm could not be read on rank 1")) << v.summary;

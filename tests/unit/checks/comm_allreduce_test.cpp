@@ -61,7 +61,8 @@ JobFacts node_run() {
 TEST(CommAllreduce, PassWithTheNumbers) {
   const Verdict v = judge_job(spec(), nccl_job());
   expect(v, Status::Pass,
-         "the all_reduce was correct on every participant: algbw 67.11 GB/s, busbw 125.83 GB/s for 32 MiB across 16 GPUs over "
+         "the all_reduce was correct on every participant: algbw 67.11 GB/s, busbw 125.83 GB/s for 32 MiB across 16 "
+         "GPUs over "
          "nccl (best of 5, 500 µs)");
   for (const char* key : {"bytes", "ranks", "algbw_gbps", "busbw_gbps", "seconds", "transport", "repeats"}) {
     EXPECT_TRUE(v.evidence.contains(key)) << key;
@@ -86,7 +87,8 @@ TEST(CommAllreduce, TimesAreForPeople) {
 TEST(CommAllreduce, BelowTheFloorFails) {
   const Verdict v = judge_job(spec(), nccl_job(), floor_at(300));
   expect(v, Status::Fail,
-         "all_reduce busbw is below --min-busbw 300 GB/s: algbw 67.11 GB/s, busbw 125.83 GB/s for 32 MiB across 16 GPUs over nccl "
+         "all_reduce busbw is below --min-busbw 300 GB/s: algbw 67.11 GB/s, busbw 125.83 GB/s for 32 MiB across 16 "
+         "GPUs over nccl "
          "(best of 5",
          "`mpirun -np 16 all_reduce_perf -b 33554432 -e 33554432 -c 1 -n 5 -g 1`");
   EXPECT_EQ(v.evidence["min_busbw_gbps"], 300.0);
@@ -145,8 +147,10 @@ TEST(CommAllreduce, UnconnectedRanksTellTheStoryOfLaunchRanks) {
   f.placement.world_size = 4;
   f.placement.launcher = "slurm";
   const Verdict v = judge_job(spec(), job_fixture::single(f));
-  expect(v, Status::Unknown, "the all_reduce was not run: the launcher (slurm) claims 4 ranks, but preflight ran as a single "
-                             "process", "srun --mpi=pmix");
+  expect(v, Status::Unknown,
+         "the all_reduce was not run: the launcher (slurm) claims 4 ranks, but preflight ran as a single "
+         "process",
+         "srun --mpi=pmix");
   EXPECT_EQ(v.summary.find("no launcher"), std::string::npos) << v.summary;
   EXPECT_EQ(v.finding.code, "comm.allreduce/not-connected");
   EXPECT_EQ(v.finding.params["launcher"], "slurm");
@@ -178,12 +182,14 @@ TEST(CommAllreduce, MpiTransportSaysItMeasuredHostMemory) {
   j.allreduce.busbw_gbps = 2.1;
   j.allreduce.algbw_gbps = 1.12;
   expect(judge_job(spec(), j), Status::Pass, "across 16 ranks over mpi");
-  expect(judge_job(spec(), j), Status::Pass, "measured over MPI in host memory (a CPU-only node): this is the hosts' network and memory, not a GPU fabric");
+  expect(judge_job(spec(), j), Status::Pass,
+         "measured over MPI in host memory (a CPU-only node): this is the hosts' network and memory, not a GPU fabric");
   EXPECT_EQ(judge_job(spec(), j).finding.code, "comm.allreduce/correct");
   EXPECT_EQ(judge_job(spec(), j).finding.params["participants"], "16 ranks");
   // A GPU-fabric floor does not apply to host memory: that part is skipped with the reason, never failed.
   const Verdict v = judge_job(spec(), j, floor_at(150));
-  expect(v, Status::Pass, "; --min-busbw 150 GB/s: SKIP, a floor for a GPU fabric does not apply to MPI in host memory");
+  expect(v, Status::Pass,
+         "; --min-busbw 150 GB/s: SKIP, a floor for a GPU fabric does not apply to MPI in host memory");
   EXPECT_EQ(v.finding.code, "comm.allreduce/correct-floor-not-for-mpi");
   EXPECT_EQ(v.finding.params["floor"], "150");
   EXPECT_EQ(v.finding.params["busbw"], judge_job(spec(), j).finding.params["busbw"]);
@@ -209,7 +215,8 @@ TEST(CommAllreduce, WrongResultFailsNamingRanks) {
   j.allreduce.errors = {"rank 9 (gpu-b): element 1048576 is 15, expected 16"};
   const Verdict v = judge_job(spec(), j);
   expect(v, Status::Fail,
-         "the all_reduce result was wrong on 1 of 16 participants: rank 9 (gpu-b, pid 1009, last phase report) (rank 9 (gpu-b): "
+         "the all_reduce result was wrong on 1 of 16 participants: rank 9 (gpu-b, pid 1009, last phase report) (rank 9 "
+         "(gpu-b): "
          "element 1048576 is 15, expected 16) over nccl",
          "NCCL_P2P_DISABLE=1");
   EXPECT_EQ(v.finding.code, "comm.allreduce/wrong-result-nccl");
@@ -249,7 +256,8 @@ TEST(CommAllreduce, ExpiredNamesMissingRanks) {
   j.status[12].silent_s = 6.1;
   const Verdict v = judge_job(spec(), j);
   expect(v, Status::Fail,
-         "the all_reduce did not complete within 10 s over nccl: 1 of 16 ranks did not finish: rank 12 (gpu-b, pid 1012, last "
+         "the all_reduce did not complete within 10 s over nccl: 1 of 16 ranks did not finish: rank 12 (gpu-b, pid "
+         "1012, last "
          "phase allreduce, silent 6.1 s)",
          "rank 12 on gpu-b stopped in the allreduce");
   EXPECT_NE(v.remedy.find("NCCL_DEBUG=INFO"), std::string::npos);
@@ -304,7 +312,8 @@ TEST(CommAllreduce, ErrorFails) {
   j.allreduce.note = "ncclCommInitRank";
   j.allreduce.errors = {"rank 5 (gpu-a): ncclSystemError: socket connect to 192.0.2.2 failed"};
   expect(judge_job(spec(), j), Status::Fail,
-         "the all_reduce over nccl failed: ncclCommInitRank; rank 5 (gpu-a): ncclSystemError: socket connect to 192.0.2.2 failed",
+         "the all_reduce over nccl failed: ncclCommInitRank; rank 5 (gpu-a): ncclSystemError: socket connect to "
+         "192.0.2.2 failed",
          "NCCL_DEBUG=INFO");
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.finding.code, "comm.allreduce/error-nccl");
@@ -339,10 +348,11 @@ TEST(CommAllreduce, ARankThatEndedIsTheStory) {
   j.status[12].lost = "unreachable";
   j.status[12].lost_at_s = 4.0;
   Verdict v = judge_job(spec(), j);
-  expect(v, Status::Fail,
-         "the all_reduce over nccl could not complete: rank 12 (gpu-b, pid 1012, last phase allreduce, its host stopped "
-         "answering at 4.0 s)",
-         "rank 12 on gpu-b stopped acknowledging rank 0's TCP connection in the allreduce");
+  expect(
+      v, Status::Fail,
+      "the all_reduce over nccl could not complete: rank 12 (gpu-b, pid 1012, last phase allreduce, its host stopped "
+      "answering at 4.0 s)",
+      "rank 12 on gpu-b stopped acknowledging rank 0's TCP connection in the allreduce");
   EXPECT_EQ(v.finding.code, "comm.allreduce/ranks-lost");
   EXPECT_EQ(v.finding.params["transport"], "nccl");
   EXPECT_EQ(v.finding.params["lost"],
@@ -351,9 +361,10 @@ TEST(CommAllreduce, ARankThatEndedIsTheStory) {
   j.allreduce = {};
   j.status[12].last_phase = Phase::Barrier;
   v = judge_job(spec(), j);
-  expect(v, Status::Fail,
-         "the all_reduce was not run: rank 12 (gpu-b, pid 1012, last phase barrier, its host stopped answering at 4.0 s)",
-         "in the barrier");
+  expect(
+      v, Status::Fail,
+      "the all_reduce was not run: rank 12 (gpu-b, pid 1012, last phase barrier, its host stopped answering at 4.0 s)",
+      "in the barrier");
   EXPECT_EQ(v.finding.code, "comm.allreduce/ranks-lost-before");
   EXPECT_EQ(v.finding.params["lost"],
             "rank 12 (gpu-b, pid 1012, last phase barrier, its host stopped answering at 4.0 s)");
@@ -404,7 +415,6 @@ TEST(CommAllreduce, SkipForMergeAndNoJob) {
   EXPECT_EQ(none.finding.code, "comm.allreduce/not-gathered");
 }
 
-
 TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
   // Every helper of the node's 8 GPUs hung and aborted its communicator: no launcher, no ranks of
   // a world of 1, and the time it really ran (not a deadline longer than the run).
@@ -420,12 +430,14 @@ TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
                        "): allreduce: did not finish within 4.0 s [communicator aborted]");
   }
   Verdict v = judge_job(spec(), j, {}, Profile::Node);
-  expect(v, Status::Fail, "the NCCL all_reduce across the node's 8 GPUs (one contained helper per GPU) did not finish: "
-                          "stopped after 4.2 s; the helpers of GPUs 0–7 hung (8 of 8): every communicator was aborted",
+  expect(v, Status::Fail,
+         "the NCCL all_reduce across the node's 8 GPUs (one contained helper per GPU) did not finish: "
+         "stopped after 4.2 s; the helpers of GPUs 0–7 hung (8 of 8): every communicator was aborted",
          "topo.p2p");
   // The eight helpers' identical errors are said once, naming them all.
   EXPECT_TRUE(v.summary.find("(GPUs 0–7's helpers: allreduce: did not finish within 4.0 s [communicator aborted])") !=
-              std::string::npos) << v.summary;
+              std::string::npos)
+      << v.summary;
   for (const char* wrong : {"of 1 ranks", "launcher", "MPI can reach", "55"}) {
     EXPECT_EQ(v.summary.find(wrong), std::string::npos) << wrong << ": " << v.summary;
     EXPECT_EQ(v.remedy.find(wrong), std::string::npos) << wrong << ": " << v.remedy;
@@ -434,8 +446,9 @@ TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
   EXPECT_EQ(v.finding.code, "comm.allreduce/node-hang");
   EXPECT_EQ(v.finding.params["ranks"], 8);
   EXPECT_EQ(v.finding.params["time"], "4.2 s");
-  EXPECT_NE(v.summary.find("; the helpers of GPUs 0–7 hung (8 of 8): every communicator was aborted after its deadline"),
-            std::string::npos)
+  EXPECT_NE(
+      v.summary.find("; the helpers of GPUs 0–7 hung (8 of 8): every communicator was aborted after its deadline"),
+      std::string::npos)
       << v.summary;
   EXPECT_EQ(v.finding.params["hung_gpus"], "GPUs 0–7");
   EXPECT_EQ(v.finding.params["hung_count"], 8);
@@ -449,7 +462,8 @@ TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
   EXPECT_EQ(v.finding.params["hung_gpus"], "GPU 5");
   EXPECT_EQ(v.finding.params["hung_count"], 1);
   EXPECT_EQ(v.finding.params["error_list"], "GPU 5's helper: allreduce: did not finish within 4.0 s");
-  EXPECT_NE(v.summary.find(" (GPU 5's helper: allreduce: did not finish within 4.0 s)"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find(" (GPU 5's helper: allreduce: did not finish within 4.0 s)"), std::string::npos)
+      << v.summary;
   // An error (no hang) names the GPU's helper too.
   c.expired = false;
   c.missing.clear();
@@ -470,9 +484,10 @@ TEST(CommAllreduce, NodeProfileHangSpeaksOfGpusAndHelpers) {
   c.errors.push_back("rank 5 (GPU 5): verify: element 3 of 8 is 1, expected 2");
   c.note = c.errors.front() + " (and 8 more)";
   v = judge_job(spec(), j, {}, Profile::Node);
-  expect(v, Status::Fail,
-         "the all_reduce over nccl failed: GPUs 0–7's helpers: init: ncclCommInitRankConfig: ncclUnhandledCudaError: "
-         "Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'; GPU 5's helper: verify: element 3");
+  expect(
+      v, Status::Fail,
+      "the all_reduce over nccl failed: GPUs 0–7's helpers: init: ncclCommInitRankConfig: ncclUnhandledCudaError: "
+      "Cuda failure 'CUDA driver version is insufficient for CUDA runtime version'; GPU 5's helper: verify: element 3");
   EXPECT_EQ(v.summary.find("CUDA driver version", v.summary.find("CUDA driver version") + 1), std::string::npos)
       << v.summary;
   EXPECT_EQ(v.summary.find("more"), std::string::npos) << v.summary;
@@ -487,8 +502,9 @@ TEST(CommAllreduce, NcclThatCannotRunIsNeverAnMpiPass) {
   c.attempted = true;
   c.blocked = true;
   c.transport = "nccl";
-  c.note = "the NCCL all_reduce across the job's GPUs cannot run: rank 1 (gpu-a) has no GPU to use: local rank 1 but "
-           "it sees 0 GPUs (see launch.gpu_binding, gpu.count and nccl.library)";
+  c.note =
+      "the NCCL all_reduce across the job's GPUs cannot run: rank 1 (gpu-a) has no GPU to use: local rank 1 but "
+      "it sees 0 GPUs (see launch.gpu_binding, gpu.count and nccl.library)";
   const Verdict v = judge_job(spec(), j);
   expect(v, Status::Fail, "rank 1 (gpu-a) has no GPU to use", "launch.gpu_binding");
   EXPECT_EQ(v.finding.code, "comm.allreduce/nccl-blocked");

@@ -43,11 +43,12 @@ TEST(CommBarrier, ExpiredNamesStuckRanksFirst) {
   j.barrier.missing = {2, 6};
   status(j, 2).last_phase = Phase::Barrier;  // alive, waiting
   status(j, 2).silent_s = 0.3;
-  status(j, 6).last_phase = Phase::Probe;     // stuck in a probe
+  status(j, 6).last_phase = Phase::Probe;  // stuck in a probe
   status(j, 6).silent_s = 7.5;
   const Verdict v = judge_job(spec(), j);
   expect(v, Status::Fail,
-         "the barrier did not complete within 5 s: 2 of 8 ranks did not arrive: rank 6 (gpu-b, pid 1006, last phase probe, "
+         "the barrier did not complete within 5 s: 2 of 8 ranks did not arrive: rank 6 (gpu-b, pid 1006, last phase "
+         "probe, "
          "silent 7.5 s); alive and waiting: rank 2 (gpu-a, pid 1002, last phase barrier)",
          "rank 6 on gpu-b stopped while probing the node");
   EXPECT_EQ(v.finding.code, "comm.barrier/expired");
@@ -87,7 +88,8 @@ TEST(CommBarrier, ExpiredWithEveryRankAliveBlamesTheFabric) {
   for (int r : {2, 3}) status(j, r).last_phase = Phase::Barrier;
   const Verdict v = judge_job(spec(), j);
   expect(v, Status::Fail,
-         "every rank arrived and is alive (waiting: rank 2 (gpu-b, pid 1002, last phase barrier); rank 3 (gpu-b, pid 1003, "
+         "every rank arrived and is alive (waiting: rank 2 (gpu-b, pid 1002, last phase barrier); rank 3 (gpu-b, pid "
+         "1003, "
          "last phase barrier)): the fabric between ranks (MPI's transport), not a stuck rank",
          "btl_tcp_if_include");
   EXPECT_EQ(v.finding.code, "comm.barrier/fabric");
@@ -109,7 +111,8 @@ TEST(CommBarrier, InterruptedByTheLauncherDoesNotBlameTheFabric) {
   status(j, 2).silent_s = 0.2;
   status(j, 3).silent_s = 0.9;
   const Verdict v = judge_job(spec(), j);
-  expect(v, Status::Fail, "the barrier was interrupted after 2.7 s: the launcher ended the job", "ORTE has lost communication");
+  expect(v, Status::Fail, "the barrier was interrupted after 2.7 s: the launcher ended the job",
+         "ORTE has lost communication");
   EXPECT_EQ(v.summary.find("fabric"), std::string::npos) << v.summary;
   EXPECT_NE(v.summary.find("(last heard: gpu-b 900 ms ago, gpu-a 100 ms ago)"), std::string::npos) << v.summary;
   EXPECT_EQ(v.finding.code, "comm.barrier/interrupted");
@@ -126,7 +129,8 @@ TEST(CommBarrier, NotRunBecauseRanksWereMissing) {
   j.barrier.note = "the gather expired";
   const Verdict v = judge_job(spec(), j);
   expect(v, Status::Fail,
-         "the barrier was not run: 1 of 4 ranks did not arrive earlier: rank 3 (gpu-b, pid 1003, last phase probe, silent 9.0 s) "
+         "the barrier was not run: 1 of 4 ranks did not arrive earlier: rank 3 (gpu-b, pid 1003, last phase probe, "
+         "silent 9.0 s) "
          "(the gather expired)",
          "gdb -p 1003");
   EXPECT_EQ(v.finding.code, "comm.barrier/ranks-missing");

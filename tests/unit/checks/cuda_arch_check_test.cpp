@@ -5,9 +5,9 @@
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
-#include "gpu_facts_fixture.hpp"
 #include "checks/cuda_compat.hpp"
 #include "checks/specs.hpp"
+#include "gpu_facts_fixture.hpp"
 
 namespace preflight {
 namespace checks_cuda_arch_check_test {
@@ -103,8 +103,9 @@ TEST(CudaArchCheck, ImageProfileUsesTargetGpus) {
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_EQ(v.finding.code, "cuda.arch/target-gpu-invalid");
   EXPECT_EQ(v.finding.params["gpu"], "target GPU 'nine' (not a compute capability such as 9.0)");
-  EXPECT_EQ(v.summary, "target GPU 'nine' (not a compute capability such as 9.0): its compute capability could not be "
-                       "read");
+  EXPECT_EQ(v.summary,
+            "target GPU 'nine' (not a compute capability such as 9.0): its compute capability could not be "
+            "read");
   EXPECT_EQ(v.remedy, "Give --target-gpu as major.minor, e.g. 9.0.");
 }
 
@@ -125,13 +126,16 @@ TEST(CudaArchCheck, BlackwellOnADriverBranchThatPredatesItFails) {
       EXPECT_EQ(v.finding.code, "cuda.arch/driver-predates-gpu");
       EXPECT_EQ(v.finding.params["first_branch"], "R570");
       EXPECT_EQ(v.finding.params["cc"], cc);
-      EXPECT_TRUE(has(v.summary, "target GPU CC " + std::string(cc) + " (Blackwell) is not supported by the target "
-                                 "driver " + driver))
+      EXPECT_TRUE(has(v.summary, "target GPU CC " + std::string(cc) +
+                                     " (Blackwell) is not supported by the target "
+                                     "driver " +
+                                     driver))
           << v.summary;
       EXPECT_TRUE(has(v.summary, "needs driver branch R570 (CUDA 12.8) or newer")) << v.summary;
       EXPECT_TRUE(has(v.remedy, "branch R570 or newer")) << v.remedy;
-      EXPECT_TRUE(has(v.remedy, "these GPUs (and judge the image with that --target-driver); Blackwell needs the open "
-                                "GPU kernel modules."))
+      EXPECT_TRUE(has(v.remedy,
+                      "these GPUs (and judge the image with that --target-driver); Blackwell needs the open "
+                      "GPU kernel modules."))
           << v.remedy;
     }
   }
@@ -265,10 +269,12 @@ TEST(CudaArchCheck, FrameworkWithoutKernelsForTheGpuFails) {
   EXPECT_EQ(v.finding.params["framework"], "torch 2.9.0+cu124");
   EXPECT_EQ(v.finding.params["sm"], "sm_70");
   EXPECT_EQ(v.finding.params["compute"], "compute_70");
-  EXPECT_EQ(v.summary, "torch 2.9.0+cu124 has no kernels for GPU 0 (Tesla V100-SXM2-16GB, CC 7.0): arch list sm_75 "
-                       "sm_80 sm_90 has no sm_70 SASS and no PTX ≤ compute_70 (cudaErrorNoKernelImageForDevice, 209)");
-  EXPECT_EQ(v.remedy, "Use a build compiled for sm_70 (e.g. a CUDA 12.x wheel: CUDA 13 builds start at sm_75), or "
-                      "build from source with TORCH_CUDA_ARCH_LIST=\"7.0\".");
+  EXPECT_EQ(v.summary,
+            "torch 2.9.0+cu124 has no kernels for GPU 0 (Tesla V100-SXM2-16GB, CC 7.0): arch list sm_75 "
+            "sm_80 sm_90 has no sm_70 SASS and no PTX ≤ compute_70 (cudaErrorNoKernelImageForDevice, 209)");
+  EXPECT_EQ(v.remedy,
+            "Use a build compiled for sm_70 (e.g. a CUDA 12.x wheel: CUDA 13 builds start at sm_75), or "
+            "build from source with TORCH_CUDA_ARCH_LIST=\"7.0\".");
 }
 
 TEST(CudaArchCheck, SameMajorSassServesLaterMinorsAndPtxOnlyWarns) {
@@ -331,8 +337,9 @@ TEST(CudaArchCheck, RuntimeOutsideTheTableIsUnknown) {
   EXPECT_EQ(v.status, Status::Unknown);
   EXPECT_EQ(v.finding.code, "cuda.arch/cuda-not-in-table");
   EXPECT_EQ(v.finding.params["cuda"], "CUDA 9.2 (old toolkit)");
-  EXPECT_EQ(v.summary, "CUDA 9.2 (old toolkit) is not in the compute-capability table: cannot judge GPU 0 (NVIDIA "
-                       "H100, CC 9.0)");
+  EXPECT_EQ(v.summary,
+            "CUDA 9.2 (old toolkit) is not in the compute-capability table: cannot judge GPU 0 (NVIDIA "
+            "H100, CC 9.0)");
 }
 
 TEST(CudaArchCheck, NothingToJudgeAgainstSkips) {

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
-#include "gpu_facts_fixture.hpp"
 #include "checks/specs.hpp"
+#include "gpu_facts_fixture.hpp"
 
 namespace preflight {
 namespace checks_cuda_runtime_check_test {
@@ -43,7 +43,8 @@ Options image_options(const std::string& driver = "535.104.05") {
 
 TEST(CudaRuntimeCheck, RuntimeAtOrBelowTheDriversCudaPasses) {
   RankFacts f = node_facts();
-  f.gpu.runtime.runtimes = {cuda_runtime("12.1", "torch", "torch 2.5.1+cu121"), cuda_runtime("12.2.140", "toolkit", "", "/usr/local/cuda/version.json")};
+  f.gpu.runtime.runtimes = {cuda_runtime("12.1", "torch", "torch 2.5.1+cu121"),
+                            cuda_runtime("12.2.140", "toolkit", "", "/usr/local/cuda/version.json")};
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_TRUE(has(v.summary, "12.1")) << v.summary;
@@ -137,8 +138,9 @@ TEST(CudaRuntimeCheck, TargetDriverNewerThanTheMatrixIsUnknownNeverExtrapolated)
     EXPECT_EQ(v.finding.code, "cuda.runtime/driver-newer-than-matrix");
     EXPECT_EQ(v.finding.params["what"],
               "CUDA 13.0 (torch 2.9.0+cu130 at /venv/lib/python3.11/site-packages/torch/version.py)");
-    EXPECT_TRUE(has(v.summary, "driver " + std::string(driver) + " is newer than this matrix (newest R620): update the "
-                               "matrix or pass --matrix"))
+    EXPECT_TRUE(has(v.summary, "driver " + std::string(driver) +
+                                   " is newer than this matrix (newest R620): update the "
+                                   "matrix or pass --matrix"))
         << v.summary;
     EXPECT_FALSE(has(v.summary, "13.5")) << v.summary;  // the newest branch's CUDA is not carried over
     EXPECT_TRUE(has(v.remedy, "--matrix")) << v.remedy;
@@ -174,8 +176,10 @@ TEST(CudaRuntimeCheck, NoDriverInNodeProfileIsUnknownNeverPass) {
   EXPECT_TRUE(has(v.summary, "driver.loaded")) << v.summary;
   EXPECT_TRUE(has(v.summary, "CUDA 12.1")) << v.summary;
 
-  f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::LibraryMissing, "libnvidia-ml.so.1: cannot open shared object file");
-  f.gpu.driver.cuda_driver_version = Probed<int>::error(ProbeErrc::LibraryMissing, "libcuda.so.1: cannot open shared object file");
+  f.gpu.driver.nvml_driver_version =
+      Probed<std::string>::error(ProbeErrc::LibraryMissing, "libnvidia-ml.so.1: cannot open shared object file");
+  f.gpu.driver.cuda_driver_version =
+      Probed<int>::error(ProbeErrc::LibraryMissing, "libcuda.so.1: cannot open shared object file");
   v = judge(f, {}, Profile::Job);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   // It follows from driver.loaded, which says why; the loader's error is in the evidence.
@@ -366,8 +370,9 @@ TEST(CudaRuntimeCheck, InterpreterThatCouldNotBeAskedIsUnknown) {
   EXPECT_EQ(v.finding.params["python"], "/opt/env/bin/python3");
   EXPECT_EQ(v.summary,
             "the job's interpreter could not be asked where it imports from: killed after its deadline of 5.0 s");
-  EXPECT_EQ(v.remedy, "Check that /opt/env/bin/python3 runs (/opt/env/bin/python3 -c 'import sys; print(sys.path)'), "
-                      "or name the environment with --site-packages DIR.");
+  EXPECT_EQ(v.remedy,
+            "Check that /opt/env/bin/python3 runs (/opt/env/bin/python3 -c 'import sys; print(sys.path)'), "
+            "or name the environment with --site-packages DIR.");
 }
 
 FrameworkBuild cpu_torch() {
@@ -388,9 +393,10 @@ TEST(CudaRuntimeCheck, CpuOnlyTorchWhereTheJobHasGpusFails) {
   EXPECT_EQ(v.finding.params["torch"], "2.5.1+cpu");
   EXPECT_EQ(v.finding.params["gpus"], "1 GPU (NVML)");
   EXPECT_FALSE(has(v.remedy, "--target-gpu none")) << v.remedy;
-  EXPECT_EQ(v.remedy, "Install a CUDA build of torch for driver 535.104.05 (CUDA 12.2) in the job's environment: pip "
-                      "install torch --index-url https://download.pytorch.org/whl/cu121 (CUDA 12.1 ≤ the driver's "
-                      "12.2); a distribution's torch package may be a CPU build (Debian's python3-torch is).");
+  EXPECT_EQ(v.remedy,
+            "Install a CUDA build of torch for driver 535.104.05 (CUDA 12.2) in the job's environment: pip "
+            "install torch --index-url https://download.pytorch.org/whl/cu121 (CUDA 12.1 ≤ the driver's "
+            "12.2); a distribution's torch package may be a CPU build (Debian's python3-torch is).");
 
   // An image for GPU nodes: the fix says how to declare a CPU-only image.
   RankFacts image;
@@ -410,8 +416,9 @@ TEST(CudaRuntimeCheck, CpuOnlyTorchWhereGpusAreUnknownIsUnknown) {
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_EQ(v.finding.code, "cuda.runtime/cpu-torch-gpus-unknown");
   EXPECT_EQ(v.finding.params["path"], "/venv/lib/python3.11/site-packages/torch/version.py");
-  EXPECT_EQ(v.summary, "torch 2.5.1+cpu (/venv/lib/python3.11/site-packages/torch/version.py) is a CPU-only build "
-                       "(torch.version.cuda = None); whether the job will have GPUs could not be told");
+  EXPECT_EQ(v.summary,
+            "torch 2.5.1+cpu (/venv/lib/python3.11/site-packages/torch/version.py) is a CPU-only build "
+            "(torch.version.cuda = None); whether the job will have GPUs could not be told");
   EXPECT_TRUE(v.remedy.starts_with("Install a CUDA build of torch matching the driver")) << v.remedy;
 }
 
@@ -434,8 +441,9 @@ TEST(CudaRuntimeCheck, TorchWhoseCudartTheLoaderCannotFindFails) {
   EXPECT_EQ(v.finding.params["cuda_major"], 12);
   EXPECT_TRUE(has(v.summary, "import torch fails with \"libcudart.so.12: cannot open shared object file\""))
       << v.summary;
-  EXPECT_TRUE(has(v.remedy, "nvidia-cuda-runtime-cu12), or put the directory holding libcudart.so.12 on "
-                            "LD_LIBRARY_PATH."))
+  EXPECT_TRUE(has(v.remedy,
+                  "nvidia-cuda-runtime-cu12), or put the directory holding libcudart.so.12 on "
+                  "LD_LIBRARY_PATH."))
       << v.remedy;
 }
 
@@ -447,8 +455,9 @@ TEST(CudaRuntimeCheck, NothingLoadedAndNoDriverSkips) {
   EXPECT_EQ(v.status, Status::Skip) << v.summary;
   EXPECT_EQ(v.finding.code, "cuda.runtime/nothing-loaded-no-driver");
   EXPECT_EQ(v.finding.params["uses"], "nothing of the job loads it");
-  EXPECT_EQ(v.summary, "the job loads no CUDA runtime (nothing of the job loads it) and there is no driver to judge "
-                       "the others against: no driver to judge against (see driver.loaded)");
+  EXPECT_EQ(v.summary,
+            "the job loads no CUDA runtime (nothing of the job loads it) and there is no driver to judge "
+            "the others against: no driver to judge against (see driver.loaded)");
   EXPECT_EQ(v.cause, "driver.loaded");
 }
 
@@ -463,8 +472,9 @@ TEST(CudaRuntimeCheck, ARuntimeTheJobDoesNotLoadWarnsAtMost) {
   EXPECT_EQ(v.finding.params["what"], "the CUDA 13.0 toolkit (/usr/local/cuda/version.json)");
   EXPECT_EQ(v.finding.params["min_driver"], "580.65.06");
   EXPECT_EQ(v.finding.params["uses"], "torch 2.5.1+cu121 uses its own CUDA 12.1");
-  EXPECT_EQ(v.remedy, "Build extensions with a toolkit for CUDA ≤ 12.2 (or install driver ≥ 580.65.06); nothing needs "
-                      "to change for the framework itself.");
+  EXPECT_EQ(v.remedy,
+            "Build extensions with a toolkit for CUDA ≤ 12.2 (or install driver ≥ 580.65.06); nothing needs "
+            "to change for the framework itself.");
   EXPECT_EQ(v.evidence["runtimes"][1]["status"], "WARN");
 }
 
@@ -505,9 +515,10 @@ TEST(CudaRuntimeCheck, NvidiaRequireCudaUnknownOrMalformed) {
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_EQ(v.finding.code, "cuda.runtime/require-unknown-target");
   EXPECT_EQ(v.finding.params["driver"], "the target driver 535.104.05 (CUDA 12.2)");
-  EXPECT_EQ(v.summary, "NVIDIA_REQUIRE_CUDA=\"cuda>=12.0,brand=tesla\" could not be evaluated against the target "
-                       "driver 535.104.05 (CUDA 12.2) on CC 9.0: cannot tell whether \"brand=tesla\" holds: the "
-                       "host's brand is not known");
+  EXPECT_EQ(v.summary,
+            "NVIDIA_REQUIRE_CUDA=\"cuda>=12.0,brand=tesla\" could not be evaluated against the target "
+            "driver 535.104.05 (CUDA 12.2) on CC 9.0: cannot tell whether \"brand=tesla\" holds: the "
+            "host's brand is not known");
   EXPECT_TRUE(has(v.remedy, "--target-driver and --target-gpu")) << v.remedy;
 
   f.gpu.runtime.nvidia_require_cuda = "cuda>=12.0 foo";

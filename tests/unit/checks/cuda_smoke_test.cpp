@@ -5,8 +5,8 @@
 #include "checks/gpu_common.hpp"
 #include "core/deadlines.hpp"
 
-#include "gpu_facts_fixture.hpp"
 #include "checks/specs.hpp"
+#include "gpu_facts_fixture.hpp"
 
 namespace preflight {
 namespace checks_cuda_smoke_test {
@@ -163,8 +163,9 @@ TEST(CudaSmoke, AProbeThatHungBeforeItIsUnknown) {
   const Verdict v = judge_smoke(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_EQ(v.finding.code, "cuda.smoke/not-gathered");
-  EXPECT_EQ(v.summary, "the CUDA smoke test result was not gathered: probe 'gpu_driver' hung: no answer within its "
-                       "deadline of 30 s");
+  EXPECT_EQ(v.summary,
+            "the CUDA smoke test result was not gathered: probe 'gpu_driver' hung: no answer within its "
+            "deadline of 30 s");
   // The shared finding's template, its parts as parameters (never the sentence itself).
   EXPECT_EQ(v.finding.message, "{what} was not gathered: {detail}");
   EXPECT_EQ(v.finding.params["what"], "the CUDA smoke test result");
@@ -183,8 +184,9 @@ TEST(CudaSmoke, NoDeviceFails) {
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "cuda.smoke/no-device");
   EXPECT_EQ(v.finding.params["why"], "driver helper: cuInit: CUDA_ERROR_NO_DEVICE (100)");
-  EXPECT_EQ(v.summary, "no CUDA device visible to this rank (driver helper: cuInit: CUDA_ERROR_NO_DEVICE (100)); the "
-                       "job needs a GPU");
+  EXPECT_EQ(v.summary,
+            "no CUDA device visible to this rank (driver helper: cuInit: CUDA_ERROR_NO_DEVICE (100)); the "
+            "job needs a GPU");
   EXPECT_EQ(v.evidence["CUDA_VISIBLE_DEVICES"], "");
 }
 
@@ -200,7 +202,8 @@ TEST(CudaSmoke, ATestThatDidNotRunSaysSo) {
   EXPECT_EQ(v.finding.code, "cuda.smoke/not-run");
   EXPECT_EQ(v.finding.params["reason"], "no CUDA device (cuda: cuInit: CUDA_ERROR_NO_DEVICE (100))");
   EXPECT_EQ(v.summary,
-            "the CUDA smoke test was not run: no CUDA device (cuda: cuInit: CUDA_ERROR_NO_DEVICE (100)); the job needs a GPU");
+            "the CUDA smoke test was not run: no CUDA device (cuda: cuInit: CUDA_ERROR_NO_DEVICE (100)); the job needs "
+            "a GPU");
   EXPECT_FALSE(v.remedy.empty());
   EXPECT_EQ(v.cause, "driver.loaded");  // a driver error: driver.loaded says why
 }
@@ -230,13 +233,14 @@ TEST(CudaSmoke, NoDriverFailsInNodeAndJob) {
 
 TEST(CudaSmoke, MissingLibcudaFollowsFromTheDriver) {
   RankFacts f = healthy();
-  f.gpu.driver.smoke = Probed<SmokeResult>::error(ProbeErrc::LibraryMissing,
-                                                  "libcuda.so.1: cannot open shared object file", "dlopen");
+  f.gpu.driver.smoke =
+      Probed<SmokeResult>::error(ProbeErrc::LibraryMissing, "libcuda.so.1: cannot open shared object file", "dlopen");
   const Verdict v = judge_smoke(f);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "cuda.smoke/library-missing");
-  EXPECT_EQ(v.summary, "the CUDA smoke test result could not be read: dlopen: libcuda.so.1: cannot open shared object "
-                       "file; the job needs a GPU");
+  EXPECT_EQ(v.summary,
+            "the CUDA smoke test result could not be read: dlopen: libcuda.so.1: cannot open shared object "
+            "file; the job needs a GPU");
   EXPECT_EQ(v.finding.params["source"], "dlopen");
   EXPECT_EQ(v.finding.params["detail"], "libcuda.so.1: cannot open shared object file");
   EXPECT_EQ(v.cause, "driver.loaded");
@@ -249,8 +253,9 @@ TEST(CudaSmoke, DriverErrorFollowsFromTheDriver) {
   const Verdict v = judge_smoke(f);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "cuda.smoke/driver-error");
-  EXPECT_EQ(v.summary, "the CUDA smoke test result could not be read: driver helper: cuCtxCreate: CUDA_ERROR_UNKNOWN "
-                       "(999); the job needs a GPU");
+  EXPECT_EQ(v.summary,
+            "the CUDA smoke test result could not be read: driver helper: cuCtxCreate: CUDA_ERROR_UNKNOWN "
+            "(999); the job needs a GPU");
   EXPECT_EQ(v.finding.fix, kDriverErrorFix);
   EXPECT_EQ(v.remedy, kDriverErrorFix);
   EXPECT_EQ(v.cause, "driver.loaded");

@@ -2,8 +2,8 @@
 // driver.loaded on hand-built facts: every status and every finding of its table, by code and parameters.
 #include <gtest/gtest.h>
 
-#include "gpu_facts_fixture.hpp"
 #include "checks/specs.hpp"
+#include "gpu_facts_fixture.hpp"
 
 namespace preflight {
 namespace checks_driver_loaded_test {
@@ -15,8 +15,9 @@ Verdict judge_driver(const RankFacts& f, Profile p = Profile::Node) { return jud
 TEST(DriverLoaded, PassesNamingDriverCudaAndLoadedFiles) {
   const Verdict v = judge_driver(healthy());
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
-  EXPECT_EQ(v.summary,
-            "driver 550.54.15 (CUDA 12.4), kernel module matches; loaded /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15");
+  EXPECT_EQ(
+      v.summary,
+      "driver 550.54.15 (CUDA 12.4), kernel module matches; loaded /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15");
   EXPECT_EQ(v.finding.code, "driver.loaded/loaded");
   EXPECT_EQ(v.finding.params["driver"], "550.54.15");
   EXPECT_EQ(v.finding.params["cuda_version"], "12.4");
@@ -80,8 +81,9 @@ TEST(DriverLoaded, NvmlMismatchErrorFailsWithReboot) {
   EXPECT_EQ(v.finding.code, "driver.loaded/library-version-mismatch");
   EXPECT_EQ(v.finding.params["library"], "libnvidia-ml.so.1 (NVML)");
   EXPECT_EQ(v.finding.params["error"], "nvmlInit_v2: NVML_ERROR_LIB_RM_VERSION_MISMATCH (18)");
-  EXPECT_EQ(v.summary, "driver/library version mismatch: libnvidia-ml.so.1 (NVML) returned nvmlInit_v2: "
-                       "NVML_ERROR_LIB_RM_VERSION_MISMATCH (18) (kernel module 550.54.15)");
+  EXPECT_EQ(v.summary,
+            "driver/library version mismatch: libnvidia-ml.so.1 (NVML) returned nvmlInit_v2: "
+            "NVML_ERROR_LIB_RM_VERSION_MISMATCH (18) (kernel module 550.54.15)");
   EXPECT_TRUE(has(v.remedy, "Reboot the node")) << v.remedy;
 }
 
@@ -170,8 +172,9 @@ TEST(DriverLoaded, HelperHangIsNamed) {
 
 TEST(DriverLoaded, OneExpiredHelperIsReportedOnceForBothLibraries) {
   RankFacts f = healthy();
-  const std::string why = "the GPU driver helper (NVML, cuInit, device query) did not finish within its deadline of "
-                          "2.0 s (25% of --timeout 8 s) and was killed after 2.0 s";
+  const std::string why =
+      "the GPU driver helper (NVML, cuInit, device query) did not finish within its deadline of "
+      "2.0 s (25% of --timeout 8 s) and was killed after 2.0 s";
   f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::Timeout, why, "helper");
   f.gpu.driver.cuda_driver_version = Probed<int>::error(ProbeErrc::Timeout, why, "helper");
   const Verdict v = judge_driver(f);

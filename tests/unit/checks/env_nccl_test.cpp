@@ -14,7 +14,8 @@ namespace {
 
 using nlohmann::json;
 
-ConfFile conf_file(std::string path, std::string role, std::vector<ConfEntry> entries, std::vector<int> malformed = {}) {
+ConfFile conf_file(std::string path, std::string role, std::vector<ConfEntry> entries,
+                   std::vector<int> malformed = {}) {
   ConfFileContents contents{std::move(entries), std::move(malformed)};
   return ConfFile{path, std::move(role), Probed<ConfFileContents>::ok(std::move(contents), path)};
 }
@@ -146,9 +147,13 @@ TEST(EnvNccl, NoVariablesPass) {
 }
 
 TEST(EnvNccl, CleanValuesPass) {
-  const Verdict v = run_env_nccl({{"NCCL_P2P_DISABLE", "1"}, {"NCCL_DEBUG", "WARN"}, {"NCCL_IB_HCA", "mlx5_0"},
-                                  {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"}, {"TORCH_NCCL_BLOCKING_WAIT", "true"},
-                                  {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"}, {"NCCL_BUFFSIZE", "0x400000"}});
+  const Verdict v = run_env_nccl({{"NCCL_P2P_DISABLE", "1"},
+                                  {"NCCL_DEBUG", "WARN"},
+                                  {"NCCL_IB_HCA", "mlx5_0"},
+                                  {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "3"},
+                                  {"TORCH_NCCL_BLOCKING_WAIT", "true"},
+                                  {"CUDA_DEVICE_ORDER", "PCI_BUS_ID"},
+                                  {"NCCL_BUFFSIZE", "0x400000"}});
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_TRUE(has(v.summary, "7 NCCL/torch/CUDA variable(s) set")) << v.summary;
   EXPECT_EQ(variable(v, "NCCL_BUFFSIZE")->at("reads_as"), "4194304");
@@ -310,7 +315,8 @@ TEST(EnvNccl, GarbageValuesArePrintedSafely) {
 TEST(EnvNccl, ConfFileValuesAndPrecedence) {
   const std::vector<ConfFile> files = {
       conf_file("/home/u/.nccl.conf", "user", {{"NCCL_P2P_DISABLE", "true", 2}, {"NCCL_DEBUG", "WARN", 3}}),
-      conf_file("/etc/nccl.conf", "system", {{"NCCL_P2P_DISABLE", "1", 1}, {"NCCL_DEBUG", "INFO", 2}, {"NCCL_SHM_DISABLE", "1", 3}}),
+      conf_file("/etc/nccl.conf", "system",
+                {{"NCCL_P2P_DISABLE", "1", 1}, {"NCCL_DEBUG", "INFO", 2}, {"NCCL_SHM_DISABLE", "1", 3}}),
   };
   const Verdict v = run_env_nccl({}, files);
   EXPECT_EQ(v.status, Status::Fail);
@@ -346,25 +352,29 @@ TEST(EnvNccl, ConfFileLinesNcclCannotUse) {
 }
 
 TEST(EnvNccl, ConfFileReadProblems) {
-  const Verdict absent = run_env_nccl({}, {missing_file("/root/.nccl.conf", "user", ProbeErrc::NotFound, "does not exist"),
-                                           missing_file("/etc/nccl.conf", "system", ProbeErrc::NotFound, "does not exist")});
+  const Verdict absent =
+      run_env_nccl({}, {missing_file("/root/.nccl.conf", "user", ProbeErrc::NotFound, "does not exist"),
+                        missing_file("/etc/nccl.conf", "system", ProbeErrc::NotFound, "does not exist")});
   EXPECT_EQ(absent.status, Status::Pass) << absent.summary;
   EXPECT_EQ(absent.evidence.at("conf_files").size(), 2u);
 
-  const Verdict named = run_env_nccl({{"NCCL_CONF_FILE", "/nope.conf"}},
-                                     {missing_file("/nope.conf", "NCCL_CONF_FILE", ProbeErrc::NotFound, "does not exist")});
+  const Verdict named =
+      run_env_nccl({{"NCCL_CONF_FILE", "/nope.conf"}},
+                   {missing_file("/nope.conf", "NCCL_CONF_FILE", ProbeErrc::NotFound, "does not exist")});
   EXPECT_EQ(named.status, Status::Warn);
   EXPECT_EQ(named.finding.code, "env.nccl/conf-file-missing");
   EXPECT_EQ(named.finding.params["path"], "/nope.conf");
   EXPECT_TRUE(has(named.summary, "NCCL_CONF_FILE=/nope.conf does not exist")) << named.summary;
 
-  const Verdict denied = run_env_nccl({}, {missing_file("/etc/nccl.conf", "system", ProbeErrc::PermissionDenied, "permission denied")});
+  const Verdict denied =
+      run_env_nccl({}, {missing_file("/etc/nccl.conf", "system", ProbeErrc::PermissionDenied, "permission denied")});
   EXPECT_EQ(denied.status, Status::Warn);
   EXPECT_EQ(denied.finding.code, "env.nccl/conf-file-denied");
   EXPECT_EQ(denied.finding.params["path"], "/etc/nccl.conf");
   EXPECT_EQ(denied.remedy, "chmod a+r /etc/nccl.conf (or remove it if its settings are not wanted).");
 
-  const Verdict broken = run_env_nccl({}, {missing_file("/etc/nccl.conf", "system", ProbeErrc::Unreadable, "Is a directory")});
+  const Verdict broken =
+      run_env_nccl({}, {missing_file("/etc/nccl.conf", "system", ProbeErrc::Unreadable, "Is a directory")});
   EXPECT_EQ(broken.status, Status::Unknown);
   EXPECT_EQ(broken.finding.code, "env.nccl/conf-file-unread");
   EXPECT_EQ(broken.finding.params["path"], "/etc/nccl.conf");
@@ -409,17 +419,27 @@ TEST(EnvNcclReaders, TorchIntegersHaveNoInventedRangesAndUnitsAreConverted) {
 }
 
 TEST(EnvNcclReaders, RangesTheReadersApply) {
-  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{
-           {"NCCL_IB_SL", "16"}, {"NCCL_IB_TC", "256"}, {"NCCL_CROSS_NIC", "3"}, {"NCCL_NTHREADS", "100"},
-           {"NCCL_NTHREADS", "1024"}, {"NCCL_LL128_NTHREADS", "96"}, {"NCCL_BUFFSIZE", "0"},
-           {"NCCL_CGA_CLUSTER_SIZE", "16"}, {"NCCL_MIN_CTAS", "0"}, {"NCCL_COMM_BLOCKING", "2"}}) {
+  for (const auto& [name, value] : std::vector<std::pair<std::string, std::string>>{{"NCCL_IB_SL", "16"},
+                                                                                    {"NCCL_IB_TC", "256"},
+                                                                                    {"NCCL_CROSS_NIC", "3"},
+                                                                                    {"NCCL_NTHREADS", "100"},
+                                                                                    {"NCCL_NTHREADS", "1024"},
+                                                                                    {"NCCL_LL128_NTHREADS", "96"},
+                                                                                    {"NCCL_BUFFSIZE", "0"},
+                                                                                    {"NCCL_CGA_CLUSTER_SIZE", "16"},
+                                                                                    {"NCCL_MIN_CTAS", "0"},
+                                                                                    {"NCCL_COMM_BLOCKING", "2"}}) {
     const Verdict v = run_env_nccl({{name, value}});
     EXPECT_EQ(v.status, Status::Warn) << name << "=" << value << ": " << v.summary;
   }
   EXPECT_EQ(run_env_nccl({{"NCCL_BUFFSIZE", "-1"}}).status, Status::Warn);
-  for (const auto& [name, value] : std::map<std::string, std::string>{
-           {"NCCL_IB_SL", "15"}, {"NCCL_IB_TC", "106"}, {"NCCL_CROSS_NIC", "0"}, {"NCCL_NTHREADS", "256"},
-           {"NCCL_LL128_NTHREADS", "640"}, {"NCCL_COMM_ID", "10.1.2.3:29500"}, {"NCCL_P2P_DISABLE", "2"}}) {
+  for (const auto& [name, value] : std::map<std::string, std::string>{{"NCCL_IB_SL", "15"},
+                                                                      {"NCCL_IB_TC", "106"},
+                                                                      {"NCCL_CROSS_NIC", "0"},
+                                                                      {"NCCL_NTHREADS", "256"},
+                                                                      {"NCCL_LL128_NTHREADS", "640"},
+                                                                      {"NCCL_COMM_ID", "10.1.2.3:29500"},
+                                                                      {"NCCL_P2P_DISABLE", "2"}}) {
     const Verdict v = run_env_nccl({{name, value}});
     EXPECT_EQ(v.status, Status::Pass) << name << "=" << value << ": " << v.summary;
   }
@@ -490,7 +510,8 @@ TEST(EnvNcclReaders, NamesComeFromTheLoadedLibrary) {
   EXPECT_TRUE(has(v.summary, "did you mean NCCL_BRAND_NEW_KNOB?")) << v.summary;
   // A plugin's names count as read.
   RankFacts f = with_library({{"NCCL_PLUGIN_KNOB", "1"}}, {"NCCL_DEBUG"});
-  f.nccl_conf.names.plugins.push_back(NcclPlugin{"net", "", "", "/usr/lib/libnccl-net.so", {"libnccl-net.so"}, {"NCCL_PLUGIN_KNOB"}});
+  f.nccl_conf.names.plugins.push_back(
+      NcclPlugin{"net", "", "", "/usr/lib/libnccl-net.so", {"libnccl-net.so"}, {"NCCL_PLUGIN_KNOB"}});
   EXPECT_EQ(judge(f).status, Status::Pass) << judge(f).summary;
 }
 
@@ -615,7 +636,8 @@ TEST(EnvNcclReaders, AllocatorSettingsReadWithTorchsGrammar) {
   EXPECT_TRUE(has(name.summary, "did you mean PYTORCH_CUDA_ALLOC_CONF?")) << name.summary;
   EXPECT_EQ(run_env_nccl({{"PYTORCH_SOMETHING_ELSE", "1"}}).status, Status::Pass);
   // With the right name set too, the typo is only unset: its value must not overwrite the right one.
-  const Verdict both = run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONFIG", "x"}, {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
+  const Verdict both =
+      run_env_nccl({{"PYTORCH_CUDA_ALLOC_CONFIG", "x"}, {"PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True"}});
   EXPECT_EQ(both.remedy, "unset PYTORCH_CUDA_ALLOC_CONFIG");
   EXPECT_EQ(both.finding.code, "env.nccl/unknown-torch-name");
   EXPECT_EQ(both.finding.params["close"], "PYTORCH_CUDA_ALLOC_CONF");

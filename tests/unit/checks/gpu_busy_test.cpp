@@ -2,8 +2,8 @@
 // gpu.busy on hand-built facts: every status, the findings' codes and parameters asserted.
 #include <gtest/gtest.h>
 
-#include "gpu_facts_fixture.hpp"
 #include "checks/specs.hpp"
+#include "gpu_facts_fixture.hpp"
 
 namespace preflight {
 namespace checks_gpu_busy_test {
@@ -72,7 +72,8 @@ TEST(GpuBusy, MemoryWithoutProcessWarns) {
   EXPECT_EQ(v.status, Status::Warn);
   EXPECT_EQ(v.finding.code, "gpu.busy/unexplained-memory");
   EXPECT_EQ(v.finding.params["memory"], "GPU 1 (00000000:19:00.0): 12000 MiB of 81920 MiB in use, no process listed");
-  EXPECT_TRUE(has(v.summary, "GPU 1 (00000000:19:00.0): 12000 MiB of 81920 MiB in use, no process listed")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "GPU 1 (00000000:19:00.0): 12000 MiB of 81920 MiB in use, no process listed"))
+      << v.summary;
 }
 
 TEST(GpuBusy, SmallUnexplainedMemoryPasses) {

@@ -2,8 +2,8 @@
 // gpu.count on hand-built facts: every status, the findings' codes and parameters asserted.
 #include <gtest/gtest.h>
 
-#include "gpu_facts_fixture.hpp"
 #include "checks/specs.hpp"
+#include "gpu_facts_fixture.hpp"
 
 namespace preflight {
 namespace checks_gpu_count_test {
@@ -218,7 +218,6 @@ TEST(GpuCount, SkipsInImageProfile) {
   EXPECT_EQ(v.status, Status::Skip);
 }
 
-
 // ---- the node of a job, judged from every rank's view --------------------------------------------
 
 /// `n` ranks of one host, rank l seeing only NVML GPU `gpu_of(l)` through CUDA_VISIBLE_DEVICES=l
@@ -311,8 +310,9 @@ TEST(GpuCount, InvalidEntryIsFoundInTheNodeProfile) {
   EXPECT_EQ(v.finding.params["position"], 3);
   EXPECT_EQ(v.finding.params["listed"], "2 GPUs");
   EXPECT_EQ(v.finding.params["last_index"], 7);
-  EXPECT_TRUE(has(v.summary, "CUDA_VISIBLE_DEVICES=0,1,99 has an invalid entry '99' (the node has 8 GPUs (0..7)) at "
-                             "position 3: the driver stops reading the list there, so only 2 GPUs are visible"))
+  EXPECT_TRUE(has(v.summary,
+                  "CUDA_VISIBLE_DEVICES=0,1,99 has an invalid entry '99' (the node has 8 GPUs (0..7)) at "
+                  "position 3: the driver stops reading the list there, so only 2 GPUs are visible"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "list valid indices (0..7)")) << v.remedy;
   // The same with --expect-gpus 2 (the hiding looks intended) and for a repeat or an unknown UUID.
@@ -343,8 +343,10 @@ TEST(GpuCount, EmptyOrNoneMeansTheJobSeesNoGpu) {
       EXPECT_EQ(v.finding.params["value"], value);
       EXPECT_FALSE(v.finding.params.contains("value_ranks"));
       EXPECT_EQ(v.finding.params["nvml_gpus"], "8 GPUs");
-      EXPECT_TRUE(has(v.summary, "CUDA_VISIBLE_DEVICES='" + value + "' hides every GPU: the job will see no GPU (NVML "
-                                 "sees 8 GPUs)")) << v.summary;
+      EXPECT_TRUE(has(v.summary, "CUDA_VISIBLE_DEVICES='" + value +
+                                     "' hides every GPU: the job will see no GPU (NVML "
+                                     "sees 8 GPUs)"))
+          << v.summary;
     }
   }
 }

@@ -3,8 +3,8 @@
 // every finding of their tables made to happen, its code and parameters asserted.
 #include <gtest/gtest.h>
 
-#include "gpu_facts_fixture.hpp"
 #include "checks/specs.hpp"
+#include "gpu_facts_fixture.hpp"
 
 namespace preflight {
 KernelLogFacts kernel_log_facts(std::string_view text, std::string source);
@@ -95,7 +95,8 @@ TEST(GpuHealthChecks, NoDriverFails) {
 
 TEST(GpuHealthChecks, HelperNotRunIsUnknown) {
   RankFacts f = healthy(8);
-  f.gpu.driver.health = Probed<GpuHealthFacts>::error(ProbeErrc::Unsupported, "not run: no check that reads it is selected");
+  f.gpu.driver.health =
+      Probed<GpuHealthFacts>::error(ProbeErrc::Unsupported, "not run: no check that reads it is selected");
   for (const CheckSpec* spec : {&kGpuMemoryHealth, &kGpuClocks, &kGpuLinks, &kGpuFabric}) {
     const Verdict v = judge(*spec, f);
     EXPECT_EQ(v.status, Status::Unknown) << spec->id << ": " << v.summary;
@@ -104,8 +105,8 @@ TEST(GpuHealthChecks, HelperNotRunIsUnknown) {
 
 TEST(GpuHealthChecks, HelperCrashFails) {
   RankFacts f = healthy(8);
-  f.gpu.driver.health = Probed<GpuHealthFacts>::error(ProbeErrc::Crashed, "preflight-gpu-probe health crashed with SIGSEGV",
-                                                      "preflight-gpu-probe health");
+  f.gpu.driver.health = Probed<GpuHealthFacts>::error(
+      ProbeErrc::Crashed, "preflight-gpu-probe health crashed with SIGSEGV", "preflight-gpu-probe health");
   const Verdict v = judge(kGpuMemoryHealth, f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(has(v.summary, "SIGSEGV")) << v.summary;
@@ -635,7 +636,9 @@ RankFacts with_log(const std::string& kmsg) {
 }
 
 TEST(GpuXid, CleanLogPasses) {
-  const Verdict v = judge(kGpuXid, with_log("6,1,100,-;Linux version 6.1.0\n6,2,200,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15\n"));
+  const Verdict v = judge(
+      kGpuXid,
+      with_log("6,1,100,-;Linux version 6.1.0\n6,2,200,-;NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.54.15\n"));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_EQ(v.finding.code, "gpu.xid/clean");
   EXPECT_EQ(v.finding.params["records"], 2);
@@ -657,9 +660,10 @@ TEST(GpuXid, FatalXidFailsNamingGpuXidTimeAndAction) {
 }
 
 TEST(GpuXid, FallenOffTheBusWithoutAnXidFails) {
-  const Verdict v = judge(kGpuXid, with_log("3,1,7200000000,-;NVRM: The NVIDIA GPU 0000:2a:00.0\n"
-                                            "3,2,7200000001,c;NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
-                                            "3,3,7200000002,c;NVRM: fallen off the bus and is not responding to commands.\n"));
+  const Verdict v =
+      judge(kGpuXid, with_log("3,1,7200000000,-;NVRM: The NVIDIA GPU 0000:2a:00.0\n"
+                              "3,2,7200000001,c;NVRM: (PCI ID: 10de:26b5) installed in this system has\n"
+                              "3,3,7200000002,c;NVRM: fallen off the bus and is not responding to commands.\n"));
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "gpu.xid/fatal-in-log");
   EXPECT_EQ(param(v.finding, "fatal"), "GPU 1 (0000:2a:00.0): fallen off the bus (2h00m after boot)");
@@ -676,8 +680,9 @@ TEST(GpuXid, ApplicationXidWarns) {
 }
 
 TEST(GpuXid, OtherXidAndNonFatalSxidWarn) {
-  const Verdict v = judge(kGpuXid, with_log("4,1,5000000,-;NVRM: Xid (PCI:0000:18:00): 63, pid=1896, Row Remapper: New row\n"
-                                            "4,2,6000000,-;nvidia-nvswitch2: SXid (PCI:0000:85:00.0): 12028, Non-fatal, Link 61\n"));
+  const Verdict v =
+      judge(kGpuXid, with_log("4,1,5000000,-;NVRM: Xid (PCI:0000:18:00): 63, pid=1896, Row Remapper: New row\n"
+                              "4,2,6000000,-;nvidia-nvswitch2: SXid (PCI:0000:85:00.0): 12028, Non-fatal, Link 61\n"));
   EXPECT_EQ(v.status, Status::Warn);
   ASSERT_EQ(v.findings.size(), 2u);
   EXPECT_EQ(v.findings[0].code, "gpu.xid/error-in-log");
@@ -689,7 +694,8 @@ TEST(GpuXid, OtherXidAndNonFatalSxidWarn) {
 }
 
 TEST(GpuXid, FatalSxidFails) {
-  const Verdict v = judge(kGpuXid, with_log("4,2,6000000,-;nvidia-nvswitch0: SXid (PCI:0000:85:00.0): 20034, Fatal, Link 33\n"));
+  const Verdict v =
+      judge(kGpuXid, with_log("4,2,6000000,-;nvidia-nvswitch0: SXid (PCI:0000:85:00.0): 20034, Fatal, Link 33\n"));
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "gpu.xid/sxid-fatal");
   EXPECT_EQ(param(v.finding, "sxid_fatal"), "NVSwitch 0000:85:00.0: SXid 20034 (6s after boot)");
@@ -708,7 +714,8 @@ TEST(GpuXid, UnreadableLogIsUnknownNamingTheCapability) {
   EXPECT_EQ(v.finding.code, "gpu.xid/kernel-log-denied");
   EXPECT_TRUE(has(param(v.finding, "detail"), "CAP_SYSLOG")) << v.finding.params;
   EXPECT_EQ(param(v.finding, "uncovered"), "the 8 GPUs");
-  EXPECT_TRUE(has(v.summary, "; no NVML XID events were collected on the 8 GPUs (preflight's own GPU work did not watch them)"))
+  EXPECT_TRUE(
+      has(v.summary, "; no NVML XID events were collected on the 8 GPUs (preflight's own GPU work did not watch them)"))
       << v.summary;
   EXPECT_TRUE(has(v.summary, "CAP_SYSLOG")) << v.summary;
 }
@@ -720,7 +727,8 @@ TEST(GpuXid, NotReadIsUnknownAndImageSkips) {
   EXPECT_EQ(v.finding.code, "gpu.xid/kernel-log-not-read");
   EXPECT_EQ(param(v.finding, "why"), f.gpu.driver.kernel_log.why());
   EXPECT_EQ(param(v.finding, "uncovered"), "the 8 GPUs");
-  EXPECT_TRUE(has(v.summary, "; no NVML XID events were collected on the 8 GPUs (preflight's own GPU work did not watch them)"))
+  EXPECT_TRUE(
+      has(v.summary, "; no NVML XID events were collected on the 8 GPUs (preflight's own GPU work did not watch them)"))
       << v.summary;
   EXPECT_EQ(judge(kGpuXid, f, Options{}, Profile::Image).status, Status::Skip);
 }

@@ -7,9 +7,9 @@
 #include <sys/stat.h>
 
 #include "checks/check.hpp"
+#include "checks/specs.hpp"
 #include "probes/probe.hpp"
 #include "test_paths.hpp"
-#include "checks/specs.hpp"
 
 namespace preflight {
 namespace checks_gpu_nic_affinity_test {
@@ -249,12 +249,12 @@ TEST(GpuNicAffinity, TwoGpusWithTwoEquallyNearNicsDoNotCrowdThem) {
     b.push_back(std::move(dsp2));
     return b;
   };
-  const RankFacts f = with_topology(
-      {dev("gpu", "0000:05:00.0", 0, "0000:[00-3f]", below("0000:02:00.0", "0000:03:00.0")),
-       dev("gpu", "0000:07:00.0", 0, "0000:[00-3f]", below("0000:02:08.0", "0000:06:00.0"))},
-      {dev("nic", "0000:09:00.0", 0, "0000:[00-3f]", below("0000:02:10.0", "0000:08:00.0"), {"mlx5_0"}),
-       dev("nic", "0000:0b:00.0", 0, "0000:[00-3f]", below("0000:02:18.0", "0000:0a:00.0"), {"mlx5_1"}),
-       nic_on(1, "0000:85:00.0", "0000:80:02.0", {"mlx5_8"})});
+  const RankFacts f =
+      with_topology({dev("gpu", "0000:05:00.0", 0, "0000:[00-3f]", below("0000:02:00.0", "0000:03:00.0")),
+                     dev("gpu", "0000:07:00.0", 0, "0000:[00-3f]", below("0000:02:08.0", "0000:06:00.0"))},
+                    {dev("nic", "0000:09:00.0", 0, "0000:[00-3f]", below("0000:02:10.0", "0000:08:00.0"), {"mlx5_0"}),
+                     dev("nic", "0000:0b:00.0", 0, "0000:[00-3f]", below("0000:02:18.0", "0000:0a:00.0"), {"mlx5_1"}),
+                     nic_on(1, "0000:85:00.0", "0000:80:02.0", {"mlx5_8"})});
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_NE(v.summary.find("→ mlx5_0/mlx5_1 PXB"), std::string::npos) << v.summary;
@@ -336,7 +336,8 @@ TEST(GpuNicAffinityXml, OwnBalancedFixtureWithOneHcaSelected) {
   EXPECT_EQ(v.finding.code, "net.gpu_nic_affinity/nearer-hca-left-out");
   EXPECT_EQ(v.finding.params["far"], 2);
   EXPECT_EQ(v.finding.params["reach"], "reach their");
-  EXPECT_NE(v.summary.find("2 of 4 GPUs reach their nearest NIC only across the socket"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("2 of 4 GPUs reach their nearest NIC only across the socket"), std::string::npos)
+      << v.summary;
   EXPECT_NE(v.remedy.find("NCCL_IB_HCA==mlx5_0,mlx5_1"), std::string::npos) << v.remedy;
 }
 

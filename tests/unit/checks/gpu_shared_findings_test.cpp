@@ -17,8 +17,8 @@ namespace {
 
 using gpu_fixture::has;
 
-constexpr const char* kGpuChecks[] = {"cuda.smoke", "gpu.busy",   "gpu.count",  "topo.p2p",
-                                      "gpu.clocks", "gpu.fabric", "gpu.links",  "gpu.memory_health"};
+constexpr const char* kGpuChecks[] = {"cuda.smoke", "gpu.busy",   "gpu.count", "topo.p2p",
+                                      "gpu.clocks", "gpu.fabric", "gpu.links", "gpu.memory_health"};
 
 TEST(GpuSharedFindings, NoDriverIsEveryGpuChecksOwnCodeWithOneTemplate) {
   RankFacts f = gpu_fixture::no_driver();
@@ -27,7 +27,8 @@ TEST(GpuSharedFindings, NoDriverIsEveryGpuChecksOwnCodeWithOneTemplate) {
     const Verdict v = gpu_fixture::judge(*find_check(id), f);
     EXPECT_EQ(v.status, Status::Fail) << id;
     EXPECT_EQ(v.finding.code, std::string(id) + "/no-driver") << id << ": " << v.summary;
-    EXPECT_TRUE(v.finding.message.ends_with("no NVIDIA driver on this node; {consequence}")) << id;  // gpu.count: {who} first
+    EXPECT_TRUE(v.finding.message.ends_with("no NVIDIA driver on this node; {consequence}"))
+        << id;  // gpu.count: {who} first
     EXPECT_EQ(v.finding.params["consequence"], "the job needs a GPU") << id;
     EXPECT_EQ(v.summary, "no NVIDIA driver on this node; the job needs a GPU") << id;
     EXPECT_EQ(v.remedy, kNoDriverRemedy) << id;
@@ -81,8 +82,10 @@ TEST(GpuSharedFindings, EveryKindOfMissingGpuFactIsEveryGpuChecksOwnCode) {
   const Case cases[] = {
       {ProbeErrc::Crashed, "SIGSEGV in cuInit", "/helper-crashed", Status::Fail},
       {ProbeErrc::Timeout, "no answer within 30.0 s", "/helper-hung", Status::Fail},
-      {ProbeErrc::Timeout, "probe 'gpu_driver' hung: no answer within its deadline of 30 s", "/not-gathered", Status::Unknown},
-      {ProbeErrc::LibraryMissing, "libnvidia-ml.so.1: cannot open shared object file", "/library-missing", Status::Fail},
+      {ProbeErrc::Timeout, "probe 'gpu_driver' hung: no answer within its deadline of 30 s", "/not-gathered",
+       Status::Unknown},
+      {ProbeErrc::LibraryMissing, "libnvidia-ml.so.1: cannot open shared object file", "/library-missing",
+       Status::Fail},
       {ProbeErrc::ApiError, "cuInit: CUDA_ERROR_UNKNOWN (999)", "/driver-error", Status::Fail},
       {ProbeErrc::ParseError, "the helper's output is not JSON", "/helper-garbage", Status::Fail},
       {ProbeErrc::PermissionDenied, "/dev/nvidiactl: Permission denied", "/not-read", Status::Unknown},
@@ -113,8 +116,10 @@ TEST(GpuSharedFindings, EveryKindOfMissingGpuFactIsEveryGpuChecksOwnCode) {
 
 TEST(GpuSharedFindings, AHelperThatCrashedIsTheSameFindingInTwoChecks) {
   RankFacts f = gpu_fixture::healthy(2);
-  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::error(ProbeErrc::Crashed, "SIGSEGV in nvmlInit", "driver helper");
-  f.gpu.driver.cuda_devices = Probed<std::vector<CudaDevice>>::error(ProbeErrc::Crashed, "SIGSEGV in cuInit", "driver helper");
+  f.gpu.driver.nvml_gpus =
+      Probed<std::vector<NvmlGpu>>::error(ProbeErrc::Crashed, "SIGSEGV in nvmlInit", "driver helper");
+  f.gpu.driver.cuda_devices =
+      Probed<std::vector<CudaDevice>>::error(ProbeErrc::Crashed, "SIGSEGV in cuInit", "driver helper");
   const Verdict busy = gpu_fixture::judge(*find_check("gpu.busy"), f);
   const Verdict count = gpu_fixture::judge(*find_check("gpu.count"), f);
   EXPECT_EQ(busy.finding.code, "gpu.busy/helper-crashed") << busy.summary;
@@ -122,7 +127,8 @@ TEST(GpuSharedFindings, AHelperThatCrashedIsTheSameFindingInTwoChecks) {
   EXPECT_EQ(busy.finding.fix, count.finding.fix);
   EXPECT_EQ(busy.remedy, kHelperCrashedFix);
   EXPECT_EQ(busy.summary,
-            "the GPUs' processes and memory (NVML) could not be read: driver helper: SIGSEGV in nvmlInit; the job needs a GPU");
+            "the GPUs' processes and memory (NVML) could not be read: driver helper: SIGSEGV in nvmlInit; the job "
+            "needs a GPU");
   EXPECT_EQ(count.finding.params["detail"], "SIGSEGV in cuInit");
 }
 

@@ -10,27 +10,27 @@
 #include <set>
 
 #include "checks/check.hpp"
+#include "checks/specs.hpp"
 #include "core/checkpoint_model.hpp"
 #include "probes/disk_probe.hpp"
 #include "probes/probe.hpp"
-#include "checks/specs.hpp"
 
 namespace preflight {
 namespace checks_host_disk_test {
-
 
 namespace {
 
 constexpr std::uint64_t kMiB = 1ull << 20;
 constexpr std::uint64_t kGiB = 1ull << 30;
 constexpr std::uint64_t kTiB = 1ull << 40;
-constexpr std::uint64_t kB7 = 7'000'000'000;     // 98e9 B of checkpoint: 91.3 GiB
-constexpr std::uint64_t kB70 = 70'000'000'000;   // 980e9 B: 912.7 GiB
+constexpr std::uint64_t kB7 = 7'000'000'000;    // 98e9 B of checkpoint: 91.3 GiB
+constexpr std::uint64_t kB70 = 70'000'000'000;  // 980e9 B: 912.7 GiB
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-CheckpointDir dir(const std::string& path, const std::string& mount_point, const std::string& fstype, std::uint64_t free_bytes,
-                  std::uint64_t total_bytes, std::uint64_t free_inodes = 1'000'000, std::uint64_t total_inodes = 2'000'000) {
+CheckpointDir dir(const std::string& path, const std::string& mount_point, const std::string& fstype,
+                  std::uint64_t free_bytes, std::uint64_t total_bytes, std::uint64_t free_inodes = 1'000'000,
+                  std::uint64_t total_inodes = 2'000'000) {
   CheckpointDir d;
   d.given = d.path = d.holder = d.resolved = path;
   d.exists = true;
@@ -94,9 +94,10 @@ TEST(CheckpointModel, TheWholeJobIs14BytesPerParameterWhateverTheStage) {
 TEST(HostDisk, PassesWithRoomForTwoCheckpoints) {
   const Verdict v = check(node({dir("/ckpt", "/ckpt", "ext4", 500 * kGiB, 2 * kTiB)}), model(kB7));
   ASSERT_EQ(v.status, Status::Pass) << v.summary;
-  EXPECT_EQ(v.summary,
-            "/ckpt: 500 GiB free of 2 TiB on /ckpt (ext4), room for 5 checkpoints; the job runs on one node: its whole "
-            "checkpoint of a 7B-parameter model is ≈ 91.3 GiB (7B × (2 + 12) B: bf16 weights and fp32 optimizer states)");
+  EXPECT_EQ(
+      v.summary,
+      "/ckpt: 500 GiB free of 2 TiB on /ckpt (ext4), room for 5 checkpoints; the job runs on one node: its whole "
+      "checkpoint of a 7B-parameter model is ≈ 91.3 GiB (7B × (2 + 12) B: bf16 weights and fp32 optimizer states)");
   EXPECT_EQ(v.evidence["dirs"][0]["need_bytes"], 98'000'000'000ull);
   EXPECT_EQ(v.evidence["dirs"][0]["need_of"], "job");
   EXPECT_EQ(v.evidence["job_checkpoint_bytes"], 98'000'000'000ull);
@@ -121,7 +122,8 @@ TEST(HostDisk, FailsWhenOneCheckpointDoesNotFit) {
 TEST(HostDisk, WarnsWhenOneCheckpointFitsButNotTwo) {
   const Verdict v = check(node({dir("/ckpt", "/", "ext4", 150 * kGiB, 1 * kTiB)}), model(kB7));
   ASSERT_EQ(v.status, Status::Warn) << v.summary;
-  EXPECT_TRUE(has(v.summary, "/ckpt has 150 GiB free of 1 TiB on / (ext4): room for one checkpoint but not two")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "/ckpt has 150 GiB free of 1 TiB on / (ext4): room for one checkpoint but not two"))
+      << v.summary;
   EXPECT_TRUE(has(v.summary, "frameworks keep the previous checkpoint until the new one is complete")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "Free 32.5 GiB more in /ckpt so that two checkpoints fit")) << v.remedy;
   EXPECT_EQ(v.finding.code, "host.disk/one-checkpoint");
@@ -136,7 +138,9 @@ TEST(HostDisk, FailsOnAReadOnlyMount) {
   d.mount.value()->options = "ro,relatime";
   const Verdict v = check(node({d}));
   ASSERT_EQ(v.status, Status::Fail) << v.summary;
-  EXPECT_EQ(v.summary, "/ckpt is on a read-only mount, /ckpt (ext4): the checkpoint save fails with EROFS (Read-only file system)");
+  EXPECT_EQ(
+      v.summary,
+      "/ckpt is on a read-only mount, /ckpt (ext4): the checkpoint save fails with EROFS (Read-only file system)");
   EXPECT_TRUE(has(v.remedy, "`mount -o remount,rw /ckpt`")) << v.remedy;
   EXPECT_EQ(v.finding.code, "host.disk/read-only");
   EXPECT_EQ(v.finding.params["mount"], "/ckpt");
@@ -185,8 +189,9 @@ TEST(HostDisk, BtrfsCountsNoInodesAndThatIsNoProblem) {
 TEST(HostDisk, WithoutASizeItFindsFullAndNearlyFullFileSystems) {
   const Verdict full = check(node({dir("/ckpt", "/", "ext4", 512 * kMiB, 1 * kTiB)}));
   ASSERT_EQ(full.status, Status::Fail) << full.summary;
-  EXPECT_EQ(full.summary,
-            "/ckpt is full: 512 MiB free of 1 TiB on / (ext4) (100% used); no checkpoint size was given (--model-params)");
+  EXPECT_EQ(
+      full.summary,
+      "/ckpt is full: 512 MiB free of 1 TiB on / (ext4) (100% used); no checkpoint size was given (--model-params)");
   EXPECT_TRUE(has(full.remedy, "--model-params N")) << full.remedy;
   EXPECT_EQ(full.finding.code, "host.disk/full");
   EXPECT_EQ(full.finding.params["free"], "512 MiB");
@@ -195,25 +200,30 @@ TEST(HostDisk, WithoutASizeItFindsFullAndNearlyFullFileSystems) {
   const Verdict nearly = check(node({dir("/ckpt", "/", "ext4", 30 * kGiB, 1 * kTiB)}));
   ASSERT_EQ(nearly.status, Status::Warn) << nearly.summary;
   EXPECT_EQ(nearly.summary,
-            "/ckpt is nearly full: 30 GiB free of 1 TiB on / (ext4) (2.9% free); no checkpoint size was given (--model-params)");
-  EXPECT_TRUE(has(nearly.remedy, "Give the checkpoint size with --model-params N (and --zero-stage S)")) << nearly.remedy;
+            "/ckpt is nearly full: 30 GiB free of 1 TiB on / (ext4) (2.9% free); no checkpoint size was given "
+            "(--model-params)");
+  EXPECT_TRUE(has(nearly.remedy, "Give the checkpoint size with --model-params N (and --zero-stage S)"))
+      << nearly.remedy;
   EXPECT_EQ(nearly.finding.code, "host.disk/nearly-full");
   EXPECT_EQ(nearly.finding.params["free_share"], "2.9%");
   EXPECT_EQ(nearly.finding.params["no_size"], "no checkpoint size was given (--model-params)");
 
   const Verdict roomy = check(node({dir("/ckpt", "/", "ext4", 300 * kGiB, 1 * kTiB)}));
   EXPECT_EQ(roomy.status, Status::Pass) << roomy.summary;
-  EXPECT_TRUE(has(roomy.summary, "no checkpoint size was given (--model-params): only a full or nearly full file system is found"))
+  EXPECT_TRUE(has(roomy.summary,
+                  "no checkpoint size was given (--model-params): only a full or nearly full file system is found"))
       << roomy.summary;
   EXPECT_TRUE(roomy.evidence["job_checkpoint_bytes"].is_null());
 }
 
 TEST(HostDisk, WarnsForACheckpointInRam) {
-  const Verdict v = check(node({dir("/dev/shm/ckpt", "/dev/shm", "tmpfs", 100 * kGiB, 128 * kGiB)}), model(1'000'000'000));
+  const Verdict v =
+      check(node({dir("/dev/shm/ckpt", "/dev/shm", "tmpfs", 100 * kGiB, 128 * kGiB)}), model(1'000'000'000));
   ASSERT_EQ(v.status, Status::Warn) << v.summary;
-  EXPECT_EQ(v.summary,
-            "/dev/shm/ckpt is on /dev/shm (tmpfs): a checkpoint there lives in RAM, is lost at reboot and counts against "
-            "the node's memory (and the container's memory limit)");
+  EXPECT_EQ(
+      v.summary,
+      "/dev/shm/ckpt is on /dev/shm (tmpfs): a checkpoint there lives in RAM, is lost at reboot and counts against "
+      "the node's memory (and the container's memory limit)");
   EXPECT_EQ(v.finding.code, "host.disk/in-memory");
   EXPECT_EQ(v.finding.params["fs"], "/dev/shm (tmpfs)");
   EXPECT_EQ(v.evidence["dirs"][0]["in_memory"], true);
@@ -256,9 +266,10 @@ TEST(HostDisk, UnknownWhenStatvfsFailedOrTheMountIsNotKnown) {
 
 TEST(HostDisk, AHungProbeIsNamedAsAHang) {
   RankFacts f = node({});
-  f.disk = Probed<DiskFacts>::error(ProbeErrc::Timeout,
-                                    "probe 'disk' hung: it had not finished when the probe phase's deadline passed (after 9 s "
-                                    "of --timeout 10 s), and the probes after it did not run");
+  f.disk = Probed<DiskFacts>::error(
+      ProbeErrc::Timeout,
+      "probe 'disk' hung: it had not finished when the probe phase's deadline passed (after 9 s "
+      "of --timeout 10 s), and the probes after it did not run");
   const Verdict v = check(f);
   ASSERT_EQ(v.status, Status::Unknown);
   EXPECT_TRUE(has(v.summary, "probe 'disk' hung")) << v.summary;
@@ -296,22 +307,25 @@ TEST(HostDisk, ANetworkFileSystemReceivesTheWholeJobsCheckpoint) {
   Options o = model(kB70, 3);
   const Verdict local = check(node({dir("/scratch", "/scratch", "xfs", 300 * kGiB, 3 * kTiB)}, 8, 64), o);
   EXPECT_EQ(local.status, Status::Pass) << local.summary;
-  EXPECT_TRUE(has(local.summary, "this node's ranks write ≈ 114.1 GiB of each 70B-parameter ZeRO-3 checkpoint there "
-                                 "(node-local: the busiest node's share, 8 × 70B × 14/64 B)"))
+  EXPECT_TRUE(has(local.summary,
+                  "this node's ranks write ≈ 114.1 GiB of each 70B-parameter ZeRO-3 checkpoint there "
+                  "(node-local: the busiest node's share, 8 × 70B × 14/64 B)"))
       << local.summary;
   EXPECT_EQ(local.evidence["dirs"][0]["need_of"], "node");
 
   const Verdict shared = check(node({dir("/mnt/ckpt", "/mnt/ckpt", "nfs4", 300 * kGiB, 3 * kTiB)}, 8, 64), o);
   ASSERT_EQ(shared.status, Status::Fail) << shared.summary;
-  EXPECT_EQ(shared.summary,
-            "/mnt/ckpt has 300 GiB free of 3 TiB on /mnt/ckpt (nfs4 from filer:/export/ckpt, a network file system); the "
-            "job's whole checkpoint (every node writes its part into it) of a 70B-parameter model is ≈ 912.7 GiB (70B × "
-            "(2 + 12) B: bf16 weights and fp32 optimizer states)");
+  EXPECT_EQ(
+      shared.summary,
+      "/mnt/ckpt has 300 GiB free of 3 TiB on /mnt/ckpt (nfs4 from filer:/export/ckpt, a network file system); the "
+      "job's whole checkpoint (every node writes its part into it) of a 70B-parameter model is ≈ 912.7 GiB (70B × "
+      "(2 + 12) B: bf16 weights and fp32 optimizer states)");
   EXPECT_EQ(shared.evidence["dirs"][0]["network_fs"], true);
   EXPECT_EQ(shared.evidence["dirs"][0]["mount_source"], "filer:/export/ckpt");
   EXPECT_EQ(shared.evidence["dirs"][0]["need_of"], "job");
 
-  for (const char* type : {"lustre", "gpfs", "beegfs", "ceph", "cifs", "fuse.gcsfuse", "fuse.juicefs", "9p", "virtiofs"}) {
+  for (const char* type :
+       {"lustre", "gpfs", "beegfs", "ceph", "cifs", "fuse.gcsfuse", "fuse.juicefs", "9p", "virtiofs"}) {
     const Verdict v = check(node({dir("/mnt/ckpt", "/mnt/ckpt", type, 300 * kGiB, 3 * kTiB)}, 8, 64), o);
     EXPECT_EQ(v.evidence["dirs"][0]["network_fs"], true) << type;
     EXPECT_TRUE(has(v.summary, "a network file system")) << type << ": " << v.summary;
@@ -327,7 +341,8 @@ TEST(HostDisk, TheDefaultIsTheCurrentDirectory) {
   d.defaulted = true;
   const Verdict v = check(node({d}));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
-  EXPECT_TRUE(v.summary.starts_with("the current directory /home/alice (no --checkpoint-dir given): 300 GiB free of 1 TiB"))
+  EXPECT_TRUE(
+      v.summary.starts_with("the current directory /home/alice (no --checkpoint-dir given): 300 GiB free of 1 TiB"))
       << v.summary;
   EXPECT_EQ(v.evidence["dirs"][0]["defaulted"], true);
 }
@@ -339,8 +354,9 @@ TEST(HostDisk, ADirectoryNotCreatedYetIsJudgedByTheParentThatWillHoldIt) {
   d.holder = d.resolved = "/data";
   const Verdict v = check(node({d}), model(kB7));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
-  EXPECT_TRUE(v.summary.starts_with("run7 (/data/run7, not created yet: /data will hold it): 300 GiB free of 1 TiB on /data "
-                                    "(xfs), room for 3 checkpoints"))
+  EXPECT_TRUE(
+      v.summary.starts_with("run7 (/data/run7, not created yet: /data will hold it): 300 GiB free of 1 TiB on /data "
+                            "(xfs), room for 3 checkpoints"))
       << v.summary;
 }
 
@@ -366,18 +382,21 @@ TEST(HostDisk, AFileWhereTheDirectoryShouldBeFails) {
 }
 
 TEST(HostDisk, AHugeFileSystemPasses) {
-  CheckpointDir d = dir("/lustre/ckpt", "/lustre", "lustre", 5 * 1024 * kTiB, 10 * 1024 * kTiB, 4'000'000'000ull, 8'000'000'000ull);
+  CheckpointDir d =
+      dir("/lustre/ckpt", "/lustre", "lustre", 5 * 1024 * kTiB, 10 * 1024 * kTiB, 4'000'000'000ull, 8'000'000'000ull);
   d.mount.value()->source = "10.0.0.1@o2ib:/fs";
   const Verdict v = check(node({d}, 8, 1024), model(405'000'000'000ull, 1));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
-  EXPECT_TRUE(has(v.summary, "5 PiB free of 10 PiB on /lustre (lustre from 10.0.0.1@o2ib:/fs, a network file system), room for "
-                             "more than 100 checkpoints"))
+  EXPECT_TRUE(has(v.summary,
+                  "5 PiB free of 10 PiB on /lustre (lustre from 10.0.0.1@o2ib:/fs, a network file system), room for "
+                  "more than 100 checkpoints"))
       << v.summary;
 }
 
 TEST(HostDisk, EveryDirectoryIsJudgedWithItsOwnParameters) {
-  const Verdict v = check(node({dir("/fast", "/fast", "xfs", 500 * kGiB, 2 * kTiB), dir("/slow", "/slow", "ext4", 10 * kGiB, 1 * kTiB)}),
-                          model(kB7));
+  const Verdict v = check(
+      node({dir("/fast", "/fast", "xfs", 500 * kGiB, 2 * kTiB), dir("/slow", "/slow", "ext4", 10 * kGiB, 1 * kTiB)}),
+      model(kB7));
   ASSERT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(v.summary.starts_with("/slow has 10 GiB free of 1 TiB on /slow (ext4)")) << v.summary;
   EXPECT_TRUE(has(v.finding.message, "{dir_2} has {free_2} free")) << v.finding.message;
@@ -528,7 +547,8 @@ TEST_F(DiskTree, ProbedFactsAreJudged) {
   f.disk = Probed<DiskFacts>::ok(probe({"/data/ckpt/run1"}), "statvfs");
   const Verdict v = check(f, model(kB7));
   ASSERT_EQ(v.status, Status::Fail) << v.summary;
-  EXPECT_TRUE(has(v.summary, "/data/ckpt/run1 (not created yet: /data/ckpt will hold it) has 38.1 GiB free")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "/data/ckpt/run1 (not created yet: /data/ckpt will hold it) has 38.1 GiB free"))
+      << v.summary;
   EXPECT_TRUE(has(v.summary, "on /data (nfs4 from filer:/export, a network file system)")) << v.summary;
 }
 

@@ -56,7 +56,8 @@ TEST(HostLimits, LowMemlockWithRdmaFails) {
   LimitsFacts f = healthy();
   f.memlock = limit(64 * kKiB, 64 * kKiB);
   const Verdict v = check(f);
-  expect(v, Status::Fail, "RLIMIT_MEMLOCK is 64 KiB (hard 64 KiB) without CAP_IPC_LOCK, and RDMA devices are present (mlx5_0)",
+  expect(v, Status::Fail,
+         "RLIMIT_MEMLOCK is 64 KiB (hard 64 KiB) without CAP_IPC_LOCK, and RDMA devices are present (mlx5_0)",
          "--ulimit memlock=-1");
   EXPECT_EQ(v.finding.code, "host.limits/memlock-low");
   EXPECT_EQ(v.finding.params["devices"], "mlx5_0");
@@ -179,9 +180,11 @@ TEST(HostLimits, TwoUnreadableLimitsEachNameTheirOwn) {
   f.core = Probed<Rlimit>::error(ProbeErrc::ParseError, "no 'Max core file size' line", "/proc/self/limits");
   const Verdict v = check(f);
   EXPECT_EQ(v.status, Status::Unknown);
-  EXPECT_NE(v.summary.find("could not read RLIMIT_NOFILE: /proc/self/limits: no 'Max open files' line"), std::string::npos)
+  EXPECT_NE(v.summary.find("could not read RLIMIT_NOFILE: /proc/self/limits: no 'Max open files' line"),
+            std::string::npos)
       << v.summary;
-  EXPECT_NE(v.summary.find("could not read RLIMIT_CORE: /proc/self/limits: no 'Max core file size' line"), std::string::npos)
+  EXPECT_NE(v.summary.find("could not read RLIMIT_CORE: /proc/self/limits: no 'Max core file size' line"),
+            std::string::npos)
       << v.summary;
   ASSERT_EQ(v.findings.size(), 2u);
   EXPECT_EQ(v.findings[0].code, "host.limits/limit-unreadable");

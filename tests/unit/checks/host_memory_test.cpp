@@ -8,7 +8,6 @@
 namespace preflight {
 namespace checks_host_memory_test {
 
-
 namespace {
 
 constexpr std::uint64_t kGiB = 1ull << 30;
@@ -18,7 +17,8 @@ constexpr std::uint64_t kB70 = 70'000'000'000;
 RankFacts node(std::uint64_t total, std::uint64_t available, int local_ranks = 8, int world_size = 1) {
   RankFacts f;
   f.memory.meminfo = Probed<MemInfo>::ok({total, available, 0, 0}, "/proc/meminfo");
-  f.memory.cgroup = Probed<CgroupMemory>::error(ProbeErrc::Unsupported, "no cgroup memory controller", "/proc/self/cgroup");
+  f.memory.cgroup =
+      Probed<CgroupMemory>::error(ProbeErrc::Unsupported, "no cgroup memory controller", "/proc/self/cgroup");
   f.placement.local_ranks = local_ranks;
   f.placement.world_size = world_size;
   return f;
@@ -89,7 +89,8 @@ TEST(HostMemory, Zero3PassesWhereZero2Fails) {
   EXPECT_EQ(zero2.evidence["need_bytes"], 279359738368ull);  // 8 × 4 GiB + 1 × 140e9 + 8 × 840e9/64
   EXPECT_EQ(zero3.evidence["need_bytes"], 156859738368ull);  // 8 × 4 GiB + 8 × 980e9/64
   EXPECT_EQ(zero2.evidence["formula"], "8 × 4 GiB + 1 × 70B × 2 B + 8 × 70B × 12/64 B");
-  EXPECT_TRUE(contains(zero2.summary, "8 local ranks saving a 70B-parameter ZeRO-2 checkpoint sharded 64 ways need ≈ 260.2 GiB"))
+  EXPECT_TRUE(contains(zero2.summary,
+                       "8 local ranks saving a 70B-parameter ZeRO-2 checkpoint sharded 64 ways need ≈ 260.2 GiB"))
       << zero2.summary;
   EXPECT_TRUE(contains(zero2.remedy, "ZeRO-3 needs ≈ 146.1 GiB here")) << zero2.remedy;
   EXPECT_TRUE(contains(zero2.remedy, "SHARDED_STATE_DICT")) << zero2.remedy;
@@ -123,10 +124,11 @@ TEST(HostMemory, ModelParallel405BIsJudgedByTheShardsItsRanksHold) {
   EXPECT_EQ(v.evidence["data_parallel"], 8);
   EXPECT_EQ(v.evidence["model_state_savers"], 8);
   EXPECT_EQ(v.evidence["formula"], "8 × 4 GiB + 8 × 405B/128 × 2 B + 8 × 405B × 12/1024 B");
-  EXPECT_TRUE(contains(v.summary,
-                       "8 local ranks saving a 405B-parameter ZeRO-1 checkpoint with tensor-parallel 8 × pipeline-parallel 16 "
-                       "× data-parallel 8 sharded 1024 ways need ≈ 114.5 GiB (8 of them data-parallel rank 0, saving the "
-                       "model states of their 1/128 of the model)"))
+  EXPECT_TRUE(
+      contains(v.summary,
+               "8 local ranks saving a 405B-parameter ZeRO-1 checkpoint with tensor-parallel 8 × pipeline-parallel 16 "
+               "× data-parallel 8 sharded 1024 ways need ≈ 114.5 GiB (8 of them data-parallel rank 0, saving the "
+               "model states of their 1/128 of the model)"))
       << v.summary;
 }
 
@@ -178,10 +180,10 @@ TEST(HostMemory, AloneTheWorldHoldsOneModelReplica) {
 
 TEST(HostMemory, AHungProbeIsNamedAsAHang) {
   RankFacts facts = node(64 * kGiB, 60 * kGiB);
-  facts.memory.meminfo = Probed<MemInfo>::error(
-      ProbeErrc::Timeout,
-      "probe 'memory' hung: it had not finished when the probe phase's deadline passed (after 500 ms of --timeout 1 s), "
-      "and the probes after it did not run");
+  facts.memory.meminfo = Probed<MemInfo>::error(ProbeErrc::Timeout,
+                                                "probe 'memory' hung: it had not finished when the probe phase's "
+                                                "deadline passed (after 500 ms of --timeout 1 s), "
+                                                "and the probes after it did not run");
   const Verdict v = check(facts);
   EXPECT_EQ(v.status, Status::Unknown);
   EXPECT_EQ(v.summary.find("the node's available memory was not gathered: probe 'memory' hung: "), 0u) << v.summary;
@@ -216,20 +218,24 @@ TEST(HostMemory, CgroupLimitMinusWorkingSetIsTheBudget) {
   facts.memory.cgroup = Probed<CgroupMemory>::ok(cg, "/sys/fs/cgroup/job.slice");
   const Verdict v = check(facts);
   ASSERT_EQ(v.status, Status::Fail) << v.summary;
-  EXPECT_EQ(v.summary,
-            "node has 31 GiB available (MemAvailable 120 GiB of 128 GiB; cgroup /job.slice limit 32 GiB, 1 GiB in use); "
-            "8 local ranks × 4 GiB need 32 GiB (no --model-params: the checkpoint-save peak is not checked)");
+  EXPECT_EQ(
+      v.summary,
+      "node has 31 GiB available (MemAvailable 120 GiB of 128 GiB; cgroup /job.slice limit 32 GiB, 1 GiB in use); "
+      "8 local ranks × 4 GiB need 32 GiB (no --model-params: the checkpoint-save peak is not checked)");
   EXPECT_EQ(v.evidence["budget_bytes"], 31 * kGiB);
   EXPECT_EQ(v.evidence["cgroup_limit"], 32 * kGiB);
   EXPECT_EQ(v.evidence["cgroup_path"], "/job.slice");
   // 1 GiB in use + 32 GiB × 1.1, rounded up to whole GiB.
-  EXPECT_TRUE(contains(v.remedy, "Raise the memory limit of cgroup /job.slice to at least 37 GiB (docker run --memory=")) << v.remedy;
+  EXPECT_TRUE(
+      contains(v.remedy, "Raise the memory limit of cgroup /job.slice to at least 37 GiB (docker run --memory="))
+      << v.remedy;
   EXPECT_TRUE(contains(v.remedy, "Run at most 7 ranks per node")) << v.remedy;
   EXPECT_EQ(v.finding.code, "host.memory/too-little");
   EXPECT_EQ(v.finding.params["fit_ranks"], 7);
   EXPECT_EQ(v.finding.params["cgroup"], "/job.slice");
   EXPECT_EQ(v.finding.params["cgroup_limit_needed"], "37 GiB");
-  EXPECT_TRUE(contains(v.remedy, "Run at most 7 ranks per node (`srun --ntasks-per-node=7`, `mpirun --map-by ppr:7:node`). "))
+  EXPECT_TRUE(
+      contains(v.remedy, "Run at most 7 ranks per node (`srun --ntasks-per-node=7`, `mpirun --map-by ppr:7:node`). "))
       << v.remedy;
 }
 
@@ -297,7 +303,8 @@ TEST(HostMemory, UnknownWhenMeminfoIsGarbage) {
 
 TEST(HostMemory, UnknownWhenTheCgroupFilesAreGarbageOrUnreadable) {
   RankFacts facts = node(64 * kGiB, 60 * kGiB);
-  facts.memory.cgroup = Probed<CgroupMemory>::error(ProbeErrc::ParseError, "not a byte count: 'lots'", "/sys/fs/cgroup/memory.max");
+  facts.memory.cgroup =
+      Probed<CgroupMemory>::error(ProbeErrc::ParseError, "not a byte count: 'lots'", "/sys/fs/cgroup/memory.max");
   Verdict v = check(facts);
   EXPECT_EQ(v.status, Status::Unknown);
   EXPECT_EQ(v.summary, "could not read the cgroup memory limit: /sys/fs/cgroup/memory.max: not a byte count: 'lots'");
@@ -325,10 +332,10 @@ TEST(HostMemory, SkippedInTheImageProfile) {
 
 TEST(HostMemory, ExplainDocumentsTheModel) {
   const std::string explain(kHostMemory.explain);
-  for (const char* part : {"2 B/param", "12 B/param", "P/(T×PP) × (2 + 12)", "L × P × 12/W", "L × P × 14/W",
-                           "default 4 GiB", "default 0", "10%", "Swap is not counted", "--tensor-parallel",
-                           "--pipeline-parallel", "save_non_zero_checkpoint", "save_zero_checkpoint",
-                           "megatron/training/checkpointing.py", "data-parallel rank 0"}) {
+  for (const char* part :
+       {"2 B/param", "12 B/param", "P/(T×PP) × (2 + 12)", "L × P × 12/W", "L × P × 14/W", "default 4 GiB", "default 0",
+        "10%", "Swap is not counted", "--tensor-parallel", "--pipeline-parallel", "save_non_zero_checkpoint",
+        "save_zero_checkpoint", "megatron/training/checkpointing.py", "data-parallel rank 0"}) {
     EXPECT_TRUE(contains(explain, part)) << part;
   }
 }

@@ -11,8 +11,12 @@ using Env = std::map<std::string, std::string>;
 using nlohmann::json;
 
 const Env kOpenMpi3of4 = {
-    {"OMPI_COMM_WORLD_RANK", "3"},       {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
-    {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}, {"PMIX_RANK", "3"},            {"PMIX_NAMESPACE", "prterun-vm-1@1"},
+    {"OMPI_COMM_WORLD_RANK", "3"},
+    {"OMPI_COMM_WORLD_SIZE", "4"},
+    {"OMPI_COMM_WORLD_LOCAL_RANK", "3"},
+    {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"},
+    {"PMIX_RANK", "3"},
+    {"PMIX_NAMESPACE", "prterun-vm-1@1"},
 };
 
 Env with(Env base, const Env& extra) {
@@ -115,7 +119,10 @@ const Case kCases[] = {
      "launch.env/rank-not-below-size",
      {{"claim", "hydra"}, {"rank_name", "PMI_RANK"}, {"rank", 4}, {"size_name", "PMI_SIZE"}, {"size", 4}}},
     {"LocalRankNotBelowLocalSize",
-     {{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "2"}, {"SLURM_NTASKS_PER_NODE", "2"},
+     {{"SLURM_PROCID", "2"},
+      {"SLURM_NTASKS", "4"},
+      {"SLURM_LOCALID", "2"},
+      {"SLURM_NTASKS_PER_NODE", "2"},
       {"SLURM_STEP_ID", "0"}},
      Status::Fail,
      {"slurm: SLURM_LOCALID=2 is not below SLURM_NTASKS_PER_NODE=2"},
@@ -291,9 +298,11 @@ TEST(LaunchEnv, SkippedInImageProfile) {
 TEST(LaunchEnv, VariablesOfAJobWhoseLauncherIsGoneWarn) {
   // The join found that the PMIx server PMIX_SERVER_URI41 names does not answer: the run was alone.
   RankFacts facts;
-  facts.env = EnvSnapshot(Env{{"PMIX_RANK", "0"}, {"PMIX_NAMESPACE", "stale.job.1"},
+  facts.env = EnvSnapshot(Env{{"PMIX_RANK", "0"},
+                              {"PMIX_NAMESPACE", "stale.job.1"},
                               {"PMIX_SERVER_URI41", "pmix-server.99999;tcp4://127.0.0.1:9"}});
-  facts.placement.launcher_gone = "the PMIx server that PMIX_SERVER_URI* names does not answer (PMIx_Init: UNREACHABLE)";
+  facts.placement.launcher_gone =
+      "the PMIx server that PMIX_SERVER_URI* names does not answer (PMIx_Init: UNREACHABLE)";
   const Options options;
   const Verdict v = run_check(*find_check("launch.env"), CheckContext{facts, options, Profile::Node});
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
@@ -306,7 +315,9 @@ TEST(LaunchEnv, VariablesOfAJobWhoseLauncherIsGoneWarn) {
   EXPECT_EQ(run_check(*find_check("launch.env"), CheckContext{facts, options, Profile::Node}).status, Status::Pass);
 }
 
-TEST(LaunchEnv, RunsInNodeProfile) { EXPECT_EQ(check({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, Profile::Node).status, Status::Warn); }
+TEST(LaunchEnv, RunsInNodeProfile) {
+  EXPECT_EQ(check({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, Profile::Node).status, Status::Warn);
+}
 
 // Under MPI, MPI's own numbers are the truth every claim is compared with.
 Verdict check_mpi(const Env& env, const MpiView& mpi) {
@@ -318,14 +329,16 @@ Verdict check_mpi(const Env& env, const MpiView& mpi) {
 }
 
 Env open_mpi(int rank, int size) {
-  return {{"OMPI_COMM_WORLD_RANK", std::to_string(rank)},     {"OMPI_COMM_WORLD_SIZE", std::to_string(size)},
-          {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(rank)}, {"OMPI_COMM_WORLD_LOCAL_SIZE", std::to_string(size)},
+  return {{"OMPI_COMM_WORLD_RANK", std::to_string(rank)},
+          {"OMPI_COMM_WORLD_SIZE", std::to_string(size)},
+          {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(rank)},
+          {"OMPI_COMM_WORLD_LOCAL_SIZE", std::to_string(size)},
           {"PMIX_RANK", std::to_string(rank)}};
 }
 
 TEST(LaunchEnvMpi, AgreementPasses) {
-  const Verdict v =
-      check_mpi(with(open_mpi(1, 4), {{"RANK", "1"}}), MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}, "pmix_local_peers"});
+  const Verdict v = check_mpi(with(open_mpi(1, 4), {{"RANK", "1"}}),
+                              MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_NE(v.summary.find("MPI agrees: rank 1 of 4, local 1 of 4"), std::string::npos) << v.summary;
   EXPECT_EQ(v.evidence["mpi"]["rank"], 1);
@@ -333,8 +346,8 @@ TEST(LaunchEnvMpi, AgreementPasses) {
 
 TEST(LaunchEnvMpi, RankExportedToEveryRankFails) {
   // mpirun -x RANK=0 -np 4: rank 1 reads RANK=0.
-  const Verdict v =
-      check_mpi(with(open_mpi(1, 4), {{"RANK", "0"}}), MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}, "pmix_local_peers"});
+  const Verdict v = check_mpi(with(open_mpi(1, 4), {{"RANK", "0"}}),
+                              MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Fail);
   ASSERT_EQ(v.findings.size(), 2u) << v.summary;
   EXPECT_EQ(v.findings[0].code, "launch.env/framework-disagrees-with-mpi");
@@ -345,7 +358,8 @@ TEST(LaunchEnvMpi, RankExportedToEveryRankFails) {
   EXPECT_EQ(v.findings[1].params["f0"], 0);
   EXPECT_EQ(v.findings[1].params["l0"], 1);
   EXPECT_EQ(v.finding.code, "launch.env/framework-disagrees-with-mpi");  // the first of the two decides
-  EXPECT_NE(v.summary.find("the environment disagrees with MPI (Open MPI v4.1.4): RANK=0 but MPI's rank is 1"), std::string::npos)
+  EXPECT_NE(v.summary.find("the environment disagrees with MPI (Open MPI v4.1.4): RANK=0 but MPI's rank is 1"),
+            std::string::npos)
       << v.summary;
   EXPECT_NE(v.remedy.find("mpirun -x RANK=…"), std::string::npos) << v.remedy;
   // Found by two comparisons (with the launcher's variables and with MPI), fixed by one sentence.
@@ -371,7 +385,8 @@ TEST(LaunchEnvMpi, LauncherVariablesOfAnotherJobFail) {
 
 TEST(LaunchEnvMpi, FrameworkVariablesWithoutALauncherFail) {
   // MPI ran (e.g. a PMI the environment does not show), the framework's variables disagree.
-  const Verdict v = check_mpi({{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "4"}}, MpiView{2, 4, 2, 4, 1, false, "", {}, "pmix_local_peers"});
+  const Verdict v = check_mpi({{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "4"}},
+                              MpiView{2, 4, 2, 4, 1, false, "", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_EQ(v.finding.code, "launch.env/framework-disagrees-with-mpi");
   EXPECT_EQ(v.finding.params["claimed0"], 0);
@@ -385,7 +400,10 @@ TEST(LaunchEnvMpi, FrameworkVariablesWithoutALauncherFail) {
 
 TEST(LaunchEnvMpi, MpiWorldOfOneUnderALargerLauncherWarns) {
   // srun without --mpi=pmix: every task's MPI is a world of 1 while Slurm says 4.
-  const Verdict v = check_mpi({{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "2"}, {"SLURM_JOB_ID", "7"},
+  const Verdict v = check_mpi({{"SLURM_PROCID", "2"},
+                               {"SLURM_NTASKS", "4"},
+                               {"SLURM_LOCALID", "2"},
+                               {"SLURM_JOB_ID", "7"},
                                {"SLURM_STEP_ID", "0"}},
                               MpiView{0, 1, 0, 1, 1, false, "", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
@@ -398,13 +416,15 @@ TEST(LaunchEnvMpi, MpiWorldOfOneUnderALargerLauncherWarns) {
 }
 
 TEST(LaunchEnvMpi, SingletonMpiIsNotTheTruth) {
-  const Verdict v = check_mpi({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, MpiView{0, 1, 0, 1, 1, true, "", {}, "pmix_local_peers"});
+  const Verdict v =
+      check_mpi({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, MpiView{0, 1, 0, 1, 1, true, "", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Warn) << v.summary;  // alone, as without MPI
 }
 
 TEST(LaunchEnvMpi, StaleSlurmVariablesAreNotComparedWithMpi) {
-  const Verdict v = check_mpi(with(open_mpi(2, 4), {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", "7"}}),
-                              MpiView{2, 4, 2, 4, 1, false, "", {}, "pmix_local_peers"});
+  const Verdict v =
+      check_mpi(with(open_mpi(2, 4), {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", "7"}}),
+                MpiView{2, 4, 2, 4, 1, false, "", {}, "pmix_local_peers"});
   EXPECT_NE(v.status, Status::Fail) << v.summary;
   EXPECT_EQ(v.summary.find("disagrees with MPI"), std::string::npos) << v.summary;
 }

@@ -209,8 +209,10 @@ TEST(LaunchGpuBinding, InvalidVisibleDevicesEntryFails) {
   }
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Fail);
-  EXPECT_TRUE(has(v.summary, "rank 0 (gpu-a): CUDA_VISIBLE_DEVICES=0,2,-1,1 has an invalid entry '-1' (not an index or a "
-                             "GPU-/MIG- UUID) at position 3: the driver stops reading the list there, so only 2 GPU(s) are visible"))
+  EXPECT_TRUE(
+      has(v.summary,
+          "rank 0 (gpu-a): CUDA_VISIBLE_DEVICES=0,2,-1,1 has an invalid entry '-1' (not an index or a "
+          "GPU-/MIG- UUID) at position 3: the driver stops reading the list there, so only 2 GPU(s) are visible"))
       << v.summary;
   EXPECT_TRUE(has(v.summary, "rank 2 (gpu-a): local rank 2 but it sees 2 GPU(s)")) << v.summary;
   EXPECT_TRUE(has(v.summary, "gpu-a: 4 local ranks but only 2 GPU(s) visible to them")) << v.summary;

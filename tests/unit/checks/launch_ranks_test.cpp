@@ -71,7 +71,8 @@ TEST(LaunchRanks, MissingRanksAreNamedWithHostPidAndPhase) {
   EXPECT_EQ(v.finding.params["count"], 1);
   EXPECT_EQ(v.finding.params["world"], 8);
   EXPECT_EQ(v.finding.params["named"], "rank 6 (gpu-b, pid 1006, last phase probe, silent 6.2 s)");
-  EXPECT_TRUE(has(v.summary, "1 rank of 8 did not deliver facts: rank 6 (gpu-b, pid 1006, last phase probe, silent 6.2 s)"))
+  EXPECT_TRUE(
+      has(v.summary, "1 rank of 8 did not deliver facts: rank 6 (gpu-b, pid 1006, last phase probe, silent 6.2 s)"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "dmesg")) << v.remedy;
   EXPECT_EQ(v.evidence["undelivered"][0], 6);
@@ -130,9 +131,13 @@ TEST(LaunchRanks, RanksThatNeverStartedAreNamedApartFromThoseThatWaited) {
   EXPECT_EQ(v.finding.code, "launch.ranks/ranks-never-started");
   EXPECT_EQ(v.finding.params["count"], 2);
   EXPECT_EQ(v.finding.params["world"], 4);
-  EXPECT_TRUE(has(v.summary, "2 ranks of 4 never started: rank 2 (never heard from; placed on gpu-b); rank 3 (never heard from; placed on gpu-b)"))
+  EXPECT_TRUE(has(v.summary,
+                  "2 ranks of 4 never started: rank 2 (never heard from; placed on gpu-b); rank 3 (never heard from; "
+                  "placed on gpu-b)"))
       << v.summary;
-  EXPECT_TRUE(has(v.summary, "1 rank started and waited for them, so their facts were not gathered: rank 1 (gpu-a, pid 1001, last phase init)"))
+  EXPECT_TRUE(has(v.summary,
+                  "1 rank started and waited for them, so their facts were not gathered: rank 1 (gpu-a, pid 1001, last "
+                  "phase init)"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "the launcher could not start the process there")) << v.remedy;
   EXPECT_FALSE(has(v.remedy, "SIGSTOP")) << v.remedy;
@@ -148,7 +153,8 @@ TEST(LaunchRanks, RanksHeardOnlyAtTheStartAreStillMissingFacts) {
   EXPECT_EQ(v.finding.code, "launch.ranks/ranks-missing");
   EXPECT_EQ(v.finding.params["count"], 2);
   EXPECT_FALSE(v.finding.params.contains("waited_ranks"));
-  EXPECT_TRUE(has(v.summary, "2 ranks of 3 did not deliver facts: rank 1 (gpu-a, pid 1001, last phase init)")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "2 ranks of 3 did not deliver facts: rank 1 (gpu-a, pid 1001, last phase init)"))
+      << v.summary;
   EXPECT_FALSE(has(v.summary, "never started")) << v.summary;
 }
 
@@ -199,7 +205,8 @@ TEST(LaunchRanks, UngatheredWorldIsUnknown) {
   EXPECT_EQ(v.finding.code, "launch.ranks/not-gathered");
   EXPECT_EQ(v.finding.params["launcher"], "slurm");
   EXPECT_EQ(v.finding.params["world"], 16);
-  EXPECT_TRUE(has(v.summary, "the launcher (slurm) claims a world of 16 ranks, but preflight ran as a single process")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "the launcher (slurm) claims a world of 16 ranks, but preflight ran as a single process"))
+      << v.summary;
   EXPECT_TRUE(has(v.summary, "srun without --mpi=pmix")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "srun --mpi=pmix")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "preflight merge")) << v.remedy;
@@ -208,7 +215,8 @@ TEST(LaunchRanks, UngatheredWorldIsUnknown) {
 
 TEST(LaunchRanks, MpiWorldOfOneUnderALargerLauncherIsUnknown) {
   JobFacts j = job_fixture::job(1, 1);
-  j.ranks[0].env = EnvSnapshot({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}});
+  j.ranks[0].env =
+      EnvSnapshot({{"SLURM_PROCID", "5"}, {"SLURM_NTASKS", "8"}, {"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}});
   const Verdict v = judge_job(spec(), j);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_EQ(v.finding.code, "launch.ranks/mpi-world-of-one");

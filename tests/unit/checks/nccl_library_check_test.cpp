@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
-#include "matrix/compat_matrix.hpp"
 #include "checks/specs.hpp"
+#include "matrix/compat_matrix.hpp"
 
 namespace preflight {
 namespace checks_nccl_library_check_test {
@@ -108,13 +108,15 @@ TEST(NcclLibraryCheck, VersionFromCodeWhenTheStringIsMissing) {
 
 TEST(NcclLibraryCheck, LibraryMissingFailsNamingTheCandidates) {
   RankFacts f = node_facts();
-  f.gpu.runtime.nccl_candidates = {{"/venv/site-packages/nvidia/nccl/lib/libnccl.so.2", "wheel nvidia-nccl-cu12 2.21.5", ""},
-                                   {"/usr/lib/x86_64-linux-gnu/libnccl.so.2", "ld.so.cache", ""}};
+  f.gpu.runtime.nccl_candidates = {
+      {"/venv/site-packages/nvidia/nccl/lib/libnccl.so.2", "wheel nvidia-nccl-cu12 2.21.5", ""},
+      {"/usr/lib/x86_64-linux-gnu/libnccl.so.2", "ld.so.cache", ""}};
   f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::LibraryMissing, "libnccl.so.2: cannot open shared object file");
   const Verdict v = judge(f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(has(v.summary, "libnccl.so.2 not found where the job looks")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "/venv/site-packages/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu12 2.21.5)")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "/venv/site-packages/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu12 2.21.5)"))
+      << v.summary;
   EXPECT_TRUE(has(v.remedy, "--nccl-lib")) << v.remedy;
   EXPECT_EQ(v.finding.code, "nccl.library/not-found");
   EXPECT_EQ(v.finding.params["why"], "libnccl.so.2: cannot open shared object file");
@@ -132,8 +134,9 @@ TEST(NcclLibraryCheck, LoadFailureCrashOrHangFails) {
   EXPECT_EQ(v.finding.code, "nccl.library/load-failed");
   EXPECT_EQ(v.finding.params["error"], "crashed");
   EXPECT_EQ(v.summary, "libnccl.so.2 could not be loaded (crashed): ncclGetVersion crashed with SIGSEGV in 0.1 s");
-  EXPECT_TRUE(v.remedy.starts_with("Fix or replace the library named (the job loads the same file and fails the same "
-                                   "way). Install NCCL where the job loads it"))
+  EXPECT_TRUE(
+      v.remedy.starts_with("Fix or replace the library named (the job loads the same file and fails the same "
+                           "way). Install NCCL where the job loads it"))
       << v.remedy;
   f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::Timeout, "no answer within 5 s");
   EXPECT_EQ(judge(f).status, Status::Fail);
@@ -326,8 +329,9 @@ TEST(NcclLibraryCheck, DriverBelowNcclMinimumFails) {
   EXPECT_TRUE(has(v.summary, "11.3")) << v.summary;
   EXPECT_EQ(v.finding.code, "nccl.library/driver-too-old");
   EXPECT_EQ(v.finding.params["driver"], "driver 460.106.00 (CUDA 11.2)");
-  EXPECT_TRUE(has(v.summary, "NCCL needs a driver supporting CUDA ≥ 11.3 (CUDA_DRIVER_MIN_VERSION); driver 460.106.00 "
-                             "(CUDA 11.2) is older"))
+  EXPECT_TRUE(has(v.summary,
+                  "NCCL needs a driver supporting CUDA ≥ 11.3 (CUDA_DRIVER_MIN_VERSION); driver 460.106.00 "
+                  "(CUDA 11.2) is older"))
       << v.summary;
   EXPECT_EQ(v.remedy,
             "Install a driver ≥ " + v.finding.params["min_driver"].get<std::string>() + " (CUDA 11.3) or newer.");

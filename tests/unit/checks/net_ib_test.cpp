@@ -27,7 +27,8 @@ IbDevice dev(std::string name, std::vector<IbPort> ports) {
 
 // An 8-rail-like node, shortened: mlx5_0, mlx5_1 ACTIVE IB 400G, mlx5_10 ACTIVE too (the trap target).
 std::vector<IbDevice> node() {
-  return {dev("mlx5_0", {port(1, "4: ACTIVE")}), dev("mlx5_1", {port(1, "4: ACTIVE")}), dev("mlx5_10", {port(1, "4: ACTIVE")})};
+  return {dev("mlx5_0", {port(1, "4: ACTIVE")}), dev("mlx5_1", {port(1, "4: ACTIVE")}),
+          dev("mlx5_10", {port(1, "4: ACTIVE")})};
 }
 
 struct Case {
@@ -58,14 +59,17 @@ void expect(const Verdict& v, Status s, const std::string& summary_has, const st
 
 TEST(NetIb, PassNamesThePorts) {
   const Verdict v = Case().run();
-  expect(v, Status::Pass, "NCCL (NCCL_IB_HCA unset) will use 3 ACTIVE port(s): mlx5_0:1, mlx5_1:1, mlx5_10:1 (InfiniBand, 400 Gb/sec (4X NDR)); GPUDirect RDMA module loaded");
+  expect(v, Status::Pass,
+         "NCCL (NCCL_IB_HCA unset) will use 3 ACTIVE port(s): mlx5_0:1, mlx5_1:1, mlx5_10:1 (InfiniBand, 400 Gb/sec "
+         "(4X NDR)); GPUDirect RDMA module loaded");
   EXPECT_EQ(v.finding.code, "net.ib/ports");
   EXPECT_EQ(v.finding.params["count"], 3);
   EXPECT_EQ(v.finding.params["ports"], "mlx5_0:1, mlx5_1:1, mlx5_10:1");
   EXPECT_EQ(v.evidence["gpudirect_rdma"], true);
   EXPECT_EQ(v.evidence["used_ports"].size(), 3u);
   EXPECT_EQ(v.evidence["devices"][0]["name"], "mlx5_0");
-  expect(Case().env("NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1").run(), Status::Pass, "will use 2 ACTIVE port(s): mlx5_0:1, mlx5_1:1");
+  expect(Case().env("NCCL_IB_HCA", "=mlx5_0:1,mlx5_1:1").run(), Status::Pass,
+         "will use 2 ACTIVE port(s): mlx5_0:1, mlx5_1:1");
   const Verdict excl = Case().env("NCCL_IB_HCA", "^mlx5_1").run();  // also drops mlx5_10: the trap works both ways
   expect(excl, Status::Warn, "mlx5_1 also selects mlx5_10", "export NCCL_IB_HCA=^=mlx5_1");
   EXPECT_EQ(excl.finding.code, "net.ib/prefix-trap");
@@ -76,12 +80,14 @@ TEST(NetIb, PassNamesThePorts) {
 
 TEST(NetIb, NoRdmaSkips) {
   Case c;
-  c.facts.net.ib_devices = Probed<std::vector<IbDevice>>::error(ProbeErrc::NotFound, "does not exist (no RDMA driver loaded)", "/sys/class/infiniband");
+  c.facts.net.ib_devices = Probed<std::vector<IbDevice>>::error(
+      ProbeErrc::NotFound, "does not exist (no RDMA driver loaded)", "/sys/class/infiniband");
   const Verdict missing = c.run();
   expect(missing, Status::Skip, "no RDMA devices (/sys/class/infiniband: does not exist");
   EXPECT_EQ(missing.finding.code, "net.ib/no-devices");
   const Verdict empty = Case().devices({}).run();
-  EXPECT_EQ(empty.summary, "no RDMA devices in /sys/class/infiniband; NCCL uses TCP sockets (NET/Socket) between nodes");
+  EXPECT_EQ(empty.summary,
+            "no RDMA devices in /sys/class/infiniband; NCCL uses TCP sockets (NET/Socket) between nodes");
   EXPECT_EQ(empty.status, Status::Skip);
   EXPECT_EQ(empty.finding.code, "net.ib/no-devices");
   EXPECT_NE(empty.summary.find("no RDMA devices in /sys/class/infiniband"), std::string::npos) << empty.summary;
@@ -89,8 +95,8 @@ TEST(NetIb, NoRdmaSkips) {
 
 TEST(NetIb, UnreadableSysfsIsUnknown) {
   Case c;
-  c.facts.net.ib_devices = Probed<std::vector<IbDevice>>::error(ProbeErrc::Unreadable, "/sys/class/infiniband/mlx5_0/ports: Invalid argument",
-                                                                "/sys/class/infiniband");
+  c.facts.net.ib_devices = Probed<std::vector<IbDevice>>::error(
+      ProbeErrc::Unreadable, "/sys/class/infiniband/mlx5_0/ports: Invalid argument", "/sys/class/infiniband");
   expect(c.run(), Status::Unknown, "could not read the RDMA devices");
   Case state;
   state.devices({dev("mlx5_0", {port(1, "")})});
@@ -107,13 +113,15 @@ TEST(NetIb, HcaSelectingNoActivePortFails) {
   Case c;
   c.devices({dev("mlx5_0", {port(1, "4: ACTIVE")}), dev("mlx5_4", {port(1, "1: DOWN")})}).env("NCCL_IB_HCA", "=mlx5_4");
   const Verdict v = c.run();
-  expect(v, Status::Fail, "NCCL_IB_HCA==mlx5_4 selects no ACTIVE port: mlx5_4:1 (1: DOWN, 3: Disabled, InfiniBand", "export NCCL_IB_HCA==mlx5_0:1");
+  expect(v, Status::Fail, "NCCL_IB_HCA==mlx5_4 selects no ACTIVE port: mlx5_4:1 (1: DOWN, 3: Disabled, InfiniBand",
+         "export NCCL_IB_HCA==mlx5_0:1");
   EXPECT_EQ(v.finding.code, "net.ib/hca-misses-active");
   EXPECT_EQ(v.finding.params["selected_by"], "NCCL_IB_HCA==mlx5_4");
   EXPECT_EQ(v.finding.params["first_active"], "mlx5_0:1");
   EXPECT_EQ(v.remedy, "Select ACTIVE ports: mlx5_0:1 (e.g. `export NCCL_IB_HCA==mlx5_0:1`).");
   const Verdict port = Case().env("NCCL_IB_HCA", "mlx5_0:2").run();
-  expect(port, Status::Fail, "NCCL_IB_HCA names mlx5_0:2, a port the device does not have", "/sys/class/infiniband/mlx5_0/ports");
+  expect(port, Status::Fail, "NCCL_IB_HCA names mlx5_0:2, a port the device does not have",
+         "/sys/class/infiniband/mlx5_0/ports");
   EXPECT_EQ(port.findings[0].code, "net.ib/unknown-port");
   EXPECT_EQ(port.findings[0].params["entry"], "mlx5_0:2");
   EXPECT_EQ(port.findings[0].params["device"], "mlx5_0");
@@ -127,8 +135,9 @@ TEST(NetIb, HcaWhenNoPortIsActiveFails) {
   Case c;
   c.devices({dev("mlx5_0", {port(1, "1: DOWN")}), dev("mlx5_1", {port(1, "1: DOWN")})}).env("NCCL_IB_HCA", "=mlx5_0");
   const Verdict v = c.run();
-  expect(v, Status::Fail, "NCCL_IB_HCA==mlx5_0 selects no ACTIVE port: mlx5_0:1 (1: DOWN, 3: Disabled, InfiniBand",
-         "Bring the RDMA ports up (`ibstat`; check cables, the subnet manager for InfiniBand, the switch port for RoCE).");
+  expect(
+      v, Status::Fail, "NCCL_IB_HCA==mlx5_0 selects no ACTIVE port: mlx5_0:1 (1: DOWN, 3: Disabled, InfiniBand",
+      "Bring the RDMA ports up (`ibstat`; check cables, the subnet manager for InfiniBand, the switch port for RoCE).");
   EXPECT_EQ(v.finding.code, "net.ib/hca-none-active");
   EXPECT_EQ(v.finding.params["selected_by"], "NCCL_IB_HCA==mlx5_0");
   EXPECT_EQ(v.finding.params["down_ports"], "mlx5_0:1 (1: DOWN, 3: Disabled, InfiniBand, 400 Gb/sec (4X NDR))");
@@ -141,12 +150,14 @@ TEST(NetIb, HcaNamingAMissingDeviceFails) {
   EXPECT_EQ(v.finding.code, "net.ib/unknown-device");
   EXPECT_EQ(v.finding.params["entry"], "mlx5_9");
   EXPECT_EQ(v.finding.params["device_list"], "mlx5_0,mlx5_1,mlx5_10");
-  expect(Case().env("NCCL_IB_HCA", "^mlx5_9").run(), Status::Pass, "3 ACTIVE");  // excluding a missing device is harmless
+  expect(Case().env("NCCL_IB_HCA", "^mlx5_9").run(), Status::Pass,
+         "3 ACTIVE");  // excluding a missing device is harmless
 }
 
 TEST(NetIb, PrefixTrapWarns) {
   const Verdict v = Case().env("NCCL_IB_HCA", "mlx5_1:1").run();
-  expect(v, Status::Warn, "NCCL_IB_HCA=mlx5_1:1 matches by prefix: mlx5_1 also selects mlx5_10", "export NCCL_IB_HCA==mlx5_1:1");
+  expect(v, Status::Warn, "NCCL_IB_HCA=mlx5_1:1 matches by prefix: mlx5_1 also selects mlx5_10",
+         "export NCCL_IB_HCA==mlx5_1:1");
   EXPECT_EQ(v.finding.code, "net.ib/prefix-trap");
   EXPECT_EQ(v.finding.params["hca"], "mlx5_1:1");
   EXPECT_EQ(v.finding.params["traps"], "mlx5_1 also selects mlx5_10");
@@ -186,7 +197,8 @@ TEST(NetIb, MixedLinkLayersWarn) {
 
 TEST(NetIb, UnequalRatesWarn) {
   Case c;
-  c.devices({dev("mlx5_0", {port(1, "4: ACTIVE")}), dev("mlx5_1", {port(1, "4: ACTIVE", "InfiniBand", "200 Gb/sec (4X HDR)")})});
+  c.devices({dev("mlx5_0", {port(1, "4: ACTIVE")}),
+             dev("mlx5_1", {port(1, "4: ACTIVE", "InfiniBand", "200 Gb/sec (4X HDR)")})});
   const Verdict v = c.run();
   expect(v, Status::Warn, "different rates (mlx5_0:1 400 Gb/sec (4X NDR), mlx5_1:1 200 Gb/sec (4X HDR))");
   EXPECT_EQ(v.finding.code, "net.ib/mixed-rates");

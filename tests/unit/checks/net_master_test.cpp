@@ -44,7 +44,9 @@ void expect(const Verdict& v, Status s, const std::string& summary_has, const st
 
 TEST(NetMaster, PassOnTheMaster) {
   const Verdict v = Case().run();
-  expect(v, Status::Pass, "MASTER_PORT 29500 is free on this host, the master; MASTER_ADDR=gpu-a.example resolves to 10.0.0.5 (this host)");
+  expect(
+      v, Status::Pass,
+      "MASTER_PORT 29500 is free on this host, the master; MASTER_ADDR=gpu-a.example resolves to 10.0.0.5 (this host)");
   EXPECT_EQ(v.finding.code, "net.master/resolves");
   EXPECT_EQ(v.finding.params["addresses"], "10.0.0.5");
   EXPECT_TRUE(v.summary.find(" (this host)") != std::string::npos) << v.summary;
@@ -55,7 +57,8 @@ TEST(NetMaster, PassOnTheMaster) {
 TEST(NetMaster, PassElsewhere) {
   Case c;
   c.m().addr_is_local = false;
-  c.m().bind_test = Probed<std::string>::error(ProbeErrc::Unsupported, "MASTER_ADDR is not an address of this host", "bind()");
+  c.m().bind_test =
+      Probed<std::string>::error(ProbeErrc::Unsupported, "MASTER_ADDR is not an address of this host", "bind()");
   c.m().port_listening = Probed<bool>::ok(true, "/proc/net/tcp: 0.0.0.0:29500 LISTEN");  // not the master: irrelevant
   expect(c.nodes(2).run(), Status::Pass, "not an address of this host: the port is checked on the master");
 }
@@ -102,7 +105,8 @@ TEST(NetMaster, BadPortFails) {
 
 TEST(NetMaster, ResolutionFailures) {
   Case timeout;
-  timeout.m().resolved = Probed<Addrs>::error(ProbeErrc::Timeout, "did not resolve within 2.0 s", "getaddrinfo(gpu-a.example)");
+  timeout.m().resolved =
+      Probed<Addrs>::error(ProbeErrc::Timeout, "did not resolve within 2.0 s", "getaddrinfo(gpu-a.example)");
   timeout.m().addr_is_local = false;
   const Verdict t = timeout.run();
   expect(t, Status::Fail, "MASTER_ADDR=gpu-a.example did not resolve within 2.0 s", "numeric MASTER_ADDR");
@@ -111,15 +115,18 @@ TEST(NetMaster, ResolutionFailures) {
   EXPECT_NE(t.remedy.find("`getent hosts gpu-a.example`"), std::string::npos) << t.remedy;
   Case none;
   none.m().addr = "nonexistent.invalid";
-  none.m().resolved = Probed<Addrs>::error(ProbeErrc::NotFound, "Name or service not known", "getaddrinfo(nonexistent.invalid)");
+  none.m().resolved =
+      Probed<Addrs>::error(ProbeErrc::NotFound, "Name or service not known", "getaddrinfo(nonexistent.invalid)");
   none.m().addr_is_local = false;
   const Verdict n = none.run();
-  expect(n, Status::Fail, "MASTER_ADDR=nonexistent.invalid does not resolve: Name or service not known", "getent hosts nonexistent.invalid");
+  expect(n, Status::Fail, "MASTER_ADDR=nonexistent.invalid does not resolve: Name or service not known",
+         "getent hosts nonexistent.invalid");
   EXPECT_EQ(n.finding.code, "net.master/does-not-resolve");
   EXPECT_EQ(n.finding.params["addr"], "nonexistent.invalid");
   EXPECT_EQ(n.finding.params["detail"], "Name or service not known");
   Case sysroot;
-  sysroot.m().resolved = Probed<Addrs>::error(ProbeErrc::Unsupported, "not resolved: a --sysroot tree has no resolver", "/etc/hosts");
+  sysroot.m().resolved =
+      Probed<Addrs>::error(ProbeErrc::Unsupported, "not resolved: a --sysroot tree has no resolver", "/etc/hosts");
   sysroot.m().addr_is_local = false;
   const Verdict s = sysroot.run();
   expect(s, Status::Unknown, "was not resolved");
@@ -172,8 +179,10 @@ TEST(NetMaster, PortInUseFails) {
   c.m().port_listening = Probed<bool>::ok(true, "/proc/net/tcp: 0.0.0.0:29500 LISTEN, inode 41872");
   c.m().bind_test = Probed<std::string>::ok("EADDRINUSE: Address already in use", "bind");
   const Verdict v = c.run();
-  expect(v, Status::Fail, "MASTER_PORT 29500 is already in use on this host, the master (/proc/net/tcp: 0.0.0.0:29500 LISTEN, inode 41872)",
-         "ss -ltnp 'sport = :29500'");
+  expect(
+      v, Status::Fail,
+      "MASTER_PORT 29500 is already in use on this host, the master (/proc/net/tcp: 0.0.0.0:29500 LISTEN, inode 41872)",
+      "ss -ltnp 'sport = :29500'");
   EXPECT_EQ(v.finding.code, "net.master/port-in-use");
   EXPECT_EQ(v.finding.params["port"], 29500);
   EXPECT_EQ(v.finding.params["where"], "/proc/net/tcp: 0.0.0.0:29500 LISTEN, inode 41872");
@@ -184,7 +193,8 @@ TEST(NetMaster, PortInUseFails) {
   EXPECT_EQ(b.finding.code, "net.master/port-in-use");
   EXPECT_EQ(b.finding.params["where"], "bind(10.0.0.5:29500): EADDRINUSE: Address already in use");
   Case unreadable;
-  unreadable.m().port_listening = Probed<bool>::error(ProbeErrc::PermissionDenied, "permission denied", "/proc/net/tcp");
+  unreadable.m().port_listening =
+      Probed<bool>::error(ProbeErrc::PermissionDenied, "permission denied", "/proc/net/tcp");
   expect(unreadable.run(), Status::Pass, "29500 is free");  // the bind test still answers
 }
 
@@ -207,7 +217,9 @@ TEST(NetMaster, BindRefusedFails) {
   c.m().port = "80";
   c.m().bind_test = Probed<std::string>::ok("EACCES: Permission denied", "bind");
   const Verdict v = c.run();
-  expect(v, Status::Fail, "MASTER_PORT 80 cannot be bound on 10.0.0.5: EACCES: Permission denied (ports below 1024 need CAP_NET_BIND_SERVICE)",
+  expect(v, Status::Fail,
+         "MASTER_PORT 80 cannot be bound on 10.0.0.5: EACCES: Permission denied (ports below 1024 need "
+         "CAP_NET_BIND_SERVICE)",
          "Use a port above 1023");
   EXPECT_EQ(v.finding.code, "net.master/port-privileged");
   EXPECT_EQ(v.finding.params["port"], 80);
@@ -219,8 +231,9 @@ TEST(NetMaster, BindRefusedFails) {
   EXPECT_EQ(o.finding.code, "net.master/bind-failed");
   EXPECT_EQ(o.finding.params["address"], "10.0.0.5");
   EXPECT_EQ(o.finding.params["bind"], "EADDRNOTAVAIL: Cannot assign requested address");
-  EXPECT_NE(o.summary.find("MASTER_PORT 29500 cannot be bound on 10.0.0.5: EADDRNOTAVAIL: Cannot assign requested address"),
-            std::string::npos)
+  EXPECT_NE(
+      o.summary.find("MASTER_PORT 29500 cannot be bound on 10.0.0.5: EADDRNOTAVAIL: Cannot assign requested address"),
+      std::string::npos)
       << o.summary;
   EXPECT_EQ(o.summary.find("CAP_NET_BIND_SERVICE"), std::string::npos) << o.summary;
   EXPECT_EQ(o.remedy, "Set MASTER_ADDR to an address of this host and a free MASTER_PORT.");
@@ -305,7 +318,8 @@ TEST(NetMaster, AddressThatDiffersBetweenRanksFails) {
   for (int r : {4, 5}) j.m(r).addr = "gpu-c.example";  // gpu-c's job script exported its own name
   const Verdict v = j.run();
   expect(v, Status::Fail,
-         "MASTER_ADDR differs between ranks: 'gpu-a.example' on ranks 0–3 (gpu-a, gpu-b); 'gpu-c.example' on ranks 4–5 (gpu-c)",
+         "MASTER_ADDR differs between ranks: 'gpu-a.example' on ranks 0–3 (gpu-a, gpu-b); 'gpu-c.example' on ranks 4–5 "
+         "(gpu-c)",
          "export MASTER_ADDR=gpu-a.example");
   EXPECT_EQ(v.finding.code, "net.master/differs-between-ranks");
   EXPECT_EQ(v.finding.params["variable"], "MASTER_ADDR");
@@ -318,7 +332,9 @@ TEST(NetMaster, PortThatDiffersOrIsUnsetOnSomeRanksFails) {
   j.m(1).port = "29501";
   j.m(3).port = "";
   const Verdict v = j.run();
-  expect(v, Status::Fail, "MASTER_PORT differs between ranks: '29500' on ranks 0,2 (gpu-a, gpu-b); '29501' on rank 1 (gpu-a); unset on rank 3 (gpu-b)",
+  expect(v, Status::Fail,
+         "MASTER_PORT differs between ranks: '29500' on ranks 0,2 (gpu-a, gpu-b); '29501' on rank 1 (gpu-a); unset on "
+         "rank 3 (gpu-b)",
          "export MASTER_PORT=29500");
   EXPECT_EQ(v.finding.code, "net.master/differs-between-ranks");
   EXPECT_EQ(v.finding.params["variable"], "MASTER_PORT");
@@ -330,7 +346,8 @@ TEST(NetMaster, UnsetOnRankZeroButSetElsewhereFails) {
   j.m(0).addr.clear();
   j.m(0).port.clear();
   const Verdict v = j.run();
-  expect(v, Status::Fail, "MASTER_ADDR differs between ranks: unset on rank 0 (gpu-a); 'gpu-a.example' on rank 1 (gpu-b)",
+  expect(v, Status::Fail,
+         "MASTER_ADDR differs between ranks: unset on rank 0 (gpu-a); 'gpu-a.example' on rank 1 (gpu-b)",
          "Unset MASTER_ADDR on every rank");
   // Both variables differ, the unset side first: each is its own finding.
   ASSERT_EQ(v.findings.size(), 2u);

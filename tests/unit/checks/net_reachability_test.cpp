@@ -57,7 +57,9 @@ void fail_rank(JobFacts& j, int rank, const std::string& error) {
 
 TEST(NetReachability, PassNamesTheTarget) {
   const Verdict v = judge_job(spec(), reached());
-  expect(v, Status::Pass, "all 4 ranks opened a TCP connection to rank 0's NCCL bootstrap address 192.0.2.2:41234 (eth0 on gpu-a) (slowest 3.2 ms)");
+  expect(v, Status::Pass,
+         "all 4 ranks opened a TCP connection to rank 0's NCCL bootstrap address 192.0.2.2:41234 (eth0 on gpu-a) "
+         "(slowest 3.2 ms)");
   EXPECT_EQ(v.finding.code, "net.reachability/reached");
   EXPECT_EQ(v.finding.params["reached"], 4);
   EXPECT_EQ(v.finding.params["target"], "192.0.2.2:41234");
@@ -69,15 +71,19 @@ TEST(NetReachability, PassNamesTheTarget) {
 
 TEST(NetReachability, FailingRanksAreNamedWithTheirError) {
   JobFacts j = reached();
-  const std::string timeout = "no answer within 2.0 s (the SYN was not answered: a firewall drops it, or there is no route)";
+  const std::string timeout =
+      "no answer within 2.0 s (the SYN was not answered: a firewall drops it, or there is no route)";
   fail_rank(j, 2, timeout);
   fail_rank(j, 3, timeout);
   const Verdict v = judge_job(spec(), j);
   expect(v, Status::Fail,
-         "2 of 4 ranks cannot open a TCP connection to rank 0's NCCL bootstrap address 192.0.2.2:41234 (eth0 on gpu-a): ranks "
+         "2 of 4 ranks cannot open a TCP connection to rank 0's NCCL bootstrap address 192.0.2.2:41234 (eth0 on "
+         "gpu-a): ranks "
          "2–3 (gpu-b): no answer within 2.0 s",
          "a firewall drops the SYN");
-  EXPECT_NE(v.remedy.find("Rank 0 picked eth0 (192.0.2.2) by NCCL's default order (ib, ^docker,lo,virbr)"), std::string::npos) << v.remedy;
+  EXPECT_NE(v.remedy.find("Rank 0 picked eth0 (192.0.2.2) by NCCL's default order (ib, ^docker,lo,virbr)"),
+            std::string::npos)
+      << v.remedy;
   EXPECT_NE(v.remedy.find("set NCCL_SOCKET_IFNAME to the interface the nodes share"), std::string::npos) << v.remedy;
   EXPECT_NE(v.remedy.find("ip route get 192.0.2.2"), std::string::npos) << v.remedy;
   EXPECT_EQ(v.finding.code, "net.reachability/unreachable");
@@ -97,7 +103,8 @@ TEST(NetReachability, RefusedAndUnreachableExplainThemselves) {
   fail_rank(j, 3, "connect: No route to host (EHOSTUNREACH)");
   j.ranks[0].env.set("NCCL_SOCKET_IFNAME", "eth0");
   const Verdict v = judge_job(spec(), j);
-  expect(v, Status::Fail, "rank 2 (gpu-b): connect: Connection refused (ECONNREFUSED); rank 3 (gpu-b): connect: No route to host",
+  expect(v, Status::Fail,
+         "rank 2 (gpu-b): connect: Connection refused (ECONNREFUSED); rank 3 (gpu-b): connect: No route to host",
          "Refused means a firewall rejects the port");
   EXPECT_NE(v.remedy.find("Unreachable means these hosts have no route"), std::string::npos) << v.remedy;
   EXPECT_NE(v.remedy.find("by NCCL_SOCKET_IFNAME=eth0"), std::string::npos) << v.remedy;
@@ -124,9 +131,10 @@ TEST(NetReachability, RankZeroWithoutUsableInterfaceFails) {
   j.reach_note = "rank 0 has no usable interface for NCCL's bootstrap";
   j.ranks[0].env.set("NCCL_SOCKET_IFNAME", "ib9");
   const Verdict v = judge_job(spec(), j);
-  expect(v, Status::Fail,
-         "rank 0 (gpu-a) has no interface NCCL's bootstrap can use: NCCL_SOCKET_IFNAME=ib9 selects no running interface",
-         "On gpu-a, set NCCL_SOCKET_IFNAME to a running interface");
+  expect(
+      v, Status::Fail,
+      "rank 0 (gpu-a) has no interface NCCL's bootstrap can use: NCCL_SOCKET_IFNAME=ib9 selects no running interface",
+      "On gpu-a, set NCCL_SOCKET_IFNAME to a running interface");
   EXPECT_EQ(v.finding.code, "net.reachability/rank0-no-interface");
   EXPECT_EQ(v.finding.params["selected_by"], "NCCL_SOCKET_IFNAME=ib9");
   EXPECT_EQ(v.finding.params["reach_note"], "rank 0 has no usable interface for NCCL's bootstrap");
@@ -164,7 +172,8 @@ TEST(NetReachability, LoopbackTargetAcrossHostsFails) {
   JobFacts j = reached();
   j.reach_target = ReachTarget{"lo", "127.0.0.1", 41234};
   const Verdict v = judge_job(spec(), j);
-  expect(v, Status::Fail, "rank 0's NCCL bootstrap address 127.0.0.1:41234 is loopback in a job across 2 hosts", "not lo");
+  expect(v, Status::Fail, "rank 0's NCCL bootstrap address 127.0.0.1:41234 is loopback in a job across 2 hosts",
+         "not lo");
   EXPECT_EQ(v.finding.code, "net.reachability/loopback");
   EXPECT_EQ(v.finding.params["hosts"], 2);
   EXPECT_EQ(v.finding.params["target"], "127.0.0.1:41234");
@@ -196,7 +205,8 @@ TEST(NetReachability, MergeJudgesFilesOrSkips) {
   m.reach_target.reset();
   fail_rank(m, 3, "connect: Connection refused (ECONNREFUSED)");
   const Verdict v = judge_job(spec(), m);
-  expect(v, Status::Fail, "1 of 4 ranks cannot open a TCP connection to rank 0's NCCL bootstrap address 192.0.2.2:41234 (gpu-a)");
+  expect(v, Status::Fail,
+         "1 of 4 ranks cannot open a TCP connection to rank 0's NCCL bootstrap address 192.0.2.2:41234 (gpu-a)");
   EXPECT_EQ(v.finding.code, "net.reachability/unreachable");
   EXPECT_FALSE(v.finding.params.contains("interface"));
   JobFacts none = job_fixture::job(2, 2);

@@ -74,8 +74,8 @@ TEST(NcclSocketSelect, Ipv4AddressesComeFirstAcrossInterfaces) {
 }
 
 TEST(NcclSocketSelect, OnlyRunningAndNotIpv6Loopback) {
-  const std::vector<NetInterface> ifs = {iface("lo", true, {v6("::1", 128)}, true), iface("eth0", false, {v4("10.0.0.2")}),
-                                         iface("eth1", true, {})};
+  const std::vector<NetInterface> ifs = {iface("lo", true, {v6("::1", 128)}, true),
+                                         iface("eth0", false, {v4("10.0.0.2")}), iface("eth1", true, {})};
   EXPECT_TRUE(nccl_find_interfaces(ifs, "", "").empty());
   EXPECT_TRUE(nccl_find_interfaces(ifs, "lo", "").empty());  // the IPv6 loopback is skipped
 }
@@ -100,14 +100,17 @@ TEST(NcclSocketSelect, ShortValueIsIgnored) {
 
 TEST(NcclSocketSelect, AtMostSixteenAndOnePerName) {
   std::vector<NetInterface> ifs;
-  for (int k = 0; k < 20; ++k) ifs.push_back(iface("eth" + std::to_string(k), true, {v4("10.0." + std::to_string(k) + ".1"), v4("10.1." + std::to_string(k) + ".1")}));
+  for (int k = 0; k < 20; ++k)
+    ifs.push_back(iface("eth" + std::to_string(k), true,
+                        {v4("10.0." + std::to_string(k) + ".1"), v4("10.1." + std::to_string(k) + ".1")}));
   const auto found = nccl_find_interfaces(ifs, "eth", "");
   EXPECT_EQ(found.size(), kNcclMaxIfs);
   EXPECT_EQ(found[0].address.address, "10.0.0.1");  // the first address of the interface
 }
 
 TEST(NcclSocketSelect, CommIdSubnet) {
-  const std::vector<NetInterface> ifs = {iface("eth0", true, {v4("192.0.2.2")}), iface("eth1", true, {v4("10.5.0.2", 16)})};
+  const std::vector<NetInterface> ifs = {iface("eth0", true, {v4("192.0.2.2")}),
+                                         iface("eth1", true, {v4("10.5.0.2", 16)})};
   SocketSelection s = nccl_socket_select(ifs, std::nullopt, std::nullopt, std::string("10.5.7.1:12345"));
   EXPECT_EQ(s.rule, "NCCL_COMM_ID subnet");
   EXPECT_EQ(names(s.matches), std::vector<std::string>{"eth1"});
@@ -182,7 +185,8 @@ TEST(NetSocketIfname, PassNamesTheBootstrapInterface) {
   ifs[1].speed_mbps = 100000;
   c.ifs(ifs);
   const Verdict v = c.run();
-  expect(v, Status::Pass, "NCCL's bootstrap will use eth0 192.0.2.2/24 (100 Gb/s), selected by NCCL's default order (^docker,lo,virbr)");
+  expect(v, Status::Pass,
+         "NCCL's bootstrap will use eth0 192.0.2.2/24 (100 Gb/s), selected by NCCL's default order (^docker,lo,virbr)");
   EXPECT_EQ(v.finding.code, "net.socket_ifname/bootstrap");
   EXPECT_EQ(v.finding.params["interface"], "eth0");
   EXPECT_EQ(v.finding.params["prefix"], 24);
@@ -191,7 +195,8 @@ TEST(NetSocketIfname, PassNamesTheBootstrapInterface) {
   EXPECT_EQ(v.evidence["interfaces"].size(), 3u);
   EXPECT_EQ(v.evidence["selection"]["matches"][0]["address"], "192.0.2.2");
   const Verdict e = Case().env("NCCL_SOCKET_IFNAME", "eth").run();
-  expect(e, Status::Pass, "eth0 192.0.2.2/24 (speed unknown: NCCL assumes 10 Gb/s), selected by NCCL_SOCKET_IFNAME=eth");
+  expect(e, Status::Pass,
+         "eth0 192.0.2.2/24 (speed unknown: NCCL assumes 10 Gb/s), selected by NCCL_SOCKET_IFNAME=eth");
   EXPECT_EQ(e.finding.params["selected_by"], "NCCL_SOCKET_IFNAME=eth");
   EXPECT_EQ(e.evidence["nccl_socket_ifname"]["origin"], "environment");
 }
@@ -200,7 +205,8 @@ TEST(NetSocketIfname, ValueFromNcclConfFile) {
   Case c;
   ConfFile f;
   f.path = "/etc/nccl.conf";
-  f.contents = Probed<ConfFileContents>::ok(ConfFileContents{{{"NCCL_SOCKET_IFNAME", "=docker0", 2}}, {}}, "/etc/nccl.conf");
+  f.contents =
+      Probed<ConfFileContents>::ok(ConfFileContents{{{"NCCL_SOCKET_IFNAME", "=docker0", 2}}, {}}, "/etc/nccl.conf");
   c.facts.nccl_conf.files.push_back(f);
   const Verdict v = c.run();
   expect(v, Status::Pass, "docker0 172.17.0.1/16");
@@ -211,7 +217,9 @@ TEST(NetSocketIfname, ValueFromNcclConfFile) {
 
 TEST(NetSocketIfname, NothingMatchesFailsListingInterfaces) {
   const Verdict v = Case().env("NCCL_SOCKET_IFNAME", "doesnotexist").run();
-  expect(v, Status::Fail, "NCCL_SOCKET_IFNAME=doesnotexist matches no interface; interfaces here: lo (running, operstate unknown, 127.0.0.1/8",
+  expect(v, Status::Fail,
+         "NCCL_SOCKET_IFNAME=doesnotexist matches no interface; interfaces here: lo (running, operstate unknown, "
+         "127.0.0.1/8",
          "export NCCL_SOCKET_IFNAME==eth0");
   EXPECT_EQ(v.finding.code, "net.socket_ifname/no-match");
   EXPECT_EQ(v.finding.params["ifname"], "doesnotexist");
@@ -238,7 +246,8 @@ TEST(NetSocketIfname, NoAddressOfTheFamilyFails) {
       .env("NCCL_SOCKET_IFNAME", "eth")
       .env("NCCL_SOCKET_FAMILY", "AF_INET6");
   const Verdict v = c.run();
-  expect(v, Status::Fail, "matches no usable interface: eth0 has no IPv6 address (NCCL_SOCKET_FAMILY=AF_INET6)", "unset NCCL_SOCKET_FAMILY");
+  expect(v, Status::Fail, "matches no usable interface: eth0 has no IPv6 address (NCCL_SOCKET_FAMILY=AF_INET6)",
+         "unset NCCL_SOCKET_FAMILY");
   EXPECT_EQ(v.finding.code, "net.socket_ifname/matches-no-family-address");
   EXPECT_EQ(v.finding.params["family"], "IPv6");
   EXPECT_EQ(v.finding.params["family_value"], "AF_INET6");
@@ -253,7 +262,9 @@ TEST(NetSocketIfname, NoAddressOfTheFamilyFails) {
 
 TEST(NetSocketIfname, LoopbackInMultiNodeFails) {
   const Verdict v = Case().env("NCCL_SOCKET_IFNAME", "lo").nodes(2).run();
-  expect(v, Status::Fail, "NCCL's bootstrap would use the loopback interface lo (127.0.0.1, by NCCL_SOCKET_IFNAME=lo) in a multi-node job");
+  expect(
+      v, Status::Fail,
+      "NCCL's bootstrap would use the loopback interface lo (127.0.0.1, by NCCL_SOCKET_IFNAME=lo) in a multi-node job");
   EXPECT_EQ(v.finding.code, "net.socket_ifname/bootstrap-loopback");
   EXPECT_EQ(v.finding.params["interface"], "lo");
   EXPECT_EQ(v.finding.params["address"], "127.0.0.1");
@@ -271,7 +282,8 @@ TEST(NetSocketIfname, DefaultOnDockerInMultiNodeWarns) {
   Case c;
   c.ifs({iface("lo", true, {v4("127.0.0.1", 8)}, true), iface("docker0", true, {v4("172.17.0.1", 16)})}).nodes(2);
   const Verdict v = c.run();
-  expect(v, Status::Warn, "NCCL's default order lands on docker0 (172.17.0.1, a container/virtual bridge) in a multi-node job");
+  expect(v, Status::Warn,
+         "NCCL's default order lands on docker0 (172.17.0.1, a container/virtual bridge) in a multi-node job");
   EXPECT_EQ(v.finding.code, "net.socket_ifname/bootstrap-bridge");
   EXPECT_EQ(v.finding.params["interface"], "docker0");
   EXPECT_EQ(v.finding.params["address"], "172.17.0.1");
@@ -279,9 +291,11 @@ TEST(NetSocketIfname, DefaultOnDockerInMultiNodeWarns) {
 
 TEST(NetSocketIfname, PrefixTrapWarns) {
   Case c;
-  c.ifs({iface("eth1", true, {v4("10.0.1.2")}), iface("eth10", true, {v4("10.0.1.3")})}).env("NCCL_SOCKET_IFNAME", "eth1");
+  c.ifs({iface("eth1", true, {v4("10.0.1.2")}), iface("eth10", true, {v4("10.0.1.3")})})
+      .env("NCCL_SOCKET_IFNAME", "eth1");
   const Verdict v = c.run();
-  expect(v, Status::Warn, "NCCL_SOCKET_IFNAME=eth1 matches by prefix: eth1 also matches eth10", "export NCCL_SOCKET_IFNAME==eth1");
+  expect(v, Status::Warn, "NCCL_SOCKET_IFNAME=eth1 matches by prefix: eth1 also matches eth10",
+         "export NCCL_SOCKET_IFNAME==eth1");
   EXPECT_EQ(v.finding.code, "net.socket_ifname/prefix-trap");
   EXPECT_EQ(v.finding.params["ifname"], "eth1");
   EXPECT_EQ(v.finding.params["traps"], "eth1 also matches eth10");
@@ -293,7 +307,8 @@ TEST(NetSocketIfname, PrefixTrapWarns) {
   const Verdict excluded = c.run();
   expect(excluded, Status::Fail, "NCCL_SOCKET_IFNAME=^eth1 matches no interface");  // it excludes eth10 too
   EXPECT_EQ(excluded.finding.code, "net.socket_ifname/no-match");
-  c.ifs({iface("eth1", true, {v4("10.0.1.2")}), iface("eth10", true, {v4("10.0.1.3")}), iface("eth2", true, {v4("10.0.1.4")})});
+  c.ifs({iface("eth1", true, {v4("10.0.1.2")}), iface("eth10", true, {v4("10.0.1.3")}),
+         iface("eth2", true, {v4("10.0.1.4")})});
   const Verdict w = c.run();
   expect(w, Status::Warn, "matches by prefix", "export NCCL_SOCKET_IFNAME=^=eth1");
   EXPECT_EQ(w.finding.code, "net.socket_ifname/prefix-trap");
@@ -302,7 +317,8 @@ TEST(NetSocketIfname, PrefixTrapWarns) {
 
 TEST(NetSocketIfname, DifferentSubnetsWarn) {
   Case c;
-  c.ifs({iface("eth0", true, {v4("10.0.0.2")}), iface("eth1", true, {v4("192.168.7.2")})}).env("NCCL_SOCKET_IFNAME", "eth");
+  c.ifs({iface("eth0", true, {v4("10.0.0.2")}), iface("eth1", true, {v4("192.168.7.2")})})
+      .env("NCCL_SOCKET_IFNAME", "eth");
   const Verdict v = c.run();
   expect(v, Status::Warn, "selects interfaces in different subnets (eth0 10.0.0.0/24, eth1 192.168.7.0/24)",
          "export NCCL_SOCKET_IFNAME==eth0");
@@ -315,14 +331,18 @@ TEST(NetSocketIfname, DifferentSubnetsWarn) {
 
 TEST(NetSocketIfname, LoopbackAmongNetSocketInterfacesWarns) {
   Case c;
-  c.ifs({iface("eth0", true, {v4("192.0.2.2")}), iface("lo", true, {v4("127.0.0.1", 8)}, true)}).env("NCCL_SOCKET_IFNAME", "^docker").nodes(2);
+  c.ifs({iface("eth0", true, {v4("192.0.2.2")}), iface("lo", true, {v4("127.0.0.1", 8)}, true)})
+      .env("NCCL_SOCKET_IFNAME", "^docker")
+      .nodes(2);
   const Verdict v = c.run();
-  expect(v, Status::Warn, "NET/Socket would also use the loopback interface lo (NCCL_SOCKET_IFNAME=^docker)", "export NCCL_SOCKET_IFNAME==eth0");
+  expect(v, Status::Warn, "NET/Socket would also use the loopback interface lo (NCCL_SOCKET_IFNAME=^docker)",
+         "export NCCL_SOCKET_IFNAME==eth0");
   EXPECT_EQ(v.finding.code, "net.socket_ifname/also-loopback");
   EXPECT_EQ(v.finding.params["loopback"], "lo");
   EXPECT_EQ(v.finding.params["interface"], "eth0");
   // lo comes first in getifaddrs order: "^docker" makes it the bootstrap interface.
-  expect(Case().env("NCCL_SOCKET_IFNAME", "^docker").nodes(2).run(), Status::Fail, "would use the loopback interface lo");
+  expect(Case().env("NCCL_SOCKET_IFNAME", "^docker").nodes(2).run(), Status::Fail,
+         "would use the loopback interface lo");
 }
 
 TEST(NetSocketIfname, IgnoredFamilyWarns) {
@@ -335,7 +355,8 @@ TEST(NetSocketIfname, IgnoredFamilyWarns) {
 TEST(NetSocketIfname, GlooSocketIfname) {
   expect(Case().env("GLOO_SOCKET_IFNAME", "eth0").run(), Status::Pass, "Gloo will use eth0 192.0.2.2");
   const Verdict missing = Case().env("GLOO_SOCKET_IFNAME", "eth").run();
-  expect(missing, Status::Fail, "GLOO_SOCKET_IFNAME names eth, which does not exist", "export GLOO_SOCKET_IFNAME=docker0");
+  expect(missing, Status::Fail, "GLOO_SOCKET_IFNAME names eth, which does not exist",
+         "export GLOO_SOCKET_IFNAME=docker0");
   EXPECT_EQ(missing.finding.code, "net.socket_ifname/gloo-missing");
   EXPECT_EQ(missing.finding.params["name"], "eth");
   EXPECT_EQ(missing.summary.find("Gloo takes exact names"), std::string::npos) << missing.summary;
@@ -348,7 +369,8 @@ TEST(NetSocketIfname, GlooSocketIfname) {
   ifs[1].running = false;
   down.ifs(ifs).env("GLOO_SOCKET_IFNAME", "eth0");
   const Verdict d = down.run();
-  expect(d, Status::Fail, "GLOO_SOCKET_IFNAME names eth0, but eth0 is not running (up, no carrier, operstate up)", "ip link set eth0 up");
+  expect(d, Status::Fail, "GLOO_SOCKET_IFNAME names eth0, but eth0 is not running (up, no carrier, operstate up)",
+         "ip link set eth0 up");
   EXPECT_EQ(d.finding.code, "net.socket_ifname/gloo-not-running");
   EXPECT_EQ(d.finding.params["name"], "eth0");
   EXPECT_EQ(d.finding.params["state"], "up, no carrier, operstate up");
@@ -367,7 +389,8 @@ TEST(NetSocketIfname, GlooInterfaceWithoutAddressFails) {
   c.ifs({iface("eth0", true, {v4("192.0.2.2")}), iface("eth1", true, {})}).env("GLOO_SOCKET_IFNAME", "eth1");
   const Verdict v = c.run();
   expect(v, Status::Fail,
-         "GLOO_SOCKET_IFNAME names eth1, but eth1 has no IPv4 or IPv6 address; Gloo fails with 'Unable to find address for: eth1'",
+         "GLOO_SOCKET_IFNAME names eth1, but eth1 has no IPv4 or IPv6 address; Gloo fails with 'Unable to find address "
+         "for: eth1'",
          "Give eth1 an address");
   EXPECT_EQ(v.finding.code, "net.socket_ifname/gloo-no-address");
   EXPECT_EQ(v.finding.params["name"], "eth1");
@@ -376,11 +399,13 @@ TEST(NetSocketIfname, GlooInterfaceWithoutAddressFails) {
 
 TEST(NetSocketIfname, UnknownWithoutInterfaces) {
   Case c;
-  c.facts.net.interfaces = Probed<std::vector<NetInterface>>::error(ProbeErrc::PermissionDenied, "permission denied", "getifaddrs");
+  c.facts.net.interfaces =
+      Probed<std::vector<NetInterface>>::error(ProbeErrc::PermissionDenied, "permission denied", "getifaddrs");
   expect(c.run(), Status::Unknown, "could not read the network interfaces");
   RankFacts never;
   const Options options;
-  EXPECT_EQ(run_check(*find_check("net.socket_ifname"), CheckContext{never, options, Profile::Job}).status, Status::Unknown);
+  EXPECT_EQ(run_check(*find_check("net.socket_ifname"), CheckContext{never, options, Profile::Job}).status,
+            Status::Unknown);
 }
 
 TEST(NetSocketIfname, SysrootWithoutAddresses) {
@@ -393,7 +418,8 @@ TEST(NetSocketIfname, SysrootWithoutAddresses) {
   EXPECT_EQ(unknown.finding.code, "net.socket_ifname/addresses-unknown");
   c.env("NCCL_SOCKET_IFNAME", "ib");
   const Verdict none = c.run();
-  expect(none, Status::Fail, "NCCL_SOCKET_IFNAME=ib matches no interface; interfaces here: lo (running, operstate unknown)");
+  expect(none, Status::Fail,
+         "NCCL_SOCKET_IFNAME=ib matches no interface; interfaces here: lo (running, operstate unknown)");
   EXPECT_EQ(none.finding.code, "net.socket_ifname/no-match");
   EXPECT_EQ(none.finding.params["example"], "docker0");
   ifs[1].running = ifs[1].up = false;
@@ -401,7 +427,8 @@ TEST(NetSocketIfname, SysrootWithoutAddresses) {
   c.facts.net.interfaces = Probed<std::vector<NetInterface>>::ok(ifs, std::string(kInterfacesSysfsSource));
   c.env("NCCL_SOCKET_IFNAME", "=eth0");
   const Verdict down = c.run();
-  expect(down, Status::Fail, "NCCL_SOCKET_IFNAME==eth0 matches no usable interface: eth0 is not running (down, operstate down)",
+  expect(down, Status::Fail,
+         "NCCL_SOCKET_IFNAME==eth0 matches no usable interface: eth0 is not running (down, operstate down)",
          "check its link) or point NCCL_SOCKET_IFNAME at a running interface.");
   EXPECT_EQ(down.finding.code, "net.socket_ifname/matches-down");
   EXPECT_EQ(down.finding.params["ifname"], "=eth0");
@@ -413,7 +440,8 @@ TEST(NetSocketIfname, SysrootWithoutAddresses) {
 TEST(NetSocketIfname, ImageProfileSkips) {
   const Case c;
   const Options options;
-  EXPECT_EQ(run_check(*find_check("net.socket_ifname"), CheckContext{c.facts, options, Profile::Image}).status, Status::Skip);
+  EXPECT_EQ(run_check(*find_check("net.socket_ifname"), CheckContext{c.facts, options, Profile::Image}).status,
+            Status::Skip);
 }
 
 TEST(NetSocketIfname, ExplainListsWhatItReadsFailuresAndFix) {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "checks/check.hpp"
-#include "job/run.hpp"
 #include "core/text.hpp"
+#include "job/run.hpp"
 #include "probes/probe.hpp"
 
 namespace preflight {
@@ -81,7 +81,8 @@ TEST(Registry, ChecksSelectTheProbesTheyRead) {
   EXPECT_TRUE(env_sources.contains(FactSource::CudaRuntime)) << names_of(env_sources);  // nccl reads it first
   EXPECT_FALSE(env_sources.contains(FactSource::Disk)) << names_of(env_sources);
   Options skip_gpu;
-  skip_gpu.skip = {"gpu.*", "cuda.*", "driver.*", "nccl.*", "topo.*", "net.*", "comm.*", "cluster.*", "launch.*", "env.*"};
+  skip_gpu.skip = {"gpu.*", "cuda.*", "driver.*",  "nccl.*",   "topo.*",
+                   "net.*", "comm.*", "cluster.*", "launch.*", "env.*"};
   EXPECT_FALSE(probes_for(skip_gpu).contains(FactSource::GpuDriver)) << names_of(probes_for(skip_gpu));
 }
 
@@ -94,7 +95,8 @@ TEST(Registry, ACheckThatReadsTheAllreduceDoesNotMakeItRun) {
   EXPECT_EQ(names_of(alone), "identity,placement,gpu_driver,gpu_health,kernel_log");
   xid.only = {"gpu.xid", "comm.allreduce"};
   const FactSources with_allreduce = probes_for(xid);
-  for (FactSource s : {FactSource::Allreduce, FactSource::Nccl, FactSource::CudaRuntime, FactSource::Net, FactSource::NcclConf}) {
+  for (FactSource s :
+       {FactSource::Allreduce, FactSource::Nccl, FactSource::CudaRuntime, FactSource::Net, FactSource::NcclConf}) {
     EXPECT_TRUE(with_allreduce.contains(s)) << names_of(with_allreduce);
   }
 }
@@ -125,7 +127,8 @@ TEST(Registry, FindingTablesAreWellFormed) {
 TEST(FactSources, NamesParseAndNeedsClose) {
   constexpr FactSources s = "kernel_log,allreduce";
   static_assert(s.contains(FactSource::KernelLog) && s.contains(FactSource::Allreduce) && !s.contains(FactSource::Shm));
-  EXPECT_EQ(names_of(with_needs(s)), "identity,placement,cuda_runtime,gpu_driver,nccl,kernel_log,net,nccl_conf,allreduce");
+  EXPECT_EQ(names_of(with_needs(s)),
+            "identity,placement,cuda_runtime,gpu_driver,nccl,kernel_log,net,nccl_conf,allreduce");
   EXPECT_THROW(FactSources::parse("shm,shmm"), const char*);
   EXPECT_EQ(FactSources::parse(""), FactSources{});
 }

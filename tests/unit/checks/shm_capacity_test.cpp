@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
+#include "checks/specs.hpp"
 #include "core/shm_model.hpp"
 #include "probes/probe.hpp"
 #include "test_paths.hpp"
-#include "checks/specs.hpp"
 
 namespace preflight {
 namespace checks_shm_capacity_test {

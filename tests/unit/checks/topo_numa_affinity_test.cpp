@@ -5,8 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include "gpu_facts_fixture.hpp"
 #include "checks/specs.hpp"
+#include "gpu_facts_fixture.hpp"
 
 namespace preflight {
 namespace checks_topo_numa_affinity_test {
@@ -67,12 +67,15 @@ TEST(TopoNumaAffinity, WrongSocketFailsWithTheBinding) {
   // The binding names this rank's local rank; the fix keeps it a parameter, so ranks group into one fix.
   EXPECT_TRUE(has(v.remedy, "Bind local rank 5 to its GPU's CPUs")) << v.remedy;
   EXPECT_TRUE(has(v.finding.fix, "Bind local rank {local_rank} to its GPU's CPUs")) << v.finding.fix;
-  EXPECT_TRUE(has(v.summary, "rank 13 runs only on CPUs 0-15, away from its GPU 5 (local to CPUs 16-31 (NUMA 1))")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "rank 13 runs only on CPUs 0-15, away from its GPU 5 (local to CPUs 16-31 (NUMA 1))"))
+      << v.summary;
   EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=1 --membind=1 <cmd>")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "taskset -c 16-31 <cmd>")) << v.remedy;
   // No MPI library detected: both spellings, Open MPI 4.x's first.
-  EXPECT_TRUE(has(v.remedy, "Open MPI 4.x: `mpirun --map-by ppr:4:socket --bind-to socket ...` (Open MPI 5: `mpirun "
-                            "--map-by ppr:4:package --bind-to package ...`)")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy,
+                  "Open MPI 4.x: `mpirun --map-by ppr:4:socket --bind-to socket ...` (Open MPI 5: `mpirun "
+                  "--map-by ppr:4:package --bind-to package ...`)"))
+      << v.remedy;
 }
 
 TEST(TopoNumaAffinity, TheLauncherDecidesTheFirstLine) {
@@ -85,7 +88,8 @@ TEST(TopoNumaAffinity, TheLauncherDecidesTheFirstLine) {
   EXPECT_EQ(v.remedy.rfind("Slurm: `srun --cpu-bind=map_ldom:0,0,0,0,1,1,1,1 ...`", 0), 0u) << v.remedy;
   f.placement.launcher = "torchrun";
   v = judge_numa(f);
-  EXPECT_EQ(v.remedy.rfind("torchrun does not bind: start each local rank under `numactl --cpunodebind=1 --membind=1", 0), 0u)
+  EXPECT_EQ(
+      v.remedy.rfind("torchrun does not bind: start each local rank under `numactl --cpunodebind=1 --membind=1", 0), 0u)
       << v.remedy;
 }
 
@@ -102,8 +106,10 @@ TEST(TopoNumaAffinity, UnboundOnTwoSocketsWarns) {
   EXPECT_EQ(v.finding.params["online_count"], 32);
   EXPECT_EQ(v.finding.params["local_cpus"], "0-15");
   EXPECT_EQ(v.finding.params["rank"], 8);
-  EXPECT_TRUE(has(v.summary, "rank 8 is not bound: it may run on all 32 online CPUs, only 0-15 of them "
-                             "local to its GPU 0 (NUMA 0)")) << v.summary;
+  EXPECT_TRUE(has(v.summary,
+                  "rank 8 is not bound: it may run on all 32 online CPUs, only 0-15 of them "
+                  "local to its GPU 0 (NUMA 0)"))
+      << v.summary;
   EXPECT_TRUE(has(v.remedy, "numactl --cpunodebind=0 --membind=0 <cmd>")) << v.remedy;
 }
 
@@ -124,8 +130,10 @@ TEST(TopoNumaAffinity, SpanningSocketsWarns) {
   EXPECT_EQ(v.finding.params["cpus"], "CPUs 8-23");
   EXPECT_EQ(v.finding.params["gpu_cpus"], "CPUs 0-15");
   EXPECT_EQ(v.finding.params["local_cpus"], "8-15");
-  EXPECT_TRUE(has(v.summary, "runs on CPUs 8-23, beyond its GPU 0's local CPUs 0-15 (NUMA 0) (only 8-15 "
-                             "of them are local): it spans sockets")) << v.summary;
+  EXPECT_TRUE(has(v.summary,
+                  "runs on CPUs 8-23, beyond its GPU 0's local CPUs 0-15 (NUMA 0) (only 8-15 "
+                  "of them are local): it spans sockets"))
+      << v.summary;
   EXPECT_TRUE(has(v.remedy, "taskset -c 0-15")) << v.remedy;
 }
 
@@ -162,8 +170,8 @@ TEST(TopoNumaAffinity, MemoryBoundElsewhereWarns) {
 
 TEST(TopoNumaAffinity, BlockedGetMempolicyIsANote) {
   RankFacts f = node(0, range(0, 15));
-  f.affinity.mempolicy = Probed<MemPolicy>::error(ProbeErrc::PermissionDenied,
-                                                  "get_mempolicy: operation not permitted (seccomp)", "get_mempolicy()");
+  f.affinity.mempolicy = Probed<MemPolicy>::error(
+      ProbeErrc::PermissionDenied, "get_mempolicy: operation not permitted (seccomp)", "get_mempolicy()");
   const Verdict v = judge_numa(f);
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_TRUE(has(v.summary, "NCCL >= 2.24 then falls back to /dev/shm")) << v.summary;
@@ -259,7 +267,8 @@ TEST(TopoNumaAffinity, NoGpuSkips) {
 
 TEST(TopoNumaAffinity, SysrootHasNoProcessBindingUnknown) {
   RankFacts f = node(0, {});
-  f.affinity.cpus = Probed<std::vector<int>>::error(ProbeErrc::Unsupported, "--sysroot /x: not this system", "sched_getaffinity(0)");
+  f.affinity.cpus =
+      Probed<std::vector<int>>::error(ProbeErrc::Unsupported, "--sysroot /x: not this system", "sched_getaffinity(0)");
   const Verdict v = judge_numa(f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_EQ(v.finding.code, "topo.numa_affinity/rank-cpus-unknown");
@@ -275,16 +284,17 @@ TEST(TopoNumaAffinity, ImageProfileSkips) {
   EXPECT_EQ(judge_numa(node(0, range(0, 15)), Profile::Image).status, Status::Skip);
 }
 
-
 TEST(TopoNumaAffinity, BindingIsSpelledForTheOpenMpiDetected) {
   // Open MPI 4.1.4 rejects `package` ("The specified binding policy is not recognized"): 4.x says
   // socket, 5.x package. The line is in the evidence on PASS too.
   RankFacts f = node(5, range(0, 15));
   f.placement.launcher = "openmpi";
-  f.placement.mpi = MpiView{13, 16, 5, 8, 2, false, "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4", {}, "pmix_local_peers"};
+  f.placement.mpi =
+      MpiView{13, 16, 5, 8, 2, false, "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4", {}, "pmix_local_peers"};
   Verdict v = judge_numa(f);
   EXPECT_EQ(v.remedy.rfind("Open MPI 4.x: `mpirun --map-by ppr:4:socket --bind-to socket ...` (4 ranks per socket", 0),
-            0u) << v.remedy;
+            0u)
+      << v.remedy;
   EXPECT_FALSE(has(v.remedy, "package")) << v.remedy;
   EXPECT_EQ(v.evidence["mpirun_binding"], "Open MPI 4.x: `mpirun --map-by ppr:4:socket --bind-to socket ...`");
   f.placement.mpi->library = "Open MPI v5.0.3, package: Open MPI builder Distribution, ident: 5.0.3";
@@ -312,7 +322,8 @@ TEST(TopoNumaAffinity, PprCountsTheGpusSharingTheSocket) {
     g.bus_id = cuda_bus(i);
     // lower case, as the hwloc probe stores it
     for (char& ch : g.bus_id) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    g.path = {{"machine", "Machine:0"}, {"package", i < 4 ? "Package:0" : "Package:1"},
+    g.path = {{"machine", "Machine:0"},
+              {"package", i < 4 ? "Package:0" : "Package:1"},
               {"numa", "NUMANode:" + std::to_string(i / 2)}};
     t.gpus.push_back(g);
   }

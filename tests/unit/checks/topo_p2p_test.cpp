@@ -15,13 +15,13 @@
 #include <gtest/gtest.h>
 
 #include "checks/gpu_common.hpp"
-#include "sys/contained.hpp"
+#include "checks/specs.hpp"
 #include "gpu_facts_fixture.hpp"
 #include "probes/gpu_driver_probe.hpp"
 #include "probes/gpu_p2p_probe.hpp"
 #include "report/report.hpp"
+#include "sys/contained.hpp"
 #include "test_paths.hpp"
-#include "checks/specs.hpp"
 
 namespace preflight {
 namespace checks_topo_p2p_test {
@@ -39,8 +39,8 @@ std::string scenario(const std::string& name) { return kScenarios + "/" + name +
 class InlineScenario {
  public:
   explicit InlineScenario(const std::string& json) {
-    m_path = (fs::temp_directory_path() / ("preflight-p2p-" + std::to_string(::getpid()) + "-" + std::to_string(s_n++) +
-                                           ".json"))
+    m_path = (fs::temp_directory_path() /
+              ("preflight-p2p-" + std::to_string(::getpid()) + "-" + std::to_string(s_n++) + ".json"))
                  .string();
     std::ofstream(m_path) << json;
   }
@@ -129,9 +129,9 @@ TEST(TopoP2pHelper, PciePathsAndP2pStatusAcrossSockets) {
   EXPECT_EQ(pair(d, 1, 2)->path, "SYS");
   EXPECT_EQ(pair(d, 1, 2)->p2p_read, "TNS");
   EXPECT_EQ(pair(d, 1, 2)->p2p_write, "CNS");
-  EXPECT_EQ((*d.nvml_gpus.value())[2].cpu_affinity, (std::vector<int>{32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42,
-                                                                       43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53,
-                                                                       54, 55, 56, 57, 58, 59, 60, 61, 62, 63}));
+  EXPECT_EQ((*d.nvml_gpus.value())[2].cpu_affinity,
+            (std::vector<int>{32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47,
+                              48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63}));
   EXPECT_EQ((*d.nvml_gpus.value())[2].nvlinks_active, 0);
 }
 
@@ -376,8 +376,9 @@ TEST(TopoP2pCheck, HungCopyFailsNamingThePairAndMarksTheCell) {
   EXPECT_EQ(v.finding.code, "topo.p2p/copy-failed");
   EXPECT_EQ(v.finding.params["failed_copies"],
             "peer copy GPU0 (0000:18:00.0) -> GPU1 (0000:19:00.0) failed at deadline: did not finish within 4.0 s");
-  EXPECT_TRUE(has(v.summary, "peer copy GPU0 (0000:18:00.0) -> GPU1 (0000:19:00.0) failed at deadline: did not finish "
-                             "within 4.0 s"))
+  EXPECT_TRUE(has(v.summary,
+                  "peer copy GPU0 (0000:18:00.0) -> GPU1 (0000:19:00.0) failed at deadline: did not finish "
+                  "within 4.0 s"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "NCCL_P2P_DISABLE=1")) << v.remedy;
   EXPECT_EQ(cell(v, 1, 2), "NV18!");
@@ -407,8 +408,9 @@ TEST(TopoP2pCheck, NvLinkWithP2pDisabledFails) {
   EXPECT_EQ(v.finding.code, "topo.p2p/nvlink-p2p-disabled");
   EXPECT_EQ(v.finding.params["nvlink_pairs"],
             "GPU0 (00000000:18:00.0) and GPU1 (00000000:19:00.0) (NV12, P2P read DR, write OK)");
-  EXPECT_TRUE(has(v.summary, "P2P is disabled between NVLink-connected GPUs: GPU0 (00000000:18:00.0) and GPU1 "
-                             "(00000000:19:00.0) (NV12, P2P read DR, write OK)"))
+  EXPECT_TRUE(has(v.summary,
+                  "P2P is disabled between NVLink-connected GPUs: GPU0 (00000000:18:00.0) and GPU1 "
+                  "(00000000:19:00.0) (NV12, P2P read DR, write OK)"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "nvidia-fabricmanager")) << v.remedy;
 }
@@ -443,8 +445,9 @@ TEST(TopoP2pCheck, LevelForcedWhereNvmlRefusesWarns) {
   EXPECT_EQ(v.finding.code, "topo.p2p/level-refused");
   EXPECT_EQ(v.finding.params["level"], "SYS");
   EXPECT_EQ(v.finding.params["refused_pairs"], "GPU0-GPU1 (SYS, P2P read TNS, write CNS)");
-  EXPECT_TRUE(has(v.summary, "NCCL_P2P_LEVEL=SYS asks for P2P where NVML reports it unsupported: GPU0-GPU1 (SYS, P2P "
-                             "read TNS, write CNS)"))
+  EXPECT_TRUE(has(v.summary,
+                  "NCCL_P2P_LEVEL=SYS asks for P2P where NVML reports it unsupported: GPU0-GPU1 (SYS, P2P "
+                  "read TNS, write CNS)"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "unset NCCL_P2P_LEVEL")) << v.remedy;
 }
@@ -488,8 +491,9 @@ TEST(TopoP2pCheck, NcclSettingsNcclIgnoresWarn) {
   EXPECT_EQ(name.status, Status::Warn);
   EXPECT_EQ(name.finding.code, "topo.p2p/level-unknown");
   EXPECT_EQ(name.finding.params["level"], "NVLINK");
-  EXPECT_TRUE(has(name.summary, "NCCL_P2P_LEVEL=NVLINK is ignored by NCCL (not a level name; it keeps the default "
-                                "PXB)"))
+  EXPECT_TRUE(has(name.summary,
+                  "NCCL_P2P_LEVEL=NVLINK is ignored by NCCL (not a level name; it keeps the default "
+                  "PXB)"))
       << name.summary;
   EXPECT_TRUE(has(name.remedy, "Use one of LOC, NVL")) << name.remedy;
   f.env = EnvSnapshot{{"NCCL_P2P_LEVEL", "NVL"}, {"NCCL_P2P_DISABLE", "0"}};
@@ -556,7 +560,6 @@ TEST(TopoP2pCheck, SkipsWithFewerThanTwoGpusAndInTheImageProfile) {
   EXPECT_EQ(one.summary, "fewer than 2 GPUs (1): no peer-to-peer path to check");
   EXPECT_EQ(judge_p2p(p2p_node(2, 18), Profile::Image).status, Status::Skip);
 }
-
 
 TEST(TopoP2pCheck, PairsClaimingP2pWithoutCopiesAreNeverPass) {
   // Local rank 0 saw one GPU (CUDA_VISIBLE_DEVICES=0), so its helper copied nothing, while the
@@ -625,7 +628,10 @@ TopologyFacts two_socket_topology(bool this_system) {
     const std::string pkg = i < 2 ? "Package:0" : "Package:1";
     const std::string numa = i < 2 ? "NUMANode:0" : "NUMANode:1";
     const std::string hb = i < 2 ? "HostBridge:0000:17" : "HostBridge:0000:b0";
-    g.path = {{"machine", "Machine:0"}, {"package", pkg}, {"numa", numa}, {"host_bridge", hb},
+    g.path = {{"machine", "Machine:0"},
+              {"package", pkg},
+              {"numa", numa},
+              {"host_bridge", hb},
               {"pci_bridge", i < 2 ? "0000:17:00.0" : "0000:b0:00.0"}};
     g.numa_nodes = {i < 2 ? 0 : 1};
     g.local_cpus = i < 2 ? std::vector<int>{0, 1, 2, 3} : std::vector<int>{4, 5, 6, 7};
@@ -635,8 +641,11 @@ TopologyFacts two_socket_topology(bool this_system) {
   nic.kind = "nic";
   nic.bus_id = "0000:1a:00.0";
   nic.os_devices = {"mlx5_0"};
-  nic.path = {{"machine", "Machine:0"}, {"package", "Package:0"}, {"numa", "NUMANode:0"},
-              {"host_bridge", "HostBridge:0000:17"}, {"pci_bridge", "0000:17:00.0"}};
+  nic.path = {{"machine", "Machine:0"},
+              {"package", "Package:0"},
+              {"numa", "NUMANode:0"},
+              {"host_bridge", "HostBridge:0000:17"},
+              {"pci_bridge", "0000:17:00.0"}};
   nic.numa_nodes = {0};
   t.nics.push_back(nic);
   return t;
@@ -672,9 +681,9 @@ TEST(TopoP2pCheck, NoNvmlViewBesideThisMachinesTopologyIsUnknown) {
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_EQ(v.finding.code, "topo.p2p/nvml-missing");
   EXPECT_EQ(v.finding.params["why"], "nvmlInit: NVML_ERROR_UNKNOWN");
-  EXPECT_EQ(v.summary.rfind("NVML's view of the GPUs is missing: nvmlInit: NVML_ERROR_UNKNOWN; also WARN: 2 GPU pairs",
-                            0),
-            0u)
+  EXPECT_EQ(
+      v.summary.rfind("NVML's view of the GPUs is missing: nvmlInit: NVML_ERROR_UNKNOWN; also WARN: 2 GPU pairs", 0),
+      0u)
       << v.summary;
   ASSERT_EQ(v.findings.size(), 2u) << v.summary;
   EXPECT_EQ(v.findings[1].code, "topo.p2p/pcie-through-cpu");

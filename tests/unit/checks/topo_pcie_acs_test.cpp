@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "checks/check.hpp"
+#include "checks/specs.hpp"
 #include "pcie_sysfs_fixture.hpp"
 #include "probes/probe.hpp"
-#include "checks/specs.hpp"
 
 namespace preflight {
 namespace checks_topo_pcie_acs_test {
@@ -25,7 +25,9 @@ RankFacts probe_tree(const TreeOptions& o) {
   return facts;
 }
 
-Verdict judge(const RankFacts& f, Profile p = Profile::Node) { return run_check(kTopoPcieAcs, CheckContext{f, Options{}, p}); }
+Verdict judge(const RankFacts& f, Profile p = Profile::Node) {
+  return run_check(kTopoPcieAcs, CheckContext{f, Options{}, p});
+}
 
 TreeOptions clean() {
   TreeOptions o;
@@ -48,9 +50,12 @@ TEST(TopoPcieAcs, RedirectOnBareMetalFailsNamingBridgesBitsAndFix) {
   EXPECT_EQ(v.findings[1].code, "topo.pcie_acs/iommu-translated-with-redirect");
   EXPECT_EQ(v.findings[1].status, Status::Fail);
   EXPECT_EQ(v.findings[1].params["gpu_noun"], "GPUs");
-  EXPECT_TRUE(has(v.summary, "PCIe ACS P2P redirect is on for 3 of the 10 bridges above 4 GPUs and 2 NICs")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "0000:82:00.0 (SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+) above GPU 0000:83:00.0")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "0000:82:02.0 (SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+) above NIC 0000:85:00.0")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "PCIe ACS P2P redirect is on for 3 of the 10 bridges above 4 GPUs and 2 NICs"))
+      << v.summary;
+  EXPECT_TRUE(has(v.summary, "0000:82:00.0 (SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+) above GPU 0000:83:00.0"))
+      << v.summary;
+  EXPECT_TRUE(has(v.summary, "0000:82:02.0 (SrcValid+ ReqRedir+ CmpltRedir+ UpstreamFwd+) above NIC 0000:85:00.0"))
+      << v.summary;
   EXPECT_TRUE(has(v.summary, "redirected to the root complex")) << v.summary;
   EXPECT_FALSE(has(v.summary, "0000:02:00.0 (")) << v.summary;  // the clean switch is not named
   EXPECT_TRUE(has(v.remedy, "setpci -s 0000:82:00.0 ECAP_ACS+0x6.w=0000")) << v.remedy;
@@ -84,7 +89,8 @@ TEST(TopoPcieAcs, CleanTreeWithPassthroughPasses) {
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_EQ(v.finding.code, "topo.pcie_acs/clean");
   EXPECT_EQ(v.finding.params["iommu"], "on, GPU groups not translated");
-  EXPECT_EQ(v.summary, "no ACS P2P redirect on the 10 bridges above 4 GPUs and 2 NICs; IOMMU on, GPU groups not translated");
+  EXPECT_EQ(v.summary,
+            "no ACS P2P redirect on the 10 bridges above 4 GPUs and 2 NICs; IOMMU on, GPU groups not translated");
   EXPECT_TRUE(v.remedy.empty());
 }
 
@@ -111,11 +117,15 @@ TEST(TopoPcieAcs, RestrictedConfigIsUnknownWithIommuHintNeverPass) {
   EXPECT_EQ(v.finding.params["restricted_first"], "0000:00:01.0");
   EXPECT_EQ(v.finding.params["config_bytes"], "64 bytes");
   EXPECT_EQ(v.finding.params["restricted_more"], 9);
-  EXPECT_TRUE(has(v.summary, "config space of 0000:00:01.0 is 64 bytes (and of 9 more bridges): reading ACS needs root "
-                             "(CAP_SYS_ADMIN)")) << v.summary;
+  EXPECT_TRUE(has(v.summary,
+                  "config space of 0000:00:01.0 is 64 bytes (and of 9 more bridges): reading ACS needs root "
+                  "(CAP_SYS_ADMIN)"))
+      << v.summary;
   // Two GPUs under switch 01:00.0 in groups 30 and 31: the switch isolates them.
-  EXPECT_TRUE(has(v.summary, "GPU 0000:03:00.0 and GPU 0000:04:00.0 sit below the same switch (0000:01:00.0) but in "
-                             "different IOMMU groups (30, 31): ACS is likely enabled")) << v.summary;
+  EXPECT_TRUE(has(v.summary,
+                  "GPU 0000:03:00.0 and GPU 0000:04:00.0 sit below the same switch (0000:01:00.0) but in "
+                  "different IOMMU groups (30, 31): ACS is likely enabled"))
+      << v.summary;
   EXPECT_TRUE(has(v.remedy, "lspci -vvv -s 0000:00:01.0 | grep ACSCtl")) << v.remedy;
 
   // Restricted and a translated IOMMU: the WARN does not hide the UNKNOWN (worst wins).
@@ -180,8 +190,8 @@ TEST(TopoPcieAcs, NoGpuSkipsUnlistableIsUnknownImageSkips) {
 
   RankFacts none;  // not probed
   EXPECT_EQ(judge(none).status, Status::Unknown);
-  none.pcie.functions = Probed<std::vector<PciFunction>>::error(ProbeErrc::PermissionDenied, "permission denied",
-                                                                "/sys/bus/pci/devices");
+  none.pcie.functions =
+      Probed<std::vector<PciFunction>>::error(ProbeErrc::PermissionDenied, "permission denied", "/sys/bus/pci/devices");
   const Verdict u = judge(none);
   EXPECT_EQ(u.status, Status::Unknown);
   EXPECT_TRUE(has(u.summary, "permission denied")) << u.summary;

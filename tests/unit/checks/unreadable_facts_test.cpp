@@ -78,7 +78,8 @@ TEST(UnreadableFacts, AFactThatCouldNotBeReadIsTheChecksCodedUnknown) {
     EXPECT_TRUE(declared(c.check, c.unreadable)) << c.unreadable;
     EXPECT_NE(v.summary.find(std::string("could not read ") + c.what), std::string::npos) << v.summary;
     EXPECT_NE(v.summary.find("Input/output error"), std::string::npos) << v.summary;
-    EXPECT_NE(v.finding.params.value("why", "").find("Input/output error"), std::string::npos) << v.finding.params.dump();
+    EXPECT_NE(v.finding.params.value("why", "").find("Input/output error"), std::string::npos)
+        << v.finding.params.dump();
     EXPECT_FALSE(v.remedy.empty()) << c.check;
     EXPECT_EQ(v.remedy.find('{'), std::string::npos) << c.check << ": an unrendered template: " << v.remedy;
   }

@@ -13,9 +13,9 @@
 #include <string>
 
 #include "checks/check.hpp"
-#include "sys/capture.hpp"
 #include "cli/capture.hpp"
 #include "probes/probe.hpp"
+#include "sys/capture.hpp"
 
 namespace preflight {
 namespace cli_capture_test {
@@ -116,7 +116,8 @@ TEST(FsRecorder, AListedDirectoryKeepsItsEntries) {
   s.write(s.live() + "/sys/devices/system/node/node0/cpulist", "0-3\n");
   s.write(s.live() + "/sys/devices/system/node/possible", "0\n");
   fs::create_directories(s.live() + "/sys/bus/pci/devices");
-  fs::create_directory_symlink("../../../devices/pci0000:00/0000:00:01.0", s.live() + "/sys/bus/pci/devices/0000:00:01.0");
+  fs::create_directory_symlink("../../../devices/pci0000:00/0000:00:01.0",
+                               s.live() + "/sys/bus/pci/devices/0000:00:01.0");
   auto rec = std::make_shared<FsRecorder>(s.cap());
   const FileSystem live("", rec);
   ASSERT_TRUE(live.list(s.live() + "/sys/devices/system/node").ok());
@@ -127,7 +128,8 @@ TEST(FsRecorder, AListedDirectoryKeepsItsEntries) {
   EXPECT_EQ(*nodes.value(), (std::vector<std::string>{"node0", "possible"}));
   // A file listed but never read is an empty stand-in; a link is a link (its target not needed).
   EXPECT_EQ(*copy.read(s.live() + "/sys/devices/system/node/possible").value(), "");
-  EXPECT_EQ(read_link(s.cap() + s.live() + "/sys/bus/pci/devices/0000:00:01.0"), "../../../devices/pci0000:00/0000:00:01.0");
+  EXPECT_EQ(read_link(s.cap() + s.live() + "/sys/bus/pci/devices/0000:00:01.0"),
+            "../../../devices/pci0000:00/0000:00:01.0");
   // A file read after the listing gets its contents.
   ASSERT_TRUE(live.read(s.live() + "/sys/devices/system/node/possible").ok());
   EXPECT_EQ(*copy.read(s.live() + "/sys/devices/system/node/possible").value(), "0\n");
@@ -183,8 +185,9 @@ TEST(FsRecorder, ACapturesRecordedFailureIsReturnedNotNotFound) {
   s.write(s.cap() + "/preflight-capture.json",
           nlohmann::json{{"format", "preflight-capture"},
                          {"version", 1},
-                         {"unreadable", {{"/sys/bus/pci/devices/0000:00:01.0/config",
-                                          {{"error", "permission_denied"}, {"detail", "permission denied"}}}}}}
+                         {"unreadable",
+                          {{"/sys/bus/pci/devices/0000:00:01.0/config",
+                            {{"error", "permission_denied"}, {"detail", "permission denied"}}}}}}
               .dump());
   const FileSystem tree(s.cap());
   const Probed<std::string> r = tree.read("/sys/bus/pci/devices/0000:00:01.0/config");
@@ -195,7 +198,8 @@ TEST(FsRecorder, ACapturesRecordedFailureIsReturnedNotNotFound) {
 }
 
 TEST(CaptureSecrets, NamesMatchingTokenSecretPasswordKeyAreSecretInAnyCase) {
-  for (const char* name : {"HF_TOKEN", "wandb_api_key", "AWS_SECRET_ACCESS_KEY", "DB_Password", "MyKeyFile", "GITHUB_TOKEN"}) {
+  for (const char* name :
+       {"HF_TOKEN", "wandb_api_key", "AWS_SECRET_ACCESS_KEY", "DB_Password", "MyKeyFile", "GITHUB_TOKEN"}) {
     EXPECT_TRUE(is_secret_name(name)) << name;
   }
   for (const char* name : {"NCCL_IB_HCA", "MASTER_ADDR", "CUDA_VISIBLE_DEVICES", "TORCH_NCCL_ASYNC_ERROR_HANDLING"}) {
@@ -270,9 +274,10 @@ TEST_F(CaptureTree, ANumberNoFieldCanHoldIsRefused) {
 }
 
 TEST_F(CaptureTree, AManifestOfAnotherFormatOrANewerVersionHoldsNothing) {
-  for (const nlohmann::json& doc : {nlohmann::json{{"format", "other"}, {"version", 1}},
-                                     nlohmann::json{{"format", "preflight-capture"}, {"version", kCaptureFormatVersion + 1}},
-                                     nlohmann::json::array()}) {
+  for (const nlohmann::json& doc :
+       {nlohmann::json{{"format", "other"}, {"version", 1}},
+        nlohmann::json{{"format", "preflight-capture"}, {"version", kCaptureFormatVersion + 1}},
+        nlohmann::json::array()}) {
     manifest(doc);
     s.write(s.cap() + "/facts/env.json", R"({"vars": {"NCCL_DEBUG": "WARN"}})");
     const CapturedFacts c = load_capture(FileSystem(s.cap()));

@@ -27,9 +27,31 @@ TEST(Cli, DefaultsToRun) {
 }
 
 TEST(Cli, ParsesEveryKindOfValue) {
-  const Cli c = parse({"run", "--profile", "image", "--only", "net.*,shm.*", "--only", "host.memory", "--format", "json",
-                       "--timeout", "12.5", "--strict", "--expect-gpus", "8", "--model-params", "7B", "--zero-stage", "2",
-                       "--ranks-per-node", "8", "--allreduce-bytes", "64M", "--target-gpu", "8.0,9.0", "-v"});
+  const Cli c = parse({"run",
+                       "--profile",
+                       "image",
+                       "--only",
+                       "net.*,shm.*",
+                       "--only",
+                       "host.memory",
+                       "--format",
+                       "json",
+                       "--timeout",
+                       "12.5",
+                       "--strict",
+                       "--expect-gpus",
+                       "8",
+                       "--model-params",
+                       "7B",
+                       "--zero-stage",
+                       "2",
+                       "--ranks-per-node",
+                       "8",
+                       "--allreduce-bytes",
+                       "64M",
+                       "--target-gpu",
+                       "8.0,9.0",
+                       "-v"});
   EXPECT_EQ(c.options.profile, Profile::Image);
   EXPECT_EQ(c.options.only, (std::vector<std::string>{"net.*", "shm.*", "host.memory"}));
   EXPECT_EQ(c.options.format, Format::Json);
@@ -58,11 +80,22 @@ TEST(Cli, CommandsAndTheirArguments) {
 }
 
 TEST(Cli, BadValuesAreUsageErrors) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--format", "bogus"}, {"--timeout", "abc"}, {"--timeout", "0"}, {"--timeout", "nan"},
-           {"--zero-stage", "4"}, {"--zero-stage", "x"}, {"--expect-gpus", "-1"}, {"--ranks-per-node", "0"},
-           {"--model-params", "many"}, {"--model-params", "0"}, {"--allreduce-bytes", "1Q"}, {"--color", "blue"},
-           {"--profile", "cluster"}, {"--min-busbw", "-3"}, {"--no-such-option"}, {"--timeout"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--format", "bogus"},
+                                                                {"--timeout", "abc"},
+                                                                {"--timeout", "0"},
+                                                                {"--timeout", "nan"},
+                                                                {"--zero-stage", "4"},
+                                                                {"--zero-stage", "x"},
+                                                                {"--expect-gpus", "-1"},
+                                                                {"--ranks-per-node", "0"},
+                                                                {"--model-params", "many"},
+                                                                {"--model-params", "0"},
+                                                                {"--allreduce-bytes", "1Q"},
+                                                                {"--color", "blue"},
+                                                                {"--profile", "cluster"},
+                                                                {"--min-busbw", "-3"},
+                                                                {"--no-such-option"},
+                                                                {"--timeout"}}) {
     EXPECT_THROW(parse(args), UsageError) << args.front();
   }
 }
@@ -96,15 +129,18 @@ TEST(Cli, MergeTakesItsFilesInOrderWhereverTheOptionsAre) {
 }
 
 TEST(Cli, ASelectionThatMatchesNoCheckIsAUsageError) {
-  EXPECT_EQ(usage_error({"--only", "shm.capacty"}), "--only 'shm.capacty' matches no check (did you mean shm.capacity?)");
-  EXPECT_NE(usage_error({"--only", "foo*"}).find("matches no check (check ids are AREA.NAME, areas "), std::string::npos);
+  EXPECT_EQ(usage_error({"--only", "shm.capacty"}),
+            "--only 'shm.capacty' matches no check (did you mean shm.capacity?)");
+  EXPECT_NE(usage_error({"--only", "foo*"}).find("matches no check (check ids are AREA.NAME, areas "),
+            std::string::npos);
   EXPECT_NE(usage_error({"--only", ""}).find("selects no check"), std::string::npos);
   EXPECT_NE(usage_error({"--only", " , "}).find("selects no check"), std::string::npos);
   EXPECT_NE(usage_error({"--skip", ""}).find("names no check"), std::string::npos);
   EXPECT_EQ(usage_error({"--skip", "nett.*"}).find("--skip 'nett.*' matches no check"), 0u);
   EXPECT_EQ(usage_error({"--only", "shm.capacity", "--skip", "shm.*"}),
             "--only 'shm.capacity' with --skip 'shm.*' selects no check");
-  EXPECT_EQ(usage_error({"merge", "--only", "shm.capacty", "f.json"}).find("--only 'shm.capacty' matches no check"), 0u);
+  EXPECT_EQ(usage_error({"merge", "--only", "shm.capacty", "f.json"}).find("--only 'shm.capacty' matches no check"),
+            0u);
   // Globs that match something, and --skip of part of --only, are fine.
   EXPECT_EQ(usage_error({"--only", "net.*,shm.capacity", "--skip", "net.ib"}), "no error");
   EXPECT_EQ(usage_error({"--only", "*"}), "no error");
@@ -118,7 +154,8 @@ TEST(Cli, AllreduceSizesTheTransportsCannotRunAreRefused) {
   EXPECT_EQ(tiny.find("--allreduce-bytes '3': expected a multiple of 8 bytes from 16 B to 8 GiB: "), 0u) << tiny;
   EXPECT_NE(tiny.find("whole 8-byte integers"), std::string::npos) << tiny;
   EXPECT_NE(tiny.find("a send and a receive buffer"), std::string::npos) << tiny;
-  EXPECT_EQ(usage_error({"--allreduce-bytes", "100G"}).find("--allreduce-bytes '100G': expected a multiple of 8 bytes"), 0u);
+  EXPECT_EQ(usage_error({"--allreduce-bytes", "100G"}).find("--allreduce-bytes '100G': expected a multiple of 8 bytes"),
+            0u);
   EXPECT_EQ(usage_error({"--allreduce-bytes", "20"}).find("--allreduce-bytes '20': expected"), 0u);
   EXPECT_EQ(usage_error({"--allreduce-bytes", "8"}).find("--allreduce-bytes '8': expected"), 0u);
   EXPECT_EQ(parse({"--allreduce-bytes", "16"}).options.allreduce_bytes, std::optional<std::uint64_t>(16));
@@ -136,7 +173,8 @@ TEST(Cli, ModelParallelDegrees) {
   EXPECT_EQ(usage_error({"--tensor-parallel", "x"}), "--tensor-parallel 'x': expected a whole number ≥ 1");
   const std::string layout =
       usage_error({"--tensor-parallel", "8", "--pipeline-parallel", "16", "--expect-world-size", "1000"});
-  EXPECT_EQ(layout.find("--tensor-parallel 8 × --pipeline-parallel 16 = 128 does not divide --expect-world-size 1000"), 0u)
+  EXPECT_EQ(layout.find("--tensor-parallel 8 × --pipeline-parallel 16 = 128 does not divide --expect-world-size 1000"),
+            0u)
       << layout;
   // Without a known world size there is nothing to divide.
   EXPECT_EQ(usage_error({"--tensor-parallel", "8", "--pipeline-parallel", "3"}), "no error");
@@ -181,16 +219,19 @@ TEST(Cli, CheckpointDirIsRepeatableAndKeptAsGiven) {
                        "--checkpoint-dir", "/lustre/ckpt"});
   // In the order given, each once; a comma is part of a path, not a list.
   EXPECT_EQ(c.options.checkpoint_dirs, (std::vector<std::string>{"/lustre/ckpt", "runs/a,b", "/scratch/"}));
-  EXPECT_EQ(usage_error({"--checkpoint-dir", ""}), "--checkpoint-dir '': expected a directory (where the job writes its checkpoints)");
+  EXPECT_EQ(usage_error({"--checkpoint-dir", ""}),
+            "--checkpoint-dir '': expected a directory (where the job writes its checkpoints)");
   EXPECT_THROW(parse({"--checkpoint-dir"}), UsageError);
 
   // From a config file, repeated; the command line wins over the file.
   const std::string path = write_config("ckpt.ini", "checkpoint-dir = /a\ncheckpoint-dir = \"/b c\"\n");
   EXPECT_EQ(parse({"--config", path}).options.checkpoint_dirs, (std::vector<std::string>{"/a", "/b c"}));
-  EXPECT_EQ(parse({"--config", path, "--checkpoint-dir", "/z"}).options.checkpoint_dirs, std::vector<std::string>{"/z"});
+  EXPECT_EQ(parse({"--config", path, "--checkpoint-dir", "/z"}).options.checkpoint_dirs,
+            std::vector<std::string>{"/z"});
   std::remove(path.c_str());
   // capture takes it too: it decides which directories the capture records.
-  EXPECT_EQ(parse({"capture", "/tmp/x", "--checkpoint-dir", "/ckpt"}).options.checkpoint_dirs, std::vector<std::string>{"/ckpt"});
+  EXPECT_EQ(parse({"capture", "/tmp/x", "--checkpoint-dir", "/ckpt"}).options.checkpoint_dirs,
+            std::vector<std::string>{"/ckpt"});
 }
 
 TEST(Cli, ConfigThatIsADirectoryIsAUsageError) {
@@ -200,10 +241,10 @@ TEST(Cli, ConfigThatIsADirectoryIsAUsageError) {
 
 TEST(Cli, TargetGpuAcceptsTheSpellingsUsersType) {
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"9.0", "9.0"},      {"sm_90", "9.0"},   {"90", "9.0"},      {"9.0a", "9.0"},    {"sm_90a", "9.0"},
-      {"compute_90", "9.0"}, {"SM_90", "9.0"}, {"10.0", "10.0"},   {"100", "10.0"},    {"sm_100", "10.0"},
-      {"sm_100f", "10.0"}, {"sm_100a", "10.0"}, {"120", "12.0"},   {"12.1", "12.1"},   {"75", "7.5"},
-      {"8.6+PTX", "8.6"},  {" 8.0 ", "8.0"},   {"sm_103", "10.3"}, {"compute_120a", "12.0"}};
+      {"9.0", "9.0"},        {"sm_90", "9.0"},    {"90", "9.0"},      {"9.0a", "9.0"},         {"sm_90a", "9.0"},
+      {"compute_90", "9.0"}, {"SM_90", "9.0"},    {"10.0", "10.0"},   {"100", "10.0"},         {"sm_100", "10.0"},
+      {"sm_100f", "10.0"},   {"sm_100a", "10.0"}, {"120", "12.0"},    {"12.1", "12.1"},        {"75", "7.5"},
+      {"8.6+PTX", "8.6"},    {" 8.0 ", "8.0"},    {"sm_103", "10.3"}, {"compute_120a", "12.0"}};
   for (const auto& [text, cc] : cases) {
     EXPECT_EQ(parse_target_gpu(text).value_or("nullopt"), cc) << text;
     const Cli c = parse({"--profile", "image", "--target-gpu", text});
@@ -222,10 +263,9 @@ TEST(Cli, TargetGpuNoneIsACpuOnlyImage) {
     EXPECT_TRUE(c.options.target_gpus.empty()) << none;
   }
   EXPECT_FALSE(parse({"--profile", "image"}).options.target_cpu_only);  // not given: unknown, not CPU-only
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--target-gpu", "none,9.0"},
-           {"--target-gpu", "9.0", "--target-gpu", "none"},
-           {"--target-gpu", "none,none"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--target-gpu", "none,9.0"},
+                                                                {"--target-gpu", "9.0", "--target-gpu", "none"},
+                                                                {"--target-gpu", "none,none"}}) {
     const std::string e = usage_error(args);
     EXPECT_TRUE(e.starts_with("--target-gpu none (a CPU-only image) cannot be combined")) << e;
   }

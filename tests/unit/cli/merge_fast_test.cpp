@@ -35,8 +35,8 @@ RankFacts recorded(const std::string& name) {
 std::string node_json(const std::string& fixture, JsonLayout layout = JsonLayout::Indented) {
   const Options o;
   const RankFacts f = recorded(fixture);
-  const Report r = assemble_report(o, Profile::Node, single_rank_job(f), judge_rank(o, Profile::Node, f, true, nullptr),
-                                   nullptr);
+  const Report r =
+      assemble_report(o, Profile::Node, single_rank_job(f), judge_rank(o, Profile::Node, f, true, nullptr), nullptr);
   return render_json(r, o, layout);
 }
 
@@ -116,11 +116,17 @@ TEST_F(FastResultReader, ReadsOddButValidContentAsTheReferenceDoes) {
   json& check = doc["checks"][0];
   check["future_member"] = "x";
   // evidence of every kind of value: negative, unsigned past int64, floats, unicode, nesting
-  check["evidence"] = {{"negative", -7},   {"huge", 18446744073709551615ull}, {"float", 1.5e-7},
-                       {"text", "μ→✓"},   {"nested", {{"a", {json::array(), json::object()}}}},
-                       {"null", nullptr}, {"bool", false}};
+  check["evidence"] = {{"negative", -7},
+                       {"huge", 18446744073709551615ull},
+                       {"float", 1.5e-7},
+                       {"text", "μ→✓"},
+                       {"nested", {{"a", {json::array(), json::object()}}}},
+                       {"null", nullptr},
+                       {"bool", false}};
   check["finding"] = json::object();  // a finding with nothing in it still takes the verdict's status
-  check["findings"] = {{{"code", "x/y"}, {"params", {{"n", 3}}}}, {{"no", "code"}}, 5,
+  check["findings"] = {{{"code", "x/y"}, {"params", {{"n", 3}}}},
+                       {{"no", "code"}},
+                       5,
                        {{"code", "x/z"}, {"status", "WARN"}, {"params", "not an object"}}};
   check["seconds"] = -3;
   check["cause"] = 7;

@@ -10,10 +10,10 @@
 #include <fstream>
 #include <iterator>
 
-#include "job_fixture.hpp"
 #include "cli/cli.hpp"
-#include "job/job_report.hpp"
 #include "cli/merge.hpp"
+#include "job/job_report.hpp"
+#include "job_fixture.hpp"
 
 namespace preflight {
 namespace cli_merge_test {
@@ -84,8 +84,9 @@ std::string node_run(const std::string& host, Status shm = Status::Pass) {
   RankFacts f = job_fixture::job(1, 1).ranks.front();
   f.identity.hostname = host;
   f.placement.world_size = 1;
-  Report r = rank_report(f, 1, {result("shm.capacity", Scope::Node, shm, "/dev/shm is 64 GiB", f),
-                                result("host.limits", Scope::Rank, Status::Pass, "limits fine", f)});
+  Report r = rank_report(f, 1,
+                         {result("shm.capacity", Scope::Node, shm, "/dev/shm is 64 GiB", f),
+                          result("host.limits", Scope::Rank, Status::Pass, "limits fine", f)});
   return render_json(r, Options{});
 }
 
@@ -113,8 +114,12 @@ TEST(MergeInput, CorruptTruncatedAndNonJsonFilesAreRefusedByName) {
   EXPECT_NE(truncated.find("node-a.json: truncated"), std::string::npos) << truncated;
   std::string corrupt = good;
   corrupt[corrupt.size() / 3] = '\x01';
-  EXPECT_NE(refusal(corrupt).find("node-a.json: not valid JSON (corrupt at byte"), std::string::npos) << refusal(corrupt);
-  EXPECT_NE(refusal("PFLT\x01" "binary").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(refusal(corrupt).find("node-a.json: not valid JSON (corrupt at byte"), std::string::npos)
+      << refusal(corrupt);
+  EXPECT_NE(refusal("PFLT\x01"
+                    "binary")
+                .find("not valid JSON"),
+            std::string::npos);
   EXPECT_NE(refusal("").find("truncated"), std::string::npos) << refusal("");
   EXPECT_NE(refusal("[1,2]").find("the JSON is array, not an object"), std::string::npos) << refusal("[1,2]");
 }
@@ -149,7 +154,8 @@ TEST(MergeInput, MismatchedOrMalformedContentIsRefused) {
   EXPECT_NE(refusal(other.dump()).find("holds no rank's facts"), std::string::npos);
   other = doc;
   other["ranks"][0]["facts"]["identity"]["pid"] = "many";
-  EXPECT_NE(refusal(other.dump()).find("ranks[0].facts (rank 0) is malformed"), std::string::npos) << refusal(other.dump());
+  EXPECT_NE(refusal(other.dump()).find("ranks[0].facts (rank 0) is malformed"), std::string::npos)
+      << refusal(other.dump());
   other = doc;
   other["ranks"][0]["rank"] = -3;
   EXPECT_NE(refusal(other.dump()).find("ranks[0].rank is -3"), std::string::npos) << refusal(other.dump());

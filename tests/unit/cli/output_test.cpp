@@ -113,7 +113,8 @@ TEST(OutputTarget, DevicesAndDescriptorsAreWrittenInPlace) {
 
 TEST(OutputTarget, WhatCannotTakeAReportIsRefusedUpFront) {
   TempDir d;
-  EXPECT_EQ(usage_error("--json", d.path.string()), "--json '" + d.path.string() + "': is a directory, not a file to write a report to");
+  EXPECT_EQ(usage_error("--json", d.path.string()),
+            "--json '" + d.path.string() + "': is a directory, not a file to write a report to");
   EXPECT_EQ(usage_error("--json", "/nonexistent/dir/r.json"),
             "--json '/nonexistent/dir/r.json': the directory '/nonexistent/dir' does not exist");
   EXPECT_EQ(usage_error("--prom", ""), "--prom '': expected a file name");

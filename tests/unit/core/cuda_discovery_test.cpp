@@ -32,7 +32,10 @@ TEST(CudaDiscovery, VersionJsonMalformed) {
     EXPECT_EQ(v.error()->code, ProbeErrc::ParseError);
     EXPECT_FALSE(v.error()->detail.empty());
   }
-  EXPECT_FALSE(parse_cuda_version_json(std::string("\x7f" "ELF\0\0", 6)).ok());
+  EXPECT_FALSE(parse_cuda_version_json(std::string("\x7f"
+                                                   "ELF\0\0",
+                                                   6))
+                   .ok());
 }
 
 TEST(CudaDiscovery, VersionTxt) {
@@ -49,7 +52,8 @@ TEST(CudaDiscovery, TorchVersionPyAnnotated) {
   const auto t = parse_torch_version_py(
       "from typing import Optional\n\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n"
       "__version__ = '2.7.1+cu126'\ndebug = False\ncuda: Optional[str] = '12.6'\n"
-      "git_version = 'e2d141dbde55c2a4370fac5165b0561b6af4798b'\nhip: Optional[str] = None\nxpu: Optional[str] = None\n");
+      "git_version = 'e2d141dbde55c2a4370fac5165b0561b6af4798b'\nhip: Optional[str] = None\nxpu: Optional[str] = "
+      "None\n");
   ASSERT_TRUE(t.ok()) << t.why();
   EXPECT_EQ(t.value()->version, "2.7.1+cu126");
   EXPECT_EQ(t.value()->cuda, "12.6");
@@ -64,17 +68,21 @@ TEST(CudaDiscovery, TorchVersionPyPlainAndCpu) {
   t = parse_torch_version_py("__version__ = '2.5.1+cpu'\ncuda = None\nhip = None\n");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t.value()->cuda, "");
-  t = parse_torch_version_py("__version__ = '2.5.1+rocm6.2'\ncuda: Optional[str] = None\nhip: Optional[str] = '6.2.41133'\n");
+  t = parse_torch_version_py(
+      "__version__ = '2.5.1+rocm6.2'\ncuda: Optional[str] = None\nhip: Optional[str] = '6.2.41133'\n");
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t.value()->cuda, "");
   EXPECT_EQ(t.value()->hip, "6.2.41133");
 }
 
 TEST(CudaDiscovery, TorchVersionPyMalformed) {
-  EXPECT_FALSE(parse_torch_version_py(std::string("\x7f" "ELF\x02\x01\x00garbage", 13)).ok());
+  EXPECT_FALSE(parse_torch_version_py(std::string("\x7f"
+                                                  "ELF\x02\x01\x00garbage",
+                                                  13))
+                   .ok());
   EXPECT_FALSE(parse_torch_version_py("").ok());
-  EXPECT_FALSE(parse_torch_version_py("__version__ = '2.5.1'\n").ok());         // no cuda line
-  EXPECT_FALSE(parse_torch_version_py("cuda = '12.4'\n").ok());                  // no __version__
+  EXPECT_FALSE(parse_torch_version_py("__version__ = '2.5.1'\n").ok());  // no cuda line
+  EXPECT_FALSE(parse_torch_version_py("cuda = '12.4'\n").ok());          // no __version__
   EXPECT_FALSE(parse_torch_version_py("__version__ = '2.5.1'\ncuda = get()\n").ok());
   EXPECT_FALSE(parse_torch_version_py("__version__ = '2.5.1'\ncuda = 'twelve'\n").ok());
   // cuda_x and comparisons are not the cuda assignment
@@ -166,8 +174,8 @@ TEST(CudaDiscovery, LibraryPathAndPythonNames) {
 
 // The shape of a CUDA 12.4 base image's NVIDIA_REQUIRE_CUDA (NVIDIA's CUDA container images): the cuda
 // constraint, or one of the brand/driver-branch groups that forward compatibility lets start.
-const std::string kBrands[] = {"tesla", "unknown", "nvidia", "nvidiartx", "geforce", "geforcertx",
-                               "quadro", "quadrortx", "titan", "titanrtx"};
+const std::string kBrands[] = {"tesla",      "unknown", "nvidia",    "nvidiartx", "geforce",
+                               "geforcertx", "quadro",  "quadrortx", "titan",     "titanrtx"};
 std::string long_require(const std::string& cuda, const std::vector<int>& branches) {
   std::string s = "cuda>=" + cuda;
   for (const int b : branches) {
@@ -257,8 +265,8 @@ TEST(NvidiaRequire, Details) {
                               Version::parse("12.2"), "tesla");
   EXPECT_EQ(r.status, RequireStatus::Satisfied);
   EXPECT_EQ(r.group, "brand=tesla,driver>=535,driver<536");
-  r = evaluate_nvidia_require("cuda>=13.0 brand=tesla,driver>=580", Version::parse("570.86.10"),
-                              Version::parse("12.8"), "tesla");
+  r = evaluate_nvidia_require("cuda>=13.0 brand=tesla,driver>=580", Version::parse("570.86.10"), Version::parse("12.8"),
+                              "tesla");
   EXPECT_EQ(r.status, RequireStatus::NotSatisfied);
   EXPECT_NE(r.detail.find("2 groups"), std::string::npos) << r.detail;
   r = evaluate_nvidia_require("cuda>=12.4", std::nullopt, std::nullopt, "");

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
-#include <cstdlib>
 #include <string>
 
 #include "core/elf_dynamic.hpp"
@@ -27,8 +27,8 @@ TEST(ElfDynamic, ReadsNeededSonameAndRpath) {
   ASSERT_TRUE(e.ok()) << e.why();
   EXPECT_EQ(e.value()->needed, spec.needed);
   EXPECT_EQ(e.value()->soname, "libtorch_cuda.so");
-  EXPECT_EQ(e.value()->rpath,
-            (std::vector<std::string>{"$ORIGIN/../../nvidia/cuda_runtime/lib", "$ORIGIN/../../nvidia/nccl/lib", "$ORIGIN"}));
+  EXPECT_EQ(e.value()->rpath, (std::vector<std::string>{"$ORIGIN/../../nvidia/cuda_runtime/lib",
+                                                        "$ORIGIN/../../nvidia/nccl/lib", "$ORIGIN"}));
   EXPECT_FALSE(e.value()->has_runpath);
 }
 

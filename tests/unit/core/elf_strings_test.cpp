@@ -9,8 +9,8 @@
 #include <string>
 
 #include "core/elf_strings.hpp"
-#include "sys/file_system.hpp"
 #include "elf_fixture.hpp"
+#include "sys/file_system.hpp"
 
 namespace preflight {
 namespace core_elf_strings_test {

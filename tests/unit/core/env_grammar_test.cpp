@@ -15,16 +15,17 @@ TEST(EnvGrammar, NcclIntIsStrtollBaseZero) {
     std::optional<std::int64_t> value;
   };
   const Case cases[] = {
-      {"1", 1},       {"true", 0},   {"yes", 0},    {"010", 8},     {"0x10", 16}, {"1abc", 1},
-      {"  7", 7},     {"-1", -1},    {"", std::nullopt},           {"   ", 0},   {"09", 0},
-      {"99999999999999999999", std::nullopt},                       {"1\r", 1},   {"0X1f", 31},
+      {"1", 1},   {"true", 0},  {"yes", 0},         {"010", 8}, {"0x10", 16}, {"1abc", 1},
+      {"  7", 7}, {"-1", -1},   {"", std::nullopt}, {"   ", 0}, {"09", 0},    {"99999999999999999999", std::nullopt},
+      {"1\r", 1}, {"0X1f", 31},
   };
   for (const Case& c : cases) EXPECT_EQ(nccl_int_value(c.text), c.value) << "'" << c.text << "'";
 }
 
 TEST(EnvGrammar, CleanIntegers) {
   for (const char* ok : {"0", "1", "-1", "42", "0x10", "0XfF", "-0x1"}) EXPECT_TRUE(is_clean_int(ok)) << ok;
-  for (const char* bad : {"", "010", "1abc", " 1", "1 ", "true", "0x", "-", "+1", "1\r"}) EXPECT_FALSE(is_clean_int(bad)) << bad;
+  for (const char* bad : {"", "010", "1abc", " 1", "1 ", "true", "0x", "-", "+1", "1\r"})
+    EXPECT_FALSE(is_clean_int(bad)) << bad;
 }
 
 TEST(EnvGrammar, BooleanWordIntent) {
@@ -36,7 +37,8 @@ TEST(EnvGrammar, BooleanWordIntent) {
 TEST(EnvGrammar, TorchBoolIsGetCvarBool) {
   for (const char* yes : {"1", "y", "YES", "t", "True"}) EXPECT_EQ(torch_bool_value(yes), true) << yes;
   for (const char* no : {"0", "n", "No", "f", "FALSE"}) EXPECT_EQ(torch_bool_value(no), false) << no;
-  for (const char* bad : {"", "on", "off", "2", " 1", "1 ", "maybe"}) EXPECT_FALSE(torch_bool_value(bad)) << "'" << bad << "'";
+  for (const char* bad : {"", "on", "off", "2", " 1", "1 ", "maybe"})
+    EXPECT_FALSE(torch_bool_value(bad)) << "'" << bad << "'";
 }
 
 TEST(EnvGrammar, TorchIntIsStoi) {
@@ -138,7 +140,7 @@ TEST(EnvGrammar, IntendedIntegerReadsTheUnitTheWriterUsed) {
   EXPECT_EQ(intended_integer("2h", U::Seconds), 7200);
   EXPECT_EQ(intended_integer("30s", U::Seconds), 30);
   EXPECT_EQ(intended_integer("5s", U::Milliseconds), 5000);
-  EXPECT_EQ(intended_integer(" 12 ", U::None), 12);  // white space around a plain integer
+  EXPECT_EQ(intended_integer(" 12 ", U::None), 12);             // white space around a plain integer
   EXPECT_EQ(intended_integer("8G", U::Seconds), std::nullopt);  // G is no unit of time
   EXPECT_EQ(intended_integer("three", U::Bytes), std::nullopt);
   EXPECT_EQ(intended_integer("1abc", U::Bytes), std::nullopt);
@@ -181,7 +183,8 @@ TEST(EnvGrammar, CudaIntegersAreNotDescribedAsNcclsStrtoll) {
 
 TEST(EnvGrammar, ReadValueSurvivesGarbage) {
   const std::string garbage = std::string("\x01\xff\xfe\x80", 4) + std::string(100000, 'x');
-  for (const char* type : {"int", "torch_bool", "torch_int", "enum:A|B", "list:A|B", "string", "path", "hostport", "int:1..8/2"}) {
+  for (const char* type :
+       {"int", "torch_bool", "torch_int", "enum:A|B", "list:A|B", "string", "path", "hostport", "int:1..8/2"}) {
     const auto g = parse_grammar(type, false);
     ASSERT_TRUE(g);
     const ValueReading r = read_value(*g, garbage);

@@ -78,7 +78,8 @@ class FindingCoverage : public ::testing::Environment {
     }
     EXPECT_GT(declared, 0);
     EXPECT_TRUE(unmade.empty()) << "findings no unit test makes (each check's tests make each of its non-PASS "
-                                   "findings happen):" << unmade;
+                                   "findings happen):"
+                                << unmade;
   }
 };
 ::testing::Environment* const kCoverage = ::testing::AddGlobalTestEnvironment(new FindingCoverage);
@@ -107,8 +108,9 @@ TEST(FindingParams, PiecesOfASentenceAreTold) {
     EXPECT_TRUE(sentence_piece(piece)) << piece;
   }
   // Data, even where it starts or ends oddly: a user's value as written, a path, a count with its unit.
-  for (std::string_view data : {"", " 29500", ",eth0", "NCCL_IB_TIMEOUT ", "rank 2 (gpu-a, pid 1002, last phase barrier)",
-                                "/dev/shm", "8 GPUs", "the gather expired"}) {
+  for (std::string_view data :
+       {"", " 29500", ",eth0", "NCCL_IB_TIMEOUT ", "rank 2 (gpu-a, pid 1002, last phase barrier)", "/dev/shm", "8 GPUs",
+        "the gather expired"}) {
     EXPECT_FALSE(sentence_piece(data)) << data;
   }
 }

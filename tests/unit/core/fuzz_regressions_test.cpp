@@ -12,12 +12,12 @@
 #include <iterator>
 #include <string>
 
-#include "core/json_util.hpp"
-#include "core/launch.hpp"
-#include "transport/payload.hpp"
 #include "cli/cli.hpp"
 #include "cli/merge.hpp"
+#include "core/json_util.hpp"
+#include "core/launch.hpp"
 #include "test_paths.hpp"
+#include "transport/payload.hpp"
 
 namespace preflight {
 namespace core_fuzz_regressions_test {
@@ -57,7 +57,9 @@ TEST(FuzzRegressions, ResultFileWithANumberBeyondDoubleIsRefusedByName) {
   // fuzz_merge_json: nlohmann::json throws out_of_range (406), not parse_error, for a number no
   // double holds; it escaped merge as an internal error (exit 5) instead of a refused file (exit 2).
   EXPECT_EQ(merge_refusal("11e309\"").rfind("node-a.json: not valid JSON", 0), 0u) << merge_refusal("11e309\"");
-  EXPECT_EQ(merge_refusal("{\"schema\": \"preflight/v1\", \"world\": {\"size\": 1e400}}").rfind("node-a.json: not valid JSON", 0), 0u);
+  EXPECT_EQ(merge_refusal("{\"schema\": \"preflight/v1\", \"world\": {\"size\": 1e400}}")
+                .rfind("node-a.json: not valid JSON", 0),
+            0u);
 }
 
 TEST(FuzzRegressions, FloatInAnIntegerFieldOfAResultFileIsRefused) {

@@ -74,7 +74,8 @@ TEST(Kmsg, XidSeverities) {
 }
 
 TEST(Kmsg, CaptureKeepsOnlyTheNvidiaLines) {
-  const std::string kept = nvidia_kmsg_lines("6,1,1,-;usb 1-1: new device\n4,2,2,-;NVRM: Xid (PCI:0000:18:00): 79, x\n");
+  const std::string kept =
+      nvidia_kmsg_lines("6,1,1,-;usb 1-1: new device\n4,2,2,-;NVRM: Xid (PCI:0000:18:00): 79, x\n");
   EXPECT_EQ(kept, "4,2,2,-;NVRM: Xid (PCI:0000:18:00): 79, x\n");
 }
 

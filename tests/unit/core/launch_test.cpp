@@ -11,9 +11,15 @@ namespace {
 
 // Rank 1 of `mpirun -np 3`, as Open MPI 4.1.4 sets it (OMPI_UNIVERSE_SIZE is the slot count).
 const std::map<std::string, std::string> kOpenMpiRank1 = {
-    {"OMPI_COMM_WORLD_RANK", "1"},       {"OMPI_COMM_WORLD_SIZE", "3"},   {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-    {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"}, {"OMPI_COMM_WORLD_NODE_RANK", "1"}, {"OMPI_UNIVERSE_SIZE", "2"},
-    {"PMIX_RANK", "1"},                  {"PMIX_NAMESPACE", "1234567890"}, {"OMPI_MCA_orte_ess_num_procs", "3"},
+    {"OMPI_COMM_WORLD_RANK", "1"},
+    {"OMPI_COMM_WORLD_SIZE", "3"},
+    {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
+    {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
+    {"OMPI_COMM_WORLD_NODE_RANK", "1"},
+    {"OMPI_UNIVERSE_SIZE", "2"},
+    {"PMIX_RANK", "1"},
+    {"PMIX_NAMESPACE", "1234567890"},
+    {"OMPI_MCA_orte_ess_num_procs", "3"},
     {"OMPI_APP_CTX_NUM_PROCS", "3"},
 };
 
@@ -94,8 +100,12 @@ TEST(LaunchDetect, SrunWithPmix) {
 }
 
 TEST(LaunchDetect, SrunPmi2IsSlurmNotHydra) {
-  const LaunchView view = detect_launchers(EnvSnapshot(
-      {{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_STEP_ID", "1"}, {"PMI_RANK", "3"}, {"PMI_SIZE", "4"}, {"PMI_FD", "7"}}));
+  const LaunchView view = detect_launchers(EnvSnapshot({{"SLURM_PROCID", "3"},
+                                                        {"SLURM_NTASKS", "4"},
+                                                        {"SLURM_STEP_ID", "1"},
+                                                        {"PMI_RANK", "3"},
+                                                        {"PMI_SIZE", "4"},
+                                                        {"PMI_FD", "7"}}));
   EXPECT_EQ(names(view), std::vector<std::string>{"slurm:active"});
 }
 
@@ -176,7 +186,8 @@ TEST(LaunchDetect, MixedOpenMpiAndHydraArePeers) {
 }
 
 TEST(LaunchDetect, Mvapich2) {
-  const LaunchView view = detect_launchers(EnvSnapshot({{"MV2_COMM_WORLD_RANK", "1"}, {"MV2_COMM_WORLD_SIZE", "2"},
+  const LaunchView view = detect_launchers(EnvSnapshot({{"MV2_COMM_WORLD_RANK", "1"},
+                                                        {"MV2_COMM_WORLD_SIZE", "2"},
                                                         {"MV2_COMM_WORLD_LOCAL_RANK", "1"},
                                                         {"MV2_COMM_WORLD_LOCAL_SIZE", "2"}}));
   ASSERT_EQ(names(view), std::vector<std::string>{"mvapich2:active"});
@@ -203,11 +214,11 @@ TEST(LaunchDetect, GarbageIsAnErrorNotACrash) {
 }
 
 TEST(LaunchDetect, SlurmTasksPerNodeNeedsTheNodeIndex) {
-  const LaunchView view = detect_launchers(
-      EnvSnapshot({{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"}, {"SLURM_NODEID", "1"}, {"SLURM_TASKS_PER_NODE", "4,1"}}));
+  const LaunchView view = detect_launchers(EnvSnapshot(
+      {{"SLURM_PROCID", "4"}, {"SLURM_NTASKS", "5"}, {"SLURM_NODEID", "1"}, {"SLURM_TASKS_PER_NODE", "4,1"}}));
   EXPECT_EQ(value(view.launchers.at(0).local_size), 1);
-  const LaunchView no_entry = detect_launchers(
-      EnvSnapshot({{"SLURM_PROCID", "4"}, {"SLURM_NODEID", "2"}, {"SLURM_TASKS_PER_NODE", "4,1"}}));
+  const LaunchView no_entry =
+      detect_launchers(EnvSnapshot({{"SLURM_PROCID", "4"}, {"SLURM_NODEID", "2"}, {"SLURM_TASKS_PER_NODE", "4,1"}}));
   ASSERT_EQ(no_entry.launchers.at(0).errors.size(), 1u);
   EXPECT_EQ(no_entry.launchers[0].errors[0], "SLURM_TASKS_PER_NODE='4,1' has no entry for SLURM_NODEID=2");
 }
@@ -228,8 +239,8 @@ TEST(LaunchPlacement, OptionsOverride) {
 }
 
 TEST(LaunchPlacement, LocalRanksFromWorldAndNodesWhenUnsaid) {
-  const LaunchView view =
-      detect_launchers(EnvSnapshot({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "16"}, {"SLURM_NNODES", "2"}, {"SLURM_STEP_ID", "0"}}));
+  const LaunchView view = detect_launchers(
+      EnvSnapshot({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "16"}, {"SLURM_NNODES", "2"}, {"SLURM_STEP_ID", "0"}}));
   const Placement p = placement_from(view, Options());
   EXPECT_EQ(p.local_ranks, 8);
   EXPECT_EQ(p.source, "world size / nodes");

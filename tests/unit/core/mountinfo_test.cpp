@@ -55,7 +55,7 @@ TEST(MountInfo, GarbageLinesAreCountedNotFatal) {
       "garbage\n"
       "x y z\n"
       "40 35 0:21 / /dev/shm rw - tmpfs\n"          // no source
-      "a 35 0:21 / /dev/shm rw - tmpfs tmpfs rw\n"   // id not a number
+      "a 35 0:21 / /dev/shm rw - tmpfs tmpfs rw\n"  // id not a number
       "\xff\xfe\x00\n"                              // binary, with a NUL
       "40 35 0:21 / /ok rw - tmpfs tmpfs rw\n";
   const MountInfo info = parse_mountinfo(std::string_view(kText, sizeof kText - 1));
@@ -74,7 +74,7 @@ TEST(MountInfo, TheMountHoldingAPathIsTheLongestMountPointAboveIt) {
   EXPECT_EQ(mount_holding(info, "/home/a")->fstype, "ext4");
   EXPECT_EQ(mount_holding(info, "/data")->fstype, "nfs4");
   EXPECT_EQ(mount_holding(info, "/data/ckpt/run1")->fstype, "nfs4");
-  EXPECT_EQ(mount_holding(info, "/database")->fstype, "ext4");  // a prefix of the name is no parent
+  EXPECT_EQ(mount_holding(info, "/database")->fstype, "ext4");       // a prefix of the name is no parent
   EXPECT_EQ(mount_holding(info, "/data/local/x")->fstype, "tmpfs");  // the last of the stacked mounts
   EXPECT_EQ(mount_holding(MountInfo{}, "/x"), nullptr);
 }

@@ -81,8 +81,8 @@ TEST(NcclNames, HcaPorts) {
   EXPECT_FALSE(sel("mlx5_0:1,mlx5_1:1", "mlx5_0", 2));
   EXPECT_TRUE(sel("mlx5_0:1,mlx5_1:1", "mlx5_10", 1));  // still a prefix
   EXPECT_FALSE(sel("=mlx5_0:1,mlx5_1:1", "mlx5_10", 1));
-  EXPECT_TRUE(sel("mlx5_0:1", "mlx5_0"));               // no port asked (sockets): any entry port matches
-  EXPECT_TRUE(sel("mlx5_0", "mlx5_0", 2));              // no port in the entry: every port
+  EXPECT_TRUE(sel("mlx5_0:1", "mlx5_0"));   // no port asked (sockets): any entry port matches
+  EXPECT_TRUE(sel("mlx5_0", "mlx5_0", 2));  // no port in the entry: every port
 }
 
 TEST(NcclNames, ExcludeHca) {
@@ -114,7 +114,7 @@ TEST(NcclNames, PortIsReadWithAtoi) {
   const NcclNameList junk = parse_nccl_names("eth0:abc");
   ASSERT_EQ(junk.entries.size(), 1u);
   EXPECT_EQ(junk.entries[0].name, "eth0");
-  EXPECT_EQ(junk.entries[0].port, 0);   // atoi("abc") == 0
+  EXPECT_EQ(junk.entries[0].port, 0);    // atoi("abc") == 0
   EXPECT_TRUE(sel("eth0:abc", "eth0"));  // sockets ask for no port
   EXPECT_FALSE(sel("mlx5_0:abc", "mlx5_0", 1));
   EXPECT_EQ(parse_nccl_names("mlx5_0:2x").entries[0].port, 2);

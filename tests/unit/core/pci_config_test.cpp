@@ -131,7 +131,8 @@ TEST(SysfsPci, ParsesDevicePaths) {
   ASSERT_TRUE(c);
   EXPECT_EQ(c->root, "pci0000:00");
   EXPECT_EQ(c->chain, (std::vector<std::string>{"0000:00:01.0", "0000:01:00.0", "0000:02:08.0", "0000:03:00.0"}));
-  const auto vmd = parse_pci_device_path("/sys/devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:06.0/10000:e1:00.0");
+  const auto vmd =
+      parse_pci_device_path("/sys/devices/pci0000:00/0000:00:0e.0/pci10000:e0/10000:e0:06.0/10000:e1:00.0");
   ASSERT_TRUE(vmd);
   EXPECT_EQ(vmd->root, "pci10000:e0");
   EXPECT_EQ(vmd->chain.size(), 2u);

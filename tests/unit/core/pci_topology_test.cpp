@@ -47,8 +47,10 @@ TEST(NormalizeBusId, RejectsWhatIsNotABusId) {
 }
 
 TEST(PathClass, EveryClass) {
-  const PciEndpoint g0 = dev("gpu", "0000:03:00.0", 0, "0000:[00-3f]", {"0000:00:01.0", "0000:01:00.0", "0000:02:00.0"});
-  const PciEndpoint g1 = dev("gpu", "0000:04:00.0", 0, "0000:[00-3f]", {"0000:00:01.0", "0000:01:00.0", "0000:02:08.0"});
+  const PciEndpoint g0 =
+      dev("gpu", "0000:03:00.0", 0, "0000:[00-3f]", {"0000:00:01.0", "0000:01:00.0", "0000:02:00.0"});
+  const PciEndpoint g1 =
+      dev("gpu", "0000:04:00.0", 0, "0000:[00-3f]", {"0000:00:01.0", "0000:01:00.0", "0000:02:08.0"});
   // Behind a second switch cascaded below the first one's downstream port 02:10.0.
   const PciEndpoint g2 = dev("gpu", "0000:07:00.0", 0, "0000:[00-3f]",
                              {"0000:00:01.0", "0000:01:00.0", "0000:02:10.0", "0000:05:00.0", "0000:06:00.0"});

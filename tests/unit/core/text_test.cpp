@@ -107,9 +107,11 @@ TEST(Text, PrintableEscapesControlAndInvalidUtf8) {
   EXPECT_EQ(printable("\xff"), "\\xFF");
   EXPECT_EQ(printable("größe"), "größe");
   EXPECT_EQ(printable("abcdef", 3), "abc…");
-  EXPECT_EQ(printable("a\xc2\x9b" "1m"), "a\\xC2\\x9B1m");            // C1 CSI: a terminal escape
-  EXPECT_EQ(printable("x\xe2\x80\xaey"), "x\\u{202E}y");             // right-to-left override
-  EXPECT_EQ(printable("\xc2\xa0\xc3\xa9"), "\xc2\xa0\xc3\xa9");            // U+00A0, é: printable
+  EXPECT_EQ(printable("a\xc2\x9b"
+                      "1m"),
+            "a\\xC2\\x9B1m");                                    // C1 CSI: a terminal escape
+  EXPECT_EQ(printable("x\xe2\x80\xaey"), "x\\u{202E}y");         // right-to-left override
+  EXPECT_EQ(printable("\xc2\xa0\xc3\xa9"), "\xc2\xa0\xc3\xa9");  // U+00A0, é: printable
   EXPECT_EQ(printable(printable("\x1b[2J\xe2\x81\xa6")), printable("\x1b[2J\xe2\x81\xa6"));  // idempotent
   EXPECT_EQ(terminal_safe(std::string(300, 'a')).size(), 300u);
 }

@@ -18,12 +18,12 @@
 
 #include <gtest/gtest.h>
 
-#include "sys/contained.hpp"
 #include "gpu_probe/nvidia/cuda_api.hpp"
 #include "gpu_probe/nvidia/nccl_api.hpp"
 #include "gpu_probe/nvidia/nvml_api.hpp"
-#include "tests/fakes/scenario.hpp"
+#include "sys/contained.hpp"
 #include "test_paths.hpp"
+#include "tests/fakes/scenario.hpp"
 
 namespace preflight {
 namespace gpu_probe_fake_gpu_test {
@@ -46,8 +46,10 @@ class EnvGuard {
   EnvGuard& operator=(const EnvGuard&) = delete;
   ~EnvGuard() {
     for (const auto& [name, value] : saved_) {
-      if (value) ::setenv(name.c_str(), value->c_str(), 1);
-      else ::unsetenv(name.c_str());
+      if (value)
+        ::setenv(name.c_str(), value->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
     }
   }
   void set(const std::string& name, const std::optional<std::string>& value) {
@@ -55,8 +57,10 @@ class EnvGuard {
       const char* old = std::getenv(name.c_str());
       saved_[name] = old ? std::optional<std::string>(old) : std::nullopt;
     }
-    if (value) ::setenv(name.c_str(), value->c_str(), 1);
-    else ::unsetenv(name.c_str());
+    if (value)
+      ::setenv(name.c_str(), value->c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
   }
 
  private:
@@ -215,7 +219,6 @@ TEST(FakeGpuScenario, TopologyP2pAndPeerAccessDefaults) {
   EXPECT_EQ(hang.peer_copy_fault(1, 0), nullptr);
 }
 
-
 std::vector<std::size_t> visible(const fake::Scenario& s, const char* cvd) { return fake::cuda_visible_gpus(s, cvd); }
 
 TEST(FakeGpuScenario, CudaVisibleDevicesFollowsTheDriversRules) {
@@ -284,13 +287,13 @@ TEST(FakeLibcuda, ClosingUnloadsSoTheNextOpenStartsAfresh) {
 
 TEST(FakeLibcuda, ExportsOnlyTheDriverApi) {
   Library lib(cuda_lib());
-  for (const char* name : {cuda::name_cuInit, cuda::name_cuDriverGetVersion, cuda::name_cuDeviceGetCount,
-                           cuda::name_cuDeviceGet, cuda::name_cuDeviceGetName, cuda::name_cuDeviceGetAttribute,
-                           cuda::name_cuDeviceTotalMem_v2, cuda::name_cuDeviceGetUuid_v2, cuda::name_cuDeviceGetUuid,
-                           cuda::name_cuDevicePrimaryCtxRetain, cuda::name_cuDevicePrimaryCtxRelease_v2,
-                           cuda::name_cuCtxSetCurrent, cuda::name_cuCtxSynchronize, cuda::name_cuMemAlloc_v2,
-                           cuda::name_cuMemFree_v2, cuda::name_cuMemsetD32_v2, cuda::name_cuMemcpyDtoH_v2,
-                           cuda::name_cuGetErrorName})
+  for (const char* name :
+       {cuda::name_cuInit, cuda::name_cuDriverGetVersion, cuda::name_cuDeviceGetCount, cuda::name_cuDeviceGet,
+        cuda::name_cuDeviceGetName, cuda::name_cuDeviceGetAttribute, cuda::name_cuDeviceTotalMem_v2,
+        cuda::name_cuDeviceGetUuid_v2, cuda::name_cuDeviceGetUuid, cuda::name_cuDevicePrimaryCtxRetain,
+        cuda::name_cuDevicePrimaryCtxRelease_v2, cuda::name_cuCtxSetCurrent, cuda::name_cuCtxSynchronize,
+        cuda::name_cuMemAlloc_v2, cuda::name_cuMemFree_v2, cuda::name_cuMemsetD32_v2, cuda::name_cuMemcpyDtoH_v2,
+        cuda::name_cuGetErrorName})
     EXPECT_NE(lib.symbol(name), nullptr) << name;
   EXPECT_EQ(lib.symbol("_ZN9preflight8fake_gpu16default_scenarioEv"), nullptr) << "internals are hidden";
 }
@@ -318,7 +321,8 @@ TEST(FakeLibcuda, ServesTheDefaultNode) {
   ASSERT_EQ(lib.fn<cuda::PFN_cuDeviceGetName>(cuda::name_cuDeviceGetName)(name, sizeof name, dev), cuda::CUDA_SUCCESS);
   EXPECT_STREQ(name, "NVIDIA H100 80GB HBM3");
   char small[6] = {};
-  ASSERT_EQ(lib.fn<cuda::PFN_cuDeviceGetName>(cuda::name_cuDeviceGetName)(small, sizeof small, dev), cuda::CUDA_SUCCESS);
+  ASSERT_EQ(lib.fn<cuda::PFN_cuDeviceGetName>(cuda::name_cuDeviceGetName)(small, sizeof small, dev),
+            cuda::CUDA_SUCCESS);
   EXPECT_STREQ(small, "NVIDI") << "truncated and terminated";
 
   const auto attribute = lib.fn<cuda::PFN_cuDeviceGetAttribute>(cuda::name_cuDeviceGetAttribute);
@@ -478,7 +482,8 @@ TEST(FakeLibnvml, ServesTheDefaultNode) {
             NVML_SUCCESS);
   EXPECT_EQ(cuda_version, 12040);
   cuda_version = 0;
-  ASSERT_EQ(lib.fn<PFN_nvmlSystemGetCudaDriverVersion>(name_nvmlSystemGetCudaDriverVersion)(&cuda_version), NVML_SUCCESS);
+  ASSERT_EQ(lib.fn<PFN_nvmlSystemGetCudaDriverVersion>(name_nvmlSystemGetCudaDriverVersion)(&cuda_version),
+            NVML_SUCCESS);
   EXPECT_EQ(cuda_version, 12040);
 
   ASSERT_EQ(lib.fn<PFN_nvmlDeviceGetCount_v2>(name_nvmlDeviceGetCount_v2)(&count), NVML_SUCCESS);
@@ -504,8 +509,9 @@ TEST(FakeLibnvml, ServesTheDefaultNode) {
   EXPECT_EQ(pci.pciDeviceId, 0x233010DEu);
 
   int major = 0, minor = -1;
-  ASSERT_EQ(lib.fn<PFN_nvmlDeviceGetCudaComputeCapability>(name_nvmlDeviceGetCudaComputeCapability)(dev, &major, &minor),
-            NVML_SUCCESS);
+  ASSERT_EQ(
+      lib.fn<PFN_nvmlDeviceGetCudaComputeCapability>(name_nvmlDeviceGetCudaComputeCapability)(dev, &major, &minor),
+      NVML_SUCCESS);
   EXPECT_EQ(major, 9);
   EXPECT_EQ(minor, 0);
   nvmlMemory_t memory{};
@@ -515,7 +521,7 @@ TEST(FakeLibnvml, ServesTheDefaultNode) {
   EXPECT_EQ(memory.free, memory.total);
   unsigned int n = 0;
   EXPECT_EQ(lib.fn<PFN_nvmlDeviceGetComputeRunningProcesses_v3>(name_nvmlDeviceGetComputeRunningProcesses_v3)(dev, &n,
-                                                                                                             nullptr),
+                                                                                                              nullptr),
             NVML_SUCCESS);
   EXPECT_EQ(n, 0u);
   nvmlEnableState_t persistence = NVML_FEATURE_DISABLED;
@@ -547,7 +553,8 @@ TEST(FakeLibnvml, ProcessListUsesTheInsufficientSizeProtocol) {
   ASSERT_EQ(lib.fn<PFN_nvmlInit_v2>(name_nvmlInit_v2)(), NVML_SUCCESS);
   nvmlDevice_t dev = nullptr;
   ASSERT_EQ(lib.fn<PFN_nvmlDeviceGetHandleByIndex_v2>(name_nvmlDeviceGetHandleByIndex_v2)(0, &dev), NVML_SUCCESS);
-  const auto processes = lib.fn<PFN_nvmlDeviceGetComputeRunningProcesses_v3>(name_nvmlDeviceGetComputeRunningProcesses_v3);
+  const auto processes =
+      lib.fn<PFN_nvmlDeviceGetComputeRunningProcesses_v3>(name_nvmlDeviceGetComputeRunningProcesses_v3);
   unsigned int n = 0;
   ASSERT_EQ(processes(dev, &n, nullptr), NVML_ERROR_INSUFFICIENT_SIZE);
   ASSERT_EQ(n, 1u);
@@ -581,8 +588,9 @@ TEST(FakeLibnvml, ServesTheScenario) {
     nvmlDevice_t dev = nullptr;
     ASSERT_EQ(lib.fn<PFN_nvmlDeviceGetHandleByIndex_v2>(name_nvmlDeviceGetHandleByIndex_v2)(0, &dev), NVML_SUCCESS);
     int major = 0, minor = -1;
-    ASSERT_EQ(lib.fn<PFN_nvmlDeviceGetCudaComputeCapability>(name_nvmlDeviceGetCudaComputeCapability)(dev, &major, &minor),
-              NVML_SUCCESS);
+    ASSERT_EQ(
+        lib.fn<PFN_nvmlDeviceGetCudaComputeCapability>(name_nvmlDeviceGetCudaComputeCapability)(dev, &major, &minor),
+        NVML_SUCCESS);
     EXPECT_EQ(major * 10 + minor, 70);
     unsigned int current = 0, pending = 0;
     EXPECT_EQ(lib.fn<PFN_nvmlDeviceGetMigMode>(name_nvmlDeviceGetMigMode)(dev, &current, &pending),
@@ -758,8 +766,9 @@ TEST(FakeLibnvml, CpuAffinityNumaNodeAndNvLinks) {
             NVML_SUCCESS);
   EXPECT_EQ(type, NVML_NVLINK_DEVICE_TYPE_SWITCH);
   nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_INTERNAL;
-  ASSERT_EQ(lib.fn<PFN_nvmlDeviceGetTopologyCommonAncestor>(name_nvmlDeviceGetTopologyCommonAncestor)(dev0, dev1, &level),
-            NVML_SUCCESS);
+  ASSERT_EQ(
+      lib.fn<PFN_nvmlDeviceGetTopologyCommonAncestor>(name_nvmlDeviceGetTopologyCommonAncestor)(dev0, dev1, &level),
+      NVML_SUCCESS);
   EXPECT_EQ(level, NVML_TOPOLOGY_SYSTEM) << "the default: SYS across the two halves";
   nvmlGpuP2PStatus_t status = NVML_P2P_STATUS_UNKNOWN;
   const auto p2p = lib.fn<PFN_nvmlDeviceGetP2PStatus>(name_nvmlDeviceGetP2PStatus);

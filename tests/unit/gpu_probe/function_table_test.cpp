@@ -117,7 +117,8 @@ void expect_set_exactly(const Table& table, const std::set<std::string>& exporte
 /// The names of the name_ constants (or the PFN_ types) the header declares, read from the
 /// repository's gpu_probe/nvidia/; empty when the file is not there.
 std::set<std::string> declared(const char* header, const std::string& pattern) {
-  const std::filesystem::path path = std::filesystem::path(preflight::test_paths::source_dir()) / "gpu_probe/nvidia" / header;
+  const std::filesystem::path path =
+      std::filesystem::path(preflight::test_paths::source_dir()) / "gpu_probe/nvidia" / header;
   std::ifstream in(path);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   std::set<std::string> names;
@@ -132,8 +133,8 @@ void expect_list_covers_header(const std::vector<std::string>& list, const char*
   EXPECT_EQ(listed.size(), list.size()) << header << ": a function is listed twice";
   const std::set<std::string> names = declared(header, R"(inline constexpr char name_(\w+)\[\])");
   const std::set<std::string> types = declared(header, R"(using PFN_(\w+) =)");
-  ASSERT_FALSE(names.empty()) << header << " declares no name_ constant, or is not in " << preflight::test_paths::source_dir()
-                              << "/gpu_probe/nvidia";
+  ASSERT_FALSE(names.empty()) << header << " declares no name_ constant, or is not in "
+                              << preflight::test_paths::source_dir() << "/gpu_probe/nvidia";
   EXPECT_EQ(listed, names) << header << ": the list macro and the name_ constants differ";
   EXPECT_EQ(listed, types) << header << ": the list macro and the PFN_ types differ";
 }

@@ -15,11 +15,11 @@
 
 #include <gtest/gtest.h>
 
-#include "sys/contained.hpp"
+#include "core/gpu_text.hpp"
 #include "probes/gpu_driver_probe.hpp"
 #include "probes/gpu_p2p_probe.hpp"
-#include "core/gpu_text.hpp"
 #include "probes/probe.hpp"
+#include "sys/contained.hpp"
 #include "test_paths.hpp"
 
 namespace preflight {
@@ -41,8 +41,10 @@ class HelperDirGuard {
     ::setenv("PREFLIGHT_HELPER_DIR", dir.c_str(), 1);
   }
   ~HelperDirGuard() {
-    if (m_old) ::setenv("PREFLIGHT_HELPER_DIR", m_old->c_str(), 1);
-    else ::unsetenv("PREFLIGHT_HELPER_DIR");
+    if (m_old)
+      ::setenv("PREFLIGHT_HELPER_DIR", m_old->c_str(), 1);
+    else
+      ::unsetenv("PREFLIGHT_HELPER_DIR");
   }
   HelperDirGuard(const HelperDirGuard&) = delete;
   HelperDirGuard& operator=(const HelperDirGuard&) = delete;
@@ -76,9 +78,7 @@ class Sysroot {
   fs::path m_dir;
 };
 
-bool no_driver_here() {
-  return !fs::exists("/proc/driver/nvidia/version") && !fs::exists("/dev/nvidiactl");
-}
+bool no_driver_here() { return !fs::exists("/proc/driver/nvidia/version") && !fs::exists("/dev/nvidiactl"); }
 
 // ---- parsers -----------------------------------------------------------------------------------
 
@@ -136,7 +136,7 @@ TEST(GpuText, NcclCudaBuild) {
                             "NCCL version 2.28.9+cuda13.0 %s NCCL_MNNVL_";
   EXPECT_EQ(find_nccl_cuda_build(bytes, "2.28.9"), "13.0");
   EXPECT_EQ(find_nccl_cuda_build(bytes, "2.21.5"), "12.4");
-  EXPECT_EQ(find_nccl_cuda_build(bytes), "12.4");           // the first one
+  EXPECT_EQ(find_nccl_cuda_build(bytes), "12.4");            // the first one
   EXPECT_EQ(find_nccl_cuda_build(bytes, "2.99.0"), "12.4");  // no exact match: the first one
   EXPECT_EQ(find_nccl_cuda_build("NCCL version 2.28.9+cuda"), "");
   EXPECT_EQ(find_nccl_cuda_build("NCCL version 2.28.9+cuda12.9."), "12.9");
@@ -206,15 +206,16 @@ TEST(GpuHelper, DriverDocumentRoundTripsIntoDriverFacts) {
   DriverFacts d;
   ASSERT_EQ(apply_driver_document(parsed.value, d), "");
   // Every field the helper owns is filled one way or the other (never "not probed").
-  for (const ProbeError* e : {d.nvml_driver_version.error(), d.cuda_driver_version.error(), d.nvml_gpus.error(),
-                              d.cuda_devices.error()}) {
+  for (const ProbeError* e :
+       {d.nvml_driver_version.error(), d.cuda_driver_version.error(), d.nvml_gpus.error(), d.cuda_devices.error()}) {
     if (e != nullptr) {
       EXPECT_NE(e->code, ProbeErrc::NotProbed);
     }
   }
   // The document is DriverFacts' own JSON for those fields.
   const nlohmann::json back = d;
-  for (const char* key : {"nvml_driver_version", "cuda_driver_version", "loaded_libraries", "nvml_gpus", "cuda_devices"}) {
+  for (const char* key :
+       {"nvml_driver_version", "cuda_driver_version", "loaded_libraries", "nvml_gpus", "cuda_devices"}) {
     EXPECT_EQ(back.at(key), parsed.value.at(key)) << key;
   }
   if (no_driver_here()) {
@@ -241,10 +242,15 @@ TEST(GpuHelper, SmokeWithoutDriverIsAResultNotACrash) {
 }
 
 TEST(GpuHelper, UsageErrorsExitTwo) {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{}, {"bogus"}, {"smoke", "--ordinal", "x", "--bytes", "64M"}, {"smoke", "--ordinal"},
-        {"nccl"}, {"driver", "--lib", "x"}, {"p2p"}, {"p2p", "--bytes", "1M", "--pair-timeout", "x"},
-        {"p2p", "--bytes", "1M", "--pair-timeout", "0"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{},
+                                               {"bogus"},
+                                               {"smoke", "--ordinal", "x", "--bytes", "64M"},
+                                               {"smoke", "--ordinal"},
+                                               {"nccl"},
+                                               {"driver", "--lib", "x"},
+                                               {"p2p"},
+                                               {"p2p", "--bytes", "1M", "--pair-timeout", "x"},
+                                               {"p2p", "--bytes", "1M", "--pair-timeout", "0"}}) {
     const ContainedResult result = run_helper(args);
     EXPECT_EQ(result.outcome, ContainedOutcome::Exited);
     EXPECT_EQ(result.exit_code, 2);
@@ -327,14 +333,18 @@ class EnvVars {
     for (const auto& [name, value] : vars) {
       const char* old = ::getenv(name);
       m_saved.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-      if (value) ::setenv(name, value->c_str(), 1);
-      else ::unsetenv(name);
+      if (value)
+        ::setenv(name, value->c_str(), 1);
+      else
+        ::unsetenv(name);
     }
   }
   ~EnvVars() {
     for (const auto& [name, value] : m_saved) {
-      if (value) ::setenv(name.c_str(), value->c_str(), 1);
-      else ::unsetenv(name.c_str());
+      if (value)
+        ::setenv(name.c_str(), value->c_str(), 1);
+      else
+        ::unsetenv(name.c_str());
     }
   }
   EnvVars(const EnvVars&) = delete;
@@ -346,8 +356,8 @@ class EnvVars {
 
 /// gpu_driver then gpu_p2p against a fake scenario under --timeout `timeout_s`, the probe phase
 /// ending `budget` from now.
-RankFacts probe_with_fakes(const std::string& scenario_file, std::chrono::milliseconds budget = std::chrono::seconds(20),
-                           double timeout_s = 60.0) {
+RankFacts probe_with_fakes(const std::string& scenario_file,
+                           std::chrono::milliseconds budget = std::chrono::seconds(20), double timeout_s = 60.0) {
   HelperDirGuard guard(preflight::test_paths::gpu_helper_dir());
   EnvVars env{{"LD_LIBRARY_PATH", preflight::test_paths::fake_gpu_lib_dir()},
               {"PREFLIGHT_FAKE_GPU", scenario_file},
@@ -393,7 +403,8 @@ TEST(GpuP2pProbe, HungCopyIsNamedWithinTheHelperDeadline) {
 }
 
 TEST(GpuP2pProbe, OneGpuIsUnsupported) {
-  const std::string one = (fs::temp_directory_path() / ("preflight-one-gpu-" + std::to_string(::getpid()) + ".json")).string();
+  const std::string one =
+      (fs::temp_directory_path() / ("preflight-one-gpu-" + std::to_string(::getpid()) + ".json")).string();
   std::ofstream(one) << R"({"gpus": 1})";
   const RankFacts f = probe_with_fakes(one);
   fs::remove(one);
@@ -450,8 +461,9 @@ TEST(GpuDriverProbe, ImageProfileRunsNoHelper) {
   run.options.profile = Profile::Image;
   probe_gpu_driver(ProbeContext(run.fs, run.env, run.options), run.facts);
   const DriverFacts& d = run.facts.gpu.driver;
-  for (const ProbeError* e : {d.kernel_module_version.error(), d.nvml_driver_version.error(),
-                              d.cuda_driver_version.error(), d.nvml_gpus.error(), d.cuda_devices.error(), d.smoke.error()}) {
+  for (const ProbeError* e :
+       {d.kernel_module_version.error(), d.nvml_driver_version.error(), d.cuda_driver_version.error(),
+        d.nvml_gpus.error(), d.cuda_devices.error(), d.smoke.error()}) {
     ASSERT_NE(e, nullptr);
     EXPECT_EQ(e->code, ProbeErrc::Unsupported);
     EXPECT_EQ(e->detail, "image profile: no driver expected");

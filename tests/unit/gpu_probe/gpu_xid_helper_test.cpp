@@ -14,11 +14,11 @@
 
 #include <gtest/gtest.h>
 
-#include "sys/contained.hpp"
+#include "checks/specs.hpp"
 #include "gpu_facts_fixture.hpp"
 #include "probes/gpu_driver_probe.hpp"
+#include "sys/contained.hpp"
 #include "test_paths.hpp"
-#include "checks/specs.hpp"
 
 namespace preflight {
 KernelLogFacts kernel_log_facts(std::string_view text, std::string source);
@@ -38,7 +38,8 @@ std::string scenario(const std::string& name) { return kScenarios + "/" + name +
 class TempScenario {
  public:
   TempScenario(const std::string& name, const std::string& text)
-      : m_path((fs::temp_directory_path() / ("preflight-xid-" + std::to_string(::getpid()) + "-" + name + ".json")).string()) {
+      : m_path((fs::temp_directory_path() / ("preflight-xid-" + std::to_string(::getpid()) + "-" + name + ".json"))
+                   .string()) {
     std::ofstream(m_path) << text;
   }
   ~TempScenario() { fs::remove(m_path); }
@@ -127,8 +128,9 @@ TEST(GpuXidHelper, NoPermissionOnEveryGpuCollectsNothingAndSaysWhy) {
   EXPECT_FALSE(w.collected);
   ASSERT_EQ(w.gpus.size(), 1u);
   EXPECT_EQ(w.gpus[0].why, "nvmlDeviceRegisterEvents: NVML_ERROR_NO_PERMISSION (Insufficient Permissions)");
-  EXPECT_EQ(w.unavailable, "no GPU accepted the registration for XID events (nvmlDeviceRegisterEvents: "
-                           "NVML_ERROR_NO_PERMISSION (Insufficient Permissions))");
+  EXPECT_EQ(w.unavailable,
+            "no GPU accepted the registration for XID events (nvmlDeviceRegisterEvents: "
+            "NVML_ERROR_NO_PERMISSION (Insufficient Permissions))");
 }
 
 TEST(GpuXidHelper, ADriverWithoutTheEventFunctionsSaysSoAndTheRestStands) {
@@ -234,8 +236,9 @@ RankFacts from_helpers(const std::string& scenario_path, const std::optional<std
 TEST(GpuXidHelper, JudgedAFatalXidFromTheHelpersFails) {
   const Verdict v = gpu_fixture::judge(kGpuXid, from_helpers(scenario("xid-fatal-gpu3"), std::nullopt));
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
-  EXPECT_TRUE(has(v.summary, "GPU 3 (00000000:5D:00.0): Xid 79 raised while preflight ran (NVML event during the "
-                             "health load: GPU has fallen off the bus"))
+  EXPECT_TRUE(has(v.summary,
+                  "GPU 3 (00000000:5D:00.0): Xid 79 raised while preflight ran (NVML event during the "
+                  "health load: GPU has fallen off the bus"))
       << v.summary;
 }
 
@@ -248,8 +251,9 @@ TEST(GpuXidHelper, JudgedAnApplicationXidFromTheHelpersWarns) {
 TEST(GpuXidHelper, JudgedAnUnreadableLogWithEventsOnEveryGpuPasses) {
   const Verdict v = gpu_fixture::judge(kGpuXid, from_helpers(scenario("h100x8-healthy"), std::nullopt));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
-  EXPECT_TRUE(has(v.summary, "no XID during preflight's own GPU work on 8 GPUs (NVML events); this boot's earlier "
-                             "kernel log was not readable: /dev/kmsg: Operation not permitted"))
+  EXPECT_TRUE(has(v.summary,
+                  "no XID during preflight's own GPU work on 8 GPUs (NVML events); this boot's earlier "
+                  "kernel log was not readable: /dev/kmsg: Operation not permitted"))
       << v.summary;
   EXPECT_TRUE(has(v.summary, "CAP_SYSLOG")) << v.summary;
 }
@@ -263,9 +267,9 @@ TEST(GpuXidHelper, JudgedAnUnreadableLogWithGpu7UnwatchedIsUnknownNamingIt) {
 }
 
 TEST(GpuXidHelper, JudgedADriverWithoutEventsWorksFromTheKernelLog) {
-  const RankFacts f = from_helpers(scenario("nvml-no-events"),
-                                   std::string("4,1,5000000,-;NVRM: Xid (PCI:0000:2a:00): 13, pid=2503421, "
-                                               "name=python3, Graphics SM Warp Exception\n"));
+  const RankFacts f =
+      from_helpers(scenario("nvml-no-events"), std::string("4,1,5000000,-;NVRM: Xid (PCI:0000:2a:00): 13, pid=2503421, "
+                                                           "name=python3, Graphics SM Warp Exception\n"));
   EXPECT_EQ(f.gpu.driver.health.value()->xid_watch.unavailable, "driver 418.67 has no nvmlEventSetCreate");
   const Verdict v = gpu_fixture::judge(kGpuXid, f);
   EXPECT_EQ(v.status, Status::Warn) << v.summary;

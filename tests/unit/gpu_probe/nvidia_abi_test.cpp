@@ -250,7 +250,7 @@ TEST(NvidiaAbi, Nccl) {
   // ncclConfig_t: the same layout, field by field, as the installed header's. A newer nccl.h that
   // grew the struct fails here: declare its fields and its version in nccl_api.hpp.
   EXPECT_EQ(sizeof(n::ncclConfig_t), sizeof(::ncclConfig_t));
-#define PREFLIGHT_CHECK_FIELD(f)                                   \
+#define PREFLIGHT_CHECK_FIELD(f)                                              \
   EXPECT_EQ(offsetof(n::ncclConfig_t, f), offsetof(::ncclConfig_t, f)) << #f; \
   EXPECT_EQ(sizeof(n::ncclConfig_t::f), sizeof(::ncclConfig_t::f)) << #f
   PREFLIGHT_CHECK_FIELD(size);
@@ -333,7 +333,8 @@ TEST(NvidiaAbi, Nvml) {
                 offsetof(v::nvmlEventData_t, eventData) == 16 && offsetof(v::nvmlEventData_t, gpuInstanceId) == 24 &&
                 offsetof(v::nvmlEventData_t, computeInstanceId) == 28);
   static_assert(v::nvmlEventTypeSingleBitEccError == 0x1 && v::nvmlEventTypeDoubleBitEccError == 0x2 &&
-                v::nvmlEventTypePState == 0x4 && v::nvmlEventTypeXidCriticalError == 0x8 && v::nvmlEventTypeClock == 0x10);
+                v::nvmlEventTypePState == 0x4 && v::nvmlEventTypeXidCriticalError == 0x8 &&
+                v::nvmlEventTypeClock == 0x10);
   static_assert(v::NVML_ERROR_TIMEOUT == 10 && v::NVML_XID_UNKNOWN == 999 && v::NVML_INSTANCE_ID_NONE == 0xFFFFFFFFu);
   static_assert(std::is_same_v<v::PFN_nvmlEventSetWait, v::PFN_nvmlEventSetWait_v2>);
   EXPECT_STREQ(v::name_nvmlEventSetWait_v2, "nvmlEventSetWait_v2");

@@ -14,12 +14,12 @@ struct FakeWorld::Shared {
   int per_node = 0;
   std::vector<Rank> ranks;
   std::vector<RankStatus> status;
-  std::map<int, std::string> broadcasts;                            // seq -> rank 0's data
-  std::map<std::pair<int, int>, std::string> node_broadcasts;       // (node, seq) -> the leader's data
-  std::map<int, std::string> payloads;                              // rank -> what it sent rank 0
-  std::map<int, int> barriers;                                      // seq -> ranks arrived
-  std::map<int, std::map<int, std::vector<std::int64_t>>> sums;     // seq -> rank -> contribution
-  std::map<int, std::map<int, std::string>> gathers;                // seq -> rank -> record
+  std::map<int, std::string> broadcasts;                         // seq -> rank 0's data
+  std::map<std::pair<int, int>, std::string> node_broadcasts;    // (node, seq) -> the leader's data
+  std::map<int, std::string> payloads;                           // rank -> what it sent rank 0
+  std::map<int, int> barriers;                                   // seq -> ranks arrived
+  std::map<int, std::map<int, std::vector<std::int64_t>>> sums;  // seq -> rank -> contribution
+  std::map<int, std::map<int, std::string>> gathers;             // seq -> rank -> record
 
   bool dead(int r) const { return ranks[static_cast<std::size_t>(r)].behaviour == Behaviour::Dead; }
   /// The first dead rank, or -1.

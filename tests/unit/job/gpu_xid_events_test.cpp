@@ -7,9 +7,9 @@
 
 #include <map>
 
+#include "checks/specs.hpp"
 #include "gpu_facts_fixture.hpp"
 #include "job/job_report.hpp"
-#include "checks/specs.hpp"
 
 namespace preflight {
 KernelLogFacts kernel_log_facts(std::string_view text, std::string source);
@@ -56,8 +56,10 @@ RankFacts node(const NvmlXidWatch& health_window, const std::optional<std::strin
   h.loaded = true;
   h.xid_watch = health_window;
   f.gpu.driver.health = Probed<GpuHealthFacts>::ok(h, "preflight-gpu-probe health");
-  if (kmsg) f.gpu.driver.kernel_log = Probed<KernelLogFacts>::ok(kernel_log_facts(*kmsg, "/dev/kmsg"), "/dev/kmsg");
-  else f.gpu.driver.kernel_log = Probed<KernelLogFacts>::error(ProbeErrc::PermissionDenied, kDenied, "/dev/kmsg");
+  if (kmsg)
+    f.gpu.driver.kernel_log = Probed<KernelLogFacts>::ok(kernel_log_facts(*kmsg, "/dev/kmsg"), "/dev/kmsg");
+  else
+    f.gpu.driver.kernel_log = Probed<KernelLogFacts>::error(ProbeErrc::PermissionDenied, kDenied, "/dev/kmsg");
   return f;
 }
 
@@ -72,8 +74,9 @@ TEST(GpuXidEvents, FatalXidRaisedWhilePreflightRanFailsNamingGpuXidAndAction) {
   w.events.push_back(event(3, 79));
   const Verdict v = judge(kGpuXid, node(w, std::string("6,1,100,-;Linux version 6.1.0\n")));
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
-  EXPECT_TRUE(has(v.summary, "fatal GPU errors: GPU 3 (00000000:1B:00.0): Xid 79 raised while "
-                             "preflight ran (NVML event during the health load: GPU has fallen off the bus: reboot"))
+  EXPECT_TRUE(has(v.summary,
+                  "fatal GPU errors: GPU 3 (00000000:1B:00.0): Xid 79 raised while "
+                  "preflight ran (NVML event during the health load: GPU has fallen off the bus: reboot"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "Drain the node")) << v.remedy;
   EXPECT_TRUE(has(v.remedy, "GPU has fallen off the bus: reboot the node")) << v.remedy;
@@ -103,9 +106,10 @@ TEST(GpuXidEvents, AnXidNvmlCannotNameWarns) {
 TEST(GpuXidEvents, UnreadableLogWithEventsOnEveryGpuAndNoneFiredPassesSayingItsScope) {
   const Verdict v = judge(kGpuXid, node(window("health load", 8), std::nullopt));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
-  EXPECT_EQ(v.summary, std::string("no XID during preflight's own GPU work on 8 GPUs (NVML events); this boot's earlier "
-                                   "kernel log was not readable: ") +
-                           kDenied);
+  EXPECT_EQ(v.summary,
+            std::string("no XID during preflight's own GPU work on 8 GPUs (NVML events); this boot's earlier "
+                        "kernel log was not readable: ") +
+                kDenied);
   EXPECT_TRUE(has(v.summary, "CAP_SYSLOG") && has(v.summary, "kernel.dmesg_restrict")) << v.summary;
   EXPECT_EQ(v.evidence.at("kernel_log").at("error"), "permission_denied");
   EXPECT_EQ(v.evidence.at("nvml").at("covered").size(), 8u);
@@ -116,8 +120,9 @@ TEST(GpuXidEvents, UnreadableLogWithEventsUnsupportedOnOneGpuIsUnknownNamingIt) 
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "the kernel log is not readable")) << v.summary;
   EXPECT_TRUE(has(v.summary, "CAP_SYSLOG")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "NVML events covered preflight's own GPU work on 7 GPUs only, not GPU 7 "
-                             "(00000000:1F:00.0): XID events not supported on this GPU"))
+  EXPECT_TRUE(has(v.summary,
+                  "NVML events covered preflight's own GPU work on 7 GPUs only, not GPU 7 "
+                  "(00000000:1F:00.0): XID events not supported on this GPU"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "--cap-add syslog")) << v.remedy;
 }
@@ -129,8 +134,9 @@ TEST(GpuXidEvents, UnreadableLogAndADriverWithoutEventsIsUnknownNamingBoth) {
   const Verdict v = judge(kGpuXid, node(w, std::nullopt));
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
   EXPECT_TRUE(has(v.summary, "CAP_SYSLOG")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "no NVML XID events were collected on the 8 GPUs (driver 418.67 has no nvmlEventSetCreate, "
-                             "in the health load)"))
+  EXPECT_TRUE(has(v.summary,
+                  "no NVML XID events were collected on the 8 GPUs (driver 418.67 has no nvmlEventSetCreate, "
+                  "in the health load)"))
       << v.summary;
 }
 
@@ -140,9 +146,11 @@ TEST(GpuXidEvents, DriverWithoutEventsStillJudgesTheKernelLog) {
   w.unavailable = "driver 418.67 has no nvmlEventSetCreate";
   const Verdict clean = judge(kGpuXid, node(w, std::string("6,1,100,-;Linux version 6.1.0\n")));
   EXPECT_EQ(clean.status, Status::Pass) << clean.summary;
-  EXPECT_EQ(clean.summary, "no Xid, SXid or fallen-off-the-bus line in this boot's kernel log (1 records of /dev/kmsg)");
-  const Verdict fatal = judge(kGpuXid, node(w, std::string("4,2001,3600000000,-;NVRM: Xid (PCI:0000:18:00): 79, "
-                                                           "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")));
+  EXPECT_EQ(clean.summary,
+            "no Xid, SXid or fallen-off-the-bus line in this boot's kernel log (1 records of /dev/kmsg)");
+  const Verdict fatal =
+      judge(kGpuXid, node(w, std::string("4,2001,3600000000,-;NVRM: Xid (PCI:0000:18:00): 79, "
+                                         "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")));
   EXPECT_EQ(fatal.status, Status::Fail) << fatal.summary;
   EXPECT_TRUE(has(fatal.summary, "fatal GPU errors in this boot's kernel log: GPU 0 (0000:18:00.0): Xid 79"))
       << fatal.summary;
@@ -158,12 +166,14 @@ TEST(GpuXidEvents, ReadableLogAndEventsSayBothInThePass) {
 TEST(GpuXidEvents, TheSameXidInTheKernelLogAndTheEventsIsCountedOnceNamingBoth) {
   NvmlXidWatch w = window("health load", 8);
   w.events.push_back(event(0, 79));
-  const Verdict v = judge(kGpuXid, node(w, std::string("4,2001,3600000000,-;NVRM: Xid (PCI:0000:18:00): 79, "
-                                                       "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")));
+  const Verdict v =
+      judge(kGpuXid, node(w, std::string("4,2001,3600000000,-;NVRM: Xid (PCI:0000:18:00): 79, "
+                                         "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")));
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_EQ(count(v.summary, "Xid 79"), 1u) << v.summary;
-  EXPECT_TRUE(has(v.summary, "GPU 0 (00000000:18:00.0): Xid 79 raised while preflight ran (NVML event during the "
-                             "health load, and in this boot's kernel log 1h00m after boot: GPU has fallen off the bus"))
+  EXPECT_TRUE(has(v.summary,
+                  "GPU 0 (00000000:18:00.0): Xid 79 raised while preflight ran (NVML event during the "
+                  "health load, and in this boot's kernel log 1h00m after boot: GPU has fallen off the bus"))
       << v.summary;
   EXPECT_FALSE(has(v.summary, "fatal GPU errors in this boot's kernel log")) << v.summary;
   EXPECT_EQ(v.evidence.at("nvml").at("events")[0].at("in_kernel_log"), true);
@@ -179,16 +189,18 @@ TEST(GpuXidEvents, FallenOffTheBusInTheLogAndXid79FromNvmlAreOne) {
   const Verdict v = judge(kGpuXid, f);
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_FALSE(has(v.summary, "fallen off the bus (2h00m after boot)")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "GPU 1 (00000000:19:00.0): Xid 79 raised while preflight ran (NVML event during the "
-                             "health load, and in this boot's kernel log 2h00m after boot"))
+  EXPECT_TRUE(has(v.summary,
+                  "GPU 1 (00000000:19:00.0): Xid 79 raised while preflight ran (NVML event during the "
+                  "health load, and in this boot's kernel log 2h00m after boot"))
       << v.summary;
 }
 
 TEST(GpuXidEvents, AnXidOnAnotherGpuOrCodeIsNotMerged) {
   NvmlXidWatch w = window("health load", 8);
   w.events.push_back(event(1, 79));
-  const Verdict v = judge(kGpuXid, node(w, std::string("4,2001,3600000000,-;NVRM: Xid (PCI:0000:18:00): 79, "
-                                                       "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")));
+  const Verdict v =
+      judge(kGpuXid, node(w, std::string("4,2001,3600000000,-;NVRM: Xid (PCI:0000:18:00): 79, "
+                                         "pid='<unknown>', name=<unknown>, GPU has fallen off the bus.\n")));
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
   EXPECT_TRUE(has(v.summary, "GPU 1 (00000000:19:00.0): Xid 79 raised while preflight ran")) << v.summary;
   EXPECT_TRUE(has(v.summary, "fatal GPU errors in this boot's kernel log: GPU 0 (0000:18:00.0): Xid 79")) << v.summary;
@@ -210,7 +222,8 @@ TEST(GpuXidEvents, TheSameXidInTwoWindowsIsOneFinding) {
 
 TEST(GpuXidEvents, TheSmokeWindowAloneCoversOnlyItsGpu) {
   RankFacts f = node(NvmlXidWatch{}, std::nullopt);  // no health window (not run)
-  f.gpu.driver.health = Probed<GpuHealthFacts>::error(ProbeErrc::Unsupported, "not run: no check that reads it is selected");
+  f.gpu.driver.health =
+      Probed<GpuHealthFacts>::error(ProbeErrc::Unsupported, "not run: no check that reads it is selected");
   f.gpu.driver.smoke.value()->xid_watch = window("cuda.smoke", 1);
   const Verdict v = judge(kGpuXid, f);
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
@@ -225,7 +238,8 @@ TEST(GpuXidEvents, EveryRankOfTheNodeAddsItsSmokeWindow) {
   b.placement.local_rank = 1;
   for (RankFacts* f : {&a, &b}) {
     f->gpu.driver.kernel_log = Probed<KernelLogFacts>::error(ProbeErrc::PermissionDenied, kDenied, "/dev/kmsg");
-    f->gpu.driver.health = Probed<GpuHealthFacts>::error(ProbeErrc::Unsupported, "not run: no check that reads it is selected");
+    f->gpu.driver.health =
+        Probed<GpuHealthFacts>::error(ProbeErrc::Unsupported, "not run: no check that reads it is selected");
   }
   NvmlXidWatch wa = window("cuda.smoke", 1), wb = window("cuda.smoke", 2);
   wb.gpus.erase(wb.gpus.begin());  // rank 1's window: GPU 1 alone
@@ -327,8 +341,9 @@ TEST(GpuXidEvents, AnXidDuringTheAllreduceOnThisNodesRankFailsNamingTheAllreduce
   elsewhere.events.push_back(event(6, 79));
   const Verdict v = allreduce_job({{2, mine}, {7, elsewhere}}).judge();
   EXPECT_EQ(v.status, Status::Fail) << v.summary;
-  EXPECT_TRUE(has(v.summary, "GPU 5 (" + nvml_bus(5) + "): Xid 74 raised while preflight ran (NVML event during the NCCL "
-                             "all_reduce"))
+  EXPECT_TRUE(has(v.summary, "GPU 5 (" + nvml_bus(5) +
+                                 "): Xid 74 raised while preflight ran (NVML event during the NCCL "
+                                 "all_reduce"))
       << v.summary;
   EXPECT_FALSE(has(v.summary, "Xid 79")) << v.summary;
 }

@@ -19,8 +19,8 @@
 
 #include <gtest/gtest.h>
 
-#include "tests/fakes/scenario.hpp"
 #include "test_paths.hpp"
+#include "tests/fakes/scenario.hpp"
 
 namespace preflight {
 namespace job_nccl_allreduce_test {
@@ -117,7 +117,7 @@ TEST_F(NcclAllreduce, TwoRanksExactWithBusBandwidth) {
     ASSERT_GT(o.seconds, 0);
     EXPECT_NEAR(o.algbw_gbps, static_cast<double>(o.bytes) / o.seconds / 1e9, 1e-6 * o.algbw_gbps);
     EXPECT_NEAR(o.busbw_gbps, o.algbw_gbps * 2.0 * (2 - 1) / 2, 1e-9);  // n = 2: busbw = algbw
-    EXPECT_NEAR(o.busbw_gbps, 100.0, 1.0);  // the fake's default modelled bus bandwidth
+    EXPECT_NEAR(o.busbw_gbps, 100.0, 1.0);                              // the fake's default modelled bus bandwidth
     EXPECT_NE(o.lib.find("libnccl.so.2"), std::string::npos);
     EXPECT_EQ(o.nccl_version, 22105);
   }
@@ -199,7 +199,8 @@ TEST_F(NcclAllreduce, CollectiveThatNeverCompletesIsAbortedWithinTheDeadline) {
     EXPECT_EQ(o.step, "allreduce");
     EXPECT_EQ(o.last_step, "abort");
     EXPECT_TRUE(o.aborted);
-    EXPECT_NE(o.error.find("ncclAllReduce did not complete within the helper's deadline"), std::string::npos) << o.error;
+    EXPECT_NE(o.error.find("ncclAllReduce did not complete within the helper's deadline"), std::string::npos)
+        << o.error;
   }
 }
 
@@ -426,9 +427,11 @@ TEST(NcclAllreduceParse, RanksThatWaitedForOneThatNeverJoinedAreNotTheOnesThatHu
   EXPECT_TRUE(c.missing.empty());
   ASSERT_EQ(c.errors.size(), 3u);
   EXPECT_EQ(c.errors[0], "rank 2 (GPU 2): helper: the helper could not start: Too many open files");
-  EXPECT_EQ(c.errors[1], "rank 0 (GPU 0): init: waited for rank 2 (GPU 2), which never joined the communicator; its "
-                         "deadline passed [communicator aborted]");
-  EXPECT_EQ(c.errors[2], "rank 1 (GPU 1): init: waited for rank 2 (GPU 2), which never joined the communicator; stopped");
+  EXPECT_EQ(c.errors[1],
+            "rank 0 (GPU 0): init: waited for rank 2 (GPU 2), which never joined the communicator; its "
+            "deadline passed [communicator aborted]");
+  EXPECT_EQ(c.errors[2],
+            "rank 1 (GPU 1): init: waited for rank 2 (GPU 2), which never joined the communicator; stopped");
 
   // One that hung before it joined (in its CUDA setup) is the one that hung; the rest waited.
   NcclRankOutcome hung_early = outcome(2, "", "start", "the helper did not finish within 4.0 s (killed) during start");
@@ -445,7 +448,8 @@ TEST(NcclAllreduceParse, RanksThatWaitedForOneThatNeverJoinedAreNotTheOnesThatHu
 
   // Many that never joined: four are named.
   std::vector<NcclRankOutcome> many = {expired};
-  for (int r = 1; r < 8; ++r) many.push_back(outcome(r, "", "helper", "the helper could not start: Too many open files"));
+  for (int r = 1; r < 8; ++r)
+    many.push_back(outcome(r, "", "helper", "the helper could not start: Too many open files"));
   c = combine_nccl_outcomes(many, 8, 1 << 20, 2, 1.0, 10);
   EXPECT_NE(c.errors.back().find("waited for rank 1 (GPU 1), rank 2 (GPU 2), rank 3 (GPU 3), rank 4 (GPU 4), and 3 "
                                  "more, which never joined"),

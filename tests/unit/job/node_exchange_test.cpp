@@ -37,7 +37,7 @@ TEST(NodeExchange, EveryRankGetsItsHostsDevicesInLocalRankOrderAndTheWatch) {
   EXPECT_EQ(*got[1]->node, (NodeVisibleDevices{"0", "1"}));
   EXPECT_EQ(*got[0]->node, (NodeVisibleDevices{"0", "1"}));
   EXPECT_EQ(*got[3]->node, (NodeVisibleDevices{std::nullopt, "GPU-5f3c"}));  // unset stays unset
-  EXPECT_TRUE(got[0]->watch.is_null());  // rank 0 does not connect to its own watch
+  EXPECT_TRUE(got[0]->watch.is_null());                                      // rank 0 does not connect to its own watch
   EXPECT_EQ(got[2]->watch, offer);
 }
 
@@ -64,9 +64,8 @@ TEST(NodeExchange, ASilentRankLeavesTheExchangeIncompleteAtItsDeadline) {
   FakeWorld world(3);
   world.set(2, FakeWorld::Rank{Behaviour::Silent});
   const auto start = Clock::now();
-  const auto got = world.run<VisibleDevicesOutcome>([&](Transport& t) {
-    return exchange_visible_devices(t, "node1", "0", nlohmann::json(), in(400ms));
-  });
+  const auto got = world.run<VisibleDevicesOutcome>(
+      [&](Transport& t) { return exchange_visible_devices(t, "node1", "0", nlohmann::json(), in(400ms)); });
   EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 3.0);
   ASSERT_TRUE(got[0].has_value());
   // Rank 0's gather expired: it sends an empty table, which tells the others to stop waiting.
@@ -115,7 +114,6 @@ TEST(NodeExchange, NodeFactsThatDoNotComeOrDoNotParseAreProbedByTheRankItself) {
   ASSERT_TRUE(bad[1].has_value());
   EXPECT_EQ(bad[1]->facts, nullptr);
   EXPECT_NE(bad[1]->incident.find("did not parse"), std::string::npos) << bad[1]->incident;
-
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ std::shared_ptr<RankFacts> leader_facts() {
   TopologyFacts t;
   t.source = "rank 4's hwloc";
   leader->topology = Probed<TopologyFacts>::ok(t, "rank 4's hwloc");
-  leader->pcie.functions = Probed<std::vector<PciFunction>>::error(ProbeErrc::Unsupported, "rank 4's sysfs", "/sys/bus/pci/devices");
+  leader->pcie.functions =
+      Probed<std::vector<PciFunction>>::error(ProbeErrc::Unsupported, "rank 4's sysfs", "/sys/bus/pci/devices");
   leader->gpu.runtime.nccl_candidates = {{"/leader/only/libnccl.so.2", "LD_LIBRARY_PATH", ""}};
   leader->probe_seconds = {{"topology", 0.05}, {"pcie", 0.01}, {"nccl", 0.1}};  // gpu_driver: never finished
   return leader;
@@ -114,7 +115,8 @@ TEST(NodeFacts, EnvDiffersNamesTheFirstVariableThatDiffers) {
   const EnvSnapshot other{{"LD_LIBRARY_PATH", "/b"}, {"CUDA_VISIBLE_DEVICES", "1"}};
   EXPECT_EQ(env_differs(mine, other, {"CUDA_*"}),
             "its CUDA_DEVICE_ORDER differs from the leader's ('PCI_BUS_ID' here, unset there)");
-  EXPECT_EQ(env_differs(mine, other, {"LD_LIBRARY_PATH"}), "its LD_LIBRARY_PATH differs from the leader's ('/a' here, '/b' there)");
+  EXPECT_EQ(env_differs(mine, other, {"LD_LIBRARY_PATH"}),
+            "its LD_LIBRARY_PATH differs from the leader's ('/a' here, '/b' there)");
   EXPECT_EQ(env_differs(mine, other, {"LD_PRELOAD"}), "");
 }
 

@@ -5,8 +5,8 @@
 // 8-GPU node is the case: local rank 0 alone sees one GPU for four local ranks.
 #include <gtest/gtest.h>
 
-#include "job_fixture.hpp"
 #include "job/job_report.hpp"
+#include "job_fixture.hpp"
 
 namespace preflight {
 namespace job_node_view_test {

@@ -6,8 +6,8 @@
 #include <chrono>
 
 #include "job/allreduce_plan.hpp"
-#include "job/phases.hpp"
 #include "job/fake_world.hpp"
+#include "job/phases.hpp"
 #include "transport/payload.hpp"
 
 namespace preflight {
@@ -218,7 +218,8 @@ TEST(JobPhases, ThePlanIsTypedOnBothSidesOfTheWire) {
   EXPECT_EQ(back.bytes, 1u << 20);
   EXPECT_EQ(back.id, "abcd");
   EXPECT_EQ(back.root, "192.0.2.1:40000");
-  EXPECT_EQ(decode_plan(encode_plan({AllreducePlan::Mode::Skipped, 0, {}, {}, {}, {}})).mode, AllreducePlan::Mode::Skipped);
+  EXPECT_EQ(decode_plan(encode_plan({AllreducePlan::Mode::Skipped, 0, {}, {}, {}, {}})).mode,
+            AllreducePlan::Mode::Skipped);
   const AllreducePlan mpi = decode_plan(encode_plan({AllreducePlan::Mode::Mpi, 64, {}, {}, "image profile", {}}));
   EXPECT_EQ(mpi.mode, AllreducePlan::Mode::Mpi);
   EXPECT_EQ(mpi.why, "image profile");
@@ -243,7 +244,8 @@ TEST(JobPhases, ThePlanRecordsAndDecisionTravelAsInAJob) {
     const NcclRankOutcome mine = mpi_allreduce_round(t, plan.bytes, deadline, 1);
     const auto records = t.gather(to_record(mine), deadline);
     std::vector<NcclRankOutcome> out;
-    for (std::size_t r = 0; records && r < records->size(); ++r) out.push_back(from_record((*records)[r], static_cast<int>(r)));
+    for (std::size_t r = 0; records && r < records->size(); ++r)
+      out.push_back(from_record((*records)[r], static_cast<int>(r)));
     return out;
   });
   ASSERT_EQ(got[0]->size(), 3u);

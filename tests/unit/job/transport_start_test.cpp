@@ -96,7 +96,7 @@ TEST(TransportStart, UnderALauncherTheRanksJoinThenInitAndTheJoinIsReleased) {
   EXPECT_FALSE(r.singleton);
   EXPECT_EQ(r.calls, (Calls{"reserve", "join", "init", "release", "root-handler"}));
   EXPECT_GE(r.init_deadline, before + past.grace);  // every rank is there: MPI_Init still gets a moment
-  EXPECT_EQ(r.peers_given, "4,5,6,7");  // the node's ranks as the launcher placed them
+  EXPECT_EQ(r.peers_given, "4,5,6,7");              // the node's ranks as the launcher placed them
 }
 
 TEST(TransportStart, AJoinThatFoundNoServerNeverCallsMpiInit) {

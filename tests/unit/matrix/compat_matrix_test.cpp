@@ -38,7 +38,7 @@ TEST(CompatMatrixBuiltin, LoadsAndEveryFileHasRows) {
 }
 
 TEST(CompatMatrixBuiltin, ToolkitMinimumDrivers) {
-  EXPECT_EQ(min_driver("12.4"), "550.54.14");      // 12.4 GA
+  EXPECT_EQ(min_driver("12.4"), "550.54.14");  // 12.4 GA
   EXPECT_EQ(min_driver("12.4.0"), "550.54.14");
   EXPECT_EQ(min_driver("12.4.1"), "550.54.15");    // 12.4 Update 1
   EXPECT_EQ(min_driver("12.4.127"), "550.54.14");  // a component version: the GA row of 12.4
@@ -110,15 +110,15 @@ TEST(CompatMatrixBuiltin, ComputeCapabilityRanges) {
   const CompatMatrix& m = builtin_compat_matrix();
   const CcRangeRow* cuda13 = m.cc_range_for(v("13.0"));
   ASSERT_NE(cuda13, nullptr);
-  EXPECT_EQ(cuda13->min_cc.str(), "7.5");       // CUDA 13 drops CC < 7.5
-  EXPECT_LT(v("7.0"), cuda13->min_cc);          // V100: unsupported
-  EXPECT_GE(v("7.5"), cuda13->min_cc);          // T4: supported
+  EXPECT_EQ(cuda13->min_cc.str(), "7.5");  // CUDA 13 drops CC < 7.5
+  EXPECT_LT(v("7.0"), cuda13->min_cc);     // V100: unsupported
+  EXPECT_GE(v("7.5"), cuda13->min_cc);     // T4: supported
   EXPECT_EQ(m.cc_range_for(v("13.2.1")), cuda13);
   EXPECT_EQ(m.cc_range_for(v("13.5")), cuda13);  // open-ended
   const CcRangeRow* cuda124 = m.cc_range_for(v("12.4.127"));
   ASSERT_NE(cuda124, nullptr);
   EXPECT_EQ(cuda124->min_cc.str(), "5.0");
-  EXPECT_EQ(cuda124->max_cc.str(), "9.0");   // Blackwell (10.0) needs 12.8
+  EXPECT_EQ(cuda124->max_cc.str(), "9.0");  // Blackwell (10.0) needs 12.8
   EXPECT_EQ(m.cc_range_for(v("12.8"))->max_cc.str(), "12.0");
   EXPECT_EQ(m.cc_range_for(v("11.8"))->min_cc.str(), "3.5");
   EXPECT_EQ(m.cc_range_for(v("11.8"))->max_cc.str(), "9.0");
@@ -245,8 +245,10 @@ TEST(CompatMatrixValidation, GpuArchFirstDriverBranch) {
 TEST(CompatMatrixValidation, MissingSourceUrl) {
   EXPECT_EQ(parse_error("cuda_toolkit_driver.tsv", kToolkitHeader + "12.4.0\tGA\t550.54.14\t-\n"),
             "matrix/cuda_toolkit_driver.tsv:3: no source URL (the last column must be an http(s) URL, found '-')");
-  EXPECT_EQ(parse_error("cuda_minor_compat.tsv", "major\tmin_driver\tnote\tsource\n12\t525.60.13\t-\tdocs.nvidia.com\n"),
-            "matrix/cuda_minor_compat.tsv:2: no source URL (the last column must be an http(s) URL, found 'docs.nvidia.com')");
+  EXPECT_EQ(
+      parse_error("cuda_minor_compat.tsv", "major\tmin_driver\tnote\tsource\n12\t525.60.13\t-\tdocs.nvidia.com\n"),
+      "matrix/cuda_minor_compat.tsv:2: no source URL (the last column must be an http(s) URL, found "
+      "'docs.nvidia.com')");
 }
 
 TEST(CompatMatrixValidation, DuplicateAndUnsortedRows) {
@@ -255,8 +257,9 @@ TEST(CompatMatrixValidation, DuplicateAndUnsortedRows) {
             "matrix/cuda_toolkit_driver.tsv:4: duplicate CUDA toolkit 12.4.0 (also on line 3)");
   EXPECT_EQ(parse_error("cuda_toolkit_driver.tsv", kToolkitHeader + row + "12.3.0\tGA\t545.23.06\t" + kUrl + "\n"),
             "matrix/cuda_toolkit_driver.tsv:4: CUDA toolkit 12.3.0 is out of order (rows must be ascending)");
-  EXPECT_EQ(parse_error("cuda_toolkit_driver.tsv", kToolkitHeader + row + "12.4.1\tUpdate 1\t550.54.13\t" + kUrl + "\n"),
-            "matrix/cuda_toolkit_driver.tsv:4: driver 550.54.13 is older than the 550.54.14 of the earlier release 12.4.0");
+  EXPECT_EQ(
+      parse_error("cuda_toolkit_driver.tsv", kToolkitHeader + row + "12.4.1\tUpdate 1\t550.54.13\t" + kUrl + "\n"),
+      "matrix/cuda_toolkit_driver.tsv:4: driver 550.54.13 is older than the 550.54.14 of the earlier release 12.4.0");
   const std::string branch = "branch\tcuda\tnote\tsource\n535\t12.2\t-\t" + kUrl + "\n";
   EXPECT_EQ(parse_error("driver_branch_cuda.tsv", branch + "535\t12.3\t-\t" + kUrl + "\n"),
             "matrix/driver_branch_cuda.tsv:3: duplicate driver branch 535 (also on line 2)");
@@ -266,13 +269,17 @@ TEST(CompatMatrixValidation, DuplicateAndUnsortedRows) {
             "matrix/nccl_known_issues.tsv:3: duplicate id a (also on line 2)");
   EXPECT_EQ(parse_error("nccl_known_issues.tsv", nccl + "a\t2.19.0\t2.19.0\t-\thang\tupgrade\t-\t" + kUrl + "\n"),
             "matrix/nccl_known_issues.tsv:2: range 2.19.0 <= v < 2.19.0 is empty");
-  EXPECT_EQ(parse_error("nccl_known_issues.tsv", nccl + "a\t2.19.0\t2.20.0\tsometimes\thang\tupgrade\t-\t" + kUrl + "\n"),
-            "matrix/nccl_known_issues.tsv:2: 'sometimes' is not a condition (-, env:NAME=VALUE, gpu:NAME, gdr, cuda-graphs)");
-  EXPECT_EQ(parse_error("nccl_known_issues.tsv", nccl + "a\t2.19.0\t2.20.0\t-\thang\tupgrade\tNCCL_PROTO\t" + kUrl + "\n"),
-            "matrix/nccl_known_issues.tsv:2: 'NCCL_PROTO' is not a mitigation (-, or env:NAME=VALUE alternatives separated by '|')");
+  EXPECT_EQ(
+      parse_error("nccl_known_issues.tsv", nccl + "a\t2.19.0\t2.20.0\tsometimes\thang\tupgrade\t-\t" + kUrl + "\n"),
+      "matrix/nccl_known_issues.tsv:2: 'sometimes' is not a condition (-, env:NAME=VALUE, gpu:NAME, gdr, cuda-graphs)");
+  EXPECT_EQ(
+      parse_error("nccl_known_issues.tsv", nccl + "a\t2.19.0\t2.20.0\t-\thang\tupgrade\tNCCL_PROTO\t" + kUrl + "\n"),
+      "matrix/nccl_known_issues.tsv:2: 'NCCL_PROTO' is not a mitigation (-, or env:NAME=VALUE alternatives separated "
+      "by '|')");
   const std::string cc = "cuda_from\tcuda_to\tmin_cc\tmax_cc\tsource\n12.0\t12.7\t5.0\t9.0\t" + kUrl + "\n";
   EXPECT_EQ(parse_error("cuda_compute_capability.tsv", cc + "12.5\t12.8\t5.0\t12.0\t" + kUrl + "\n"),
-            "matrix/cuda_compute_capability.tsv:3: CUDA 12.5 overlaps or precedes the range on line 2 (rows must be ascending)");
+            "matrix/cuda_compute_capability.tsv:3: CUDA 12.5 overlaps or precedes the range on line 2 (rows must be "
+            "ascending)");
 }
 
 TEST(CompatMatrixValidation, WrongColumnsAndHeader) {
@@ -289,9 +296,11 @@ TEST(CompatMatrixValidation, WrongColumnsAndHeader) {
 
 TEST(CompatMatrixValidation, EmptyFiles) {
   EXPECT_EQ(parse_error("cuda_toolkit_driver.tsv", ""),
-            "matrix/cuda_toolkit_driver.tsv:1: expected the header 'toolkit\\x09release\\x09min_driver\\x09source', found end of file");
+            "matrix/cuda_toolkit_driver.tsv:1: expected the header 'toolkit\\x09release\\x09min_driver\\x09source', "
+            "found end of file");
   EXPECT_EQ(parse_error("cuda_toolkit_driver.tsv", "# only comments\n# here\n"),
-            "matrix/cuda_toolkit_driver.tsv:2: expected the header 'toolkit\\x09release\\x09min_driver\\x09source', found end of file");
+            "matrix/cuda_toolkit_driver.tsv:2: expected the header 'toolkit\\x09release\\x09min_driver\\x09source', "
+            "found end of file");
   EXPECT_EQ(parse_error("cuda_toolkit_driver.tsv", kToolkitHeader), "matrix/cuda_toolkit_driver.tsv:2: no rows");
 }
 
@@ -334,8 +343,8 @@ TEST_F(CompatMatrixDir, MalformedFileNamesItsPathAndLine) {
     (void)load_from_dir(m_dir);
     FAIL() << "no MatrixError";
   } catch (const MatrixError& e) {
-    EXPECT_EQ(std::string(e.what()),
-              m_dir + "/driver_branch_cuda.tsv:" + std::to_string(line) + ": '13.x' is not a CUDA version (major.minor)");
+    EXPECT_EQ(std::string(e.what()), m_dir + "/driver_branch_cuda.tsv:" + std::to_string(line) +
+                                         ": '13.x' is not a CUDA version (major.minor)");
   }
   write("driver_branch_cuda.tsv", "");
   EXPECT_THROW((void)load_from_dir(m_dir), MatrixError);

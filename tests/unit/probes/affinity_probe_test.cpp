@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "pcie_sysfs_fixture.hpp"
-#include "sys/os.hpp"
 #include "probes/probe.hpp"
+#include "sys/os.hpp"
 
 namespace preflight {
 namespace probes_affinity_probe_test {
@@ -94,7 +94,7 @@ TEST(AffinityProbe, MempolicyModeNames) {
   EXPECT_EQ(mempolicy_mode_name(0), "default");
   EXPECT_EQ(mempolicy_mode_name(1), "preferred");
   EXPECT_EQ(mempolicy_mode_name(2), "bind");
-  EXPECT_EQ(mempolicy_mode_name(2 | (1 << 15)), "bind");  // MPOL_F_STATIC_NODES
+  EXPECT_EQ(mempolicy_mode_name(2 | (1 << 15)), "bind");        // MPOL_F_STATIC_NODES
   EXPECT_EQ(mempolicy_mode_name(3 | (1 << 14)), "interleave");  // MPOL_F_RELATIVE_NODES
   EXPECT_EQ(mempolicy_mode_name(4), "local");
   EXPECT_EQ(mempolicy_mode_name(5), "preferred_many");

@@ -54,16 +54,19 @@ TEST(CudaRuntimeProbe, Cu118SystemDistPackages) {
   EXPECT_EQ(r.frameworks[0].name, "torch");
   EXPECT_EQ(r.frameworks[0].version, "2.5.1+cu118");
   EXPECT_EQ(r.frameworks[0].cuda, "11.8");
-  EXPECT_EQ(r.runtimes[0].detail,
-            "torch 2.5.1+cu118 (built for CUDA 11.8) loads libcudart.so.11.0 from nvidia-cuda-runtime-cu11 11.8.89 at " +
-                site + "/nvidia/cuda_runtime/lib/libcudart.so.11.0 (the wheel layout (no torch library readable): "
-                "$ORIGIN/../../nvidia/cuda_runtime/lib); requires nvidia-cuda-runtime-cu11==11.8.89, "
-                "nvidia-nccl-cu11==2.21.5");
+  EXPECT_EQ(
+      r.runtimes[0].detail,
+      "torch 2.5.1+cu118 (built for CUDA 11.8) loads libcudart.so.11.0 from nvidia-cuda-runtime-cu11 11.8.89 at " +
+          site +
+          "/nvidia/cuda_runtime/lib/libcudart.so.11.0 (the wheel layout (no torch library readable): "
+          "$ORIGIN/../../nvidia/cuda_runtime/lib); requires nvidia-cuda-runtime-cu11==11.8.89, "
+          "nvidia-nccl-cu11==2.21.5");
   EXPECT_EQ(r.runtimes[0].loaded_by, "torch 2.5.1+cu118");
   EXPECT_EQ(r.frameworks[0].build, "cuda");
   EXPECT_EQ(r.frameworks[0].cudart_soname, "libcudart.so.11.0");
   EXPECT_TRUE(r.frameworks[0].library.empty());  // no torch/lib in the fixture: the wheel layout stands in
-  EXPECT_EQ(nccl(r), (std::vector<std::string>{site + "/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu11 2.21.5)"}));
+  EXPECT_EQ(nccl(r),
+            (std::vector<std::string>{site + "/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu11 2.21.5)"}));
   EXPECT_TRUE(searched(r, site));
   EXPECT_TRUE(searched(r, "/usr/lib/python3/dist-packages"));
   EXPECT_TRUE(searched(r, "/usr/lib/x86_64-linux-gnu"));
@@ -80,7 +83,8 @@ TEST(CudaRuntimeProbe, Cu121VirtualEnv) {
   ASSERT_EQ(r.frameworks.size(), 1u);
   EXPECT_EQ(r.frameworks[0].version, "2.4.1");  // the PyPI default build has no +cu121 tag
   EXPECT_EQ(r.frameworks[0].cuda, "12.1");
-  EXPECT_EQ(nccl(r), (std::vector<std::string>{site + "/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu12 2.20.5)"}));
+  EXPECT_EQ(nccl(r),
+            (std::vector<std::string>{site + "/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu12 2.20.5)"}));
   EXPECT_TRUE(r.problems.empty());
 }
 
@@ -116,14 +120,16 @@ TEST(CudaRuntimeProbe, Cu128CondaAndPython) {
     o.python = exe;
     const RuntimeFacts r = probe("cu128", {}, o);
     EXPECT_EQ(runtimes(r), want) << exe;
-    EXPECT_EQ(nccl(r), (std::vector<std::string>{site + "/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu12 2.27.5)"}));
+    EXPECT_EQ(nccl(r),
+              (std::vector<std::string>{site + "/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu12 2.27.5)"}));
     EXPECT_TRUE(r.problems.empty()) << exe;
   }
   Options bad;
   bad.python = "/usr/bin/python3.9";
   const RuntimeFacts r = probe("cu128", {}, bad);
   EXPECT_TRUE(r.runtimes.empty());
-  EXPECT_EQ(r.problems, (std::vector<std::string>{"--python /usr/bin/python3.9: no /usr/lib/python3.*/{site,dist}-packages"}));
+  EXPECT_EQ(r.problems,
+            (std::vector<std::string>{"--python /usr/bin/python3.9: no /usr/lib/python3.*/{site,dist}-packages"}));
 }
 
 TEST(CudaRuntimeProbe, Cu130UserSiteCuda13Layout) {
@@ -136,7 +142,8 @@ TEST(CudaRuntimeProbe, Cu130UserSiteCuda13Layout) {
       << r.runtimes[0].detail;
   EXPECT_EQ(r.frameworks.at(0).version, "2.11.0");
   EXPECT_EQ(r.frameworks.at(0).cuda, "13.0");
-  EXPECT_EQ(nccl(r), (std::vector<std::string>{site + "/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu13 2.28.9)"}));
+  EXPECT_EQ(nccl(r),
+            (std::vector<std::string>{site + "/nvidia/nccl/lib/libnccl.so.2 (wheel nvidia-nccl-cu13 2.28.9)"}));
   EXPECT_TRUE(r.problems.empty());
 }
 
@@ -144,9 +151,9 @@ TEST(CudaRuntimeProbe, ToolkitLoaderPathAndLdSoConf) {
   Options o;
   o.nccl_lib = "/opt/extra/lib/libnccl.so.2";  // also on LD_LIBRARY_PATH: listed once, as --nccl-lib
   o.cuda_runtimes = {"/usr/local/cuda/lib64/libcudart.so.12", "/x/libcudart.so.12"};
-  const RuntimeFacts r = probe("toolkit", {{"LD_LIBRARY_PATH", "/opt/extra/lib:/usr/local/cuda/lib64:"},
-                                           {"CUDA_HOME", "/usr/local/cuda-12.6/"}},
-                               o);
+  const RuntimeFacts r =
+      probe("toolkit",
+            {{"LD_LIBRARY_PATH", "/opt/extra/lib:/usr/local/cuda/lib64:"}, {"CUDA_HOME", "/usr/local/cuda-12.6/"}}, o);
   // --cuda-runtime names the toolkit's own library: one row; it decides, the loader path's other
   // libcudart does not.
   EXPECT_EQ(runtimes(r), (std::vector<std::string>{
@@ -170,8 +177,9 @@ TEST(CudaRuntimeProbe, ToolkitViaLdSoConfOnly) {
   const RuntimeFacts r = probe("toolkit", {});
   // The toolkit and its library on the loader path are one runtime; without a framework it decides.
   EXPECT_EQ(runtimes(r), (std::vector<std::string>{"toolkit 12.6.77 /usr/local/cuda/version.json"}));
-  EXPECT_EQ(r.runtimes[0].detail,
-            "/usr/local/cuda, version.json cuda_cudart.version; its libcudart.so.12 is on the loader path (ld.so.conf)");
+  EXPECT_EQ(
+      r.runtimes[0].detail,
+      "/usr/local/cuda, version.json cuda_cudart.version; its libcudart.so.12 is on the loader path (ld.so.conf)");
   EXPECT_FALSE(r.runtimes[0].loaded_by.empty());
   EXPECT_EQ(nccl(r), (std::vector<std::string>{"/usr/lib/x86_64-linux-gnu/libnccl.so.2 (ld.so.conf)"}));
 }

@@ -13,8 +13,8 @@
 
 #include <gtest/gtest.h>
 
-#include "sys/contained.hpp"
 #include "core/facts/gpu.hpp"
+#include "sys/contained.hpp"
 #include "test_paths.hpp"
 
 namespace preflight {
@@ -45,7 +45,8 @@ HelperRun health(const std::string& scenario) {
 }
 
 std::string temp_scenario(const std::string& name, const std::string& text) {
-  const fs::path p = fs::temp_directory_path() / ("preflight-health-" + std::to_string(::getpid()) + "-" + name + ".json");
+  const fs::path p =
+      fs::temp_directory_path() / ("preflight-health-" + std::to_string(::getpid()) + "-" + name + ".json");
   std::ofstream(p) << text;
   return p.string();
 }
@@ -76,7 +77,8 @@ TEST(GpuHealthHelper, DefaultNodeIsHealthyAndSampledUnderLoad) {
   // The fake's GPUs reach P0 at once: the load ends after the fifth sample of every GPU at P0, not
   // at its 1 s cap (which would have taken more samples; a count, not a time: an instrumented
   // build on a loaded machine may take the cap's time for those five rounds).
-  for (const GpuHealth& gpu : h.gpus) EXPECT_EQ(gpu.load_samples, 5) << "GPU " << gpu.index << ": the load ran to its cap";
+  for (const GpuHealth& gpu : h.gpus)
+    EXPECT_EQ(gpu.load_samples, 5) << "GPU " << gpu.index << ": the load ran to its cap";
 }
 
 TEST(GpuHealthHelper, EveryScenarioFaultReachesTheFacts) {
@@ -110,7 +112,8 @@ TEST(GpuHealthHelper, AnOldDriverLacksFunctionsAndSaysWhich) {
   const GpuHealth& g = h.gpus[0];
   EXPECT_EQ(g.unavailable.at("remapped_rows"), "driver 470.82.01 has no nvmlDeviceGetRemappedRows");
   EXPECT_EQ(g.unavailable.at("nvlink_errors"), "driver 470.82.01 has no nvmlDeviceGetNvLinkErrorCounter");
-  EXPECT_EQ(g.unavailable.at("fabric"), "driver 470.82.01 has no nvmlDeviceGetGpuFabricInfoV or nvmlDeviceGetGpuFabricInfo");
+  EXPECT_EQ(g.unavailable.at("fabric"),
+            "driver 470.82.01 has no nvmlDeviceGetGpuFabricInfoV or nvmlDeviceGetGpuFabricInfo");
   EXPECT_FALSE(g.fabric_state);
   // The older clock reasons name answers where the R535 one is missing.
   EXPECT_EQ(g.clock_event_reasons, 0u);

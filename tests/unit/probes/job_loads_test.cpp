@@ -15,10 +15,10 @@
 #include <string>
 
 #include "checks/check.hpp"
+#include "checks/specs.hpp"
 #include "elf_fixture.hpp"
 #include "gpu_facts_fixture.hpp"
 #include "probes/probe.hpp"
-#include "checks/specs.hpp"
 
 namespace preflight {
 namespace probes_job_loads_test {
@@ -62,8 +62,9 @@ class Tree {
 const std::string kSite = "/venv/lib/python3.11/site-packages";
 
 std::string version_py(const std::string& version, const std::string& cuda) {
-  return "__version__ = '" + version + "'\ndebug = False\ncuda: Optional[str] = " +
-         (cuda.empty() ? std::string("None") : "'" + cuda + "'") + "\nhip: Optional[str] = None\n";
+  return "__version__ = '" + version +
+         "'\ndebug = False\ncuda: Optional[str] = " + (cuda.empty() ? std::string("None") : "'" + cuda + "'") +
+         "\nhip: Optional[str] = None\n";
 }
 
 // A pip torch whose libtorch_cuda.so needs libcudart.so.<major> and libnccl.so.2 from the nvidia
@@ -80,7 +81,8 @@ void pip_torch(Tree& t, const std::string& site, const std::string& version, con
   spec.rpath = "$ORIGIN/../../" + rt_dir + ":$ORIGIN/../../nvidia/nccl/lib:$ORIGIN";
   t.elf(site + "/torch/lib/libtorch_cuda.so", spec);
   t.file(site + "/" + rt_dir + "/libcudart.so." + major);
-  t.dir(site + (cu13 ? "/nvidia_cuda_runtime-" : "/nvidia_cuda_runtime_cu" + major + "-") + cudart_version + ".dist-info");
+  t.dir(site + (cu13 ? "/nvidia_cuda_runtime-" : "/nvidia_cuda_runtime_cu" + major + "-") + cudart_version +
+        ".dist-info");
   t.file(site + "/nvidia/nccl/lib/libnccl.so.2");
   t.dir(site + "/nvidia_nccl_cu" + major + "-" + nccl_version + ".dist-info");
 }
@@ -108,7 +110,8 @@ RuntimeFacts probe(const Tree& t, std::map<std::string, std::string> env, const 
 std::vector<std::string> rows(const RuntimeFacts& r) {
   std::vector<std::string> out;
   for (const CudaRuntime& c : r.runtimes)
-    out.push_back(c.kind + " " + c.version + " " + c.path + (c.loaded_by.empty() ? " [not loaded]" : " [" + c.loaded_by + "]"));
+    out.push_back(c.kind + " " + c.version + " " + c.path +
+                  (c.loaded_by.empty() ? " [not loaded]" : " [" + c.loaded_by + "]"));
   return out;
 }
 
@@ -147,7 +150,8 @@ TEST(JobLoads, PipCu124BesideACuda13ToolkitWarnsNeverFails) {
   EXPECT_EQ(v.status, Status::Warn) << v.summary;  // minor-version compatibility for torch's own 12.4
   EXPECT_TRUE(has(v.summary, "minor-version compatibility")) << v.summary;
   EXPECT_TRUE(has(v.summary, "CUDA 12.4.127 (torch 2.5.1+cu124")) << v.summary;
-  EXPECT_TRUE(has(v.summary, "the CUDA 13.0 toolkit (/usr/local/cuda/version.json) needs driver ≥ 580.65.06")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "the CUDA 13.0 toolkit (/usr/local/cuda/version.json) needs driver ≥ 580.65.06"))
+      << v.summary;
   EXPECT_TRUE(has(v.summary, "torch 2.5.1+cu124 uses its own CUDA 12.4.127")) << v.summary;
   EXPECT_FALSE(has(v.summary, "cudaErrorInsufficientDriver")) << v.summary;
   EXPECT_TRUE(has(v.remedy, "It works because")) << v.remedy;

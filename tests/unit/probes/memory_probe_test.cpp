@@ -107,8 +107,8 @@ TEST(Cgroup, LimitValues) {
   EXPECT_EQ(parse_cgroup_limit("max\n"), kCgroupUnlimited);
   EXPECT_EQ(parse_cgroup_limit("34359738368"), 32 * kGiB);
   EXPECT_EQ(parse_cgroup_limit("0"), 0u);
-  EXPECT_EQ(parse_cgroup_limit("9223372036854771712"), kCgroupUnlimited);  // v1, 4 KiB pages
-  EXPECT_EQ(parse_cgroup_limit("9223372036854710272"), kCgroupUnlimited);  // v1, 64 KiB pages
+  EXPECT_EQ(parse_cgroup_limit("9223372036854771712"), kCgroupUnlimited);        // v1, 4 KiB pages
+  EXPECT_EQ(parse_cgroup_limit("9223372036854710272"), kCgroupUnlimited);        // v1, 64 KiB pages
   EXPECT_EQ(parse_cgroup_limit("4611686018427387903"), 4611686018427387903ull);  // just under 2^62
   EXPECT_FALSE(parse_cgroup_limit("lots"));
   EXPECT_FALSE(parse_cgroup_limit("-1"));

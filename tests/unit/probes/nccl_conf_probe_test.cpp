@@ -153,7 +153,8 @@ TEST(NcclConfProbe, UnreadableFileIsUnknown) {
 TEST(NcclConfProbe, CrlfAndGarbageFiles) {
   ScratchRoot root;
   static constexpr char kHead[] = "NCCL_SOCKET_IFNAME=eth0\r\nNCCL_P2P_DISABLE=1\r\n\x00\xff\xfe garbage\n";
-  root.write("etc/nccl.conf", std::string(kHead, sizeof kHead - 1) + "NCCL_DEBUG_FILE=" + std::string(4000, 'p') + "\n");
+  root.write("etc/nccl.conf",
+             std::string(kHead, sizeof kHead - 1) + "NCCL_DEBUG_FILE=" + std::string(4000, 'p') + "\n");
   const RankFacts facts = probe(root.root(), {});
   const ConfFileContents* c = facts.nccl_conf.files.back().contents.value();
   ASSERT_NE(c, nullptr);
@@ -163,7 +164,8 @@ TEST(NcclConfProbe, CrlfAndGarbageFiles) {
   const Verdict v = check(facts);
   EXPECT_EQ(v.status, Status::Warn);
   EXPECT_TRUE(v.summary.find("NCCL_SOCKET_IFNAME=eth0\\x0D (/etc/nccl.conf:1)") != std::string::npos) << v.summary;
-  EXPECT_TRUE(v.remedy.find("Write NCCL_SOCKET_IFNAME=eth0 on line 1 of /etc/nccl.conf.") != std::string::npos) << v.remedy;
+  EXPECT_TRUE(v.remedy.find("Write NCCL_SOCKET_IFNAME=eth0 on line 1 of /etc/nccl.conf.") != std::string::npos)
+      << v.remedy;
   EXPECT_NO_THROW((void)v.evidence.dump());
 }
 

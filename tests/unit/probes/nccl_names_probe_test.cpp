@@ -47,8 +47,11 @@ TEST_F(NcclNamesProbe, LibraryAndPluginsAsNcclNamesThem) {
   write("/opt/nccl/libnccl.so.2", elf_with({"NCCL_A_KNOB", "NCCL_ALGO was set to %s", "NCCL_DEBUG"}));
   write("/plugins/libnccl-net-foo.so", elf_with({"NCCL_FOO_PLUGIN_KNOB"}));
   write("/etc/topo.xml", "<system/>");
-  const RankFacts f = probe({{"LD_LIBRARY_PATH", "/plugins"}, {"NCCL_NET_PLUGIN", "foo"}, {"NCCL_TUNER_PLUGIN", "missing"},
-                             {"NCCL_PROFILER_PLUGIN", "NONE"}, {"NCCL_GRAPH_FILE", "/no/graph.xml"},
+  const RankFacts f = probe({{"LD_LIBRARY_PATH", "/plugins"},
+                             {"NCCL_NET_PLUGIN", "foo"},
+                             {"NCCL_TUNER_PLUGIN", "missing"},
+                             {"NCCL_PROFILER_PLUGIN", "NONE"},
+                             {"NCCL_GRAPH_FILE", "/no/graph.xml"},
                              {"NCCL_TOPO_FILE", "/etc/topo.xml"}});
   const NcclNames& n = f.nccl_conf.names;
   ASSERT_TRUE(n.names.ok()) << n.names.why();
@@ -92,7 +95,7 @@ TEST_F(NcclNamesProbe, NoLibraryOrNotAnElfIsAnErrorNamingWhy) {
   f = probe({});
   ASSERT_FALSE(f.nccl_conf.names.names.ok());
   EXPECT_EQ(f.nccl_conf.names.names.error()->code, ProbeErrc::ParseError);
-  f = probe({});  // and the missing file is NotFound
+  f = probe({});        // and the missing file is NotFound
   tree = empty_tree();  // without /opt/nccl/libnccl.so.2
   f = probe({});
   ASSERT_FALSE(f.nccl_conf.names.names.ok());

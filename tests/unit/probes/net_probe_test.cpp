@@ -76,8 +76,8 @@ TEST(NetProbe, SysrootInterfacesFromSysfs) {
   EXPECT_FALSE(eth1.up);
   EXPECT_FALSE(eth1.running);
   EXPECT_EQ(eth1.operstate, "down");
-  EXPECT_FALSE(eth1.speed_mbps);                 // -1: unknown
-  EXPECT_EQ(eth1.pci_bus_id, "0000:00:05.0");    // virtio: the PCI function above virtio3
+  EXPECT_FALSE(eth1.speed_mbps);               // -1: unknown
+  EXPECT_EQ(eth1.pci_bus_id, "0000:00:05.0");  // virtio: the PCI function above virtio3
   EXPECT_TRUE(eth1.rdma_device.empty());
 
   EXPECT_TRUE(find(*ifs, "eth10")->pci_bus_id.empty());  // virtual: no device link
@@ -131,7 +131,8 @@ TEST(NetProbe, SysrootMasterFromEtcHostsAndProcNetTcp) {
   EXPECT_FALSE(m.addr_is_local);  // interface addresses are not known in a tree
   ASSERT_TRUE(m.port_listening.ok()) << m.port_listening.why();
   EXPECT_TRUE(*m.port_listening.value());
-  EXPECT_NE(m.port_listening.source().find("0.0.0.0:29492 LISTEN, inode 41872"), std::string::npos) << m.port_listening.source();
+  EXPECT_NE(m.port_listening.source().find("0.0.0.0:29492 LISTEN, inode 41872"), std::string::npos)
+      << m.port_listening.source();
   ASSERT_FALSE(m.bind_test.ok());
   EXPECT_EQ(m.bind_test.error()->code, ProbeErrc::Unsupported);
   ASSERT_TRUE(m.ephemeral_range.ok());
@@ -147,7 +148,8 @@ TEST(NetProbe, SysrootPortsOnTcp6AndFree) {
   EXPECT_EQ(m.resolved.source(), "numeric address");
   ASSERT_TRUE(m.port_listening.ok());
   EXPECT_TRUE(*m.port_listening.value());
-  EXPECT_NE(m.port_listening.source().find("/proc/net/tcp6: [::]:8080"), std::string::npos) << m.port_listening.source();
+  EXPECT_NE(m.port_listening.source().find("/proc/net/tcp6: [::]:8080"), std::string::npos)
+      << m.port_listening.source();
 
   ProbeRun free_port;
   free_port.env = EnvSnapshot{{"MASTER_ADDR", "gpu-master"}, {"MASTER_PORT", "29500"}};
@@ -181,7 +183,7 @@ TEST(NetProbe, GarbageTree) {
   EXPECT_FALSE(r.facts.net.interfaces.ok());
   ASSERT_FALSE(r.facts.net.ib_devices.ok());
   EXPECT_EQ(r.facts.net.ib_devices.error()->code, ProbeErrc::Unreadable);  // a device exists: not "no RDMA"
-  ASSERT_TRUE(r.facts.net.master.port_listening.ok());  // garbage rows are skipped
+  ASSERT_TRUE(r.facts.net.master.port_listening.ok());                     // garbage rows are skipped
   EXPECT_FALSE(*r.facts.net.master.port_listening.value());
   ASSERT_FALSE(r.facts.net.master.ephemeral_range.ok());
   EXPECT_EQ(r.facts.net.master.ephemeral_range.error()->code, ProbeErrc::ParseError);
@@ -274,7 +276,9 @@ TEST(BoundedLookup, ErrorsAndAddresses) {
 }
 
 TEST(HostsFile, Lookup) {
-  const char* hosts = "127.0.0.1\tlocalhost\n127.0.1.1 gpu-a.example.com GPU-A  # Debian\n# 10.0.0.9 gpu-a\n10.0.0.5 gpu-a\nbad line\n::1 ip6-localhost\n";
+  const char* hosts =
+      "127.0.0.1\tlocalhost\n127.0.1.1 gpu-a.example.com GPU-A  # Debian\n# 10.0.0.9 gpu-a\n10.0.0.5 gpu-a\nbad "
+      "line\n::1 ip6-localhost\n";
   EXPECT_EQ(hosts_file_lookup(hosts, "gpu-a"), (std::vector<std::string>{"127.0.1.1", "10.0.0.5"}));
   EXPECT_EQ(hosts_file_lookup(hosts, "ip6-localhost"), std::vector<std::string>{"::1"});
   EXPECT_TRUE(hosts_file_lookup(hosts, "line").empty());
@@ -338,7 +342,7 @@ TEST(NetProbe, NicDriverAndModuleVersion) {
   EXPECT_EQ(find(*ifs, "eth0")->pci_bus_id, "0000:17:00.0");
   EXPECT_EQ(find(*ifs, "eth1")->driver, "ixgbe");
   EXPECT_TRUE(find(*ifs, "eth1")->driver_version.empty());  // the module publishes no version
-  EXPECT_EQ(find(*ifs, "eth2")->driver, "virtio_net");       // no module link: the driver's name
+  EXPECT_EQ(find(*ifs, "eth2")->driver, "virtio_net");      // no module link: the driver's name
   EXPECT_EQ(find(*ifs, "eth2")->driver_version, "1.0.0");
   // The facts serialise with the new fields.
   const nlohmann::json j = *find(*ifs, "eth0");

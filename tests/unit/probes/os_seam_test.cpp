@@ -73,7 +73,8 @@ TEST(OsSeam, InterfacesAreTheKernelsListWithWhatSysSaysOfEach) {
   EXPECT_EQ(eth0.rdma_device, "mlx5_0");
 
   Node broken;
-  broken.os.ifs = Probed<std::vector<NetInterface>>::error(ProbeErrc::PermissionDenied, "permission denied", "getifaddrs");
+  broken.os.ifs =
+      Probed<std::vector<NetInterface>>::error(ProbeErrc::PermissionDenied, "permission denied", "getifaddrs");
   broken.probe();
   ASSERT_FALSE(broken.facts.net.interfaces.ok());  // an error of the call stays an error
   EXPECT_EQ(broken.facts.net.interfaces.error()->code, ProbeErrc::PermissionDenied);
@@ -178,7 +179,7 @@ TEST(LiveOs, AnswersWithTheSystemCalls) {
   for (const NetInterface& i : *ifs.value()) loopback = loopback || (i.loopback && !i.addresses.empty());
   EXPECT_TRUE(loopback);
   EXPECT_EQ(*os.bind_test("127.0.0.1", 0).value(), "free");  // port 0: any free port
-  const auto cpus = os.process_cpus(1);  // a hint under the real count still finds every CPU
+  const auto cpus = os.process_cpus(1);                      // a hint under the real count still finds every CPU
   ASSERT_TRUE(cpus.ok()) << cpus.why();
   EXPECT_FALSE(cpus.value()->empty());
   const FileSystem live;

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "sys/sysfs_pci.hpp"
 #include "pcie_sysfs_fixture.hpp"
 #include "probes/probe.hpp"
+#include "sys/sysfs_pci.hpp"
 
 namespace preflight {
 namespace probes_pcie_probe_test {
@@ -139,7 +139,8 @@ TEST(PcieProbe, BrokenLinkAndUnreadableConfigAreRecorded) {
   const PcieFacts p = probe_tree(t.path());
   const AcsState& unknown_chain = bridge(p, "0000:a1:00.0");
   EXPECT_EQ(unknown_chain.state, "unreadable");
-  EXPECT_NE(unknown_chain.detail.find("bridges above 0000:a1:00.0 are unknown"), std::string::npos) << unknown_chain.detail;
+  EXPECT_NE(unknown_chain.detail.find("bridges above 0000:a1:00.0 are unknown"), std::string::npos)
+      << unknown_chain.detail;
   const AcsState& gone = bridge(p, "0000:80:01.0");
   EXPECT_EQ(gone.state, "unreadable");
   EXPECT_NE(gone.detail.find("does not exist"), std::string::npos) << gone.detail;
@@ -157,7 +158,8 @@ TEST(PcieProbe, UnreadableClassFileIsAnErrorNotNoGpu) {
   const PcieFacts p = probe_tree(t.path());
   ASSERT_FALSE(p.functions.ok());
   EXPECT_NE(p.functions.error()->code, ProbeErrc::NotFound);
-  EXPECT_NE(p.functions.why().find("cannot tell which PCI devices are GPUs or NICs"), std::string::npos) << p.functions.why();
+  EXPECT_NE(p.functions.why().find("cannot tell which PCI devices are GPUs or NICs"), std::string::npos)
+      << p.functions.why();
   EXPECT_NE(p.functions.source().find("0000:83:00.0"), std::string::npos) << p.functions.source();
 }
 
@@ -181,8 +183,9 @@ TEST(PcieProbe, ResolvesLinksInsideTheRootOnly) {
   EXPECT_EQ(c.value()->chain.size(), 4u);
   // An absolute link is read as a path inside the root, never the live /sys.
   std::filesystem::remove(t.path() / "sys/bus/pci/devices/0000:83:00.0");
-  std::filesystem::create_directory_symlink("/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:00.0/0000:83:00.0",
-                                            t.path() / "sys/bus/pci/devices/0000:83:00.0");
+  std::filesystem::create_directory_symlink(
+      "/sys/devices/pci0000:80/0000:80:01.0/0000:81:00.0/0000:82:00.0/0000:83:00.0",
+      t.path() / "sys/bus/pci/devices/0000:83:00.0");
   const auto abs = resolve_pci_chain(fs, "0000:83:00.0");
   ASSERT_TRUE(abs.ok()) << abs.why();
   EXPECT_EQ(abs.value()->chain.front(), "0000:80:01.0");

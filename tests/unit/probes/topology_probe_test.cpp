@@ -228,8 +228,8 @@ TEST(TopologyProbe, DgxTwoSixteenGpusEightPerNodeNoNvSwitches) {
   // nvidia-smi's classes as hwloc's tree gives them (core/pci_topology.hpp).
   const PciEndpoint& g0 = gpu(t, "0000:34:00.0");
   EXPECT_EQ(path_class(g0, g0), "X");
-  EXPECT_EQ(path_class(g0, gpu(t, "0000:36:00.0")), "PIX");  // one switch
-  EXPECT_EQ(path_class(g0, gpu(t, "0000:39:00.0")), "PXB");  // cascaded switches
+  EXPECT_EQ(path_class(g0, gpu(t, "0000:36:00.0")), "PIX");   // one switch
+  EXPECT_EQ(path_class(g0, gpu(t, "0000:39:00.0")), "PXB");   // cascaded switches
   EXPECT_EQ(path_class(g0, gpu(t, "0000:57:00.0")), "NODE");  // other host bridge, same socket
   EXPECT_EQ(path_class(g0, gpu(t, "0000:b7:00.0")), "SYS");   // other socket
   EXPECT_EQ(path_class(gpu(t, "0000:b7:00.0"), gpu(t, "0000:b9:00.0")), "PIX");
@@ -252,7 +252,8 @@ TEST(TopologyProbe, Power8GpusInNonZeroPciDomains) {
   REQUIRE_HWLOC_FIXTURES();
   const TopologyFacts t = load_ok(hwloc_dir() + "/power8gpudistances.xml");
   EXPECT_EQ(t.packages, 2);
-  EXPECT_EQ(bus_ids(t.gpus), (std::vector<std::string>{"0002:01:00.0", "0003:01:00.0", "000a:01:00.0", "000b:01:00.0"}));
+  EXPECT_EQ(bus_ids(t.gpus),
+            (std::vector<std::string>{"0002:01:00.0", "0003:01:00.0", "000a:01:00.0", "000b:01:00.0"}));
   expect_gpu(t, "0002:01:00.0", {0}, "0-1,8-9,16-17,24-25");
   expect_gpu(t, "0003:01:00.0", {0}, "0-1,8-9,16-17,24-25");
   expect_gpu(t, "000a:01:00.0", {1}, "80-81,88-89,96-97,104-105");
@@ -278,7 +279,8 @@ TEST(TopologyProbe, Power8GpusInNonZeroPciDomains) {
 TEST(TopologyProbe, OwnFixtureBalancedSwitches) {
   const TopologyFacts t = load_ok(own_dir() + "/2s-4gpu-2nic-switch.xml");
   EXPECT_EQ(t.packages, 2);
-  EXPECT_EQ(bus_ids(t.gpus), (std::vector<std::string>{"0000:03:00.0", "0000:04:00.0", "0000:83:00.0", "0000:84:00.0"}));
+  EXPECT_EQ(bus_ids(t.gpus),
+            (std::vector<std::string>{"0000:03:00.0", "0000:04:00.0", "0000:83:00.0", "0000:84:00.0"}));
   expect_gpu(t, "0000:03:00.0", {0}, "0-3");
   expect_gpu(t, "0000:84:00.0", {1}, "4-7");
   EXPECT_EQ(bus_ids(t.nics), (std::vector<std::string>{"0000:05:00.0", "0000:06:00.0", "0000:85:00.0"}));

@@ -16,10 +16,10 @@
 #include <sstream>
 #include <thread>
 
-#include "core/text.hpp"
 #include "cli/cli.hpp"
-#include "job/job_report.hpp"
 #include "cli/progress.hpp"
+#include "core/text.hpp"
+#include "job/job_report.hpp"
 #include "report/report.hpp"
 #include "test_paths.hpp"
 
@@ -30,8 +30,9 @@ namespace {
 // Everything a summary can carry that XML and Prometheus must survive: markup, entities, quotes,
 // backslashes, newlines, control bytes, an escape sequence, invalid UTF-8 (a lone continuation
 // byte, an overlong "/", a UTF-16 surrogate, U+FFFE, a code point past U+10FFFF) and real UTF-8.
-const std::string kHostile = std::string("<tag attr=\"x\">&amp; ]]> 'single' \"double\" \\back\\slash\nline2\t\x01\x1b[31m") +
-                             "\x80 \xC0\xAF \xED\xA0\x80 \xEF\xBF\xBE \xF4\x90\x80\x80 \xFF\xFE café → 8/16";
+const std::string kHostile =
+    std::string("<tag attr=\"x\">&amp; ]]> 'single' \"double\" \\back\\slash\nline2\t\x01\x1b[31m") +
+    "\x80 \xC0\xAF \xED\xA0\x80 \xEF\xBF\xBE \xF4\x90\x80\x80 \xFF\xFE café → 8/16";
 
 CheckResult result(const std::string& id, Status s, std::vector<std::string> hosts, double seconds = 0.25) {
   CheckResult r;
@@ -56,8 +57,7 @@ Report hostile_report() {
   r.launcher = "openmpi";
   r.duration_ms = 1234.5;
   r.results = {result("launch.env", Status::Pass, {"gpu-a", "gpu-b"}),
-               result("shm.capacity", Status::Fail, {"gpu-b"}, 0.0123),
-               result("host.memory", Status::Warn, {"gpu-a"}),
+               result("shm.capacity", Status::Fail, {"gpu-b"}, 0.0123), result("host.memory", Status::Warn, {"gpu-a"}),
                result("topo.pcie_acs", Status::Unknown, {"gpu-a", std::string("gpu-\x01<b>&\xff")}),
                result("cuda.smoke", Status::Skip, {"gpu-a"})};
   r.ranks.emplace_back();
@@ -90,7 +90,7 @@ std::string validate_junit(const std::string& xml) {
   }
   const std::string xsd = preflight::test_paths::source_dir() + "/schema/junit.xsd";
   std::unique_ptr<xmlSchemaParserCtxt, void (*)(xmlSchemaParserCtxtPtr)> pctx(xmlSchemaNewParserCtxt(xsd.c_str()),
-                                                                                xmlSchemaFreeParserCtxt);
+                                                                              xmlSchemaFreeParserCtxt);
   std::unique_ptr<xmlSchema, void (*)(xmlSchemaPtr)> schema(xmlSchemaParse(pctx.get()), xmlSchemaFree);
   if (!schema) {
     xmlSetGenericErrorFunc(nullptr, nullptr);
@@ -132,7 +132,8 @@ TEST(Junit, OneCasePerCheckAndHostWithCountsAndTimes) {
   const std::string xml = render_junit(report, Options{});
   // 2 + 1 + 1 + 2 + 1 cases: a result judged on two hosts is two cases.
   EXPECT_EQ(occurrences(xml, "<testcase "), 7u);
-  EXPECT_NE(xml.find("<testsuite name=\"preflight.job\" tests=\"7\" failures=\"3\" errors=\"1\" skipped=\"1\""), std::string::npos)
+  EXPECT_NE(xml.find("<testsuite name=\"preflight.job\" tests=\"7\" failures=\"3\" errors=\"1\" skipped=\"1\""),
+            std::string::npos)
       << xml;
   EXPECT_NE(xml.find("name=\"shm.capacity@gpu-b\" time=\"0.012\""), std::string::npos);
   EXPECT_NE(xml.find("name=\"launch.env@gpu-a\" time=\"0.250\""), std::string::npos);
@@ -142,7 +143,8 @@ TEST(Junit, OneCasePerCheckAndHostWithCountsAndTimes) {
   EXPECT_NE(xml.find("<system-err>barrier: "), std::string::npos);
   EXPECT_NE(xml.find("<property name=\"exit_code\" value=\"4\"/>"), std::string::npos);
   std::smatch m;
-  EXPECT_TRUE(std::regex_search(xml, m, std::regex("timestamp=\"20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\"")));
+  EXPECT_TRUE(
+      std::regex_search(xml, m, std::regex("timestamp=\"20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\"")));
 
   Options strict;
   strict.strict = true;
@@ -182,7 +184,8 @@ TEST(Timings, ACheckTakesTheTimeOfWhatItReads) {
   EXPECT_GE(report.results[0].seconds, 2.0);
 
   // Grouped results keep the slowest rank's time, and the JSON form carries it.
-  CheckResult a = result("shm.capacity", Status::Pass, {"a"}, 0.5), b = result("shm.capacity", Status::Pass, {"b"}, 1.5);
+  CheckResult a = result("shm.capacity", Status::Pass, {"a"}, 0.5),
+              b = result("shm.capacity", Status::Pass, {"b"}, 1.5);
   b.ranks = {1};
   const std::vector<CheckResult> grouped = group_results({a, b});
   ASSERT_EQ(grouped.size(), 1u);
@@ -194,7 +197,8 @@ TEST(Timings, ACheckTakesTheTimeOfWhatItReads) {
 
 TEST(Prometheus, ExpositionFormatWithHostileLabels) {
   Report report = hostile_report();
-  report.results[1].verdict.evidence = {{"total_bytes", 67108864}, {"free_bytes", 1024}, {"required_bytes", 2684354560ull}};
+  report.results[1].verdict.evidence = {
+      {"total_bytes", 67108864}, {"free_bytes", 1024}, {"required_bytes", 2684354560ull}};
   report.allreduce.attempted = report.allreduce.completed = true;
   report.allreduce.transport = "nccl";
   report.allreduce.busbw_gbps = 187.5;
@@ -205,7 +209,8 @@ TEST(Prometheus, ExpositionFormatWithHostileLabels) {
   report.barrier.seconds = 0.004;
   const std::string text = render_prometheus(report, Options{});
   // Every line: a comment (HELP/TYPE) or `name{label="escaped",...} number`.
-  const std::regex sample(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\[\\"n]|[^"\\\n])*",?)*\})? [-+]?([0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?|Inf|NaN)$)");
+  const std::regex sample(
+      R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\[\\"n]|[^"\\\n])*",?)*\})? [-+]?([0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?|Inf|NaN)$)");
   std::map<std::string, int> ones;
   std::istringstream in(text);
   std::string line;
@@ -222,16 +227,19 @@ TEST(Prometheus, ExpositionFormatWithHostileLabels) {
   EXPECT_GT(samples, 30);
   EXPECT_EQ(ones.size(), 7u);  // one series set per check and host
   for (const auto& [key, n] : ones) EXPECT_EQ(n, 1) << key;
-  EXPECT_NE(text.find("preflight_check_status{check=\"shm.capacity\",host=\"gpu-b\",status=\"FAIL\"} 1"), std::string::npos);
+  EXPECT_NE(text.find("preflight_check_status{check=\"shm.capacity\",host=\"gpu-b\",status=\"FAIL\"} 1"),
+            std::string::npos);
   EXPECT_NE(text.find("host=\"gpu-a\\\"<&>\""), std::string::npos);  // quote escaped
   EXPECT_NE(text.find("preflight_shm_bytes{host=\"gpu-b\",kind=\"total\"} 67108864"), std::string::npos);
   EXPECT_NE(text.find("preflight_shm_bytes{host=\"gpu-b\",kind=\"required\"} 2684354560"), std::string::npos);
-  EXPECT_NE(text.find("preflight_allreduce_busbw_gbps{host=\"gpu-a\\\"<&>\",transport=\"nccl\"} 187.5"), std::string::npos);
+  EXPECT_NE(text.find("preflight_allreduce_busbw_gbps{host=\"gpu-a\\\"<&>\",transport=\"nccl\"} 187.5"),
+            std::string::npos);
   EXPECT_NE(text.find("preflight_allreduce_bytes{"), std::string::npos);
   EXPECT_NE(text.find("preflight_barrier_seconds{"), std::string::npos);
   EXPECT_NE(text.find("preflight_exit_code{host=\"gpu-a\\\"<&>\"} 4"), std::string::npos);
   EXPECT_NE(text.find("preflight_checks{host=\"gpu-a\\\"<&>\",status=\"UNKNOWN\"} 1"), std::string::npos);
-  EXPECT_NE(text.find("preflight_check_duration_seconds{check=\"shm.capacity\",host=\"gpu-b\"} 0.0123"), std::string::npos);
+  EXPECT_NE(text.find("preflight_check_duration_seconds{check=\"shm.capacity\",host=\"gpu-b\"} 0.0123"),
+            std::string::npos);
 
   report.allreduce.completed = false;  // nothing measured: no bandwidth series at all
   EXPECT_EQ(render_prometheus(report, Options{}).find("preflight_allreduce_busbw_gbps"), std::string::npos);
@@ -252,7 +260,7 @@ TEST(FixFirst, FailThenUnknownThenWarnEachWithItsFix) {
   EXPECT_LT(unknown, warn);
   EXPECT_NE(text.find("fix: run `fix --now`", fail), std::string::npos);
   EXPECT_EQ(text.find("4. ", list), std::string::npos);  // PASS and SKIP are not in it
-  EXPECT_LT(list, text.rfind("UNKNOWN · "));               // before the summary line
+  EXPECT_LT(list, text.rfind("UNKNOWN · "));             // before the summary line
 
   Options strict;
   strict.strict = true;
@@ -284,7 +292,8 @@ TEST(Progress, DrawsAfterASecondAndClearsOnStop) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
   {
-    ProgressLine line(true, 4, [] { return 3; }, fds[1]);
+    ProgressLine line(
+        true, 4, [] { return 3; }, fds[1]);
     line.phase("barrier");
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     line.stop();
@@ -302,9 +311,11 @@ TEST(Progress, QuietPhasesAndDisabledLinesDrawNothing) {
   int fds[2];
   ASSERT_EQ(::pipe(fds), 0);
   {
-    ProgressLine off(false, 4, [] { return 1; }, fds[1]);
+    ProgressLine off(
+        false, 4, [] { return 1; }, fds[1]);
     off.phase("gather");
-    ProgressLine quick(true, 4, [] { return 1; }, fds[1]);
+    ProgressLine quick(
+        true, 4, [] { return 1; }, fds[1]);
     quick.phase("gather");
     std::this_thread::sleep_for(std::chrono::milliseconds(400));  // under a second: not worth a line
   }
@@ -339,7 +350,8 @@ TEST(Help, EveryOptionHasAnExample) {
   ASSERT_NE(general, std::string::npos);
   const std::string option_text = help.substr(options, general - options);
   int seen = 0;
-  for (auto it = std::sregex_iterator(option_text.begin(), option_text.end(), option_re); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(option_text.begin(), option_text.end(), option_re); it != std::sregex_iterator();
+       ++it) {
     const std::string name = (*it)[1];
     ++seen;
     EXPECT_NE(example_text.find("--" + name + " "), std::string::npos) << "--" << name << " has no example";
@@ -349,11 +361,11 @@ TEST(Help, EveryOptionHasAnExample) {
 
 TEST(Printable, OnlyWellFormedUtf8PassesThrough) {
   EXPECT_EQ(printable("café → ok", 100), "café → ok");
-  EXPECT_EQ(printable("\xC0\xAF", 100), "\\xC0\\xAF");            // overlong "/"
-  EXPECT_EQ(printable("\xED\xA0\x80", 100), "\\xED\\xA0\\x80");   // UTF-16 surrogate
+  EXPECT_EQ(printable("\xC0\xAF", 100), "\\xC0\\xAF");                    // overlong "/"
+  EXPECT_EQ(printable("\xED\xA0\x80", 100), "\\xED\\xA0\\x80");           // UTF-16 surrogate
   EXPECT_EQ(printable("\xF4\x90\x80\x80", 100), "\\xF4\\x90\\x80\\x80");  // past U+10FFFF
-  EXPECT_EQ(printable("\xEF\xBF\xBE", 100), "\\xEF\\xBF\\xBE");   // U+FFFE
-  EXPECT_EQ(printable("\xF0\x9F\x98\x80", 100), "\xF0\x9F\x98\x80");  // U+1F600
+  EXPECT_EQ(printable("\xEF\xBF\xBE", 100), "\\xEF\\xBF\\xBE");           // U+FFFE
+  EXPECT_EQ(printable("\xF0\x9F\x98\x80", 100), "\xF0\x9F\x98\x80");      // U+1F600
 }
 
 }  // namespace

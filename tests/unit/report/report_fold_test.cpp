@@ -7,10 +7,10 @@
 #include <regex>
 #include <set>
 
-#include "job_fixture.hpp"
+#include "core/text.hpp"
 #include "job/job_report.hpp"
 #include "job/run.hpp"
-#include "core/text.hpp"
+#include "job_fixture.hpp"
 #include "report/report.hpp"
 
 namespace preflight {
@@ -34,7 +34,8 @@ CheckResult result(const std::string& id, Verdict v, std::vector<int> ranks, std
 TEST(Finding, TemplatesRenderTheirParametersAndLeaveOtherBracesAlone) {
   EXPECT_EQ(render_template("RANK={claimed} but MPI's rank is {mpi}", {{"claimed", 0}, {"mpi", 3}}),
             "RANK=0 but MPI's rank is 3");
-  EXPECT_EQ(render_template("{host} has {x} and {unknown} {", {{"host", "gpu-a"}, {"x", 1.5}}), "gpu-a has 1.5 and {unknown} {");
+  EXPECT_EQ(render_template("{host} has {x} and {unknown} {", {{"host", "gpu-a"}, {"x", 1.5}}),
+            "gpu-a has 1.5 and {unknown} {");
   EXPECT_EQ(render_template("no params {here}", nlohmann::json::object()), "no params {here}");
   const Verdict v = Verdict::coded(Status::Fail, "a.b/c", "GPU {gpu} is lost", "reset GPU {gpu}", {{"gpu", 3}});
   EXPECT_EQ(v.summary, "GPU 3 is lost");
@@ -51,16 +52,18 @@ TEST(Finding, RenderingATemplateParameterDirectlyRendersItsTemplate) {
                                  {"driver", "driver 550"},
                                  {"none", template_param("")},
                                  {"self", template_param("[{self}]")}};
-  EXPECT_EQ(render_template("use CUDA <= 12.4{note}{none}.", params), "use CUDA <= 12.4 (any CUDA 12.x build runs on driver 550).");
+  EXPECT_EQ(render_template("use CUDA <= 12.4{note}{none}.", params),
+            "use CUDA <= 12.4 (any CUDA 12.x build runs on driver 550).");
   EXPECT_EQ(render_template("{self}", params), "[[[{self}]]]");  // a template naming itself stops
 }
 
 TEST(Finding, ATemplateParameterIsWrittenIntoTheTemplatesBeforeRendering) {
-  const nlohmann::json rank3 = {{"binding", template_param("bind local rank {local_rank} to GPU {gpu}")},
-                                {"local_rank", 3}, {"gpu", 3}};
+  const nlohmann::json rank3 = {
+      {"binding", template_param("bind local rank {local_rank} to GPU {gpu}")}, {"local_rank", 3}, {"gpu", 3}};
   EXPECT_EQ(splice_template_params("fix: {binding}.", rank3), "fix: bind local rank {local_rank} to GPU {gpu}.");
   EXPECT_EQ(splice_template_params("no slot {gpu}", rank3), "no slot {gpu}");
-  const Verdict v3 = Verdict::coded(Status::Warn, "a.b/far", "rank {local_rank} is far from GPU {gpu}", "{binding}", rank3);
+  const Verdict v3 =
+      Verdict::coded(Status::Warn, "a.b/far", "rank {local_rank} is far from GPU {gpu}", "{binding}", rank3);
   EXPECT_EQ(v3.remedy, "bind local rank 3 to GPU 3");
   // Another rank, same binding template: the same finding (the report groups them into one row).
   nlohmann::json rank5 = rank3;
@@ -126,8 +129,8 @@ TEST(Grouping, StringParametersAreListedShortly) {
   int rank = 0;
   for (const char* host : {"n1", "n2", "n3", "n4", "n5"}) {
     results.push_back(result("shm.capacity",
-                             Verdict::coded(Status::Fail, "shm.capacity/small", "{host}: /dev/shm is {mib} MiB", "grow it",
-                                            {{"host", host}, {"mib", 64}}),
+                             Verdict::coded(Status::Fail, "shm.capacity/small", "{host}: /dev/shm is {mib} MiB",
+                                            "grow it", {{"host", host}, {"mib", 64}}),
                              {rank++}, {host}, Scope::Node));
   }
   const std::vector<CheckResult> grouped = group_results(results);
@@ -179,7 +182,8 @@ TEST(Causes, EveryDeclaredCauseAndEveryCheckIdIsReal) {
 Report judged_job(JobFacts j, const Options& o = {}) {
   std::vector<CheckResult> per_rank;
   for (const RankFacts& f : j.ranks) {
-    for (CheckResult& r : judge_rank(o, Profile::Job, f, f.placement.local_rank == 0, nullptr)) per_rank.push_back(std::move(r));
+    for (CheckResult& r : judge_rank(o, Profile::Job, f, f.placement.local_rank == 0, nullptr))
+      per_rank.push_back(std::move(r));
   }
   return assemble_report(o, Profile::Job, std::move(j), std::move(per_rank), nullptr);
 }
@@ -235,8 +239,8 @@ TEST(LaunchEnvJob, RanksThatDifferAreJudgedPerRankAndGroupByCode) {
 TEST(LaunchEnvJob, StaleSlurmVariablesTheSameEverywhereAreNoJobFinding) {
   Options o;
   o.only = {"launch.env"};
-  const Report report =
-      judged_job(with_env(job_fixture::job(2, 8), {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", "42"}}), o);
+  const Report report = judged_job(
+      with_env(job_fixture::job(2, 8), {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}, {"SLURM_JOB_ID", "42"}}), o);
   for (const CheckResult& r : report.results) {
     EXPECT_NE(r.verdict.finding.code, "launch.env/same-rank-on-every-rank") << r.verdict.summary;
     EXPECT_NE(r.verdict.status, Status::Fail) << r.verdict.summary;
@@ -248,7 +252,8 @@ TEST(TextReport, ConsequencesFoldUnderTheirCauseWhoseFixIsPrintedOnce) {
   f.identity.hostname = "node1";
   Options o;
   o.only = {"driver.loaded", "cuda.smoke", "gpu.count", "gpu.busy", "topo.p2p"};
-  Report report = assemble_report(o, Profile::Node, single_rank_job(f), judge_rank(o, Profile::Node, f, true, nullptr), nullptr);
+  Report report =
+      assemble_report(o, Profile::Node, single_rank_job(f), judge_rank(o, Profile::Node, f, true, nullptr), nullptr);
   std::size_t consequences = 0;
   for (const CheckResult& r : report.results) {
     EXPECT_EQ(r.verdict.status, Status::Fail) << r.id;  // each keeps its own status
@@ -259,7 +264,8 @@ TEST(TextReport, ConsequencesFoldUnderTheirCauseWhoseFixIsPrintedOnce) {
   }
   EXPECT_EQ(consequences, 4u);
   const std::string text = render_text(report, o, false);
-  EXPECT_TRUE(has(text, "FAIL    cuda.smoke, gpu.count, gpu.busy, topo.p2p  need the driver (see driver.loaded)")) << text;
+  EXPECT_TRUE(has(text, "FAIL    cuda.smoke, gpu.count, gpu.busy, topo.p2p  need the driver (see driver.loaded)"))
+      << text;
   std::size_t fixes = 0;
   for (std::size_t at = text.find("Install the NVIDIA driver"); at != std::string::npos;
        at = text.find("Install the NVIDIA driver", at + 1)) {
@@ -278,7 +284,8 @@ TEST(TextReport, ConsequencesFoldUnderTheirCauseWhoseFixIsPrintedOnce) {
   EXPECT_TRUE(has(render_junit(report, o), "(follows from driver.loaded)"));
   // With the driver there, nothing follows from it.
   RankFacts ok = gpu_fixture::healthy(8);
-  Report fine = assemble_report(o, Profile::Node, single_rank_job(ok), judge_rank(o, Profile::Node, ok, true, nullptr), nullptr);
+  Report fine =
+      assemble_report(o, Profile::Node, single_rank_job(ok), judge_rank(o, Profile::Node, ok, true, nullptr), nullptr);
   for (const CheckResult& r : fine.results) EXPECT_EQ(r.verdict.cause, "") << r.id;
 }
 
@@ -303,7 +310,8 @@ TEST(TextReport, ChecksThatSayTheSameThingShareARowAndTheHeadlineIsTheOverallSta
   for (const char* id : {"comm.barrier", "comm.allreduce", "cluster.consistency"}) {
     r.results.push_back(result(id, Verdict::skip("no job to check"), {0}, {"h"}, Scope::Job));
   }
-  r.results.push_back(result("host.limits", Verdict::unknown("could not read limits", "run as the job's user"), {0}, {"h"}));
+  r.results.push_back(
+      result("host.limits", Verdict::unknown("could not read limits", "run as the job's user"), {0}, {"h"}));
   const std::string text = render_text(r, Options{}, false);
   EXPECT_TRUE(has(text, "SKIP     comm.barrier, comm.allreduce, cluster.consistency  no job to check\n")) << text;
   EXPECT_TRUE(has(text, "\nUNKNOWN: 0 PASS · 0 WARN · 0 FAIL · 3 SKIP · 1 UNKNOWN")) << text;

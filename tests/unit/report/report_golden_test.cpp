@@ -13,10 +13,10 @@
 #include <map>
 #include <sstream>
 
-#include "job_fixture.hpp"
+#include "core/text.hpp"
 #include "job/job_report.hpp"
 #include "job/run.hpp"
-#include "core/text.hpp"
+#include "job_fixture.hpp"
 #include "report/report.hpp"
 #include "test_paths.hpp"
 
@@ -88,7 +88,8 @@ JobFacts job_of(const RankFacts& base, int hosts, int per_host, const std::map<s
 Report job_report(JobFacts j, const Options& o) {
   std::vector<CheckResult> per_rank;
   for (const RankFacts& f : j.ranks) {
-    for (CheckResult& r : judge_rank(o, Profile::Job, f, f.placement.local_rank == 0, nullptr)) per_rank.push_back(std::move(r));
+    for (CheckResult& r : judge_rank(o, Profile::Job, f, f.placement.local_rank == 0, nullptr))
+      per_rank.push_back(std::move(r));
   }
   return assemble_report(o, Profile::Job, std::move(j), std::move(per_rank), nullptr);
 }
@@ -159,8 +160,10 @@ TEST(GoldenText, ANodeWithoutADriver) {
   // longer.
   for (const char* folded : {"cuda.smoke", "gpu.count", "gpu.clocks", "topo.p2p", "cuda.runtime", "nccl.library"}) {
     for (const char* status : {"PASS", "WARN", "FAIL", "SKIP", "UNKNOWN"}) {
-      EXPECT_EQ(text.find("\n  " + std::string(status) + std::string(9 - std::strlen(status), ' ') + folded + " "), std::string::npos)
-          << folded << " has a row of its own:\n" << text;
+      EXPECT_EQ(text.find("\n  " + std::string(status) + std::string(9 - std::strlen(status), ' ') + folded + " "),
+                std::string::npos)
+          << folded << " has a row of its own:\n"
+          << text;
     }
   }
   EXPECT_NE(text.find("SKIP     launch.ranks, launch.gpu_binding, net.reachability"), std::string::npos) << text;
@@ -218,7 +221,8 @@ TEST(GoldenText, AJobWhereOneHostHasASmallDevShm) {
 TEST(GoldenText, ARunWhoseDeadlineExpired) {
   const Options o;
   RankFacts f = recorded("fake-8gpu-node.json");
-  f.shm.usage = Probed<FsUsage>::error(ProbeErrc::Timeout, "probe 'shm' did not finish within 6.0 s", "statfs /dev/shm");
+  f.shm.usage =
+      Probed<FsUsage>::error(ProbeErrc::Timeout, "probe 'shm' did not finish within 6.0 s", "statfs /dev/shm");
   Report report = node_report(f, o);
   report.deadline_expired = true;
   report.incidents = {"probe 'shm' did not finish within 6.0 s (a hung statfs of /dev/shm: a stale mount?)"};

@@ -87,9 +87,9 @@ TEST(Selection, OnlyAndSkipGlobs) {
 
 TEST(Probed, WhySaysTheSourceOnce) {
   // dlerror() names the library itself: "libcuda.so.1: libcuda.so.1: cannot open …" said it twice.
-  const auto missing = Probed<int>::error(ProbeErrc::LibraryMissing,
-                                          "libcuda.so.1: cannot open shared object file: No such file or directory",
-                                          "libcuda.so.1");
+  const auto missing =
+      Probed<int>::error(ProbeErrc::LibraryMissing,
+                         "libcuda.so.1: cannot open shared object file: No such file or directory", "libcuda.so.1");
   EXPECT_EQ(missing.why(), "libcuda.so.1: cannot open shared object file: No such file or directory");
   EXPECT_EQ(Probed<int>::error(ProbeErrc::NotFound, "no such file", "/proc/x").why(), "/proc/x: no such file");
   EXPECT_EQ(Probed<int>::error(ProbeErrc::NotFound, "libcuda.so.10 is older", "libcuda.so.1").why(),
@@ -118,7 +118,9 @@ TEST(Render, TextEscapesControlBytesFromEveryString) {
   CheckResult& c = r.results.front();
   c.id = "env.nccl\x1b[2J";
   c.verdict.summary = "NCCL_\x1b]0;owned\x07X is set";
-  c.verdict.remedy = "unset \xc2\x9b" "31m NCCL_X \xe2\x80\xae";
+  c.verdict.remedy =
+      "unset \xc2\x9b"
+      "31m NCCL_X \xe2\x80\xae";
   c.verdict.evidence = {{"NAME\x1b[1m", "value\r"}, {"table", {{"a\x1b", "b"}}}};
   c.hosts = {"gpu\x1b[0m-a"};
   c.ranks = {1};
@@ -133,7 +135,7 @@ TEST(Render, TextEscapesControlBytesFromEveryString) {
   EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
   EXPECT_EQ(text.find('\r'), std::string::npos) << text;
   EXPECT_EQ(text.find('\x08'), std::string::npos) << text;
-  EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos) << text;    // C1 CSI
+  EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos) << text;      // C1 CSI
   EXPECT_EQ(text.find("\xe2\x80\xae"), std::string::npos) << text;  // right-to-left override
   EXPECT_NE(text.find("env.nccl\\x1B[2J"), std::string::npos) << text;
   EXPECT_NE(text.find("NAME\\x1B[1m=value\\x0D"), std::string::npos) << text;
@@ -148,7 +150,8 @@ TEST(Render, TextEscapesControlBytesFromEveryString) {
 TEST(Render, TheHeadlineIsTheOverallStatus) {
   Options o;
   Report unknown = report_with({Status::Pass, Status::Unknown});
-  EXPECT_NE(render_text(unknown, o, false).find("\nUNKNOWN: 1 PASS · 0 WARN · 0 FAIL · 0 SKIP · 1 UNKNOWN"), std::string::npos);
+  EXPECT_NE(render_text(unknown, o, false).find("\nUNKNOWN: 1 PASS · 0 WARN · 0 FAIL · 0 SKIP · 1 UNKNOWN"),
+            std::string::npos);
   Report expired = report_with({Status::Pass, Status::Unknown});
   expired.deadline_expired = true;
   const std::string text = render_text(expired, o, false);
@@ -157,7 +160,8 @@ TEST(Render, TheHeadlineIsTheOverallStatus) {
   Report warned = report_with({Status::Pass, Status::Warn});
   EXPECT_NE(render_text(warned, o, false).find("\nWARN: 1 PASS · 1 WARN"), std::string::npos);
   o.strict = true;
-  EXPECT_NE(render_text(warned, o, false).find("\nFAIL: 1 PASS · 1 WARN · 0 FAIL · 0 SKIP · 0 UNKNOWN · 0.00 s · strict (WARN counts as FAIL)"),
+  EXPECT_NE(render_text(warned, o, false)
+                .find("\nFAIL: 1 PASS · 1 WARN · 0 FAIL · 0 SKIP · 0 UNKNOWN · 0.00 s · strict (WARN counts as FAIL)"),
             std::string::npos);
 }
 
@@ -166,8 +170,10 @@ TEST(Counts, EachCheckOnceByItsWorstStatus) {
   Report r;
   r.world_size = 4;
   r.ranks.emplace_back();
-  for (const auto& [id, status, ranks] : std::vector<std::tuple<std::string, Status, std::vector<int>>>{
-           {"launch.env", Status::Fail, {1}}, {"launch.env", Status::Pass, {0, 2, 3}}, {"host.limits", Status::Pass, {0, 1, 2, 3}}}) {
+  for (const auto& [id, status, ranks] :
+       std::vector<std::tuple<std::string, Status, std::vector<int>>>{{"launch.env", Status::Fail, {1}},
+                                                                      {"launch.env", Status::Pass, {0, 2, 3}},
+                                                                      {"host.limits", Status::Pass, {0, 1, 2, 3}}}) {
     CheckResult c;
     c.id = id;
     c.area = id.substr(0, id.find('.'));

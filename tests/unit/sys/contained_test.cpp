@@ -344,12 +344,15 @@ TEST(Contained, ParseEmptyAndTruncated) {
   ContainedResult r;
   r.outcome = ContainedOutcome::Exited;
   r.exit_code = 0;
-  EXPECT_TRUE(parse_contained_json(r).error.starts_with("nothing on the helper's pipe")) << parse_contained_json(r).error;
+  EXPECT_TRUE(parse_contained_json(r).error.starts_with("nothing on the helper's pipe"))
+      << parse_contained_json(r).error;
   r.out = "{\"gpus\": [0, 1";
   const ContainedJson truncated = parse_contained_json(r);
-  EXPECT_EQ(truncated.error, "garbage on the helper's pipe: '{\"gpus\": [0, 1' (truncated: the document stops after 14 bytes)");
+  EXPECT_EQ(truncated.error,
+            "garbage on the helper's pipe: '{\"gpus\": [0, 1' (truncated: the document stops after 14 bytes)");
   r.out = "{} trailing";
-  EXPECT_TRUE(parse_contained_json(r).error.starts_with("garbage on the helper's pipe: ")) << parse_contained_json(r).error;
+  EXPECT_TRUE(parse_contained_json(r).error.starts_with("garbage on the helper's pipe: "))
+      << parse_contained_json(r).error;
 }
 
 TEST(Contained, SignalNames) {
@@ -362,9 +365,8 @@ TEST(Contained, SignalNames) {
 class HelperPath : public ::testing::Test {
  protected:
   void SetUp() override {
-    m_root = std::filesystem::temp_directory_path() /
-             ("preflight-helper-path-" + std::to_string(::getpid()) + "-" +
-              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    m_root = std::filesystem::temp_directory_path() / ("preflight-helper-path-" + std::to_string(::getpid()) + "-" +
+                                                       ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(m_root);
     std::filesystem::create_directories(m_root / "bin");
     std::filesystem::create_directories(m_root / "libexec" / "preflight");
@@ -413,8 +415,7 @@ TEST_F(HelperPath, RunningBinaryAndEnvironment) {
   const std::string saved_value = saved != nullptr ? saved : "";
   ::unsetenv("PREFLIGHT_HELPER_DIR");
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  EXPECT_EQ(helper_path("no-such-helper"),
-            (std::filesystem::path(self).parent_path() / "no-such-helper").string());
+  EXPECT_EQ(helper_path("no-such-helper"), (std::filesystem::path(self).parent_path() / "no-such-helper").string());
   ::setenv("PREFLIGHT_HELPER_DIR", m_root.c_str(), 1);
   EXPECT_EQ(helper_path("x"), (m_root / "x").string());
   if (saved != nullptr) {

@@ -44,18 +44,18 @@ class LinkTree : public ::testing::Test {
     s.file("/c/f.txt");
     s.dir("/d/e");
     s.file("/etc/marker");
-    s.link("/a/b", "/c");                   // absolute
-    s.link("/a/rel", "../c");               // relative to the link's directory
-    s.link("/a/chain1", "chain2");          // chained: relative, then absolute, then absolute
+    s.link("/a/b", "/c");           // absolute
+    s.link("/a/rel", "../c");       // relative to the link's directory
+    s.link("/a/chain1", "chain2");  // chained: relative, then absolute, then absolute
     s.link("/a/chain2", "/a/b");
-    s.link("/a/up", "../../../../../c");    // climbs above the root: stops at it
+    s.link("/a/up", "../../../../../c");  // climbs above the root: stops at it
     s.link("/a/dangling", "/nowhere");
     s.link("/a/loop1", "loop2");
     s.link("/a/loop2", "/a/loop1");
     s.link("/a/self", "self");
     s.link("/a/file", "/c/f.txt");
-    s.link("/a/etc", "/etc");               // the root's /etc, never the host's
-    s.link("/d/e/back", "../../a/b/");      // a trailing slash in a target
+    s.link("/a/etc", "/etc");           // the root's /etc, never the host's
+    s.link("/d/e/back", "../../a/b/");  // a trailing slash in a target
     s.link("/d/e/dotdot", "../e/./back/..");
   }
 

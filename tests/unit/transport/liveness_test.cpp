@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "transport/liveness.hpp"
 #include "job_fixture.hpp"
+#include "transport/liveness.hpp"
 
 namespace preflight {
 namespace transport_liveness_test {
@@ -34,7 +34,9 @@ int connect_loopback(int port) {
   return fd;
 }
 
-void say(int fd, const std::string& line) { ASSERT_EQ(::send(fd, line.data(), line.size(), MSG_NOSIGNAL), static_cast<ssize_t>(line.size())); }
+void say(int fd, const std::string& line) {
+  ASSERT_EQ(::send(fd, line.data(), line.size(), MSG_NOSIGNAL), static_cast<ssize_t>(line.size()));
+}
 
 /// Polls `done` every 5 ms for at most 3 s (bounded: the watch answers in milliseconds).
 template <class F>
@@ -119,11 +121,12 @@ TEST(LivenessWatch, QuietIsFalseWhileAnEndIsUnread) {
 
 TEST(LivenessAddressOrder, InterfacesFirstThenBridgesThenLoopback) {
   const std::vector<std::pair<std::string, std::string>> ifs = {
-      {"lo", "127.0.0.1"},        {"lo", "::1"},           {"docker0", "172.17.0.1"}, {"eth0", "fe80::1"},
-      {"ib0", "192.0.2.7"},       {"eth0", "2001:db8::7"}, {"eth0", "198.51.100.7"}, {"eth0", "198.51.100.7"}};
+      {"lo", "127.0.0.1"},  {"lo", "::1"},           {"docker0", "172.17.0.1"}, {"eth0", "fe80::1"},
+      {"ib0", "192.0.2.7"}, {"eth0", "2001:db8::7"}, {"eth0", "198.51.100.7"},  {"eth0", "198.51.100.7"}};
   EXPECT_EQ(liveness_address_order(ifs, true),
             (std::vector<std::string>{"192.0.2.7", "198.51.100.7", "2001:db8::7", "172.17.0.1", "127.0.0.1", "::1"}));
-  EXPECT_EQ(liveness_address_order(ifs, false), (std::vector<std::string>{"192.0.2.7", "198.51.100.7", "172.17.0.1", "127.0.0.1"}));
+  EXPECT_EQ(liveness_address_order(ifs, false),
+            (std::vector<std::string>{"192.0.2.7", "198.51.100.7", "172.17.0.1", "127.0.0.1"}));
   EXPECT_EQ(liveness_address_order(ifs, true, 2), (std::vector<std::string>{"192.0.2.7", "198.51.100.7"}));
 }
 
@@ -140,7 +143,8 @@ TEST(DescribeLost, AWholeHostIsNamedAsAHost) {
     status(j, r).last_phase = Phase::Barrier;
   }
   EXPECT_EQ(j.describe_lost(),
-            "every process of gpu-b ended (ranks 2, 3) at 3.1–3.2 s: the host went down or its processes were killed, in phase barrier");
+            "every process of gpu-b ended (ranks 2, 3) at 3.1–3.2 s: the host went down or its processes were killed, "
+            "in phase barrier");
   EXPECT_EQ(j.lost(), (std::vector<int>{2, 3}));
   for (int r : {2, 3}) status(j, r).lost = "unreachable";
   EXPECT_NE(j.describe_lost().find("gpu-b stopped answering (ranks 2, 3)"), std::string::npos) << j.describe_lost();
@@ -173,7 +177,8 @@ TEST(DescribeLost, TheChecksTellTheLostRanks) {
   j.barrier.missing = {2, 3};
   const Verdict barrier = job_fixture::judge_job(*find_check("comm.barrier"), j);
   EXPECT_EQ(barrier.status, Status::Fail);
-  EXPECT_NE(barrier.summary.find("the barrier could not complete: every process of gpu-b ended (ranks 2, 3)"), std::string::npos)
+  EXPECT_NE(barrier.summary.find("the barrier could not complete: every process of gpu-b ended (ranks 2, 3)"),
+            std::string::npos)
       << barrier.summary;
   EXPECT_NE(barrier.remedy.find("rank 2 on gpu-b ended in the barrier"), std::string::npos) << barrier.remedy;
 
@@ -185,7 +190,8 @@ TEST(DescribeLost, TheChecksTellTheLostRanks) {
   j.allreduce.transport = "nccl";
   const Verdict allreduce = job_fixture::judge_job(*find_check("comm.allreduce"), j);
   EXPECT_EQ(allreduce.status, Status::Fail);
-  EXPECT_NE(allreduce.summary.find("the all_reduce over nccl could not complete: every process of gpu-b ended"), std::string::npos)
+  EXPECT_NE(allreduce.summary.find("the all_reduce over nccl could not complete: every process of gpu-b ended"),
+            std::string::npos)
       << allreduce.summary;
 }
 
@@ -198,7 +204,8 @@ TEST(DescribeLost, LaunchRanksBlamesTheLostNotTheRanksOnTheirWay) {
   const Verdict v = job_fixture::judge_job(*find_check("launch.ranks"), j);
   EXPECT_EQ(v.status, Status::Fail);
   EXPECT_NE(v.summary.find("1 rank of 4 ended before delivering facts: rank 3 (gpu-b"), std::string::npos) << v.summary;
-  EXPECT_NE(v.summary.find("1 rank was still on the way when rank 0 stopped waiting (rank 1 (gpu-a"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("1 rank was still on the way when rank 0 stopped waiting (rank 1 (gpu-a"), std::string::npos)
+      << v.summary;
   EXPECT_NE(v.remedy.find("rank 3 on gpu-b ended in the gather"), std::string::npos) << v.remedy;
 }
 

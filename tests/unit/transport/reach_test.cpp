@@ -41,7 +41,9 @@ TEST(ReachListener, SixtyFourConcurrentConnects) {
   std::vector<ReachResult> results(kClients);
   std::vector<std::thread> threads;
   for (int k = 0; k < kClients; ++k) {
-    threads.emplace_back([&, k] { results[static_cast<std::size_t>(k)] = reach({"lo", "127.0.0.1", l.port()}, 3000ms); });
+    threads.emplace_back([&, k] {
+      results[static_cast<std::size_t>(k)] = reach({"lo", "127.0.0.1", l.port()}, 3000ms);
+    });
   }
   for (std::thread& t : threads) t.join();
   for (const ReachResult& r : results) {
@@ -111,14 +113,17 @@ TEST(Reach, UnansweredSynEndsAtTheDeadline) {
   int connected = 0;
   for (int k = 0; k < 8 && !timed_out; ++k) {  // the first one or two fill the queue
     ReachResult r = reach(t, 300ms);
-    if (r.ok) ++connected;
-    else timed_out = std::move(r);
+    if (r.ok)
+      ++connected;
+    else
+      timed_out = std::move(r);
   }
   ::close(fd);
   ASSERT_TRUE(timed_out.has_value()) << "every connect completed";
   EXPECT_GE(connected, 1);
   EXPECT_FALSE(timed_out->ok);
-  EXPECT_EQ(timed_out->error, "no answer within 0.3 s (the SYN was not answered: a firewall drops it, or there is no route)");
+  EXPECT_EQ(timed_out->error,
+            "no answer within 0.3 s (the SYN was not answered: a firewall drops it, or there is no route)");
   EXPECT_GE(timed_out->ms, 290.0);
   EXPECT_LT(timed_out->ms, 1000.0);  // bounded: never the kernel's own SYN retry timeout
 }
@@ -220,17 +225,21 @@ TEST(BootstrapTarget, NothingMatchesSaysWhy) {
   f.env.set("NCCL_SOCKET_IFNAME", "ib9");
   std::string why;
   EXPECT_FALSE(bootstrap_target(f, why));
-  EXPECT_EQ(why, "rank 0 has no usable interface for NCCL's bootstrap: NCCL_SOCKET_IFNAME=ib9 selects no running interface with an IP address");
+  EXPECT_EQ(why,
+            "rank 0 has no usable interface for NCCL's bootstrap: NCCL_SOCKET_IFNAME=ib9 selects no running interface "
+            "with an IP address");
 }
 
 TEST(BootstrapTarget, UnknownInterfacesSayWhy) {
   RankFacts f;
-  f.net.interfaces = Probed<std::vector<NetInterface>>::error(ProbeErrc::PermissionDenied, "getifaddrs: Permission denied", "getifaddrs");
+  f.net.interfaces = Probed<std::vector<NetInterface>>::error(ProbeErrc::PermissionDenied,
+                                                              "getifaddrs: Permission denied", "getifaddrs");
   std::string why;
   EXPECT_FALSE(bootstrap_target(f, why));
   EXPECT_NE(why.find("rank 0's network interfaces could not be read"), std::string::npos) << why;
   RankFacts s = usual_host();
-  s.net.interfaces = Probed<std::vector<NetInterface>>::ok(*usual_host().net.interfaces.value(), std::string(kInterfacesSysfsSource));
+  s.net.interfaces =
+      Probed<std::vector<NetInterface>>::ok(*usual_host().net.interfaces.value(), std::string(kInterfacesSysfsSource));
   EXPECT_FALSE(bootstrap_target(s, why));
   EXPECT_NE(why.find("--sysroot"), std::string::npos) << why;
 }
