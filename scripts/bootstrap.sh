@@ -61,6 +61,12 @@ if [ "$mode" = format ]; then
   # must be as clang-format (.clang-format) writes them; prints the diff that would fix them.
   cd "$here"
   base=${1:-$(grep -Eo '^[0-9a-f]{40}' .git-blame-ignore-revs | tail -1)}
+  if ! git cat-file -e "$base^{commit}" 2>/dev/null; then  # a shallow clone: every file is checked
+    echo "format: $base is not in this clone; checking every C++ file" >&2
+    git ls-files '*.cpp' '*.hpp' '*.c' '*.h' '*.inc' | grep -v '^tests/fuzz/corpus/' | xargs clang-format --dry-run --Werror
+    echo "format: every C++ file is formatted"
+    exit 0
+  fi
   files=$(git diff --name-only --diff-filter=ACMR "$base" -- '*.cpp' '*.hpp' '*.c' '*.h' '*.inc' | grep -v '^tests/fuzz/corpus/' || true)
   if [ -z "$files" ]; then echo "format: no C++ file changed since ${base:0:12}"; exit 0; fi
   # shellcheck disable=SC2086  # one file name a line, none with spaces

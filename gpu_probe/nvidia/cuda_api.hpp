@@ -140,15 +140,17 @@ inline constexpr char name_cuEventDestroy_v2[] = "cuEventDestroy_v2";
 inline constexpr char name_cuGetErrorName[] = "cuGetErrorName";
 
 /// Every function declared above, once each: X(name) for PFN_name and name_name.
-#define PREFLIGHT_CUDA_FUNCTIONS(X)                                                                                    \
-  X(cuInit)                                                                                                            \
-  X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)                  \
-      X(cuDeviceTotalMem_v2) X(cuDeviceGetUuid_v2) X(cuDeviceGetUuid) X(cuDevicePrimaryCtxRetain)                      \
-          X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc_v2) X(cuMemFree_v2)      \
-              X(cuMemsetD32_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyHtoD_v2) X(cuDeviceCanAccessPeer)                         \
-                  X(cuCtxEnablePeerAccess) X(cuCtxDisablePeerAccess) X(cuMemcpyPeerAsync) X(cuStreamCreate)            \
-                      X(cuStreamDestroy_v2) X(cuEventCreate) X(cuEventRecord) X(cuEventQuery) X(cuEventElapsedTime_v2) \
-                          X(cuEventElapsedTime) X(cuEventDestroy_v2) X(cuGetErrorName)
+// One function list, as many names a line as fit (clang-format would make a staircase of it).
+// clang-format off
+#define PREFLIGHT_CUDA_FUNCTIONS(X) \
+  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) \
+  X(cuDeviceTotalMem_v2) X(cuDeviceGetUuid_v2) X(cuDeviceGetUuid) X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease_v2) X(cuCtxSetCurrent) X(cuCtxSynchronize) X(cuMemAlloc_v2) X(cuMemFree_v2) \
+  X(cuMemsetD32_v2) X(cuMemcpyDtoH_v2) X(cuMemcpyHtoD_v2) X(cuDeviceCanAccessPeer) X(cuCtxEnablePeerAccess) \
+  X(cuCtxDisablePeerAccess) X(cuMemcpyPeerAsync) X(cuStreamCreate) X(cuStreamDestroy_v2) X(cuEventCreate) \
+  X(cuEventRecord) X(cuEventQuery) X(cuEventElapsedTime_v2) X(cuEventElapsedTime) X(cuEventDestroy_v2) \
+  X(cuGetErrorName)
+// clang-format on
 
 /// The functions of one opened libcuda, resolved once (resolve_table in gpu_probe/dynlib.hpp): a member is
 /// null when the library does not export that symbol (an older driver), and every caller checks before calling.

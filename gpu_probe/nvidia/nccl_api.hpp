@@ -130,10 +130,12 @@ inline constexpr char name_ncclCommDestroy[] = "ncclCommDestroy";
 inline constexpr char name_ncclCommAbort[] = "ncclCommAbort";
 
 /// Every function declared above, once each: X(name) for PFN_name and name_name.
-#define PREFLIGHT_NCCL_FUNCTIONS(X)                                                                               \
-  X(ncclGetVersion)                                                                                               \
-  X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId) X(ncclCommInitRankConfig) X(ncclCommGetAsyncError) \
-      X(ncclAllReduce) X(ncclCommFinalize) X(ncclCommDestroy) X(ncclCommAbort)
+// One function list, as many names a line as fit (clang-format would make a staircase of it).
+// clang-format off
+#define PREFLIGHT_NCCL_FUNCTIONS(X) \
+  X(ncclGetVersion) X(ncclGetErrorString) X(ncclGetLastError) X(ncclGetUniqueId) X(ncclCommInitRankConfig) \
+  X(ncclCommGetAsyncError) X(ncclAllReduce) X(ncclCommFinalize) X(ncclCommDestroy) X(ncclCommAbort)
+// clang-format on
 
 /// The functions of one opened libnccl, resolved once (resolve_table in gpu_probe/dynlib.hpp): a member is
 /// null when the library does not export that symbol (an older NCCL), and every caller checks before calling.

@@ -407,28 +407,26 @@ inline constexpr char name_nvmlEventSetWait[] = "nvmlEventSetWait";
 inline constexpr char name_nvmlEventSetFree[] = "nvmlEventSetFree";
 
 /// Every function declared above, once each: X(name) for PFN_name and name_name.
-#define PREFLIGHT_NVML_FUNCTIONS(X)                                                                                    \
-  X(nvmlInit_v2)                                                                                                       \
-  X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion) X(nvmlSystemGetCudaDriverVersion_v2) X(             \
-      nvmlSystemGetCudaDriverVersion) X(nvmlDeviceGetCount_v2) X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetName)   \
-      X(nvmlDeviceGetUUID) X(nvmlDeviceGetPciInfo_v3) X(nvmlDeviceGetCudaComputeCapability) X(nvmlDeviceGetMemoryInfo) \
-          X(nvmlDeviceGetComputeRunningProcesses_v3) X(nvmlDeviceGetPersistenceMode) X(nvmlDeviceGetMigMode)           \
-              X(nvmlDeviceGetCpuAffinity) X(nvmlDeviceGetNumaNodeId) X(nvmlDeviceGetMemoryAffinity)                    \
-                  X(nvmlDeviceGetNvLinkState) X(nvmlDeviceGetNvLinkRemotePciInfo_v2)                                   \
-                      X(nvmlDeviceGetNvLinkRemoteDeviceType) X(nvmlDeviceGetTopologyCommonAncestor) X(                 \
-                          nvmlDeviceGetP2PStatus) X(nvmlDeviceGetRemappedRows) X(nvmlDeviceGetRowRemapperHistogram)    \
-                          X(nvmlDeviceGetRetiredPagesPendingStatus) X(nvmlDeviceGetRetiredPages)                       \
-                              X(nvmlDeviceGetEccMode) X(nvmlDeviceGetTotalEccErrors) X(nvmlDeviceGetFieldValues) X(    \
-                                  nvmlDeviceGetCurrentClocksEventReasons) X(nvmlDeviceGetCurrentClocksThrottleReasons) \
-                                  X(nvmlDeviceGetPerformanceState) X(nvmlDeviceGetTemperature)                         \
-                                      X(nvmlDeviceGetTemperatureThreshold) X(nvmlDeviceGetCurrPcieLinkGeneration)      \
-                                          X(nvmlDeviceGetCurrPcieLinkWidth) X(nvmlDeviceGetMaxPcieLinkGeneration) X(   \
-                                              nvmlDeviceGetMaxPcieLinkWidth) X(nvmlDeviceGetGpuMaxPcieLinkGeneration)  \
-                                              X(nvmlDeviceGetPcieReplayCounter) X(nvmlDeviceGetNvLinkErrorCounter)     \
-                                                  X(nvmlDeviceGetGpuFabricInfo) X(nvmlDeviceGetGpuFabricInfoV)         \
-                                                      X(nvmlEventSetCreate) X(nvmlDeviceRegisterEvents)                \
-                                                          X(nvmlDeviceGetSupportedEventTypes) X(nvmlEventSetWait_v2)   \
-                                                              X(nvmlEventSetWait) X(nvmlEventSetFree)
+// One function list, as many names a line as fit (clang-format would make a staircase of it).
+// clang-format off
+#define PREFLIGHT_NVML_FUNCTIONS(X) \
+  X(nvmlInit_v2) X(nvmlShutdown) X(nvmlErrorString) X(nvmlSystemGetDriverVersion) \
+  X(nvmlSystemGetCudaDriverVersion_v2) X(nvmlSystemGetCudaDriverVersion) X(nvmlDeviceGetCount_v2) \
+  X(nvmlDeviceGetHandleByIndex_v2) X(nvmlDeviceGetName) X(nvmlDeviceGetUUID) X(nvmlDeviceGetPciInfo_v3) \
+  X(nvmlDeviceGetCudaComputeCapability) X(nvmlDeviceGetMemoryInfo) X(nvmlDeviceGetComputeRunningProcesses_v3) \
+  X(nvmlDeviceGetPersistenceMode) X(nvmlDeviceGetMigMode) X(nvmlDeviceGetCpuAffinity) X(nvmlDeviceGetNumaNodeId) \
+  X(nvmlDeviceGetMemoryAffinity) X(nvmlDeviceGetNvLinkState) X(nvmlDeviceGetNvLinkRemotePciInfo_v2) \
+  X(nvmlDeviceGetNvLinkRemoteDeviceType) X(nvmlDeviceGetTopologyCommonAncestor) X(nvmlDeviceGetP2PStatus) \
+  X(nvmlDeviceGetRemappedRows) X(nvmlDeviceGetRowRemapperHistogram) X(nvmlDeviceGetRetiredPagesPendingStatus) \
+  X(nvmlDeviceGetRetiredPages) X(nvmlDeviceGetEccMode) X(nvmlDeviceGetTotalEccErrors) X(nvmlDeviceGetFieldValues) \
+  X(nvmlDeviceGetCurrentClocksEventReasons) X(nvmlDeviceGetCurrentClocksThrottleReasons) \
+  X(nvmlDeviceGetPerformanceState) X(nvmlDeviceGetTemperature) X(nvmlDeviceGetTemperatureThreshold) \
+  X(nvmlDeviceGetCurrPcieLinkGeneration) X(nvmlDeviceGetCurrPcieLinkWidth) X(nvmlDeviceGetMaxPcieLinkGeneration) \
+  X(nvmlDeviceGetMaxPcieLinkWidth) X(nvmlDeviceGetGpuMaxPcieLinkGeneration) X(nvmlDeviceGetPcieReplayCounter) \
+  X(nvmlDeviceGetNvLinkErrorCounter) X(nvmlDeviceGetGpuFabricInfo) X(nvmlDeviceGetGpuFabricInfoV) \
+  X(nvmlEventSetCreate) X(nvmlDeviceRegisterEvents) X(nvmlDeviceGetSupportedEventTypes) X(nvmlEventSetWait_v2) \
+  X(nvmlEventSetWait) X(nvmlEventSetFree)
+// clang-format on
 
 /// The functions of one opened libnvidia-ml, resolved once (resolve_table in gpu_probe/dynlib.hpp): a member is
 /// null when the library does not export that symbol (an older driver), and every caller checks before calling.
