@@ -68,7 +68,7 @@ Report hostile_report() {
 }
 
 /// libxml2's error callbacks: the messages are collected into the std::string behind `ctx`.
-void collect(void* ctx, const char* fmt, ...) {
+[[gnu::format(printf, 2, 3)]] void collect(void* ctx, const char* fmt, ...) {
   char buf[1024];
   va_list ap;
   va_start(ap, fmt);
