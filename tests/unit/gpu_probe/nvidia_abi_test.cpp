@@ -351,6 +351,7 @@ TEST(NvidiaAbi, Nvml) {
 // Included last: nvml.h defines many of the names nvml_api.hpp declares as macros (the event type
 // bits, the buffer sizes, nvmlEventSetWait -> nvmlEventSetWait_v2), so what is compared is taken
 // from our header first.
+#ifdef PREFLIGHT_HAVE_NVML_H
 namespace nvml_ours {
 namespace v = preflight::nvml;
 constexpr unsigned long long kSingleBitEcc = v::nvmlEventTypeSingleBitEccError;
@@ -364,7 +365,6 @@ constexpr int kNoPermission = v::NVML_ERROR_NO_PERMISSION;
 constexpr int kFunctionNotFound = v::NVML_ERROR_FUNCTION_NOT_FOUND;
 }  // namespace nvml_ours
 
-#ifdef PREFLIGHT_HAVE_NVML_H
 #include <nvml.h>
 
 namespace {
