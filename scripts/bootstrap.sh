@@ -5,6 +5,8 @@
 #   scripts/bootstrap.sh run [preflight options]
 #   scripts/bootstrap.sh test
 #   scripts/bootstrap.sh format [BASE]    # git clang-format --diff against BASE (see .ci/run)
+#   scripts/bootstrap.sh build            # as test, without running the tests
+#   scripts/bootstrap.sh deps             # only install what test (and PREFLIGHT_SANITIZE=1) needs
 # `run` installs and builds only what preflight needs; `test` adds the test tools and builds
 # everything; `test` runs every test but the opt-in labels (slow; tests/README.md).
 # Environment: BUILD_DIR (default build), PREFLIGHT_SANITIZE=1 for the clang ASan+UBSan build with
@@ -38,9 +40,10 @@ format_packages=(clang-format git)
 
 case "$mode" in
   run) packages=("${run_packages[@]}") ;;
-  test) packages=("${run_packages[@]}" "${test_packages[@]}") ;;
+  test | build) packages=("${run_packages[@]}" "${test_packages[@]}") ;;
+  deps) packages=("${run_packages[@]}" "${test_packages[@]}" "${format_packages[@]}") ;;
   format) packages=("${format_packages[@]}") ;;
-  *) echo "usage: $0 run|test|format" >&2; exit 2 ;;
+  *) echo "usage: $0 run|test|build|deps|format" >&2; exit 2 ;;
 esac
 [ "${PREFLIGHT_SANITIZE:-0}" = 1 ] && packages+=("${clang_packages[@]}")
 
@@ -53,8 +56,11 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
   echo "bootstrap: installing ${missing[*]}" >&2
   "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # Another install on the machine (a second bootstrap) holds the lock for a while: wait for it.
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    -o DPkg::Lock::Timeout=600 "${missing[@]}" >/dev/null
 fi
+[ "$mode" = deps ] && exit 0
 
 if [ "$mode" = format ]; then
   # The lines changed since BASE (default: the last whole-tree formatting, .git-blame-ignore-revs)
@@ -110,7 +116,7 @@ cmake "${cmake_args[@]}" >/dev/null
 targets=()
 [ "$mode" = run ] && targets=(--target preflight preflight-gpu-probe)
 # shellcheck disable=SC2206  # a list of target names
-[ "$mode" = test ] && [ -n "${BUILD_TARGETS:-}" ] && targets=(--target ${BUILD_TARGETS})
+[ "$mode" != run ] && [ -n "${BUILD_TARGETS:-}" ] && targets=(--target ${BUILD_TARGETS})
 cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"
 
 case "$mode" in

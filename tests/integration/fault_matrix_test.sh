@@ -18,7 +18,7 @@ table="$work/table.tsv"
 
 # Sanitizer builds start slower (and their children too): a little more time per row.
 slack=0
-if ldd "$PREFLIGHT" 2>/dev/null | grep -q 'libasan\|libubsan'; then slack=3; fi
+if sanitized_build; then slack=3; fi
 
 # In sanitizer builds, CI (.ci/run) runs the representative rows below, one of each kind of fault
 # (a GPU library that crashes, hangs or fails; a rank stopped or lying; a probe that hangs; a broken

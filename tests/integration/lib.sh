@@ -19,6 +19,9 @@ done
 fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 pass() { echo "ok: $*"; }
 skip_all() { echo "SKIP: $*"; exit 77; }
+# sanitized_build: whether $PREFLIGHT carries a sanitizer's runtime (gcc links it as a shared
+# library, clang into the binary: its entry points are named in the binary either way).
+sanitized_build() { grep -aqE '__(asan|tsan|ubsan)_(init|handle_)' "$PREFLIGHT"; }
 
 # expect_rc WANT DESCRIPTION -- COMMAND...: runs COMMAND, output in $work/out, $work/err.
 expect_rc() {

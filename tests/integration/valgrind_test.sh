@@ -5,7 +5,7 @@
 # exits 99. Skipped in sanitizer builds (valgrind cannot run them) and where valgrind is missing.
 source "$(dirname "$0")/lib.sh"
 command -v valgrind >/dev/null || skip_all "valgrind is not installed"
-if [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ] || ldd "$PREFLIGHT" | grep -Eq 'libasan|libtsan|libubsan'; then
+if [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ] || sanitized_build; then
   skip_all "a sanitizer build: valgrind cannot run it (the sanitizers check this build instead)"
 fi
 supp="$PREFLIGHT_SOURCE_DIR/tests/sanitizers/valgrind.supp"
