@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/cli.hpp"
+#include "core/env_grammar.hpp"
 #include "core/text.hpp"
 #include "job/run.hpp"
 #include "probes/probe.hpp"
@@ -326,7 +327,18 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
   } cleanup{temporary, dir};
 
   auto recorder = std::make_shared<FsRecorder>(dir);
+  const unsigned uid = ::getuid();
+  recorder->filter(
+      "/etc/passwd", [uid](const std::string& passwd) { return passwd_entry(passwd, uid); },
+      "only the entry of uid " + std::to_string(uid) +
+          ", the user the job runs as (whose home holds NCCL's ~/.nccl.conf): no other account is recorded");
   const EnvSnapshot env = EnvSnapshot::capture(environ);
+  // Every file the capture writes goes through the redaction of every output (core/redact.hpp).
+  const Redactor redactor(env);
+  const auto redacted = [&redactor](nlohmann::json doc) {
+    redactor.json(doc);
+    return doc;
+  };
   const auto deadline = start + std::chrono::milliseconds(static_cast<long long>(options.timeout_s * 900.0));
   Options probe_options = options;
   probe_options.sysroot.clear();
@@ -340,7 +352,7 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
     for (const CaptureFactFile& file : capture_fact_files()) {
       if (file.name != name) continue;
       if (file.path.find('/', 1) != std::string_view::npos) ::mkdir((dir + "/facts").c_str(), 0755);
-      const std::string error = write_file(dir + std::string(file.path), dump(doc));
+      const std::string error = write_file(dir + std::string(file.path), dump(redacted(doc)));
       if (!error.empty()) {
         problems.push_back(error);
       } else {
@@ -377,11 +389,13 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
       {"facts", held},
       {"files", recorder->recorded()},
       {"dropped_env_values", env_doc.at("dropped_values")},
+      {"filtered_files", recorder->filtered()},
       {"unreadable", unreadable},
       {"problems", problems},
   };
   if (probes.expired) manifest["incident"] = probes.incident;
-  if (const std::string error = write_file(dir + std::string(kCaptureManifest), dump(manifest)); !error.empty()) {
+  if (const std::string error = write_file(dir + std::string(kCaptureManifest), dump(redacted(manifest)));
+      !error.empty()) {
     std::cerr << "preflight: error: " << error << "\n";
     return to_int(ExitCode::Internal);
   }

@@ -445,13 +445,20 @@ bool is_env_name(std::string_view name) {
   return std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
-std::optional<std::string> passwd_home(std::string_view passwd, unsigned uid) {
+std::string passwd_entry(std::string_view passwd, unsigned uid) {
   const std::string wanted = std::to_string(uid);
   for (std::string_view line : split(passwd, '\n')) {
     const std::vector<std::string_view> fields = split(line, ':');
-    if (fields.size() >= 6 && fields[2] == wanted && !fields[5].empty()) return std::string(fields[5]);
+    if (fields.size() >= 6 && fields[2] == wanted && !fields[5].empty()) return std::string(line) + "\n";
   }
-  return std::nullopt;
+  return {};
+}
+
+std::optional<std::string> passwd_home(std::string_view passwd, unsigned uid) {
+  const std::string line = passwd_entry(passwd, uid);
+  if (line.empty()) return std::nullopt;
+  const std::string_view fields = std::string_view(line).substr(0, line.size() - 1);  // without the newline
+  return std::string(split(fields, ':')[5]);
 }
 
 }  // namespace preflight

@@ -87,5 +87,8 @@ bool is_env_name(std::string_view name);
 
 /// The home directory /etc/passwd gives uid (NCCL uses getpwuid(getuid())->pw_dir), or nullopt.
 std::optional<std::string> passwd_home(std::string_view passwd, unsigned uid);
+/// The one line of /etc/passwd that passwd_home() reads for uid, with its newline ("" when there is
+/// none): what a capture keeps of the file, so that it holds no other account.
+std::string passwd_entry(std::string_view passwd, unsigned uid);
 
 }  // namespace preflight

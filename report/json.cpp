@@ -63,7 +63,9 @@ json job_json(const Report& report) {
 
 }  // namespace
 
-std::string render_json(const Report& report, const Options& options, JsonLayout layout) {
+std::string render_json(const Report& unredacted, const Options& options, JsonLayout layout) {
+  const Redactor redactor = report_redactor(unredacted);
+  const Report report = redact_report(unredacted, redactor);
   const Counts c = count(report);
   const Counts rows = count_instances(report);
   json counts = json::object();
@@ -78,12 +80,14 @@ std::string render_json(const Report& report, const Options& options, JsonLayout
 
   json ranks = json::array();
   for (const RankFacts& f : report.ranks) {
+    nlohmann::json facts = f;
+    redactor.json(facts);
     ranks.push_back({
         {"rank", f.placement.rank},
         {"host", f.identity.hostname},
         {"local_rank", f.placement.local_rank},
         {"pid", f.identity.pid},
-        {"facts", json(nlohmann::json(f))},
+        {"facts", json(std::move(facts))},
     });
   }
 

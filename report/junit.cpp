@@ -90,7 +90,8 @@ bool is_failure(Status s, bool strict) {
 
 }  // namespace
 
-std::string render_junit(const Report& report, const Options& options) {
+std::string render_junit(const Report& unredacted, const Options& options) {
+  const Report report = redact_report(unredacted, report_redactor(unredacted));
   // One testcase per check instance: a result judged on several hosts is one case per host.
   int cases = 0, failures = 0, skipped = 0;
   for (const CheckResult& r : report.results) {

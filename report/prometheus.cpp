@@ -27,7 +27,8 @@ void family(std::ostringstream& out, const char* name, const char* type, const c
 
 }  // namespace
 
-std::string render_prometheus(const Report& report, const Options& options) {
+std::string render_prometheus(const Report& unredacted, const Options& options) {
+  const Report report = redact_report(unredacted, report_redactor(unredacted));
   std::ostringstream out;
   family(out, "preflight_check_status", "gauge",
          "1 for the status of the check on the host, 0 for the other statuses (PASS, WARN, FAIL, SKIP, UNKNOWN).");

@@ -12,6 +12,7 @@
 #include "core/facts.hpp"
 #include "core/job.hpp"
 #include "core/options.hpp"
+#include "core/redact.hpp"
 #include "core/verdict.hpp"
 
 namespace preflight {
@@ -96,6 +97,17 @@ int exit_code(const Report& report, bool strict);
 
 /// The run's overall status for the summary line.
 Status overall(const Report& report, bool strict);
+
+/// The redaction of every output (core/redact.hpp) for this report: it knows the secret values of
+/// every rank's environment and NCCL configuration files.
+Redactor report_redactor(const Report& report);
+/// A copy of the report with every string a renderer shows through `redactor`: the results'
+/// summaries, remedies, causes, findings, evidence and hosts; the notes and incidents; the job's
+/// notes, errors, reach target and rank statuses; every rank's host name and environment (a secret
+/// variable's value replaced whole). The ranks' other facts are copied as they are: render_json,
+/// the one renderer that shows them, scrubs their JSON with the same Redactor. Every renderer
+/// renders the report through it, so no output shows what another hides.
+Report redact_report(const Report& report, const Redactor& redactor);
 
 std::string render_text(const Report& report, const Options& options, bool color);
 /// How a JSON document is laid out: indented for people (--json, --format json), or on one line for

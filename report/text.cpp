@@ -282,7 +282,8 @@ std::string fix_first(const std::vector<const Layout::Row*>& todo, std::size_t n
 
 }  // namespace
 
-std::string render_text(const Report& report, const Options& options, bool color) {
+std::string render_text(const Report& unredacted, const Options& options, bool color) {
+  const Report report = redact_report(unredacted, report_redactor(unredacted));
   std::ostringstream out;
   const std::string host =
       report.ranks.empty() ? std::string("?") : terminal_safe(report.ranks.front().identity.hostname);

@@ -4,13 +4,15 @@
 #include <algorithm>
 
 #include "core/json_util.hpp"
+#include "core/redact.hpp"
 #include "core/text.hpp"
 
 namespace preflight {
 
 const std::vector<CaptureFactFile>& capture_fact_files() {
   static const std::vector<CaptureFactFile> kFiles = {
-      {"env", "/facts/env.json", "the environment variables the checks read (secrets' values dropped)"},
+      {"env", "/facts/env.json",
+       "the environment variables the checks read (secrets' values dropped, URL user:password redacted)"},
       {"shm", "/facts/shm.json", "statfs/statvfs of /dev/shm and the allocation test"},
       {"net", "/facts/net.json",
        "the interfaces with their addresses (getifaddrs), MASTER_ADDR/MASTER_PORT as resolved"},
@@ -40,27 +42,15 @@ std::string CapturedFacts::missing(std::string_view name, std::string_view what)
   return why + "it holds no " + std::string(what);
 }
 
-namespace {
-
-bool contains_ci(std::string_view text, std::string_view word) {
-  return to_lower(text).find(word) != std::string::npos;
-}
-
-}  // namespace
-
-bool is_secret_name(std::string_view name) {
-  return contains_ci(name, "token") || contains_ci(name, "secret") || contains_ci(name, "password") ||
-         contains_ci(name, "key");
-}
-
 nlohmann::json captured_env_json(const EnvSnapshot& env) {
+  const Redactor redactor(env);
   nlohmann::json vars = nlohmann::json::object();
   nlohmann::json dropped = nlohmann::json::array();
   for (const auto& [name, value] : env.all()) {
     if (is_secret_name(name)) {
       dropped.push_back(name);
     } else {
-      vars[name] = value;
+      vars[name] = redactor.text(value);  // a URL's user:password, a secret inside another value
     }
   }
   return {{"vars", vars}, {"dropped_values", dropped}};

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/env.hpp"
+#include "core/redact.hpp"
 #include "sys/file_system.hpp"
 
 namespace preflight {
@@ -47,11 +48,9 @@ struct CapturedFacts {
 
 CapturedFacts load_capture(const FileSystem& fs);
 
-/// Names whose values a capture never records: *TOKEN*, *SECRET*, *PASSWORD*, *KEY* (any case).
-bool is_secret_name(std::string_view name);
-
-/// The environment a capture records: the variables the checks read, secrets' values dropped
-/// (their names go into `dropped`).
+/// The environment a capture records: the variables the checks read, the values of secret names
+/// (is_secret_name(), core/redact.hpp) dropped (their names go into `dropped_values`), every other
+/// value through the Redactor of every output (a URL's user:password redacted).
 nlohmann::json captured_env_json(const EnvSnapshot& env);
 /// The environment a capture recorded, through the same filter as a live run.
 std::optional<EnvSnapshot> captured_env(const CapturedFacts& capture);

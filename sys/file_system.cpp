@@ -186,11 +186,29 @@ std::string FsRecorder::materialize(std::string_view path, bool leaf_file) {
   return absolute_of(done);
 }
 
-void FsRecorder::file(std::string_view path, const std::string& data) {
+void FsRecorder::filter(std::string path, std::function<std::string(const std::string&)> keep, std::string why) {
+  std::lock_guard lock(m_mutex);
+  m_filters[std::move(path)] = {std::move(keep), std::move(why)};
+}
+
+std::map<std::string, std::string> FsRecorder::filtered() const {
+  std::lock_guard lock(m_mutex);
+  return m_filtered;
+}
+
+void FsRecorder::file(std::string_view path, const std::string& contents) {
   std::lock_guard lock(m_mutex);
   if (m_paused) return;
   const std::string live = materialize(path, false);
   if (live.empty() || live == "/") return;
+  auto filter = m_filters.find(path);
+  if (filter == m_filters.end()) filter = m_filters.find(live);
+  std::string kept;
+  if (filter != m_filters.end()) {
+    kept = filter->second.keep(contents);
+    m_filtered[live] = filter->second.why;
+  }
+  const std::string& data = filter != m_filters.end() ? kept : contents;
   const std::string out = dest(live);
   const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,13 @@ class FsRecorder {
   void set_paused(bool paused);
   bool paused() const;
 
+  /// What the capture keeps of the file at `path` (as the probes name it, or its target when it is
+  /// a link): filter(contents) instead of the contents, and why, for the manifest. For /etc/passwd,
+  /// the entry of the user the job runs as: every other local account stays out of the capture.
+  void filter(std::string path, std::function<std::string(const std::string&)> keep, std::string why);
+  /// The filtered files recorded: live path -> why (filter()'s `why`).
+  std::map<std::string, std::string> filtered() const;
+
   void file(std::string_view path, const std::string& data);
   void directory(std::string_view path, const std::vector<std::string>& names);
   void path(std::string_view path);
@@ -62,6 +70,12 @@ class FsRecorder {
   std::set<std::string> m_written;  // regular files holding real contents
   std::map<std::string, ProbeError> m_failed;
   std::vector<std::string> m_problems;
+  struct Filter {
+    std::function<std::string(const std::string&)> keep;
+    std::string why;
+  };
+  std::map<std::string, Filter, std::less<>> m_filters;
+  std::map<std::string, std::string> m_filtered;
 };
 
 /// What statfs(2) says of the file system that holds a path (the numbers statvfs(3) derives).

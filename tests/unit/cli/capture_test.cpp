@@ -199,10 +199,11 @@ TEST(FsRecorder, ACapturesRecordedFailureIsReturnedNotNotFound) {
 
 TEST(CaptureSecrets, NamesMatchingTokenSecretPasswordKeyAreSecretInAnyCase) {
   for (const char* name :
-       {"HF_TOKEN", "wandb_api_key", "AWS_SECRET_ACCESS_KEY", "DB_Password", "MyKeyFile", "GITHUB_TOKEN"}) {
+       {"HF_TOKEN", "wandb_api_key", "AWS_SECRET_ACCESS_KEY", "DB_Password", "My_Key_File", "GITHUB_TOKEN"}) {
     EXPECT_TRUE(is_secret_name(name)) << name;
   }
-  for (const char* name : {"NCCL_IB_HCA", "MASTER_ADDR", "CUDA_VISIBLE_DEVICES", "TORCH_NCCL_ASYNC_ERROR_HANDLING"}) {
+  for (const char* name :
+       {"NCCL_IB_HCA", "MASTER_ADDR", "CUDA_VISIBLE_DEVICES", "TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_IB_PKEY"}) {
     EXPECT_FALSE(is_secret_name(name)) << name;
   }
 }
