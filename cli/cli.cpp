@@ -7,15 +7,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <boost/program_options.hpp>
 
 #include "checks/check.hpp"
+#include "core/byte_kind.hpp"
 #include "core/text.hpp"
 #include "job/run.hpp"
+#include "sys/bounded_read.hpp"
 
 namespace po = boost::program_options;
 
@@ -214,34 +219,147 @@ void validate_selection(const Options& o) {
                    printable(join(o.skip, ","), 60) + "' selects no check");
 }
 
-/// The config file as Boost reads it, after the two rules of ours: a UTF-8 byte order mark at the
-/// start is dropped, and a value written in matching double or single quotes loses them
-/// (`only = "shm.*"` is `only = shm.*`; nothing inside is unescaped).
-po::parsed_options read_config_file(const std::string& path, const po::options_description& options) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    throw UsageError("--config '" + printable(path, 200) + "': is a directory, not a file");
+/// One `name = value` line of the config file: a known option name, the value as given.
+struct ConfigEntry {
+  std::string name;
+  std::string value;
+  int line = 0;
+};
+
+/// The config file's path and the lines it contributes (those the command line does not override).
+struct ConfigFile {
+  std::string path;
+  std::vector<ConfigEntry> entries;
+};
+
+/// A file preflight was pointed at may be anyone's (`--config /etc/shadow` as root): its messages
+/// give the line and the kind of what was found there, never the file's bytes.
+[[noreturn]] void config_error(const std::string& path, const std::string& what) {
+  throw UsageError("--config '" + printable(path, 200) + "': " + what);
+}
+[[noreturn]] void config_line_error(const std::string& path, int line, const std::string& what) {
+  config_error(path, "line " + std::to_string(line) + ": " + what);
+}
+
+/// The file's text: a regular file of at most 1 MiB, opened without blocking (a FIFO, a device or
+/// a socket is refused as it opens, never read).
+std::string read_config_text(const std::string& path) {
+  constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
+  const BoundedRead r = read_regular_file(path, kMaxConfigBytes);
+  using Refusal = BoundedRead::Refusal;
+  if (r.refusal == Refusal::Directory) config_error(path, "is a directory, not a file");
+  if (r.refusal == Refusal::Open || r.refusal == Refusal::Read) {
+    config_error(path, std::string("cannot read the file: ") + std::strerror(r.error));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("--config '" + printable(path, 200) + "': cannot read the file");
-  constexpr std::size_t kMaxConfigBytes = 1 << 20;
-  std::string text(kMaxConfigBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) throw UsageError("--config '" + printable(path, 200) + "': cannot read the file");
-  if (text.size() > kMaxConfigBytes) throw UsageError("--config '" + printable(path, 200) + "': larger than 1 MiB");
-  if (text.starts_with("\xEF\xBB\xBF")) text.erase(0, 3);
-  std::istringstream stream(text);
-  po::parsed_options parsed = po::parse_config_file(stream, options, /*allow_unregistered=*/false);
-  for (po::option& opt : parsed.options) {
-    for (std::string& value : opt.value) {
-      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
-        value = value.substr(1, value.size() - 2);
-      }
-    }
-    opt.original_tokens = opt.value;
+  if (r.refusal == Refusal::TooLarge) config_error(path, "larger than 1 MiB: not a config file");
+  if (!r.ok()) config_error(path, r.problem(kMaxConfigBytes) + ": not a config file");
+  return r.text;
+}
+
+std::string_view trim_config(std::string_view s) {
+  const std::size_t first = s.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t\r\n") - first + 1);
+}
+
+/// "" when the line may be read as INI text; else what it holds that no config line does.
+std::string config_binary_byte(std::string_view line) {
+  for (const char ch : line) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\t' && c != '\r') || c == 0x7F) return byte_kind(c) + " (not a text file)";
+  }
+  return "";
+}
+
+/// One line, comment and spaces removed, as an entry; throws naming the line and the kind of token.
+std::optional<ConfigEntry> config_entry(const std::string& path, std::string_view raw, int line,
+                                        const po::options_description& options) {
+  if (const std::string binary = config_binary_byte(raw); !binary.empty()) config_line_error(path, line, binary);
+  const std::string_view text = trim_config(raw.substr(0, raw.find('#')));
+  if (text.empty()) return std::nullopt;
+  if (text.front() == '[' && text.back() == ']') {
+    config_line_error(path, line, "a section header (the config file has no sections)");
+  }
+  const std::size_t eq = text.find('=');
+  if (eq == std::string_view::npos) config_line_error(path, line, "a line without '=' (expected name = value)");
+  ConfigEntry entry{std::string(trim_config(text.substr(0, eq))), std::string(trim_config(text.substr(eq + 1))), line};
+  if (entry.name.empty()) config_line_error(path, line, "no option name before '='");
+  if (options.find_nothrow(entry.name, /*approx=*/false) == nullptr) {
+    config_line_error(path, line, "an unknown option name (`preflight --help` lists the long option names)");
+  }
+  std::string& value = entry.value;
+  if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+    value = value.substr(1, value.size() - 2);
+  }
+  return entry;
+}
+
+/// The config file read and split into entries, after the two rules of ours: a UTF-8 byte order
+/// mark at the start is dropped, and a value written in matching double or single quotes loses
+/// them (`only = "shm.*"` is `only = shm.*`; nothing inside is unescaped). Otherwise the syntax of
+/// Boost's INI files: `#` starts a comment, spaces around names and values are dropped.
+std::vector<ConfigEntry> read_config_file(const std::string& path, const po::options_description& options) {
+  constexpr std::size_t kMaxConfigEntries = 1000;
+  const std::string whole = read_config_text(path);
+  std::string_view text = whole;
+  std::vector<ConfigEntry> out;
+  if (text.starts_with("\xEF\xBB\xBF")) text.remove_prefix(3);
+  int number = 0;
+  for (const std::string_view raw : split(text, '\n')) {
+    ++number;
+    std::optional<ConfigEntry> entry = config_entry(path, raw, number, options);
+    if (!entry) continue;
+    if (out.size() == kMaxConfigEntries) config_line_error(path, number, "more than 1000 options");
+    out.push_back(std::move(*entry));
+  }
+  return out;
+}
+
+/// The first `count` entries as Boost's parser would have given them.
+po::parsed_options config_parsed(const std::vector<ConfigEntry>& entries, std::size_t count,
+                                 const po::options_description& options) {
+  po::parsed_options parsed(&options);
+  for (std::size_t i = 0; i < count && i < entries.size(); ++i) {
+    po::option o(entries[i].name, {entries[i].value});
+    o.original_tokens = o.value;
+    parsed.options.push_back(std::move(o));
   }
   return parsed;
+}
+
+/// Adds the file's entries one at a time to the command line's options: the first one `accept`
+/// (or Boost's store) refuses is named by its line and option, never by its value.
+[[noreturn]] void blame_config_line(const ConfigFile& config, const po::variables_map& command_line,
+                                    const po::options_description& options,
+                                    const std::function<void(const po::variables_map&)>& accept) {
+  for (std::size_t k = 1; k <= config.entries.size(); ++k) {
+    const ConfigEntry& entry = config.entries[k - 1];
+    po::variables_map vm = command_line;
+    try {
+      po::store(config_parsed(config.entries, k, options), vm);
+      po::notify(vm);
+      accept(vm);
+    } catch (const po::multiple_occurrences&) {
+      config_line_error(config.path, entry.line, "option '" + entry.name + "' again (it takes one value)");
+    } catch (const std::exception&) {
+      config_line_error(config.path, entry.line,
+                        "the value of option '" + entry.name +
+                            "' is not accepted (the value is not shown: give it on the command line to see why)");
+    }
+  }
+  config_error(config.path, "its options are not accepted with those of the command line");
+}
+
+/// Stores the file's entries over the command line's (which win: dropped from `config` first).
+void store_config(po::variables_map& vm, ConfigFile& config, const po::options_description& options) {
+  std::erase_if(config.entries,
+                [&vm](const ConfigEntry& e) { return vm.count(e.name) != 0 && !vm[e.name].defaulted(); });
+  const po::variables_map command_line = vm;
+  try {
+    po::store(config_parsed(config.entries, config.entries.size(), options), vm);
+  } catch (const po::error&) {
+    blame_config_line(config, command_line, options, [](const po::variables_map&) {});
+  }
 }
 
 Options to_options(const po::variables_map& vm) {
@@ -399,6 +517,13 @@ Options to_options(const po::variables_map& vm) {
   return o;
 }
 
+/// The options, every rule of theirs checked (a selection that selects no check, for a run or a merge).
+Options checked_options(const po::variables_map& vm, Command command) {
+  Options o = to_options(vm);
+  if (command == Command::Run || command == Command::Merge) validate_selection(o);
+  return o;
+}
+
 }  // namespace
 
 std::optional<std::uint64_t> parse_count(std::string_view text) {
@@ -476,7 +601,7 @@ std::string help_text() {
          "  preflight merge [options] FILE...\n"
          "                              one report from per-node (--json) or per-rank (--json-per-rank)\n"
          "                              result files, with the job checks over their facts; a directory\n"
-         "                              stands for every *.json file in it\n"
+         "                              stands for every *.json file in it (a symlink out of it is refused)\n"
          "  preflight --version | --help\n\n"
          "Examples (every option of `run` is used in one of them):\n"
          "  preflight                                   check this node (profile node)\n"
@@ -514,7 +639,8 @@ std::string help_text() {
       << "\n"
          "Config file (--config FILE): one `name = value` per line with the long option names (only = net.*),\n"
          "`#` starts a comment, a value in matching double or single quotes loses them (nothing inside is\n"
-         "unescaped), a UTF-8 byte order mark is ignored; the command line wins over the file.\n"
+         "unescaped), a UTF-8 byte order mark is ignored; the command line wins over the file. It must be a\n"
+         "regular file of at most 1 MiB (a FIFO or a device is refused); an error names its line, never its text.\n"
          "--only and --skip are checked against the check ids: a glob that matches no check, or a selection\n"
          "that leaves none, is a usage error (exit 2). --timeout is at most 86400 s.\n\n"
          "Exit codes: 0 no FAIL/UNKNOWN (WARN allowed unless --strict) · 1 a FAIL · 2 usage or\n"
@@ -566,18 +692,16 @@ Cli parse_cli(const std::vector<std::string>& argv) {
   positional.add("args", -1);
 
   po::variables_map vm;
+  po::variables_map command_line_vm;
+  ConfigFile config;
+  const po::options_description file_options = run_options();  // the config's parsed options point into it
   try {
     po::store(po::command_line_parser(rest).options(all).positional(positional).run(), vm);
+    command_line_vm = vm;
     if (vm.count("config")) {
-      const std::string path = vm["config"].as<std::string>();
-      // The command line wins: drop the file's value of every option the command line already set
-      // (store() alone would merge list options such as --only).
-      const po::options_description file_options = run_options();  // parsed_options points into it
-      po::parsed_options from_file = read_config_file(path, file_options);
-      std::erase_if(from_file.options, [&vm](const po::option& o) {
-        return vm.count(o.string_key) != 0 && !vm[o.string_key].defaulted();
-      });
-      po::store(from_file, vm);
+      config.path = vm["config"].as<std::string>();
+      config.entries = read_config_file(config.path, file_options);
+      store_config(vm, config, file_options);
     }
     po::notify(vm);
   } catch (const po::error_with_option_name& e) {
@@ -622,8 +746,14 @@ Cli parse_cli(const std::vector<std::string>& argv) {
   if (vm.count("tar") && cli.command != Command::Capture) {
     throw UsageError("--tar is an option of `preflight capture` (see --help)");
   }
-  cli.options = to_options(vm);
-  if (cli.command == Command::Run || cli.command == Command::Merge) validate_selection(cli.options);
+  const auto accept = [command = cli.command](const po::variables_map& v) { return checked_options(v, command); };
+  try {
+    cli.options = accept(vm);
+  } catch (const UsageError&) {
+    if (config.entries.empty()) throw;
+    (void)accept(command_line_vm);  // an error of the command line's own values is its own
+    blame_config_line(config, command_line_vm, file_options, [&accept](const po::variables_map& v) { accept(v); });
+  }
   return cli;
 }
 

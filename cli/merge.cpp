@@ -2,6 +2,7 @@
 #include "cli/merge.hpp"
 #include "cli/merge_heap.hpp"
 
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,12 +25,14 @@
 #include "cli/cli.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
+#include "core/byte_kind.hpp"
 #include "core/fast_json.hpp"
 #include "core/json_util.hpp"
 #include "core/text.hpp"
 #include "job/job_report.hpp"
 #include "job/run.hpp"
 #include "matrix/compat_matrix.hpp"
+#include "sys/bounded_read.hpp"
 
 #ifndef PREFLIGHT_VERSION
 #define PREFLIGHT_VERSION "0.0.0"
@@ -81,29 +84,67 @@ int rank_number(const std::string& path, const json& value, const std::string& w
   return static_cast<int>(n);
 }
 
+/// Where and what the JSON reader stopped at, without the bytes: a file merge was pointed at may be
+/// anyone's ("byte 0: not JSON (expected '{', found a letter)").
+std::string not_json_at(std::string_view text, std::size_t offset) {
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  const std::string found = offset < text.size() ? byte_kind(static_cast<unsigned char>(text[offset])) : "the end";
+  if (offset == first && text[offset] != '{') {
+    return "byte " + std::to_string(offset) + ": not JSON (expected '{', found " + found + ")";
+  }
+  return "byte " + std::to_string(offset) + ": not valid JSON (found " + found + ")";
+}
+
 std::string host_of(const RankFacts& f) { return f.identity.hostname.empty() ? std::string("?") : f.identity.hostname; }
 
 }  // namespace
 
-std::vector<std::string> result_files(const std::vector<std::string>& paths) {
-  std::vector<std::string> out;
+namespace {
+
+/// The *.json entries of the directory open as `dir` (not hidden ones), by name.
+std::vector<std::string> json_entries(const std::string& path, const OpenDir& dir) {
+  const int listing = ::dup(dir.get());
+  DIR* stream = listing < 0 ? nullptr : ::fdopendir(listing);
+  if (stream == nullptr) {
+    const int err = errno;
+    if (listing >= 0) ::close(listing);
+    refuse(path, std::string("cannot list the directory: ") + std::strerror(err));
+  }
+  std::vector<std::string> names;
+  errno = 0;
+  while (const dirent* entry = ::readdir(stream)) {
+    const std::string_view name = entry->d_name;
+    if (name.size() > 5 && name.ends_with(".json") && name.front() != '.') names.emplace_back(name);
+  }
+  const int err = errno;
+  ::closedir(stream);
+  if (err != 0) refuse(path, std::string("cannot list the directory: ") + std::strerror(err));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+std::vector<ResultInput> result_files(const std::vector<std::string>& paths) {
+  std::vector<ResultInput> out;
   for (const std::string& p : paths) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(p, ec)) {
-      out.push_back(p);
+    const OpenDir dir = OpenDir::open(p);
+    if (!dir) {  // a file, or nothing: read_result_file says which
+      out.push_back(ResultInput{p, OpenDir(), std::string()});
       continue;
     }
-    std::vector<std::string> inside;
-    for (const auto& entry : std::filesystem::directory_iterator(p, ec)) {
-      if (entry.path().extension() == ".json" && entry.path().filename().string().front() != '.') {
-        inside.push_back(entry.path().string());
-      }
-    }
-    if (ec) refuse(p, "cannot list the directory: " + ec.message());
-    if (inside.empty()) refuse(p, "the directory holds no *.json result file");
-    std::sort(inside.begin(), inside.end());
-    out.insert(out.end(), inside.begin(), inside.end());
+    const std::vector<std::string> names = json_entries(p, dir);
+    if (names.empty()) refuse(p, "the directory holds no *.json result file");
+    const std::string prefix = p.ends_with('/') ? p : p + "/";
+    for (const std::string& name : names) out.push_back(ResultInput{prefix + name, dir, name});
   }
+  return out;
+}
+
+std::vector<std::string> input_paths(const std::vector<ResultInput>& inputs) {
+  std::vector<std::string> out;
+  out.reserve(inputs.size());
+  for (const ResultInput& in : inputs) out.push_back(in.path);
   return out;
 }
 
@@ -111,7 +152,7 @@ namespace {
 
 /// Reads every file on up to kMaxReaders threads, counting each one read in `files_read` (when
 /// given); the first bad file in the order given is the error reported.
-std::vector<ResultFile> read_all(const std::vector<std::string>& paths, std::atomic<int>* files_read) {
+std::vector<ResultFile> read_all(const std::vector<ResultInput>& paths, std::atomic<int>* files_read) {
   const std::size_t n = paths.size();
   std::vector<std::optional<ResultFile>> parsed(n);
   std::vector<std::string> errors(n);
@@ -377,15 +418,15 @@ ResultFile parse_result_file_reference(const std::string& path, std::string_view
       refuse(path,
              "truncated: the JSON ends after " + std::to_string(text.size()) + " bytes, before the document does");
     }
-    refuse(path, "not valid JSON (corrupt at byte " + std::to_string(e.byte) + "): " + printable(e.what(), 160));
-  } catch (const json::exception& e) {  // out_of_range 406: a number no double holds ("1e309")
-    refuse(path, "not valid JSON: " + printable(e.what(), 160));
+    refuse(path, not_json_at(text, e.byte == 0 ? 0 : e.byte - 1));
+  } catch (const json::exception&) {  // out_of_range 406: a number no double holds ("1e309")
+    refuse(path, "not valid JSON: a number no double holds");
   }
   if (!doc.is_object()) refuse(path, "not a preflight result: the JSON is " + kind_of(doc) + ", not an object");
 
   const json& schema = member(path, doc, "schema", "the document");
   if (!schema.is_string() || schema.get<std::string>() != "preflight/v1") {
-    refuse(path, "schema " + printable(schema.dump(), 60) + ", expected \"preflight/v1\" (a result of another format)");
+    refuse(path, "\"schema\" is not \"preflight/v1\" (a result of another format, or not a preflight result)");
   }
   const json& tool = member(path, doc, "tool", "the document");
   if (!tool.is_object()) refuse(path, "\"tool\" is " + kind_of(tool) + ", not an object");
@@ -487,22 +528,26 @@ ResultFile parse_result_file_reference(const std::string& path, std::string_view
   return out;
 }
 
-ResultFile read_result_file(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) refuse(path, std::string("cannot read: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) refuse(path, "not a regular file");
-  if (static_cast<std::uintmax_t>(st.st_size) > kMaxResultFileBytes) {
-    refuse(path, "is " + format_bytes(static_cast<std::uint64_t>(st.st_size)) + ", over the " +
+ResultFile read_result_file(const ResultInput& input) {
+  const std::string& path = input.path;
+  const BoundedRead r = input.dir ? read_regular_beneath(input.dir.get(), input.name, kMaxResultFileBytes)
+                                  : read_regular_file(path, kMaxResultFileBytes);
+  using Refusal = BoundedRead::Refusal;
+  if (r.refusal == Refusal::TooLarge) {
+    refuse(path, "is " + format_bytes(static_cast<std::uint64_t>(r.size)) + ", over the " +
                      format_bytes(kMaxResultFileBytes) + " a result file may have: not a preflight result");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) refuse(path, std::string("cannot read: ") + std::strerror(errno));
-  std::string text(static_cast<std::size_t>(st.st_size), '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  if (in.bad()) refuse(path, "cannot read");
-  if (in.peek() != std::char_traits<char>::eof()) refuse(path, "grew while it was read: not a finished result");
-  return parse_result_file(path, text);
+  if (r.refusal == Refusal::Escapes || r.refusal == Refusal::Symlink)
+    refuse(path, r.problem(kMaxResultFileBytes) + ": refused");
+  if (r.refusal == Refusal::NotRegular || r.refusal == Refusal::Directory)
+    refuse(path, "not a regular file (" + file_type_name(r.type) + ")");
+  if (!r.ok()) refuse(path, r.problem(kMaxResultFileBytes));
+  if (r.grew) refuse(path, "grew while it was read: not a finished result");
+  return parse_result_file(path, r.text);
+}
+
+ResultFile read_result_file(const std::string& path) {
+  return read_result_file(ResultInput{path, OpenDir(), std::string()});
 }
 
 MergedJob merge_files(std::vector<ResultFile> files, const Options& options) {
@@ -618,7 +663,7 @@ MergedJob merge_files(std::vector<ResultFile> files, const Options& options) {
 namespace {
 
 /// merge_report over files already listed by result_files().
-Report merge_listed(const Options& options, const std::vector<std::string>& files, const CompatMatrix* matrix,
+Report merge_listed(const Options& options, const std::vector<ResultInput>& files, const CompatMatrix* matrix,
                     std::atomic<int>* files_read) {
   if (files.empty()) throw UsageError("merge needs at least one result file: preflight merge FILE...");
   MergedJob merged = merge_files(read_all(files, files_read), options);
@@ -646,8 +691,9 @@ int merge_command(const Options& options, const std::vector<std::string>& paths,
   const std::optional<CompatMatrix> matrix = load_matrix(options);
   const EnvSnapshot env = EnvSnapshot::capture(environ);
   // The count the progress line shows is of result files, a directory's counted one by one.
-  const std::vector<std::string> listed = result_files(paths);
-  if (reexec_argv != nullptr) tune_heap_for_merge(reexec_argv, listed);  // returns where it does not re-execute
+  const std::vector<ResultInput> listed = result_files(paths);
+  if (reexec_argv != nullptr)
+    tune_heap_for_merge(reexec_argv, input_paths(listed));  // returns where it does not re-execute
   std::atomic<int> read{0};
   ProgressLine progress(
       progress_wanted(options, env), static_cast<int>(listed.size()),
@@ -662,12 +708,7 @@ int merge_command(const Options& options, const std::vector<std::string>& paths,
 
 void write_rank_json(const std::string& dir, const Report& report, const Options& options) {
   if (report.ranks.empty()) throw std::invalid_argument("write_rank_json: the report holds no rank");
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);  // another rank may create it at the same moment
-  if (!std::filesystem::is_directory(dir)) {
-    throw std::runtime_error("--json-per-rank '" + name_of(dir) + "': cannot create the directory" +
-                             (ec ? ": " + ec.message() : std::string()));
-  }
+  make_rank_dir(dir);  // another rank may create it at the same moment; a planted one is refused
   const int rank = report.ranks.front().placement.rank;
   const std::filesystem::path file = std::filesystem::path(dir) / ("preflight-rank-" + std::to_string(rank) + ".json");
   // One line: a job writes one file per rank, and merge reads them all (40% fewer bytes to write

@@ -16,6 +16,7 @@
 #include "core/job.hpp"
 #include "core/options.hpp"
 #include "report/report.hpp"
+#include "sys/bounded_read.hpp"
 
 namespace preflight {
 
@@ -52,7 +53,17 @@ bool fast_result_reader();
 /// parse_result_file() through nlohmann::json alone: the reference the fast reader must agree with.
 ResultFile parse_result_file_reference(const std::string& path, std::string_view text);
 
-/// Reads (at most kMaxResultFileBytes) and parses one file. Throws UsageError.
+/// One file to read: named on the command line, or listed in a directory named there.
+struct ResultInput {
+  std::string path;  // for messages: the file as given, or DIR/NAME
+  OpenDir dir;       // the directory it was listed in, whose descriptor it is opened beneath; none for a file given
+  std::string name;  // its name in `dir`
+};
+
+/// Reads (at most kMaxResultFileBytes, without blocking on a FIFO) and parses one file: a file
+/// given is read as named, a directory's entry beneath the directory (a symlink that leads out of
+/// it is refused). Throws UsageError.
+ResultFile read_result_file(const ResultInput& input);
 ResultFile read_result_file(const std::string& path);
 
 /// The files combined, in the order given.
@@ -72,8 +83,11 @@ struct MergedJob {
 MergedJob merge_files(std::vector<ResultFile> files, const Options& options);
 
 /// The result files `paths` name: a file as it is, a directory as every *.json file in it (not
-/// hidden ones), by name. Throws UsageError for a directory that cannot be listed or holds none.
-std::vector<std::string> result_files(const std::vector<std::string>& paths);
+/// hidden ones), by name, each to be opened beneath the directory's descriptor. Throws UsageError
+/// for a directory that cannot be listed or holds none.
+std::vector<ResultInput> result_files(const std::vector<std::string>& paths);
+/// Each input's path, in order.
+std::vector<std::string> input_paths(const std::vector<ResultInput>& inputs);
 
 /// Reads `paths` (as result_files() lists them), in parallel, and merges them into the report,
 /// job-scope checks included; `files_read`, when given, counts the files read as they are (for a

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 #include "matrix/compat_matrix.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +12,7 @@
 #include <functional>
 #include <iterator>
 #include <map>
+#include <optional>
 
 #include "core/text.hpp"
 #include "matrix/embedded.hpp"
@@ -40,12 +43,12 @@ class Parser {
       if (!line.empty() && line.back() == '\r') fail(number, "carriage return (the file must use LF line ends)");
       if (line.empty() || line.front() == '#') continue;
       if (!header_seen) {
-        if (line != m_header)
-          fail(number, "expected the header '" + printable(m_header) + "', found '" + printable(line) + "'");
+        if (line != m_header) fail(number, "expected the header '" + printable(m_header) + "', found another line");
         header_seen = true;
         continue;
       }
       const std::vector<std::string_view> fields = split(line, '\t');
+      m_fields = &fields;
       if (fields.size() != columns) {
         fail(number,
              "expected " + std::to_string(columns) + " tab-separated columns, got " + std::to_string(fields.size()));
@@ -58,9 +61,10 @@ class Parser {
       const std::string_view source = fields.back();
       if (!(source.starts_with("https://") || source.starts_with("http://")) ||
           source.find(' ') != std::string_view::npos) {
-        fail(number, "no source URL (the last column must be an http(s) URL, found '" + printable(source) + "')");
+        fail(number, "no source URL (the last column must be an http(s) URL without spaces)");
       }
       row(fields, number);
+      m_fields = nullptr;
       ++rows;
     }
     if (!header_seen) fail(std::max(number, 1), "expected the header '" + printable(m_header) + "', found end of file");
@@ -70,7 +74,7 @@ class Parser {
   Version version(std::string_view field, int line, const char* what, std::size_t min_parts,
                   std::size_t max_parts) const {
     const std::optional<Version> v = Version::parse(field);
-    if (!v || v->size() < min_parts || v->size() > max_parts) fail(line, "'" + printable(field) + "' is not " + what);
+    if (!v || v->size() < min_parts || v->size() > max_parts) fail(line, column_of(field) + " is not " + what);
     return *v;
   }
   std::optional<Version> optional_version(std::string_view field, int line, const char* what, std::size_t min_parts,
@@ -80,12 +84,23 @@ class Parser {
   }
   unsigned number(std::string_view field, int line, const char* what) const {
     const std::optional<std::uint64_t> n = parse_uint(field);
-    if (!n || *n == 0 || *n > 100000) fail(line, "'" + printable(field) + "' is not " + what);
+    if (!n || *n == 0 || *n > 100000) fail(line, column_of(field) + " is not " + what);
     return static_cast<unsigned>(*n);
   }
   std::optional<unsigned> optional_number(std::string_view field, int line, const char* what) const {
     if (field == "-") return std::nullopt;
     return number(field, line, what);
+  }
+
+  // "column 2 (release)": a field of the row being read, named by its place and its header's name
+  // (never by its text: --matrix DIR may hold anyone's file).
+  std::string column_of(std::string_view field) const {
+    const std::vector<std::string_view> names = split(m_header, '\t');
+    for (std::size_t i = 0; m_fields != nullptr && i < m_fields->size(); ++i) {
+      if ((*m_fields)[i].data() != field.data()) continue;
+      return "column " + std::to_string(i + 1) + (i < names.size() ? " (" + std::string(names[i]) + ")" : "");
+    }
+    return "a field";
   }
 
   // Rows must be strictly ascending by key: equal keys are duplicates.
@@ -103,6 +118,7 @@ class Parser {
   std::string m_name;
   std::string_view m_text;
   std::string_view m_header;
+  mutable const std::vector<std::string_view>* m_fields = nullptr;  // the row being read
 };
 
 std::string dash_empty(std::string_view field) { return field == "-" ? std::string() : std::string(field); }
@@ -115,7 +131,7 @@ void parse_toolkit_driver(const Parser& p, CompatMatrix& m) {
     r.release = std::string(f[1]);
     if (!(r.release == "GA" || r.release == "RC" ||
           (r.release.starts_with("Update ") && parse_uint(std::string_view(r.release).substr(7)).value_or(0) > 0))) {
-      p.fail(line, "'" + printable(f[1]) + "' is not a release label (GA, RC or Update N)");
+      p.fail(line, p.column_of(f[1]) + " is not a release label (GA, RC or Update N)");
     }
     r.min_driver = p.version(f[2], line, "a driver version", 1, 3);
     r.source = std::string(f[3]);
@@ -249,18 +265,17 @@ void parse_nccl_issues(const Parser& p, CompatMatrix& m) {
     for (std::string_view alt : split(r.mitigation, '|')) {
       if (r.mitigation != "-" &&
           !(alt.starts_with("env:") && alt.find('=') != std::string_view::npos && alt.find('=') > 4)) {
-        p.fail(line,
-               "'" + printable(alt) + "' is not a mitigation (-, or env:NAME=VALUE alternatives separated by '|')");
+        p.fail(line, p.column_of(f[6]) + " is not a mitigation (-, or env:NAME=VALUE alternatives separated by '|')");
       }
     }
     if (!(r.below > r.from)) p.fail(line, "range " + r.from.str() + " <= v < " + r.below.str() + " is empty");
     const std::string_view c = r.condition;
     if (!(c == "-" || c == "gdr" || c == "cuda-graphs" || (c.starts_with("gpu:") && c.size() > 4) ||
           (c.starts_with("env:") && c.find('=') != std::string_view::npos && c.find('=') > 4))) {
-      p.fail(line, "'" + printable(c) + "' is not a condition (-, env:NAME=VALUE, gpu:NAME, gdr, cuda-graphs)");
+      p.fail(line, p.column_of(f[3]) + " is not a condition (-, env:NAME=VALUE, gpu:NAME, gdr, cuda-graphs)");
     }
     if (auto [it, inserted] = seen.emplace(r.id, line); !inserted) {
-      p.fail(line, "duplicate id " + r.id + " (also on line " + std::to_string(it->second) + ")");
+      p.fail(line, "duplicate id (also on line " + std::to_string(it->second) + ")");
     }
     rows.push_back(std::move(r));
   });
@@ -273,7 +288,7 @@ void parse_torch_builds(const Parser& p, CompatMatrix& m) {
     TorchBuildRow r;
     r.cuda = p.version(f[0], line, "a CUDA version (major.minor)", 2, 2);
     r.index_url = std::string(f[1]);
-    if (!r.index_url.starts_with("https://")) p.fail(line, "'" + printable(f[1]) + "' is not an https:// index URL");
+    if (!r.index_url.starts_with("https://")) p.fail(line, p.column_of(f[1]) + " is not an https:// index URL");
     r.first_torch = p.version(f[2], line, "a torch version (X.Y.Z)", 3, 3);
     r.source = std::string(f[3]);
     r.line = line;
@@ -447,6 +462,48 @@ const CompatMatrix& builtin_compat_matrix() {
   return matrix;
 }
 
+namespace {
+
+constexpr std::size_t kMaxMatrixFileBytes = 16u << 20;
+constexpr const char* kMatrixTooLarge = "larger than 16 MiB: not a compatibility-matrix file";
+
+/// The descriptor's bytes up to one past kMaxMatrixFileBytes (a read error ends them).
+std::string read_matrix_bytes(int fd) {
+  std::string text;
+  char chunk[65536];
+  while (text.size() <= kMaxMatrixFileBytes) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    text.append(chunk, static_cast<std::size_t>(n));
+  }
+  return text;
+}
+
+/// One file of --matrix DIR: a regular file of at most 16 MiB, opened without blocking (a FIFO or
+/// a device is refused, never read); nullopt when it does not exist.
+std::optional<std::string> read_matrix_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0 && errno == ENOENT) return std::nullopt;
+  if (fd < 0) throw MatrixError(printable(path, 200) + ": cannot read: " + std::strerror(errno));
+  struct stat st {};
+  std::string text;
+  const char* problem = nullptr;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    problem = "not a regular file";
+  } else if (static_cast<std::uintmax_t>(st.st_size) > kMaxMatrixFileBytes) {
+    problem = kMatrixTooLarge;
+  } else {
+    text = read_matrix_bytes(fd);
+    if (text.size() > kMaxMatrixFileBytes) problem = kMatrixTooLarge;
+  }
+  ::close(fd);
+  if (problem != nullptr) throw MatrixError(printable(path, 200) + ": " + problem);
+  return text;
+}
+
+}  // namespace
+
 CompatMatrix load_from_dir(const std::string& dir) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -454,15 +511,12 @@ CompatMatrix load_from_dir(const std::string& dir) {
   CompatMatrix m;
   for (const FileSpec& spec : kMatrixFiles) {
     const std::string path = (dir.ends_with('/') ? dir : dir + "/") + std::string(spec.name);
-    if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) {
+    const std::optional<std::string> text = read_matrix_file(path);
+    if (!text) {
       parse_matrix_file(spec.name, embedded_matrix_file(spec.name), "matrix/" + std::string(spec.name), m);
       continue;
     }
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw MatrixError(printable(path, 200) + ": cannot read: " + std::strerror(errno));
-    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-    if (in.bad()) throw MatrixError(printable(path, 200) + ": cannot read");
-    parse_matrix_file(spec.name, text, printable(path, 200), m);
+    parse_matrix_file(spec.name, *text, printable(path, 200), m);
   }
   return m;
 }

@@ -90,8 +90,12 @@ Probed<T> captured_fact(const ProbeContext& ctx, std::string_view name, std::str
   try {
     return Probed<T>::ok((key.empty() ? *doc : doc->at(std::string(key))).template get<T>(), source);
   } catch (const nlohmann::json::exception& e) {
+    // By the error's id, not its text, which may quote the file (a capture may be anyone's).
     return Probed<T>::error(ProbeErrc::ParseError,
-                            "the capture's " + std::string(what) + " cannot be read: " + e.what(), source);
+                            "the capture's " + std::string(what) +
+                                " cannot be read: a value of another type or shape (JSON error " +
+                                std::to_string(e.id) + ")",
+                            source);
   }
 }
 

@@ -22,7 +22,7 @@ sed 's/^12\.4\.0\tGA\t550\.54\.14\t/12.4.0\tGA\t550.54.1x\t/' "$src/cuda_toolkit
 line=$(grep -n '550\.54\.1x' "$work/bad/cuda_toolkit_driver.tsv" | cut -d: -f1)
 [ -n "$line" ] || fail "could not plant the bad row"
 expect_rc 2 "malformed matrix file" -- "$PREFLIGHT" --matrix "$work/bad"
-expect_contains "$(cat "$work/err")" "$work/bad/cuda_toolkit_driver.tsv:$line: '550.54.1x' is not a driver version" "stderr"
+expect_contains "$(cat "$work/err")" "$work/bad/cuda_toolkit_driver.tsv:$line: column 3 (min_driver) is not a driver version" "stderr"
 
 # A row without its source URL.
 mkdir -p "$work/nourl"

@@ -164,8 +164,8 @@ bad() {  # bad FILE WHAT
   [ -s "$work/out" ] && fail "a refused merge printed a report"
 }
 bad "$work/truncated.json" "truncated"
-bad "$work/binary.json" "not valid JSON (corrupt at byte"
-bad "$work/schema.json" 'schema "preflight/v9", expected "preflight/v1"'
+bad "$work/binary.json" "byte 0: not JSON (expected '{', found a letter)"
+bad "$work/schema.json" '"schema" is not "preflight/v1"'
 bad "$work/major.json" "written by preflight 97."
 bad "$work/array.json" "not a preflight result: the JSON is array"
 bad "$work/huge.json" "is 65 MiB, over the 64 MiB a result file may have"

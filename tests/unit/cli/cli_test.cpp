@@ -208,9 +208,55 @@ TEST(Cli, ConfigValuesLoseMatchingQuotesAndABom) {
   EXPECT_EQ(c.options.json_file, "/tmp/a b.json");
   EXPECT_EQ(c.options.sysroot, "\"/x'");  // quotes that do not match stay
   std::remove(path.c_str());
+  // A file's value is not quoted: its line and option are named, and the command line shows why.
   const std::string typo = write_config("typo.ini", "only = \"shm.capacty\"\n");
-  EXPECT_NE(usage_error({"--config", typo}).find("did you mean shm.capacity?"), std::string::npos);
+  EXPECT_EQ(usage_error({"--config", typo}),
+            "--config '" + typo +
+                "': line 1: the value of option 'only' is not accepted (the value is not shown: give it on the "
+                "command line to see why)");
+  EXPECT_NE(usage_error({"--only", "shm.capacty"}).find("did you mean shm.capacity?"), std::string::npos);
   std::remove(typo.c_str());
+}
+
+/// The message a config file holding `text` gets, which must name `expected` and never `secret`.
+void expect_config_refused(const std::string& name, const std::string& text, const std::string& expected,
+                           const std::string& secret) {
+  const std::string path = write_config(name, text);
+  const std::string message = usage_error({"--config", path});
+  EXPECT_NE(message.find("--config '" + path + "': " + expected), std::string::npos) << message;
+  EXPECT_EQ(message.find(secret), std::string::npos) << message;
+  std::remove(path.c_str());
+}
+
+TEST(Cli, ConfigMessagesNameTheLineAndNeverQuoteTheFile) {
+  expect_config_refused("shadow", "root:$6$SECRETHASH:19000:0:99999:7:::\n", "line 1: a line without '='",
+                        "SECRETHASH");
+  expect_config_refused("environ", std::string("GHP_0123SECRET=x\0PATH=/bin\0", 28), "line 1: a NUL byte",
+                        "GHP_0123SECRET");
+  expect_config_refused("dotenv", "# tokens\n\nGHP_0123SECRET = abc\n", "line 3: an unknown option name",
+                        "GHP_0123SECRET");
+  expect_config_refused("value", "timeout = 30\nformat = GHP_0123SECRET\n",
+                        "line 2: the value of option 'format' is not accepted", "GHP_0123SECRET");
+  expect_config_refused("bool", "strict = GHP_0123SECRET\n", "line 1: the value of option 'strict' is not accepted",
+                        "GHP_0123SECRET");
+  expect_config_refused("twice", "timeout = 30\ntimeout = 40\n", "line 2: option 'timeout' again", "40");
+  expect_config_refused("section", "[GHP_0123SECRET]\n", "line 1: a section header", "GHP_0123SECRET");
+  expect_config_refused("noname", "= GHP_0123SECRET\n", "line 1: no option name before '='", "GHP_0123SECRET");
+  // The command line's own bad value is still quoted: it is the user's.
+  const std::string good = write_config("good.ini", "timeout = 30\n");
+  EXPECT_NE(usage_error({"--config", good, "--format", "bogus"}).find("--format 'bogus'"), std::string::npos);
+  std::remove(good.c_str());
+}
+
+TEST(Cli, ConfigMustBeABoundedRegularFile) {
+  const std::string fifo = ::testing::TempDir() + "preflight-cli-" + std::to_string(::getpid()) + "-fifo.ini";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(usage_error({"--config", fifo}), "--config '" + fifo + "': a FIFO, not a regular file: not a config file");
+  std::remove(fifo.c_str());
+  const std::string big = write_config("big.ini", "# " + std::string(1 << 20, 'x') + "\n");
+  EXPECT_EQ(usage_error({"--config", big}), "--config '" + big + "': larger than 1 MiB: not a config file");
+  std::remove(big.c_str());
+  EXPECT_NE(usage_error({"--config", "/dev/null"}).find("a character device, not a regular file"), std::string::npos);
 }
 
 TEST(Cli, CheckpointDirIsRepeatableAndKeptAsGiven) {

@@ -4,16 +4,19 @@
 // ("FAIL on 8/16 ranks: gpu-b ranks 8–15"). The per-rank file writer.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 
 #include "cli/cli.hpp"
 #include "cli/merge.hpp"
 #include "job/job_report.hpp"
 #include "job_fixture.hpp"
+#include "sys/bounded_read.hpp"
 
 namespace preflight {
 namespace cli_merge_test {
@@ -114,11 +117,13 @@ TEST(MergeInput, CorruptTruncatedAndNonJsonFilesAreRefusedByName) {
   EXPECT_NE(truncated.find("node-a.json: truncated"), std::string::npos) << truncated;
   std::string corrupt = good;
   corrupt[corrupt.size() / 3] = '\x01';
-  EXPECT_NE(refusal(corrupt).find("node-a.json: not valid JSON (corrupt at byte"), std::string::npos)
+  EXPECT_NE(refusal(corrupt).find("node-a.json: byte " + std::to_string(corrupt.size() / 3) +
+                                  ": not valid JSON (found a control byte)"),
+            std::string::npos)
       << refusal(corrupt);
   EXPECT_NE(refusal("PFLT\x01"
                     "binary")
-                .find("not valid JSON"),
+                .find("byte 0: not JSON"),
             std::string::npos);
   EXPECT_NE(refusal("").find("truncated"), std::string::npos) << refusal("");
   EXPECT_NE(refusal("[1,2]").find("the JSON is array, not an object"), std::string::npos) << refusal("[1,2]");
@@ -128,7 +133,7 @@ TEST(MergeInput, WrongSchemaOrMajorVersionIsRefused) {
   nlohmann::json doc = nlohmann::json::parse(node_run("gpu-a"));
   nlohmann::json other = doc;
   other["schema"] = "preflight/v2";
-  EXPECT_NE(refusal(other.dump()).find("schema \"preflight/v2\", expected \"preflight/v1\""), std::string::npos)
+  EXPECT_NE(refusal(other.dump()).find("\"schema\" is not \"preflight/v1\""), std::string::npos)
       << refusal(other.dump());
   other = doc;
   other.erase("schema");
@@ -170,6 +175,63 @@ TEST(MergeInput, MismatchedOrMalformedContentIsRefused) {
   other["world"]["size"] = 1 << 30;
   EXPECT_NE(refusal(other.dump()).find("world.size 1073741824 is not a world size"), std::string::npos)
       << refusal(other.dump());
+}
+
+TEST(MergeInput, AFileThatIsNoResultIsNeverQuoted) {
+  // merge may be pointed at anyone's file: the place and the kind of what was found, never the bytes.
+  EXPECT_EQ(refusal("ghp_0123SECRET0123456789\n"), "node-a.json: byte 0: not JSON (expected '{', found a letter)");
+  EXPECT_EQ(refusal("\n  root:$6$SECRETHASH:19000:0:99999:7:::\n"),
+            "node-a.json: byte 3: not JSON (expected '{', found a letter)");
+  EXPECT_EQ(refusal("{\"token\": GHP_0123SECRET}"), "node-a.json: byte 10: not valid JSON (found a letter)");
+  EXPECT_EQ(refusal("{\"n\": 1e999, \"GHP_0123SECRET\": 1}"), "node-a.json: not valid JSON: a number no double holds");
+  nlohmann::json doc = nlohmann::json::parse(node_run("gpu-a"));
+  doc["schema"] = "GHP_0123SECRET";
+  EXPECT_EQ(refusal(doc.dump()).find("GHP_0123SECRET"), std::string::npos) << refusal(doc.dump());
+}
+
+TEST(MergeInput, ADirectorysSymlinkThatLeavesItIsRefused) {
+  TempDir dir;
+  fs::create_directories(dir.file("ranks"));
+  write(dir.file("secret"), "GHP_0123SECRET\n");
+  write(dir.file("ranks/a.json"), node_run("gpu-a"));
+  fs::create_symlink("a.json", dir.file("ranks/b.json"));  // stays inside: read
+  const std::vector<ResultInput> inside = result_files({dir.file("ranks")});
+  ASSERT_EQ(inside.size(), 2u);
+  EXPECT_EQ(read_result_file(inside[1]).ranks.front().identity.hostname, "gpu-a");
+  for (const std::string& target : {std::string("../secret"), dir.file("secret"), dir.file("ranks/a.json")}) {
+    fs::remove(dir.file("ranks/b.json"));
+    fs::create_symlink(target, dir.file("ranks/b.json"));  // leaves it, or absolute: refused
+    const std::vector<ResultInput> listed = result_files({dir.file("ranks")});
+    try {
+      read_result_file(listed[1]);
+      ADD_FAILURE() << target << " was read";
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find("GHP_0123SECRET"), std::string::npos) << what;
+      const std::string expected =
+          has_openat2() ? "a symbolic link that leads out of the directory (not followed): refused" : "a symbolic link";
+      EXPECT_NE(what.find(dir.file("ranks/b.json") + ": " + expected), std::string::npos) << what;
+    }
+  }
+  // A file named on the command line is read as named, a link included.
+  EXPECT_EQ(read_result_file(dir.file("ranks/b.json")).ranks.front().identity.hostname, "gpu-a");
+}
+
+TEST(MergeInput, AFifoIsRefusedWithoutBlocking) {
+  TempDir dir;
+  fs::create_directories(dir.file("ranks"));
+  ASSERT_EQ(::mkfifo(dir.file("ranks/a.json").c_str(), 0600), 0);
+  const std::vector<ResultInput> listed = result_files({dir.file("ranks")});
+  ASSERT_EQ(listed.size(), 1u);
+  for (const auto& attempt : {std::function<void()>([&] { read_result_file(listed[0]); }),
+                              std::function<void()>([&] { read_result_file(dir.file("ranks/a.json")); })}) {
+    try {
+      attempt();
+      ADD_FAILURE() << "a FIFO was read";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a regular file (a FIFO)"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(MergeInput, OversizedMissingAndOddFilesAreRefusedBeforeReading) {
