@@ -94,8 +94,8 @@ CapturedFacts load_capture(const FileSystem& fs) {
   const nlohmann::json version = doc.value("version", nlohmann::json());
   if (!version.is_number_integer() || version.get<long long>() < 1 ||
       version.get<long long>() > kCaptureFormatVersion) {
-    out.error = "format version " + version.dump() + ", this preflight reads versions 1 to " +
-                std::to_string(kCaptureFormatVersion);
+    out.error = "format version " + (version.is_number_integer() ? version.dump() : "not a number") +
+                ", this preflight reads versions 1 to " + std::to_string(kCaptureFormatVersion);
     return out;
   }
   const nlohmann::json listed = doc.value("facts", nlohmann::json::object());
@@ -122,7 +122,7 @@ CapturedFacts load_capture(const FileSystem& fs) {
     }
     // Outside input, as merge's files are: a number no fact field can hold safely is refused.
     if (const std::optional<std::string> bad = float_out_of_range(fact)) {
-      out.problems[std::string(f.name)] = std::string(f.path.substr(1)) + " holds a number out of range at " + *bad;
+      out.problems[std::string(f.name)] = std::string(f.path.substr(1)) + " holds a number out of range";
       continue;
     }
     out.facts.emplace(std::string(f.name), std::move(fact));
