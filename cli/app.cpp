@@ -118,6 +118,7 @@ int run_command(const Options& options, std::chrono::steady_clock::time_point st
   validate_paths(options);
   const EnvSnapshot env = EnvSnapshot::capture(environ);
   if (writes_the_report(env)) check_report_files(options);  // before anything is probed
+  check_rank_dir(options);                                  // every rank writes its own file there
   const std::optional<CompatMatrix> matrix = load_matrix(options);
   JobHooks hooks;
   hooks.emit = [&](const Report& report, int code) { return emit_report(report, options, env, code); };

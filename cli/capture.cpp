@@ -24,6 +24,7 @@
 #include "probes/probe.hpp"
 #include "sys/capture.hpp"
 #include "sys/host_link.hpp"
+#include "sys/safe_path.hpp"
 
 extern char** environ;
 
@@ -56,62 +57,79 @@ bool can_write_in(const std::string& dir, std::string& why) {
   return true;
 }
 
-/// Every check of DIR and FILE happens before anything is probed (exit 2).
-void validate_targets(const std::string& dir, const std::string& tar_file) {
-  if (!dir.empty()) {
-    const std::string shown = printable(dir, 200);
-    struct stat st {};
-    if (::lstat(dir.c_str(), &st) == 0) {
-      if (!S_ISDIR(st.st_mode)) throw UsageError("capture '" + shown + "': exists and is not a directory");
-      DIR* d = ::opendir(dir.c_str());
-      if (d == nullptr) throw UsageError("capture '" + shown + "': " + std::strerror(errno));
-      bool empty = true;
-      while (const dirent* e = ::readdir(d)) {
-        const std::string_view name = e->d_name;
-        if (name != "." && name != "..") {
-          empty = false;
-          break;
-        }
-      }
-      ::closedir(d);
-      if (!empty)
-        throw UsageError("capture '" + shown +
-                         "': exists and is not empty (a capture goes into a new or empty directory)");
-      std::string why;
-      if (!can_write_in(dir, why)) throw UsageError("capture '" + shown + "': not writable (" + why + ")");
-    } else if (errno != ENOENT) {
-      throw UsageError("capture '" + shown + "': " + std::strerror(errno));
-    } else {
-      const std::string parent = parent_of(dir);
-      struct stat pst {};
-      if (::stat(parent.c_str(), &pst) != 0 || !S_ISDIR(pst.st_mode)) {
-        throw UsageError("capture '" + shown + "': its parent directory '" + printable(parent, 200) +
-                         "' does not exist");
-      }
-      std::string why;
-      if (!can_write_in(parent, why)) {
-        throw UsageError("capture '" + shown + "': cannot create it in '" + printable(parent, 200) + "' (" + why + ")");
-      }
+/// `path` walked as the files preflight writes are (sys/safe_path.hpp): a symlink, directory or
+/// file another user planted in a sticky world-writable directory on the way is refused (exit 2).
+SafePath walked(const std::string& option, const std::string& path) {
+  SafePath where = resolve_path(path);
+  const std::string shown = option + " '" + printable(path, 200) + "': ";
+  if (!where.refusal.empty()) throw UsageError(shown + where.refusal);
+  if (const std::string planted = planted_entry(where); !planted.empty()) throw UsageError(shown + planted);
+  if (where.error != 0 && where.error != ENOENT) throw UsageError(option + " " + where.problem());
+  return where;
+}
+
+bool is_empty_directory(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) throw UsageError("capture '" + printable(dir, 200) + "': " + std::strerror(errno));
+  bool empty = true;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    if (name != "." && name != "..") {
+      empty = false;
+      break;
     }
   }
-  if (!tar_file.empty()) {
-    const std::string shown = printable(tar_file, 200);
-    struct stat st {};
-    if (::lstat(tar_file.c_str(), &st) == 0)
-      throw UsageError("--tar '" + shown + "': exists (a capture never overwrites a file)");
-    const std::string parent = parent_of(tar_file);
-    struct stat pst {};
-    if (::stat(parent.c_str(), &pst) != 0 || !S_ISDIR(pst.st_mode)) {
-      throw UsageError("--tar '" + shown + "': its directory '" + printable(parent, 200) + "' does not exist");
-    }
+  ::closedir(d);
+  return empty;
+}
+
+/// DIR: a new directory in an existing one, or an existing empty directory this process may use.
+void validate_capture_dir(const std::string& dir) {
+  const std::string shown = printable(dir, 200);
+  const SafePath where = walked("capture", dir);
+  if (where.exists) {
+    if (!S_ISDIR(where.st.st_mode)) throw UsageError("capture '" + shown + "': exists and is not a directory");
+    if (!is_empty_directory(dir))
+      throw UsageError("capture '" + shown +
+                       "': exists and is not empty (a capture goes into a new or empty directory)");
     std::string why;
-    if (!can_write_in(parent, why))
-      throw UsageError("--tar '" + shown + "': cannot write in '" + printable(parent, 200) + "' (" + why + ")");
+    if (!can_write_in(dir, why)) throw UsageError("capture '" + shown + "': not writable (" + why + ")");
+    return;
+  }
+  const std::string parent = parent_of(dir);
+  if (where.error == ENOENT) {
+    throw UsageError("capture '" + shown + "': its parent directory '" + printable(parent, 200) + "' does not exist");
+  }
+  std::string why;
+  if (!can_write_in(parent, why)) {
+    throw UsageError("capture '" + shown + "': cannot create it in '" + printable(parent, 200) + "' (" + why + ")");
   }
 }
 
+/// FILE: a new name (a capture never overwrites a file) in an existing directory.
+void validate_tar_file(const std::string& tar_file) {
+  const std::string shown = printable(tar_file, 200);
+  const SafePath where = walked("--tar", tar_file);
+  struct stat st {};
+  if (where.exists || ::lstat(tar_file.c_str(), &st) == 0)
+    throw UsageError("--tar '" + shown + "': exists (a capture never overwrites a file)");
+  const std::string parent = parent_of(tar_file);
+  if (where.error == ENOENT) {
+    throw UsageError("--tar '" + shown + "': its directory '" + printable(parent, 200) + "' does not exist");
+  }
+  std::string why;
+  if (!can_write_in(parent, why))
+    throw UsageError("--tar '" + shown + "': cannot write in '" + printable(parent, 200) + "' (" + why + ")");
+}
+
+/// Every check of DIR and FILE happens before anything is probed (exit 2).
+void validate_targets(const std::string& dir, const std::string& tar_file) {
+  if (!dir.empty()) validate_capture_dir(dir);
+  if (!tar_file.empty()) validate_tar_file(tar_file);
+}
+
 std::string write_file(const std::string& path, const std::string& data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return path + ": " + std::strerror(errno);
   std::size_t put = 0;
   while (put < data.size()) {
@@ -314,8 +332,9 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
       return to_int(ExitCode::Usage);
     }
     temporary = true;
-  } else if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    std::cerr << "preflight: error: capture '" << printable(dir, 200) << "': " << std::strerror(errno) << "\n";
+  } else if (const SafePath made = make_directories(dir, 0755); !made.problem().empty()) {
+    // Made as it was checked: a directory another user put there meanwhile is refused, not used.
+    std::cerr << "preflight: error: capture '" << printable(dir, 200) << "': " << made.problem() << "\n";
     return to_int(ExitCode::Usage);
   }
   struct Cleanup {
@@ -401,7 +420,7 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
   }
 
   if (!tar_file.empty()) {
-    const int fd = ::open(tar_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    const int fd = ::open(tar_file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0) {
       std::cerr << "preflight: error: --tar '" << printable(tar_file, 200) << "': " << std::strerror(errno) << "\n";
       return to_int(ExitCode::Internal);

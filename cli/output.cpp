@@ -19,7 +19,7 @@
 #include "cli/cli.hpp"
 #include "core/launch.hpp"
 #include "core/text.hpp"
-#include "sys/host_link.hpp"
+#include "sys/safe_path.hpp"
 
 namespace preflight {
 namespace {
@@ -32,12 +32,6 @@ bool use_color(const Options& options, const EnvSnapshot& env) {
 
 std::string in_quotes(const std::string& path) { return "'" + printable(path, 200) + "'"; }
 
-std::string directory_of(const std::string& path) {
-  const std::size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 /// The descriptor a path names directly: /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N.
 std::optional<int> descriptor_path(const std::string& path) {
   if (path == "/dev/stdout") return STDOUT_FILENO;
@@ -49,22 +43,6 @@ std::optional<int> descriptor_path(const std::string& path) {
     }
   }
   return std::nullopt;
-}
-
-/// `path` with every symlink on the way to its last component followed (at most 40, as the
-/// kernel allows), the last component's target included even when that target does not exist yet
-/// (a dangling link is written through, as `>` would). ELOOP past that.
-std::string follow_links(std::string path, const std::string& option) {
-  for (int hops = 0; hops < 40; ++hops) {
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
-    const std::optional<std::string> link = read_host_link(path);
-    if (!link || link->empty()) {
-      throw UsageError(option + " " + in_quotes(path) + ": cannot read the symlink: " + std::strerror(errno));
-    }
-    path = link->front() == '/' ? *link : directory_of(path) + "/" + *link;
-  }
-  throw UsageError(option + " " + in_quotes(path) + ": too many levels of symlinks");
 }
 
 const char* kind_of(mode_t mode) {
@@ -105,53 +83,75 @@ class SigpipeBlocked {
   bool m_was_pending = false;
 };
 
-/// The temporary file next to `target`, mode and owner as the file it replaces (or as a new file
-/// would get: 0666 less the umask), written, flushed to disk, renamed over `target`.
+/// The directory's descriptor as a path access(2) takes (/proc/self/fd/N), or "" without /proc.
+std::string fd_path(const SharedFd& fd) {
+  std::string p = "/proc/self/fd/" + std::to_string(fd.get());
+  return ::access(p.c_str(), F_OK) == 0 ? p : std::string();
+}
+
+/// Whether this process may create files in the resolved directory (true when it cannot tell:
+/// the creation says).
+bool can_create_in(const SafePath& where) {
+  const std::string p = fd_path(where.dir);
+  return p.empty() || ::access(p.c_str(), W_OK | X_OK) == 0;
+}
+
+[[noreturn]] void write_failed(const OutputTarget& t, int err) {
+  throw OutputError("cannot write " + t.option + " " + in_quotes(t.path) + ": " + std::strerror(err));
+}
+
+/// A temporary file next to the target, created O_EXCL | O_NOFOLLOW with mode 0600 relative to
+/// the directory's descriptor, written, flushed to disk, given the mode and owner of the file it
+/// replaces (or a new file's 0666 less the umask), then renamed over the target in that directory.
 void replace_file(const OutputTarget& t, const std::string& contents) {
-  const std::size_t slash = t.target.find_last_of('/');
-  const std::string dir = directory_of(t.target);
-  const std::string name = slash == std::string::npos ? t.target : t.target.substr(slash + 1);
-  std::string tmp = dir + "/." + name + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  const auto fail = [&](int err) -> void {
-    throw OutputError("cannot write " + t.option + " " + in_quotes(t.path) + ": " + std::strerror(err));
-  };
-  if (fd < 0) fail(errno);
-  int err = 0;
+  std::string tmp;
+  const int fd = create_exclusive(t.where, "." + t.where.name + ".tmp.", tmp);
+  if (fd < 0) write_failed(t, errno);
+  const int dir = t.where.dir.get();
   mode_t mode = t.mode;
   if (!t.exists) {
     const mode_t mask = ::umask(0);
     ::umask(mask);
     mode = 0666 & ~mask;
   }
-  if (::fchmod(fd, mode) != 0) err = errno;
-  if (err == 0 && t.exists && ::geteuid() == 0) (void)::fchown(fd, t.uid, t.gid);  // best effort
-  if (err == 0) err = write_all(fd, contents);
+  int err = write_all(fd, contents);
   if (err == 0 && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
+  if (err == 0 && t.exists && ::geteuid() == 0) (void)::fchown(fd, t.uid, t.gid);  // best effort
+  if (err == 0 && ::fchmod(fd, mode) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(tmp.c_str(), t.target.c_str()) != 0) err = errno;
+  if (err == 0 && ::renameat(dir, tmp.c_str(), dir, t.where.name.c_str()) != 0) err = errno;
   if (err != 0) {
-    ::unlink(tmp.c_str());
-    fail(err);
+    ::unlinkat(dir, tmp.c_str(), 0);
+    write_failed(t, err);
   }
 }
 
-/// Written where it is: a device, a FIFO (with a reader: else ENXIO at once, never a hang), or a
-/// regular file in a directory we may not create files in.
+/// Written where it is: a device, a FIFO (with a reader: else ENXIO at once, never a hang), a
+/// regular file in a directory we may not create files in, or another user's file reached through
+/// a link. Opened relative to the checked directory without following a link, and only when it is
+/// still the file that was checked.
 void write_in_place(const OutputTarget& t, const std::string& contents) {
-  struct stat st {};
-  const bool regular = ::stat(t.target.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-  const int fd = ::open(t.target.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | (regular ? O_TRUNC : O_NONBLOCK));
+  const bool regular = S_ISREG(t.where.st.st_mode);
+  const int fd = ::openat(t.where.dir.get(), t.where.name.c_str(),
+                          O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW | (regular ? 0 : O_NONBLOCK));
   if (fd < 0) {
     const int err = errno;
-    throw OutputError(
-        "cannot write " + t.option + " " + in_quotes(t.path) + ": " +
-        (err == ENXIO && S_ISFIFO(st.st_mode) ? std::string("no process reads the FIFO") : std::strerror(err)));
+    if (err == ENXIO && S_ISFIFO(t.where.st.st_mode)) {
+      throw OutputError("cannot write " + t.option + " " + in_quotes(t.path) + ": no process reads the FIFO");
+    }
+    write_failed(t, err);
   }
-  int err = write_all(fd, contents);
+  struct stat now {};
+  if (::fstat(fd, &now) != 0 || now.st_dev != t.where.st.st_dev || now.st_ino != t.where.st.st_ino) {
+    ::close(fd);
+    throw OutputError("cannot write " + t.option + " " + in_quotes(t.path) +
+                      ": the file was replaced while preflight ran; nothing was written");
+  }
+  int err = regular && ::ftruncate(fd, 0) != 0 ? errno : 0;
+  if (err == 0) err = write_all(fd, contents);
   if (err == 0 && regular && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
-  if (err != 0) throw OutputError("cannot write " + t.option + " " + in_quotes(t.path) + ": " + std::strerror(err));
+  if (err != 0) write_failed(t, err);
 }
 
 }  // namespace
@@ -211,42 +211,43 @@ OutputTarget OutputTarget::check(const std::string& option, const std::string& p
     t.fd = *fd;
     return t;
   }
-  t.target = follow_links(path, option);
-  struct stat st {};
-  if (::stat(t.target.c_str(), &st) == 0) {
-    t.exists = true;
-    if (S_ISREG(st.st_mode)) {
-      if (::access(t.target.c_str(), W_OK) != 0) {
-        throw UsageError(option + " " + in_quotes(path) + ": the file is not writable (" + std::strerror(errno) + ")");
-      }
-      const std::string dir = directory_of(t.target);
-      t.kind = ::access(dir.c_str(), W_OK | X_OK) == 0 ? Kind::Replace : Kind::InPlace;
-      t.mode = st.st_mode & 07777;
-      t.uid = st.st_uid;
-      t.gid = st.st_gid;
-      return t;
+  t.where = resolve_path(path);
+  if (!t.where.refusal.empty()) throw UsageError(option + " " + in_quotes(path) + ": " + t.where.refusal);
+  if (t.where.error == ENOENT) {
+    throw UsageError(option + " " + in_quotes(path) + ": the directory " + in_quotes(t.where.stopped_at()) +
+                     " does not exist");
+  }
+  if (t.where.error != 0) throw UsageError(option + " " + t.where.problem());
+  if (const std::string planted = planted_entry(t.where); !planted.empty()) {
+    throw UsageError(option + " " + in_quotes(path) + ": " + planted);
+  }
+  const std::string dir = t.where.dir_path.empty() ? "/" : t.where.dir_path;
+  if (!t.where.exists) {
+    if (!can_create_in(t.where)) {
+      throw UsageError(option + " " + in_quotes(path) + ": cannot create a file in " + in_quotes(dir) + " (" +
+                       std::strerror(errno) + ")");
     }
-    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
-      if (::access(t.target.c_str(), W_OK) != 0) {
-        throw UsageError(option + " " + in_quotes(path) + ": not writable (" + std::strerror(errno) + ")");
-      }
-      t.kind = Kind::InPlace;
-      return t;
-    }
+    t.kind = Kind::Replace;
+    return t;
+  }
+  const struct stat& st = t.where.st;
+  t.exists = true;
+  if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode)) {
     throw UsageError(option + " " + in_quotes(path) + ": is " + kind_of(st.st_mode) +
                      ", not a file to write a report to");
   }
-  if (errno != ENOENT) throw UsageError(option + " " + in_quotes(path) + ": " + std::strerror(errno));
-  const std::string dir = directory_of(t.target);
-  struct stat dst {};
-  if (::stat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) {
-    throw UsageError(option + " " + in_quotes(path) + ": the directory " + in_quotes(dir) + " does not exist");
+  if (::faccessat(t.where.dir.get(), t.where.name.c_str(), W_OK, AT_SYMLINK_NOFOLLOW) != 0 && errno != EINVAL) {
+    throw UsageError(option + " " + in_quotes(path) + ": " +
+                     (S_ISREG(st.st_mode) ? "the file is not writable" : "not writable") + " (" + std::strerror(errno) +
+                     ")");
   }
-  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-    throw UsageError(option + " " + in_quotes(path) + ": cannot create a file in " + in_quotes(dir) + " (" +
-                     std::strerror(errno) + ")");
-  }
-  t.kind = Kind::Replace;
+  t.mode = st.st_mode & 07777;
+  t.uid = st.st_uid;
+  t.gid = st.st_gid;
+  // A file another user owns, reached through a link, keeps its inode: it is written in place,
+  // never renamed over.
+  const bool others_through_link = t.where.via_link && st.st_uid != ::geteuid();
+  t.kind = S_ISREG(st.st_mode) && can_create_in(t.where) && !others_through_link ? Kind::Replace : Kind::InPlace;
   return t;
 }
 
@@ -262,6 +263,19 @@ void OutputTarget::write(const std::string& contents) const {
   }
 }
 
+namespace {
+
+/// Whether two checked targets are one file: the same inode, or the same new name in one directory.
+bool same_place(const OutputTarget& a, const OutputTarget& b) {
+  if (a.kind == OutputTarget::Kind::Descriptor || b.kind == OutputTarget::Kind::Descriptor) return false;
+  const struct stat &x = a.where.st, &y = b.where.st;
+  if (a.exists && b.exists) return x.st_dev == y.st_dev && x.st_ino == y.st_ino && S_ISREG(x.st_mode);
+  return !a.exists && !b.exists && a.where.dir_st.st_dev == b.where.dir_st.st_dev &&
+         a.where.dir_st.st_ino == b.where.dir_st.st_ino && a.where.name == b.where.name;
+}
+
+}  // namespace
+
 std::vector<OutputTarget> check_report_files(const Options& options) {
   std::vector<OutputTarget> out;
   for (const auto& [option, path] : {std::pair{"--json", &options.json_file}, std::pair{"--junit", &options.junit_file},
@@ -269,13 +283,7 @@ std::vector<OutputTarget> check_report_files(const Options& options) {
     if (path->empty()) continue;
     OutputTarget t = OutputTarget::check(option, *path);
     for (const OutputTarget& other : out) {
-      struct stat a {
-      }, b{};
-      const bool same_file = t.kind != OutputTarget::Kind::Descriptor && other.kind != OutputTarget::Kind::Descriptor &&
-                             t.exists && other.exists && ::stat(t.target.c_str(), &a) == 0 &&
-                             ::stat(other.target.c_str(), &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino &&
-                             S_ISREG(a.st_mode);
-      if (same_file || (t.kind != OutputTarget::Kind::Descriptor && t.target == other.target)) {
+      if (same_place(t, other)) {
         throw UsageError(std::string(option) + " " + in_quotes(*path) + " and " + other.option + " " +
                          in_quotes(other.path) + " name the same file: one report would overwrite the other");
       }
@@ -287,6 +295,26 @@ std::vector<OutputTarget> check_report_files(const Options& options) {
 
 void write_atomically(const std::string& path, const std::string& contents) {
   OutputTarget::check("the result file", path).write(contents);
+}
+
+void check_rank_dir(const Options& options) {
+  const std::string& dir = options.json_per_rank_dir;
+  if (dir.empty()) return;
+  const SafePath where = resolve_path(dir);
+  const std::string shown = "--json-per-rank " + in_quotes(dir) + ": ";
+  if (!where.refusal.empty()) throw UsageError(shown + where.refusal);
+  if (const std::string planted = planted_entry(where); !planted.empty()) throw UsageError(shown + planted);
+  if (where.error == ENOENT) return;  // made when the rank writes its file, parents too
+  if (where.error != 0) throw UsageError("--json-per-rank " + where.problem());
+  if (where.exists && !S_ISDIR(where.st.st_mode)) throw UsageError(shown + "exists and is not a directory");
+}
+
+SafePath make_rank_dir(const std::string& dir) {
+  SafePath where = make_directories(dir, 0755);
+  if (const std::string problem = where.problem(); !problem.empty()) {
+    throw OutputError("--json-per-rank " + in_quotes(dir) + ": " + problem);
+  }
+  return where;
 }
 
 int emit_report(const Report& report, const Options& options, const EnvSnapshot& env, int verdict_code) {

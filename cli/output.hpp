@@ -6,9 +6,14 @@
 // before anything is probed (OutputTarget::check: exit 2, naming the option and the path), then
 // written by what it is:
 //   - a regular file, or a new name in an existing directory: written to a temporary file next to
-//     it, flushed to disk, given the old file's mode (and owner, as root), then renamed over it, so
-//     a reader (node_exporter's textfile collector, a CI job) never sees half a file;
-//   - a symlink: the same, to its final target (the link stays a link);
+//     it (O_EXCL, mode 0600), flushed to disk, given the old file's mode (and owner, as root), then
+//     renamed over it, so a reader (node_exporter's textfile collector, a CI job) never sees half a
+//     file;
+//   - a symlink: the same, to its final target (the link stays a link), but only a link the
+//     kernel's protected_symlinks rule would follow: one another user planted in a sticky
+//     world-writable directory (/tmp) is refused with exit 2, as is a file or FIFO another user
+//     made there (sys/safe_path.hpp); another user's file reached through a link is written in
+//     place, never renamed over;
 //   - a character device or a FIFO (/dev/null, /dev/full, a pipe another process reads): written in
 //     place, never replaced; a FIFO nobody reads is an error, not a hang;
 //   - /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: written to that descriptor, as a shell
@@ -30,6 +35,7 @@
 #include "core/options.hpp"
 #include "matrix/compat_matrix.hpp"
 #include "report/report.hpp"
+#include "sys/safe_path.hpp"
 
 namespace preflight {
 
@@ -51,7 +57,7 @@ struct OutputTarget {
   Kind kind = Kind::Replace;
   std::string option;  // "--json", for messages
   std::string path;    // as given
-  std::string target;  // symlinks followed (Replace, InPlace)
+  SafePath where;      // the resolved path (Replace, InPlace): its directory's descriptor and name
   int fd = -1;         // Descriptor
   bool exists = false;
   mode_t mode = 0;  // the existing file's permission bits (Replace)
@@ -72,6 +78,15 @@ std::vector<OutputTarget> check_report_files(const Options& options);
 /// Writes `contents` to a new or regular file at `path` as OutputTarget does (merge's and the
 /// ranks' own files); throws OutputError.
 void write_atomically(const std::string& path, const std::string& contents);
+
+/// --json-per-rank DIR, checked before anything is probed: an existing directory this process may
+/// write into, or one it can make, walked as the report files are (a link or a directory another
+/// user planted in a sticky world-writable directory is refused); throws UsageError.
+void check_rank_dir(const Options& options);
+
+/// --json-per-rank DIR made (mode 0755, parents too) as check_rank_dir walks it, for this rank's
+/// file; throws OutputError.
+SafePath make_rank_dir(const std::string& dir);
 
 /// Whether `fd` is a terminal worth decorating (colour, the progress line): a TTY, TERM not "dumb",
 /// and not a rank started by a launcher (its TTY is the launcher's, not the user's).

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // /dev/shm: the effective mount, its size and free space, and a real allocation of what this
-// node's ranks need (core/shm_model.hpp). The test file is unlinked before it is sized, so nothing is
-// left behind even if preflight is killed mid-test.
+// node's ranks need (core/shm_model.hpp). The test file has no name (O_TMPFILE), or is unlinked
+// before it is sized, so nothing is left behind even if preflight is killed mid-test.
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -15,6 +15,7 @@
 #include "core/shm_model.hpp"
 #include "core/text.hpp"
 #include "probes/probe.hpp"
+#include "sys/safe_path.hpp"
 
 namespace preflight {
 namespace {
@@ -53,18 +54,23 @@ Probed<FsUsage> probe_usage(const FileSystem& fs, const std::string& path) {
   return Probed<FsUsage>::ok(u, "statfs(" + path + ")");
 }
 
-ShmAllocTest allocation_test(const std::string& dir, std::uint64_t bytes) {
+/// The allocation test in `dir`: a file with no name (O_TMPFILE, mode 0600; else one created
+/// O_EXCL and unlinked at once) relative to the directory's descriptor, fallocate(requested),
+/// close. Not run in a directory another user controls (sys/safe_path.hpp): an error, never a pass.
+Probed<ShmAllocTest> allocation_test(const std::string& dir, std::uint64_t bytes, const std::string& source) {
+  const SafePath where = resolve_directory(dir);
+  std::string why = where.problem();
+  if (why.empty()) why = untrusted_directory(where);
+  if (!why.empty()) return Probed<ShmAllocTest>::error(ProbeErrc::PermissionDenied, "not run: " + why, source);
   ShmAllocTest t;
   t.requested_bytes = bytes;
-  std::string name = dir + "/preflight-XXXXXX";
-  const int fd = ::mkstemp(name.data());
+  const int fd = create_anonymous(where, "preflight-");
   if (fd < 0) {
     t.err = errno;
-    t.step = "mkstemp";
+    t.step = "open";
     t.error = std::strerror(t.err);
-    return t;
+    return Probed<ShmAllocTest>::ok(t, source);
   }
-  ::unlink(name.c_str());
   int rc = 0;
   do {
     rc = ::fallocate(fd, 0, 0, static_cast<off_t>(bytes));
@@ -77,7 +83,7 @@ ShmAllocTest allocation_test(const std::string& dir, std::uint64_t bytes) {
     t.ok = true;
   }
   ::close(fd);
-  return t;
+  return Probed<ShmAllocTest>::ok(t, source);
 }
 
 /// The last /proc/mounts line for `path` (fstab format): what hwloc-gather-topology saves instead of
@@ -193,8 +199,8 @@ void probe_shm(const ProbeContext& ctx, RankFacts& facts) {
     // A path handed out of the seam on purpose: the test makes a file in the live /dev/shm itself.
     ctx.in_background([dir = ctx.fs.host_path(shm.path), bytes = std::max<std::uint64_t>(nccl_bytes, 1u << 20),
                        source]() -> ProbeContext::Finisher {
-      const ShmAllocTest t = allocation_test(dir, bytes);
-      return [t, source](RankFacts& f) { f.shm.alloc = Probed<ShmAllocTest>::ok(t, source); };
+      Probed<ShmAllocTest> t = allocation_test(dir, bytes, source);
+      return [t = std::move(t)](RankFacts& f) { f.shm.alloc = t; };
     });
   }
 }

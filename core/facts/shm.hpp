@@ -34,12 +34,12 @@ struct FsUsage {
 };
 PREFLIGHT_JSON_DECLARE(FsUsage)
 
-/// The real allocation test: mkstemp + unlink + fallocate(requested) + close.
+/// The real allocation test: a file with no name (O_TMPFILE, or O_EXCL + unlink), fallocate(requested), close.
 struct ShmAllocTest {
   std::uint64_t requested_bytes = 0;
   bool ok = false;
   int err = 0;        // errno of the failing step
-  std::string step;   // "mkstemp", "fallocate"
+  std::string step;   // "open", "fallocate"
   std::string error;  // strerror text
 };
 PREFLIGHT_JSON_DECLARE(ShmAllocTest)

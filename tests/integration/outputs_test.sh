@@ -17,7 +17,7 @@ mount --make-rprivate / 2>/dev/null || true
 
 t="$work/t"
 mkdir -p "$t" "$work/small"
-mount -t tmpfs -o size=16m tmpfs "$t" || skip_all "cannot mount a tmpfs"
+mount -t tmpfs -o size=16m,mode=0755 tmpfs "$t" || skip_all "cannot mount a tmpfs"  # not sticky: see planted_paths_test.sh
 mount -t tmpfs -o size=64k tmpfs "$work/small" || skip_all "cannot mount a small tmpfs"
 trap 'umount "$t" "$work/small" 2>/dev/null; rm -rf "$work"' EXIT
 run=("$PREFLIGHT" --only host.limits --timeout 20)

@@ -25,7 +25,7 @@ planted=(env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="${HOME:-/root}" "${keep_
 run=("${planted[@]}" "$PREFLIGHT" --timeout 30)
 
 # --- every output of a run ---------------------------------------------------------------------------
-for format in text json junit prom; do
+for format in text json junit prometheus; do
   "${run[@]}" --format "$format" --color never >"$work/stdout.$format" 2>"$work/stderr.$format" || true
   [ -s "$work/stdout.$format" ] && pass "--format $format printed a report" || fail "--format $format printed nothing"
 done
@@ -42,8 +42,8 @@ if [ -n "$per_rank" ]; then
 fi
 
 # --- a capture, and the capture judged ---------------------------------------------------------------
-"${run[@]}" capture "$work/capture" --tar "$work/capture.tar" >"$work/stdout.capture" 2>"$work/stderr.capture" ||
-  fail "capture: exit $?"
+"${planted[@]}" "$PREFLIGHT" capture "$work/capture" --tar "$work/capture.tar" --timeout 30 >"$work/stdout.capture" \
+  2>"$work/stderr.capture" || fail "capture: exit $? ($(head -c 300 "$work/stderr.capture"))"
 "$PREFLIGHT" --sysroot "$work/capture" --format json >"$work/stdout.sysroot" 2>"$work/stderr.sysroot" || true
 [ -s "$work/stdout.sysroot" ] && pass "the capture judged" || fail "the capture judged printed nothing"
 

@@ -10,10 +10,12 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "checks/check.hpp"
 #include "cli/capture.hpp"
+#include "core/env_grammar.hpp"
 #include "probes/probe.hpp"
 #include "sys/capture.hpp"
 
@@ -59,6 +61,23 @@ TEST(FsRecorder, AFileReadWholeIsCopiedByteForByte) {
   ASSERT_TRUE(copy.ok()) << copy.why();
   EXPECT_EQ(*copy.value(), data);
   EXPECT_EQ(rec->recorded(), std::vector<std::string>{s.live() + "/proc/meminfo"});
+}
+
+TEST(FsRecorder, AFilteredFileKeepsOnlyWhatItsFilterKeepsAndSaysWhy) {
+  Scratch s("filter");
+  const std::string passwd = s.live() + "/etc/passwd";
+  s.write(passwd,
+          "root:x:0:0:root:/root:/bin/bash\nalice:x:1000:1000:Alice:/home/alice:/bin/bash\n"
+          "bob:x:1001:1001:Bob:/home/bob:/bin/sh\n");
+  auto rec = std::make_shared<FsRecorder>(s.cap());
+  rec->filter(
+      passwd, [](const std::string& text) { return passwd_entry(text, 1000); }, "only the job user's entry");
+  const FileSystem live("", rec);
+  ASSERT_TRUE(live.read(passwd).ok());
+  const Probed<std::string> copy = FileSystem(s.cap()).read(passwd);
+  ASSERT_TRUE(copy.ok()) << copy.why();
+  EXPECT_EQ(*copy.value(), "alice:x:1000:1000:Alice:/home/alice:/bin/bash\n");
+  EXPECT_EQ(rec->filtered(), (std::map<std::string, std::string>{{passwd, "only the job user's entry"}}));
 }
 
 TEST(FsRecorder, LinksOnThePathAreRecreatedAndFollowed) {

@@ -83,14 +83,47 @@ TEST(OutputTarget, ASymlinkIsFollowedAndStaysALink) {
   fs::create_symlink("target.json", d / "link.json");
   fs::create_symlink("link.json", d / "link2.json");
   const OutputTarget t = OutputTarget::check("--json", d / "link2.json");
-  EXPECT_EQ(t.target, d / "target.json");
+  EXPECT_EQ(t.where.dir_path + "/" + t.where.name, d / "target.json");
+  EXPECT_TRUE(t.where.via_link);
   t.write("new");
   EXPECT_TRUE(fs::is_symlink(d / "link.json"));
   EXPECT_TRUE(fs::is_symlink(d / "link2.json"));
   EXPECT_EQ(slurp(d / "target.json"), "new");
   fs::create_symlink("loop-b", d / "loop-a");
   fs::create_symlink("loop-a", d / "loop-b");
-  EXPECT_NE(usage_error("--json", d / "loop-a").find("too many levels of symlinks"), std::string::npos);
+  EXPECT_NE(usage_error("--json", d / "loop-a").find("Too many levels of symbolic links"), std::string::npos);
+}
+
+TEST(OutputTarget, APlantedLinkOrFileInAStickyDirectoryIsRefusedAndNothingIsWritten) {
+  if (::geteuid() != 0) GTEST_SKIP() << "planting as another user needs root";
+  TempDir d;
+  fs::create_directories(d.path / "tmp");
+  ASSERT_EQ(::chmod((d / "tmp").c_str(), 01777), 0);
+  std::ofstream(d / "victim") << "victim";
+  fs::create_symlink(d / "victim", d / "tmp/evil.json");
+  ASSERT_EQ(::lchown((d / "tmp/evil.json").c_str(), 65534, 65534), 0);
+  const std::string why = usage_error("--json", d / "tmp/evil.json");
+  EXPECT_NE(why.find("'" + (d / "tmp/evil.json") + "' is a symlink owned by uid 65534"), std::string::npos) << why;
+  std::ofstream(d / "tmp/planted.json") << "planted";
+  ASSERT_EQ(::chown((d / "tmp/planted.json").c_str(), 65534, 65534), 0);
+  EXPECT_NE(usage_error("--prom", d / "tmp/planted.json").find("a file owned by uid 65534"), std::string::npos);
+  EXPECT_EQ(slurp(d / "victim"), "victim");
+  EXPECT_EQ(slurp(d / "tmp/planted.json"), "planted");
+
+  // Another user's file reached through the caller's own link is written in place, never renamed over.
+  std::ofstream(d / "theirs.json") << "old";
+  ASSERT_EQ(::chown((d / "theirs.json").c_str(), 65534, 65534), 0);
+  fs::create_symlink(d / "theirs.json", d / "mine.json");
+  struct stat before {};
+  ASSERT_EQ(::stat((d / "theirs.json").c_str(), &before), 0);
+  const OutputTarget t = OutputTarget::check("--json", d / "mine.json");
+  EXPECT_EQ(t.kind, OutputTarget::Kind::InPlace);
+  t.write("new");
+  struct stat after {};
+  ASSERT_EQ(::stat((d / "theirs.json").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(after.st_uid, 65534u);
+  EXPECT_EQ(slurp(d / "theirs.json"), "new");
 }
 
 TEST(OutputTarget, DevicesAndDescriptorsAreWrittenInPlace) {
@@ -116,7 +149,7 @@ TEST(OutputTarget, WhatCannotTakeAReportIsRefusedUpFront) {
   EXPECT_EQ(usage_error("--json", d.path.string()),
             "--json '" + d.path.string() + "': is a directory, not a file to write a report to");
   EXPECT_EQ(usage_error("--json", "/nonexistent/dir/r.json"),
-            "--json '/nonexistent/dir/r.json': the directory '/nonexistent/dir' does not exist");
+            "--json '/nonexistent/dir/r.json': the directory '/nonexistent' does not exist");
   EXPECT_EQ(usage_error("--prom", ""), "--prom '': expected a file name");
   EXPECT_NE(usage_error("--json", "/dev/fd/987").find("descriptor 987 is not open"), std::string::npos);
   std::ofstream(d / "file") << "x";

@@ -97,6 +97,7 @@ TEST(FuzzRegressions, PayloadWithAFloatOutOfRangeInItsFactsIsRefused) {
 TEST(FuzzRegressions, ConfigKeyHoldingBoostsPlaceholderIsAUsageError) {
   // fuzz_config_file: Boost.Program_options' what() replaced "%canonical_option%" in its message
   // with the option's name until none was left; an unknown key holding that text never finished.
+  // The file is now read by preflight's own reader, which quotes nothing of it.
   char path[] = "/tmp/preflight-fuzz-config.XXXXXX";
   const int fd = ::mkstemp(path);
   ASSERT_GE(fd, 0);
@@ -109,7 +110,9 @@ TEST(FuzzRegressions, ConfigKeyHoldingBoostsPlaceholderIsAUsageError) {
     message = e.what();
   }
   std::remove(path);
-  EXPECT_NE(message.find("%25canonical_option%25"), std::string::npos) << message;
+  // It finishes, and names the line and the kind of token, never the file's text.
+  EXPECT_NE(message.find("line 1: an unknown option name"), std::string::npos) << message;
+  EXPECT_EQ(message.find("canonical_option"), std::string::npos) << message;
 }
 
 }  // namespace
