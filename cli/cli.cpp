@@ -644,7 +644,11 @@ std::string help_text() {
          "--only and --skip are checked against the check ids: a glob that matches no check, or a selection\n"
          "that leaves none, is a usage error (exit 2). --timeout is at most 86400 s.\n\n"
          "Exit codes: 0 no FAIL/UNKNOWN (WARN allowed unless --strict) · 1 a FAIL · 2 usage or\n"
-         "configuration error · 3 an UNKNOWN, no FAIL · 4 a deadline expired · 5 internal error\n";
+         "configuration error · 3 an UNKNOWN, no FAIL · 4 a deadline expired · 5 internal error\n"
+         "Under a launcher, bound the launcher too: timeout -k 10 $((T + 30)) mpirun ... preflight --timeout T\n"
+         "(mpirun may wait for a lost host's daemon until killed). Codes that are the launcher's, not preflight's:\n"
+         "124 timeout(1) expired · 137 SIGKILL (timeout -k, the OOM killer, Slurm's KillWait) · 143 SIGTERM ·\n"
+         "205 mpirun lost a host's daemon · 1 with no report, or a report whose summary.exit_code differs.\n";
   return out.str();
 }
 

@@ -17,6 +17,11 @@
 #                               tests/slurm/cluster.sh (2 tasks, PMIx): the training step runs after
 #                               preflight passes with the allocation's expectations; without Slurm,
 #                               with a stub srun on PATH instead
+#   the launcher's bound        mpirun.sh (real mpirun) and srun.sbatch (stub srun), each with a
+#                               launcher that hangs after preflight has reported and ignores
+#                               SIGTERM (a host whose daemon it cannot reach): the example returns
+#                               within preflight's --timeout T + 30 s + 10 s of timeout -k, exit 137,
+#                               the report already written, the training not started
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 source "$here/../slurm/cluster.sh"
@@ -33,6 +38,60 @@ for f in slurm/healthcheck.sh mpirun.sh srun.sbatch; do
   if bash -n "$examples/$f" 2>"$work/err"; then pass "bash -n examples/$f"; else fail "examples/$f: $(cat "$work/err")"; fi
   [ -x "$examples/$f" ] || fail "examples/$f is not executable"
 done
+
+# ---- the launcher's bound ----------------------------------------------------------------------
+# A launcher that runs the real command, then hangs ignoring SIGTERM, as mpirun does when it waits
+# for the daemon of a host whose network dropped. Both examples run at once (about 45 s each),
+# beside the rest of this test, and are judged at its end: T 5, so timeout(1)'s SIGTERM comes at
+# 35 s and its SIGKILL at 45 s.
+hang_launcher() {  # NAME REAL: writes $work/hang-NAME/NAME
+  mkdir -p "$work/hang-$1"
+  cat >"$work/hang-$1/$1" <<EOF
+#!/usr/bin/env bash
+# A launcher that hangs after its job ended: runs $2, records when it returned, then waits on.
+rc=0
+"$2" "\$@" || rc=\$?
+date +%s.%N >"\$HANG_RETURNED"
+trap '' TERM INT HUP
+for ((i = 0; i < 300; i++)); do sleep 1; done
+exit \$rc
+EOF
+  chmod +x "$work/hang-$1/$1"
+}
+t_hang=5
+bound_hang=$((t_hang + 30 + 10))
+hang_pids=()
+if command -v mpirun >/dev/null 2>&1; then
+  hang_launcher mpirun "$(command -v mpirun)"
+  mkdir -p "$work/hang-mpi"
+  (
+    t0=$(date +%s.%N)
+    rc=0
+    PATH=$work/hang-mpirun:$PATH HANG_RETURNED=$work/hang-mpi/returned NP=2 MPIRUN_ARGS="--oversubscribe" \
+      PREFLIGHT=$PREFLIGHT PREFLIGHT_ARGS="--only launch.env,launch.ranks,comm.*,host.memory --timeout $t_hang" \
+      PREFLIGHT_JSON=$work/hang-mpi/report.json timeout 120 "$examples/mpirun.sh" \
+      bash -c "echo trained > $work/hang-mpi/trained" >"$work/hang-mpi/out" 2>"$work/hang-mpi/err" || rc=$?
+    echo "$rc $t0 $(date +%s.%N)" >"$work/hang-mpi/result"
+  ) &
+  hang_pids+=($!)
+fi
+mkdir -p "$work/hang-srun/stub" "$work/hang-srunjob"
+printf '#!/usr/bin/env bash\nwhile [[ ${1:-} == -* ]]; do shift; done\nSLURM_PROCID=0 SLURM_STEP_ID=0 exec "$@"\n' >"$work/hang-srun/stub/srun"
+chmod +x "$work/hang-srun/stub/srun"
+hang_launcher srun "$work/hang-srun/stub/srun"
+(
+  t0=$(date +%s.%N)
+  rc=0
+  (
+    unset SLURM_JOB_ID SLURM_NTASKS SLURM_JOB_NUM_NODES
+    cd "$work/hang-srunjob" && PATH=$work/hang-srun:$PATH HANG_RETURNED=$work/hang-srunjob/returned \
+      PREFLIGHT=$PREFLIGHT PREFLIGHT_ARGS="--only launch.env,host.memory --mpi off --timeout $t_hang" \
+      PREFLIGHT_JSON=$work/hang-srunjob/report.json timeout 120 "$examples/srun.sbatch" \
+      bash -c "echo trained > $work/hang-srunjob/trained"
+  ) >"$work/hang-srunjob/out" 2>"$work/hang-srunjob/err" || rc=$?
+  echo "$rc $t0 $(date +%s.%N)" >"$work/hang-srunjob/result"
+) &
+hang_pids+=($!)
 
 # ---- slurm/healthcheck.sh ----------------------------------------------------------------------
 hc=$examples/slurm/healthcheck.sh
@@ -235,5 +294,38 @@ else
   expect_eq "$rc" 0 "examples/srun.sbatch with a stub srun"
   [ -f "$work/srun/trained.0" ] && pass "the training step ran after preflight" || fail "the training step did not run"
 fi
+
+
+# ---- the launcher's bound: the results ---------------------------------------------------------
+for p in "${hang_pids[@]}"; do wait "$p"; done
+for d in hang-mpi:mpirun.sh hang-srunjob:srun.sbatch; do
+  dir=$work/${d%%:*} name=${d#*:}
+  [ -f "$dir/result" ] || continue
+  read -r rc t0 t1 <"$dir/result"
+  took=$("$py" -c "print(round($t1 - $t0, 1))")
+  # The bound itself, and 5 s for starting and ending processes on a loaded 2-core machine.
+  if "$py" -c "import sys; sys.exit(0 if $t_hang + 30 <= $took <= $bound_hang + 5 else 1)"; then
+    pass "$name with a hanging launcher returned after $took s (--timeout $t_hang: bound $((t_hang + 30)) s + 10 s of -k)"
+  else
+    fail "$name with a hanging launcher returned after $took s, want $((t_hang + 30))..$bound_hang s"
+  fi
+  expect_eq "$rc" 137 "$name's exit with a launcher that ignores SIGTERM (timeout -k's SIGKILL)"
+  if [ -f "$dir/returned" ]; then
+    ret=$("$py" -c "print(round($(cat "$dir/returned") - $t0, 1))")
+    if "$py" -c "import sys; sys.exit(0 if $ret <= $t_hang + 10 else 1)"; then
+      pass "$name: preflight had reported $ret s after the start, before the bound"
+    else fail "$name: preflight reported only $ret s after the start"; fi
+  else
+    fail "$name: the launcher's job never returned"
+  fi
+  verdict=$("$py" -c "import json,sys; print(json.load(open(sys.argv[1]))['summary']['exit_code'])" "$dir/report.json" 2>&1)
+  expect_eq "$verdict" 0 "$name: the JSON report written before the launcher hung (summary.exit_code)"
+  expect_contains "$(cat "$dir/out")" "PASS: " "$name: the text report printed before the launcher hung"
+  err=$(tr '\n' ' ' <"$dir/err")
+  expect_contains "$err" "did not return within $((t_hang + 30)) s" "$name's message"
+  expect_contains "$err" "preflight's own verdict: exit 0" "$name's message"
+  if [ -f "$dir/trained" ]; then fail "$name: the training started after the launcher was stopped"; else
+    pass "$name: no training after the launcher was stopped"; fi
+done
 
 finish
