@@ -102,9 +102,12 @@ const CheckSpec* find_check(std::string_view id);
 Verdict run_check(const CheckSpec& spec, const CheckContext& ctx);
 
 /// Helper for checks: UNKNOWN because a fact could not be gathered.
-/// A fact left behind by a probe that hung (job/run.cpp marks them): code Timeout, and a
-/// detail "probe 'NAME' hung: …" that names the probe and its deadline.
+/// A fact preflight's own budget left unread, never a verdict on what it reads: left behind by a
+/// probe that hung (job/run.cpp marks them: code Timeout, and a detail "probe 'NAME' hung: …"
+/// that names the probe and its deadline), or stopped by a helper deadline cut to what was left of
+/// the probe phase (code OutOfBudget: the detail names the time it got and the --timeout that fits).
 inline bool hung_probe(const ProbeError& e) {
+  if (e.code == ProbeErrc::OutOfBudget) return true;
   return e.code == ProbeErrc::Timeout && e.detail.starts_with("probe '") &&
          e.detail.find("' hung") != std::string::npos;
 }

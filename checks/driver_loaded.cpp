@@ -45,6 +45,11 @@ constexpr FindingSpec kHelperTimeout = {
     "persistence mode (`systemctl enable --now nvidia-persistenced`, or `nvidia-smi -pm 1`). If it never finishes at "
     "any --timeout, the job's first GPU call hangs too: check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; a "
     "wedged GPU needs `nvidia-smi -r` or a reboot."};
+constexpr FindingSpec kHelperOutOfBudget = {
+    "driver.loaded/out-of-budget", Status::Unknown, "{library}: {why}",
+    "preflight's own budget ended it, not the driver: give the run the --timeout the message names (the later "
+    "helpers need what the driver helper's cuInit took, each again), or enable persistence mode "
+    "(`systemctl enable --now nvidia-persistenced`) so the GPUs initialise once."};
 constexpr FindingSpec kHelperCrashed = {
     "driver.loaded/helper-crashed", Status::Fail, "{library}: {why}",
     "The job's first GPU call will do the same. Check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; a CUDA "
@@ -115,6 +120,7 @@ constexpr std::array kFindings = {kNoDriver,
                                   kModuleWithoutLibraries,
                                   kLibraryMissing,
                                   kHelperTimeout,
+                                  kHelperOutOfBudget,
                                   kHelperCrashed,
                                   kLibraryVersionMismatch,
                                   kModuleNotLoaded,
@@ -218,6 +224,7 @@ Verdict run(const CheckContext& ctx) {
                     {"kernel_module", km ? nlohmann::json(*km) : nlohmann::json()}}));
         break;
       case ProbeErrc::Timeout: b.add(kHelperTimeout, failed); break;
+      case ProbeErrc::OutOfBudget: b.add(kHelperOutOfBudget, failed); break;
       case ProbeErrc::Crashed: b.add(kHelperCrashed, failed); break;
       case ProbeErrc::ApiError:
         if (is_version_mismatch_error(lib.err->detail)) {

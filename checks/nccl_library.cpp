@@ -61,6 +61,9 @@ constexpr FindingSpec kNotProbed = {"nccl.library/not-probed", Status::Unknown,
 constexpr FindingSpec kNotFound = {"nccl.library/not-found", Status::Fail,
                                    "libnccl.so.2 not found where the job looks (searched: {searched}): {why}",
                                    PREFLIGHT_INSTALL_NCCL};
+constexpr FindingSpec kOutOfBudget = {
+    "nccl.library/out-of-budget", Status::Unknown, "the NCCL library was not probed in time: {why}",
+    "preflight's own budget ended the probe, not NCCL: give the run the --timeout the message names."};
 constexpr FindingSpec kNotRead = {
     "nccl.library/not-read", Status::Unknown, "the NCCL library was not read: {why}",
     "Capture the node with `preflight capture` (it records the library's version), or run preflight on the node."};
@@ -119,6 +122,7 @@ constexpr std::array kFindings = {kCpuTorchNoGpus,
                                   kLinkedIn,
                                   kTorchNcclMissing,
                                   kNotProbed,
+                                  kOutOfBudget,
                                   kNotFound,
                                   kNotRead,
                                   kVersionNotRead,
@@ -277,6 +281,7 @@ Verdict run(const CheckContext& ctx) {
         // --sysroot: a captured node's library is read by the capture's helper, never loaded here.
         return Verdict::of(kNotRead, {{"why", probed.why()}}, b.evidence());
       case ProbeErrc::ParseError: return Verdict::of(kVersionNotRead, {{"why", probed.why()}}, b.evidence());
+      case ProbeErrc::OutOfBudget: return Verdict::of(kOutOfBudget, {{"why", probed.why()}}, b.evidence());
       default: return Verdict::of(kLoadFailed, {{"error", to_string(err->code)}, {"why", probed.why()}}, b.evidence());
     }
   }

@@ -72,6 +72,10 @@ constexpr FindingSpec kResolveTimeout = {
     "net.master/resolve-timeout", Status::Fail,
     "MASTER_ADDR={addr} {detail} (getaddrinfo; the DNS server is slow or unreachable)",
     "Use a numeric MASTER_ADDR, or fix name resolution (`getent hosts {addr}`, /etc/resolv.conf)."};
+constexpr FindingSpec kResolveOutOfBudget = {
+    "net.master/resolve-out-of-budget", Status::Unknown, "MASTER_ADDR={addr} {detail}",
+    "preflight's own budget ended the lookup, not the DNS server: give the run the --timeout the message names, or "
+    "use a numeric MASTER_ADDR."};
 constexpr FindingSpec kNotResolved = {"net.master/not-resolved", Status::Unknown,
                                       "MASTER_ADDR={addr} was not resolved: {why}",
                                       "Run preflight on the node itself (without --sysroot) to resolve MASTER_ADDR."};
@@ -103,10 +107,25 @@ constexpr FindingSpec kPortEphemeral = {
 constexpr FindingSpec kResolves = {"net.master/resolves", Status::Pass,
                                    "MASTER_ADDR={addr} resolves to {addresses}{this_host}", ""};
 
-constexpr std::array kFindings = {
-    kDiffers,         kDiffersMostlyUnset,     kUnset,      kAddrMissing,      kPortMissing,   kPortInvalid,
-    kHostnameAddress, kHostnameAddressOneNode, kLoopback,   kResolveTimeout,   kNotResolved,   kDoesNotResolve,
-    kPortInUse,       kPortPrivileged,         kBindFailed, kPortStateUnknown, kPortEphemeral, kResolves};
+constexpr std::array kFindings = {kDiffers,
+                                  kDiffersMostlyUnset,
+                                  kUnset,
+                                  kAddrMissing,
+                                  kPortMissing,
+                                  kPortInvalid,
+                                  kHostnameAddress,
+                                  kHostnameAddressOneNode,
+                                  kLoopback,
+                                  kResolveTimeout,
+                                  kResolveOutOfBudget,
+                                  kNotResolved,
+                                  kDoesNotResolve,
+                                  kPortInUse,
+                                  kPortPrivileged,
+                                  kBindFailed,
+                                  kPortStateUnknown,
+                                  kPortEphemeral,
+                                  kResolves};
 
 template <typename T>
 nlohmann::json probed_json(const Probed<T>& p) {
@@ -212,6 +231,8 @@ Verdict run(const CheckContext& ctx) {
       const ProbeError& err = *m.resolved.error();
       if (err.code == ProbeErrc::Timeout) {
         b.add(kResolveTimeout, {{"addr", addr}, {"detail", err.detail}});
+      } else if (err.code == ProbeErrc::OutOfBudget) {
+        b.add(kResolveOutOfBudget, {{"addr", addr}, {"detail", err.detail}});
       } else if (err.code == ProbeErrc::Unsupported || err.code == ProbeErrc::NotProbed) {
         b.add(kNotResolved, {{"addr", addr}, {"why", m.resolved.why()}});
       } else {

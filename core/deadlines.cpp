@@ -48,19 +48,34 @@ std::string_view helper_name(Helper helper) {
   return "the helper";
 }
 
+double HelperDeadline::timeout_that_fits() const {
+  // The phase ends at probe x T, less the reserve (at least reserve x T) for the probes after it:
+  // T x (probe - reserve - share) >= used + allowance.
+  const double room = PhaseShares::probe - kHelperReserveShare - share;
+  if (room <= 0) return timeout_s;
+  return std::max(timeout_s, std::ceil((used_s + allowance_s) / room));
+}
+
 std::string HelperDeadline::describe() const {
-  std::string s = "its deadline of " + seconds_text(seconds()) + " (";
+  const std::string cuinit =
+      allowance_s > 0 ? " plus the " + seconds_text(allowance_s) + " cuInit took in the driver helper" : "";
   if (cut) {
-    s += "what was left of the probe phase, " + percent(PhaseShares::probe) + " of --timeout " +
-         timeout_text(timeout_s) + " s; its own share is " + percent(share);
-  } else {
-    s += percent(share) + " of --timeout " + timeout_text(timeout_s) + " s";
-    if (allowance_s > 0) s += ", plus the " + seconds_text(allowance_s) + " cuInit took in the driver helper";
+    return "what was left of the probe phase, " + seconds_text(seconds()) + " (the phase is " +
+           percent(PhaseShares::probe) + " of --timeout " + timeout_text(timeout_s) +
+           " s), less than its own deadline of " + seconds_text(own_s) + " (" + percent(share) + " of --timeout" +
+           cuinit + ")";
   }
-  return s + ")";
+  return "its deadline of " + seconds_text(seconds()) + " (" + percent(share) + " of --timeout " +
+         timeout_text(timeout_s) + " s" + (cuinit.empty() ? "" : "," + cuinit) + ")";
 }
 
 std::string HelperDeadline::expired(double after_s) const {
+  if (cut) {
+    // preflight's budget, not the hardware: the helper never had its own deadline.
+    return std::string(helper_name(helper)) + " got only " + describe() + ", and was stopped after " +
+           seconds_text(after_s) + ": preflight's own budget ran out, which says nothing about the GPU; --timeout " +
+           timeout_text(timeout_that_fits()) + " gives it its whole deadline";
+  }
   const double longer = std::max(timeout_s * 3, timeout_s + 30);
   const double gives = longer * share + allowance_s;
   return std::string(helper_name(helper)) + " did not finish within " + describe() + " and was killed after " +
@@ -74,8 +89,10 @@ HelperDeadline helper_deadline(Helper helper, double timeout_s, milliseconds lef
   d.timeout_s = timeout_s;
   d.share = helper_share(helper);
   d.allowance_s = std::max(0.0, allowance_s);
-  milliseconds limit = ms_of(timeout_s * d.share + d.allowance_s);
+  d.own_s = timeout_s * d.share + d.allowance_s;
+  milliseconds limit = ms_of(d.own_s);
   if (left != milliseconds::max()) {
+    d.used_s = std::max(0.0, timeout_s * PhaseShares::probe - std::chrono::duration<double>(left).count());
     const milliseconds reserve = std::max(kHelperReserveMin, ms_of(timeout_s * kHelperReserveShare));
     const milliseconds usable = left - reserve;
     if (usable < limit) {

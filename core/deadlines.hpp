@@ -23,6 +23,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/probed.hpp"
+
 namespace preflight {
 
 struct PhaseShares {
@@ -58,6 +60,8 @@ struct HelperDeadline {
   double share = 0;        // helper_share(helper)
   double allowance_s = 0;  // added for a measured cuInit
   bool cut = false;        // cut to what was left of the probe phase
+  double own_s = 0;        // its own deadline: share of --timeout plus the allowance
+  double used_s = 0;       // the probe phase's seconds gone when it started (from the start of the run)
 
   double seconds() const { return std::chrono::duration<double>(limit).count(); }
   /// "its deadline of 15.0 s (25% of --timeout 60 s)", with "plus the 3.1 s cuInit took in the
@@ -68,6 +72,13 @@ struct HelperDeadline {
   /// deadline of 2.5 s (25% of --timeout 10 s) and was killed after 2.5 s: raise --timeout to
   /// give it longer (--timeout 40 gives it 10.0 s)".
   std::string expired(double after_s) const;
+  /// How an expiry is recorded: OutOfBudget when the helper got less than its own share (cut to
+  /// what was left of the probe phase: preflight's budget, never a verdict on the GPU), Timeout
+  /// when it had its whole own deadline and still did not finish.
+  ProbeErrc expiry_code() const { return cut ? ProbeErrc::OutOfBudget : ProbeErrc::Timeout; }
+  /// The smallest --timeout (whole seconds) at which this helper gets its whole own deadline (its
+  /// share plus the allowance) before the probe phase ends, when what ran before it takes as long.
+  double timeout_that_fits() const;
 };
 
 /// The deadline of `helper` at `timeout_s`, with `left` of the probe phase remaining (nullopt-like

@@ -6,7 +6,7 @@
 
 namespace preflight {
 namespace {
-constexpr std::array<std::pair<ProbeErrc, const char*>, 10> kNames{{
+constexpr std::array<std::pair<ProbeErrc, const char*>, 11> kNames{{
     {ProbeErrc::NotProbed, "not_probed"},
     {ProbeErrc::NotFound, "not_found"},
     {ProbeErrc::PermissionDenied, "permission_denied"},
@@ -14,6 +14,7 @@ constexpr std::array<std::pair<ProbeErrc, const char*>, 10> kNames{{
     {ProbeErrc::ParseError, "parse_error"},
     {ProbeErrc::Unsupported, "unsupported"},
     {ProbeErrc::Timeout, "timeout"},
+    {ProbeErrc::OutOfBudget, "out_of_budget"},
     {ProbeErrc::Crashed, "crashed"},
     {ProbeErrc::LibraryMissing, "library_missing"},
     {ProbeErrc::ApiError, "api_error"},

@@ -20,6 +20,7 @@ enum class ProbeErrc {
   ParseError,        // read, but the contents were not what the format promises
   Unsupported,       // not applicable on this system (e.g. no cgroup memory controller)
   Timeout,           // the probe did not finish within its deadline
+  OutOfBudget,       // preflight's own budget (what was left of a shared phase) ended it before its own deadline
   Crashed,           // the contained helper died with a signal
   LibraryMissing,    // dlopen failed
   ApiError,          // a library call returned an error

@@ -30,7 +30,7 @@ constexpr char kSmokeBytes[] = "64M";
 ProbeError helper_failure(const ContainedResult& result, const ContainedJson& parsed, const std::string& what,
                           const HelperDeadline& deadline) {
   if (result.outcome == ContainedOutcome::TimedOut) {
-    return {ProbeErrc::Timeout, deadline.expired(result.elapsed_s)};
+    return {deadline.expiry_code(), deadline.expired(result.elapsed_s)};
   }
   if (!result.clean()) {
     ProbeError e = result.to_probe_error();

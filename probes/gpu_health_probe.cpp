@@ -101,7 +101,7 @@ void probe_gpu_health(const ProbeContext& ctx, RankFacts& facts) {
   const ContainedResult result = run_contained(request);
   d.helper += (d.helper.empty() ? "" : "; ") + std::string("health: ") + result.describe();
   if (result.outcome == ContainedOutcome::TimedOut) {
-    d.health = Health::error(ProbeErrc::Timeout, source + ": " + deadline.expired(result.elapsed_s), source);
+    d.health = Health::error(deadline.expiry_code(), source + ": " + deadline.expired(result.elapsed_s), source);
     return;
   }
   if (!result.clean()) {

@@ -46,7 +46,10 @@ void probe_nccl(const ProbeContext& ctx, RankFacts& facts) {
   if (!parsed.ok()) {
     ProbeError e = result.clean() ? ProbeError{ProbeErrc::ParseError, parsed.error} : result.to_probe_error();
     e.detail = what + (result.clean() ? ": " : " ") + e.detail;
-    if (result.outcome == ContainedOutcome::TimedOut) e.detail = what + ": " + deadline.expired(result.elapsed_s);
+    if (result.outcome == ContainedOutcome::TimedOut) {
+      e.code = deadline.expiry_code();
+      e.detail = what + ": " + deadline.expired(result.elapsed_s);
+    }
     facts.gpu.nccl = Probed<NcclLibrary>::error(std::move(e), helper);
     return;
   }

@@ -266,7 +266,7 @@ void probe_master(const ProbeContext& ctx, RankFacts& facts) {
   for (Probed<std::vector<std::string>>* p : {&m.resolved, &m.hostname_resolves_to}) {
     if (p->error() != nullptr && p->error()->code == ProbeErrc::Timeout) {
       *p = Probed<std::vector<std::string>>::error(
-          ProbeErrc::Timeout, "did not resolve within " + lookup.describe() + ": a longer --timeout gives it longer",
+          lookup.expiry_code(), "did not resolve within " + lookup.describe() + ": a longer --timeout gives it longer",
           p->source());
     }
   }

@@ -92,7 +92,8 @@ Counts count_instances(const Report& report);
 Status counted_as(Status s, bool strict);
 
 /// The verdict's exit code (core/exit_code.hpp): Ok (WARN allowed unless strict), Fail (any FAIL, or
-/// WARN with strict), Unknown (UNKNOWN and no FAIL), Deadline (a deadline expired).
+/// WARN with strict), Unknown (UNKNOWN and no FAIL), Deadline (a deadline expired, or a helper was
+/// stopped by preflight's own budget: ProbeErrc::OutOfBudget in a rank's facts).
 int exit_code(const Report& report, bool strict);
 
 /// The run's overall status for the summary line.

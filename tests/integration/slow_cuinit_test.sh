@@ -43,4 +43,26 @@ case "$(remedy_of driver.loaded)" in
   *"crashes like this"*) fail "a deadline blamed on a crashing library" ;;
   *) pass "no crash blamed" ;;
 esac
+
+# A 12 s cuInit at the default --timeout 60 with every GPU check: the later helpers (smoke test,
+# peer copies, health), each a new process that initialises CUDA again, do not all fit in the probe
+# phase. The one whose deadline was cut to what was left of the phase is preflight's budget, not a
+# fault of the GPU: its checks say UNKNOWN (never FAIL), name the time it got and the --timeout that
+# gives it its whole deadline, and the run exits 4. (cuda.runtime and nccl.library judge this
+# machine's own CUDA and NCCL against the fake driver: not part of this case.)
+LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" PREFLIGHT_FAKE_GPU="$S/h100x8-healthy.json" PREFLIGHT_FAKE_CUINIT_DELAY_S=12 \
+  "$PREFLIGHT" --format json --timeout 60 >"$work/out" 2>"$work/err"
+rc=$?
+expect_eq "$rc" 4 "exit code of a run whose budget cut a helper short"
+failed=$(json_get "' '.join(c['id'] for c in d['checks'] if c['status']=='FAIL' and (c['id'].split('.')[0] in ('gpu','topo') or c['id'] in ('driver.loaded','cuda.smoke')))")
+expect_eq "$failed" "" "GPU checks that FAIL on a healthy node with a 12 s cuInit"
+cut=$(json_get "' '.join(sorted(c['id'] for c in d['checks'] if 'preflight\\'s own budget ran out' in c['summary']))")
+[ -n "$cut" ] && pass "checks that name preflight's budget: $cut" || fail "no check names preflight's budget: $(head -c 600 "$work/out")"
+for id in $cut; do
+  expect_eq "$(check_status "$id")" UNKNOWN "$id, cut short by preflight's budget"
+  case "$(summary_of "$id")" in
+    *"--timeout "*" gives it its whole deadline"*) pass "$id names the --timeout that fits" ;;
+    *) fail "$id does not name the --timeout that fits: $(summary_of "$id")" ;;
+  esac
+done
 finish

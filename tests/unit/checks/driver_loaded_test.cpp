@@ -170,6 +170,22 @@ TEST(DriverLoaded, HelperHangIsNamed) {
   EXPECT_FALSE(has(v.remedy, "crashes like this")) << v.remedy;
 }
 
+TEST(DriverLoaded, AHelperStoppedByPreflightsOwnBudgetIsUnknownNotAHang) {
+  RankFacts f = healthy();
+  const std::string why =
+      "the GPU driver helper (NVML, cuInit, device query) got only what was left of the probe phase, 1.0 s (the phase "
+      "is 50% of --timeout 60 s), less than its own deadline of 15.0 s (25% of --timeout), and was stopped after 1.0 "
+      "s: "
+      "preflight's own budget ran out, which says nothing about the GPU; --timeout 99 gives it its whole deadline";
+  f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::OutOfBudget, why, "helper");
+  f.gpu.driver.cuda_driver_version = Probed<int>::error(ProbeErrc::OutOfBudget, why, "helper");
+  const Verdict v = judge_driver(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "driver.loaded/out-of-budget");
+  EXPECT_TRUE(has(v.summary, "--timeout 99 gives it its whole deadline")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "preflight's own budget ended it, not the driver")) << v.remedy;
+}
+
 TEST(DriverLoaded, OneExpiredHelperIsReportedOnceForBothLibraries) {
   RankFacts f = healthy();
   const std::string why =

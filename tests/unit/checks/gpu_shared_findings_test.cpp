@@ -61,6 +61,10 @@ TEST(GpuSharedFindings, AMissingFactsKindFollowsTheProbesError) {
   EXPECT_EQ(kind(ProbeErrc::Timeout).kind, Kind::HelperHung);
   EXPECT_EQ(kind(ProbeErrc::Timeout, "probe 'gpu_driver' hung: no answer within its deadline of 30 s").kind,
             Kind::NotGathered);
+  // Stopped by preflight's own budget (a helper deadline cut to what was left of the probe phase):
+  // not a hang of the GPU.
+  EXPECT_EQ(kind(ProbeErrc::OutOfBudget).kind, Kind::NotGathered);
+  EXPECT_EQ(kind(ProbeErrc::OutOfBudget).status(), Status::Unknown);
   EXPECT_EQ(kind(ProbeErrc::LibraryMissing).kind, Kind::LibraryMissing);
   EXPECT_EQ(kind(ProbeErrc::LibraryMissing).cause, "driver.loaded");
   EXPECT_EQ(kind(ProbeErrc::ApiError).kind, Kind::DriverError);
@@ -84,6 +88,8 @@ TEST(GpuSharedFindings, EveryKindOfMissingGpuFactIsEveryGpuChecksOwnCode) {
       {ProbeErrc::Timeout, "no answer within 30.0 s", "/helper-hung", Status::Fail},
       {ProbeErrc::Timeout, "probe 'gpu_driver' hung: no answer within its deadline of 30 s", "/not-gathered",
        Status::Unknown},
+      {ProbeErrc::OutOfBudget, "got only what was left of the probe phase, 2.0 s: preflight's own budget ran out",
+       "/not-gathered", Status::Unknown},
       {ProbeErrc::LibraryMissing, "libnvidia-ml.so.1: cannot open shared object file", "/library-missing",
        Status::Fail},
       {ProbeErrc::ApiError, "cuInit: CUDA_ERROR_UNKNOWN (999)", "/driver-error", Status::Fail},

@@ -125,6 +125,16 @@ TEST(NcclLibraryCheck, LibraryMissingFailsNamingTheCandidates) {
             "/usr/lib/x86_64-linux-gnu/libnccl.so.2 (ld.so.cache)");
 }
 
+TEST(NcclLibraryCheck, AProbeStoppedByPreflightsOwnBudgetIsUnknown) {
+  RankFacts f = node_facts();
+  f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::OutOfBudget,
+                                          "the NCCL library probe got only what was left of the probe phase, 0.2 s");
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/out-of-budget");
+  EXPECT_TRUE(has(v.remedy, "--timeout")) << v.remedy;
+}
+
 TEST(NcclLibraryCheck, LoadFailureCrashOrHangFails) {
   RankFacts f = node_facts();
   f.gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::Crashed, "ncclGetVersion crashed with SIGSEGV in 0.1 s");

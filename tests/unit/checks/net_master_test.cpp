@@ -113,6 +113,14 @@ TEST(NetMaster, ResolutionFailures) {
   EXPECT_EQ(t.finding.code, "net.master/resolve-timeout");
   EXPECT_EQ(t.finding.params["detail"], "did not resolve within 2.0 s");
   EXPECT_NE(t.remedy.find("`getent hosts gpu-a.example`"), std::string::npos) << t.remedy;
+  Case budget;  // the lookup got what was left of the probe phase, not its own deadline
+  budget.m().resolved = Probed<Addrs>::error(
+      ProbeErrc::OutOfBudget, "did not resolve within what was left of the probe phase, 0.2 s", "getaddrinfo(gpu-a)");
+  budget.m().addr_is_local = false;
+  const Verdict b = budget.run();
+  EXPECT_EQ(b.status, Status::Unknown) << b.summary;
+  EXPECT_EQ(b.finding.code, "net.master/resolve-out-of-budget");
+  EXPECT_NE(b.remedy.find("not the DNS server"), std::string::npos) << b.remedy;
   Case none;
   none.m().addr = "nonexistent.invalid";
   none.m().resolved =

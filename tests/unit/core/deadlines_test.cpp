@@ -88,6 +88,30 @@ TEST(Deadlines, ExpiredMessageNamesTheDeadlineItsLengthAndTimeout) {
   EXPECT_FALSE(has(m, "crash")) << m;
 }
 
+TEST(Deadlines, ACutDeadlineIsPreflightsBudgetAndNamesTheTimeoutThatFits) {
+  // A 12 s cuInit at --timeout 60: 25 s of the 30 s probe phase gone when the health helper starts.
+  const HelperDeadline d = helper_deadline(Helper::GpuHealth, 60, 5000ms, 12.0);
+  EXPECT_TRUE(d.cut);
+  EXPECT_EQ(d.limit, 2000ms);
+  EXPECT_DOUBLE_EQ(d.own_s, 18.0);
+  EXPECT_DOUBLE_EQ(d.used_s, 25.0);
+  EXPECT_EQ(d.expiry_code(), ProbeErrc::OutOfBudget);
+  // (25 + 12) / (0.50 - 0.05 - 0.10) = 105.7: at --timeout 106 the phase holds its whole deadline.
+  EXPECT_DOUBLE_EQ(d.timeout_that_fits(), 106.0);
+  const HelperDeadline at_fit = helper_deadline(Helper::GpuHealth, 106, std::chrono::milliseconds(53000 - 25000), 12.0);
+  EXPECT_FALSE(at_fit.cut) << at_fit.describe();
+  const std::string m = d.expired(2.0);
+  EXPECT_TRUE(has(m, "the GPU health helper (NVML health, load) got only what was left of the probe phase, 2.0 s"))
+      << m;
+  EXPECT_TRUE(has(m, "less than its own deadline of 18.0 s (10% of --timeout plus the 12.0 s cuInit took")) << m;
+  EXPECT_TRUE(has(m, "preflight's own budget ran out, which says nothing about the GPU")) << m;
+  EXPECT_TRUE(has(m, "--timeout 106 gives it its whole deadline")) << m;
+  // With its whole own deadline, an expiry is the operation's: Timeout.
+  EXPECT_EQ(helper_deadline(Helper::GpuHealth, 60, kNoEnd, 12.0).expiry_code(), ProbeErrc::Timeout);
+  EXPECT_EQ(std::string(to_string(ProbeErrc::OutOfBudget)), "out_of_budget");
+  EXPECT_EQ(probe_errc_from_string("out_of_budget"), ProbeErrc::OutOfBudget);
+}
+
 TEST(Deadlines, ProbeContextUsesTheRunsTimeout) {
   const FileSystem fs("");
   const EnvSnapshot env{};
