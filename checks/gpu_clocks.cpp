@@ -121,8 +121,11 @@ constexpr std::string_view kExplain = R"EXPLAIN(What it reads
   The contained GPU helper's health run keeps every GPU busy (cuMemsetD32 on each) and samples,
   per GPU, nvmlDeviceGetCurrentClocksEventReasons (R535; the older
   nvmlDeviceGetCurrentClocksThrottleReasons otherwise), the performance state, the temperature and
-  the slowdown threshold (nvmlDeviceGetTemperatureThreshold SLOWDOWN). Idle (0x1), application
-  clocks, software power cap (0x4) and sync boost are not problems and are ignored.
+  the slowdown threshold (nvmlDeviceGetTemperatureThreshold SLOWDOWN). It takes two sample rounds
+  at least, the first as the load starts, before its time limit may end the load, so a slowdown
+  that lasts is always seen in two samples; then it samples until every GPU has five samples at
+  P0 or the limit is reached. Idle (0x1), application clocks, software power cap (0x4) and sync
+  boost are not problems and are ignored.
 
 Failures
   FAIL     hardware slowdown (0x8), hardware thermal slowdown (0x40) or hardware power brake

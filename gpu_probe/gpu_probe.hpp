@@ -26,7 +26,8 @@ const char* nvml_code_name(nvml::nvmlReturn_t rc);
 /// `health [--max-load S]`: GpuHealthFacts (core/facts/gpu_health.hpp) for every GPU NVML sees:
 /// memory health, NVLink state and error counters, PCIe link and fabric state, and clock event
 /// reasons, P-state, PCIe link and temperature sampled while every CUDA device runs cuMemsetD32
-/// (until each GPU has 5 samples at P0, at most S seconds, default 1), and the XIDs NVML reports on
+/// (two sample rounds at least, the first as the load starts, whatever S; then until each GPU has 5
+/// samples at P0, S seconds at most, default 1), and the XIDs NVML reports on
 /// any GPU while that load runs (xid_watch: registered before the load, read at every sample
 /// round and after it). {"error": why} when NVML cannot be used at all.
 nlohmann::json run_health(double max_load_s);

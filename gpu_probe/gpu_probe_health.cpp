@@ -29,6 +29,10 @@ namespace {
 using namespace nvml;
 
 constexpr int kMinLoadSamples = 5;             // per GPU, at P0, before the load may end
+/// Sample rounds under load before the time limit may end the load: the first as the load starts,
+/// then at least one more, so that a slowdown that lasts (a power brake) is seen in two samples
+/// and judged as lasting, whatever the limit and however slow a round is.
+constexpr int kRoundsBeforeLimit = 2;
 constexpr std::size_t kLoadBytes = 64u << 20;  // per GPU
 constexpr int kMemsetsPerRound = 8;
 
@@ -574,7 +578,7 @@ nlohmann::json run_health(double max_load_s) {
     }
     ++rounds;
     xids.drain();
-    if (enough || std::chrono::steady_clock::now() - begin >= limit) break;
+    if (enough || (rounds >= kRoundsBeforeLimit && std::chrono::steady_clock::now() - begin >= limit)) break;
   }
   if (facts.loaded) load.stop();
   facts.xid_watch = xids.finish();

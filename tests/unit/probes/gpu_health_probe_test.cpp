@@ -13,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include "checks/specs.hpp"
 #include "core/facts/gpu.hpp"
+#include "gpu_facts_fixture.hpp"
 #include "sys/contained.hpp"
 #include "test_paths.hpp"
 
@@ -32,10 +34,10 @@ struct HelperRun {
   nlohmann::json doc;
 };
 
-HelperRun health(const std::string& scenario) {
+HelperRun health(const std::string& scenario, const std::string& max_load = "2") {
   ContainedRequest r;
   r.executable = preflight::test_paths::gpu_helper_dir() + "/preflight-gpu-probe";
-  r.args = {"health", "--max-load", "2"};
+  r.args = {"health", "--max-load", max_load};
   r.extra_env = {"LD_LIBRARY_PATH=" + kLibDir, "PREFLIGHT_FAKE_GPU=" + scenario, "CUDA_VISIBLE_DEVICES"};
   r.deadline = 20s;
   HelperRun out{run_contained(r), {}};
@@ -99,6 +101,29 @@ TEST(GpuHealthHelper, EveryScenarioFaultReachesTheFacts) {
   EXPECT_GT(h.gpus[7].nvlink_replay_delta.value_or(0), 0u);
   ASSERT_TRUE(h.gpus[7].pcie_replay_after && h.gpus[7].pcie_replay_before);
   EXPECT_GT(*h.gpus[7].pcie_replay_after, *h.gpus[7].pcie_replay_before);
+}
+
+// The time limit applies only after two sample rounds, the first as the load starts: a limit
+// already spent after the first round (here 0 s; on a real node a slow first round) still gives a
+// constant power brake its second sample, so gpu.clocks FAILs it instead of "1 of 1 samples" (WARN).
+TEST(GpuHealthHelper, AConstantPowerBrakeIsSampledTwiceBeforeTheTimeLimit) {
+  const HelperRun run = health(kScenarios + "/power-brake-gpu2.json", "0");
+  ASSERT_TRUE(run.result.clean()) << run.result.describe() << run.result.err;
+  const GpuHealthFacts h = run.doc.get<GpuHealthFacts>();
+  ASSERT_EQ(h.gpus.size(), 8u);
+  EXPECT_TRUE(h.loaded) << h.load;
+  for (const GpuHealth& g : h.gpus) EXPECT_EQ(g.load_samples, 2) << "GPU " << g.index;
+  EXPECT_EQ(h.gpus[2].clock_event_reasons, kClocksHwPowerBrake);
+  EXPECT_EQ(h.gpus[2].slowdown_samples, 2);
+
+  RankFacts f = gpu_fixture::healthy();
+  f.gpu.driver.health = Probed<GpuHealthFacts>::ok(h, "preflight-gpu-probe health");
+  const Verdict v = gpu_fixture::judge(kGpuClocks, f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  ASSERT_FALSE(v.findings.empty());
+  EXPECT_EQ(v.findings.front().code, "gpu.clocks/hardware-slowdown") << v.summary;
+  EXPECT_TRUE(gpu_fixture::has(v.summary, "GPU 2 (00000000:3A:00.0): hardware power brake in 2 of 2 samples"))
+      << v.summary;
 }
 
 TEST(GpuHealthHelper, AnOldDriverLacksFunctionsAndSaysWhich) {
