@@ -262,7 +262,9 @@ GpusView gpu_view(const CheckContext& ctx, const CompatMatrix& m) {
   };
   if (const std::vector<NvmlGpu>* gpus = d.nvml_gpus.value()) {
     g.known = true;
-    for (const NvmlGpu& n : *gpus) add(n.index, n.name, n.cc_major, n.cc_minor);
+    for (const NvmlGpu& n : *gpus) {
+      if (n.lost.empty()) add(n.index, n.name, n.cc_major, n.cc_minor);  // a lost GPU: named by gpu.count
+    }
     views("GPU");
   } else if (const std::vector<CudaDevice>* devs = d.cuda_devices.value()) {
     g.known = true;

@@ -46,9 +46,13 @@ constexpr FindingSpec kFree = {
     "gpu.busy/free", Status::Pass,
     "no other process on the {gpus} this job will use (most memory in use on one: {max_used})", ""};
 
+constexpr FindingSpec kGpuLost = {"gpu.busy/gpu-lost", Status::Fail, kLostGpuMessage, kLostGpuRemedy};
+constexpr FindingSpec kGpuReadError = {"gpu.busy/gpu-read-error", Status::Unknown, kGpuReadErrorMessage,
+                                       kGpuReadErrorFix};
+
 constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.busy", "")};
-constexpr auto kFindings =
-    with_shared(kShared, std::array{kJobSeesNoGpu, kForeignProcess, kUnexplainedMemory, kNoJobGpu, kFree});
+constexpr auto kFindings = with_shared(
+    kShared, std::array{kJobSeesNoGpu, kForeignProcess, kGpuLost, kUnexplainedMemory, kGpuReadError, kNoJobGpu, kFree});
 
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
@@ -116,10 +120,20 @@ Verdict run(const CheckContext& ctx) {
     if (f->identity.pid != 0) own_pids.push_back(f->identity.pid);
   }
   nlohmann::json per_gpu = nlohmann::json::array();
-  std::vector<std::string> foreign, unexplained;
+  std::vector<std::string> foreign, unexplained, unread;
   std::vector<int> foreign_pids;
   std::uint64_t max_used = 0;
+  std::size_t judged_count = 0;
+  // A lost GPU, or one whose processes or memory NVML could not read, is named with its cause; the
+  // others are judged.
+  const std::vector<std::string> lost = lost_nvml_gpus(used);
   for (const NvmlGpu* g : used) {
+    if (!g->lost.empty()) continue;
+    if (!g->error.empty()) {
+      unread.push_back(gpu_text(*g) + ": " + g->error);
+      continue;
+    }
+    ++judged_count;
     std::vector<std::string> holders;
     std::uint64_t listed = 0;
     nlohmann::json procs = nlohmann::json::array();
@@ -158,12 +172,14 @@ Verdict run(const CheckContext& ctx) {
   b.evidence()["own_pids"] = own_pids;
 
   if (!foreign.empty()) b.add(kForeignProcess, {{"processes", join(foreign, "; ")}, {"pid", foreign_pids.front()}});
+  if (!lost.empty()) b.add(kGpuLost, {{"gpus", join(lost, "; ")}});
   if (!unexplained.empty()) b.add(kUnexplainedMemory, {{"memory", join(unexplained, "; ")}});
+  if (!unread.empty()) b.add(kGpuReadError, {{"gpus", join(unread, "; ")}});
   if (b.status() == Status::Pass) {
     if (used.empty()) {
       b.add(kNoJobGpu, {{"nvml_gpus", nvml->size()}});
     } else {
-      b.add(kFree, {{"gpus", std::to_string(used.size()) + (used.size() == 1 ? " GPU" : " GPUs")},
+      b.add(kFree, {{"gpus", std::to_string(judged_count) + (judged_count == 1 ? " GPU" : " GPUs")},
                     {"max_used", mib_text(max_used)}});
     }
   }
@@ -185,6 +201,10 @@ Failures
            job; the new job runs out of memory or shares the GPU's compute.
   WARN     memory is in use with no process listed, above 1 GiB or 5% of the GPU's memory: a process
            in another container or pid namespace, or memory the driver has not released.
+  FAIL     a GPU the job will use is lost or needs a reset (NVML_ERROR_GPU_IS_LOST /
+           RESET_REQUIRED), named with its bus id and the call; the other GPUs are judged.
+  UNKNOWN  NVML answered another error for a GPU the job will use (named, with the call): its
+           processes are not judged, the other GPUs' are.
   FAIL     the GPUs could not be listed because the helper crashed, hung or NVML returned an error,
            or there is no driver at all (node and job profiles: the job needs a GPU).
   FAIL     the job will see no GPU (CUDA_VISIBLE_DEVICES empty, "none" or "NoDevFiles", or CUDA

@@ -147,4 +147,23 @@ bool same_gpu(const NvmlGpu& n, const CudaDevice& c) {
 
 std::string mib_text(std::uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
+std::string nvml_gpu_text(const NvmlGpu& g) {
+  const std::string& id = g.pci_bus_id.empty() ? g.uuid : g.pci_bus_id;
+  return "GPU " + std::to_string(g.index) + (id.empty() ? std::string() : " (" + id + ")");
+}
+
+std::vector<std::string> lost_nvml_gpus(const std::vector<const NvmlGpu*>& gpus) {
+  std::vector<std::string> out;
+  for (const NvmlGpu* g : gpus) {
+    if (!g->lost.empty()) out.push_back(nvml_gpu_text(*g) + ": " + g->lost);
+  }
+  return out;
+}
+
+std::vector<std::string> lost_nvml_gpus(const std::vector<NvmlGpu>& gpus) {
+  std::vector<const NvmlGpu*> all;
+  for (const NvmlGpu& g : gpus) all.push_back(&g);
+  return lost_nvml_gpus(all);
+}
+
 }  // namespace preflight

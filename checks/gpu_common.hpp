@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "checks/check.hpp"
 #include "core/facts/gpu.hpp"
@@ -166,5 +167,31 @@ nlohmann::json cvd_note_params(const EnvSnapshot& env);
 
 /// Whole MiB: "30000 MiB" (what nvidia-smi prints).
 std::string mib_text(std::uint64_t bytes);
+
+/// "GPU 3 (00000000:5D:00.0)": a GPU of NVML's list as the findings name it (its UUID where NVML
+/// gave no bus id, its index alone where it gave neither).
+std::string nvml_gpu_text(const NvmlGpu& g);
+
+/// A GPU of NVML's list that is lost or needs a reset (NvmlGpu::lost), as a finding names it with
+/// its cause: "GPU 3 (00000000:5D:00.0): nvmlDeviceGetName: NVML_ERROR_GPU_IS_LOST (GPU is lost)".
+/// Every GPU check that reads a GPU reports a lost one with its table's "<id>/gpu-lost" row
+/// (kLostGpuMessage, kLostGpuRemedy) and judges the others.
+std::vector<std::string> lost_nvml_gpus(const std::vector<const NvmlGpu*>& gpus);
+std::vector<std::string> lost_nvml_gpus(const std::vector<NvmlGpu>& gpus);
+
+/// The message and fix of a GPU that is lost or needs a reset: {gpus} names them with the error.
+inline constexpr std::string_view kLostGpuMessage = "{gpus} — the GPU is lost or needs a reset";
+inline constexpr std::string_view kLostGpuRemedy =
+    "The GPU no longer answers the driver: drain the node (`scontrol update nodename=$(hostname -s) state=drain "
+    "reason=\"GPU lost\"`), look for the Xid in `dmesg | grep -i -e NVRM -e Xid` (Xid 79: fallen off the bus), "
+    "then reset the GPU (`nvidia-smi -r -i <gpu>`, no process may use it) or reboot the node; if it comes back "
+    "lost, reseat or replace the GPU.";
+
+/// The message and fix of GPUs NVML answered another error for (NvmlGpu::error): {gpus} names
+/// them with the error; what the error hid is not judged on them, the other GPUs are.
+inline constexpr std::string_view kGpuReadErrorMessage = "NVML could not read {gpus}; the rest is judged";
+inline constexpr std::string_view kGpuReadErrorFix =
+    "Run `nvidia-smi -q -i <gpu>` on the node: the same error there points at the driver or the GPU (`dmesg | grep "
+    "-i -e NVRM -e Xid`); a reboot after a driver upgrade clears a mismatch.";
 
 }  // namespace preflight

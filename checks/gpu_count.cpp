@@ -139,12 +139,18 @@ constexpr FindingSpec kVisible = {"gpu.count/visible", Status::Pass,
                                   "{visible} visible to CUDA{counted} ({models}){cvd}{as_expected}{nvml}; {locals}",
                                   ""};
 
+constexpr FindingSpec kGpuLost = {"gpu.count/gpu-lost", Status::Fail, kLostGpuMessage, kLostGpuRemedy};
+constexpr FindingSpec kGpuReadError = {"gpu.count/gpu-read-error", Status::Unknown, kGpuReadErrorMessage,
+                                       kGpuReadErrorFix};
+constexpr FindingSpec kCudaDeviceError = {"gpu.count/cuda-device-error", Status::Unknown,
+                                          "CUDA could not read {devices}; the rest is judged", kGpuReadErrorFix};
+
 // The GPU checks' shared findings; {who} names the rank where the node has several.
 constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.count", "{who}")};
 constexpr auto kFindings =
     with_shared(kShared, std::array{kCvdHidesAll, kCvdInvalidEntry, kRankSeesNoGpu, kNoGpuVisible, kCvdSelectsNoGpu,
                                     kFewerThanExpected, kMoreThanExpected, kMoreRanksThanGpus, kHiddenByCvd,
-                                    kHiddenFromCuda, kMigMode, kVisible});
+                                    kHiddenFromCuda, kMigMode, kGpuLost, kGpuReadError, kCudaDeviceError, kVisible});
 
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
@@ -208,7 +214,9 @@ Verdict run(const CheckContext& ctx) {
                       {"name", g.name},
                       {"uuid", g.uuid},
                       {"pci_bus_id", g.pci_bus_id},
-                      {"mig_enabled", g.mig_enabled}});
+                      {"mig_enabled", g.mig_enabled},
+                      {"lost", g.lost},
+                      {"error", g.error}});
     }
     b.evidence()["nvml_gpus"] = std::move(list);
   } else {
@@ -259,13 +267,31 @@ Verdict run(const CheckContext& ctx) {
     }
   }
 
-  // GPUs NVML sees that CUDA does not.
+  // A lost GPU, or one NVML answered an error for, is named with its cause; the others are judged.
+  if (nvml != nullptr) {
+    const std::vector<std::string> lost = lost_nvml_gpus(*nvml);
+    if (!lost.empty()) b.add(kGpuLost, {{"gpus", join(lost, "; ")}});
+    std::vector<std::string> unread;
+    for (const NvmlGpu& g : *nvml) {
+      if (g.lost.empty() && !g.error.empty()) unread.push_back(nvml_gpu_text(g) + ": " + g.error);
+    }
+    if (!unread.empty()) b.add(kGpuReadError, {{"gpus", join(unread, "; ")}});
+  }
+  {
+    std::vector<std::string> unread;
+    for (const CudaDevice& c : *cuda) {
+      if (!c.error.empty()) unread.push_back("device " + std::to_string(c.ordinal) + ": " + c.error);
+    }
+    if (!unread.empty()) b.add(kCudaDeviceError, {{"devices", join(unread, "; ")}});
+  }
+
+  // GPUs NVML sees that CUDA does not (a lost GPU is said above, with its cause).
   std::vector<const NvmlGpu*> hidden, mig;
   if (nvml != nullptr) {
     for (const NvmlGpu& g : *nvml) {
       const bool seen = std::any_of(cuda->begin(), cuda->end(), [&](const CudaDevice& c) { return same_gpu(g, c); });
       if (g.mig_enabled.value_or(false)) mig.push_back(&g);
-      if (!seen) hidden.push_back(&g);
+      if (!seen && g.lost.empty()) hidden.push_back(&g);
     }
   }
 
@@ -378,6 +404,10 @@ Failures
            share a GPU (NCCL refuses or hangs) or fail to get one.
   FAIL     in a job, a rank of the node sees no GPU while the others do.
   FAIL     CUDA could not enumerate devices: the helper crashed, hung or the driver returned an error.
+  FAIL     a GPU NVML lists is lost or needs a reset (NVML_ERROR_GPU_IS_LOST / RESET_REQUIRED),
+           named with its bus id and the call that answered it; the other GPUs are judged as usual.
+  UNKNOWN  NVML or CUDA answered an error for one GPU (named, with the call); the other GPUs are
+           judged as usual.
   WARN     NVML sees GPUs that CUDA does not: hidden by CUDA_VISIBLE_DEVICES, by MIG mode (CUDA sees
            MIG instances), or by /dev/nvidia* permissions or the container's device cgroup. Not a
            warning when --expect-gpus equals the visible count (the hiding is intended).

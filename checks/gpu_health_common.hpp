@@ -40,15 +40,8 @@ std::string health_gpu_text(const GpuHealth& g);
 /// Why `fact` of this GPU is empty, or "not reported".
 std::string unavailable_text(const GpuHealth& g, const std::string& fact);
 
-/// The message and fix of each health check's FAIL finding for GPUs that are lost or need a reset
-/// (its table's "<id>/gpu-lost" row): {gpus} names them with the error.
-inline constexpr std::string_view kLostGpuMessage = "{gpus} — the GPU is lost or needs a reset";
-inline constexpr std::string_view kLostGpuRemedy =
-    "The GPU no longer answers the driver: drain the node (`scontrol update nodename=$(hostname -s) state=drain "
-    "reason=\"GPU lost\"`), look for the Xid in `dmesg | grep -i -e NVRM -e Xid` (Xid 79: fallen off the bus), "
-    "then reset the GPU (`nvidia-smi -r -i <gpu>`, no process may use it) or reboot the node; if it comes back "
-    "lost, reseat or replace the GPU.";
-
+/// Each health check's FAIL finding for GPUs that are lost or need a reset (its table's
+/// "<id>/gpu-lost" row) uses kLostGpuMessage and kLostGpuRemedy (checks/gpu_common.hpp).
 /// The finding `spec` (kLostGpuMessage, kLostGpuRemedy) for GPUs that are lost or need a reset
 /// (NVML_ERROR_GPU_IS_LOST / NVML_ERROR_RESET_REQUIRED from any call); true when it was added.
 bool add_lost_gpus(VerdictBuilder& b, const GpuHealthFacts& h, const FindingSpec& spec);

@@ -210,10 +210,32 @@ constexpr FindingSpec kCleanDuringRun = {
     "{read}: {why}",
     ""};
 
+constexpr FindingSpec kGpuLost = {"gpu.xid/gpu-lost", Status::Fail, kLostGpuMessage, kLostGpuRemedy};
+
 constexpr std::array kFindings = {
-    kFatalDuringRun, kFatalInLog,          kSxidFatal,    kErrorDuringRun,  kApplicationXidDuringRun,
-    kErrorInLog,     kApplicationXidInLog, kSxidNonFatal, kKernelLogDenied, kKernelLogNotRead,
-    kClean,          kCleanDuringRun};
+    kFatalDuringRun,          kFatalInLog, kSxidFatal,           kGpuLost,      kErrorDuringRun,
+    kApplicationXidDuringRun, kErrorInLog, kApplicationXidInLog, kSxidNonFatal, kKernelLogDenied,
+    kKernelLogNotRead,        kClean,      kCleanDuringRun};
+
+/// The node's lost GPUs with their cause: NVML's list, and the health run's for GPUs it lacks.
+std::vector<std::string> xid_lost_gpus(const DriverFacts& d) {
+  std::vector<std::string> out;
+  std::vector<std::string> seen;
+  if (const std::vector<NvmlGpu>* gpus = d.nvml_gpus.value()) {
+    for (const NvmlGpu& g : *gpus) {
+      if (g.lost.empty()) continue;
+      out.push_back(nvml_gpu_text(g) + ": " + g.lost);
+      seen.push_back(bus_key(g.pci_bus_id));
+    }
+  }
+  if (const GpuHealthFacts* h = d.health.value()) {
+    for (const GpuHealth& g : h->gpus) {
+      if (g.lost.empty() || std::find(seen.begin(), seen.end(), bus_key(g.pci_bus_id)) != seen.end()) continue;
+      out.push_back(health_gpu_text(g) + ": " + g.lost);
+    }
+  }
+  return out;
+}
 
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
@@ -311,13 +333,16 @@ Verdict run(const CheckContext& ctx) {
       case XidSeverity::Warning: run_warn.push_back(line); break;
     }
   }
-  // Which GPUs the events covered.
+  // Which GPUs the events covered (a lost GPU answers no registration: it is named as lost below).
   std::vector<std::string> covered_gpus, uncovered;
+  const std::vector<std::string> lost = xid_lost_gpus(d);
   for (const auto& [key, name] : gpus_of_node) {
     if (nv.covered.count(key) != 0) {
       covered_gpus.push_back(name);
       continue;
     }
+    if (std::any_of(lost.begin(), lost.end(), [&](const std::string& l) { return l.starts_with(name + ":"); }))
+      continue;
     const auto why = nv.why_not.find(key);
     uncovered.push_back(name + (why != nv.why_not.end() && !why->second.empty() ? ": " + why->second : ""));
   }
@@ -336,6 +361,8 @@ Verdict run(const CheckContext& ctx) {
   if (!run_fatal.empty()) b.add(kFatalDuringRun, {{"run_fatal", list_text(run_fatal, 4)}, {"run_action", run_action}});
   if (!fatal.empty()) b.add(kFatalInLog, {{"fatal", list_text(fatal, 4)}, {"action", fatal_action}});
   if (!sxid_fatal.empty()) b.add(kSxidFatal, {{"sxid_fatal", list_text(sxid_fatal, 4)}});
+  // A lost GPU raises no XID event and may have left no line yet: never a clean node.
+  if (!lost.empty()) b.add(kGpuLost, {{"gpus", list_text(lost, 4)}});
   if (!run_warn.empty()) b.add(kErrorDuringRun, {{"run_errors", list_text(run_warn, 4)}});
   if (!run_app.empty()) b.add(kApplicationXidDuringRun, {{"run_application", list_text(run_app, 4)}});
   if (!warn.empty()) b.add(kErrorInLog, {{"errors", list_text(warn, 4)}});
@@ -421,6 +448,9 @@ Failures
            or a GPU fallen off the bus, naming the GPU, the Xid, the time since boot and the
            catalog's action; a fatal SXid. A fatal Xid raised while preflight ran: the same, naming
            the GPU's index and bus id and the work it happened in ("raised while preflight ran").
+  FAIL     a GPU is lost or needs a reset (NVML_ERROR_GPU_IS_LOST / RESET_REQUIRED in NVML's list
+           or the health run), named with its bus id and the call: such a node is never clean,
+           whatever the log and the events say of the other GPUs.
   WARN     application Xids (13, 31, 43, 45, 68: usually the job's own fault); other Xids (63 a
            remap pending, 92, 94, 109, ..., 999 an Xid NVML could not name); non-fatal SXids. In
            this boot's log or raised while preflight ran.

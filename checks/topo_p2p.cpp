@@ -210,10 +210,16 @@ constexpr FindingSpec kFactsUnreadable = {"topo.p2p/facts-unreadable", Status::U
                                           kUnreadableFix};
 constexpr FindingSpec kFactsHung = {"topo.p2p/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
 
-constexpr auto kFindings = with_shared(
-    kShared, std::array{kFactsUnreadable, kFactsHung, kSingleGpu, kNoGpusInTopology, kNvmlMissing, kNvlinkP2pDisabled,
-                        kCopyFailed, kCopySlow, kCopiesNotRun, kPairsUncopied, kP2pDisabledOnNvlink, kDisableIgnored,
-                        kLevelWrongCase, kLevelUnknown, kLevelRefused, kPcieThroughCpu, kPathsChecked});
+constexpr FindingSpec kGpuLost = {"topo.p2p/gpu-lost", Status::Fail, kLostGpuMessage, kLostGpuRemedy};
+constexpr FindingSpec kPairsUnread = {"topo.p2p/pairs-unread", Status::Unknown,
+                                      "NVML could not read {unread_pairs}; the other pairs are judged",
+                                      kGpuReadErrorFix};
+
+constexpr auto kFindings =
+    with_shared(kShared, std::array{kFactsUnreadable, kFactsHung, kSingleGpu, kNoGpusInTopology, kNvmlMissing, kGpuLost,
+                                    kNvlinkP2pDisabled, kCopyFailed, kCopySlow, kCopiesNotRun, kPairsUncopied,
+                                    kPairsUnread, kP2pDisabledOnNvlink, kDisableIgnored, kLevelWrongCase, kLevelUnknown,
+                                    kLevelRefused, kPcieThroughCpu, kPathsChecked});
 
 Verdict run(const CheckContext& ctx) {
   const RankFacts& f = ctx.facts;
@@ -257,13 +263,28 @@ Verdict run(const CheckContext& ctx) {
         if ((*nvml)[i].index == index) return i;
       return std::nullopt;
     };
+    // A lost GPU is named with its cause and its pairs are not judged; a pair NVML could not read is
+    // named with the error; every other pair is judged.
+    if (const std::vector<std::string> lost = lost_nvml_gpus(*nvml); !lost.empty())
+      b.add(kGpuLost, {{"gpus", join(lost, "; ")}});
+    std::vector<std::string> unread_pairs;
     for (const GpuPair& p : *pairs) {
       const auto a = pos(p.a), c = pos(p.b);
       if (!a || !c || *a == *c) continue;
+      if (!p.error.empty()) {
+        const bool lost_pair = !(*nvml)[*a].lost.empty() || !(*nvml)[*c].lost.empty();
+        if (lost_pair) {
+          cells[*a][*c].failed = cells[*c][*a].failed = true;
+        } else {
+          unread_pairs.push_back("GPUs " + std::to_string(p.a) + " and " + std::to_string(p.b) + ": " + p.error);
+        }
+        continue;
+      }
       const std::string label = p.nvlinks > 0 ? "NV" + std::to_string(p.nvlinks) : (p.path.empty() ? "?" : p.path);
       cells[*a][*c].label = cells[*c][*a].label = label;
       info[{std::min(*a, *c), std::max(*a, *c)}] = {p.nvlinks, p.path, p.p2p_read, p.p2p_write};
     }
+    if (!unread_pairs.empty()) b.add(kPairsUnread, {{"unread_pairs", first_of(unread_pairs, 4)}});
     for (std::size_t a = 0; a < nodes.size(); ++a)
       for (std::size_t c = 0; c < nodes.size(); ++c)
         if (cells[a][c].label.empty()) cells[a][c].label = "?";
@@ -598,8 +619,11 @@ Failures
            crashed, hung or NVML returned an error listing the GPUs: the job needs a GPU. With this
            machine's hwloc topology the PCIe matrix is still shown. (A --topology-xml of another node
            is judged on its own, without this machine's driver.)
+  FAIL     a GPU is lost or needs a reset (NVML_ERROR_GPU_IS_LOST / RESET_REQUIRED), named with
+           its bus id and the call; its pairs are marked and not judged, every other pair is.
   UNKNOWN  the matrix could not be gathered (NVML's list or pair matrix not read), or the peer
-           copies could not be run.
+           copies could not be run; NVML answered an error for a pair of GPUs (named, with the
+           call): that pair is not judged, the others are.
   UNKNOWN  pairs of the job's GPUs that NVML says can do P2P had no real peer copy (the helper saw
            fewer GPUs, or was not run): never PASS on a test that did not run. The job's GPUs are the
            union of what the node's ranks see; in a job the node's local rank 0 runs the copies with

@@ -171,7 +171,8 @@ const char* p2p_label(nvml::nvmlGpuP2PStatus_t status) {
 
 /// NVML's matrix over every pair a < b: the PCIe path, the NVLinks joining them (direct links to the
 /// other GPU plus, when both lead to NVSwitches, the smaller of their switch link counts) and the
-/// P2P status. A function the library lacks leaves its field empty.
+/// P2P status. A function the library lacks leaves its field empty; a pair with a lost or unreadable
+/// GPU, or whose call failed, keeps the reason in its `error` (the other pairs are read).
 Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu>& gpus) {
   using namespace nvml;
   using Result = Probed<std::vector<GpuPair>>;
@@ -181,13 +182,17 @@ Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu
   const auto get_p2p = n.fn.nvmlDeviceGetP2PStatus;
   if (get_handle == nullptr)
     return Result::error(ProbeErrc::ApiError, "nvmlDeviceGetHandleByIndex_v2 not exported", source);
+  // A GPU that is lost or could not be read gives its pairs an error; the other pairs are read.
   std::vector<nvmlDevice_t> handles;
-  for (const NvmlGpu& g : gpus) {
+  std::vector<std::string> unusable(gpus.size());
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const NvmlGpu& g = gpus[i];
     nvmlDevice_t dev = nullptr;
-    if (const nvmlReturn_t rc = get_handle(static_cast<unsigned>(g.index), &dev); rc != NVML_SUCCESS)
-      return Result::error(ProbeErrc::ApiError,
-                           "GPU " + std::to_string(g.index) + ": " + n.failure("nvmlDeviceGetHandleByIndex_v2", rc),
-                           source);
+    if (!g.lost.empty()) {
+      unusable[i] = "GPU " + std::to_string(g.index) + " is lost";
+    } else if (const nvmlReturn_t rc = get_handle(static_cast<unsigned>(g.index), &dev); rc != NVML_SUCCESS) {
+      unusable[i] = "GPU " + std::to_string(g.index) + ": " + n.failure("nvmlDeviceGetHandleByIndex_v2", rc);
+    }
     handles.push_back(dev);
   }
   std::vector<std::string> bus(gpus.size());
@@ -209,7 +214,11 @@ Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu
       GpuPair p;
       p.a = gpus[a].index;
       p.b = gpus[b].index;
-      const std::string which = "GPUs " + std::to_string(p.a) + "," + std::to_string(p.b) + ": ";
+      if (!unusable[a].empty() || !unusable[b].empty()) {
+        p.error = !unusable[a].empty() ? unusable[a] : unusable[b];
+        pairs.push_back(std::move(p));
+        continue;
+      }
       if (get_ancestor != nullptr) {
         nvmlGpuTopologyLevel_t level = NVML_TOPOLOGY_SYSTEM;
         const nvmlReturn_t rc = get_ancestor(handles[a], handles[b], &level);
@@ -217,8 +226,7 @@ Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu
           const char* label = path_label(level);
           p.path = label != nullptr ? label : "";
         } else if (!ignorable(rc)) {
-          return Result::error(ProbeErrc::ApiError, which + n.failure("nvmlDeviceGetTopologyCommonAncestor", rc),
-                               source);
+          p.error = n.failure("nvmlDeviceGetTopologyCommonAncestor", rc);
         }
       }
       for (const std::string& r : gpus[a].nvlink_remotes) p.nvlinks += (!r.empty() && r == bus[b]) ? 1 : 0;
@@ -233,8 +241,8 @@ Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu
           const nvmlReturn_t rc = get_p2p(handles[a], handles[b], caps[k], &status);
           if (rc == NVML_SUCCESS)
             *fields[k] = p2p_label(status);
-          else if (!ignorable(rc))
-            return Result::error(ProbeErrc::ApiError, which + n.failure("nvmlDeviceGetP2PStatus", rc), source);
+          else if (!ignorable(rc) && p.error.empty())
+            p.error = n.failure("nvmlDeviceGetP2PStatus", rc);
         }
       }
       pairs.push_back(std::move(p));
@@ -243,121 +251,121 @@ Probed<std::vector<GpuPair>> nvml_pairs(const Nvml& n, const std::vector<NvmlGpu
   return Result::ok(std::move(pairs), source);
 }
 
-/// Every GPU NVML sees. A call a GPU does not support leaves its field empty; any other error fails
-/// the list, naming the GPU and the call (a lost GPU must not read as "fewer GPUs").
+bool nvml_lost_code(nvml::nvmlReturn_t rc) {
+  return rc == nvml::NVML_ERROR_GPU_IS_LOST || rc == nvml::NVML_ERROR_RESET_REQUIRED;
+}
+
+/// One GPU of NVML's list. A call the GPU does not support leaves its field empty; another error is
+/// recorded on the GPU (`error`, the first one) and its field stays empty; a lost GPU (`lost`) is
+/// read no further. The other GPUs are read as usual: an error on one GPU never fails the list (a
+/// lost GPU must read neither as "fewer GPUs" nor as "NVML's view not available").
+void nvml_gpu(const Nvml& n, unsigned int i, NvmlGpu& gpu) {
+  using namespace nvml;
+  gpu.index = static_cast<int>(i);
+  // NOT_SUPPORTED: the field stays empty. Anything else: recorded; false once the GPU is lost.
+  auto read = [&](const char* call, nvmlReturn_t rc) {
+    if (rc == NVML_SUCCESS || rc == NVML_ERROR_NOT_SUPPORTED) return true;
+    if (nvml_lost_code(rc)) {
+      gpu.lost = n.failure(call, rc);
+      return false;
+    }
+    if (gpu.error.empty()) gpu.error = n.failure(call, rc);
+    return true;
+  };
+  nvmlDevice_t dev = nullptr;
+  if (!read("nvmlDeviceGetHandleByIndex_v2", n.fn.nvmlDeviceGetHandleByIndex_v2(i, &dev)) || dev == nullptr) return;
+  // The bus id first: it names the GPU in every finding, also when the GPU is lost.
+  if (const auto get_pci = n.fn.nvmlDeviceGetPciInfo_v3) {
+    nvmlPciInfo_t pci{};
+    const nvmlReturn_t rc = get_pci(dev, &pci);
+    if (rc == NVML_SUCCESS) {
+      gpu.pci_bus_id = from_buffer(pci.busId, sizeof pci.busId);
+      if (gpu.pci_bus_id.empty()) gpu.pci_bus_id = gpu_text::format_pci_bus_id(pci.domain, pci.bus, pci.device);
+    }
+    if (!read("nvmlDeviceGetPciInfo_v3", rc)) return;
+  }
+  if (const auto get_name = n.fn.nvmlDeviceGetName) {
+    char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
+    const nvmlReturn_t rc = get_name(dev, buf, sizeof buf);
+    if (rc == NVML_SUCCESS) gpu.name = from_buffer(buf, sizeof buf);
+    if (!read("nvmlDeviceGetName", rc)) return;
+  }
+  if (const auto get_uuid = n.fn.nvmlDeviceGetUUID) {
+    char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
+    const nvmlReturn_t rc = get_uuid(dev, buf, sizeof buf);
+    if (rc == NVML_SUCCESS) gpu.uuid = from_buffer(buf, sizeof buf);
+    if (!read("nvmlDeviceGetUUID", rc)) return;
+  }
+  if (const auto get_cc = n.fn.nvmlDeviceGetCudaComputeCapability) {
+    int major = 0, minor = 0;
+    const nvmlReturn_t rc = get_cc(dev, &major, &minor);
+    if (rc == NVML_SUCCESS) {
+      gpu.cc_major = major;
+      gpu.cc_minor = minor;
+    }
+    if (!read("nvmlDeviceGetCudaComputeCapability", rc)) return;
+  }
+  if (const auto get_mem = n.fn.nvmlDeviceGetMemoryInfo) {
+    nvmlMemory_t mem{};
+    const nvmlReturn_t rc = get_mem(dev, &mem);
+    if (rc == NVML_SUCCESS) {
+      gpu.memory_total = mem.total;
+      gpu.memory_used = mem.used;
+    }
+    if (!read("nvmlDeviceGetMemoryInfo", rc)) return;
+  }
+  if (const auto get_persistence = n.fn.nvmlDeviceGetPersistenceMode) {
+    nvmlEnableState_t mode = NVML_FEATURE_DISABLED;
+    const nvmlReturn_t rc = get_persistence(dev, &mode);
+    if (rc == NVML_SUCCESS) gpu.persistence_mode = mode == NVML_FEATURE_ENABLED;
+    if (!read("nvmlDeviceGetPersistenceMode", rc)) return;
+  }
+  if (const auto get_mig = n.fn.nvmlDeviceGetMigMode) {
+    unsigned int current = 0, pending = 0;
+    const nvmlReturn_t rc = get_mig(dev, &current, &pending);
+    if (rc == NVML_SUCCESS) gpu.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
+    if (!read("nvmlDeviceGetMigMode", rc)) return;
+  }
+  nvml_locality(n, dev, gpu);
+  if (const auto get_procs = n.fn.nvmlDeviceGetComputeRunningProcesses_v3) {
+    std::vector<nvmlProcessInfo_t> infos(16);
+    unsigned int n_infos = 0;
+    nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
+    for (int attempt = 0; attempt < 8 && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
+      n_infos = static_cast<unsigned int>(infos.size());
+      rc = get_procs(dev, &n_infos, infos.data());
+      if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
+        // n_infos holds the count needed; leave room for processes that start meanwhile.
+        infos.resize(std::max<std::size_t>(infos.size() * 2, std::size_t{n_infos} + 8));
+      }
+    }
+    if (rc == NVML_SUCCESS) {
+      for (unsigned int k = 0; k < n_infos && k < infos.size(); ++k) {
+        GpuProcess p;
+        p.pid = static_cast<int>(infos[k].pid);
+        p.used_bytes = infos[k].usedGpuMemory == NVML_VALUE_NOT_AVAILABLE ? 0 : infos[k].usedGpuMemory;
+        gpu.processes.push_back(p);
+      }
+    }
+    read("nvmlDeviceGetComputeRunningProcesses_v3", rc);
+  }
+}
+
+/// Every GPU NVML sees, each read by nvml_gpu: only a count that cannot be read fails the list.
 Probed<std::vector<NvmlGpu>> nvml_gpus(const Nvml& n) {
   using namespace nvml;
   const auto get_count = n.fn.nvmlDeviceGetCount_v2;
-  const auto get_handle = n.fn.nvmlDeviceGetHandleByIndex_v2;
-  if (get_count == nullptr || get_handle == nullptr) {
+  if (get_count == nullptr || n.fn.nvmlDeviceGetHandleByIndex_v2 == nullptr) {
     return Probed<std::vector<NvmlGpu>>::error(
         ProbeErrc::ApiError, "nvmlDeviceGetCount_v2/nvmlDeviceGetHandleByIndex_v2 not exported by " + n.lib.path());
   }
-  const auto get_name = n.fn.nvmlDeviceGetName;
-  const auto get_uuid = n.fn.nvmlDeviceGetUUID;
-  const auto get_pci = n.fn.nvmlDeviceGetPciInfo_v3;
-  const auto get_cc = n.fn.nvmlDeviceGetCudaComputeCapability;
-  const auto get_mem = n.fn.nvmlDeviceGetMemoryInfo;
-  const auto get_procs = n.fn.nvmlDeviceGetComputeRunningProcesses_v3;
-  const auto get_persistence = n.fn.nvmlDeviceGetPersistenceMode;
-  const auto get_mig = n.fn.nvmlDeviceGetMigMode;
-
   const std::string source = n.source("nvmlDeviceGet*");
-  auto fail = [&](unsigned index, const char* call, nvmlReturn_t rc) {
-    return Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError,
-                                               "GPU " + std::to_string(index) + ": " + n.failure(call, rc), source);
-  };
-  // NOT_SUPPORTED: the field stays empty. Anything else: the list fails.
-  auto tolerable = [](nvmlReturn_t rc) { return rc == NVML_SUCCESS || rc == NVML_ERROR_NOT_SUPPORTED; };
-
   unsigned int count = 0;
   if (const nvmlReturn_t rc = get_count(&count); rc != NVML_SUCCESS) {
     return Probed<std::vector<NvmlGpu>>::error(ProbeErrc::ApiError, n.failure("nvmlDeviceGetCount_v2", rc), source);
   }
-  std::vector<NvmlGpu> gpus;
-  for (unsigned int i = 0; i < count; ++i) {
-    NvmlGpu gpu;
-    gpu.index = static_cast<int>(i);
-    nvmlDevice_t dev = nullptr;
-    if (const nvmlReturn_t rc = get_handle(i, &dev); rc != NVML_SUCCESS) {
-      return fail(i, "nvmlDeviceGetHandleByIndex_v2", rc);
-    }
-    if (get_name != nullptr) {
-      char buf[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = {};
-      const nvmlReturn_t rc = get_name(dev, buf, sizeof buf);
-      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetName", rc);
-      if (rc == NVML_SUCCESS) gpu.name = from_buffer(buf, sizeof buf);
-    }
-    if (get_uuid != nullptr) {
-      char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = {};
-      const nvmlReturn_t rc = get_uuid(dev, buf, sizeof buf);
-      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetUUID", rc);
-      if (rc == NVML_SUCCESS) gpu.uuid = from_buffer(buf, sizeof buf);
-    }
-    if (get_pci != nullptr) {
-      nvmlPciInfo_t pci{};
-      const nvmlReturn_t rc = get_pci(dev, &pci);
-      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetPciInfo_v3", rc);
-      if (rc == NVML_SUCCESS) {
-        gpu.pci_bus_id = from_buffer(pci.busId, sizeof pci.busId);
-        if (gpu.pci_bus_id.empty()) gpu.pci_bus_id = gpu_text::format_pci_bus_id(pci.domain, pci.bus, pci.device);
-      }
-    }
-    if (get_cc != nullptr) {
-      int major = 0, minor = 0;
-      const nvmlReturn_t rc = get_cc(dev, &major, &minor);
-      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetCudaComputeCapability", rc);
-      if (rc == NVML_SUCCESS) {
-        gpu.cc_major = major;
-        gpu.cc_minor = minor;
-      }
-    }
-    if (get_mem != nullptr) {
-      nvmlMemory_t mem{};
-      const nvmlReturn_t rc = get_mem(dev, &mem);
-      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetMemoryInfo", rc);
-      if (rc == NVML_SUCCESS) {
-        gpu.memory_total = mem.total;
-        gpu.memory_used = mem.used;
-      }
-    }
-    if (get_persistence != nullptr) {
-      nvmlEnableState_t mode = NVML_FEATURE_DISABLED;
-      const nvmlReturn_t rc = get_persistence(dev, &mode);
-      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetPersistenceMode", rc);
-      if (rc == NVML_SUCCESS) gpu.persistence_mode = mode == NVML_FEATURE_ENABLED;
-    }
-    if (get_mig != nullptr) {
-      unsigned int current = 0, pending = 0;
-      const nvmlReturn_t rc = get_mig(dev, &current, &pending);
-      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetMigMode", rc);
-      if (rc == NVML_SUCCESS) gpu.mig_enabled = current == NVML_DEVICE_MIG_ENABLE;
-    }
-    nvml_locality(n, dev, gpu);
-    if (get_procs != nullptr) {
-      std::vector<nvmlProcessInfo_t> infos(16);
-      unsigned int n_infos = 0;
-      nvmlReturn_t rc = NVML_ERROR_INSUFFICIENT_SIZE;
-      for (int attempt = 0; attempt < 8 && rc == NVML_ERROR_INSUFFICIENT_SIZE; ++attempt) {
-        n_infos = static_cast<unsigned int>(infos.size());
-        rc = get_procs(dev, &n_infos, infos.data());
-        if (rc == NVML_ERROR_INSUFFICIENT_SIZE) {
-          // n_infos holds the count needed; leave room for processes that start meanwhile.
-          infos.resize(std::max<std::size_t>(infos.size() * 2, std::size_t{n_infos} + 8));
-        }
-      }
-      if (!tolerable(rc)) return fail(i, "nvmlDeviceGetComputeRunningProcesses_v3", rc);
-      if (rc == NVML_SUCCESS) {
-        for (unsigned int k = 0; k < n_infos && k < infos.size(); ++k) {
-          GpuProcess p;
-          p.pid = static_cast<int>(infos[k].pid);
-          p.used_bytes = infos[k].usedGpuMemory == NVML_VALUE_NOT_AVAILABLE ? 0 : infos[k].usedGpuMemory;
-          gpu.processes.push_back(p);
-        }
-      }
-    }
-    gpus.push_back(std::move(gpu));
-  }
+  std::vector<NvmlGpu> gpus(count);
+  for (unsigned int i = 0; i < count; ++i) nvml_gpu(n, i, gpus[i]);
   return Probed<std::vector<NvmlGpu>>::ok(std::move(gpus), source);
 }
 
@@ -411,49 +419,51 @@ Probed<std::vector<CudaDevice>> cuda_devices(const Cuda& c, std::optional<double
   if (const CUresult rc = get_count(&count); rc != CUDA_SUCCESS) {
     return Result::error(ProbeErrc::ApiError, c.failure("cuDeviceGetCount", rc), source);
   }
+  // An error on one device is recorded on that device (the first call that failed; the fields it
+  // reads stay empty) and the other devices are read as usual.
   std::vector<CudaDevice> devices;
   for (int ordinal = 0; ordinal < count; ++ordinal) {
-    auto fail = [&](const char* call, CUresult rc) {
-      return Result::error(ProbeErrc::ApiError, "device " + std::to_string(ordinal) + ": " + c.failure(call, rc),
-                           source);
-    };
     CudaDevice d;
     d.ordinal = ordinal;
+    auto read = [&](const char* call, CUresult rc) {
+      if (rc != CUDA_SUCCESS && d.error.empty()) d.error = c.failure(call, rc);
+      return rc == CUDA_SUCCESS;
+    };
     CUdevice dev = 0;
-    if (const CUresult rc = get(&dev, ordinal); rc != CUDA_SUCCESS) return fail("cuDeviceGet", rc);
+    if (!read("cuDeviceGet", get(&dev, ordinal))) {
+      devices.push_back(std::move(d));
+      continue;
+    }
     if (get_name != nullptr) {
       char buf[256] = {};
-      if (const CUresult rc = get_name(buf, static_cast<int>(sizeof buf - 1), dev); rc != CUDA_SUCCESS) {
-        return fail("cuDeviceGetName", rc);
-      }
-      d.name = from_buffer(buf, sizeof buf);
+      if (read("cuDeviceGetName", get_name(buf, static_cast<int>(sizeof buf - 1), dev)))
+        d.name = from_buffer(buf, sizeof buf);
     }
     if (get_attr != nullptr) {
       int values[5] = {};
       const CUdevice_attribute attrs[5] = {
           CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
           CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID};
-      for (int k = 0; k < 5; ++k) {
-        if (const CUresult rc = get_attr(&values[k], attrs[k], dev); rc != CUDA_SUCCESS) {
-          return fail("cuDeviceGetAttribute", rc);
-        }
+      bool all = true;
+      for (int k = 0; k < 5; ++k) all = read("cuDeviceGetAttribute", get_attr(&values[k], attrs[k], dev)) && all;
+      if (all) {
+        d.cc_major = values[0];
+        d.cc_minor = values[1];
+        d.pci_bus_id = gpu_text::format_pci_bus_id(static_cast<unsigned>(values[2]), static_cast<unsigned>(values[3]),
+                                                   static_cast<unsigned>(values[4]));
       }
-      d.cc_major = values[0];
-      d.cc_minor = values[1];
-      d.pci_bus_id = gpu_text::format_pci_bus_id(static_cast<unsigned>(values[2]), static_cast<unsigned>(values[3]),
-                                                 static_cast<unsigned>(values[4]));
     }
     if (total_mem != nullptr) {
       std::size_t bytes = 0;
-      if (const CUresult rc = total_mem(&bytes, dev); rc != CUDA_SUCCESS) return fail("cuDeviceTotalMem_v2", rc);
-      d.memory_total = bytes;
+      if (read("cuDeviceTotalMem_v2", total_mem(&bytes, dev))) d.memory_total = bytes;
     }
     if (get_uuid != nullptr) {
       CUuuid uuid{};
-      if (const CUresult rc = get_uuid(&uuid, dev); rc != CUDA_SUCCESS) return fail("cuDeviceGetUuid", rc);
-      unsigned char raw[16];
-      std::memcpy(raw, uuid.bytes, sizeof raw);
-      d.uuid = gpu_text::format_gpu_uuid(raw);
+      if (read("cuDeviceGetUuid", get_uuid(&uuid, dev))) {
+        unsigned char raw[16];
+        std::memcpy(raw, uuid.bytes, sizeof raw);
+        d.uuid = gpu_text::format_gpu_uuid(raw);
+      }
     }
     devices.push_back(std::move(d));
   }

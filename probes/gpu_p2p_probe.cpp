@@ -131,7 +131,7 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
       if (!cvd) {
         extra_env.push_back("CUDA_VISIBLE_DEVICES");  // a rank sees every GPU: so does the helper
         for (const NvmlGpu& g : *nvml) {
-          union_devices.push_back(CudaDevice{g.index, g.name, g.uuid, g.pci_bus_id, 0, 0, 0});
+          union_devices.push_back(CudaDevice{g.index, g.name, g.uuid, g.pci_bus_id, 0, 0, 0, {}});
         }
         scope_note = " (every GPU of the node: a rank has CUDA_VISIBLE_DEVICES unset)";
       } else {
@@ -140,7 +140,7 @@ void probe_gpu_p2p(const ProbeContext& ctx, RankFacts& facts) {
           for (const NvmlGpu& g : *nvml) {
             if (g.uuid == u) {
               union_devices.push_back(
-                  CudaDevice{static_cast<int>(union_devices.size()), g.name, g.uuid, g.pci_bus_id, 0, 0, 0});
+                  CudaDevice{static_cast<int>(union_devices.size()), g.name, g.uuid, g.pci_bus_id, 0, 0, 0, {}});
             }
           }
         }

@@ -40,6 +40,14 @@ struct NvmlGpu {
   std::optional<int> numa_node;             // nvmlDeviceGetNumaNodeId, else the memory affinity's single node
   int nvlinks_active = 0;                   // NVLinks in state enabled
   std::vector<std::string> nvlink_remotes;  // per active link, the remote end's PCI bus id (peer GPU or NVSwitch)
+  /// The first call on this GPU that answered NVML_ERROR_GPU_IS_LOST or NVML_ERROR_RESET_REQUIRED:
+  /// "nvmlDeviceGetUUID: NVML_ERROR_GPU_IS_LOST (GPU is lost)". The GPU's other fields are what was
+  /// read before it (the index always, the bus id where NVML still answers it). Empty: none did.
+  std::string lost;
+  /// The first other error of a call on this GPU (not NOT_SUPPORTED): "nvmlDeviceGetMemoryInfo:
+  /// NVML_ERROR_UNKNOWN (Unknown Error)"; the field it reads stays empty. The other GPUs are read
+  /// as usual: an error on one GPU is a fact about that GPU. Empty: none.
+  std::string error;
 };
 PREFLIGHT_JSON_DECLARE(NvmlGpu)
 
@@ -52,6 +60,10 @@ struct GpuPair {
   std::string p2p_read;  // nvmlDeviceGetP2PStatus: "OK", "CNS", "GNS", "TNS", "DR", "NS", "U"
   std::string p2p_write;
   std::string p2p_nvlink;
+  /// Why the pair's fields are empty: one of its GPUs is lost or could not be read ("GPU 3 is
+  /// lost"), or NVML's call for the pair failed ("nvmlDeviceGetP2PStatus: NVML_ERROR_UNKNOWN
+  /// (Unknown Error)"). Empty: read.
+  std::string error;
 };
 PREFLIGHT_JSON_DECLARE(GpuPair)
 
@@ -80,6 +92,9 @@ struct CudaDevice {
   int cc_major = 0;
   int cc_minor = 0;
   std::uint64_t memory_total = 0;
+  /// The first call on this device that failed: "cuDeviceGetUuid: CUDA_ERROR_UNKNOWN (999)"; the
+  /// fields it reads stay empty, and the other devices are read as usual. Empty: none.
+  std::string error;
 };
 PREFLIGHT_JSON_DECLARE(CudaDevice)
 

@@ -73,10 +73,16 @@ nvmlReturn_t copy_string(char* dst, unsigned int length, const std::string& src)
   std::lock_guard lock(s.mutex);      \
   if (s.init_count == 0) return NVML_ERROR_UNINITIALIZED
 
-#define PREFLIGHT_FAKE_REQUIRE_DEVICE(device) \
+/// A device handle, lost or not (what NVML still answers for a lost GPU: its PCI identity).
+#define PREFLIGHT_FAKE_REQUIRE_HANDLE(device) \
   PREFLIGHT_FAKE_REQUIRE_INIT();              \
   const fake::Gpu* gpu = gpu_of(s, device);   \
   if (gpu == nullptr) return NVML_ERROR_INVALID_ARGUMENT
+
+/// A device that answers: a GPU the scenario marks lost answers its lost code.
+#define PREFLIGHT_FAKE_REQUIRE_DEVICE(device) \
+  PREFLIGHT_FAKE_REQUIRE_HANDLE(device);      \
+  if (gpu->lost != 0) return static_cast<nvmlReturn_t>(gpu->lost)
 
 PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlInit_v2() {
   State& s = state();
@@ -175,7 +181,7 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* 
 }
 
 PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {
-  PREFLIGHT_FAKE_REQUIRE_DEVICE(device);
+  PREFLIGHT_FAKE_REQUIRE_HANDLE(device);
   if (pci == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   *pci = nvmlPciInfo_t{};
   std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X", gpu->pci_domain & 0xffffu, gpu->pci_bus,
@@ -255,6 +261,13 @@ long index_of(State& s, nvmlDevice_t device) {
   for (const nvmlDevice_st& d : s.devices)
     if (&d == device) return static_cast<long>(d.index);
   return -1;
+}
+
+/// The lost code of either GPU of a pair (indices into gpus); 0 when neither is lost.
+int pair_lost(State& s, long a, long b) {
+  const auto& gpus = s.scenario.scenario.gpus;
+  const int la = gpus[static_cast<std::size_t>(a)].lost;
+  return la != 0 ? la : gpus[static_cast<std::size_t>(b)].lost;
 }
 
 nvmlGpuP2PStatus_t p2p_code(const std::string& label) {
@@ -363,6 +376,7 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTopologyCommonAncestor(nvmlDevic
   PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetTopologyCommonAncestor);
   const long a = index_of(s, device1), b = index_of(s, device2);
   if (a < 0 || b < 0 || path_info == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (const int lost = pair_lost(s, a, b)) return static_cast<nvmlReturn_t>(lost);
   const std::string label = s.scenario.scenario.path(static_cast<std::size_t>(a), static_cast<std::size_t>(b));
   if (label == "PIX")
     *path_info = NVML_TOPOLOGY_SINGLE;
@@ -385,6 +399,7 @@ PREFLIGHT_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t device1, 
   PREFLIGHT_FAKE_UNLESS_MISSING(nvmlDeviceGetP2PStatus);
   const long a = index_of(s, device1), b = index_of(s, device2);
   if (a < 0 || b < 0 || a == b || status == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
+  if (const int lost = pair_lost(s, a, b)) return static_cast<nvmlReturn_t>(lost);
   const fake::P2pStatus st = s.scenario.scenario.p2p_status(static_cast<std::size_t>(a), static_cast<std::size_t>(b));
   switch (index) {
     case NVML_P2P_CAPS_INDEX_READ: *status = p2p_code(st.read); return NVML_SUCCESS;

@@ -312,7 +312,7 @@ Gpu parse_gpu(const json& doc, std::size_t index) {
   const std::string where = "gpus[" + std::to_string(index) + "]";
   check_keys(doc, where,
              {"name", "uuid", "pci_bus_id", "cc", "memory_total_mib", "memory_used_mib", "persistence", "mig",
-              "processes", "cpu_affinity", "numa_node", "nvlinks", "nvlink_remote", "health", "events"});
+              "processes", "cpu_affinity", "numa_node", "nvlinks", "nvlink_remote", "health", "events", "lost"});
   Gpu gpu = default_gpu(index);
   const Product* product = &kProducts[0];
   if (doc.contains("cc")) {
@@ -375,6 +375,12 @@ Gpu parse_gpu(const json& doc, std::size_t index) {
     gpu.nvlink_to_switch = remote == "switch";
   }
   if (doc.contains("health")) parse_health(doc.at("health"), where + ".health", gpu.health);
+  if (doc.contains("lost")) {
+    const std::string lost = get_label(doc.at("lost"), where + ".lost", {"gpu_lost", "reset_required"});
+    gpu.lost = lost == "gpu_lost" ? 15 : 16;
+    gpu.health.lost = gpu.lost;
+    gpu.cuda_visible = false;
+  }
   if (doc.contains("events")) {
     const std::string e =
         get_label(doc.at("events"), where + ".events", {"supported", "not_supported", "no_permission"});

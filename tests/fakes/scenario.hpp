@@ -81,7 +81,11 @@ struct Gpu {
   bool persistence = true;
   std::optional<bool> mig;  // nullopt: MIG not supported (NVML_ERROR_NOT_SUPPORTED)
   std::vector<Process> processes;
-  bool cuda_visible = true;                      // false: listed in nvml_only_gpus
+  bool cuda_visible = true;  // false: listed in nvml_only_gpus, or lost
+  /// The GPU-level "lost": 15 (NVML_ERROR_GPU_IS_LOST) or 16 (NVML_ERROR_RESET_REQUIRED), answered
+  /// by every NVML call on it but nvmlDeviceGetHandleByIndex_v2 and nvmlDeviceGetPciInfo_v3 (NVML
+  /// keeps the identity it enumerated); CUDA does not list it (cuda_visible false). 0: not lost.
+  int lost = 0;
   std::optional<std::vector<int>> cpu_affinity;  // nullopt: nvmlDeviceGetCpuAffinity NOT_SUPPORTED
   std::optional<int> numa_node;                  // nullopt: nvmlDeviceGetNumaNodeId / MemoryAffinity NOT_SUPPORTED
   int nvlinks = 0;                               // active NVLinks (links 0..nvlinks-1)

@@ -237,4 +237,37 @@ expect_rc 3 "a driver without NVML events, kernel log unreadable" -- "$PREFLIGHT
 expect_eq "$(check_status gpu.xid)" UNKNOWN "gpu.xid (no NVML events)"
 expect_contains "$(summary_of gpu.xid)" "driver 418.67 has no nvmlEventSetCreate" "UNKNOWN names the driver"
 
+# One lost GPU among eight (NVML_ERROR_GPU_IS_LOST on GPU 3, CUDA lists the other seven): every
+# check that reads GPU 3 names it with its cause, the seven others are still judged, and neither
+# gpu.count nor gpu.xid PASSes the node.
+# The findings other than PASS of each check, by check, on the healthy node of the same GPUs.
+not_pass_codes() { json_get "[f['code'] for c in d['checks'] if c['id']=='$1' for f in c['findings'] if f['status']!='PASS' and f['code']!='$1/gpu-lost']"; }
+gpu_checks="gpu.count gpu.xid gpu.memory_health gpu.clocks gpu.links gpu.fabric topo.p2p"
+with_gpu h100x8-healthy --only 'gpu.*,topo.p2p' --format json >"$work/out" 2>/dev/null || true
+declare -A healthy_codes
+for id in $gpu_checks; do healthy_codes[$id]=$(not_pass_codes $id); done
+expect_rc 1 "GPU 3 lost" -- with_gpu gpu3-lost --only 'gpu.*,topo.p2p' --format json
+for id in $gpu_checks; do
+  expect_eq "$(check_status $id)" FAIL "$id (GPU 3 lost)"
+  expect_contains "$(summary_of $id)" "GPU 3 (00000000:5D:00.0): nvml" "$id names GPU 3 and the call"
+  expect_contains "$(summary_of $id)" "NVML_ERROR_GPU_IS_LOST" "$id names the cause"
+  expect_contains "$(json_get "[f['code'] for c in d['checks'] if c['id']=='$id' for f in c['findings']]")" \
+    "'$id/gpu-lost'" "$id: GPU 3 lost is a finding"
+  expect_eq "$(not_pass_codes $id)" "${healthy_codes[$id]}" "$id: the seven others judged as on a healthy node"
+done
+expect_eq "$(check_status gpu.busy)" PASS "gpu.busy judges the GPUs CUDA lists"
+expect_contains "$(summary_of gpu.busy)" "the 7 GPUs this job will use" "gpu.busy summary"
+expect_eq "$(json_get "sorted(g['index'] for c in d['checks'] if c['id']=='gpu.clocks' for g in c['evidence']['gpus'] if g['samples'] >= 2)")" \
+  "[0, 1, 2, 4, 5, 6, 7]" "gpu.clocks sampled the seven healthy GPUs under load"
+expect_eq "$(json_get "[len([p for p in c['evidence']['peer_copies'] if p['ok']]) for c in d['checks'] if c['id']=='topo.p2p'][0]")" \
+  42 "topo.p2p verified the peer copies of the seven healthy GPUs"
+expect_eq "$(json_get "[len(c['evidence']['pairs']) for c in d['checks'] if c['id']=='topo.p2p'][0]")" \
+  21 "topo.p2p judged the pairs of the seven healthy GPUs"
+
+# gpu.clocks: a constant power brake (GPU 2) is seen in every sample, two at least: FAIL, not the
+# "once" WARN.
+expect_rc 1 "a constant power brake" -- with_gpu power-brake-gpu2 --only gpu.clocks --format json
+expect_eq "$(check_status gpu.clocks)" FAIL "gpu.clocks (constant power brake)"
+expect_contains "$(summary_of gpu.clocks)" "GPU 2 (00000000:3A:00.0): hardware power brake in" "gpu.clocks summary"
+
 finish

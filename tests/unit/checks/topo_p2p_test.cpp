@@ -284,8 +284,8 @@ ContainedResult output(ContainedOutcome outcome, const std::string& out) {
 }
 
 TEST(TopoP2pParse, StartWithoutDoneIsTheHungPair) {
-  const std::vector<CudaDevice> devices = {CudaDevice{0, "", "", "0000:18:00.0", 9, 0, 0},
-                                           CudaDevice{1, "", "", "0000:2A:00.0", 9, 0, 0}};
+  const std::vector<CudaDevice> devices = {CudaDevice{0, "", "", "0000:18:00.0", 9, 0, 0, ""},
+                                           CudaDevice{1, "", "", "0000:2A:00.0", 9, 0, 0, ""}};
   const auto c = parse_peer_copies(output(ContainedOutcome::TimedOut, "{\"event\":\"start\",\"src\":1,\"dst\":0}\n"),
                                    devices, "test");
   ASSERT_TRUE(c.ok()) << c.why();
@@ -305,7 +305,7 @@ TEST(TopoP2pParse, NothingOrGarbageIsAnError) {
 // ---- the check on hand-built facts --------------------------------------------------------------
 
 GpuPair nv_pair(int a, int b, int links, const std::string& path = "NODE", const std::string& st = "OK") {
-  return GpuPair{a, b, path, links, st, st, links > 0 ? st : "NS"};
+  return GpuPair{a, b, path, links, st, st, links > 0 ? st : "NS", ""};
 }
 
 PeerCopy good_copy(int s, int t, double gbps) {
