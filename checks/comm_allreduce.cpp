@@ -451,7 +451,10 @@ Failures
            after the job measured it again (up to three rounds; the best round counts).
   UNKNOWN  --min-busbw is given but no timed repeat ran.
   UNKNOWN  the launcher claims more ranks than preflight could connect (srun without --mpi=pmix):
-           not run, the same story as launch.ranks.
+           not run, the same story as launch.ranks. Only a launcher that started this process
+           counts: variables left in the environment (OMPI_COMM_WORLD_* without mpirun's PMIx
+           variables) make no job, and this process alone is judged as alone (SKIP, or the node's
+           own all_reduce).
   PASS     over MPI (a CPU-only job) with --min-busbw: the floor is for a GPU fabric and does not
            apply to host memory; that part is SKIP with the reason (evidence min_busbw_skipped),
            never a FAIL.

@@ -232,7 +232,9 @@ Failures
   UNKNOWN  the barrier was not run for another reason (quoted).
   UNKNOWN  the launcher claims more ranks than preflight could connect (srun without --mpi=pmix, or
            MPI started as a world of 1): the same story as launch.ranks, never "no launcher".
-  SKIP     a single process (no launcher); results merged from files (the barrier runs only live).
+  SKIP     a single process (no launcher, or only variables left in the environment, such as
+           OMPI_COMM_WORLD_* without mpirun's PMIx variables); results merged from files (the
+           barrier runs only live).
 
 Fix
   A rank that ended: the launcher's output names its exit code or signal; on its host,

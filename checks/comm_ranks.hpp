@@ -139,6 +139,10 @@ struct Unconnected {
   nlohmann::json params;          // the template's parameters
 };
 
+/// The ranks a launcher claims that preflight could not connect, or nullopt. Only a launcher that
+/// started this process counts (LaunchView::active, and the world size the placement took from it):
+/// variables left in the environment (OMPI_COMM_WORLD_* without mpirun's PMIx variables, a Slurm
+/// batch script's) make no job, so this process alone is a world of one and the collectives SKIP.
 inline std::optional<Unconnected> unconnected(const JobFacts& j) {
   if (j.ranks.empty()) return std::nullopt;
   const RankFacts& lead = j.ranks.front();

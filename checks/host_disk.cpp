@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // host.disk: the room where checkpoints go (--checkpoint-dir, default the current directory):
 // free space against what one checkpoint writes there, inodes, read-only or unwritable mounts,
-// checkpoints in RAM. The checkpoint model is host.memory's (core/checkpoint_model.hpp); the
-// rules are in kExplain.
+// checkpoints in RAM. Only a directory the user named (on the command line or in the --config
+// file) can FAIL: the current directory, judged where none was named, is information (WARN at
+// most). The checkpoint model is host.memory's (core/checkpoint_model.hpp); the rules are in
+// kExplain.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -74,6 +76,14 @@ Failures
            read. Under --sysroot, a directory the capture does not hold (capture the node with the
            same --checkpoint-dir).
   SKIP     in the image profile: an image build's disk is not the job's.
+
+Without --checkpoint-dir (on the command line or as checkpoint-dir = DIR in the --config file)
+  the current directory is judged, as information only: the job may never write there (a
+  Kubernetes init container with readOnlyRootFilesystem, whose current directory is /; a Slurm
+  prolog on a stateless node whose root is a small tmpfs). What would FAIL or be UNKNOWN for a
+  named directory is a WARN for it (codes host.disk/cwd-*: read-only, not writable, too small,
+  full, no inodes, not judged), a PASS says that it is information only, and both say how to name
+  the job's directory. Only the directories named FAIL.
 
 Fix
   See what fills the file system (`df -h DIR`, `df -i DIR`, `du -xsh DIR/* | sort -h | tail`) and
@@ -272,6 +282,47 @@ constexpr FindingSpec kInMemory = {
     "the container's memory limit)",
     "Point the job's save directory (Megatron-LM --save, DeepSpeed save_checkpoint(save_dir), Hugging Face output_dir, "
     "Lightning ModelCheckpoint(dirpath)) and --checkpoint-dir at a disk or a shared file system."};
+
+// The current directory where no directory was named (no --checkpoint-dir, none in the --config
+// file): the job may never write there (a read-only root filesystem in a Kubernetes init container,
+// a small tmpfs root on a stateless node), so what would fail a named directory is a WARN here.
+#define PREFLIGHT_CWD_NOTE "; no checkpoint directory was named, so this is information, not a failure"
+#define PREFLIGHT_NAME_DIR_FIX                                                                                 \
+  "Name the directory the job saves checkpoints to with --checkpoint-dir DIR (or checkpoint-dir = DIR in the " \
+  "--config file) to have it judged instead; if the job does save in the current directory, "
+constexpr FindingSpec kCwdReadOnly = {
+    "host.disk/cwd-read-only", Status::Warn,
+    "{dir} is on a read-only mount, {fs}: a checkpoint saved there fails with EROFS" PREFLIGHT_CWD_NOTE,
+    PREFLIGHT_NAME_DIR_FIX
+    "remount it read-write (`mount -o remount,rw {mount}`) or point the job's save directory "
+    "at a writable volume."};
+constexpr FindingSpec kCwdNotWritable = {"host.disk/cwd-not-writable", Status::Warn,
+                                         "this user cannot create files in {holder} on {fs}: a checkpoint saved in "
+                                         "{dir} fails with EACCES" PREFLIGHT_CWD_NOTE,
+                                         PREFLIGHT_NAME_DIR_FIX
+                                         "give the job's user write access (`ls -ld {holder}`)."};
+constexpr FindingSpec kCwdTooSmall = {"host.disk/cwd-too-small", Status::Warn,
+                                      "{dir} has {free} free of {total} on {fs}; {checkpoint}" PREFLIGHT_CWD_NOTE,
+                                      PREFLIGHT_NAME_DIR_FIX "free at least {short} more there (`df -h {holder}`)."};
+constexpr FindingSpec kCwdFull = {"host.disk/cwd-full", Status::Warn,
+                                  "{dir} is full: {free} free of {total} on {fs} ({used} used)" PREFLIGHT_CWD_NOTE,
+                                  PREFLIGHT_NAME_DIR_FIX
+                                  "free space there (`df -h {holder}`, `du -xsh {mount_files} | sort -h | tail`)."};
+constexpr FindingSpec kCwdNoInodes = {
+    "host.disk/cwd-no-inodes", Status::Warn,
+    "{fs} has no free inodes (0 of {inodes_total}): no file can be created in {dir}" PREFLIGHT_CWD_NOTE,
+    PREFLIGHT_NAME_DIR_FIX "delete the small files that fill it (`df -i {holder}`)."};
+// {why}: what could not be read (the statvfs or stat error, the mount table's, a size of 0).
+constexpr FindingSpec kCwdNotJudged = {
+    "host.disk/cwd-not-judged", Status::Warn, "{dir} could not be judged ({why})" PREFLIGHT_CWD_NOTE,
+    PREFLIGHT_NAME_DIR_FIX "see why with `df -h {holder}` and `findmnt -T {holder}` as the job's user."};
+constexpr FindingSpec kCwdNote = {
+    "host.disk/cwd-information", Status::Pass,
+    "information only, as no checkpoint directory was named: name the job's with --checkpoint-dir DIR (or "
+    "checkpoint-dir = DIR in the --config file)",
+    ""};
+#undef PREFLIGHT_NAME_DIR_FIX
+#undef PREFLIGHT_CWD_NOTE
 #undef PREFLIGHT_INODE_FIX
 #undef PREFLIGHT_SIZE_FIX
 #undef PREFLIGHT_MOVE_FIX
@@ -282,10 +333,11 @@ constexpr FindingSpec kFactsUnreadable = {
     "`preflight capture DIR --checkpoint-dir ...` to judge it with --sysroot."};
 constexpr FindingSpec kFactsHung = {"host.disk/facts-hung", Status::Unknown, kHungMessage, kHungProbeRemedy};
 
-constexpr std::array kFindings = {kFactsUnreadable, kFactsHung,     kNoDirectory, kNotADirectory, kNotGathered,
-                                  kUnreadable,      kMountUnknown,  kReadOnly,    kNotWritable,   kNoSize,
-                                  kTooSmall,        kOneCheckpoint, kRoom,        kFull,          kNearlyFull,
-                                  kRoomUnsized,     kNoInodes,      kFewInodes,   kInMemory};
+constexpr std::array kFindings = {
+    kFactsUnreadable, kFactsHung,   kNoDirectory, kNotADirectory, kNotGathered,   kUnreadable,  kMountUnknown,
+    kReadOnly,        kNotWritable, kNoSize,      kTooSmall,      kOneCheckpoint, kRoom,        kFull,
+    kNearlyFull,      kRoomUnsized, kNoInodes,    kFewInodes,     kInMemory,      kCwdReadOnly, kCwdNotWritable,
+    kCwdTooSmall,     kCwdFull,     kCwdNoInodes, kCwdNotJudged,  kCwdNote};
 
 /// The findings for one directory; `suffix` keeps its parameters apart from the other directories'.
 void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::string& suffix, VerdictBuilder& b,
@@ -322,6 +374,14 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
     params["fs"] = "an unknown mount";
   }
 
+  // Without a named directory the current directory is information: what would fail a named one
+  // (or leave it unknown) is a WARN, and the verdict says so and how to name one.
+  const bool info = d.defaulted;
+  const auto not_judged = [&](const std::string& why) {
+    params["why"] = why;
+    add(kCwdNotJudged);
+  };
+
   const DiskUsage* u = d.usage.value();
   if (u == nullptr) {
     ev["usage_error"] = d.usage.why();
@@ -329,11 +389,12 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
     if (!d.holder_is_dir) {
       params["state"] = d.exists ? "exists and is not a directory: no checkpoint can be written into it"
                                  : "cannot be created: " + d.holder + " on its path is a file, not a directory";
+      if (info) return not_judged(d.holder + " is not a directory");
       add(kNotADirectory);
     } else if (const ProbeError* e = d.usage.error(); e != nullptr && hung_probe(*e)) {
-      add(kNotGathered);
+      add(kNotGathered);  // preflight's own deadline ran out, named or not: the run ends with exit 4 and says so
     } else {
-      add(kUnreadable);
+      add(info ? kCwdNotJudged : kUnreadable);
     }
     return;
   }
@@ -350,15 +411,19 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
   if (m == nullptr) {
     problem = true;
     params["why_mount"] = d.mount.why();
-    add(kMountUnknown);
+    if (info) {
+      not_judged("the mount holding it is not known: " + d.mount.why());
+    } else {
+      add(kMountUnknown);
+    }
   }
   const bool read_only = u->read_only || (m != nullptr && m->read_only);
   if (read_only) {
     problem = true;
-    add(kReadOnly);
+    add(info ? kCwdReadOnly : kReadOnly);
   } else if (!u->writable) {
     problem = true;
-    add(kNotWritable);
+    add(info ? kCwdNotWritable : kNotWritable);
   }
 
   const std::string no_size = no_size_reason(plan);
@@ -366,7 +431,11 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
     // Nothing can be written there whatever the room: the space and inodes are evidence only.
   } else if (u->total_bytes == 0) {
     problem = true;
-    add(kNoSize);
+    if (info) {
+      not_judged("the file system reports no size: statvfs f_blocks 0");
+    } else {
+      add(kNoSize);
+    }
   } else if (no_size.empty()) {
     // A mount of unknown kind is held to this node's share: the smaller need, so a FAIL is certain.
     const Need need = need_of(plan, network);
@@ -379,7 +448,7 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
     if (u->free_bytes < need.bytes) {
       problem = true;
       params["short"] = format_bytes(need.bytes - u->free_bytes);
-      add(kTooSmall);
+      add(info ? kCwdTooSmall : kTooSmall);
     } else if (u->free_bytes < two) {
       problem = true;
       params["short"] = format_bytes(two - u->free_bytes);
@@ -396,7 +465,7 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
     params["free_share"] = percent(free_share);
     if (u->free_bytes < kFullBelowBytes) {
       problem = true;
-      add(kFull);
+      add(info ? kCwdFull : kFull);
     } else if (free_share < kNearlyFullShare) {
       problem = true;
       add(kNearlyFull);
@@ -410,7 +479,7 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
     params["inodes_total"] = u->total_inodes;
     if (u->free_inodes == 0) {
       problem = true;
-      add(kNoInodes);
+      add(info ? kCwdNoInodes : kNoInodes);
     } else if (u->free_inodes < kFewInodesBelow ||
                static_cast<double>(u->free_inodes) < kFewInodesShare * static_cast<double>(u->total_inodes)) {
       problem = true;
@@ -418,6 +487,7 @@ void judge_dir(const CheckpointDir& d, const CheckpointPlan& plan, const std::st
     }
   }
   if (in_ram) add(kInMemory);
+  if (info) add(kCwdNote);
 }
 
 Verdict run(const CheckContext& ctx) {

@@ -42,8 +42,8 @@ nlohmann::json fact_json(const Probed<T>& p) {
 
 constexpr FindingSpec kLimitUnreadable = {
     "host.limits/limit-unreadable", Status::Unknown, "could not read {limit}: {why}",
-    "Run preflight where /proc/self/limits is readable (it is for every process on Linux), or check the --sysroot "
-    "tree."};
+    "Check the --sysroot tree's /proc/self/limits (a `preflight capture` holds the captured process's), or run "
+    "preflight on the node itself, where getrlimit(2) answers."};
 constexpr FindingSpec kMemlockLow = {
     "host.limits/memlock-low", Status::Fail,
     "{memlock} without CAP_IPC_LOCK, and RDMA devices are present ({devices}): NCCL cannot register its IB buffers "
@@ -174,8 +174,10 @@ extern const CheckSpec kHostLimits = {
     "host.limits",
     Scope::Rank,
     "locked-memory, open-files and core-file limits of the rank",
-    "Reads the limits this rank inherited from its launcher (/proc/self/limits), CAP_IPC_LOCK (bit 14 of CapEff\n"
-    "in /proc/self/status), the RDMA devices (/sys/class/infiniband) and /proc/sys/kernel/core_pattern.\n"
+    "Reads the limits this rank inherited from its launcher (getrlimit(2)) and whether CAP_IPC_LOCK is in its\n"
+    "effective set (capget(2)): calls that open nothing, so a rank that has run out of file descriptors is judged\n"
+    "too; under --sysroot the tree's /proc/self/limits and CapEff bit 14 of /proc/self/status instead. Also the\n"
+    "RDMA devices (/sys/class/infiniband) and /proc/sys/kernel/core_pattern.\n"
     "FAIL     soft RLIMIT_MEMLOCK below 1 GiB (not unlimited), no CAP_IPC_LOCK, and RDMA devices present:\n"
     "         verbs memory registration fails (libibverbs \"couldn't lock memory\") and NCCL's IB/RoCE transport\n"
     "         with it. Docker's default is 64 KiB without IPC_LOCK; srun copies the submitting shell's limits.\n"
@@ -187,8 +189,8 @@ extern const CheckSpec kHostLimits = {
     "         dumps off on purpose, and --strict must not fail a gate on a site's choice\n"
     "WARN     unlimited cores written as plain files by core_pattern: GPU process cores are huge, and every\n"
     "         crashing rank writes one\n"
-    "UNKNOWN  /proc/self/limits unreadable or not in the kernel's format; CAP_IPC_LOCK or the RDMA device list\n"
-    "         unreadable where the verdict depends on it\n"
+    "UNKNOWN  a --sysroot tree's /proc/self/limits unreadable or not in the kernel's format; CAP_IPC_LOCK or the\n"
+    "         RDMA device list unreadable where the verdict depends on it\n"
     "Fix: docker run --ulimit memlock=-1 --ulimit nofile=1048576:1048576; /etc/security/limits.conf;\n"
     "PropagateResourceLimitsExcept=MEMLOCK in slurm.conf; `ulimit -c unlimited` in the job script.",
     kInNode | kInJob,

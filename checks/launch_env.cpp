@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // launch.env (rank): do the launchers' variables in this process agree with each other and with
-// what the framework will read (RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE)? Where the run
+// what the framework will read (RANK/WORLD_SIZE/LOCAL_RANK/LOCAL_WORLD_SIZE), and is everything
+// torch.distributed's env:// rendezvous reads set where the job uses it? Where the run
 // initialised MPI, every claim is also compared with MPI's own rank, size, local rank and local size.
 #include <array>
 #include <map>
@@ -76,6 +77,13 @@ constexpr FindingSpec kOutsideSlurmStep = {
     "checked this node alone, and a framework that reads them here waits for tasks that never start",
     "Start the job's tasks with srun, as the job will run: `srun --mpi=pmix preflight` checks all {size} together; in "
     "the batch script, start the training with srun (or mpirun, torchrun) too, not directly."};
+constexpr FindingSpec kVariablesLeft = {
+    "launch.env/launcher-variables-left", Status::Warn,
+    "{size_variable}={size} claims a job of {size} ranks, but no launch started this process ({why}): preflight "
+    "checked this process alone, and a framework that reads them here waits for ranks that never start",
+    "Unset them where they come from: this shell (`unset $(env | sed -n "
+    "'s/^\\(OMPI_COMM_WORLD_[A-Z_]*\\)=.*/\\1/p')`), a saved environment sourced again, the image's ENV; or start "
+    "the job with mpirun as it will run (`mpirun -np {size} … preflight`)."};
 constexpr FindingSpec kMpiWorldOfOne = {
     "launch.env/mpi-world-of-one", Status::Warn,
     "MPI started as a world of 1 while {variable}={claimed_size} ({claimed_by}): MPI is not connected to the launcher, "
@@ -98,6 +106,32 @@ constexpr FindingSpec kSameRankOnEveryRank = {
     "Remove {first} from what every rank inherits (`mpirun -x`, `srun --export`, the job script, the image's ENV) and "
     "let each rank derive it from its launcher: a wrapper with `export RANK=$OMPI_COMM_WORLD_RANK` (Open MPI), "
     "`RANK=$SLURM_PROCID` (srun), or start the job with torchrun, which sets it per rank."};
+// torch.distributed's env:// rendezvous (init_process_group's default init_method) reads RANK,
+// WORLD_SIZE, MASTER_ADDR and MASTER_PORT, in that order, and raises at the first one not set or
+// empty (torch/distributed/rendezvous.py, _env_rendezvous_handler). {present}: what says the job
+// uses it ("WORLD_SIZE", "RANK and WORLD_SIZE", "TORCHELASTIC_RUN_ID (torchrun)").
+#define PREFLIGHT_ENV_RENDEZVOUS(var)                                                                                  \
+  "with {present} set, torch.distributed's env:// rendezvous (init_process_group's default) reads " var                \
+  ", which is not set: init_process_group fails with \"Error initializing torch.distributed using env:// rendezvous: " \
+  "environment variable " var " expected, but not set\""
+constexpr FindingSpec kRankNotSet = {
+    "launch.env/rank-not-set", Status::Fail, PREFLIGHT_ENV_RENDEZVOUS("RANK"),
+    "Set RANK for every rank to its own rank, never one value for all: from the launcher in a per-rank wrapper "
+    "(`export RANK=$OMPI_COMM_WORLD_RANK` under mpirun, `export RANK=$SLURM_PROCID` under srun), or start the job "
+    "with torchrun, which sets RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT."};
+constexpr FindingSpec kWorldSizeNotSet = {
+    "launch.env/world-size-not-set", Status::Fail, PREFLIGHT_ENV_RENDEZVOUS("WORLD_SIZE"),
+    "Set WORLD_SIZE to the job's number of ranks, the same on every rank (`export WORLD_SIZE=$OMPI_COMM_WORLD_SIZE` "
+    "under mpirun, `export WORLD_SIZE=$SLURM_NTASKS` under srun), or start the job with torchrun, which sets it."};
+constexpr FindingSpec kMasterNotSet = {
+    "launch.env/master-not-set", Status::Fail,
+    "with {present} set, torch.distributed's env:// rendezvous (init_process_group's default) reads MASTER_ADDR and "
+    "MASTER_PORT, and neither is set: init_process_group fails with \"Error initializing torch.distributed using "
+    "env:// rendezvous: environment variable MASTER_ADDR expected, but not set\"",
+    "Set both for the whole job in the job script, before the launcher starts the ranks: `export MASTER_ADDR=<rank "
+    "0's host on the network the nodes share>` (under Slurm: `$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head "
+    "-n 1)`) and `export MASTER_PORT=29500` (a free port on that host); torchrun sets them itself."};
+#undef PREFLIGHT_ENV_RENDEZVOUS
 #undef PREFLIGHT_FRAMEWORK_FIX
 #undef PREFLIGHT_ORDER_FIX
 
@@ -111,10 +145,14 @@ constexpr std::array kFindings = {kLauncherGone,
                                   kFrameworkDisagreesWithLauncher,
                                   kRanksWithoutLauncher,
                                   kOutsideSlurmStep,
+                                  kVariablesLeft,
                                   kMpiWorldOfOne,
                                   kFrameworkDisagreesWithMpi,
                                   kLauncherDisagreesWithMpi,
-                                  kSameRankOnEveryRank};
+                                  kSameRankOnEveryRank,
+                                  kRankNotSet,
+                                  kWorldSizeNotSet,
+                                  kMasterNotSet};
 
 /// Where two sources of one number disagree, said as "RANK={f0} but OMPI_COMM_WORLD_RANK={l0}": the
 /// variables are named in the text and the values are parameters, so that the ranks whose values differ
@@ -246,6 +284,28 @@ void check_alone(const LauncherClaim& framework, VerdictBuilder& b) {
   b.add(kRanksWithoutLauncher, {{"variable", claim.variable}, {"value", claim.value}});
 }
 
+/// torch.distributed's env:// rendezvous, judged as torch judges it where the environment says the
+/// job uses it (RANK or WORLD_SIZE set, or torchrun started this process): RANK, WORLD_SIZE,
+/// MASTER_ADDR and MASTER_PORT must each be set and not empty. A variable set to something that is
+/// not a number is not-a-number's finding; one of MASTER_ADDR/MASTER_PORT set without the other is
+/// net.master's (it judges the pair), so here only both missing.
+void check_env_rendezvous(const EnvSnapshot& env, const LauncherClaim* active, VerdictBuilder& b) {
+  const auto set = [&env](std::string_view name) {
+    const std::optional<std::string> value = env.get(name);
+    return value && !value->empty();
+  };
+  std::vector<std::string> present;
+  for (std::string_view name : {"RANK", "WORLD_SIZE"}) {
+    if (env.has(name)) present.emplace_back(name);
+  }
+  if (present.empty() && is_framework_launcher(active)) present.emplace_back("TORCHELASTIC_RUN_ID (torchrun)");
+  if (present.empty()) return;
+  const nlohmann::json params = {{"present", join(present, " and ")}};
+  if (!env.has("RANK")) b.add(kRankNotSet, params);
+  if (!env.has("WORLD_SIZE")) b.add(kWorldSizeNotSet, params);
+  if (!set("MASTER_ADDR") && !set("MASTER_PORT")) b.add(kMasterNotSet, params);
+}
+
 /// MPI's own numbers (MPI_Comm_rank/size on MPI_COMM_WORLD, and the node's ranks as MPI knows them:
 /// the launcher's PMIx local peers, else MPI_Comm_split_type shared) against
 /// every claim about this process: a variable that disagrees is what the framework or script reads.
@@ -360,13 +420,14 @@ Verdict run(const CheckContext& ctx) {
     for (const LauncherClaim& claim : view.launchers) {
       if (claim.outside_step.empty()) continue;
       if (claim.size && claim.size->value > 1) {
-        b.add(kOutsideSlurmStep,
+        b.add(claim.launcher == "slurm" ? kOutsideSlurmStep : kVariablesLeft,
               {{"size_variable", claim.size->variable}, {"size", claim.size->value}, {"why", claim.outside_step}});
       } else {
         b.note(claim.launcher + ": " + claim.outside_step + ", a job of one task");
       }
     }
     if (!mpi || mpi->singleton) check_alone(view.framework, b);
+    check_env_rendezvous(ctx.facts.env, active, b);
     return b.build();
   }
   b.note(describe(*active));
@@ -377,6 +438,7 @@ Verdict run(const CheckContext& ctx) {
     compare_framework(*active, view.framework, b);
     b.note(framework_set(view.framework) ? "RANK/WORLD_SIZE agree" : "RANK/WORLD_SIZE not set");
   }
+  check_env_rendezvous(ctx.facts.env, active, b);
   return b.build();
 }
 
@@ -414,7 +476,16 @@ extern const CheckSpec kLaunchEnv = {
     "      (MPI_Comm_rank/size and the node's ranks): `mpirun -x RANK=0` makes ranks 1..N-1 read RANK=0\n"
     "FAIL  in a job: every rank holds the same rank variable (RANK=0 on all ranks): one job-level finding,\n"
     "      code launch.env/same-rank-on-every-rank, in place of one row per rank\n"
+    "FAIL  torch.distributed's env:// rendezvous (init_process_group's default init_method) is used, as RANK or\n"
+    "      WORLD_SIZE is set (or torchrun started the process), but one of what it reads is not set: RANK,\n"
+    "      WORLD_SIZE, or MASTER_ADDR and MASTER_PORT both (one of the two without the other: net.master). torch\n"
+    "      raises \"environment variable RANK expected, but not set\" at the first one missing; each is named with\n"
+    "      its fix. MASTER_ADDR/MASTER_PORT alone do not say the job uses env:// (Lightning under srun exports\n"
+    "      them and passes the rank it reads from SLURM_PROCID to init_process_group itself)\n"
     "WARN  under MPI: MPI started as a world of 1 while a launcher claims more ranks (srun without --mpi=pmix)\n"
+    "WARN  OMPI_COMM_WORLD_* variables claim several ranks without the PMIx variables (PMIX_RANK,\n"
+    "      PMIX_NAMESPACE) every mpirun gives the processes it starts: left in the environment (a saved\n"
+    "      environment, an image's ENV); preflight runs alone, as the launch checks (launch.ranks, comm.*) say\n"
     "WARN  PMIX_* variables name a PMIx server that does not answer (left from another job, or a launcher\n"
     "      that is gone): preflight ran alone; a framework started from this shell would try to join it\n"
     "Not an error: torchrun under srun has SLURM_PROCID = the node's index (srun started the agent).\n"

@@ -274,7 +274,11 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
 Verdict run(const CheckContext& ctx) {
   // Alone (profile node) the check runs for the expectations only: --expect-world-size 4 on one
   // process is a world of 1, a FAIL, not "no job to check".
-  if (ctx.profile == Profile::Node && !ctx.options.expect_world_size && !ctx.options.expect_nodes) {
+  // Unless a launcher that really started this process claims ranks that were not connected (MPI a
+  // world of 1 under an mpirun of another MPI than preflight's): comm.barrier and comm.allreduce then
+  // say "see launch.ranks", and this is where the story is told (comm::unconnected decides for all).
+  const bool unconnected = ctx.job != nullptr && comm::unconnected(*ctx.job).has_value();
+  if (ctx.profile == Profile::Node && !ctx.options.expect_world_size && !ctx.options.expect_nodes && !unconnected) {
     // The same words as every other job check's SKIP (run_check), so the report says it once;
     // explain names --expect-world-size / --expect-nodes.
     return Verdict::skip(
@@ -308,8 +312,11 @@ Failures
   UNKNOWN  the launcher claims more than one rank but preflight ran as a single process, or MPI
            started as a world of 1: the ranks could not be gathered (no MPI/PMI connection, e.g. srun
            without --mpi=pmix).
-  SKIP     a single process with no launcher and no expectation: nothing to compare. Alone (profile
-           node) with --expect-world-size or --expect-nodes it is judged: a world of 1 on 1 node.
+  SKIP     a single process with no launcher and no expectation: nothing to compare (variables left
+           in the environment, such as OMPI_COMM_WORLD_* without mpirun's PMIx variables, are no
+           launcher: launch.env warns of them). Alone (profile node) with --expect-world-size or
+           --expect-nodes it is judged: a world of 1 on 1 node; and where the launcher that started
+           it claims more ranks than MPI connected (the UNKNOWN above, which comm.* refer to).
 
 Fix
   mpirun -np N --map-by ppr:R:node preflight   |   srun --mpi=pmix --nodes=M --ntasks-per-node=R preflight

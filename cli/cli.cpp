@@ -78,7 +78,7 @@ po::options_description run_options() {
     ("ranks-per-node", po::value<std::string>(), "local ranks on each node (default: from the launcher, else 1)")
     ("host-bytes-per-rank", po::value<std::string>(), "host memory each rank uses outside checkpoints (default 4G)")
     ("checkpoint-dir", po::value<std::vector<std::string>>()->composing(),
-     "where the job writes checkpoints (repeatable; default the current directory): free space and inodes vs the checkpoint size (host.disk)")
+     "where the job writes checkpoints (repeatable; without one host.disk judges the current directory, as information only): free space and inodes vs the checkpoint size (host.disk)")
     ("shm-dataloader-bytes", po::value<std::string>(), "/dev/shm each rank's DataLoader workers use (default 256M)")
     ("nccl-communicators", po::value<std::string>(), "NCCL communicators per rank (default 1; shm.capacity)")
     ("sysroot", po::value<std::string>(), "read /sys, /proc, /etc and /dev/shm facts below DIR")

@@ -32,6 +32,7 @@ struct LauncherSpec {
 };
 
 void slurm_finish(const EnvSnapshot& env, LauncherClaim& claim);
+void openmpi_finish(const EnvSnapshot& env, LauncherClaim& claim);
 
 const std::vector<LauncherSpec>& launcher_specs() {
   using C = LauncherClaim;
@@ -55,7 +56,8 @@ const std::vector<LauncherSpec>& launcher_specs() {
         {&C::size, {"OMPI_COMM_WORLD_SIZE"}},
         {&C::local_rank, {"OMPI_COMM_WORLD_LOCAL_RANK"}},
         {&C::local_size, {"OMPI_COMM_WORLD_LOCAL_SIZE"}}},
-       {}},
+       {},
+       &openmpi_finish},
       {"hydra",
        Family::Mpi,
        {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID"},
@@ -154,6 +156,17 @@ std::string slurm_outside_step(const EnvSnapshot& env, LauncherClaim& claim) {
   return "no SLURM_STEP_ID: the job's batch script, not a task srun started";
 }
 
+// Open MPI's mpirun (ORTE since 2.0, PRRTE since 5.0) starts every process with the PMIx variables
+// its MPI_Init connects through (PMIX_RANK, PMIX_NAMESPACE, PMIX_SERVER_URI*). OMPI_COMM_WORLD_*
+// without any of them were not set by a launch: a saved environment sourced again, an image's ENV,
+// a shell left from an old job. Such a claim describes no process that is running, this one least.
+void openmpi_finish(const EnvSnapshot& env, LauncherClaim& claim) {
+  if (env.has("PMIX_RANK") || env.has("PMIX_NAMESPACE")) return;
+  claim.outside_step =
+      "no PMIX_RANK or PMIX_NAMESPACE, which mpirun gives every process it starts: the OMPI_COMM_WORLD_* variables "
+      "were left in the environment, not set by a launch";
+}
+
 // Whether a step started this process; and the local size: Slurm gives the tasks of every node of
 // the step ("8(x2),4"), this node's entry is it.
 void slurm_finish(const EnvSnapshot& env, LauncherClaim& claim) {
@@ -209,6 +222,8 @@ void fold_protocols(std::vector<LauncherClaim>& claims) {
 ClaimRole role_under(const LauncherClaim& active, const LauncherClaim& other) {
   const Family a = family_of(active);
   const Family o = family_of(other);
+  // An MPI launcher's variables that no launch set describe no process: never a peer to compare.
+  if (o == Family::Mpi && !other.outside_step.empty()) return ClaimRole::Stale;
   if (a == Family::Torchrun) return ClaimRole::Outer;
   // mpirun/mpiexec never come from srun's own environment: Slurm variables next to them are those
   // of the enclosing allocation (the batch step, or the step that started the MPI daemons).
@@ -265,8 +280,9 @@ LaunchView detect_launchers(const EnvSnapshot& env) {
   std::stable_sort(view.launchers.begin(), view.launchers.end(),
                    [](const LauncherClaim& a, const LauncherClaim& b) { return family_of(a) < family_of(b); });
   fold_protocols(view.launchers);
-  // The innermost launcher that started this process, never a Slurm claim outside any step (the
-  // batch script's variables describe the allocation): with no other launcher there is none.
+  // The innermost launcher that started this process, never a claim outside any launch (a Slurm
+  // batch script's variables describe the allocation, Open MPI's without PMIx were left in the
+  // environment): with no other launcher there is none.
   const auto active = std::find_if(view.launchers.begin(), view.launchers.end(),
                                    [](const LauncherClaim& c) { return c.outside_step.empty(); });
   for (LauncherClaim& claim : view.launchers) {

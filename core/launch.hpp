@@ -42,8 +42,10 @@ struct LauncherClaim {
   std::optional<Claimed> rank, size, local_rank, local_size, node_rank, nodes;
   std::vector<std::string> variables;  // every variable it was read from, "NAME=value"
   std::vector<std::string> errors;     // "OMPI_COMM_WORLD_RANK='x' is not a non-negative integer"
-  /// Slurm only: why no step started this process, though SLURM_PROCID is set ("no SLURM_STEP_ID:
-  /// the job's batch script"); such a claim is the allocation's (role Stale), never the active one.
+  /// Why no launch of this launcher started this process, though its variables are set: Slurm's
+  /// batch script ("no SLURM_STEP_ID: the job's batch script"; the claim is the allocation's), or
+  /// Open MPI's variables without the PMIx ones every mpirun gives its processes (left in the
+  /// environment). Such a claim is never the active one.
   std::string outside_step;
 };
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The checkpoint directories (--checkpoint-dir, default the current directory): where each one's
-// files will go, that file system's free space and inodes (statvfs), whether this user may write
-// there, and the mount that holds it (/proc/self/mountinfo).
+// The checkpoint directories (--checkpoint-dir; without one the current directory, `defaulted`,
+// which host.disk judges as information only): where each one's files will go, that file system's
+// free space and inodes (statvfs), whether this user may write there, and the mount that holds it
+// (/proc/self/mountinfo).
 #pragma once
 
 #include <functional>

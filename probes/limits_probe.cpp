@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: MIT
+// The limits of this process that host.limits judges: getrlimit(2) and capget(2) through the Os
+// seam on the live system (no file descriptor needed), the tree's /proc/self/limits and
+// /proc/self/status under --sysroot; the RDMA devices and core_pattern through the FileSystem.
 #include "probes/limits_probe.hpp"
 
 #include "core/text.hpp"
@@ -78,19 +81,33 @@ Probed<bool> parse_cap_ipc_lock(std::string_view status_text, const std::string&
 void probe_limits(const ProbeContext& ctx, RankFacts& facts) {
   LimitsFacts& out = facts.limits;
   const std::string limits_path = "/proc/self/limits";
-  const Probed<std::string> limits = ctx.fs.read(limits_path);
-  if (const std::string* text = limits.value()) {
-    out.memlock = parse_limit_row(*text, "Max locked memory", "bytes", limits_path);
-    out.nofile = parse_limit_row(*text, "Max open files", "files", limits_path);
-    out.core = parse_limit_row(*text, "Max core file size", "bytes", limits_path);
-  } else {
-    out.memlock = out.nofile = out.core = Probed<Rlimit>::error(*limits.error(), limits_path);
-  }
-
   const std::string status_path = "/proc/self/status";
-  const Probed<std::string> status = ctx.fs.read(status_path);
-  out.cap_ipc_lock = status.ok() ? parse_cap_ipc_lock(*status.value(), status_path)
-                                 : Probed<bool>::error(*status.error(), status_path);
+  if (std::optional<ProcessLimits> live = ctx.os.process_limits()) {
+    // getrlimit(2) and capget(2) open nothing: a rank that has run out of file descriptors (the
+    // very limit judged here) is judged too, where reading /proc/self/limits would fail with EMFILE.
+    out.memlock = std::move(live->memlock);
+    out.nofile = std::move(live->nofile);
+    out.core = std::move(live->core);
+    out.cap_ipc_lock = std::move(live->cap_ipc_lock);
+    // A capture keeps the files that a --sysroot judge reads in place of the calls.
+    if (ctx.fs.recorder() != nullptr) {
+      (void)ctx.fs.read(limits_path);
+      (void)ctx.fs.read(status_path);
+    }
+  } else {
+    // A --sysroot tree: its /proc/self/limits and /proc/self/status.
+    const Probed<std::string> limits = ctx.fs.read(limits_path);
+    if (const std::string* text = limits.value()) {
+      out.memlock = parse_limit_row(*text, "Max locked memory", "bytes", limits_path);
+      out.nofile = parse_limit_row(*text, "Max open files", "files", limits_path);
+      out.core = parse_limit_row(*text, "Max core file size", "bytes", limits_path);
+    } else {
+      out.memlock = out.nofile = out.core = Probed<Rlimit>::error(*limits.error(), limits_path);
+    }
+    const Probed<std::string> status = ctx.fs.read(status_path);
+    out.cap_ipc_lock = status.ok() ? parse_cap_ipc_lock(*status.value(), status_path)
+                                   : Probed<bool>::error(*status.error(), status_path);
+  }
   out.core_pattern = ctx.fs.read_line("/proc/sys/kernel/core_pattern");
   out.rdma_devices = rdma_devices(ctx.fs);
 }

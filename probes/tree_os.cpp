@@ -42,6 +42,9 @@ class TreeOs final : public Os {
   Probed<MemPolicy> process_mempolicy(int) const override {
     return captured_probed<MemPolicy>(m_ctx, "process", "mempolicy", "process memory policy");
   }
+  // The tree's /proc/self/limits and /proc/self/status say it (a capture holds the captured
+  // process's copies).
+  std::optional<ProcessLimits> process_limits() const override { return std::nullopt; }
 
  private:
   const ProbeContext& m_ctx;

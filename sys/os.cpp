@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 // The live system's answers to the Os seam: gethostname, uname, getifaddrs, getaddrinfo (bounded),
-// bind, sched_getaffinity and get_mempolicy (a raw system call: no libnuma).
+// bind, sched_getaffinity, get_mempolicy and capget (raw system calls: no libnuma, no libcap), and
+// getrlimit.
 #include "sys/os.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <linux/capability.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -190,6 +193,34 @@ Probed<MemPolicy> mempolicy_of_process(int possible) {
   }
 }
 
+Probed<Rlimit> rlimit_of(int resource, const char* name) {
+  const std::string source = std::string("getrlimit(") + name + ")";
+  rlimit r{};
+  if (::getrlimit(resource, &r) != 0) {
+    const int err = errno;
+    return Probed<Rlimit>::error(ProbeErrc::ApiError, std::string("getrlimit: ") + std::strerror(err), source);
+  }
+  const auto side = [](rlim_t v) {
+    return v == RLIM_INFINITY ? std::optional<std::uint64_t>() : std::optional<std::uint64_t>(v);
+  };
+  return Probed<Rlimit>::ok(Rlimit{side(r.rlim_cur), side(r.rlim_max)}, source);
+}
+
+// capget(2) as a raw system call: the effective set of this process, without libcap.
+Probed<bool> effective_cap_ipc_lock() {
+  const char* source = "capget(CAP_IPC_LOCK)";
+  __user_cap_header_struct header{};
+  header.version = _LINUX_CAPABILITY_VERSION_3;
+  header.pid = 0;
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) {
+    const int err = errno;
+    return Probed<bool>::error(ProbeErrc::ApiError, std::string("capget: ") + std::strerror(err), source);
+  }
+  constexpr unsigned kBit = CAP_IPC_LOCK;
+  return Probed<bool>::ok(((data[kBit / 32].effective >> (kBit % 32)) & 1u) != 0, source);
+}
+
 std::string seconds_text(std::chrono::milliseconds ms) {
   const long long tenths = (ms.count() + 50) / 100;
   return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " s";
@@ -235,6 +266,10 @@ class LiveOs final : public Os {
   Probed<std::vector<int>> process_cpus(int possible_cpus) const override { return cpus_of_process(possible_cpus); }
   Probed<MemPolicy> process_mempolicy(int possible_nodes) const override {
     return mempolicy_of_process(possible_nodes);
+  }
+  std::optional<ProcessLimits> process_limits() const override {
+    return ProcessLimits{rlimit_of(RLIMIT_MEMLOCK, "RLIMIT_MEMLOCK"), rlimit_of(RLIMIT_NOFILE, "RLIMIT_NOFILE"),
+                         rlimit_of(RLIMIT_CORE, "RLIMIT_CORE"), effective_cap_ipc_lock()};
   }
 };
 

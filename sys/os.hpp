@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The seam for what probes ask the running kernel through system calls rather than files: the
-// host's name and kernel release, its interfaces with their addresses, name lookup, a bind test, and
-// this process's CPU and memory binding. The live system answers with the calls (LiveOs, here); a
-// --sysroot tree answers from its files and its capture (probes/tree_os.hpp); unit tests give their
-// own. A probe asks its ProbeContext's Os and never checks which one it has.
+// host's name and kernel release, its interfaces with their addresses, name lookup, a bind test,
+// this process's CPU and memory binding, and its resource limits and CAP_IPC_LOCK. The live system
+// answers with the calls (LiveOs, here); a --sysroot tree answers from its files and its capture
+// (probes/tree_os.hpp); unit tests give their own. A probe asks its ProbeContext's Os and never
+// checks which one it has.
 #pragma once
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/facts/affinity.hpp"
+#include "core/facts/limits.hpp"
 #include "core/facts/net.hpp"
 #include "core/probed.hpp"
 
@@ -26,6 +28,14 @@ class PendingLookup {
   virtual ~PendingLookup() = default;
   virtual Probed<std::vector<std::string>> wait(std::chrono::steady_clock::time_point deadline,
                                                 std::chrono::milliseconds limit) = 0;
+};
+
+/// This process's resource limits that host.limits judges, and CAP_IPC_LOCK, each with its source.
+struct ProcessLimits {
+  Probed<Rlimit> memlock;     // RLIMIT_MEMLOCK, bytes
+  Probed<Rlimit> nofile;      // RLIMIT_NOFILE
+  Probed<Rlimit> core;        // RLIMIT_CORE, bytes
+  Probed<bool> cap_ipc_lock;  // CAP_IPC_LOCK in the effective set
 };
 
 class Os {
@@ -54,6 +64,12 @@ class Os {
   virtual Probed<std::vector<int>> process_cpus(int possible_cpus) const = 0;
   /// This process's memory policy (get_mempolicy); `possible_nodes` as for process_cpus.
   virtual Probed<MemPolicy> process_mempolicy(int possible_nodes) const = 0;
+
+  /// This process's limits (getrlimit(2)) and effective CAP_IPC_LOCK (capget(2)): calls that open
+  /// nothing, so they answer in a process that has run out of file descriptors (`ulimit -n 8`),
+  /// where /proc/self/limits cannot be opened. nullopt where there is no such call to make (a tree:
+  /// its /proc/self/limits and /proc/self/status say it).
+  virtual std::optional<ProcessLimits> process_limits() const = 0;
 };
 
 /// The live system's answers. Stateless: one instance serves every thread.

@@ -492,13 +492,19 @@ std::string library_version() {
 }  // namespace
 
 bool mpi_launch_detected(const EnvSnapshot& env, std::string& why) {
+  // mpirun gives every process it starts the PMIx variables its MPI_Init connects through:
+  // OMPI_COMM_WORLD_* without them were left in the environment (core/launch.cpp says the same).
+  const bool pmix = env.has("PMIX_RANK") || env.has("PMIX_NAMESPACE");
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK"}) {
-    if (env.has(name)) {
+    if (env.has(name) && pmix) {
       why = std::string(name) + " is set";
       return true;
     }
   }
-  why = "no MPI launcher variables (OMPI_COMM_WORLD_SIZE, PMIX_RANK)";
+  why = env.has("OMPI_COMM_WORLD_SIZE")
+            ? "OMPI_COMM_WORLD_SIZE is set without PMIX_RANK or PMIX_NAMESPACE, which mpirun gives every process it "
+              "starts: left in the environment, not a launch"
+            : "no MPI launcher variables (OMPI_COMM_WORLD_SIZE, PMIX_RANK)";
   return false;
 }
 

@@ -95,7 +95,9 @@ bool wait_interrupted();
 std::unique_ptr<Transport> make_local_transport();
 
 /// Whether the environment says an MPI launcher (mpirun/mpiexec, or srun with a PMI/PMIx plugin)
-/// started this process, so that MPI_Init will find its peers. `why` names the variables seen.
+/// started this process, so that MPI_Init will find its peers: PMIX_RANK, or OMPI_COMM_WORLD_SIZE
+/// with the PMIx variables mpirun gives every process it starts (without them the OMPI_* variables
+/// were left in the environment). `why` names the variables seen.
 bool mpi_launch_detected(const EnvSnapshot& env, std::string& why);
 
 /// MPI_Init_thread with a deadline: when MPI_Init does not return in time, a watchdog prints what

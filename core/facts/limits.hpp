@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Resource limits of this process, gathered by probes/limits_probe.cpp from /proc/self/limits
-// (through the sysroot seam) and /proc/self/status.
+// Resource limits of this process, gathered by probes/limits_probe.cpp: getrlimit(2) and capget(2)
+// on the live system, the tree's /proc/self/limits and /proc/self/status under --sysroot.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,7 @@ struct LimitsFacts {
   Probed<Rlimit> memlock;  // bytes
   Probed<Rlimit> nofile;
   Probed<Rlimit> core;                            // bytes
-  Probed<bool> cap_ipc_lock;                      // CapEff bit 14
+  Probed<bool> cap_ipc_lock;                      // effective CAP_IPC_LOCK (CapEff bit 14)
   Probed<std::string> core_pattern;               // /proc/sys/kernel/core_pattern
   Probed<std::vector<std::string>> rdma_devices;  // /sys/class/infiniband/*
 };

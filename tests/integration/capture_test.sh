@@ -62,6 +62,16 @@ expect_rc 0 "judged with the captured environment" -- env NCCL_IB_HCA=judge "$PR
   --only env.nccl --format json
 expect_eq "$(json_get "d['ranks'][0]['facts']['env'].get('NCCL_IB_HCA')")" mlx5_0 "NCCL_IB_HCA judged"
 
+# --- the limits of the captured process, never the judge's: the live probe asks getrlimit(2), and
+# a capture keeps /proc/self/limits for the judge to read ---------------------------------------
+rc=0
+bash -c 'ulimit -n 2048 && exec "$0" capture "$1"' "$PREFLIGHT" "$work/limits" >"$work/out" 2>"$work/err" || rc=$?
+expect_eq "$rc" 0 "capture under ulimit -n 2048: exit"
+[ -s "$work/limits/proc/self/limits" ] && pass "the capture holds /proc/self/limits" || fail "no proc/self/limits"
+"$PREFLIGHT" --sysroot "$work/limits" --only host.limits --format json >"$work/out" 2>"$work/err" || true
+expect_eq "$(json_get "d['ranks'][0]['facts']['limits']['nofile']['source']")" /proc/self/limits "judged from the file"
+expect_contains "$(summary_of host.limits)" "RLIMIT_NOFILE hard limit is 2048 (soft 2048)" "the captured limit"
+
 # --- a 64 MiB /dev/shm, captured in a private mount namespace and judged outside it --------------
 if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
   rc=0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # host.disk end to end: the real binary on real directories (the current directory, one not made
 # yet, a file in the way, a capture judged with --sysroot) and, as root, on real mounts of a chosen
-# size, inode count and mode in a private mount namespace (unshare -m).
+# size, inode count and mode in a private mount namespace (unshare -m), named with --checkpoint-dir
+# (FAIL) or as the current directory where none is named (information: WARN at most).
 # Env: PREFLIGHT (binary), PYTHON3. Exit 0 pass, 1 fail, 77 skip.
 source "$(dirname "$0")/lib.sh"
 "${PYTHON3:-python3}" -c '' 2>/dev/null || skip_all "python3 is needed to read the JSON report"
@@ -11,13 +12,26 @@ dir_ev() { json_get "d['checks'][0]['evidence']['dirs'][${2:-0}]['$1']"; }
 summary() { json_get "d['checks'][0]['summary']"; }
 here=$(cd "$work" && pwd -P)
 
-# The default: the current directory, named as such.
+# The default: the current directory, named as such, and information only: never a FAIL (exit 1).
 rc=0
 (cd "$here" && disk) >"$work/out" 2>"$work/err" || rc=$?
-case $rc in 0 | 1) pass "the current directory judged (exit $rc)" ;; *) fail "the current directory: exit $rc" ;; esac
+case $rc in 0) pass "the current directory judged (exit $rc)" ;; *) fail "the current directory: exit $rc" ;; esac
 expect_eq "$(dir_ev defaulted)" True "no --checkpoint-dir: defaulted"
 expect_eq "$(dir_ev path)" "$here" "no --checkpoint-dir: the current directory"
 expect_contains "$(summary)" "the current directory $here (no --checkpoint-dir given)" "summary"
+case $(check_status host.disk) in PASS | WARN) pass "the current directory: PASS or WARN" ;;
+  *) fail "the current directory: $(check_status host.disk)" ;; esac
+# A directory this user cannot write, as the current directory: a WARN that says how to name one;
+# named, a FAIL. (root may write anywhere: checked as another user only.)
+if [ "$(id -u)" -ne 0 ]; then
+  mkdir -p "$here/locked" && chmod 555 "$here/locked"
+  expect_rc 0 "an unwritable current directory is a WARN" -- bash -c 'cd "$0" && exec "$1" --only host.disk --format json' \
+    "$here/locked" "$PREFLIGHT"
+  expect_eq "$(json_get "d['checks'][0]['finding']['code']")" host.disk/cwd-not-writable "finding code"
+  expect_contains "$(json_get "d['checks'][0]['remedy']")" "--checkpoint-dir DIR" "remedy: how to name one"
+  expect_rc 1 "the same directory named is a FAIL" -- disk --checkpoint-dir "$here/locked"
+  chmod 755 "$here/locked"
+fi
 
 # A relative directory not made yet: shown as given and absolute, judged by the parent that will hold it.
 (cd "$here" && disk --checkpoint-dir ckpt/run1) >"$work/out" 2>"$work/err" || true
@@ -93,4 +107,30 @@ expect_eq "$(json_get "d['checks'][0]['finding']['code']")" host.disk/no-inodes 
 
 expect_rc 0 "few free inodes" -- on_mount size=8g,nr_inodes=100 --checkpoint-dir "$here/mnt" --model-params 10M
 expect_contains "$(summary)" "free inodes of 100" "summary"
+
+# The current directory, where no directory is named: a Kubernetes init container with
+# readOnlyRootFilesystem (its current directory / is read-only), a Slurm prolog on a stateless node
+# (its root a small tmpfs). Information, a WARN: never a FAIL that drains the node.
+in_mount() {
+  local opts=$1
+  shift
+  unshare -m bash -c '
+    set -e
+    mount --make-rprivate / 2>/dev/null || true
+    mount -t tmpfs -o "$0" tmpfs "$MNT"
+    cd "$MNT"
+    exec "$PREFLIGHT" --only host.disk --format json "$@"' "$opts" "$@"
+}
+expect_rc 0 "the current directory on a read-only mount: a WARN" -- in_mount size=8g,ro
+expect_eq "$(check_status host.disk)" WARN "status"
+expect_eq "$(json_get "d['checks'][0]['finding']['code']")" host.disk/cwd-read-only "finding code"
+expect_contains "$(summary)" "no checkpoint directory was named, so this is information, not a failure" "summary"
+expect_contains "$(json_get "d['checks'][0]['remedy']")" "--checkpoint-dir DIR" "remedy: how to name one"
+expect_rc 0 "the current directory on a small tmpfs: a WARN" -- in_mount size=256m
+expect_eq "$(json_get "d['checks'][0]['finding']['code']")" host.disk/cwd-full "finding code"
+expect_rc 1 "the same read-only mount named: a FAIL" -- in_mount size=8g,ro --checkpoint-dir .
+expect_eq "$(json_get "d['checks'][0]['finding']['code']")" host.disk/read-only "finding code"
+printf 'checkpoint-dir = .\n' >"$work/ckpt.ini"
+expect_rc 1 "the same read-only mount named in the --config file: a FAIL" -- in_mount size=8g,ro --config "$work/ckpt.ini"
+expect_eq "$(json_get "d['checks'][0]['finding']['code']")" host.disk/read-only "finding code"
 finish

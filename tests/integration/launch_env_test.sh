@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# launch.env as a user meets it: an exported RANK that disagrees with Open MPI's rank FAILs (exit 1),
-# a lone run is PASS, and under a real `mpirun -x RANK=0` the job's report has one finding for every
+# launch.env as a user meets it: a lone run is PASS; Open MPI's variables left in a plain shell are
+# a WARN (and no job: launch.ranks and comm.* SKIP); RANK without WORLD_SIZE FAILs as torch's env://
+# rendezvous would; and under a real `mpirun -x RANK=0` the job's report has one finding for every
 # rank, while rank 1's own report FAILs naming both values.
 # Env: PREFLIGHT (binary), PYTHON3. Exit 0 pass, 1 fail, 77 skip.
 source "$(dirname "$0")/lib.sh"
@@ -8,17 +9,31 @@ source "$(dirname "$0")/lib.sh"
 # A clean environment: CTest may itself run inside a Slurm or MPI job.
 clean() { env -i PATH="$PATH" HOME="${HOME:-/nonexistent}" "${keep_env[@]}" "$@"; }
 
-expect_rc 1 "OMPI_COMM_WORLD_RANK=3 with RANK=0" -- \
-  clean OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 RANK=0 WORLD_SIZE=4 "$PREFLIGHT" --only launch.env
-expect_contains "$(cat "$work/out")" "RANK=0 but OMPI_COMM_WORLD_RANK=3" "text report"
-
 expect_rc 0 "no launcher" -- clean "$PREFLIGHT" --only launch.env --format json
 expect_eq "$(check_status launch.env)" PASS "launch.env without a launcher"
 
-expect_rc 0 "stale Slurm variables under Open MPI are a WARN" -- \
-  clean OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 SLURM_PROCID=0 SLURM_NTASKS=1 "$PREFLIGHT" --only launch.env \
-  --format json
-expect_eq "$(check_status launch.env)" WARN "launch.env with stale SLURM_PROCID"
+# OMPI_COMM_WORLD_* left in a plain shell (no PMIX_RANK/PMIX_NAMESPACE: no mpirun started it): no
+# job. launch.env warns of the variables; launch.ranks and the collectives SKIP as for one process
+# alone, with their reason, never UNKNOWN (exit 3).
+expect_rc 0 "OMPI_COMM_WORLD_* left in a plain shell" -- \
+  clean OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=0 OMPI_COMM_WORLD_LOCAL_SIZE=4 \
+  "$PREFLIGHT" --only launch.env,launch.ranks,comm.barrier,comm.allreduce --format json --timeout 20
+expect_eq "$(check_status launch.env)" WARN "launch.env with OMPI_COMM_WORLD_* left"
+expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.env'][0]")" \
+  "OMPI_COMM_WORLD_SIZE=4 claims a job of 4 ranks, but no launch started this process" "launch.env's summary"
+expect_eq "$(check_status launch.ranks)" SKIP "launch.ranks with OMPI_COMM_WORLD_* left"
+expect_eq "$(check_status comm.barrier)" SKIP "comm.barrier with OMPI_COMM_WORLD_* left"
+expect_eq "$(check_status comm.allreduce)" SKIP "comm.allreduce with OMPI_COMM_WORLD_* left"
+expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='comm.allreduce'][0]")" \
+  "no all_reduce was run" "comm.allreduce says why"
+expect_eq "$(json_get "d['world']['source'], d['world']['size']")" "none 1" "no MPI world"
+
+# RANK without WORLD_SIZE: torch.distributed's env:// rendezvous raises "WORLD_SIZE expected".
+expect_rc 1 "RANK without WORLD_SIZE" -- clean RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 "$PREFLIGHT" \
+  --only launch.env --format json
+expect_eq "$(json_get "d['checks'][0]['finding']['code']")" launch.env/world-size-not-set "finding code"
+expect_contains "$(json_get "d['checks'][0]['summary']")" "environment variable WORLD_SIZE expected, but not set" \
+  "summary"
 
 # PMIx variables left from another job (a login shell inside an old allocation): the server they
 # name does not answer. MPI_Init would abort the process with no report; preflight runs alone and

@@ -101,7 +101,9 @@ expect_contains "$(cat "$work/out")" "DEADLINE" "rank 0's report after a rank wa
 expect_contains "$(cat "$work/err" "$work/out")" "rank 2" "mpiexec's message naming the killed rank"
 
 # --- every rank claims RANK=0: launch.env FAIL ------------------------------------------------
-expect_rc 1 "mpiexec -np 4 -x RANK=0" -- "${mpi[@]}" -np 4 -x RANK=0 "$PREFLIGHT" --format json --only 'launch.env' "${quiet[@]}"
+# (with what else torch's env:// rendezvous reads, so that RANK=0 is all that is wrong, and only on ranks 1-3)
+expect_rc 1 "mpiexec -np 4 -x RANK=0" -- "${mpi[@]}" -np 4 -x RANK=0 -x WORLD_SIZE=4 -x MASTER_ADDR=127.0.0.1 \
+  -x MASTER_PORT=29500 "$PREFLIGHT" --format json --only 'launch.env' "${quiet[@]}"
 # One job-level finding, rank 0 included; what each rank said on its own is in the evidence.
 expect_eq "$(json_get "[(c['scope'], c['ranks'], c['finding']['code']) for c in d['checks'] if c['id']=='launch.env' and c['status']=='FAIL']")" \
   "[('job', [0, 1, 2, 3], 'launch.env/same-rank-on-every-rank')]" "launch.env: one job finding for every rank's RANK=0"

@@ -2,6 +2,7 @@
 // comm.allreduce on hand-built jobs and node runs: every status, with the measured numbers.
 #include <gtest/gtest.h>
 
+#include "core/launch.hpp"
 #include "job_fixture.hpp"
 
 namespace preflight {
@@ -174,6 +175,47 @@ TEST(CommAllreduce, MpiWorldOfOneUnderALargerLauncherIsUnknown) {
   EXPECT_EQ(v.finding.params["variable"], "SLURM_NTASKS");
   EXPECT_EQ(v.finding.params["size"], 8);
   EXPECT_EQ(v.finding.params["launcher"], "slurm");
+}
+
+// OMPI_COMM_WORLD_* left in a plain shell (a saved environment sourced again): no mpirun started the
+// process (no PMIx variables), so there is no job. launch.ranks SKIPs, and the collectives SKIP with
+// it, with their reason, never UNKNOWN "see launch.ranks".
+TEST(CommAllreduce, OpenMpiVariablesLeftInAShellAreOneProcessAlone) {
+  RankFacts f = gpu_fixture::healthy(8);
+  f.env = EnvSnapshot({{"OMPI_COMM_WORLD_RANK", "0"},
+                       {"OMPI_COMM_WORLD_SIZE", "4"},
+                       {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                       {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}});
+  f.placement = placement_from(detect_launchers(f.env), Options());
+  ASSERT_EQ(f.placement.world_size, 1);
+  const JobFacts alone = job_fixture::single(f);
+  const Verdict v = judge_job(spec(), alone, {}, Profile::Node);
+  expect(v, Status::Skip, "no all_reduce was run: a single process: no launcher started other ranks");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/not-run");
+  const Verdict barrier = judge_job(*find_check("comm.barrier"), alone, {}, Profile::Node);
+  EXPECT_EQ(barrier.status, Status::Skip) << barrier.summary;
+  const Verdict ranks = judge_job(*find_check("launch.ranks"), alone, {}, Profile::Node);
+  EXPECT_EQ(ranks.status, Status::Skip) << ranks.summary;
+
+  // MPI initialised anyway (--mpi on) as a world of 1: the variables still claim no job.
+  JobFacts mpi = job_fixture::job(1, 1);
+  mpi.ranks[0].env = f.env;
+  for (const char* id : {"comm.allreduce", "comm.barrier", "launch.ranks"}) {
+    const Verdict w = judge_job(*find_check(id), mpi, {}, Profile::Node);
+    EXPECT_NE(w.status, Status::Unknown) << id << ": " << w.summary;
+  }
+  // With mpirun's PMIx variables they are a launch: MPI a world of 1 under it (an mpirun of another
+  // MPI) is the story of launch.ranks, which tells it in the node profile too (not SKIP), so that
+  // comm.allreduce's "see launch.ranks" leads somewhere. (comm.barrier is made for jobs only.)
+  mpi.ranks[0].env = EnvSnapshot({{"OMPI_COMM_WORLD_RANK", "0"},
+                                  {"OMPI_COMM_WORLD_SIZE", "4"},
+                                  {"PMIX_RANK", "0"},
+                                  {"PMIX_NAMESPACE", "prterun-host-1@1"}});
+  for (const char* id : {"comm.allreduce", "launch.ranks"}) {
+    const Verdict w = judge_job(*find_check(id), mpi, {}, Profile::Node);
+    EXPECT_EQ(w.status, Status::Unknown) << id << ": " << w.summary;
+    EXPECT_TRUE(w.finding.code.ends_with("/mpi-world-of-one")) << id << ": " << w.finding.code;
+  }
 }
 
 TEST(CommAllreduce, MpiTransportSaysItMeasuredHostMemory) {

@@ -335,16 +335,152 @@ TEST(HostDisk, ANetworkFileSystemReceivesTheWholeJobsCheckpoint) {
   EXPECT_EQ(overlay.evidence["dirs"][0]["network_fs"], false);
 }
 
-TEST(HostDisk, TheDefaultIsTheCurrentDirectory) {
-  CheckpointDir d = dir("/home/alice", "/home", "ext4", 300 * kGiB, 1 * kTiB);
+CheckpointDir current(const std::string& path, const std::string& mount_point, const std::string& fstype,
+                      std::uint64_t free_bytes, std::uint64_t total_bytes, std::uint64_t free_inodes = 1'000'000,
+                      std::uint64_t total_inodes = 2'000'000) {
+  CheckpointDir d = dir(path, mount_point, fstype, free_bytes, total_bytes, free_inodes, total_inodes);
   d.given = ".";
   d.defaulted = true;
-  const Verdict v = check(node({d}));
+  return d;
+}
+
+TEST(HostDisk, TheDefaultIsTheCurrentDirectory) {
+  const Verdict v = check(node({current("/home/alice", "/home", "ext4", 300 * kGiB, 1 * kTiB)}));
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_TRUE(
       v.summary.starts_with("the current directory /home/alice (no --checkpoint-dir given): 300 GiB free of 1 TiB"))
       << v.summary;
+  // The PASS says the directory is information only, and how to name the job's.
+  EXPECT_TRUE(has(v.summary,
+                  "; information only, as no checkpoint directory was named: name the job's with --checkpoint-dir DIR "
+                  "(or checkpoint-dir = DIR in the --config file)"))
+      << v.summary;
   EXPECT_EQ(v.evidence["dirs"][0]["defaulted"], true);
+  ASSERT_EQ(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[0].code, "host.disk/room-unsized");
+  EXPECT_EQ(v.findings[1].code, "host.disk/cwd-information");
+
+  // With a checkpoint size the room is counted there too, still as information.
+  const Verdict sized = check(node({current("/home/alice", "/home", "ext4", 300 * kGiB, 1 * kTiB)}), model(kB7));
+  EXPECT_EQ(sized.status, Status::Pass) << sized.summary;
+  EXPECT_TRUE(has(sized.summary, "room for 3 checkpoints")) << sized.summary;
+  EXPECT_TRUE(has(sized.summary, "information only")) << sized.summary;
+}
+
+// A Kubernetes init container with readOnlyRootFilesystem: true runs in / on a read-only overlay; a
+// Slurm prolog on a stateless node runs in / on a small tmpfs. The job never writes there: what
+// fails a named directory is a WARN for the current directory, never a FAIL or UNKNOWN.
+TEST(HostDisk, AReadOnlyCurrentDirectoryIsAWarningNotAFailure) {
+  CheckpointDir d = current("/", "/", "overlay", 40 * kGiB, 100 * kGiB);
+  d.mount.value()->read_only = true;
+  d.mount.value()->options = "ro,relatime";
+  const Verdict v = check(node({d}));
+  ASSERT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "host.disk/cwd-read-only");
+  EXPECT_EQ(v.summary,
+            "the current directory / (no --checkpoint-dir given) is on a read-only mount, / (overlay): a checkpoint "
+            "saved there fails with EROFS; no checkpoint directory was named, so this is information, not a failure");
+  EXPECT_TRUE(
+      v.remedy.starts_with("Name the directory the job saves checkpoints to with --checkpoint-dir DIR (or "
+                           "checkpoint-dir = DIR in the --config file)"))
+      << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "`mount -o remount,rw /`")) << v.remedy;
+
+  // The same mount named with --checkpoint-dir is a FAIL.
+  CheckpointDir named = d;
+  named.given = "/";
+  named.defaulted = false;
+  EXPECT_EQ(check(node({named})).status, Status::Fail);
+}
+
+TEST(HostDisk, ASmallTmpfsRootAsTheCurrentDirectoryIsAWarning) {
+  const Verdict v = check(node({current("/", "/", "tmpfs", 200 * kMiB, 2 * kGiB)}));
+  ASSERT_EQ(v.status, Status::Warn) << v.summary;
+  ASSERT_GE(v.findings.size(), 2u);
+  EXPECT_EQ(v.findings[0].code, "host.disk/cwd-full");
+  EXPECT_EQ(v.findings[0].status, Status::Warn);
+  EXPECT_EQ(v.findings[1].code, "host.disk/in-memory");
+  EXPECT_TRUE(
+      v.summary.starts_with("the current directory / (no --checkpoint-dir given) is full: 200 MiB free of 2 "
+                            "GiB on / (tmpfs) (90% used); no checkpoint directory was named"))
+      << v.summary;
+  EXPECT_TRUE(has(v.remedy, "--checkpoint-dir DIR")) << v.remedy;
+}
+
+TEST(HostDisk, EveryFailureOfTheCurrentDirectoryIsAWarning) {
+  CheckpointDir unwritable = current("/", "/", "ext4", 500 * kGiB, 2 * kTiB);
+  unwritable.usage.value()->writable = false;
+  CheckpointDir tiny = current("/work", "/", "xfs", 50 * kGiB, 400 * kGiB);
+  CheckpointDir no_inodes = current("/work", "/", "ext4", 500 * kGiB, 2 * kTiB, 0, 1'000'000);
+  CheckpointDir ro_flag = current("/", "/", "ext4", 500 * kGiB, 2 * kTiB);
+  ro_flag.usage.value()->read_only = true;
+  const struct {
+    CheckpointDir d;
+    std::string code;
+    std::string says;
+  } cases[] = {
+      {unwritable, "host.disk/cwd-not-writable", "this user cannot create files in / on / (ext4)"},
+      {tiny, "host.disk/cwd-too-small", "the current directory /work (no --checkpoint-dir given) has 50 GiB free"},
+      {no_inodes, "host.disk/cwd-no-inodes", "/ (ext4) has no free inodes (0 of 1000000)"},
+      {ro_flag, "host.disk/cwd-read-only", "is on a read-only mount"},
+  };
+  for (const auto& c : cases) {
+    const Verdict v = check(node({c.d}), model(kB7));
+    EXPECT_EQ(v.status, Status::Warn) << c.code << ": " << v.summary;
+    EXPECT_EQ(v.finding.code, c.code) << v.summary;
+    EXPECT_TRUE(has(v.summary, c.says)) << v.summary;
+    EXPECT_TRUE(has(v.summary, "no checkpoint directory was named, so this is information, not a failure"))
+        << v.summary;
+    EXPECT_TRUE(has(v.remedy, "--checkpoint-dir DIR (or checkpoint-dir = DIR in the --config file)")) << v.remedy;
+    for (const Finding& f : v.findings) EXPECT_NE(f.status, Status::Fail) << f.code;
+  }
+  // The too-small WARN still says what one checkpoint needs.
+  const Verdict tv = check(node({tiny}), model(kB7));
+  EXPECT_TRUE(has(tv.summary, "is ≈ 91.3 GiB")) << tv.summary;
+  EXPECT_TRUE(has(tv.remedy, "free at least 41.3 GiB more there")) << tv.remedy;
+}
+
+TEST(HostDisk, ACurrentDirectoryThatCannotBeReadIsAWarningNotUnknown) {
+  CheckpointDir unreadable = current("/", "/", "ext4", 0, 0);
+  unreadable.usage = Probed<DiskUsage>::error(ProbeErrc::PermissionDenied, "permission denied", "statvfs(/)");
+  const Verdict u = check(node({unreadable}));
+  ASSERT_EQ(u.status, Status::Warn) << u.summary;
+  EXPECT_EQ(u.finding.code, "host.disk/cwd-not-judged");
+  EXPECT_EQ(u.summary,
+            "the current directory / (no --checkpoint-dir given) could not be judged (statvfs(/): permission denied); "
+            "no checkpoint directory was named, so this is information, not a failure");
+  EXPECT_TRUE(has(u.remedy, "`df -h /`")) << u.remedy;
+
+  CheckpointDir mount_unknown = current("/", "/", "ext4", 500 * kGiB, 2 * kTiB);
+  mount_unknown.mount =
+      Probed<MountEntry>::error(ProbeErrc::PermissionDenied, "permission denied", "/proc/self/mountinfo");
+  const Verdict m = check(node({mount_unknown}));
+  ASSERT_EQ(m.status, Status::Warn) << m.summary;
+  EXPECT_EQ(m.finding.code, "host.disk/cwd-not-judged");
+  EXPECT_TRUE(has(m.summary, "(the mount holding it is not known: /proc/self/mountinfo: permission denied)"))
+      << m.summary;
+
+  CheckpointDir sizeless = current("/bucket", "/bucket", "fuse.s3fs", 0, 0, 0, 0);
+  const Verdict nv = check(node({sizeless}), model(kB7));
+  ASSERT_EQ(nv.status, Status::Warn) << nv.summary;
+  EXPECT_EQ(nv.finding.code, "host.disk/cwd-not-judged");
+  EXPECT_TRUE(has(nv.summary, "the file system reports no size")) << nv.summary;
+
+  // A current directory that stat() cannot reach (a stale network mount).
+  CheckpointDir stale = current("/scratch/job42", "/scratch", "nfs4", 0, 0);
+  stale.usage = Probed<DiskUsage>::error(ProbeErrc::Unreadable, "Stale file handle", "stat(/scratch/job42)");
+  const Verdict sv = check(node({stale}));
+  EXPECT_EQ(sv.status, Status::Warn) << sv.summary;
+  EXPECT_EQ(sv.finding.code, "host.disk/cwd-not-judged");
+}
+
+TEST(HostDisk, TheCurrentDirectoryKeepsItsWarnings) {
+  // What is a WARN for a named directory stays one: nearly full, room for one checkpoint, few inodes.
+  EXPECT_EQ(check(node({current("/", "/", "ext4", 30 * kGiB, 1 * kTiB)})).finding.code, "host.disk/nearly-full");
+  EXPECT_EQ(check(node({current("/", "/", "ext4", 150 * kGiB, 1 * kTiB)}), model(kB7)).finding.code,
+            "host.disk/one-checkpoint");
+  EXPECT_EQ(check(node({current("/", "/", "ext4", 500 * kGiB, 2 * kTiB, 500, 1'000'000)})).finding.code,
+            "host.disk/few-inodes");
 }
 
 TEST(HostDisk, ADirectoryNotCreatedYetIsJudgedByTheParentThatWillHoldIt) {
@@ -530,15 +666,19 @@ TEST_F(DiskTree, FilesOnThePathAndStatvfsErrorsAreFacts) {
 
 TEST_F(DiskTree, AnUnreadableMountTableLeavesTheSpaceKnown) {
   answer("/home/alice", 100'000'000, 50'000'000, 1'000'000, 900'000);
-  const DiskFacts f = probe_checkpoint_dirs(
-      FileSystem(tree),
-      Probed<MountInfo>::error(ProbeErrc::PermissionDenied, "permission denied", "/proc/self/mountinfo"), {},
-      "/home/alice", fake());
+  const Probed<MountInfo> unreadable =
+      Probed<MountInfo>::error(ProbeErrc::PermissionDenied, "permission denied", "/proc/self/mountinfo");
+  const DiskFacts f = probe_checkpoint_dirs(FileSystem(tree), unreadable, {"/home/alice"}, "/home/alice", fake());
   ASSERT_EQ(f.dirs.size(), 1u);
   EXPECT_TRUE(f.dirs[0].usage.ok());
   EXPECT_FALSE(f.dirs[0].mount.ok());
   const Verdict v = check(node(f.dirs));
   EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  // The current directory, where none was named: information, a WARN at most.
+  const DiskFacts cwd = probe_checkpoint_dirs(FileSystem(tree), unreadable, {}, "/home/alice", fake());
+  ASSERT_EQ(cwd.dirs.size(), 1u);
+  EXPECT_TRUE(cwd.dirs[0].defaulted);
+  EXPECT_EQ(check(node(cwd.dirs)).status, Status::Warn);
 }
 
 TEST_F(DiskTree, ProbedFactsAreJudged) {

@@ -24,6 +24,9 @@ Env with(Env base, const Env& extra) {
   return base;
 }
 
+// What torch.distributed's env:// rendezvous reads besides RANK and WORLD_SIZE.
+const Env kMaster = {{"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}};
+
 Verdict check(const Env& env, Profile profile = Profile::Job) {
   RankFacts facts;
   facts.env = EnvSnapshot(env);
@@ -77,21 +80,21 @@ const Case kCases[] = {
      "",
      json::object()},
     {"OpenMpiWithAgreeingRank",
-     with(kOpenMpi3of4, {{"RANK", "3"}, {"WORLD_SIZE", "4"}}),
+     with(with(kOpenMpi3of4, {{"RANK", "3"}, {"WORLD_SIZE", "4"}}), kMaster),
      Status::Pass,
      {"openmpi: rank 3 of 4, local 3 of 4; RANK/WORLD_SIZE agree"},
      "",
      "",
      json::object()},
     {"ExportedRankUnderMpirun",
-     with(kOpenMpi3of4, {{"RANK", "0"}, {"WORLD_SIZE", "4"}}),
+     with(with(kOpenMpi3of4, {{"RANK", "0"}, {"WORLD_SIZE", "4"}}), kMaster),
      Status::Fail,
      {"RANK=0 but OMPI_COMM_WORLD_RANK=3"},
      "Do not export RANK",
      "launch.env/framework-disagrees-with-launcher",
      {{"f0", 0}, {"l0", 3}, {"launcher", "openmpi"}, {"rank_variable", "OMPI_COMM_WORLD_RANK"}}},
     {"WorldSizeDisagrees",
-     with(kOpenMpi3of4, {{"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "8"}}),
+     with(with(kOpenMpi3of4, {{"RANK", "3"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "8"}}), kMaster),
      Status::Fail,
      {"WORLD_SIZE=8 but OMPI_COMM_WORLD_SIZE=4", "LOCAL_WORLD_SIZE=8 but OMPI_COMM_WORLD_LOCAL_SIZE=4"},
      "set them per rank in a wrapper script (`export RANK=$OMPI_COMM_WORLD_RANK`",
@@ -211,7 +214,9 @@ const Case kCases[] = {
       {"WORLD_SIZE", "8"},
       {"LOCAL_RANK", "1"},
       {"LOCAL_WORLD_SIZE", "4"},
-      {"GROUP_RANK", "1"}},
+      {"GROUP_RANK", "1"},
+      {"MASTER_ADDR", "node1"},
+      {"MASTER_PORT", "29500"}},
      Status::Pass,
      {"torchrun: rank 5 of 8, local 1 of 4, node 1 of ?"},
      "",
@@ -228,7 +233,9 @@ const Case kCases[] = {
       {"SLURM_PROCID", "1"},
       {"SLURM_NTASKS", "2"},
       {"SLURM_LOCALID", "0"},
-      {"SLURM_NODEID", "1"}},
+      {"SLURM_NODEID", "1"},
+      {"MASTER_ADDR", "node1"},
+      {"MASTER_PORT", "29500"}},
      Status::Pass,
      {"torchrun: rank 5 of 8, local 1 of 4, node 1 of 2", "started by slurm"},
      "",
@@ -249,23 +256,91 @@ const Case kCases[] = {
      "launch.env/not-a-number",
      {{"claim", "torchrun"}}},
     {"RankWithoutLauncher",
-     {{"RANK", "0"}, {"WORLD_SIZE", "8"}},
+     with({{"RANK", "0"}, {"WORLD_SIZE", "8"}}, kMaster),
      Status::Warn,
      {"WORLD_SIZE=8 says the job has more than one rank, but preflight was started alone"},
      "Start preflight the way the job is started",
      "launch.env/ranks-without-launcher",
      {{"variable", "WORLD_SIZE"}, {"value", 8}}},
     {"RankOneWithoutLauncher",
-     {{"RANK", "1"}},
+     with({{"RANK", "1"}, {"WORLD_SIZE", "2"}}, kMaster),
      Status::Warn,
-     {"RANK=1 says"},
+     {"WORLD_SIZE=2 says"},
      "",
      "launch.env/ranks-without-launcher",
-     {{"variable", "RANK"}, {"value", 1}}},
+     {{"variable", "WORLD_SIZE"}, {"value", 2}}},
     {"WorldOfOneWithoutLauncher",
-     {{"RANK", "0"}, {"WORLD_SIZE", "1"}},
+     with({{"RANK", "0"}, {"WORLD_SIZE", "1"}}, kMaster),
      Status::Pass,
      {"no launcher"},
+     "",
+     "",
+     json::object()},
+    {"OpenMpiVariablesLeftInTheEnvironment",  // no PMIX_RANK/PMIX_NAMESPACE: no mpirun started it
+     {{"OMPI_COMM_WORLD_RANK", "0"},
+      {"OMPI_COMM_WORLD_SIZE", "4"},
+      {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+      {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}},
+     Status::Warn,
+     {"OMPI_COMM_WORLD_SIZE=4 claims a job of 4 ranks, but no launch started this process (no PMIX_RANK or "
+      "PMIX_NAMESPACE, which mpirun gives every process it starts",
+      "preflight checked this process alone"},
+     "`unset $(env | sed -n 's/^\\(OMPI_COMM_WORLD_[A-Z_]*\\)=.*/\\1/p')`",
+     "launch.env/launcher-variables-left",
+     {{"size_variable", "OMPI_COMM_WORLD_SIZE"}, {"size", 4}}},
+    {"OpenMpiVariablesOfOneLeft",
+     {{"OMPI_COMM_WORLD_RANK", "0"}, {"OMPI_COMM_WORLD_SIZE", "1"}},
+     Status::Pass,
+     {"openmpi: no PMIX_RANK or PMIX_NAMESPACE"},
+     "",
+     "",
+     json::object()},
+    // torch.distributed's env:// rendezvous: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, where the
+    // environment says the job uses it.
+    {"WorldSizeWithoutRank",
+     with({{"WORLD_SIZE", "1"}}, kMaster),
+     Status::Fail,
+     {"with WORLD_SIZE set, torch.distributed's env:// rendezvous (init_process_group's default) reads RANK, which "
+      "is not set: init_process_group fails with \"Error initializing torch.distributed using env:// rendezvous: "
+      "environment variable RANK expected, but not set\""},
+     "Set RANK for every rank to its own rank",
+     "launch.env/rank-not-set",
+     {{"present", "WORLD_SIZE"}}},
+    {"RankWithoutWorldSize",
+     with({{"RANK", "1"}}, kMaster),
+     Status::Fail,
+     {"with RANK set", "reads WORLD_SIZE, which is not set", "environment variable WORLD_SIZE expected, but not set",
+      "also WARN: RANK=1 says the job has more than one rank"},
+     "Set WORLD_SIZE to the job's number of ranks",
+     "launch.env/world-size-not-set",
+     {{"present", "RANK"}}},
+    {"WorldSizeWithoutRankUnderMpirun",
+     with(with(kOpenMpi3of4, {{"WORLD_SIZE", "4"}}), kMaster),
+     Status::Fail,
+     {"environment variable RANK expected, but not set"},
+     "`export RANK=$OMPI_COMM_WORLD_RANK` under mpirun",
+     "launch.env/rank-not-set",
+     {{"present", "WORLD_SIZE"}}},
+    {"RankAndWorldSizeWithoutMaster",
+     {{"RANK", "0"}, {"WORLD_SIZE", "1"}},
+     Status::Fail,
+     {"with RANK and WORLD_SIZE set, torch.distributed's env:// rendezvous (init_process_group's default) reads "
+      "MASTER_ADDR and MASTER_PORT, and neither is set",
+      "environment variable MASTER_ADDR expected, but not set"},
+     "`export MASTER_PORT=29500`",
+     "launch.env/master-not-set",
+     {{"present", "RANK and WORLD_SIZE"}}},
+    {"TorchrunWithoutMaster",
+     {{"TORCHELASTIC_RUN_ID", "r1"}, {"RANK", "0"}, {"WORLD_SIZE", "2"}},
+     Status::Fail,
+     {"reads MASTER_ADDR and MASTER_PORT, and neither is set"},
+     "",
+     "launch.env/master-not-set",
+     {{"present", "RANK and WORLD_SIZE"}}},
+    {"MasterAloneDoesNotImplyEnvRendezvous",  // Lightning under srun: rank from SLURM_PROCID, given in code
+     with({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_STEP_ID", "0"}}, kMaster),
+     Status::Pass,
+     {"slurm: rank 1 of 2", "RANK/WORLD_SIZE not set"},
      "",
      "",
      json::object()},
@@ -316,7 +391,26 @@ TEST(LaunchEnv, VariablesOfAJobWhoseLauncherIsGoneWarn) {
 }
 
 TEST(LaunchEnv, RunsInNodeProfile) {
-  EXPECT_EQ(check({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, Profile::Node).status, Status::Warn);
+  EXPECT_EQ(check(with({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, kMaster), Profile::Node).status, Status::Warn);
+}
+
+TEST(LaunchEnv, EveryVariableTheEnvRendezvousMissesIsNamedWithItsFix) {
+  // WORLD_SIZE alone: torch raises at RANK first, then MASTER_ADDR; both are named, each with its fix.
+  const Verdict v = check({{"WORLD_SIZE", "1"}});
+  ASSERT_EQ(v.status, Status::Fail) << v.summary;
+  ASSERT_EQ(v.findings.size(), 2u) << v.summary;
+  EXPECT_EQ(v.findings[0].code, "launch.env/rank-not-set");
+  EXPECT_EQ(v.findings[1].code, "launch.env/master-not-set");
+  EXPECT_NE(v.remedy.find("`export RANK=$SLURM_PROCID` under srun"), std::string::npos) << v.remedy;
+  EXPECT_NE(v.remedy.find("`export MASTER_ADDR=<rank 0's host"), std::string::npos) << v.remedy;
+  // An empty MASTER_ADDR is not set for torch either (MASTER_PORT alone is net.master's to judge).
+  EXPECT_EQ(check(with({{"RANK", "0"}, {"WORLD_SIZE", "1"}}, {{"MASTER_ADDR", ""}, {"MASTER_PORT", ""}})).finding.code,
+            "launch.env/master-not-set");
+  EXPECT_EQ(check(with({{"RANK", "0"}, {"WORLD_SIZE", "1"}}, {{"MASTER_PORT", "29500"}})).status, Status::Pass);
+  // An empty RANK is a value that is not a number: one finding, not two.
+  const Verdict empty = check(with({{"RANK", ""}, {"WORLD_SIZE", "1"}}, kMaster));
+  ASSERT_EQ(empty.findings.size(), 1u) << empty.summary;
+  EXPECT_EQ(empty.findings[0].code, "launch.env/not-a-number");
 }
 
 // Under MPI, MPI's own numbers are the truth every claim is compared with.
@@ -337,7 +431,7 @@ Env open_mpi(int rank, int size) {
 }
 
 TEST(LaunchEnvMpi, AgreementPasses) {
-  const Verdict v = check_mpi(with(open_mpi(1, 4), {{"RANK", "1"}}),
+  const Verdict v = check_mpi(with(with(open_mpi(1, 4), {{"RANK", "1"}, {"WORLD_SIZE", "4"}}), kMaster),
                               MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_NE(v.summary.find("MPI agrees: rank 1 of 4, local 1 of 4"), std::string::npos) << v.summary;
@@ -346,7 +440,7 @@ TEST(LaunchEnvMpi, AgreementPasses) {
 
 TEST(LaunchEnvMpi, RankExportedToEveryRankFails) {
   // mpirun -x RANK=0 -np 4: rank 1 reads RANK=0.
-  const Verdict v = check_mpi(with(open_mpi(1, 4), {{"RANK", "0"}}),
+  const Verdict v = check_mpi(with(with(open_mpi(1, 4), {{"RANK", "0"}, {"WORLD_SIZE", "4"}}), kMaster),
                               MpiView{1, 4, 1, 4, 1, false, "Open MPI v4.1.4", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Fail);
   ASSERT_EQ(v.findings.size(), 2u) << v.summary;
@@ -416,8 +510,8 @@ TEST(LaunchEnvMpi, MpiWorldOfOneUnderALargerLauncherWarns) {
 }
 
 TEST(LaunchEnvMpi, SingletonMpiIsNotTheTruth) {
-  const Verdict v =
-      check_mpi({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, MpiView{0, 1, 0, 1, 1, true, "", {}, "pmix_local_peers"});
+  const Verdict v = check_mpi(with({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, kMaster),
+                              MpiView{0, 1, 0, 1, 1, true, "", {}, "pmix_local_peers"});
   EXPECT_EQ(v.status, Status::Warn) << v.summary;  // alone, as without MPI
 }
 

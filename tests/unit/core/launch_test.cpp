@@ -142,6 +142,32 @@ TEST(LaunchDetect, ASlurmBatchScriptIsNoLaunch) {
             (std::vector<std::string>{"openmpi:active", "slurm:stale"}));
 }
 
+// OMPI_COMM_WORLD_* without the PMIx variables every mpirun gives its processes (a saved environment
+// sourced again, an image's ENV): no launch started this process, so no launcher did.
+TEST(LaunchDetect, OpenMpiVariablesWithoutPmixAreNoLaunch) {
+  const std::map<std::string, std::string> left = {{"OMPI_COMM_WORLD_RANK", "0"},
+                                                   {"OMPI_COMM_WORLD_SIZE", "4"},
+                                                   {"OMPI_COMM_WORLD_LOCAL_RANK", "0"},
+                                                   {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}};
+  const LaunchView view = detect_launchers(EnvSnapshot(left));
+  EXPECT_EQ(names(view), std::vector<std::string>{"openmpi:stale"});
+  EXPECT_EQ(view.active(), nullptr);
+  EXPECT_EQ(value(view.launchers.at(0).size), 4);
+  EXPECT_NE(view.launchers.at(0).outside_step.find("no PMIX_RANK or PMIX_NAMESPACE"), std::string::npos)
+      << view.launchers.at(0).outside_step;
+  const Placement p = placement_from(view, Options());
+  EXPECT_EQ(p.world_size, 1);
+  EXPECT_EQ(p.launcher, "none");
+  // With mpirun's PMIx variables it is the launch (kOpenMpiRank1 has both).
+  EXPECT_EQ(names(detect_launchers(EnvSnapshot(with(left, {{"PMIX_RANK", "0"}}))))[0], "openmpi:active");
+  EXPECT_EQ(names(detect_launchers(EnvSnapshot(with(left, {{"PMIX_NAMESPACE", "prterun-x-1@1"}})))),
+            std::vector<std::string>{"openmpi:active"});
+  // Left in the environment of a task srun started: stale, never a peer of Slurm's claim.
+  EXPECT_EQ(names(detect_launchers(
+                EnvSnapshot(with(left, {{"SLURM_PROCID", "2"}, {"SLURM_NTASKS", "8"}, {"SLURM_STEP_ID", "0"}})))),
+            (std::vector<std::string>{"openmpi:stale", "slurm:active"}));
+}
+
 TEST(LaunchDetect, TorchrunUnderSrunIsInnermost) {
   const LaunchView view = detect_launchers(EnvSnapshot({{"TORCHELASTIC_RUN_ID", "job7"},
                                                         {"RANK", "5"},

@@ -32,6 +32,8 @@ class FakeOs : public Os {
   std::string bind_answer = "free";
   Probed<std::vector<int>> cpus = Probed<std::vector<int>>::ok({0, 1, 2, 3}, "fake sched_getaffinity");
   Probed<MemPolicy> mempolicy = Probed<MemPolicy>::ok(MemPolicy{"default", {}}, "fake get_mempolicy");
+  /// nullopt: the limits probe reads the file system's /proc/self/limits and /proc/self/status.
+  std::optional<ProcessLimits> limits;
 
   // What the probes asked.
   mutable std::vector<std::string> looked_up;
@@ -65,6 +67,7 @@ class FakeOs : public Os {
     possible_nodes = possible;
     return mempolicy;
   }
+  std::optional<ProcessLimits> process_limits() const override { return limits; }
 };
 
 }  // namespace preflight

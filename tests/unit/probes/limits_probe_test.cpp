@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include "probes/limits_probe.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cerrno>
+
+#include "checks/check.hpp"
+#include "probes/fake_os.hpp"
 #include "probes/probe.hpp"
 #include "test_paths.hpp"
 
@@ -125,6 +132,93 @@ TEST(LimitsProbe, LiveSystem) {
   EXPECT_TRUE(facts.limits.core.ok());
   EXPECT_TRUE(facts.limits.cap_ipc_lock.ok());
   EXPECT_TRUE(facts.limits.rdma_devices.ok()) << facts.limits.rdma_devices.why();
+  // The live limits come from the system calls, not from /proc/self/limits.
+  EXPECT_EQ(facts.limits.nofile.source(), "getrlimit(RLIMIT_NOFILE)");
+  EXPECT_EQ(facts.limits.memlock.source(), "getrlimit(RLIMIT_MEMLOCK)");
+  EXPECT_EQ(facts.limits.core.source(), "getrlimit(RLIMIT_CORE)");
+  EXPECT_EQ(facts.limits.cap_ipc_lock.source(), "capget(CAP_IPC_LOCK)");
+  rlimit r{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &r), 0);
+  const auto side = [](rlim_t v) {
+    return v == RLIM_INFINITY ? std::optional<std::uint64_t>() : std::optional<std::uint64_t>(v);
+  };
+  EXPECT_EQ(facts.limits.nofile.value()->soft, side(r.rlim_cur));
+  EXPECT_EQ(facts.limits.nofile.value()->hard, side(r.rlim_max));
+}
+
+// A rank whose descriptors ran out (the very limit host.limits judges) is judged too: with every
+// descriptor below a lowered soft RLIMIT_NOFILE taken, /proc/self/limits cannot be opened (EMFILE),
+// and getrlimit(2) still answers.
+TEST(LimitsProbe, AProcessOutOfDescriptorsIsStillJudged) {
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  constexpr rlim_t kLow = 64;
+  if (before.rlim_max != RLIM_INFINITY && before.rlim_max < kLow) GTEST_SKIP() << "hard RLIMIT_NOFILE below 64";
+  const FileSystem fs;
+  const EnvSnapshot env;
+  const Options options;
+  RankFacts facts;
+  rlimit low = before;
+  low.rlim_cur = kLow;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> held;
+  int open_errno = 0;
+  for (;;) {
+    const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      open_errno = errno;
+      break;
+    }
+    held.push_back(fd);
+  }
+  const bool file_readable = fs.read("/proc/self/limits").ok();
+  probe_limits(ProbeContext{fs, env, options}, facts);
+  for (const int fd : held) ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &before), 0);
+
+  ASSERT_EQ(open_errno, EMFILE);
+  EXPECT_FALSE(file_readable) << "/proc/self/limits could still be opened: the descriptors were not exhausted";
+  ASSERT_TRUE(facts.limits.nofile.ok()) << facts.limits.nofile.why();
+  EXPECT_EQ(facts.limits.nofile.value()->soft, kLow);
+  EXPECT_TRUE(facts.limits.memlock.ok()) << facts.limits.memlock.why();
+  EXPECT_TRUE(facts.limits.core.ok()) << facts.limits.core.why();
+  EXPECT_TRUE(facts.limits.cap_ipc_lock.ok()) << facts.limits.cap_ipc_lock.why();
+  // host.limits judges the limits it was given, never "could not read the resource limits".
+  const Verdict v = run_check(*find_check("host.limits"), CheckContext{facts, options, Profile::Node});
+  EXPECT_EQ(v.evidence["nofile"]["soft"], kLow) << v.summary;
+  for (const Finding& f : v.findings) {
+    EXPECT_NE(f.code, "host.limits/limit-unreadable") << v.summary;
+    EXPECT_NE(f.code, "host.limits/facts-unreadable") << v.summary;
+  }
+}
+
+TEST(LimitsProbe, TheSystemCallsAnswerWithoutReadingTheLimitsFile) {
+  // An Os that answers (the live system's getrlimit/capget) is asked, and the files are not: a tree
+  // whose /proc/self/limits is garbage does not matter, as a process out of descriptors cannot
+  // open its own /proc/self/limits.
+  const FileSystem fs(preflight::test_paths::fixtures_dir() + "/limits/garbage");
+  const EnvSnapshot env;
+  const Options options;
+  FakeOs os;
+  os.limits = ProcessLimits{Probed<Rlimit>::ok(Rlimit{65536, 65536}, "getrlimit(RLIMIT_MEMLOCK)"),
+                            Probed<Rlimit>::ok(Rlimit{12, 12}, "getrlimit(RLIMIT_NOFILE)"),
+                            Probed<Rlimit>::ok(Rlimit{0, std::nullopt}, "getrlimit(RLIMIT_CORE)"),
+                            Probed<bool>::ok(true, "capget(CAP_IPC_LOCK)")};
+  RankFacts facts;
+  probe_limits(ProbeContext{fs, env, options, os}, facts);
+  ASSERT_TRUE(facts.limits.nofile.ok()) << facts.limits.nofile.why();
+  EXPECT_EQ(facts.limits.nofile.value()->hard, 12u);
+  EXPECT_EQ(facts.limits.nofile.source(), "getrlimit(RLIMIT_NOFILE)");
+  EXPECT_EQ(facts.limits.memlock.value()->soft, 65536u);
+  EXPECT_FALSE(facts.limits.core.value()->hard);
+  EXPECT_TRUE(*facts.limits.cap_ipc_lock.value());
+
+  // Without such calls (a --sysroot tree's Os) the tree's files say it.
+  os.limits.reset();
+  RankFacts from_files;
+  probe_limits(ProbeContext{fs, env, options, os}, from_files);
+  EXPECT_EQ(from_files.limits.nofile.error()->code, ProbeErrc::ParseError);
+  EXPECT_EQ(from_files.limits.nofile.source(), "/proc/self/limits");
 }
 
 }  // namespace

@@ -195,6 +195,8 @@ JobFacts with_env(JobFacts j, const std::map<std::string, std::string>& extra) {
         {"OMPI_COMM_WORLD_SIZE", std::to_string(j.world_size)},
         {"OMPI_COMM_WORLD_LOCAL_RANK", std::to_string(f.placement.local_rank)},
         {"OMPI_COMM_WORLD_LOCAL_SIZE", "8"},
+        {"PMIX_RANK", std::to_string(f.placement.rank)},  // as mpirun gives every process it starts
+        {"PMIX_NAMESPACE", "prterun-gpu-a-1@1"},
     };
     for (const auto& [k, v] : extra) env[k] = v;
     f.env = EnvSnapshot(env);
@@ -205,7 +207,11 @@ JobFacts with_env(JobFacts j, const std::map<std::string, std::string>& extra) {
 TEST(LaunchEnvJob, TheSameRankOnEveryRankIsOneJobFindingRankZeroIncluded) {
   Options o;
   o.only = {"launch.env"};
-  const Report report = judged_job(with_env(job_fixture::job(2, 8), {{"RANK", "0"}}), o);
+  // `mpirun -x RANK=0 -x WORLD_SIZE=16 -x MASTER_ADDR -x MASTER_PORT`: only RANK is wrong, on ranks 1..15.
+  const Report report =
+      judged_job(with_env(job_fixture::job(2, 8),
+                          {{"RANK", "0"}, {"WORLD_SIZE", "16"}, {"MASTER_ADDR", "gpu-a"}, {"MASTER_PORT", "29500"}}),
+                 o);
   ASSERT_EQ(report.results.size(), 1u);
   const CheckResult& r = report.results.front();
   EXPECT_EQ(r.verdict.status, Status::Fail);
