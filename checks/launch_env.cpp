@@ -124,10 +124,11 @@ constexpr FindingSpec kWorldSizeNotSet = {
     "Set WORLD_SIZE to the job's number of ranks, the same on every rank (`export WORLD_SIZE=$OMPI_COMM_WORLD_SIZE` "
     "under mpirun, `export WORLD_SIZE=$SLURM_NTASKS` under srun), or start the job with torchrun, which sets it."};
 constexpr FindingSpec kMasterNotSet = {
-    "launch.env/master-not-set", Status::Fail,
+    "launch.env/master-not-set", Status::Warn,
     "with {present} set, torch.distributed's env:// rendezvous (init_process_group's default) reads MASTER_ADDR and "
     "MASTER_PORT, and neither is set: init_process_group fails with \"Error initializing torch.distributed using "
-    "env:// rendezvous: environment variable MASTER_ADDR expected, but not set\"",
+    "env:// rendezvous: environment variable MASTER_ADDR expected, but not set\" unless the job passes its own "
+    "init_method (tcp://, file://) or its launcher sets them at run time",
     "Set both for the whole job in the job script, before the launcher starts the ranks: `export MASTER_ADDR=<rank "
     "0's host on the network the nodes share>` (under Slurm: `$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head "
     "-n 1)`) and `export MASTER_PORT=29500` (a free port on that host); torchrun sets them itself."};
