@@ -12,8 +12,8 @@
 //   - a symlink: the same, to its final target (the link stays a link), but only a link the
 //     kernel's protected_symlinks rule would follow: one another user planted in a sticky
 //     world-writable directory (/tmp) is refused with exit 2, as is a file or FIFO another user
-//     made there (sys/safe_path.hpp); another user's file reached through a link is written in
-//     place, never renamed over;
+//     made there (sys/safe_path.hpp); another user's link leads only to what that user owns, and
+//     another user's file reached through a link is written in place, never renamed over;
 //   - a character device or a FIFO (/dev/null, /dev/full, a pipe another process reads): written in
 //     place, never replaced; a FIFO nobody reads is an error, not a hang;
 //   - /dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N: written to that descriptor, as a shell

@@ -98,6 +98,7 @@ class Walk {
       return false;
     }
     m_cur = SharedFd(fd);
+    m_cur_made = false;
     return stat_current();
   }
 
@@ -123,8 +124,14 @@ class Walk {
   bool step(const std::string& c) {
     if (c == ".") return true;
     int fd = ::openat(m_cur.get(), c.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    bool made = false;
     if (fd < 0 && errno == ENOENT && m_make) {
-      if (::mkdirat(m_cur.get(), c.c_str(), *m_make) != 0 && errno != EEXIST) return stop(c, errno);
+      if (!m_cur_made && !may_make_in(m_cur_st)) return refuse_chosen(c, nullptr);
+      if (::mkdirat(m_cur.get(), c.c_str(), *m_make) == 0) {
+        made = true;
+      } else if (errno != EEXIST) {
+        return stop(c, errno);
+      }
       fd = ::openat(m_cur.get(), c.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
     }
     if (fd < 0) return stop(c, errno);
@@ -136,6 +143,7 @@ class Walk {
     if (c != ".." && !may_use_existing(m_cur_st, st.st_uid, m_euid)) return refuse_entry(c, st);
     m_cur = entry;
     m_cur_path = child_path(m_cur_path, c);
+    m_cur_made = made;
     return stat_current();
   }
 
@@ -149,13 +157,13 @@ class Walk {
       m_r.name = ".";
       m_r.exists = true;
       m_r.st = m_cur_st;
-      return true;
+      return m_cur_made || may_make_in(m_cur_st) || refuse_chosen(".", &m_cur_st);
     }
     struct stat st {};
     if (::fstatat(m_cur.get(), c.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
       if (errno == ENOENT) {
         stop(c, 0);
-        return true;
+        return m_cur_made || may_make_in(m_cur_st) || refuse_chosen(c, nullptr);
       }
       return stop(c, errno);
     }
@@ -169,7 +177,30 @@ class Walk {
     stop(c, 0);
     m_r.exists = true;
     m_r.st = st;
-    return true;
+    return !m_r.link_owner || st.st_uid == *m_r.link_owner || refuse_chosen(c, &st);
+  }
+
+  /// Whether a file or directory may be made in (or, for a directory the path names, written into)
+  /// the directory `dir`: always, unless another user's symlink chose it; then only when that user
+  /// owns it, or it is a sticky directory that others can write (where what is made is made
+  /// exclusively, and what exists passes may_use_existing).
+  bool may_make_in(const struct stat& dir) const {
+    return !m_r.link_owner || dir.st_uid == *m_r.link_owner || sticky_and_shared(dir);
+  }
+
+  /// Refuses `c` in the current directory, where another user's symlink led: `st` is what exists
+  /// there, nullptr when it was to be made.
+  bool refuse_chosen(const std::string& c, const struct stat* st) {
+    const std::string at = c == "." ? shown_path(m_cur_path) : shown_path(child_path(m_cur_path, c));
+    const std::string owner = describe_uid(*m_r.link_owner);
+    stop(c, 0);
+    m_r.refusal =
+        owner + "'s symlink leads to " + at +
+        (st != nullptr ? ", " + std::string(kind_of_entry(st->st_mode)) + " owned by " + describe_uid(st->st_uid)
+                       : ", to be made in a directory owned by " + describe_uid(m_cur_st.st_uid)) +
+        ": preflight writes where another user's link leads only what that user owns; name the path "
+        "without the link, or remove it";
+    return false;
   }
 
   bool follow(const SharedFd& link, const struct stat& st, const std::string& c) {
@@ -182,6 +213,17 @@ class Walk {
                     "preflight does not follow it (the kernel's protected_symlinks rule); remove it or name "
                     "another path";
       return false;
+    }
+    if (st.st_uid != m_euid && st.st_uid != 0) {
+      if (m_r.link_owner && *m_r.link_owner != st.st_uid) {
+        stop(c, 0);
+        m_r.refusal = shown_path(at) + " is a symlink owned by " + describe_uid(st.st_uid) + ", on a path that " +
+                      describe_uid(*m_r.link_owner) +
+                      "'s symlink led to: two other users chose where it goes, and preflight does not follow it; "
+                      "name the path without their links";
+        return false;
+      }
+      m_r.link_owner = st.st_uid;
     }
     if (++m_links > kMaxFollowedLinks) return stop(c, ELOOP);
     std::vector<char> buf(4096);
@@ -216,6 +258,7 @@ class Walk {
   SharedFd m_cur;
   struct stat m_cur_st {};
   std::string m_cur_path;
+  bool m_cur_made = false;  // this walk made the current directory
   std::deque<std::string> m_todo;
   int m_links = 0;
 };
@@ -232,7 +275,7 @@ SharedFd::SharedFd(int fd)
 
 bool may_follow_link(const struct stat& dir, uid_t link_uid, uid_t follower) {
   if (link_uid == follower) return true;
-  if ((dir.st_mode & S_ISVTX) == 0 || (dir.st_mode & S_IWOTH) == 0) return true;
+  if (!sticky_and_shared(dir)) return true;
   return link_uid == dir.st_uid;
 }
 

@@ -4,8 +4,12 @@
 // a root preflight on a node shared with untrusted users never writes through what another user
 // planted:
 //   - a symlink is followed only where the kernel's protected_symlinks rule would follow it,
-//     whatever the sysctl says: the link is the caller's, or its directory is not sticky and
-//     world-writable, or the link's owner owns the directory;
+//     whatever the sysctl says, with group-writable sticky directories counted as shared too: the
+//     link is the caller's, or its directory is not sticky and writable by others, or the link's
+//     owner owns the directory;
+//   - where another user's (not root's) symlink leads, only what that user owns is written: an
+//     existing file or directory of theirs, or a new one in a directory of theirs or in a sticky
+//     shared one; a root preflight is never led to replace or create a file of root's;
 //   - an existing file, FIFO or directory in a sticky directory that others may write (/tmp,
 //     /dev/shm) is used only when it is the caller's or the directory owner's (the kernel's
 //     protected_regular and protected_fifos rules, at their strictest);
@@ -37,7 +41,8 @@ class SharedFd {
 };
 
 /// Whether the kernel's protected_symlinks rule lets `follower` follow a link owned by `link_uid`
-/// in a directory with status `dir`.
+/// in a directory with status `dir` (a sticky directory that its group may write counts as one
+/// that others may write, as in may_use_existing).
 bool may_follow_link(const struct stat& dir, uid_t link_uid, uid_t follower);
 
 /// Whether an existing entry (file, FIFO, directory) owned by `owner` in the directory `dir` is
@@ -55,6 +60,10 @@ struct SafePath {
   bool exists = false;    // `name` exists (not followed: never a symlink once resolved)
   struct stat st {};      // its status when it exists
   bool via_link = false;  // a symlink was followed on the way
+  /// The other user (neither root nor the caller) whose symlink was followed: they chose where the
+  /// path leads, so what it names must be theirs (or new in a directory of theirs, or in a sticky
+  /// directory that others can write); otherwise the walk is refused.
+  std::optional<uid_t> link_owner;
   int error = 0;          // errno of the walk (ENOENT: a missing directory), 0 when resolved
   std::string refusal;    // why the walk stopped at a planted link or entry; "" when it did not
   /// "": usable; else one line saying why not (the refusal, or the errno's text with the path).

@@ -76,11 +76,27 @@ ln -s "$work/own/target.json" "$t/mine.json"
 rc=0; "${run[@]}" --json "$t/mine.json" >/dev/null 2>"$work/err" || rc=$?
 [ "$rc" -ne 2 ] && [ -s "$work/own/target.json" ] && pass "root's own link in the sticky directory is followed" \
   || fail "root's own link: exit $rc, $(cat "$work/err")"
-mkdir -p "$work/plain" && chmod 0777 "$work/plain"
-as_nobody ln -s "$work/own/plain-target.json" "$work/plain/theirs.json"
+mkdir -p "$work/plain" "$work/theirs" && chmod 0777 "$work/plain" && chown "$nobody:$nobody" "$work/theirs"
+as_nobody ln -s "$work/theirs/plain-target.json" "$work/plain/theirs.json"
 rc=0; "${run[@]}" --json "$work/plain/theirs.json" >/dev/null 2>"$work/err" || rc=$?
-[ "$rc" -ne 2 ] && [ -s "$work/own/plain-target.json" ] && pass "a link in a directory that is not sticky is followed" \
+[ "$rc" -ne 2 ] && [ -s "$work/theirs/plain-target.json" ] && pass "nobody's link to nobody's directory is followed" \
   || fail "a link in a non-sticky directory: exit $rc, $(cat "$work/err")"
+
+# Where another user's link leads, only what that user owns is written: nobody's link in a
+# directory that is not sticky (the kernel would follow it) still leads root to no file of root's,
+# existing or new; nor does one in a sticky directory that only its group may write (1770).
+as_nobody ln -s "$victims/passwd" "$work/plain/passwd.json"
+as_nobody ln -s "$victims/new.json" "$work/plain/new.json"
+as_nobody ln -s "$victims/dir" "$work/plain/ranks"
+refused "--json through nobody's link to root's file" "$victims/passwd" -- "${run[@]}" --json "$work/plain/passwd.json"
+refused "--json through nobody's link to root's directory" "$victims/new.json" -- "${run[@]}" --json "$work/plain/new.json"
+refused "--json-per-rank through nobody's link to root's directory" "$victims/dir" -- "${run[@]}" --json-per-rank "$work/plain/ranks"
+mkdir -p "$work/group" && chgrp "$nobody" "$work/group" && chmod 1770 "$work/group"
+as_nobody ln -s "$victims/passwd" "$work/group/report.json" 2>/dev/null \
+  || setpriv --reuid="$nobody" --regid="$nobody" --groups="$nobody" -- ln -s "$victims/passwd" "$work/group/report.json"
+refused "--json through nobody's link in a group-writable sticky directory" "$work/group/report.json" -- \
+  "${run[@]}" --json "$work/group/report.json"
+expect_eq "$(sums)" "$before" "the victims' checksums after the links outside sticky directories"
 
 # /dev/shm: the allocation test makes a file with no name; nobody's links there are never written
 # through. A /dev/shm others may write without the sticky bit is not used for it (UNKNOWN).

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "scratch_dir.hpp"
@@ -53,6 +54,8 @@ TEST(SafePathRules, ALinkIsFollowedAsTheKernelsProtectedSymlinksRuleSays) {
   EXPECT_TRUE(may_follow_link(dir_with(01755, 0), kNobody, 0)) << "sticky, not world-writable";
   EXPECT_TRUE(may_follow_link(dir_with(01777, kNobody), kNobody, 0)) << "the directory owner's link";
   EXPECT_FALSE(may_follow_link(dir_with(01777, 1000), kNobody, 1000)) << "a third user's link";
+  EXPECT_FALSE(may_follow_link(dir_with(01770, 0), kNobody, 0)) << "sticky and group-writable: shared too";
+  EXPECT_TRUE(may_follow_link(dir_with(01770, kNobody), kNobody, 0)) << "the group directory owner's link";
 }
 
 TEST(SafePathRules, AnExistingEntryIsUsedUnlessAThirdUserMadeItInASharedStickyDirectory) {
@@ -111,9 +114,77 @@ TEST_F(SafePathTest, ALinkAnotherUserPlantedInAStickyDirectoryIsRefused) {
   EXPECT_NE(p.refusal.find("protected_symlinks"), std::string::npos) << p.refusal;
   EXPECT_EQ(p.problem(), p.refusal);
 
-  // The same link in a directory that is not sticky is followed, as the kernel would.
+  // A sticky directory its group may write is as shared: the link is refused there too.
+  ASSERT_EQ(::chmod(at("/shared").c_str(), 01770), 0);
+  EXPECT_NE(resolve_path(at("/shared/evil.json")).refusal.find("protected_symlinks"), std::string::npos);
+
+  // The same link in a directory that is not sticky is followed, as the kernel would, but it
+  // does not lead root to a file of root's (the next test).
   ASSERT_EQ(::chmod(at("/shared").c_str(), 0777), 0);
-  EXPECT_EQ(resolve_path(at("/shared/evil.json")).problem(), "");
+  EXPECT_NE(resolve_path(at("/shared/evil.json")).refusal.find("another user's link"), std::string::npos);
+  give_to_nobody("/real/victim");
+  EXPECT_EQ(resolve_path(at("/shared/evil.json")).problem(), "") << "a file of the link owner's";
+}
+
+TEST_F(SafePathTest, AnotherUsersLinkLeadsOnlyToWhatThatUserOwns) {
+  if (!root()) GTEST_SKIP() << "planting as another user needs root";
+  m_dir.dir("/home");
+  give_to_nobody("/home");
+  m_dir.file("/etc/passwd", "root:x:0:0\n");
+  m_dir.file("/home/notes", "n");
+  give_to_nobody("/home/notes");
+  m_dir.link("/home/to-root-file", at("/etc/passwd"));
+  m_dir.link("/home/to-root-dir", at("/etc/new.json"));
+  m_dir.link("/home/to-own-file", "notes");
+  m_dir.link("/home/to-own-dir", "new.json");
+  m_dir.link("/home/to-tmp", at("/shared/new.json"));
+  m_dir.link("/home/etc", at("/etc"));
+  for (const char* l : {"/home/to-root-file", "/home/to-root-dir", "/home/to-own-file", "/home/to-own-dir",
+                        "/home/to-tmp", "/home/etc"}) {
+    give_to_nobody(l);
+  }
+
+  const SafePath root_file = resolve_path(at("/home/to-root-file"));
+  EXPECT_NE(root_file.refusal.find("uid 65534 (nobody)'s symlink leads to"), std::string::npos) << root_file.refusal;
+  EXPECT_NE(root_file.refusal.find("a file owned by uid 0"), std::string::npos) << root_file.refusal;
+  const SafePath root_dir = resolve_path(at("/home/to-root-dir"));
+  EXPECT_NE(root_dir.refusal.find("to be made in a directory owned by uid 0"), std::string::npos) << root_dir.refusal;
+  EXPECT_FALSE(resolve_path(at("/home/etc/new.json")).refusal.empty()) << "a link to a directory on the way";
+  EXPECT_FALSE(resolve_directory(at("/home/etc")).refusal.empty()) << "a directory to write files in";
+  EXPECT_FALSE(make_directories(at("/home/etc/results"), 0755).refusal.empty());
+  EXPECT_FALSE(std::filesystem::exists(at("/etc/results"))) << "nothing was made in root's directory";
+
+  for (const char* l : {"/home/to-own-file", "/home/to-own-dir", "/home/to-tmp"}) {
+    const SafePath p = resolve_path(at(l));
+    EXPECT_EQ(p.problem(), "") << l;
+    EXPECT_EQ(p.link_owner, std::optional<uid_t>(kNobody)) << l;
+  }
+  // Root's own links (and the caller's) choose nothing for another user.
+  m_dir.link("/mine", at("/etc/passwd"));
+  const SafePath mine = resolve_path(at("/mine"));
+  EXPECT_EQ(mine.problem(), "");
+  EXPECT_FALSE(mine.link_owner);
+
+  // Directories made where the link owner's link leads are the walk's own: the last one is used.
+  m_dir.dir("/home/data");
+  give_to_nobody("/home/data");
+  m_dir.link("/home/out", "data");
+  give_to_nobody("/home/out");
+  EXPECT_EQ(make_directories(at("/home/out/run/rank"), 0755).problem(), "");
+}
+
+TEST_F(SafePathTest, TwoOtherUsersLinksOnOnePathAreRefused) {
+  if (!root()) GTEST_SKIP() << "planting as another user needs root";
+  m_dir.dir("/a");
+  m_dir.dir("/b");
+  give_to_nobody("/a");
+  ASSERT_EQ(::chown(at("/b").c_str(), 1234, 1234), 0);
+  m_dir.link("/a/next", at("/b/last"));
+  give_to_nobody("/a/next");
+  m_dir.link("/b/last", at("/b/file"));
+  ASSERT_EQ(::lchown(at("/b/last").c_str(), 1234, 1234), 0);
+  const SafePath p = resolve_path(at("/a/next"));
+  EXPECT_NE(p.refusal.find("two other users"), std::string::npos) << p.refusal;
 }
 
 TEST_F(SafePathTest, APlantedLinkOnTheWayIsRefusedToo) {
@@ -128,6 +199,7 @@ TEST_F(SafePathTest, APlantedLinkOnTheWayIsRefusedToo) {
 TEST_F(SafePathTest, TheDirectoryOwnersLinkIsFollowed) {
   if (!root()) GTEST_SKIP() << "needs root";
   m_dir.file("/real/victim", "v");
+  give_to_nobody("/real/victim");
   m_dir.dir("/nobodys");
   ASSERT_EQ(::chmod(at("/nobodys").c_str(), 01777), 0);
   give_to_nobody("/nobodys");
