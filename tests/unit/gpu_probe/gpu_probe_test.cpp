@@ -371,7 +371,10 @@ RankFacts probe_with_fakes(const std::string& scenario_file,
 }
 
 TEST(GpuP2pProbe, CopiesEveryOrderedPairOfTheFakeNode) {
-  const RankFacts f = probe_with_fakes(preflight::test_paths::fake_gpu_scenarios_dir() + "/nvlink-h100x8.json");
+  // --timeout 200 and a 90 s probe phase: the 56 copies of 64 MiB, each verified on the CPU by
+  // the fake, take seconds in a sanitized build on a busy machine; a healthy node ends early.
+  const RankFacts f = probe_with_fakes(preflight::test_paths::fake_gpu_scenarios_dir() + "/nvlink-h100x8.json",
+                                       std::chrono::seconds(90), 200.0);
   const DriverFacts& d = f.gpu.driver;
   ASSERT_TRUE(d.gpu_pairs.ok()) << d.gpu_pairs.why();
   EXPECT_EQ(d.gpu_pairs.value()->size(), 28u);
