@@ -41,7 +41,7 @@ constexpr FindingSpec kLibraryMissing = {
 constexpr FindingSpec kHelperTimeout = {
     "driver.loaded/helper-timeout", Status::Fail, "{library}: {why}",
     "If the GPUs are only slow to initialise (persistence mode off: the first cuInit sets up every GPU, seconds each "
-    "on a node of 8), give the helper longer with a larger --timeout (the driver helper gets 25% of it) and enable "
+    "on a node of 8), give the helper longer with a larger --timeout (the driver helper gets 40% of it) and enable "
     "persistence mode (`systemctl enable --now nvidia-persistenced`, or `nvidia-smi -pm 1`). If it never finishes at "
     "any --timeout, the job's first GPU call hangs too: check `nvidia-smi` and `dmesg | grep -i -e NVRM -e Xid`; a "
     "wedged GPU needs `nvidia-smi -r` or a reboot."};
@@ -337,7 +337,7 @@ Failures
            manager not running).
   FAIL     the helper crashed in the driver ("cuInit crashed with SIGSEGV after 0.2 s").
   FAIL     the helper did not finish within its deadline: the message names the deadline (the
-           driver helper gets 25% of --timeout, no fixed cap), how long it ran, and that a
+           driver helper gets 40% of --timeout, no fixed cap), how long it ran, and that a
            larger --timeout gives it longer. A slow but healthy first cuInit (persistence mode
            off, many GPUs) needs a larger --timeout; one that never returns is a hung driver.
   WARN     two different libcuda files were loaded: the job may get either.

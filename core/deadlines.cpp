@@ -24,7 +24,7 @@ std::string percent(double share) { return general(share * 100.0, 3) + "%"; }
 
 double helper_share(Helper helper) {
   switch (helper) {
-    case Helper::GpuDriver: return 0.25;
+    case Helper::GpuDriver: return 0.40;
     case Helper::GpuSmoke: return 0.15;
     case Helper::Nccl: return 0.05;
     case Helper::GpuP2p: return 0.15;

@@ -7,12 +7,15 @@
 //   init 30%, probe 50%, reach 55%, gather 65%, barrier 75%, all_reduce 90%, end 100%;
 //   non-root ranks wait a grace of 10% (at least 2 s) longer at every step.
 // Contained helpers inside the probe phase (each its share of --timeout, run one after another):
-//   GPU driver helper (NVML, cuInit, device query) 25%, smoke test 15%, NCCL library probe 5%,
+//   GPU driver helper (NVML, cuInit, device query) 40% (a healthy first cuInit of 20 s fits the
+//   default --timeout 60), smoke test 15%, NCCL library probe 5%,
 //   peer copies 15% (each copy at most half of it), name lookups (MASTER_ADDR, hostname) 10%,
 //   the job's interpreter asked for its sys.path (--python EXE) 10%.
 //   A helper that hangs uses its share; the others normally take a fraction of theirs.
 //   The smoke test and the peer copies start a new process that initialises CUDA again, so they
-//   also get the cuInit time the driver helper measured. A helper never runs past the probe
+//   also get the cuInit time the driver helper measured (with persistence mode off only the hold
+//   helper, the driver's client from beside the driver helper until the probes end, keeps that
+//   from being paid again; should it fail, the allowance covers it). A helper never runs past the probe
 //   phase: its deadline is cut to what is left of the phase less 5% of --timeout (at least 0.1 s),
 //   so the probes after it still report; and it is never below 0.2 s.
 // The node all_reduce helpers get what is left of the all_reduce phase; inside it, each helper
@@ -40,7 +43,7 @@ struct PhaseShares {
 
 enum class Helper { GpuDriver, GpuSmoke, Nccl, GpuP2p, GpuHealth, NameLookup, Python };
 
-/// The share of --timeout a helper gets (0.25 for the GPU driver helper).
+/// The share of --timeout a helper gets (0.40 for the GPU driver helper).
 double helper_share(Helper helper);
 /// "the GPU driver helper (NVML, cuInit, device query)".
 std::string_view helper_name(Helper helper);
@@ -64,12 +67,12 @@ struct HelperDeadline {
   double used_s = 0;       // the probe phase's seconds gone when it started (from the start of the run)
 
   double seconds() const { return std::chrono::duration<double>(limit).count(); }
-  /// "its deadline of 15.0 s (25% of --timeout 60 s)", with "plus the 3.1 s cuInit took in the
+  /// "its deadline of 24.0 s (40% of --timeout 60 s)", with "plus the 3.1 s cuInit took in the
   /// driver helper" or "what was left of the probe phase" where that applies.
   std::string describe() const;
   /// The message for an expired deadline: which deadline, after how long, and the option that
   /// raises it: "the GPU driver helper (NVML, cuInit, device query) did not finish within its
-  /// deadline of 2.5 s (25% of --timeout 10 s) and was killed after 2.5 s: raise --timeout to
+  /// deadline of 4.0 s (40% of --timeout 10 s) and was killed after 4.0 s: raise --timeout to
   /// give it longer (--timeout 40 gives it 10.0 s)".
   std::string expired(double after_s) const;
   /// How an expiry is recorded: OutOfBudget when the helper got less than its own share (cut to

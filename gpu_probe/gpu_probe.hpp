@@ -38,6 +38,14 @@ nlohmann::json run_health(double max_load_s);
 /// NVLink count and P2P status for every pair a < b)}
 nlohmann::json run_driver();
 
+/// `hold --seconds S`: a client of the driver while preflight's other helpers run. With persistence
+/// mode off the driver tears the GPUs' state down when its last client exits, and every new process
+/// initialises them again (seconds per GPU on a big node): this one calls cuInit (no context, so no
+/// GPU memory and no entry in the GPUs' process lists), prints {"held": true, "cuda_init_seconds": s}
+/// (or {"held": false, "error": why}, and exits 0), then waits until preflight stops it or S seconds
+/// have passed. Returns the exit status.
+int run_hold(double seconds);
+
 /// `smoke --ordinal N --bytes B`: primary context on device N, allocate, cuMemsetD32 0x5AA5F00D,
 /// synchronise, copy back, verify every word, free; xid_watch: the XIDs NVML reports on that GPU
 /// (found by its PCI bus id) meanwhile, registered before the context is made.

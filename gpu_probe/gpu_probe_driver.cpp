@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -649,6 +650,29 @@ nlohmann::json run_driver() {
   if (nvml_init_seconds) doc["nvml_init_seconds"] = *nvml_init_seconds;
   if (cuda_init_seconds) doc["cuda_init_seconds"] = *cuda_init_seconds;
   return doc;
+}
+
+int run_hold(double seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  const Cuda c = open_cuda();
+  nlohmann::json doc;
+  if (!c.lib) {
+    doc = {{"held", false}, {"error", c.lib.error()}};
+  } else if (c.fn.cuInit == nullptr) {
+    doc = {{"held", false}, {"error", "cuInit is not exported by " + c.lib.path()}};
+  } else if (const cuda::CUresult rc = c.fn.cuInit(0); rc != cuda::CUDA_SUCCESS) {
+    doc = {{"held", false}, {"error", c.failure("cuInit", rc)}};
+  } else {
+    doc = {{"held", true},
+           {"cuda_init_seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()}};
+  }
+  std::cout << doc.dump() << "\n";
+  std::cout.flush();
+  if (!doc["held"].get<bool>()) return 0;
+  const auto until =
+      start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
+  while (std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  return 0;
 }
 
 SmokeResult run_smoke(int ordinal, std::uint64_t bytes) {

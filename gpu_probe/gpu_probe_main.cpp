@@ -9,6 +9,7 @@
 //   preflight-gpu-probe nccl --lib PATH        (PATH "": the soname libnccl.so.2)
 //   preflight-gpu-probe p2p --bytes B [--pair-timeout S]
 //   preflight-gpu-probe nccl-id --root ADDR:PORT [--lib PATH]
+//   preflight-gpu-probe hold --seconds S
 //   preflight-gpu-probe nccl-allreduce --id HEX --rank R --nranks N --device D --bytes B
 //                       [--repeats K] [--timeout S] [--lib PATH] [--root ADDR:PORT]
 //
@@ -42,6 +43,7 @@ int usage(const std::string& why) {
             << "       preflight-gpu-probe nccl --lib PATH\n"
             << "       preflight-gpu-probe p2p --bytes B [--pair-timeout S]\n"
             << "       preflight-gpu-probe nccl-id --root ADDR:PORT [--lib PATH]\n"
+            << "       preflight-gpu-probe hold --seconds S\n"
             << "       preflight-gpu-probe nccl-allreduce --id HEX --rank R --nranks N --device D --bytes B\n"
             << "                           [--repeats K] [--timeout S] [--lib PATH] [--root ADDR:PORT]\n";
   return 2;
@@ -63,7 +65,7 @@ int main(int argc, char** argv) {
   if (argc < 2) return usage("missing subcommand");
   const std::string_view subcommand = argv[1];
   std::string ordinal_text, bytes_text, lib, pair_timeout_text, max_load_text;
-  std::string id_text, rank_text, nranks_text, device_text, repeats_text, timeout_text, root;
+  std::string id_text, rank_text, nranks_text, device_text, repeats_text, timeout_text, root, seconds_text;
   bool have_lib = false;
   for (int i = 2; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -90,6 +92,8 @@ int main(int argc, char** argv) {
       timeout_text = argv[++i];
     } else if (arg == option::kRoot) {
       root = argv[++i];
+    } else if (arg == option::kSeconds) {
+      seconds_text = argv[++i];
     } else if (arg == option::kLib) {
       lib = argv[++i];
       have_lib = true;
@@ -130,6 +134,13 @@ int main(int argc, char** argv) {
           return usage("--pair-timeout needs seconds (0 < S <= 3600)");
       }
       return preflight::helper::run_p2p(*bytes, pair_timeout);
+    }
+    if (subcommand == command::kHold) {
+      char* end = nullptr;
+      const double seconds = std::strtod(seconds_text.c_str(), &end);
+      if (seconds_text.empty() || *end != '\0' || !(seconds > 0.0) || seconds > 86400.0)
+        return usage("hold needs --seconds S (0 < S <= 86400)");
+      return preflight::helper::run_hold(seconds);
     }
     if (subcommand == command::kNcclId) {
       return preflight::helper::run_nccl_id(lib, root);

@@ -25,6 +25,7 @@ inline constexpr std::string_view kP2p = "p2p";
 inline constexpr std::string_view kNccl = "nccl";
 inline constexpr std::string_view kNcclId = "nccl-id";
 inline constexpr std::string_view kNcclAllreduce = "nccl-allreduce";
+inline constexpr std::string_view kHold = "hold";
 }  // namespace command
 
 /// The options, each followed by its value.
@@ -41,6 +42,7 @@ inline constexpr std::string_view kRepeats = "--repeats";
 inline constexpr std::string_view kTimeout = "--timeout";
 inline constexpr std::string_view kRoot = "--root";
 inline constexpr std::string_view kLib = "--lib";
+inline constexpr std::string_view kSeconds = "--seconds";
 }  // namespace option
 
 /// The events of the JSON Lines ({"event": NAME, ...}).

@@ -6,10 +6,17 @@
 // fields it would have filled; preflight itself never loads libcuda.
 #include "probes/gpu_driver_probe.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/gpu_text.hpp"
 #include "core/text.hpp"
@@ -17,6 +24,7 @@
 #include "probes/image_profile.hpp"
 #include "probes/probe.hpp"
 #include "sys/contained.hpp"
+#include "sys/safe_path.hpp"
 
 namespace preflight {
 namespace {
@@ -156,6 +164,46 @@ bool image_profile(const ProbeContext& ctx, DriverFacts& d) {
   return true;
 }
 
+/// "held the GPUs for 14 s (its cuInit took 12 s)", "could not hold the GPUs: …", or how it failed.
+std::string describe_hold(const ContainedResult& r) {
+  const nlohmann::json first = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')), nullptr, false);
+  if (first.is_object() && first.value("held", false)) {
+    return "held the GPUs for " + format_duration(r.elapsed_s) + " (its cuInit took " +
+           format_duration(first.value("cuda_init_seconds", 0.0)) + ")";
+  }
+  if (first.is_object() && first.contains("error") && first["error"].is_string()) {
+    return "could not hold the GPUs: " + printable(first["error"].get<std::string>(), 200);
+  }
+  return r.describe();
+}
+
+/// With persistence mode off the driver tears the GPUs' state down when its last client exits, so
+/// every helper after the driver helper (the smoke test, the peer copies, the health reads) would
+/// initialise them again: seconds each on a big node, more than a probe phase holds several times.
+/// The hold helper is the driver's client from beside the driver helper until the probes end
+/// (cuInit only: no context, no GPU memory, not in the GPUs' process lists); how it went is added
+/// to the helper line. Should it fail, each helper initialises the GPUs itself, as before.
+void hold_gpus(const ProbeContext& ctx, const std::string& helper) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return;
+  const SharedFd cancel(fds[0]);
+  ctx.keep_until_probes_end(std::make_shared<const SharedFd>(fds[1]));  // closed: the hold ends
+  const auto left = ctx.deadline == std::chrono::steady_clock::time_point::max()
+                        ? std::chrono::duration<double>(ctx.options.timeout_s * PhaseShares::probe)
+                        : std::chrono::duration<double>(ctx.deadline - std::chrono::steady_clock::now());
+  const double seconds = std::max(1.0, std::ceil(left.count()));
+  ContainedRequest request;
+  request.executable = helper;
+  request.args =
+      gpu_protocol::Request(gpu_protocol::command::kHold).with(gpu_protocol::option::kSeconds, general(seconds)).args();
+  request.deadline = std::chrono::milliseconds(static_cast<long long>(seconds * 1000)) + std::chrono::seconds(1);
+  request.cancel_fd = cancel.get();
+  ctx.in_background([request, cancel]() -> ProbeContext::Finisher {
+    const std::string line = describe_hold(run_contained(request));
+    return [line](RankFacts& facts) { facts.gpu.driver.helper += "; hold: " + line; };
+  });
+}
+
 }  // namespace
 
 void probe_gpu_driver_tree(const ProbeContext& ctx, RankFacts& facts) {
@@ -189,6 +237,7 @@ void probe_gpu_driver(const ProbeContext& ctx, RankFacts& facts) {
 
   const std::string helper = helper_path(kHelper);
   const std::string source = std::string(kHelper) + " driver";
+  hold_gpus(ctx, helper);
 
   // 1. driver: NVML and the CUDA driver API.
   ContainedRequest request;

@@ -65,12 +65,17 @@ class ProbeContext {
   /// Waits for the background work until `until` and applies what finished, in start order; false
   /// when something is still running (it is left behind, like a stuck probe).
   bool finish_background(RankFacts& facts, std::chrono::steady_clock::time_point until) const;
+  /// Keeps `resource` until the probes end: finish_background() drops it before it waits (as does
+  /// the context's end). What background work waits on to stop, such as the write end of a contained
+  /// helper's cancel pipe (the GPU hold helper's).
+  void keep_until_probes_end(std::shared_ptr<const void> resource) const;
 
  private:
   struct Background;
   mutable std::optional<Probed<MountInfo>> m_mountinfo;
   mutable std::optional<CapturedFacts> m_captured;
   mutable std::vector<std::shared_ptr<Background>> m_background;
+  mutable std::vector<std::shared_ptr<const void>> m_kept;
 };
 
 /// Under --sysroot, the fact `key` of the capture's facts file `name` (the whole file for an empty

@@ -121,7 +121,12 @@ void ProbeContext::in_background(std::function<Finisher()> work) const {
   }).detach();
 }
 
+void ProbeContext::keep_until_probes_end(std::shared_ptr<const void> resource) const {
+  m_kept.push_back(std::move(resource));
+}
+
 bool ProbeContext::finish_background(RankFacts& facts, std::chrono::steady_clock::time_point until) const {
+  m_kept.clear();  // what background work waits on to stop
   bool all = true;
   for (const std::shared_ptr<Background>& b : m_background) {
     std::unique_lock lock(b->mutex);

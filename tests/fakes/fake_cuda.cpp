@@ -17,6 +17,8 @@
 #include <thread>
 #include <type_traits>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -190,6 +192,38 @@ constexpr ErrorName kErrorNames[] = {
 
 }  // namespace
 
+namespace {
+
+/// The driver's clients, when PREFLIGHT_FAKE_GPU_CLIENTS names a lock file standing for them
+/// (persistence mode off): the driver initialises the GPUs for the first client and tears them down
+/// after the last one exits, so a cuInit while another client process lives is fast. Each client
+/// holds a shared flock on the file until it exits; the one initialising holds it exclusively
+/// meanwhile, so a cuInit started then waits for that init, as the driver makes it.
+struct DriverClient {
+  bool others_hold_the_gpus = false;  // this process pays no init of its own
+  int initialising_fd = -1;           // the first client's lock, shared once its init is done
+  void initialised() const {
+    if (initialising_fd >= 0) ::flock(initialising_fd, LOCK_SH);
+  }
+};
+
+DriverClient become_driver_client() {
+  DriverClient c;
+  const char* clients = std::getenv("PREFLIGHT_FAKE_GPU_CLIENTS");
+  if (clients == nullptr || *clients == '\0') return c;
+  const int fd = ::open(clients, O_RDWR | O_CREAT | O_CLOEXEC, 0600);  // open until this process exits
+  if (fd < 0) return c;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    c.initialising_fd = fd;
+  } else {
+    ::flock(fd, LOCK_SH);  // waits for the one initialising, if any
+    c.others_hold_the_gpus = true;
+  }
+  return c;
+}
+
+}  // namespace
+
 PREFLIGHT_FAKE_EXPORT CUresult cuInit(unsigned int flags) {
   State& s = state();
   std::lock_guard lock(s.mutex);
@@ -197,13 +231,16 @@ PREFLIGHT_FAKE_EXPORT CUresult cuInit(unsigned int flags) {
   if (s.initialised) return CUDA_SUCCESS;
   // A slow but healthy first init (persistence mode off on a big node): PREFLIGHT_FAKE_CUINIT_DELAY_S
   // seconds (fractions allowed) before the first cuInit of the process returns.
+  // With PREFLIGHT_FAKE_GPU_CLIENTS, only while no other process is the driver's client.
+  const DriverClient client = become_driver_client();
   if (const char* delay = std::getenv("PREFLIGHT_FAKE_CUINIT_DELAY_S"); delay != nullptr && *delay != '\0') {
     char* end = nullptr;
     const double seconds = std::strtod(delay, &end);
-    if (end != nullptr && *end == '\0' && seconds > 0 && seconds < 3600) {
+    if (end != nullptr && *end == '\0' && seconds > 0 && seconds < 3600 && !client.others_hold_the_gpus) {
       std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     }
   }
+  client.initialised();
   s.loaded = fake::load_scenario_from_env();
   if (!s.loaded.error.empty()) {
     std::fprintf(stderr, "fake libcuda.so.1: %s\n", s.loaded.error.c_str());

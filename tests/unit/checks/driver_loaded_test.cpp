@@ -174,7 +174,7 @@ TEST(DriverLoaded, AHelperStoppedByPreflightsOwnBudgetIsUnknownNotAHang) {
   RankFacts f = healthy();
   const std::string why =
       "the GPU driver helper (NVML, cuInit, device query) got only what was left of the probe phase, 1.0 s (the phase "
-      "is 50% of --timeout 60 s), less than its own deadline of 15.0 s (25% of --timeout), and was stopped after 1.0 "
+      "is 50% of --timeout 60 s), less than its own deadline of 24.0 s (40% of --timeout), and was stopped after 1.0 "
       "s: "
       "preflight's own budget ran out, which says nothing about the GPU; --timeout 99 gives it its whole deadline";
   f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::OutOfBudget, why, "helper");
@@ -190,7 +190,7 @@ TEST(DriverLoaded, OneExpiredHelperIsReportedOnceForBothLibraries) {
   RankFacts f = healthy();
   const std::string why =
       "the GPU driver helper (NVML, cuInit, device query) did not finish within its deadline of "
-      "2.0 s (25% of --timeout 8 s) and was killed after 2.0 s";
+      "3.2 s (40% of --timeout 8 s) and was killed after 3.2 s";
   f.gpu.driver.nvml_driver_version = Probed<std::string>::error(ProbeErrc::Timeout, why, "helper");
   f.gpu.driver.cuda_driver_version = Probed<int>::error(ProbeErrc::Timeout, why, "helper");
   const Verdict v = judge_driver(f);
@@ -199,7 +199,7 @@ TEST(DriverLoaded, OneExpiredHelperIsReportedOnceForBothLibraries) {
   EXPECT_EQ(v.finding.params["library"], "libnvidia-ml.so.1 (NVML) and libcuda.so.1");
   ASSERT_EQ(v.findings.size(), 1u);
   EXPECT_TRUE(v.summary.starts_with("libnvidia-ml.so.1 (NVML) and libcuda.so.1: ")) << v.summary;
-  EXPECT_EQ(v.summary.find("25% of --timeout 8 s"), v.summary.rfind("25% of --timeout 8 s")) << v.summary;
+  EXPECT_EQ(v.summary.find("40% of --timeout 8 s"), v.summary.rfind("40% of --timeout 8 s")) << v.summary;
 }
 
 TEST(DriverLoaded, SlowInitWithinTheDeadlinePassesWithTheTimeNoted) {

@@ -216,7 +216,7 @@ TEST(TopoP2pHelper, BlockedCopyKilledByTheParentIsNamed) {
   const PeerCopy* hung = copy_of(*c.value(), 1, 0);
   ASSERT_NE(hung, nullptr);
   EXPECT_EQ(hung->failed_step, "deadline");
-  EXPECT_EQ(hung->error, "did not finish within 3 s (the helper was killed)");
+  EXPECT_EQ(hung->error, "did not finish within 3.0 s (the helper was killed)");
   EXPECT_EQ(hung->src_bus_id, "00000000:2A:00.0") << "bus ids from the CUDA devices";
 }
 

@@ -20,7 +20,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 constexpr milliseconds kNoEnd = milliseconds::max();
 
 TEST(Deadlines, HelperSharesAreStatedAndFitTheProbePhaseOneByOne) {
-  EXPECT_DOUBLE_EQ(helper_share(Helper::GpuDriver), 0.25);
+  EXPECT_DOUBLE_EQ(helper_share(Helper::GpuDriver), 0.40);
   EXPECT_DOUBLE_EQ(helper_share(Helper::GpuSmoke), 0.15);
   EXPECT_DOUBLE_EQ(helper_share(Helper::Nccl), 0.05);
   EXPECT_DOUBLE_EQ(helper_share(Helper::GpuP2p), 0.15);
@@ -39,15 +39,15 @@ TEST(Deadlines, HelperSharesAreStatedAndFitTheProbePhaseOneByOne) {
 
 TEST(Deadlines, DriverHelperFollowsTimeoutWithoutACap) {
   // The old rule was min(10 s, 40% of what is left): 2 s at --timeout 10, still 10 s at 300.
-  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 10, kNoEnd).limit, 2500ms);
-  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 60, kNoEnd).limit, 15000ms);
-  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 300, kNoEnd).limit, 75000ms);
-  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 3600, kNoEnd).limit, 900000ms);
+  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 10, kNoEnd).limit, 4000ms);
+  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 60, kNoEnd).limit, 24000ms);
+  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 300, kNoEnd).limit, 120000ms);
+  EXPECT_EQ(helper_deadline(Helper::GpuDriver, 3600, kNoEnd).limit, 1440000ms);
   // With the probe phase's remainder in view (50% of --timeout, nothing spent yet) it is not cut.
   const HelperDeadline d = helper_deadline(Helper::GpuDriver, 300, 150000ms);
-  EXPECT_EQ(d.limit, 75000ms);
+  EXPECT_EQ(d.limit, 120000ms);
   EXPECT_FALSE(d.cut);
-  EXPECT_DOUBLE_EQ(d.seconds(), 75.0);
+  EXPECT_DOUBLE_EQ(d.seconds(), 120.0);
 }
 
 TEST(Deadlines, OtherHelpersTakeTheirShares) {
@@ -79,12 +79,12 @@ TEST(Deadlines, CutToWhatIsLeftOfTheProbePhase) {
 
 TEST(Deadlines, ExpiredMessageNamesTheDeadlineItsLengthAndTimeout) {
   const HelperDeadline d = helper_deadline(Helper::GpuDriver, 10, kNoEnd);
-  const std::string m = d.expired(2.51);
+  const std::string m = d.expired(4.01);
   EXPECT_TRUE(has(m, "the GPU driver helper (NVML, cuInit, device query)")) << m;
-  EXPECT_TRUE(has(m, "its deadline of 2.5 s (25% of --timeout 10 s)")) << m;
-  EXPECT_TRUE(has(m, "killed after 2.5 s")) << m;
+  EXPECT_TRUE(has(m, "its deadline of 4.0 s (40% of --timeout 10 s)")) << m;
+  EXPECT_TRUE(has(m, "killed after 4.0 s")) << m;
   EXPECT_TRUE(has(m, "raise --timeout")) << m;
-  EXPECT_TRUE(has(m, "--timeout 40 gives it 10.0 s")) << m;
+  EXPECT_TRUE(has(m, "--timeout 40 gives it 16.0 s")) << m;
   EXPECT_FALSE(has(m, "crash")) << m;
 }
 
@@ -118,14 +118,14 @@ TEST(Deadlines, ProbeContextUsesTheRunsTimeout) {
   Options o;
   o.timeout_s = 300;
   const ProbeContext unbounded(fs, env, o);
-  EXPECT_EQ(unbounded.helper_deadline(Helper::GpuDriver).limit, 75000ms);
+  EXPECT_EQ(unbounded.helper_deadline(Helper::GpuDriver).limit, 120000ms);
   const ProbeContext bounded(fs, env, o, std::chrono::steady_clock::now() + 150s);
   const HelperDeadline d = bounded.helper_deadline(Helper::GpuDriver);
-  EXPECT_EQ(d.limit, 75000ms);
+  EXPECT_EQ(d.limit, 120000ms);
   EXPECT_FALSE(d.cut);
   o.timeout_s = 10;
   const ProbeContext short_run(fs, env, o, std::chrono::steady_clock::now() + 5s);
-  EXPECT_EQ(short_run.helper_deadline(Helper::GpuDriver).limit, 2500ms);
+  EXPECT_EQ(short_run.helper_deadline(Helper::GpuDriver).limit, 4000ms);
 }
 
 TEST(Deadlines, NcclHelperAbortsItselfAtEightyPercent) {

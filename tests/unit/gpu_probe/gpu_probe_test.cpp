@@ -250,7 +250,10 @@ TEST(GpuHelper, UsageErrorsExitTwo) {
                                                {"driver", "--lib", "x"},
                                                {"p2p"},
                                                {"p2p", "--bytes", "1M", "--pair-timeout", "x"},
-                                               {"p2p", "--bytes", "1M", "--pair-timeout", "0"}}) {
+                                               {"p2p", "--bytes", "1M", "--pair-timeout", "0"},
+                                               {"hold"},
+                                               {"hold", "--seconds", "0"},
+                                               {"hold", "--seconds", "x"}}) {
     const ContainedResult result = run_helper(args);
     EXPECT_EQ(result.outcome, ContainedOutcome::Exited);
     EXPECT_EQ(result.exit_code, 2);
@@ -368,6 +371,51 @@ RankFacts probe_with_fakes(const std::string& scenario_file,
   probe_gpu_driver(ctx, run.facts);
   probe_gpu_p2p(ctx, run.facts);
   return run.facts;
+}
+
+/// gpu_driver against a fake scenario whose first cuInit takes `delay` (persistence mode off, the
+/// driver's clients modelled in a file of its own), then the end of the probes.
+RankFacts probe_driver_with_slow_init(const std::string& scenario_file, const std::string& delay) {
+  HelperDirGuard guard(preflight::test_paths::gpu_helper_dir());
+  const fs::path clients = fs::temp_directory_path() / ("preflight-gpu-clients-" + std::to_string(::getpid()) + "-" +
+                                                        fs::path(scenario_file).stem().string());
+  fs::remove(clients);
+  EnvVars env{{"LD_LIBRARY_PATH", preflight::test_paths::fake_gpu_lib_dir()},
+              {"PREFLIGHT_FAKE_GPU", scenario_file},
+              {"CUDA_VISIBLE_DEVICES", std::nullopt},
+              {"PREFLIGHT_FAKE_CUINIT_DELAY_S", delay},
+              {"PREFLIGHT_FAKE_GPU_CLIENTS", clients.string()}};
+  ProbeRun run;
+  run.options.timeout_s = 120;
+  const auto start = std::chrono::steady_clock::now();
+  const ProbeContext ctx(run.fs, run.env, run.options, start + std::chrono::seconds(60));
+  probe_gpu_driver(ctx, run.facts);
+  EXPECT_TRUE(ctx.finish_background(run.facts, std::chrono::steady_clock::now() + std::chrono::seconds(20)));
+  fs::remove(clients);
+  return run.facts;
+}
+
+// With persistence mode off the driver tears the GPUs down after its last client: the hold helper
+// is a client from beside the driver helper until the probes end, so only the first cuInit pays the
+// init, and the smoke test (a new process) initialises at once.
+TEST(GpuDriverProbe, TheHoldHelperKeepsTheGpusInitialisedUntilTheProbesEnd) {
+  const RankFacts f =
+      probe_driver_with_slow_init(preflight::test_paths::fake_gpu_scenarios_dir() + "/h100x8-healthy.json", "4");
+  const DriverFacts& d = f.gpu.driver;
+  ASSERT_TRUE(d.cuda_init_seconds.has_value()) << d.helper;
+  EXPECT_GE(*d.cuda_init_seconds, 3.9) << "the driver helper's cuInit (first, or waiting for the hold's)";
+  ASSERT_TRUE(d.smoke.ok()) << d.smoke.why();
+  EXPECT_TRUE(d.smoke.value()->ok) << d.smoke.value()->error;
+  EXPECT_LT(d.smoke.value()->seconds, 3.0) << "the smoke test paid an init of its own";
+  EXPECT_NE(d.helper.find("; hold: held the GPUs for "), std::string::npos) << d.helper;
+  EXPECT_NE(d.helper.find("(its cuInit took 4"), std::string::npos) << d.helper;
+}
+
+TEST(GpuDriverProbe, AHoldThatCannotInitialiseSaysWhy) {
+  const RankFacts f =
+      probe_driver_with_slow_init(preflight::test_paths::fake_gpu_scenarios_dir() + "/cuinit-error100.json", "0");
+  const std::string& line = f.gpu.driver.helper;
+  EXPECT_NE(line.find("; hold: could not hold the GPUs: cuInit: CUDA_ERROR_NO_DEVICE"), std::string::npos) << line;
 }
 
 TEST(GpuP2pProbe, CopiesEveryOrderedPairOfTheFakeNode) {
