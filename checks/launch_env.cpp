@@ -37,6 +37,11 @@ constexpr FindingSpec kLauncherGone = {
     "Unset the PMIX_* variables (and the launcher's others) left in this shell, e.g. "
     "`unset $(env | sed -n 's/^\\(PMIX_[A-Za-z0-9_]*\\)=.*/\\1/p')`, or start the job under a live launcher "
     "(mpirun, srun --mpi=pmix)."};
+constexpr FindingSpec kLauncherUnreachable = {
+    "launch.env/launcher-unreachable", Status::Fail,
+    "this rank could not reach its launcher's PMIx server and ran alone, outside the job: {why}",
+    "Raise the open-files limit of the job's processes (`ulimit -n` in the job script, LimitNOFILE= of the service "
+    "that starts the launcher, `srun --propagate=NOFILE`); see host.limits for this rank's limits."};
 constexpr FindingSpec kNotANumber = {
     "launch.env/not-a-number", Status::Fail, "{claim}: {error}",
     "Unset or fix the variable named: launchers set these themselves, and the framework will fail on or misread a "
@@ -137,6 +142,7 @@ constexpr FindingSpec kMasterNotSet = {
 #undef PREFLIGHT_ORDER_FIX
 
 constexpr std::array kFindings = {kLauncherGone,
+                                  kLauncherUnreachable,
                                   kNotANumber,
                                   kRankNotBelowSize,
                                   kLocalRankNotBelowLocalSize,
@@ -409,6 +415,11 @@ Verdict run(const CheckContext& ctx) {
     // framework started from this shell would try to join that job (and hang or abort in init).
     b.add(kLauncherGone, {{"why", ctx.facts.placement.launcher_gone}});
   }
+  if (!ctx.facts.placement.launcher_unreachable.empty()) {
+    // The launcher may be live, but this process could not reach it (out of descriptors): the job
+    // cannot run with this rank as it is.
+    b.add(kLauncherUnreachable, {{"why", ctx.facts.placement.launcher_unreachable}});
+  }
   for (const LauncherClaim& claim : view.launchers) check_values(claim, b);
   if (!is_framework_launcher(active)) check_values(view.framework, b);
 
@@ -489,6 +500,9 @@ extern const CheckSpec kLaunchEnv = {
     "      environment, an image's ENV); preflight runs alone, as the launch checks (launch.ranks, comm.*) say\n"
     "WARN  PMIX_* variables name a PMIx server that does not answer (left from another job, or a launcher\n"
     "      that is gone): preflight ran alone; a framework started from this shell would try to join it\n"
+    "FAIL  this rank could not reach its launcher's PMIx server because of its own limits (out of open files:\n"
+    "      EMFILE): it ran alone, outside the job, and waits for the run's deadline so that the launcher does\n"
+    "      not end the job before the reporting rank reports\n"
     "Not an error: torchrun under srun has SLURM_PROCID = the node's index (srun started the agent).\n"
     "Fix: start the job with one launcher; do not export rank variables in the job script; under mpirun set\n"
     "RANK=$OMPI_COMM_WORLD_RANK (etc.) in a per-rank wrapper if the framework needs them; start preflight the\n"

@@ -62,7 +62,8 @@ constexpr FindingSpec kRanksNeverStarted = {
     "launch.ranks/ranks-never-started", Status::Fail, "{count} {ranks_word} of {world} never started: {named}{waiting}",
     "Look at the host the named rank was placed on: the launcher could not start the process there, or it hangs before "
     "preflight's first step (a node stuck in start-up, a file system that does not answer: `ls` the binary's directory "
-    "there, `dmesg`, the launcher's output); rerun preflight on that host alone."};
+    "there, `dmesg`, the launcher's output); rerun preflight on that host alone. A host that is only slow to start "
+    "(still booting, mounting its file systems) needs a larger --timeout: the ranks meet within 30% of it."};
 constexpr FindingSpec kRanksMissing = {
     "launch.ranks/ranks-missing", Status::Fail,
     "{count} {ranks_word} of {world} did not deliver facts: {named}{waiting}",

@@ -67,6 +67,9 @@ struct Placement {
   /// Why the launcher this process's variables name could not be reached (a PMIx server that does
   /// not answer: variables left from another job); empty where none was named or it answered.
   std::string launcher_gone;
+  /// Why this process could not reach the PMIx server of a launcher that may well be live (its own
+  /// descriptor limit: EMFILE), so it ran alone; empty otherwise.
+  std::string launcher_unreachable;
 };
 PREFLIGHT_JSON_DECLARE(Placement)
 

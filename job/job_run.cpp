@@ -61,7 +61,9 @@ class JobRun {
     }
 
     RankFacts seed;
-    if (m_join.state == JoinOutcome::State::NoServer) seed.placement.launcher_gone = m_join.why;  // launch.env
+    if (m_join.state == JoinOutcome::State::NoServer) {  // launch.env
+      (m_join.own_limits ? seed.placement.launcher_unreachable : seed.placement.launcher_gone) = m_join.why;
+    }
     if (m_mpi) {
       seed.placement.mpi = m_transport->view();
       // A collective on the world: every rank takes part, whatever its own host's rank count (a
@@ -142,6 +144,25 @@ class JobRun {
     m_mpi = started.mpi;
     m_job.source = m_mpi ? "mpi" : "none";
     if (!started.incident.empty()) m_incidents.push_back(std::move(started.incident));
+    m_alone_in_live_job = started.alone_in_a_live_job;
+    if (m_alone_in_live_job) install_termination_handler();  // the launcher's SIGTERM ends the wait
+  }
+
+  /// Alone while the launcher and the job's other ranks may be running (transport_start.hpp): an
+  /// exit now, non-zero as it often is, would have the launcher end the job before the rank that
+  /// reports does. So this rank waits until the run's deadline, or until the launcher stops it.
+  void wait_for_the_job() const {
+    if (!m_alone_in_live_job) return;
+    const double left = std::max(0.0, duration<double>(m_deadlines.end - Clock::now()).count());
+    std::fprintf(stderr,
+                 "preflight: pid %d ran alone (MPI could not start here) while the job's other ranks may be running: "
+                 "it waits until the run's deadline (%.0f s more), so that the launcher does not end the job before "
+                 "the reporting rank reports\n",
+                 static_cast<int>(::getpid()), left);
+    std::fflush(stderr);
+    while (Clock::now() < m_deadlines.end && !termination_requested()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
   }
 
   /// Some rank never reached the PMIx join: the lowest rank that did runs its own probes alone and
@@ -561,6 +582,7 @@ class JobRun {
     if (!agreed && m_root) agreed = std::to_string(code);  // the report is written; a rank lost now changes nothing
     if (!agreed) give_up("rank 0 did not send the run's exit code");
     code = static_cast<int>(parse_int(*agreed).value_or(to_int(ExitCode::Internal)));
+    wait_for_the_job();
     if (m_probe_expired) {
       // A probe thread is still stuck somewhere; do not wait for it at exit.
       m_transport->finalize();
@@ -675,6 +697,7 @@ class JobRun {
   std::unique_ptr<LivenessWatch> m_watch;     // rank 0, from MPI_Init to the report
   bool m_mpi = false;
   bool m_root = true;
+  bool m_alone_in_live_job = false;  // MPI could not start here while the launcher's job may be live
   JoinOutcome m_join;  // the PMIx join before MPI_Init
   /// Some rank never started and this rank reports, without MPI (the join's outcome says so).
   bool unjoined() const { return m_join.state == JoinOutcome::State::Incomplete && m_join.reporter; }

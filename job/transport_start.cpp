@@ -46,6 +46,7 @@ TransportStart start_transport(const std::string& mpi_option, double timeout_s, 
       return out;
     }
     out.incident = "MPI could not start (" + error + "): this rank ran alone";
+    out.alone_in_a_live_job = launched && (out.join.state != JoinOutcome::State::NoServer || out.join.own_limits);
   }
   out.transport = calls.local();
   return out;

@@ -23,6 +23,11 @@ struct TransportStart {
   bool mpi = false;      // the ranks are connected by MPI
   JoinOutcome join;      // the PMIx join's outcome (NotUsed when none was made)
   std::string incident;  // MPI was wanted and did not start: "MPI could not start (why): this rank ran alone"
+  /// This rank runs alone while the launcher that started it, and the job's other ranks, may be
+  /// running (MPI_Init failed after the PMIx join, or this process could not even reach the PMIx
+  /// server): it must not end before the run's deadline, or the launcher ends the job before the
+  /// rank that reports does. False for a launcher that is gone (stale PMIX_* variables).
+  bool alone_in_a_live_job = false;
 };
 
 /// The calls the start makes; real() gives preflight's own (transport/transport.hpp, pmix_join.hpp,

@@ -5,11 +5,14 @@
 namespace preflight {
 
 void probe_placement(const ProbeContext& ctx, RankFacts& facts) {
-  // Set before the probes by the job run: MPI's view when MPI runs, and a launcher found gone.
+  // Set before the probes by the job run: MPI's view when MPI runs, and a launcher found gone or
+  // out of this process's reach.
   const std::optional<MpiView> mpi = facts.placement.mpi;
   std::string launcher_gone = std::move(facts.placement.launcher_gone);
+  std::string launcher_unreachable = std::move(facts.placement.launcher_unreachable);
   facts.placement = placement_from(detect_launchers(ctx.env), ctx.options);
   facts.placement.launcher_gone = std::move(launcher_gone);
+  facts.placement.launcher_unreachable = std::move(launcher_unreachable);
   if (!mpi) return;
   // MPI's view is the truth of where this process sits; the variables stay in the environment
   // facts for launch.env to compare with it.

@@ -4,19 +4,26 @@
 // thread) wakes a condition variable that this thread waits on with a deadline.
 #include "transport/pmix_join.hpp"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "core/deadlines.hpp"
 #include "core/text.hpp"
 
 #ifdef PREFLIGHT_HAVE_PMIX
@@ -26,6 +33,7 @@
 namespace preflight {
 
 std::string describe_unjoined(const JoinOutcome& outcome, double deadline_s) {
+  const double timeout_s = std::round(deadline_s / PhaseShares::init);  // the join waits the init phase
   std::vector<int> missing;
   std::map<std::string, std::vector<int>> by_host;  // the launcher's host -> ranks that never joined
   for (const RankStatus& s : outcome.ranks) {
@@ -52,7 +60,11 @@ std::string describe_unjoined(const JoinOutcome& outcome, double deadline_s) {
          where + "): they did not reach MPI initialisation within " + fixed(deadline_s, 1) +
          " s of the start, while the other " + std::to_string(joined) +
          " waited for them. A node stuck in start-up, a binary or file system that hangs on that host, or a "
-         "launcher that could not start the process there; MPI_Init would have waited for them without end";
+         "launcher that could not start the process there; MPI_Init would have waited for them without end. If "
+         "they are only late (a host still booting or mounting its file systems), give them longer: the ranks meet "
+         "within " +
+         general(PhaseShares::init * 100, 3) + "% of --timeout (--timeout " + general(2 * timeout_s, 6) + " waits " +
+         fixed(2 * deadline_s, 1) + " s)";
 }
 
 std::vector<int> parse_local_peers(std::string_view text, int rank, int size) {
@@ -88,6 +100,93 @@ std::string pmix_client_environment(const EnvSnapshot& env) {
     return "PMIX_RANK is not a rank number";
   }
   return {};
+}
+
+std::optional<PmixServerAddress> parse_pmix_server_uri(std::string_view value) {
+  const std::size_t semi = value.rfind(';');
+  const std::string_view uri = semi == std::string_view::npos ? value : value.substr(semi + 1);
+  PmixServerAddress out;
+  out.uri = std::string(uri);
+  std::string_view rest;
+  if (uri.starts_with("tcp4://")) {
+    rest = uri.substr(7);
+    const std::size_t colon = rest.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) return std::nullopt;
+    out.host = std::string(rest.substr(0, colon));
+    rest = rest.substr(colon + 1);
+  } else if (uri.starts_with("tcp6://[")) {
+    rest = uri.substr(8);
+    const std::size_t close = rest.find("]:");
+    if (close == std::string_view::npos || close == 0) return std::nullopt;
+    out.host = std::string(rest.substr(0, close));
+    rest = rest.substr(close + 2);
+  } else {
+    return std::nullopt;
+  }
+  const auto port = parse_int(rest);
+  if (!port || *port < 1 || *port > 65535) return std::nullopt;
+  out.port = static_cast<int>(*port);
+  return out;
+}
+
+namespace {
+
+std::string errno_words(int err) {
+  const char* name = ::strerrorname_np(err);
+  return std::string(std::strerror(err)) + " (" + (name != nullptr ? name : "errno " + std::to_string(err)) + ")";
+}
+
+}  // namespace
+
+std::string pmix_server_connect_failure(const EnvSnapshot& env) {
+  std::optional<PmixServerAddress> address;
+  for (const char* name : {"PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3", "PMIX_SERVER_URI21",
+                           "PMIX_SERVER_URI2", "PMIX_SERVER_URI"}) {
+    if (const std::optional<std::string> v = env.get(name); v && !v->empty()) {
+      address = parse_pmix_server_uri(*v);
+      break;
+    }
+  }
+  const bool v6 = address && address->uri.starts_with("tcp6");
+  const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return "this process cannot open a socket: " + errno_words(errno);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  if (!address) return {};
+  sockaddr_storage ss{};
+  socklen_t len = 0;
+  if (v6) {
+    auto* a = reinterpret_cast<sockaddr_in6*>(&ss);
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons(static_cast<std::uint16_t>(address->port));
+    if (::inet_pton(AF_INET6, address->host.c_str(), &a->sin6_addr) != 1) return {};
+    len = sizeof(sockaddr_in6);
+  } else {
+    auto* a = reinterpret_cast<sockaddr_in*>(&ss);
+    a->sin_family = AF_INET;
+    a->sin_port = htons(static_cast<std::uint16_t>(address->port));
+    if (::inet_pton(AF_INET, address->host.c_str(), &a->sin_addr) != 1) return {};
+    len = sizeof(sockaddr_in);
+  }
+  int err = 0;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&ss), len) != 0) {
+    err = errno;
+    if (err == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      const int ready = ::poll(&p, 1, 1000);
+      socklen_t size = sizeof err;
+      if (ready == 1) {
+        err = 0;
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &size);
+      } else {
+        err = ETIMEDOUT;
+      }
+    }
+  }
+  if (err == 0) return {};
+  return "a connection to " + printable(address->uri, 120) + " fails: " + errno_words(err);
 }
 
 #ifdef PREFLIGHT_HAVE_PMIX
@@ -226,8 +325,14 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
   pmix_proc_t me;
   if (const pmix_status_t rc = PMIx_Init(&me, nullptr, 0); rc != PMIX_SUCCESS) {
     out.state = JoinOutcome::State::NoServer;
+    // PMIx_Init says only that it failed: a plain connection names the errno.
+    const std::string failure = pmix_server_connect_failure(env);
+    const bool own = failure.starts_with("this process");  // out of descriptors, not stale variables
+    out.own_limits = own;
     out.why = std::string("the PMIx server that PMIX_SERVER_URI* names does not answer (PMIx_Init: ") +
-              PMIx_Error_string(rc) + "): PMIX_* variables left from another job, or a launcher that is gone";
+              PMIx_Error_string(rc) + (failure.empty() ? "" : "; " + failure) + ")" +
+              (own ? ": this process's own limits, not the launcher (see host.limits)"
+                   : ": PMIX_* variables left from another job, or a launcher that is gone");
     return out;
   }
   out.rank = static_cast<int>(me.rank);

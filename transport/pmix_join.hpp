@@ -18,6 +18,7 @@
 // watchdog alone.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,9 @@ struct JoinOutcome {
     Incomplete,  // the fence's deadline passed: some rank never started
   };
   State state = State::NotUsed;
+  /// NoServer because this process could not open a socket (its own descriptor limit): the
+  /// launcher and the other ranks may well be running.
+  bool own_limits = false;
   std::string why;
   int rank = 0;
   int size = 1;
@@ -64,6 +68,21 @@ std::vector<int> parse_local_peers(std::string_view text, int rank, int size);
 /// not. Nothing else reaches PMIx_Init: libpmix does not survive every value (stale or garbage
 /// PMIX_* variables crash its progress thread), and without a server there is no one to join.
 std::string pmix_client_environment(const EnvSnapshot& env);
+
+/// The TCP address in a PMIX_SERVER_URI* value ("<nspace>.<rank>;tcp4://127.0.0.1:46591", or
+/// tcp6://[::1]:PORT): host and port; nullopt for anything else (pure; tested).
+struct PmixServerAddress {
+  std::string uri;   // "tcp4://127.0.0.1:46591"
+  std::string host;  // "127.0.0.1", "::1"
+  int port = 0;
+};
+std::optional<PmixServerAddress> parse_pmix_server_uri(std::string_view value);
+
+/// Why this process cannot reach the PMIx server its environment names, when PMIx_Init failed and
+/// says only that: "this process cannot open a socket: Too many open files (EMFILE)", or "a
+/// connection to tcp4://…: Connection refused (ECONNREFUSED)" (1 s at most); "" when a plain
+/// connection succeeds or there is no TCP address to try.
+std::string pmix_server_connect_failure(const EnvSnapshot& env);
 
 /// Puts this rank's key and waits at the fence until `fence_deadline`; when it did not complete,
 /// asks PMIx which ranks joined until `query_deadline`. The reporter returns then; another rank

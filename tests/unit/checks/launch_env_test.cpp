@@ -390,6 +390,26 @@ TEST(LaunchEnv, VariablesOfAJobWhoseLauncherIsGoneWarn) {
   EXPECT_EQ(run_check(*find_check("launch.env"), CheckContext{facts, options, Profile::Node}).status, Status::Pass);
 }
 
+TEST(LaunchEnv, ARankThatCouldNotReachALiveLauncherFails) {
+  // Out of descriptors (ulimit -n 8 on one rank): PMIx_Init failed because this process could not
+  // open a socket, not because the launcher is gone. The rank ran alone, outside the job.
+  RankFacts facts;
+  facts.env = EnvSnapshot(Env{{"PMIX_RANK", "3"},
+                              {"PMIX_NAMESPACE", "prterun-node1-77@1"},
+                              {"PMIX_SERVER_URI41", "prterun-node1-77@0.0;tcp4://127.0.0.1:40211"}});
+  facts.placement.launcher_unreachable =
+      "the PMIx server that PMIX_SERVER_URI* names does not answer (PMIx_Init: UNREACHABLE; this process cannot open "
+      "a socket: Too many open files (EMFILE)): this process's own limits, not the launcher (see host.limits)";
+  const Options options;
+  const Verdict v = run_check(*find_check("launch.env"), CheckContext{facts, options, Profile::Node});
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "launch.env/launcher-unreachable");
+  EXPECT_NE(v.summary.find("ran alone, outside the job"), std::string::npos) << v.summary;
+  EXPECT_NE(v.summary.find("(EMFILE)"), std::string::npos) << v.summary;
+  EXPECT_EQ(v.summary.find("gone"), std::string::npos) << "not blamed on stale variables: " << v.summary;
+  EXPECT_NE(v.remedy.find("open-files limit"), std::string::npos) << v.remedy;
+}
+
 TEST(LaunchEnv, RunsInNodeProfile) {
   EXPECT_EQ(check(with({{"RANK", "0"}, {"WORLD_SIZE", "2"}}, kMaster), Profile::Node).status, Status::Warn);
 }

@@ -140,6 +140,8 @@ TEST(LaunchRanks, RanksThatNeverStartedAreNamedApartFromThoseThatWaited) {
                   "phase init)"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "the launcher could not start the process there")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "only slow to start (still booting, mounting its file systems) needs a larger --timeout"))
+      << v.remedy;
   EXPECT_FALSE(has(v.remedy, "SIGSTOP")) << v.remedy;
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -375,7 +376,8 @@ RankFacts probe_with_fakes(const std::string& scenario_file,
 
 /// gpu_driver against a fake scenario whose first cuInit takes `delay` (persistence mode off, the
 /// driver's clients modelled in a file of its own), then the end of the probes.
-RankFacts probe_driver_with_slow_init(const std::string& scenario_file, const std::string& delay) {
+RankFacts probe_driver_with_slow_init(const std::string& scenario_file, const std::string& delay,
+                                      std::chrono::milliseconds before_the_end = std::chrono::milliseconds(0)) {
   HelperDirGuard guard(preflight::test_paths::gpu_helper_dir());
   const fs::path clients = fs::temp_directory_path() / ("preflight-gpu-clients-" + std::to_string(::getpid()) + "-" +
                                                         fs::path(scenario_file).stem().string());
@@ -390,6 +392,7 @@ RankFacts probe_driver_with_slow_init(const std::string& scenario_file, const st
   const auto start = std::chrono::steady_clock::now();
   const ProbeContext ctx(run.fs, run.env, run.options, start + std::chrono::seconds(60));
   probe_gpu_driver(ctx, run.facts);
+  std::this_thread::sleep_for(before_the_end);  // the probes after it
   EXPECT_TRUE(ctx.finish_background(run.facts, std::chrono::steady_clock::now() + std::chrono::seconds(20)));
   fs::remove(clients);
   return run.facts;
@@ -412,8 +415,10 @@ TEST(GpuDriverProbe, TheHoldHelperKeepsTheGpusInitialisedUntilTheProbesEnd) {
 }
 
 TEST(GpuDriverProbe, AHoldThatCannotInitialiseSaysWhy) {
-  const RankFacts f =
-      probe_driver_with_slow_init(preflight::test_paths::fake_gpu_scenarios_dir() + "/cuinit-error100.json", "0");
+  // 2 s for the probes after the driver's: a hold that fails says so within milliseconds (one ended
+  // by the end of the probes before it could say anything is "stopped by preflight").
+  const RankFacts f = probe_driver_with_slow_init(
+      preflight::test_paths::fake_gpu_scenarios_dir() + "/cuinit-error100.json", "0", std::chrono::seconds(2));
   const std::string& line = f.gpu.driver.helper;
   EXPECT_NE(line.find("; hold: could not hold the GPUs: cuInit: CUDA_ERROR_NO_DEVICE"), std::string::npos) << line;
 }

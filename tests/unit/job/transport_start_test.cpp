@@ -18,6 +18,7 @@ struct Recorded {
   bool launched = false;
   JoinOutcome::State join_state = JoinOutcome::State::NotUsed;
   bool init_fails = false;
+  bool own_limits = false;  // the join's NoServer came from this process's descriptor limit
   std::vector<std::string> calls;
   TimePoint init_deadline;
   bool singleton = false;
@@ -34,6 +35,7 @@ struct Recorded {
       JoinOutcome j;
       j.state = join_state;
       if (join_state == JoinOutcome::State::NoServer) j.why = "the PMIx server at PMIX_SERVER_URI41 does not answer";
+      j.own_limits = own_limits;
       if (join_state == JoinOutcome::State::Complete) j.local_peers = "4,5,6,7";
       return j;
     };
@@ -109,6 +111,19 @@ TEST(TransportStart, AJoinThatFoundNoServerNeverCallsMpiInit) {
   EXPECT_EQ(s.incident,
             "MPI could not start (the PMIx server at PMIX_SERVER_URI41 does not answer): this rank ran alone");
   EXPECT_EQ(s.join.state, JoinOutcome::State::NoServer);  // launch.env reports the launcher gone
+  EXPECT_FALSE(s.alone_in_a_live_job) << "a launcher that is gone: nobody to wait for";
+}
+
+TEST(TransportStart, ARankOutOfDescriptorsRunsAloneInALiveJob) {
+  // Its own limits kept it from the PMIx server (EMFILE): the launcher and the other ranks may be
+  // running, so it must not end the job before the reporting rank reports.
+  Recorded r;
+  r.launched = true;
+  r.join_state = JoinOutcome::State::NoServer;
+  r.own_limits = true;
+  const TransportStart s = r.start("auto", kDeadlines);
+  EXPECT_FALSE(s.mpi);
+  EXPECT_TRUE(s.alone_in_a_live_job);
 }
 
 TEST(TransportStart, AJoinSomeRankNeverReachedLeavesTheTransportToTheRun) {
@@ -130,6 +145,7 @@ TEST(TransportStart, AnMpiInitThatFailsLeavesTheRankAloneAndSaysWhy) {
   ASSERT_NE(s.transport, nullptr);
   EXPECT_EQ(s.incident, "MPI could not start (MPI_Init did not return within 3.0 s): this rank ran alone");
   EXPECT_EQ(r.calls, (Calls{"reserve", "join", "init", "local"}));
+  EXPECT_TRUE(s.alone_in_a_live_job) << "the launcher started it: the job is live";
 }
 
 TEST(TransportStart, MpiOffIgnoresTheLauncher) {
@@ -139,6 +155,7 @@ TEST(TransportStart, MpiOffIgnoresTheLauncher) {
   EXPECT_FALSE(s.mpi);
   EXPECT_EQ(s.incident, "");
   EXPECT_EQ(r.calls, (Calls{"local"}));
+  EXPECT_FALSE(s.alone_in_a_live_job) << "alone as asked";
 }
 
 }  // namespace

@@ -1,6 +1,15 @@
 // SPDX-License-Identifier: MIT
 #include "transport/pmix_join.hpp"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <vector>
+
 #include <gtest/gtest.h>
 
 namespace preflight {
@@ -27,6 +36,9 @@ TEST(PmixJoin, TheIncidentNamesTheRanksThatNeverStartedByHost) {
   EXPECT_NE(text.find("ranks 2, 3 on node2"), std::string::npos) << text;
   EXPECT_NE(text.find("rank 4 (the launcher did not say on which host)"), std::string::npos) << text;
   EXPECT_NE(text.find("within 3.0 s of the start, while the other 3 waited"), std::string::npos) << text;
+  // Late is not never: the --timeout that waits longer (the join is the init phase, 30% of it).
+  EXPECT_NE(text.find("If they are only late"), std::string::npos) << text;
+  EXPECT_NE(text.find("the ranks meet within 30% of --timeout (--timeout 20 waits 6.0 s)"), std::string::npos) << text;
 }
 
 TEST(PmixJoin, ManyRanksOnOneHostAreCounted) {
@@ -35,6 +47,75 @@ TEST(PmixJoin, ManyRanksOnOneHostAreCounted) {
   for (int r = 0; r < 40; ++r) o.ranks.push_back(rank(r, r < 20, r < 20 ? "a" : "b"));
   const std::string text = describe_unjoined(o, 30.0);
   EXPECT_NE(text.find("ranks 20, 21, 22, 23, 24, 25, 26, 27, … (20 in all) on b"), std::string::npos) << text;
+}
+
+TEST(PmixJoin, TheServerUriIsParsedAsLibpmixWritesIt) {
+  const auto v4 = parse_pmix_server_uri("288620544.0;tcp4://127.0.0.1:46591");
+  ASSERT_TRUE(v4);
+  EXPECT_EQ(v4->uri, "tcp4://127.0.0.1:46591");
+  EXPECT_EQ(v4->host, "127.0.0.1");
+  EXPECT_EQ(v4->port, 46591);
+  const auto v6 = parse_pmix_server_uri("prterun-node1-77@0.0;tcp6://[::1]:1024");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->port, 1024);
+  for (const char* bad : {"", "ns.0", "ns.0;usock:/tmp/pmix", "ns.0;tcp4://127.0.0.1", "ns.0;tcp4://127.0.0.1:0",
+                          "ns.0;tcp4://127.0.0.1:70000", "ns.0;tcp4://:80", "ns.0;tcp6://::1:80", "ns.0;tcp4://h:x"}) {
+    EXPECT_FALSE(parse_pmix_server_uri(bad)) << bad;
+  }
+}
+
+// PMIx_Init says only that it failed; the plain connection names the errno.
+TEST(PmixJoin, AServerThatIsGoneIsNamedWithTheErrno) {
+  // A port nothing listens on: bound and closed again.
+  const int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(probe, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  const std::string uri = "ns.0;tcp4://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
+  ::close(probe);
+  const std::string why = pmix_server_connect_failure({{"PMIX_SERVER_URI41", uri}});
+  EXPECT_NE(why.find("a connection to tcp4://127.0.0.1:"), std::string::npos) << why;
+  EXPECT_NE(why.find("(ECONNREFUSED)"), std::string::npos) << why;
+
+  // One that answers is no failure; nor is a URI without a TCP address.
+  const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(server, 0);
+  a.sin_port = 0;
+  ASSERT_EQ(::bind(server, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(server, 4), 0);
+  len = sizeof a;
+  ASSERT_EQ(::getsockname(server, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  EXPECT_EQ(
+      pmix_server_connect_failure({{"PMIX_SERVER_URI2", "ns.0;tcp4://127.0.0.1:" + std::to_string(ntohs(a.sin_port))}}),
+      "");
+  ::close(server);
+  EXPECT_EQ(pmix_server_connect_failure({{"PMIX_SERVER_URI2", "ns.0;usock:/nonexistent"}}), "");
+}
+
+// Not under a sanitizer: its runtime needs descriptors of its own (LimitsProbe has the same rule).
+TEST(PmixJoin, AProcessOutOfDescriptorsIsNamedNotTheLauncher) {
+#ifdef PREFLIGHT_SANITIZED_BUILD
+  GTEST_SKIP() << "a sanitizer's runtime needs descriptors of its own (the normal build runs this test)";
+#endif
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &before), 0);
+  rlimit low = before;
+  low.rlim_cur = 64;
+  if (before.rlim_max != RLIM_INFINITY && before.rlim_max < low.rlim_cur) GTEST_SKIP() << "hard RLIMIT_NOFILE below 64";
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<int> held;
+  for (int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC); fd >= 0; fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) {
+    held.push_back(fd);
+  }
+  const std::string why = pmix_server_connect_failure({{"PMIX_SERVER_URI41", "ns.0;tcp4://127.0.0.1:9"}});
+  for (const int fd : held) ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &before), 0);
+  EXPECT_EQ(why, "this process cannot open a socket: Too many open files (EMFILE)");
 }
 
 TEST(PmixJoin, WithoutAPmixServerTheJoinIsNotUsed) {
