@@ -40,6 +40,13 @@ std::vector<int> JobFacts::undelivered() const {
   return out;
 }
 
+void JobFacts::place_unheard(const std::vector<std::string>& placement) {
+  for (RankStatus& s : status) {
+    if (s.heard || !s.host.empty() || s.rank < 0 || s.rank >= static_cast<int>(placement.size())) continue;
+    s.host = placement[static_cast<std::size_t>(s.rank)];
+  }
+}
+
 std::string JobFacts::describe_rank(int rank) const {
   for (const RankStatus& s : status) {
     if (s.rank != rank) continue;

@@ -104,6 +104,9 @@ struct JobFacts {
   std::vector<int> undelivered() const;
   /// "rank 3 (gpu-b, pid 4242, last phase probe, silent 6.2 s)" for messages, from the status table.
   std::string describe_rank(int rank) const;
+  /// Gives each rank never heard from, and of no known host, the host the launcher placed it on
+  /// (`placement`, by rank, from the PMIx join): "rank 5 (never heard from; placed on node3)".
+  void place_unheard(const std::vector<std::string>& placement);
   /// The ranks rank 0's liveness watch lost, told per host: a host all of whose ranks went is named
   /// as a host ("every process of node2 ended (ranks 2, 3) at 3.1 s, in phase barrier"), other
   /// ranks one by one. Empty when none was lost.

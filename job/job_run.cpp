@@ -363,7 +363,10 @@ class JobRun {
       return;
     }
     m_job.world_size = m_transport->size();
-    if (m_root) m_job.status = m_transport->statuses();
+    if (m_root) {
+      m_job.status = m_transport->statuses();
+      m_job.place_unheard(m_join.placement);
+    }
     GatherOutcome g = gather_phase(*m_transport, m_root ? std::string() : payload_bytes(), m_facts, m_mine,
                                    m_job.status, m_deadlines.gather + grace());
     if (!m_root) {
@@ -628,6 +631,7 @@ class JobRun {
       }
     }
     if (!fresh.empty()) m_job.status = std::move(fresh);
+    m_job.place_unheard(m_join.placement);
   }
 
   /// Rank 0 at an expired deadline: the report with what is known, then the end of the job.

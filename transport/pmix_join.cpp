@@ -384,6 +384,10 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
   if (is_done(*fence) && fence->status == PMIX_SUCCESS) {
     delete fence;
     out.state = JoinOutcome::State::Complete;
+    constexpr int kPlacedAtMost = 4096;  // one local lookup each: a moment, not a phase, at most
+    if (out.rank == 0 && out.size <= kPlacedAtMost) {
+      for (int r = 0; r < out.size; ++r) out.placement.push_back(placed_on(me.nspace, r));
+    }
     return out;
   }
   out.state = JoinOutcome::State::Incomplete;

@@ -75,6 +75,8 @@ while IFS= read -r -u 3 kind; do
       fi ;;
     "srun --ntasks")  # launch.ranks
       slurm && run_ok "$kind" srun --ntasks=1 true ;;
+    "srun --propagate")  # launch.env: the open-files limit passed to the tasks
+      slurm && run_ok "$kind=NOFILE" srun -n 1 --propagate=NOFILE true ;;
     "srun --nodes")  # launch.ranks
       slurm && run_ok "$kind" srun --nodes=1 true ;;
     "srun --cpu-bind")  # topo.numa_affinity; accepted (a warning where the cluster has no binding plugin)

@@ -307,7 +307,8 @@ TEST_F(NcclAllreduce, NodeProfileStopsWaitingForAGpuWhoseHelperNeverJoins) {
               std::string::npos)
         << c.errors[i];
   }
-  EXPECT_TRUE(rendezvous_empty());
+  // The other helpers are stopped with SIGKILL: how far they got into the fake's rendezvous before
+  // it depends on the machine's load, and a killed process cleans nothing (the fixture removes it).
 }
 
 TEST_F(NcclAllreduce, NodeProfileWithoutGpusIsNotAttempted) {
