@@ -403,15 +403,16 @@ RankFacts probe_driver_with_slow_init(const std::string& scenario_file, const st
 // init, and the smoke test (a new process) initialises at once.
 TEST(GpuDriverProbe, TheHoldHelperKeepsTheGpusInitialisedUntilTheProbesEnd) {
   const RankFacts f =
-      probe_driver_with_slow_init(preflight::test_paths::fake_gpu_scenarios_dir() + "/h100x8-healthy.json", "4");
+      probe_driver_with_slow_init(preflight::test_paths::fake_gpu_scenarios_dir() + "/h100x8-healthy.json", "5");
   const DriverFacts& d = f.gpu.driver;
   ASSERT_TRUE(d.cuda_init_seconds.has_value()) << d.helper;
-  EXPECT_GE(*d.cuda_init_seconds, 3.9) << "the driver helper's cuInit (first, or waiting for the hold's)";
+  // The driver helper's cuInit pays the 5 s, or waits for the hold's, started a moment before it.
+  EXPECT_GE(*d.cuda_init_seconds, 3.0) << "the driver helper's cuInit";
   ASSERT_TRUE(d.smoke.ok()) << d.smoke.why();
   EXPECT_TRUE(d.smoke.value()->ok) << d.smoke.value()->error;
   EXPECT_LT(d.smoke.value()->seconds, 3.0) << "the smoke test paid an init of its own";
   EXPECT_NE(d.helper.find("; hold: held the GPUs for "), std::string::npos) << d.helper;
-  EXPECT_NE(d.helper.find("(its cuInit took 4"), std::string::npos) << d.helper;
+  EXPECT_NE(d.helper.find("(its cuInit took "), std::string::npos) << d.helper;
 }
 
 TEST(GpuDriverProbe, AHoldThatCannotInitialiseSaysWhy) {
