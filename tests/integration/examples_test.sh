@@ -58,7 +58,9 @@ exit \$rc
 EOF
   chmod +x "$work/hang-$1/$1"
 }
-t_hang=5
+# --timeout 10: two ranks of the sanitized build start, probe and report within it on a busy machine
+# (at 5 s the probe phase, 2.5 s, ran out under ASan beside another test suite).
+t_hang=10
 bound_hang=$((t_hang + 30 + 10))
 hang_pids=()
 if command -v mpirun >/dev/null 2>&1; then
