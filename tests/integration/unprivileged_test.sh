@@ -133,6 +133,10 @@ if [ -n "${PREFLIGHT_UNIT_TESTS:-}" ] && "${as_nobody[@]}" test -x "$PREFLIGHT_U
   (cd "$out" && "${as_nobody[@]}" "${base_env[@]}" TMPDIR="$out" "$PREFLIGHT_UNIT_TESTS" --gtest_brief=1) \
     >"$work/unit.out" 2>&1 || rc=$?
   if [ "$rc" -eq 0 ]; then pass "the unit tests pass as nobody ($(grep -o '[0-9]* tests from' "$work/unit.out" | head -1 | cut -d' ' -f1) tests)"
-  else fail "the unit tests fail as nobody (exit $rc)"; grep -E 'FAILED|Failure' "$work/unit.out" | head -20 >&2; fi
+  else
+    fail "the unit tests fail as nobody (exit $rc)"
+    # A test's failure, or a sanitizer's report (exit 86) with its first frames.
+    grep -E 'FAILED|Failure|ERROR: |runtime error|SUMMARY: |^ +#[0-9] ' "$work/unit.out" | head -40 >&2
+  fi
 fi
 finish
