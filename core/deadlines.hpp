@@ -14,7 +14,7 @@
 //   A helper that hangs uses its share; the others normally take a fraction of theirs.
 //   The smoke test and the peer copies start a new process that initialises CUDA again, so they
 //   also get the cuInit time the driver helper measured (with persistence mode off only the hold
-//   helper, the driver's client from beside the driver helper until the probes end, keeps that
+//   helper, the driver's client from beside the driver helper through the all_reduce, keeps that
 //   from being paid again; should it fail, the allowance covers it). A helper never runs past the probe
 //   phase: its deadline is cut to what is left of the phase less 5% of --timeout (at least 0.1 s),
 //   so the probes after it still report; and it is never below 0.2 s.

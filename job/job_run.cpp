@@ -100,6 +100,7 @@ class JobRun {
         m_incidents.push_back(std::move(incident));
       }
     }
+    m_gpu_kept = std::move(probes.kept);  // the GPU hold, until the all_reduce phase ends
     m_probe_expired = probes.expired;
     if (probes.expired) m_incidents.push_back("rank " + std::to_string(m_transport->rank()) + ": " + probes.incident);
     m_facts = std::move(probes.facts);
@@ -122,6 +123,7 @@ class JobRun {
 
     enter(Phase::Allreduce);
     allreduce();
+    m_gpu_kept.clear();  // the job's GPU work is done: the hold helper lets the GPUs go
 
     enter(Phase::Report);
     return report();
@@ -712,6 +714,7 @@ class JobRun {
   RankFacts m_facts;
   Profile m_profile = Profile::Node;
   bool m_probe_expired = false;
+  std::vector<std::shared_ptr<const void>> m_gpu_kept;  // ProbeRun::kept, dropped after the all_reduce phase
   bool m_remote_expired = false;       // another rank's probes hit their deadline
   std::vector<CheckResult> m_mine;     // this rank's verdicts
   std::vector<CheckResult> m_results;  // rank 0: every rank's verdicts

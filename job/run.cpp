@@ -26,6 +26,7 @@ struct ProbeState {
   RankFacts published;
   std::string current;
   bool done = false;
+  std::vector<std::shared_ptr<const void>> kept;  // ProbeContext::take_kept()
 };
 
 }  // namespace
@@ -135,6 +136,7 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
     ctx.finish_background(work, deadline);
     std::lock_guard lock(state->mutex);
     state->published = work;
+    state->kept = ctx.take_kept();
     state->done = true;
     state->done_cv.notify_all();
   });
@@ -156,6 +158,7 @@ ProbeRun run_probes(const Options& options, const EnvSnapshot& live_env, std::ch
   }
   out.facts = state->published;
   if (finished) {
+    out.kept = std::move(state->kept);
     lock.unlock();
     worker.join();
   } else {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "core/env.hpp"
 #include "core/fact_sources.hpp"
@@ -22,6 +23,9 @@ struct ProbeRun {
   RankFacts facts;
   bool expired = false;
   std::string incident;
+  /// What the probes keep until the job's GPU work ends (the GPU hold helper's cancel pipe): the
+  /// caller drops it after the all_reduce phase.
+  std::vector<std::shared_ptr<const void>> kept;
 };
 /// `seed`: facts known before the probes (MPI's view of this process in placement.mpi).
 /// `interrupted`: polled while waiting; true ends the wait early, as an expired deadline does.

@@ -178,30 +178,36 @@ std::string describe_hold(const ContainedResult& r) {
 }
 
 /// With persistence mode off the driver tears the GPUs' state down when its last client exits, so
-/// every helper after the driver helper (the smoke test, the peer copies, the health reads) would
-/// initialise them again: seconds each on a big node, more than a probe phase holds several times.
-/// The hold helper is the driver's client from beside the driver helper until the probes end
-/// (cuInit only: no context, no GPU memory, not in the GPUs' process lists); how it went is added
-/// to the helper line. Should it fail, each helper initialises the GPUs itself, as before.
+/// every helper after the driver helper (the smoke test, the peer copies, the health reads, and the
+/// all_reduce's helpers after the probes) would initialise them again: seconds each on a big node,
+/// more than a probe phase or the all_reduce's deadline holds. The hold helper is the driver's
+/// client from beside the driver helper until the job's GPU work ends, at the latest when the
+/// all_reduce phase does (cuInit only: no context, no GPU memory, not in the GPUs' process lists);
+/// how it went is added to the helper line. Should it fail, each helper initialises the GPUs
+/// itself, as before.
 void hold_gpus(const ProbeContext& ctx, const std::string& helper) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return;
   const SharedFd cancel(fds[0]);
-  ctx.keep_until_probes_end(std::make_shared<const SharedFd>(fds[1]));  // closed: the hold ends
-  const auto left = ctx.deadline == std::chrono::steady_clock::time_point::max()
-                        ? std::chrono::duration<double>(ctx.options.timeout_s * PhaseShares::probe)
-                        : std::chrono::duration<double>(ctx.deadline - std::chrono::steady_clock::now());
-  const double seconds = std::max(1.0, std::ceil(left.count()));
+  ctx.keep_through_gpu_work(std::make_shared<const SharedFd>(fds[1]));  // closed: the hold ends
+  const double probe_left_s =
+      ctx.deadline == std::chrono::steady_clock::time_point::max()
+          ? ctx.options.timeout_s * PhaseShares::probe
+          : std::chrono::duration<double>(ctx.deadline - std::chrono::steady_clock::now()).count();
+  const double seconds =
+      std::max(1.0, std::ceil(probe_left_s + ctx.options.timeout_s * (PhaseShares::allreduce - PhaseShares::probe)));
   ContainedRequest request;
   request.executable = helper;
   request.args =
       gpu_protocol::Request(gpu_protocol::command::kHold).with(gpu_protocol::option::kSeconds, general(seconds)).args();
   request.deadline = std::chrono::milliseconds(static_cast<long long>(seconds * 1000)) + std::chrono::seconds(1);
   request.cancel_fd = cancel.get();
-  ctx.in_background([request, cancel]() -> ProbeContext::Finisher {
-    const std::string line = describe_hold(run_contained(request));
-    return [line](RankFacts& facts) { facts.gpu.driver.helper += "; hold: " + line; };
-  });
+  ctx.beside_the_job(
+      [request, cancel]() -> ProbeContext::Finisher {
+        const std::string line = describe_hold(run_contained(request));
+        return [line](RankFacts& facts) { facts.gpu.driver.helper += "; hold: " + line; };
+      },
+      [](RankFacts& facts) { facts.gpu.driver.helper += "; hold: holding the GPUs until the job's GPU work ends"; });
 }
 
 }  // namespace

@@ -65,10 +65,16 @@ class ProbeContext {
   /// Waits for the background work until `until` and applies what finished, in start order; false
   /// when something is still running (it is left behind, like a stuck probe).
   bool finish_background(RankFacts& facts, std::chrono::steady_clock::time_point until) const;
-  /// Keeps `resource` until the probes end: finish_background() drops it before it waits (as does
-  /// the context's end). What background work waits on to stop, such as the write end of a contained
-  /// helper's cancel pipe (the GPU hold helper's).
-  void keep_until_probes_end(std::shared_ptr<const void> resource) const;
+  /// Starts `work` like in_background, for work that goes on beside the job after the probes (the
+  /// GPU hold helper, the driver's client until the job's GPU work ends): finish_background() does
+  /// not wait for it and applies its finisher when it is done by then, `pending` when it is not.
+  void beside_the_job(std::function<Finisher()> work, Finisher pending) const;
+  /// Keeps `resource` until the job's GPU work ends (the node's all_reduce, after the probes): what
+  /// work started beside_the_job waits on to stop, such as the write end of a contained helper's
+  /// cancel pipe. take_kept() hands it to whoever runs that work; the context's end drops what was
+  /// not taken.
+  void keep_through_gpu_work(std::shared_ptr<const void> resource) const;
+  std::vector<std::shared_ptr<const void>> take_kept() const;
 
  private:
   struct Background;

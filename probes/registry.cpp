@@ -9,6 +9,7 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 #include "probes/probe.hpp"
 #include "probes/tree_os.hpp"
@@ -106,11 +107,17 @@ struct ProbeContext::Background {
   std::mutex mutex;
   std::condition_variable done_cv;
   bool done = false;
+  bool awaited = true;  // false: beside_the_job, applied as `pending` when not done
   Finisher finisher;
+  Finisher pending;
 };
 
-void ProbeContext::in_background(std::function<Finisher()> work) const {
+void ProbeContext::in_background(std::function<Finisher()> work) const { beside_the_job(std::move(work), nullptr); }
+
+void ProbeContext::beside_the_job(std::function<Finisher()> work, Finisher pending) const {
   auto state = std::make_shared<Background>();
+  state->awaited = pending == nullptr;
+  state->pending = std::move(pending);
   m_background.push_back(state);
   std::thread([state, work = std::move(work)] {
     Finisher f = work();
@@ -121,15 +128,20 @@ void ProbeContext::in_background(std::function<Finisher()> work) const {
   }).detach();
 }
 
-void ProbeContext::keep_until_probes_end(std::shared_ptr<const void> resource) const {
+void ProbeContext::keep_through_gpu_work(std::shared_ptr<const void> resource) const {
   m_kept.push_back(std::move(resource));
 }
 
+std::vector<std::shared_ptr<const void>> ProbeContext::take_kept() const { return std::exchange(m_kept, {}); }
+
 bool ProbeContext::finish_background(RankFacts& facts, std::chrono::steady_clock::time_point until) const {
-  m_kept.clear();  // what background work waits on to stop
   bool all = true;
   for (const std::shared_ptr<Background>& b : m_background) {
     std::unique_lock lock(b->mutex);
+    if (!b->awaited) {
+      if (const Finisher& f = b->done ? b->finisher : b->pending) f(facts);
+      continue;
+    }
     if (!b->done_cv.wait_until(lock, until, [&] { return b->done; })) {
       all = false;
       continue;

@@ -87,7 +87,7 @@ for delay in 12 20; do
   # The driver helper pays the init, or waits for the hold helper's, started a moment before it.
   expect_eq "$(json_get "[c for c in d['checks'] if c['id']=='driver.loaded'][0]['evidence']['cuda_init_seconds'] >= $delay - 2")" \
     True "the driver helper's cuInit took about ${delay} s"
-  expect_eq "$(json_get "'; hold: held the GPUs' in d['ranks'][0]['facts']['gpu']['driver']['helper']")" True \
-    "the hold helper held the GPUs (${delay} s)"
+  expect_eq "$(json_get "'; hold: holding the GPUs until the job' in d['ranks'][0]['facts']['gpu']['driver']['helper']")" True \
+    "the hold helper held the GPUs through the all_reduce (${delay} s)"
 done
 finish

@@ -2,12 +2,15 @@
 // The GPU stack probes without a GPU: the pure parsers (core/gpu_text.hpp), the contained helper
 // preflight-gpu-probe run for real on this machine (no driver: LibraryMissing facts, not a crash),
 // its JSON round trip into DriverFacts, and the real libnccl.so.2 of /usr/local/cuda where present.
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -374,10 +377,26 @@ RankFacts probe_with_fakes(const std::string& scenario_file,
   return run.facts;
 }
 
+/// Is some process the fake driver's client (a lock on `clients`, as fake_cuda.cpp models them)?
+bool driver_has_clients(const fs::path& clients) {
+  const int fd = ::open(clients.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return false;
+  const bool busy = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+  ::close(fd);
+  return busy;
+}
+
+struct SlowInitRun {
+  RankFacts facts;
+  bool held_after_the_probes = false;  // the driver had a client after finish_background
+  bool let_go = false;                 // and none within 10 s of dropping what the probes kept
+};
+
 /// gpu_driver against a fake scenario whose first cuInit takes `delay` (persistence mode off, the
-/// driver's clients modelled in a file of its own), then the end of the probes.
-RankFacts probe_driver_with_slow_init(const std::string& scenario_file, const std::string& delay,
-                                      std::chrono::milliseconds before_the_end = std::chrono::milliseconds(0)) {
+/// driver's clients modelled in a file of its own), then the end of the probes, then the end of
+/// the job's GPU work (what the probes kept dropped, as the job does after its all_reduce).
+SlowInitRun probe_driver_with_slow_init(const std::string& scenario_file, const std::string& delay,
+                                        std::chrono::milliseconds before_the_end = std::chrono::milliseconds(0)) {
   HelperDirGuard guard(preflight::test_paths::gpu_helper_dir());
   const fs::path clients = fs::temp_directory_path() / ("preflight-gpu-clients-" + std::to_string(::getpid()) + "-" +
                                                         fs::path(scenario_file).stem().string());
@@ -394,34 +413,47 @@ RankFacts probe_driver_with_slow_init(const std::string& scenario_file, const st
   probe_gpu_driver(ctx, run.facts);
   std::this_thread::sleep_for(before_the_end);  // the probes after it
   EXPECT_TRUE(ctx.finish_background(run.facts, std::chrono::steady_clock::now() + std::chrono::seconds(20)));
+  SlowInitRun out;
+  std::vector<std::shared_ptr<const void>> kept = ctx.take_kept();
+  out.held_after_the_probes = driver_has_clients(clients);
+  kept.clear();  // the job's GPU work is done
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (driver_has_clients(clients) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  out.let_go = !driver_has_clients(clients);
   fs::remove(clients);
-  return run.facts;
+  out.facts = std::move(run.facts);
+  return out;
 }
 
 // With persistence mode off the driver tears the GPUs down after its last client: the hold helper
-// is a client from beside the driver helper until the probes end, so only the first cuInit pays the
-// init, and the smoke test (a new process) initialises at once.
-TEST(GpuDriverProbe, TheHoldHelperKeepsTheGpusInitialisedUntilTheProbesEnd) {
-  const RankFacts f =
+// is a client from beside the driver helper until the job's GPU work ends (after the probes: the
+// all_reduce's helpers start new processes too), so only the first cuInit pays the init, and the
+// smoke test (a new process) initialises at once; once the job drops what the probes kept, the
+// hold lets the GPUs go.
+TEST(GpuDriverProbe, TheHoldHelperKeepsTheGpusInitialisedThroughTheGpuWork) {
+  const SlowInitRun run =
       probe_driver_with_slow_init(preflight::test_paths::fake_gpu_scenarios_dir() + "/h100x8-healthy.json", "5");
-  const DriverFacts& d = f.gpu.driver;
+  const DriverFacts& d = run.facts.gpu.driver;
   ASSERT_TRUE(d.cuda_init_seconds.has_value()) << d.helper;
   // The driver helper's cuInit pays the 5 s, or waits for the hold's, started a moment before it.
   EXPECT_GE(*d.cuda_init_seconds, 3.0) << "the driver helper's cuInit";
   ASSERT_TRUE(d.smoke.ok()) << d.smoke.why();
   EXPECT_TRUE(d.smoke.value()->ok) << d.smoke.value()->error;
   EXPECT_LT(d.smoke.value()->seconds, 3.0) << "the smoke test paid an init of its own";
-  EXPECT_NE(d.helper.find("; hold: held the GPUs for "), std::string::npos) << d.helper;
-  EXPECT_NE(d.helper.find("(its cuInit took "), std::string::npos) << d.helper;
+  EXPECT_NE(d.helper.find("; hold: holding the GPUs until the job's GPU work ends"), std::string::npos) << d.helper;
+  EXPECT_TRUE(run.held_after_the_probes) << "the hold ended with the probes";
+  EXPECT_TRUE(run.let_go) << "the hold outlived the job's GPU work";
 }
 
 TEST(GpuDriverProbe, AHoldThatCannotInitialiseSaysWhy) {
-  // 2 s for the probes after the driver's: a hold that fails says so within milliseconds (one ended
-  // by the end of the probes before it could say anything is "stopped by preflight").
-  const RankFacts f = probe_driver_with_slow_init(
+  // 2 s for the probes after the driver's: a hold that fails says so within milliseconds.
+  const SlowInitRun run = probe_driver_with_slow_init(
       preflight::test_paths::fake_gpu_scenarios_dir() + "/cuinit-error100.json", "0", std::chrono::seconds(2));
-  const std::string& line = f.gpu.driver.helper;
+  const std::string& line = run.facts.gpu.driver.helper;
   EXPECT_NE(line.find("; hold: could not hold the GPUs: cuInit: CUDA_ERROR_NO_DEVICE"), std::string::npos) << line;
+  EXPECT_FALSE(run.held_after_the_probes);
 }
 
 TEST(GpuP2pProbe, CopiesEveryOrderedPairOfTheFakeNode) {
