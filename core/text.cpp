@@ -2,6 +2,7 @@
 #include "core/text.hpp"
 
 #include <cstdint>
+#include <cstring>
 
 #include <algorithm>
 #include <cctype>
@@ -335,5 +336,12 @@ std::string printable(std::string_view raw, std::size_t max_len) {
 }
 
 std::string terminal_safe(std::string_view raw) { return printable(raw, std::string_view::npos); }
+
+std::string errno_name(int err) {
+  const char* name = ::strerrorname_np(err);
+  return name != nullptr ? std::string(name) : "errno " + std::to_string(err);
+}
+
+std::string errno_words(int err) { return std::string(std::strerror(err)) + " (" + errno_name(err) + ")"; }
 
 }  // namespace preflight

@@ -67,4 +67,9 @@ std::string printable(std::string_view raw, std::size_t max_len = 120);
 /// printable() without a length limit: for text that is shown whole (the text report).
 std::string terminal_safe(std::string_view raw);
 
+/// The symbolic name of an errno value, "EMFILE"; "errno N" for a value the C library does not name.
+std::string errno_name(int err);
+/// "Too many open files (EMFILE)": the C library's words and the name, for messages.
+std::string errno_words(int err);
+
 }  // namespace preflight

@@ -89,18 +89,6 @@ Probed<std::vector<NetInterface>> kernel_interfaces() {
   return Result::ok(std::move(out), source);
 }
 
-const char* errno_name(int err) {
-  switch (err) {
-    case EADDRINUSE: return "EADDRINUSE";
-    case EACCES: return "EACCES";
-    case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
-    case EPERM: return "EPERM";
-    case EINVAL: return "EINVAL";
-    case EAFNOSUPPORT: return "EAFNOSUPPORT";
-    default: return "errno";
-  }
-}
-
 // socket + SO_REUSEADDR + bind(address:port), closed at once: what PyTorch's TCPStore needs.
 Probed<std::string> bind_once(const std::string& address, int port) {
   const std::string source = "bind(" + address + ":" + std::to_string(port) + ", SO_REUSEADDR)";
@@ -132,7 +120,7 @@ Probed<std::string> bind_once(const std::string& address, int port) {
   const int err = errno;
   ::close(fd);
   if (rc == 0) return Probed<std::string>::ok("free", source);
-  return Probed<std::string>::ok(std::string(errno_name(err)) + ": " + std::strerror(err), source);
+  return Probed<std::string>::ok(errno_name(err) + ": " + std::strerror(err), source);
 }
 
 Probed<std::vector<int>> cpus_of_process(int possible) {

@@ -129,15 +129,6 @@ std::optional<PmixServerAddress> parse_pmix_server_uri(std::string_view value) {
   return out;
 }
 
-namespace {
-
-std::string errno_words(int err) {
-  const char* name = ::strerrorname_np(err);
-  return std::string(std::strerror(err)) + " (" + (name != nullptr ? name : "errno " + std::to_string(err)) + ")";
-}
-
-}  // namespace
-
 std::string pmix_server_connect_failure(const EnvSnapshot& env) {
   std::optional<PmixServerAddress> address;
   for (const char* name : {"PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3", "PMIX_SERVER_URI21",

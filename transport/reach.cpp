@@ -26,30 +26,7 @@ constexpr int kAcceptsPerRound = 4096;
 constexpr int kAcceptPollMs = 500;
 constexpr int kListenBacklog = 4096;  // the kernel caps it at net.core.somaxconn
 
-const char* errno_name(int e) {
-  switch (e) {
-    case ECONNREFUSED: return "ECONNREFUSED";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case EHOSTUNREACH: return "EHOSTUNREACH";
-    case ENETUNREACH: return "ENETUNREACH";
-    case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
-    case EADDRINUSE: return "EADDRINUSE";
-    case EACCES: return "EACCES";
-    case EPERM: return "EPERM";
-    case EAFNOSUPPORT: return "EAFNOSUPPORT";
-    case ECONNRESET: return "ECONNRESET";
-    case EINVAL: return "EINVAL";
-    case EMFILE: return "EMFILE";
-    case ENFILE: return "ENFILE";
-    default: return nullptr;
-  }
-}
-
-std::string errno_text(const char* call, int e) {
-  std::string out = std::string(call) + ": " + std::strerror(e);
-  if (const char* name = errno_name(e)) out += std::string(" (") + name + ")";
-  return out;
-}
+std::string errno_text(const char* call, int e) { return std::string(call) + ": " + errno_words(e); }
 
 std::string strip_brackets(const std::string& address) {
   if (address.size() >= 2 && address.front() == '[' && address.back() == ']')

@@ -5,12 +5,25 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checks/check.hpp"
 #include "gpu_facts_fixture.hpp"
 
 namespace preflight::job_fixture {
+
+/// One rank's row of the job's table, on `host`: heard from (pid 1000 + rank, last seen in the
+/// probe phase) or never heard from.
+inline RankStatus status_row(int rank, bool heard, std::string host) {
+  RankStatus s;
+  s.rank = rank;
+  s.heard = heard;
+  s.host = std::move(host);
+  s.pid = heard ? 1000 + rank : 0;
+  s.last_phase = Phase::Probe;
+  return s;
+}
 
 /// `ranks_per_host` ranks on each of `hosts` hosts ("gpu-a", "gpu-b", ...), each a copy of `base`
 /// placed as Open MPI places it: ranks in host order, each host with its own boot id, MPI's view in

@@ -8,24 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "job_fixture.hpp"
+
 namespace preflight {
 namespace core_job_test {
 namespace {
 
-RankStatus status(int rank, bool heard, std::string host) {
-  RankStatus s;
-  s.rank = rank;
-  s.heard = heard;
-  s.host = std::move(host);
-  s.pid = heard ? 1000 + rank : 0;
-  s.last_phase = Phase::Probe;
-  return s;
-}
+using job_fixture::status_row;
 
 TEST(JobStatus, ARankNeverHeardFromIsPlacedOnTheLaunchersHost) {
   JobFacts j;
   j.world_size = 4;
-  j.status = {status(0, true, "node1"), status(1, true, "node1"), status(2, false, ""), status(3, false, "")};
+  j.status = {status_row(0, true, "node1"), status_row(1, true, "node1"), status_row(2, false, ""),
+              status_row(3, false, "")};
   EXPECT_EQ(j.describe_rank(2), "rank 2 (never heard from)");
   j.place_unheard({"node1", "node1", "node2", ""});
   EXPECT_EQ(j.describe_rank(2), "rank 2 (never heard from; placed on node2)");
@@ -35,7 +30,7 @@ TEST(JobStatus, ARankNeverHeardFromIsPlacedOnTheLaunchersHost) {
 
 TEST(JobStatus, PlacementNeverOverridesWhatARankSaid) {
   JobFacts j;
-  j.status = {status(0, true, "node1"), status(1, false, "where-the-join-saw-it")};
+  j.status = {status_row(0, true, "node1"), status_row(1, false, "where-the-join-saw-it")};
   j.place_unheard({"other", "other"});
   EXPECT_EQ(j.status[0].host, "node1");
   EXPECT_EQ(j.status[1].host, "where-the-join-saw-it");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/text.hpp"
 
+#include <cerrno>
 #include <cmath>
 
 #include <gtest/gtest.h>
@@ -142,6 +143,13 @@ TEST(CpuList, ParsesKernelHexMasks) {
   EXPECT_FALSE(parse_cpu_mask(""));
   EXPECT_FALSE(parse_cpu_mask("xyz"));
   EXPECT_FALSE(parse_cpu_mask("123456789"));  // more than 32 bits in one group
+}
+
+TEST(ErrnoName, NamesTheValueAndFallsBackToItsNumber) {
+  EXPECT_EQ(errno_name(EMFILE), "EMFILE");
+  EXPECT_EQ(errno_name(ECONNREFUSED), "ECONNREFUSED");
+  EXPECT_EQ(errno_name(4095), "errno 4095");
+  EXPECT_EQ(errno_words(EMFILE), "Too many open files (EMFILE)");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/nccl_socket.hpp"
+#include "loopback_port.hpp"
 #include "probes/probe.hpp"
 #include "test_paths.hpp"
 
@@ -195,21 +196,14 @@ TEST(NetProbe, GarbageTree) {
 
 TEST(NetProbe, LiveInterfacesAndAHeldPort) {
   // A listener of our own on 127.0.0.1, port chosen by the kernel.
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(fd, 1), 0);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  const std::string port = std::to_string(ntohs(a.sin_port));
+  testing::LoopbackPort listener(1);
+  ASSERT_TRUE(listener.ok());
+  const std::string port = listener.port_text();
 
   ProbeRun r;
   r.env = EnvSnapshot{{"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", port}};
   r.run("");
-  ::close(fd);
+  listener.close();
   const auto* ifs = r.facts.net.interfaces.value();
   ASSERT_NE(ifs, nullptr) << r.facts.net.interfaces.why();
   EXPECT_EQ(r.facts.net.interfaces.source(), kInterfacesLiveSource);

@@ -1,36 +1,30 @@
 // SPDX-License-Identifier: MIT
 #include "transport/pmix_join.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "job_fixture.hpp"
+#include "loopback_port.hpp"
+
 namespace preflight {
 namespace transport_pmix_join_test {
 namespace {
 
-RankStatus rank(int r, bool heard, std::string host) {
-  RankStatus s;
-  s.rank = r;
-  s.heard = heard;
-  s.host = std::move(host);
-  return s;
-}
+using job_fixture::status_row;
 
 TEST(PmixJoin, TheIncidentNamesTheRanksThatNeverStartedByHost) {
   JoinOutcome o;
   o.state = JoinOutcome::State::Incomplete;
   o.size = 6;
   o.reporter = true;
-  o.ranks = {rank(0, true, "node1"),  rank(1, true, "node1"), rank(2, false, "node2"),
-             rank(3, false, "node2"), rank(4, false, ""),     rank(5, true, "node3")};
+  o.ranks = {status_row(0, true, "node1"),  status_row(1, true, "node1"), status_row(2, false, "node2"),
+             status_row(3, false, "node2"), status_row(4, false, ""),     status_row(5, true, "node3")};
   const std::string text = describe_unjoined(o, 3.0);
   EXPECT_NE(text.find("init: 3 of 6 ranks never started"), std::string::npos) << text;
   EXPECT_NE(text.find("ranks 2, 3 on node2"), std::string::npos) << text;
@@ -44,7 +38,7 @@ TEST(PmixJoin, TheIncidentNamesTheRanksThatNeverStartedByHost) {
 TEST(PmixJoin, ManyRanksOnOneHostAreCounted) {
   JoinOutcome o;
   o.size = 40;
-  for (int r = 0; r < 40; ++r) o.ranks.push_back(rank(r, r < 20, r < 20 ? "a" : "b"));
+  for (int r = 0; r < 40; ++r) o.ranks.push_back(status_row(r, r < 20, r < 20 ? "a" : "b"));
   const std::string text = describe_unjoined(o, 30.0);
   EXPECT_NE(text.find("ranks 20, 21, 22, 23, 24, 25, 26, 27, … (20 in all) on b"), std::string::npos) << text;
 }
@@ -68,32 +62,18 @@ TEST(PmixJoin, TheServerUriIsParsedAsLibpmixWritesIt) {
 // PMIx_Init says only that it failed; the plain connection names the errno.
 TEST(PmixJoin, AServerThatIsGoneIsNamedWithTheErrno) {
   // A port nothing listens on: bound and closed again.
-  const int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(probe, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(probe, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::getsockname(probe, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  const std::string uri = "ns.0;tcp4://127.0.0.1:" + std::to_string(ntohs(a.sin_port));
-  ::close(probe);
+  testing::LoopbackPort gone(-1);
+  ASSERT_TRUE(gone.ok());
+  const std::string uri = "ns.0;tcp4://127.0.0.1:" + gone.port_text();
+  gone.close();
   const std::string why = pmix_server_connect_failure({{"PMIX_SERVER_URI41", uri}});
   EXPECT_NE(why.find("a connection to tcp4://127.0.0.1:"), std::string::npos) << why;
   EXPECT_NE(why.find("(ECONNREFUSED)"), std::string::npos) << why;
 
   // One that answers is no failure; nor is a URI without a TCP address.
-  const int server = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(server, 0);
-  a.sin_port = 0;
-  ASSERT_EQ(::bind(server, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(server, 4), 0);
-  len = sizeof a;
-  ASSERT_EQ(::getsockname(server, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  EXPECT_EQ(
-      pmix_server_connect_failure({{"PMIX_SERVER_URI2", "ns.0;tcp4://127.0.0.1:" + std::to_string(ntohs(a.sin_port))}}),
-      "");
-  ::close(server);
+  const testing::LoopbackPort server(4);
+  ASSERT_TRUE(server.ok());
+  EXPECT_EQ(pmix_server_connect_failure({{"PMIX_SERVER_URI2", "ns.0;tcp4://127.0.0.1:" + server.port_text()}}), "");
   EXPECT_EQ(pmix_server_connect_failure({{"PMIX_SERVER_URI2", "ns.0;usock:/nonexistent"}}), "");
 }
 

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "core/nccl_socket.hpp"
+#include "loopback_port.hpp"
 #include "transport/reach.hpp"
 
 namespace preflight {
@@ -99,16 +100,9 @@ TEST(ReachListener, BadAddressesAreErrors) {
 // A listener that never accepts, with a backlog of 0: once its accept queue is full the kernel
 // drops further SYNs, which is what a firewall's DROP looks like to the connecting side.
 TEST(Reach, UnansweredSynEndsAtTheDeadline) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ASSERT_GE(fd, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-  ASSERT_EQ(::listen(fd, 0), 0);
-  socklen_t len = sizeof a;
-  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len), 0);
-  const ReachTarget t{"lo", "127.0.0.1", ntohs(a.sin_port)};
+  testing::LoopbackPort listener(0);
+  ASSERT_TRUE(listener.ok());
+  const ReachTarget t{"lo", "127.0.0.1", listener.port()};
   std::optional<ReachResult> timed_out;
   int connected = 0;
   for (int k = 0; k < 8 && !timed_out; ++k) {  // the first one or two fill the queue
@@ -118,7 +112,7 @@ TEST(Reach, UnansweredSynEndsAtTheDeadline) {
     else
       timed_out = std::move(r);
   }
-  ::close(fd);
+  listener.close();
   ASSERT_TRUE(timed_out.has_value()) << "every connect completed";
   EXPECT_GE(connected, 1);
   EXPECT_FALSE(timed_out->ok);
