@@ -55,6 +55,15 @@ class JobRun {
   int run() {
     start_transport();
     m_root = m_transport->rank() == 0;
+    if (m_mpi) {
+      // The launcher's world from the start: a report cut short before the gather (the launcher
+      // ended the job, a rank died) names its ranks, never "a world of 1".
+      m_job.world_size = m_transport->size();
+      if (m_root) {
+        m_job.status = m_transport->statuses();
+        m_job.place_unheard(m_join.placement);
+      }
+    }
     if (m_root && m_hooks.progress) {
       Transport* transport = m_transport.get();
       m_progress = m_hooks.progress(transport->size(), [transport] { return transport->ranks_arrived(); });

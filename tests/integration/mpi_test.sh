@@ -100,6 +100,23 @@ if [ "$rc" -ne 0 ]; then pass "rank 2 killed: mpiexec exit $rc"; else fail "rank
 expect_contains "$(cat "$work/out")" "DEADLINE" "rank 0's report after a rank was killed"
 expect_contains "$(cat "$work/err" "$work/out")" "rank 2" "mpiexec's message naming the killed rank"
 
+# --- a rank killed while the ranks probe: the launcher ends the job before any gather. Rank 0's
+# report and its --json file still hold the launcher's world of 4 and the ranks it did not hear
+# from, never "MPI started as a world of 1" ---------------------------------------------------
+rc=0
+timeout 60 "${mpi[@]}" -np 4 -x PREFLIGHT_TEST_KILL=2:probe "$PREFLIGHT_FAULTS" --only 'launch.ranks,comm.*' --timeout 10 \
+  "${quiet[@]}" --json "$work/ended.json" >"$work/ended.txt" 2>"$work/err" || rc=$?
+if [ "$rc" -ne 0 ]; then pass "rank 2 killed in probe: mpiexec exit $rc"; else fail "rank 2 killed in probe: mpiexec exit 0"; fi
+cp "$work/ended.json" "$work/out" 2>/dev/null || echo '{}' >"$work/out"
+expect_eq "$(json_get "d['world']['size']")" 4 "the world size in rank 0's --json file after the launcher ended the job"
+expect_eq "$(check_status launch.ranks)" FAIL "launch.ranks after the launcher ended the job"
+expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='launch.ranks'][0]")" "of 4 did not deliver facts" \
+  "launch.ranks names the ranks not heard from"
+case "$(cat "$work/ended.txt")" in
+  *"world of 1"*) fail "a job the launcher ended reported as a world of 1" ;;
+  *) pass "no world of 1 in the report of a job the launcher ended" ;;
+esac
+
 # --- every rank claims RANK=0: launch.env FAIL ------------------------------------------------
 # (with what else torch's env:// rendezvous reads, so that RANK=0 is all that is wrong, and only on ranks 1-3)
 expect_rc 1 "mpiexec -np 4 -x RANK=0" -- "${mpi[@]}" -np 4 -x RANK=0 -x WORLD_SIZE=4 -x MASTER_ADDR=127.0.0.1 \
