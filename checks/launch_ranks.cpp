@@ -70,6 +70,15 @@ constexpr FindingSpec kRanksMissing = {
     "Look at the named rank's host: a process stuck in the phase named (a hung driver call, a full disk, a SIGSTOP), "
     "killed (out of memory: `dmesg | grep -i oom`), or whose payload was refused (the detail); rerun preflight on that "
     "host alone to see its own report."};
+constexpr FindingSpec kLauncherEnded = {
+    "launch.ranks/launcher-ended", Status::Fail,
+    "the launcher ({launcher}) ended the job {time} after the start, before {count} {ranks_word} of its {world} "
+    "delivered facts: {named}; a launcher does that when one of the job's processes dies (it names which, next to "
+    "this report)",
+    "Find the process that died first in the launcher's own message (mpirun: \"Process name: … Exit code\" or "
+    "\"Signal\"; srun: \"error: … task N: Killed\" or \"Exited with exit code\"), and look at its host: killed "
+    "(out of memory: `dmesg | grep -i oom`), crashed, or out of a limit (`ulimit -a` in the job script); rerun "
+    "preflight on that host alone to see its own report."};
 constexpr FindingSpec kWorldSizeMismatch = {
     "launch.ranks/world-size-mismatch", Status::Fail,
     "world size {world} ({source}), --expect-world-size {expected_world_size}",
@@ -87,9 +96,9 @@ constexpr FindingSpec kUnevenRanks = {
     "node with more ranks is the slowest and every collective waits for it, and LOCAL_RANK-based GPU selection differs "
     "between nodes."};
 
-constexpr std::array kFindings = {kNotGathered,       kMpiWorldOfOne, kSingleProcess,     kDuplicateRank,
-                                  kOutsideWorld,      kRanksEnded,    kRanksNeverStarted, kRanksMissing,
-                                  kWorldSizeMismatch, kNodesMismatch, kUnevenRanks};
+constexpr std::array kFindings = {kNotGathered,   kMpiWorldOfOne,     kSingleProcess,     kDuplicateRank,
+                                  kOutsideWorld,  kRanksEnded,        kRanksNeverStarted, kRanksMissing,
+                                  kLauncherEnded, kWorldSizeMismatch, kNodesMismatch,     kUnevenRanks};
 
 const char* ranks_word(std::size_t n) { return n == 1 ? "rank" : "ranks"; }
 
@@ -232,7 +241,16 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
       params["waited_named"] = name_ranks(waited);
       params["waited_ranks"] = waited;
     }
-    b.add(never_started ? kRanksNeverStarted : kRanksMissing, std::move(params));
+    if (job.launcher_ended_s && !never_started) {
+      // Not stuck: the launcher ended the job while they were on their way (a process died).
+      params["time"] = format_duration(*job.launcher_ended_s);
+      params["launcher"] =
+          lead.placement.launcher.empty() ? std::string("not named by its variables") : lead.placement.launcher;
+      ev["launcher_ended_s"] = *job.launcher_ended_s;
+      b.add(kLauncherEnded, std::move(params));
+    } else {
+      b.add(never_started ? kRanksNeverStarted : kRanksMissing, std::move(params));
+    }
   }
   // World size and nodes against the expectations.
   if (o.expect_world_size && *o.expect_world_size != world) {
@@ -305,6 +323,9 @@ Failures
   FAIL     a rank was delivered twice (two processes claim one rank), or a rank number lies outside
            the world (files of different runs merged).
   FAIL     ranks that did not deliver their facts, each named with its host, pid and last phase.
+  FAIL     the launcher ended the job (its SIGTERM, or Open MPI's SIGCONT before it, reached rank 0)
+           before ranks delivered their facts: the time, the launcher's world size and the ranks not
+           heard from; the launcher's own message names the process that died. Never "a world of 1".
   FAIL     ranks that never started (under a PMIx launcher the ranks meet before MPI_Init, with a
            deadline of 30% of --timeout): each named with the host the launcher placed it on; the
            ranks that started and waited for them are named apart, not blamed. The lowest rank that

@@ -97,6 +97,9 @@ struct JobFacts {
   CommResult allreduce;
   std::vector<std::string> files;               // merge: the files read, in rank order
   std::map<std::string, double> phase_seconds;  // rank 0's time in each phase ("reach", "gather", ...)
+  /// Rank 0 was told to end (the launcher's SIGTERM, or Open MPI's SIGCONT before it) this many
+  /// seconds after the start, before its report: the launcher ended the job. nullopt: it was not.
+  std::optional<double> launcher_ended_s;
 
   /// The facts of `rank`, or nullptr when it did not deliver.
   const RankFacts* facts_of(int rank) const;

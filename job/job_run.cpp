@@ -614,6 +614,7 @@ class JobRun {
     if (!m_job.status.empty() && !unjoined())
       m_job.status.front().delivered = true;  // rank 0's own facts are always at hand
     m_job.phase_seconds = m_phase_seconds;
+    if (m_mpi && termination_requested()) m_job.launcher_ended_s = since(m_start);
     if (m_phase != Phase::Init && m_phase != Phase::Report) {
       m_job.phase_seconds[to_string(m_phase)] = duration<double>(Clock::now() - m_phase_start).count();  // cut short
     }

@@ -80,6 +80,32 @@ TEST(LaunchRanks, MissingRanksAreNamedWithHostPidAndPhase) {
   EXPECT_FALSE(has(v.summary, "uneven")) << v.summary;
 }
 
+// A process died and the launcher ended the job (its SIGTERM reached rank 0) before the others
+// delivered: the launcher's end is the story, with its world, never "a world of 1".
+TEST(LaunchRanks, RanksCutShortByTheLaunchersEndSayTheLauncherEndedTheJob) {
+  JobFacts j = job_fixture::job(1, 4);
+  for (int r = 1; r < 4; ++r) {
+    job_fixture::lose(j, r, Phase::Probe);
+    j.status[static_cast<std::size_t>(r)].heard = false;
+    j.status[static_cast<std::size_t>(r)].host.clear();
+  }
+  j.launcher_ended_s = 0.7;
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail);
+  EXPECT_EQ(v.finding.code, "launch.ranks/launcher-ended");
+  EXPECT_EQ(v.finding.params["world"], 4);
+  EXPECT_EQ(v.finding.params["count"], 3);
+  EXPECT_TRUE(has(v.summary,
+                  "the launcher (openmpi) ended the job 700 ms after the start, before 3 ranks of its 4 "
+                  "delivered facts: rank 1 (never heard from)"))
+      << v.summary;
+  EXPECT_TRUE(has(v.remedy, "Process name")) << v.remedy;
+  EXPECT_EQ(v.evidence["launcher_ended_s"], 0.7);
+  // Without the launcher's end the same ranks are missing, not ended by it.
+  j.launcher_ended_s.reset();
+  EXPECT_EQ(judge_job(spec(), j).finding.code, "launch.ranks/ranks-missing");
+}
+
 TEST(LaunchRanks, ManyMissingRanksAreCounted) {
   JobFacts j = job_fixture::job(2, 8);
   for (int r = 4; r < 16; ++r) job_fixture::lose(j, r, Phase::Probe);
