@@ -326,7 +326,6 @@ Failures
   FAIL     the launcher ended the job (its SIGTERM, or Open MPI's SIGCONT before it, reached rank 0)
            before ranks delivered their facts: the time, the launcher's world size and the ranks not
            heard from; the launcher's own message names the process that died. Never "a world of 1".
-           Where rank 0's own process died, rank 1 writes the report in its place and says so.
   FAIL     ranks that never started (under a PMIx launcher the ranks meet before MPI_Init, with a
            deadline of 30% of --timeout): each named with the host the launcher placed it on; the
            ranks that started and waited for them are named apart, not blamed. The lowest rank that

@@ -62,8 +62,6 @@ class JobRun {
       if (m_root) {
         m_job.status = m_transport->statuses();
         m_job.place_unheard(m_join.placement);
-      } else {
-        install_termination_handler();  // the launcher's SIGTERM: see end_with_the_job
       }
     }
     if (m_root && m_hooks.progress) {
@@ -232,9 +230,6 @@ class JobRun {
     if (!out.watch.is_null()) {
       try {
         liveness_connect(out.watch.get<LivenessOffer>(), m_transport->rank());
-        // Rank 0's process ending ends this rank's waits at once (before the launcher's signals,
-        // which leave a moment only): see end_with_the_job.
-        set_liveness_check([] { return liveness_rank0_state() != Rank0State::Gone; });
       } catch (const std::exception&) {
         // not watched: rank 0 waits for this rank's deadlines as before
       }
@@ -672,7 +667,6 @@ class JobRun {
     m_incidents.push_back(what);
     m_hooks.emit(make_report(true),
                  to_int(ExitCode::Deadline));  // a report that cannot be written does not change the deadline's code
-    if (m_watch) m_watch->reported();          // no other rank reports in rank 0's place now
     std::fflush(nullptr);
     if (unjoined()) pmix_join_abort(ExitCode::Deadline, "preflight: " + what.substr(0, 200));
     m_transport->abort(ExitCode::Deadline);
@@ -695,76 +689,12 @@ class JobRun {
 
   /// A non-root rank whose wait for rank 0 expired (rank 0 itself is stuck or gone).
   [[noreturn]] void give_up(const std::string& what) {
-    if (termination_requested() || liveness_rank0_state() == Rank0State::Gone) end_with_the_job(what);
     liveness_say("gave up in phase " + std::string(to_string(m_phase)) + ": " + what);
     std::fprintf(stderr, "preflight: rank %d (pid %d): %s in phase %s before its deadline; ending the job (exit 4)\n",
                  m_transport->rank(), static_cast<int>(::getpid()), what.c_str(), to_string(m_phase));
     std::fflush(nullptr);
     m_transport->abort(ExitCode::Deadline);
     ::_exit(to_int(ExitCode::Deadline));
-  }
-
-  /// A rank other than 0 whose job is ending (the launcher's SIGTERM, or rank 0's process gone):
-  /// nothing to abort. Rank 1 first writes the report in rank 0's place when rank 0's process is
-  /// gone (its liveness connection ended without its "reported" line): the lowest live rank, as far
-  /// as a rank can tell without rank 0.
-  [[noreturn]] void end_with_the_job(const std::string& what) {
-    Rank0State rank0 = liveness_rank0_state();
-    // Rank 0's end and the launcher's signal race; the connection's end follows within moments.
-    for (int round = 0; round < 20 && rank0 == Rank0State::Alive; ++round) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      rank0 = liveness_rank0_state();
-    }
-    if (rank0 == Rank0State::Gone && m_transport->rank() == 1) {
-      report_in_rank0s_place(what);
-    } else if (rank0 != Rank0State::Reported) {
-      // Rank 0 (or rank 1 in its place) still writes the report: an exit of this rank now would be
-      // one more rank lost in it, or have the launcher end the job before it is written. A few
-      // seconds at most; the launcher normally ends this process first.
-      const TimePoint until = std::min(m_deadlines.end, Clock::now() + std::chrono::seconds(5));
-      while (Clock::now() < until && liveness_rank0_state() != Rank0State::Reported) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      }
-    }
-    std::fflush(nullptr);
-    ::_exit(to_int(ExitCode::Deadline));
-  }
-
-  /// Rank 1's report when rank 0 died: its own verdicts, the launcher's world, and why.
-  void report_in_rank0s_place(const std::string& what) {
-    JobFacts job = single_rank_job(m_facts);
-    job.source = "mpi";
-    job.world_size = m_transport->size();
-    if (termination_requested()) job.launcher_ended_s = since(m_start);
-    job.status.clear();
-    for (int r = 0; r < job.world_size; ++r) {
-      RankStatus s;
-      s.rank = r;
-      if (r == m_transport->rank()) {
-        s.heard = s.delivered = true;
-        s.host = m_facts.identity.hostname;
-        s.pid = static_cast<int>(::getpid());
-        s.last_phase = m_phase;
-      }
-      job.status.push_back(std::move(s));
-    }
-    job.place_unheard(m_join.placement);
-    const std::string note = "not run: rank 0, which runs it, ended before it";
-    job.barrier.note = note;
-    job.allreduce.note = note;
-    Report r = assemble_report(m_options, m_profile, std::move(job), m_mine, m_matrix);
-    r.incidents = m_incidents;
-    r.incidents.push_back(
-        "rank 0's process ended before its report (its connection to rank " + std::to_string(m_transport->rank()) +
-        " ended " + fixed(since(m_start), 1) + " s after the start" +
-        (termination_requested() ? ", and the launcher is ending the job" : "") + "): this report is rank " +
-        std::to_string(m_transport->rank()) + "'s (pid " + std::to_string(::getpid()) +
-        "), the lowest live rank: its own verdicts, the job's checks without the other ranks' facts "
-        "(it was in phase " +
-        to_string(m_phase) + ": " + what + ")");
-    r.deadline_expired = true;
-    r.duration_ms = since(m_start) * 1000.0;
-    m_hooks.emit(r, to_int(ExitCode::Deadline));
   }
 
   /// "7.5 s of the start", or what ended the wait early.

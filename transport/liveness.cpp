@@ -304,16 +304,7 @@ bool LivenessWatch::quiet() const {
   return ::poll(fds.data(), fds.size(), 0) == 0;
 }
 
-void LivenessWatch::reported() {
-  static constexpr char kLine[] = "reported\n";
-  std::lock_guard<std::mutex> lock(m_mutex);
-  for (const Conn& c : m_conns) {
-    if (c.fd >= 0) (void)::send(c.fd, kLine, sizeof kLine - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-  }
-}
-
 void LivenessWatch::close() {
-  reported();
   if (m_thread.joinable()) {
     const char byte = 1;
     while (::write(m_wake[1], &byte, 1) < 0 && errno == EINTR) {}
@@ -363,17 +354,6 @@ void liveness_connect(const LivenessOffer& offer, int rank) {
       return;
     }
   }).detach();
-}
-
-Rank0State liveness_rank0_state() { return rank0_state_of(g_connection.load()); }
-
-Rank0State rank0_state_of(int fd) {
-  if (fd < 0) return Rank0State::Unknown;
-  char byte = 0;
-  const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return Rank0State::Reported;  // the only line rank 0 sends
-  if (n == 0) return Rank0State::Gone;
-  return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? Rank0State::Alive : Rank0State::Gone;
 }
 
 void liveness_say(const std::string& parting) {

@@ -77,10 +77,7 @@ class LivenessWatch {
   /// not taken yet. Open MPI's TCP transport ends rank 0 (ob1's error handler: _exit) when it
   /// sees a peer's connection close, so rank 0 must stop calling MPI the moment the ending shows.
   bool quiet() const;
-  /// Tells every watched rank that rank 0's report is out (the line "reported"): a rank that sees
-  /// rank 0's process end after it does not report in its place.
-  void reported();
-  /// Stops watching: later ends of processes are the job's normal end (reported() first).
+  /// Stops watching: later ends of processes are the job's normal end.
   void close();
 
  private:
@@ -116,13 +113,5 @@ void liveness_reserve_descriptor();
 void liveness_connect(const LivenessOffer& offer, int rank);
 /// Any other rank, before it ends the job on its own: one line to rank 0 saying why.
 void liveness_say(const std::string& parting);
-
-/// Any other rank: what its liveness connection says of rank 0. Unknown: never connected; Alive:
-/// connected and silent; Reported: rank 0 said its report is out; Gone: the connection ended
-/// without that (rank 0's process ended, or its host reset the connection).
-enum class Rank0State { Unknown, Alive, Reported, Gone };
-Rank0State liveness_rank0_state();
-/// The same for the connection `fd` (-1: Unknown), without reading from it.
-Rank0State rank0_state_of(int fd);
 
 }  // namespace preflight

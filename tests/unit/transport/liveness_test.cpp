@@ -119,32 +119,6 @@ TEST(LivenessWatch, QuietIsFalseWhileAnEndIsUnread) {
   (void)seen_unquiet;  // either order is right: the thread may take it before the first look
 }
 
-// A rank tells rank 0's end from its report: rank 0 says "reported" before it lets the ranks go;
-// a connection that ends without it is rank 0's process gone (the lowest live rank reports).
-TEST(LivenessWatch, ARankTellsRank0sReportFromItsEnd) {
-  EXPECT_EQ(rank0_state_of(-1), Rank0State::Unknown);
-  LivenessWatch watch;
-  std::string error;
-  ASSERT_TRUE(watch.open(2, 3000ms, error)) << error;
-  const int one = connect_loopback(watch.offer().port);
-  ASSERT_GE(one, 0);
-  say(one, "hello " + watch.offer().token + " 1\n");
-  ASSERT_TRUE(eventually([&] { return watch.watched() == 1; }));
-  EXPECT_EQ(rank0_state_of(one), Rank0State::Alive);
-  watch.reported();
-  EXPECT_TRUE(eventually([&] { return rank0_state_of(one) == Rank0State::Reported; }));
-  watch.close();
-  EXPECT_EQ(rank0_state_of(one), Rank0State::Reported);  // the line stays first: never Gone after it
-  ::close(one);
-
-  int pair[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
-  EXPECT_EQ(rank0_state_of(pair[0]), Rank0State::Alive);
-  ::close(pair[1]);  // rank 0's process ended: its end of the connection closed, nothing said
-  EXPECT_EQ(rank0_state_of(pair[0]), Rank0State::Gone);
-  ::close(pair[0]);
-}
-
 TEST(LivenessAddressOrder, InterfacesFirstThenBridgesThenLoopback) {
   const std::vector<std::pair<std::string, std::string>> ifs = {
       {"lo", "127.0.0.1"},  {"lo", "::1"},           {"docker0", "172.17.0.1"}, {"eth0", "fe80::1"},
