@@ -35,6 +35,9 @@ class ProbeContext {
   ProbeContext(const FileSystem& file_system, const EnvSnapshot& environment, const Options& run_options,
                const Os& system,
                std::chrono::steady_clock::time_point probe_deadline = std::chrono::steady_clock::time_point::max());
+  /// Ends what still runs beside the job when nobody took what it waits on (take_kept): drops it
+  /// and waits a few seconds for that work to finish, so that no thread of it outlives the context.
+  ~ProbeContext();
   ProbeContext(const ProbeContext&) = delete;
   ProbeContext& operator=(const ProbeContext&) = delete;
 

@@ -108,6 +108,7 @@ struct ProbeContext::Background {
   std::condition_variable done_cv;
   bool done = false;
   bool awaited = true;  // false: beside_the_job, applied as `pending` when not done
+  bool applied = false;  // beside_the_job work whose finisher or `pending` finish_background applied
   Finisher finisher;
   Finisher pending;
 };
@@ -134,12 +135,24 @@ void ProbeContext::keep_through_gpu_work(std::shared_ptr<const void> resource) c
 
 std::vector<std::shared_ptr<const void>> ProbeContext::take_kept() const { return std::exchange(m_kept, {}); }
 
+ProbeContext::~ProbeContext() {
+  if (m_kept.empty()) return;  // taken: the job ends that work after its GPU work
+  m_kept.clear();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (const std::shared_ptr<Background>& b : m_background) {
+    std::unique_lock lock(b->mutex);
+    b->done_cv.wait_until(lock, until, [&] { return b->done; });
+  }
+}
+
 bool ProbeContext::finish_background(RankFacts& facts, std::chrono::steady_clock::time_point until) const {
   bool all = true;
   for (const std::shared_ptr<Background>& b : m_background) {
     std::unique_lock lock(b->mutex);
     if (!b->awaited) {
+      if (b->applied) continue;
       if (const Finisher& f = b->done ? b->finisher : b->pending) f(facts);
+      b->applied = true;
       continue;
     }
     if (!b->done_cv.wait_until(lock, until, [&] { return b->done; })) {
@@ -148,7 +161,8 @@ bool ProbeContext::finish_background(RankFacts& facts, std::chrono::steady_clock
     }
     if (b->finisher) b->finisher(facts);
   }
-  m_background.clear();
+  // What runs beside the job stays known: the context's end waits for it when nobody took it on.
+  std::erase_if(m_background, [](const std::shared_ptr<Background>& b) { return b->awaited; });
   return all;
 }
 
