@@ -107,7 +107,7 @@ struct ProbeContext::Background {
   std::mutex mutex;
   std::condition_variable done_cv;
   bool done = false;
-  bool awaited = true;  // false: beside_the_job, applied as `pending` when not done
+  bool awaited = true;   // false: beside_the_job, applied as `pending` when not done
   bool applied = false;  // beside_the_job work whose finisher or `pending` finish_background applied
   Finisher finisher;
   Finisher pending;

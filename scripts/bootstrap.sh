@@ -79,7 +79,7 @@ if [ "$mode" = format ]; then
   diff=$(git clang-format --quiet --diff --extensions cpp,hpp,c,h,inc "$base" -- $files || true)
   if [ -n "$diff" ] && [ "$diff" != "no modified files to format" ] && [ "$diff" != "clang-format did not modify any files" ]; then
     echo "$diff"
-    echo "format: the lines above are not formatted as .clang-format says (fix: git clang-format $base)" >&2
+    echo "format: the lines above are not formatted as .clang-format says (fix: git clang-format --extensions cpp,hpp,c,h,inc $base)" >&2
     exit 1
   fi
   echo "format: the changed lines of $(echo "$files" | wc -l) files since ${base:0:12} are formatted"

@@ -64,8 +64,8 @@ struct SafePath {
   /// path leads, so what it names must be theirs (or new in a directory of theirs, or in a sticky
   /// directory that others can write); otherwise the walk is refused.
   std::optional<uid_t> link_owner;
-  int error = 0;          // errno of the walk (ENOENT: a missing directory), 0 when resolved
-  std::string refusal;    // why the walk stopped at a planted link or entry; "" when it did not
+  int error = 0;        // errno of the walk (ENOENT: a missing directory), 0 when resolved
+  std::string refusal;  // why the walk stopped at a planted link or entry; "" when it did not
   /// "": usable; else one line saying why not (the refusal, or the errno's text with the path).
   std::string problem() const;
   /// The path of `name` in `dir_path`: where the walk stopped (the missing directory on ENOENT).
