@@ -122,7 +122,14 @@ int run_command(const Options& options, std::chrono::steady_clock::time_point st
   const std::optional<CompatMatrix> matrix = load_matrix(options);
   JobHooks hooks;
   hooks.emit = [&](const Report& report, int code) { return emit_report(report, options, env, code); };
-  hooks.write_rank_file = [&](const Report& own) { write_rank_json(options.json_per_rank_dir, own, options); };
+  hooks.write_rank_file = [&](const Report& own) -> std::string {
+    try {
+      write_rank_json(options.json_per_rank_dir, own, options);
+    } catch (const UsageError& e) {  // a planted path, refused: the rank ends with exit 2
+      return e.what();
+    }
+    return {};
+  };
   hooks.progress = [&](int world, std::function<int()> arrived) -> std::unique_ptr<JobProgress> {
     return std::make_unique<ProgressLine>(progress_wanted(options, env), world, std::move(arrived));
   };

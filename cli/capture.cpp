@@ -19,6 +19,7 @@
 
 #include "cli/cli.hpp"
 #include "core/env_grammar.hpp"
+#include "core/redact.hpp"
 #include "core/text.hpp"
 #include "job/run.hpp"
 #include "probes/probe.hpp"
@@ -351,6 +352,10 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
       "/etc/passwd", [uid](const std::string& passwd) { return passwd_entry(passwd, uid); },
       "only the entry of uid " + std::to_string(uid) +
           ", the user the job runs as (whose home holds NCCL's ~/.nccl.conf): no other account is recorded");
+  recorder->filter_every(  // binary files (a NUL in them: PCI config space) are not text to redact
+      [](const std::string& text) { return text.find('\0') == std::string::npos ? redact_secret_lines(text) : text; },
+      "the values of secret NAME=value lines and the credentials in URLs are redacted "
+      "(a password in ~/.nccl.conf, for one)");
   const EnvSnapshot env = EnvSnapshot::capture(environ);
   // Every file the capture writes goes through the redaction of every output (core/redact.hpp).
   const Redactor redactor(env);

@@ -22,6 +22,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "checks/check.hpp"
 #include "cli/cli.hpp"
 #include "cli/output.hpp"
 #include "cli/progress.hpp"
@@ -61,6 +62,30 @@ std::string major_of(std::string_view version) {
 }
 
 std::string kind_of(const json& j) { return j.type_name(); }
+
+// What a file holds is never quoted in a message (SECURITY.md): a version, a check id and an error
+// are shown only in a form that carries nothing else.
+
+/// "0.1.0" when `version` is digits and dots (at most 20), else what it is.
+std::string shown_version(std::string_view version) {
+  const bool plain =
+      !version.empty() && version.size() <= 20 && version.find_first_not_of("0123456789.") == std::string_view::npos;
+  return plain ? std::string(version)
+               : "(tool.version: no version number, " + std::to_string(version.size()) + " bytes)";
+}
+
+/// The check's id when preflight has a check of that id, else "an unknown check id".
+std::string shown_check(const std::string& id) { return find_check(id) != nullptr ? id : "an unknown check id"; }
+
+/// Why an item did not read: nlohmann's messages and report/group.cpp's name types and keys,
+/// never values; anything else is described, not quoted.
+std::string json_error(const std::exception& e) {
+  if (dynamic_cast<const json::exception*>(&e) != nullptr ||
+      dynamic_cast<const std::invalid_argument*>(&e) != nullptr) {
+    return printable(e.what(), 160);
+  }
+  return "a value of the wrong form";
+}
 
 const json& member(const std::string& path, const json& object, const char* key, const char* where) {
   const auto it = object.find(key);
@@ -435,7 +460,7 @@ ResultFile parse_result_file_reference(const std::string& path, std::string_view
   const std::string theirs = version.get<std::string>();
   const std::string ours = PREFLIGHT_VERSION;
   if (major_of(theirs).empty() || major_of(theirs) != major_of(ours)) {
-    refuse(path, "written by preflight " + printable(theirs, 40) + ", this is preflight " + ours +
+    refuse(path, "written by preflight " + shown_version(theirs) + ", this is preflight " + ours +
                      ": major versions differ (merge the results of one preflight release, or rerun with this one)");
   }
 
@@ -443,13 +468,13 @@ ResultFile parse_result_file_reference(const std::string& path, std::string_view
   out.path = path;
   const json& profile = member(path, doc, "profile", "the document");
   const std::optional<Profile> p = profile.is_string() ? profile_from(profile.get<std::string>()) : std::nullopt;
-  if (!p) refuse(path, "profile " + printable(profile.dump(), 40) + " is none of node, job, image");
+  if (!p) refuse(path, "\"profile\" is " + kind_of(profile) + ", none of node, job, image");
   out.profile = *p;
   if (const auto w = doc.find("world"); w != doc.end() && w->is_object() && w->contains("size")) {
     const json& size = w->at("size");
     if (!size.is_number_integer() || size.get<std::int64_t>() < 1 || size.get<std::int64_t>() > kMaxMergeWorld) {
-      refuse(path, "world.size " + printable(size.dump(), 40) + " is not a world size from 1 to " +
-                       std::to_string(kMaxMergeWorld));
+      refuse(path, "world.size is " + (size.is_number_integer() ? size.dump() : kind_of(size)) +
+                       ", not a world size from 1 to " + std::to_string(kMaxMergeWorld));
     }
     out.world_size = static_cast<int>(size.get<std::int64_t>());
   }
@@ -473,7 +498,7 @@ ResultFile parse_result_file_reference(const std::string& path, std::string_view
     try {
       f = facts.get<RankFacts>();
     } catch (const std::exception& e) {
-      refuse(path, where + ".facts (rank " + std::to_string(rank) + ") is malformed: " + printable(e.what(), 160));
+      refuse(path, where + ".facts (rank " + std::to_string(rank) + ") is malformed: " + json_error(e));
     }
     f.placement.rank = rank;
     if (f.identity.hostname.empty()) {
@@ -502,17 +527,17 @@ ResultFile parse_result_file_reference(const std::string& path, std::string_view
     try {
       r = item.get<CheckResult>();
     } catch (const std::exception& e) {
-      refuse(path, where + " is malformed: " + printable(e.what(), 160));
+      refuse(path, where + " is malformed: " + json_error(e));
     }
     r.verdict.evidence = std::move(evidence);
     if (r.scope == Scope::Job) continue;  // judged again over the merged job
     for (int rank : r.ranks) {
       if (rank < 0 || !own.contains(rank)) {
-        refuse(path, where + " (" + printable(r.id, 40) + ") names rank " + std::to_string(rank) +
+        refuse(path, where + " (" + shown_check(r.id) + ") names rank " + std::to_string(rank) +
                          ", whose facts the file does not hold (\"ranks\" and \"checks\" do not match)");
       }
     }
-    if (r.ranks.empty()) refuse(path, where + " (" + printable(r.id, 40) + ") names no rank");
+    if (r.ranks.empty()) refuse(path, where + " (" + shown_check(r.id) + ") names no rank");
     out.results.push_back(std::move(r));
   }
 

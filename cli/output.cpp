@@ -126,11 +126,29 @@ void replace_file(const OutputTarget& t, const std::string& contents) {
   }
 }
 
+/// A new file at its own name (mode 0666 less the umask), in a directory where another user could
+/// replace a temporary file: created O_EXCL | O_NOFOLLOW, so a name planted since the check is
+/// never written through.
+void create_in_place(const OutputTarget& t, const std::string& contents) {
+  const int fd = ::openat(t.where.dir.get(), t.where.name.c_str(),
+                          O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0666);
+  if (fd < 0 && errno == EEXIST) {
+    throw OutputError("cannot write " + t.option + " " + in_quotes(t.path) +
+                      ": a file appeared at the path while preflight ran; nothing was written");
+  }
+  if (fd < 0) write_failed(t, errno);
+  int err = write_all(fd, contents);
+  if (err == 0 && ::fsync(fd) != 0 && errno != EINVAL) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) write_failed(t, err);
+}
+
 /// Written where it is: a device, a FIFO (with a reader: else ENXIO at once, never a hang), a
 /// regular file in a directory we may not create files in, or another user's file reached through
 /// a link. Opened relative to the checked directory without following a link, and only when it is
 /// still the file that was checked.
 void write_in_place(const OutputTarget& t, const std::string& contents) {
+  if (!t.exists) return create_in_place(t, contents);
   const bool regular = S_ISREG(t.where.st.st_mode);
   const int fd = ::openat(t.where.dir.get(), t.where.name.c_str(),
                           O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NOFOLLOW | (regular ? 0 : O_NONBLOCK));
@@ -227,7 +245,9 @@ OutputTarget OutputTarget::check(const std::string& option, const std::string& p
       throw UsageError(option + " " + in_quotes(path) + ": cannot create a file in " + in_quotes(dir) + " (" +
                        std::strerror(errno) + ")");
     }
-    t.kind = Kind::Replace;
+    // A temporary file's name in a directory another user owns, or may write without the sticky
+    // bit, could be theirs by the time it is renamed: the file is made at its own name there.
+    t.kind = untrusted_parent(t.where).empty() ? Kind::Replace : Kind::InPlace;
     return t;
   }
   const struct stat& st = t.where.st;
@@ -247,7 +267,9 @@ OutputTarget OutputTarget::check(const std::string& option, const std::string& p
   // A file another user owns, reached through a link, keeps its inode: it is written in place,
   // never renamed over.
   const bool others_through_link = t.where.via_link && st.st_uid != ::geteuid();
-  t.kind = S_ISREG(st.st_mode) && can_create_in(t.where) && !others_through_link ? Kind::Replace : Kind::InPlace;
+  t.kind = S_ISREG(st.st_mode) && can_create_in(t.where) && !others_through_link && untrusted_parent(t.where).empty()
+               ? Kind::Replace
+               : Kind::InPlace;
   return t;
 }
 
@@ -327,7 +349,10 @@ int emit_report(const Report& report, const Options& options, const EnvSnapshot&
               : name == "--junit" ? render_junit(report, options)
                                   : render_prometheus(report, options));
     }
-  } catch (const std::runtime_error& e) {  // OutputError, or UsageError from the second check
+  } catch (const UsageError& e) {  // the second check: a path planted while the run went on
+    std::cerr << "preflight: error: " << e.what() << "\n";
+    return to_int(ExitCode::Usage);
+  } catch (const std::runtime_error& e) {  // OutputError: the write itself failed
     std::cerr << "preflight: error: " << e.what() << "\n";
     return to_int(ExitCode::Internal);
   }

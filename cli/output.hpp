@@ -51,7 +51,8 @@ struct OutputError : std::runtime_error {
 struct OutputTarget {
   enum class Kind {
     Replace,     // a regular file or a new name: temporary file + rename
-    InPlace,     // a character device, a FIFO, or a regular file in a directory we cannot write
+    InPlace,     // a character device, a FIFO, a regular file in a directory we cannot write, or any
+                 // file in a directory another user may change (a new one created O_EXCL there)
     Descriptor,  // an open descriptor of this process (/dev/stdout, /proc/self/fd/N)
   };
   Kind kind = Kind::Replace;

@@ -8,7 +8,7 @@ namespace preflight {
 enum class ExitCode : int {
   Ok = 0,        // no FAIL and no UNKNOWN (WARN allowed unless --strict)
   Fail = 1,      // at least one FAIL (with --strict, a WARN too)
-  Usage = 2,     // usage or configuration error: nothing was checked
+  Usage = 2,     // usage or configuration error: nothing was checked (or a report path planted during the run)
   Unknown = 3,   // no FAIL, but at least one UNKNOWN
   Deadline = 4,  // a deadline expired (--timeout); the report still names what did not finish
   Internal = 5,  // an internal error, or the report could not be written

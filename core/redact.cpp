@@ -289,6 +289,52 @@ std::string redact_secret_assignments(std::string_view text) {
   return apply_ranges(text, std::move(ranges));
 }
 
+namespace {
+
+/// One line of redact_secret_lines: "[export ]NAME = value" with a secret NAME loses its value.
+std::string redact_secret_line(std::string_view line) {
+  std::size_t i = 0;
+  const auto blanks = [&] {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+  };
+  blanks();
+  if (line.substr(i).starts_with("export ")) {
+    i += 7;
+    blanks();
+  }
+  const std::size_t name = i;
+  while (i < line.size() && is_env_name_char(line[i])) ++i;
+  const std::size_t name_end = i;
+  blanks();
+  if (name_end == name || i >= line.size() || line[i] != '=' || !is_secret_name(line.substr(name, name_end - name))) {
+    return redact_userinfo(redact_secret_assignments(line));
+  }
+  std::size_t value = i + 1;
+  while (value < line.size() && (line[value] == ' ' || line[value] == '\t')) ++value;
+  std::size_t end = line.size();
+  while (end > value && std::isspace(static_cast<unsigned char>(line[end - 1]))) --end;
+  if (end == value || starts_with_redaction_marker(line.substr(value))) return std::string(line);
+  return std::string(line.substr(0, value)) + redaction_marker(line.substr(value, end - value)) +
+         std::string(line.substr(end));
+}
+
+}  // namespace
+
+std::string redact_secret_lines(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t newline = text.find('\n', pos);
+    const std::size_t end = newline == std::string_view::npos ? text.size() : newline;
+    out += redact_secret_line(text.substr(pos, end - pos));
+    if (newline == std::string_view::npos) break;
+    out += '\n';
+    pos = newline + 1;
+  }
+  return out;
+}
+
 void Redactor::add_one(std::string_view value, std::size_t shown_length) {
   const auto same = [&](const Secret& s) { return s.value == value; };
   if (value.size() < kMinSecret || std::any_of(m_secrets.begin(), m_secrets.end(), same)) return;

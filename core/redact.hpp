@@ -39,6 +39,11 @@ std::string redact_userinfo(std::string_view text);
 /// value runs to the next space or quote (or, when it starts with a quote, to the closing one).
 std::string redact_secret_assignments(std::string_view text);
 
+/// A configuration file's text (NCCL's nccl.conf: one NAME=value a line, the value to the line's
+/// end) with the value of every line whose NAME is_secret_name() replaced by its marker, and the
+/// two rules above applied to every other line; nothing else changes (line ends included).
+std::string redact_secret_lines(std::string_view text);
+
 /// Scrubs what an output shows. It knows the secret values of the environments (and NCCL
 /// configuration entries) it is given, and applies to every string the two rules above. A value
 /// of 8 characters or more is redacted wherever it appears, and so is a run of at least its first

@@ -278,7 +278,11 @@ class JobRun {
     own.deadline_expired = m_probe_expired;
     own.duration_ms = since(m_start) * 1000.0;
     try {
-      m_hooks.write_rank_file(own);
+      if (const std::string refused = m_hooks.write_rank_file(own); !refused.empty()) {
+        std::fprintf(stderr, "preflight: rank %d: --json-per-rank: %s; this rank ends with exit 2\n",
+                     m_transport->rank(), refused.c_str());
+        m_rank_file_refused = true;
+      }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "preflight: rank %d: --json-per-rank: %s\n", m_transport->rank(), e.what());
     }
@@ -596,6 +600,9 @@ class JobRun {
     if (!agreed && m_root) agreed = std::to_string(code);  // the report is written; a rank lost now changes nothing
     if (!agreed) give_up("rank 0 did not send the run's exit code");
     code = static_cast<int>(parse_int(*agreed).value_or(to_int(ExitCode::Internal)));
+    if (m_rank_file_refused && code != to_int(ExitCode::Deadline) && code != to_int(ExitCode::Internal)) {
+      code = to_int(ExitCode::Usage);  // a path another user planted is a usage error, as before the run
+    }
     wait_for_the_job();
     if (m_probe_expired) {
       // A probe thread is still stuck somewhere; do not wait for it at exit.
@@ -715,6 +722,7 @@ class JobRun {
   bool m_root = true;
   bool m_alone_in_live_job = false;  // MPI could not start here while the launcher's job may be live
   JoinOutcome m_join;  // the PMIx join before MPI_Init
+  bool m_rank_file_refused = false;  // --json-per-rank: this rank's file was a planted path
   /// Some rank never started and this rank reports, without MPI (the join's outcome says so).
   bool unjoined() const { return m_join.state == JoinOutcome::State::Incomplete && m_join.reporter; }
   Phase m_phase = Phase::Init;

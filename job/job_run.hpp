@@ -36,8 +36,10 @@ class JobProgress {
 /// What the job run hands back to the command line; the job run itself prints and writes nothing.
 struct JobHooks {
   EmitReport emit;  // rank 0: the finished report
-  /// --json-per-rank: writes one rank's own report (throws std::runtime_error); empty: not wanted.
-  std::function<void(const Report&)> write_rank_file;
+  /// --json-per-rank: writes one rank's own report; returns "" or, when the path was refused (a
+  /// link or file another user planted), why; throws std::runtime_error when the write failed.
+  /// Empty: not wanted.
+  std::function<std::string(const Report&)> write_rank_file;
   /// Rank 0: a progress display for `world` ranks, `arrived` telling how many reached the phase
   /// (called from another thread); empty or returning null: none.
   std::function<std::unique_ptr<JobProgress>(int world, std::function<int()> arrived)> progress;

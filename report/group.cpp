@@ -19,7 +19,9 @@ Scope scope_from_string(const std::string& text) {
   if (text == "rank") return Scope::Rank;
   if (text == "node") return Scope::Node;
   if (text == "job") return Scope::Job;
-  throw std::invalid_argument("unknown scope '" + text + "'");
+  // The value is not quoted: it comes from a file (core/redact.hpp's rule for what files hold).
+  throw std::invalid_argument("\"scope\" is none of rank, node, job (a string of " + std::to_string(text.size()) +
+                              " bytes)");
 }
 
 std::size_t registry_position(const std::string& id) {
@@ -75,13 +77,16 @@ void check_from_json(const Json& j, CheckResult& r) {
   r.title = j.value("title", std::string());
   const std::string status = j.at("status").template get<std::string>();
   const std::optional<Status> s = status_from_string(status);
-  if (!s) throw std::invalid_argument("unknown status '" + status + "'");
+  if (!s) {
+    throw std::invalid_argument("\"status\" is none of PASS, WARN, FAIL, SKIP, UNKNOWN (a string of " +
+                                std::to_string(status.size()) + " bytes)");
+  }
   r.verdict.status = *s;
   r.verdict.summary = j.value("summary", std::string());
   r.verdict.remedy = j.value("remedy", std::string());
   if (j.contains("evidence")) {
     const Json& ev = j.at("evidence");
-    if (!ev.is_object()) throw std::invalid_argument("evidence of '" + r.id + "' is not an object");
+    if (!ev.is_object()) throw std::invalid_argument("its \"evidence\" is not an object");
     if constexpr (std::is_same_v<Json, nlohmann::json>) {
       r.verdict.evidence = ev;
     } else {

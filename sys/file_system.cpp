@@ -191,6 +191,11 @@ void FsRecorder::filter(std::string path, std::function<std::string(const std::s
   m_filters[std::move(path)] = {std::move(keep), std::move(why)};
 }
 
+void FsRecorder::filter_every(std::function<std::string(const std::string&)> keep, std::string why) {
+  std::lock_guard lock(m_mutex);
+  m_every = {std::move(keep), std::move(why)};
+}
+
 std::map<std::string, std::string> FsRecorder::filtered() const {
   std::lock_guard lock(m_mutex);
   return m_filtered;
@@ -203,12 +208,13 @@ void FsRecorder::file(std::string_view path, const std::string& contents) {
   if (live.empty() || live == "/") return;
   auto filter = m_filters.find(path);
   if (filter == m_filters.end()) filter = m_filters.find(live);
+  const Filter* use = filter != m_filters.end() ? &filter->second : (m_every.keep ? &m_every : nullptr);
   std::string kept;
-  if (filter != m_filters.end()) {
-    kept = filter->second.keep(contents);
-    m_filtered[live] = filter->second.why;
+  if (use != nullptr) {
+    kept = use->keep(contents);
+    if (use != &m_every || kept != contents) m_filtered[live] = use->why;
   }
-  const std::string& data = filter != m_filters.end() ? kept : contents;
+  const std::string& data = use != nullptr ? kept : contents;
   const std::string out = dest(live);
   const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (fd < 0) {

@@ -40,6 +40,10 @@ class FsRecorder {
   /// a link): filter(contents) instead of the contents, and why, for the manifest. For /etc/passwd,
   /// the entry of the user the job runs as: every other local account stays out of the capture.
   void filter(std::string path, std::function<std::string(const std::string&)> keep, std::string why);
+  /// What the capture keeps of every other file: keep(contents); a file it changed is listed as
+  /// filtered, with `why`. The capture's redaction of secret NAME=value lines (a password in
+  /// ~/.nccl.conf) and of the credentials in URLs.
+  void filter_every(std::function<std::string(const std::string&)> keep, std::string why);
   /// The filtered files recorded: live path -> why (filter()'s `why`).
   std::map<std::string, std::string> filtered() const;
 
@@ -75,6 +79,7 @@ class FsRecorder {
     std::string why;
   };
   std::map<std::string, Filter, std::less<>> m_filters;
+  Filter m_every;  // filter_every(); keep empty: none
   std::map<std::string, std::string> m_filtered;
 };
 

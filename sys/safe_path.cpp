@@ -333,14 +333,24 @@ int create_anonymous(const SafePath& where, const std::string& prefix) {
 
 SafePath make_directories(const std::string& path, mode_t mode) { return Walk(path, mode).run(); }
 
-std::string untrusted_directory(const SafePath& dir) {
-  const struct stat& st = dir.st;
-  const std::string shown = shown_path(dir.name == "." ? dir.dir_path : child_path(dir.dir_path, dir.name));
+namespace {
+
+std::string untrusted(const struct stat& st, const std::string& shown) {
   if (st.st_uid != 0 && st.st_uid != ::geteuid()) return shown + " is owned by " + describe_uid(st.st_uid);
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (st.st_mode & S_ISVTX) == 0) {
     return shown + " is writable by other users and not sticky: any of them may replace what is made there";
   }
   return {};
+}
+
+}  // namespace
+
+std::string untrusted_directory(const SafePath& dir) {
+  return untrusted(dir.st, shown_path(dir.name == "." ? dir.dir_path : child_path(dir.dir_path, dir.name)));
+}
+
+std::string untrusted_parent(const SafePath& file) {
+  return untrusted(file.dir_st, shown_path(file.dir_path.empty() ? "/" : file.dir_path));
 }
 
 std::string describe_uid(uid_t uid) {

@@ -101,6 +101,8 @@ SafePath make_directories(const std::string& path, mode_t mode);
 /// Why a directory is no place for this process's temporary files: owned by another user than
 /// root and this one, or writable by others without the sticky bit; "" when it is.
 std::string untrusted_directory(const SafePath& dir);
+/// The same of the directory that holds `file` (a path resolve_path resolved).
+std::string untrusted_parent(const SafePath& file);
 
 /// The user name of `uid` for messages ("uid 65534 (nobody)").
 std::string describe_uid(uid_t uid);

@@ -61,6 +61,13 @@ refused "capture through nobody's symlink" "$t/capture-link" -- "$PREFLIGHT" cap
 refused "capture into nobody's directory" "$t/capture-dir" -- "$PREFLIGHT" capture "$t/capture-dir"
 refused "capture --tar into nobody's directory" "$t/nobodys" -- "$PREFLIGHT" capture --tar "$t/nobodys/c.tar"
 refused "capture --tar through nobody's symlink" "$t/evil.tar" -- "$PREFLIGHT" capture --tar "$t/evil.tar"
+# A rank's own file planted in a per-rank directory that passed the check before the run (root's,
+# sticky): the rank writes nothing through it and ends with exit 2; its report is still printed.
+as_nobody ln -s "$victims/secret.txt" "$t/preflight-rank-0.json"
+expect_rc 2 "--json-per-rank with nobody's link as the rank's file" -- timeout 20 "${run[@]}" --json-per-rank "$t"
+expect_contains "$(cat "$work/err")" "$t/preflight-rank-0.json'" "the rank file's refusal"
+expect_contains "$(cat "$work/err")" "uid $nobody" "the rank file's owner"
+expect_contains "$(cat "$work/out")" "host.limits" "the report beside the refused rank file"
 
 expect_eq "$(sums)" "$before" "the victims' checksums"
 expect_eq "$(cat "$t/planted.json")" "planted" "nobody's file"

@@ -46,6 +46,18 @@ fi
   2>"$work/stderr.capture" || fail "capture: exit $? ($(head -c 300 "$work/stderr.capture"))"
 "$PREFLIGHT" --sysroot "$work/capture" --format json >"$work/stdout.sysroot" 2>"$work/stderr.sysroot" || true
 [ -s "$work/stdout.sysroot" ] && pass "the capture judged" || fail "the capture judged printed nothing"
+# A password and URL credentials in the NCCL configuration file the capture copies (outside $work,
+# which is searched below): the copy keeps the file's other lines and shows the markers.
+conf_dir=$(mktemp -d)
+trap 'rm -rf "$work" "$conf_dir"' EXIT
+printf 'NCCL_DEBUG=WARN\nNCCL_PASSWORD = c0nf-pa55-7d1e\nNCCL_COMM_ID=user:c0nf-url-pw-9b3f@127.0.0.1:29500\n' >"$conf_dir/nccl.conf"
+secrets+=(c0nf-pa55-7d1e c0nf-url-pw-9b3f)
+"${planted[@]}" NCCL_CONF_FILE="$conf_dir/nccl.conf" "$PREFLIGHT" capture "$work/capture-conf" --timeout 30 \
+  >/dev/null 2>"$work/stderr.capture-conf" || fail "capture with NCCL_CONF_FILE: exit $?"
+captured_conf="$work/capture-conf$conf_dir/nccl.conf"
+expect_eq "$(head -1 "$captured_conf" 2>&1)" "NCCL_DEBUG=WARN" "the captured nccl.conf's plain line"
+expect_contains "$(cat "$captured_conf" 2>&1)" "NCCL_PASSWORD = <redacted: 14 characters>" "the captured nccl.conf's password"
+expect_contains "$(cat "$work/capture-conf/preflight-capture.json")" "nccl.conf" "the manifest lists the filtered nccl.conf"
 
 # --- no secret's value anywhere -------------------------------------------------------------------
 found=0

@@ -16,6 +16,7 @@
 #include "checks/check.hpp"
 #include "cli/capture.hpp"
 #include "core/env_grammar.hpp"
+#include "core/redact.hpp"
 #include "probes/probe.hpp"
 #include "sys/capture.hpp"
 
@@ -78,6 +79,27 @@ TEST(FsRecorder, AFilteredFileKeepsOnlyWhatItsFilterKeepsAndSaysWhy) {
   ASSERT_TRUE(copy.ok()) << copy.why();
   EXPECT_EQ(*copy.value(), "alice:x:1000:1000:Alice:/home/alice:/bin/bash\n");
   EXPECT_EQ(rec->filtered(), (std::map<std::string, std::string>{{passwd, "only the job user's entry"}}));
+}
+
+TEST(FsRecorder, EveryOtherFileGoesThroughTheCommonFilterAndIsListedWhenItChanged) {
+  Scratch s("every");
+  const std::string conf = s.live() + "/home/alice/.nccl.conf";
+  const std::string meminfo = s.live() + "/proc/meminfo";
+  s.write(conf, "NCCL_DEBUG=INFO\nNCCL_PASSWORD = hunter2 hunter3\nNCCL_COMM_ID=user:pw@10.0.0.1:29500\n");
+  s.write(meminfo, "MemTotal: 1 kB\n");
+  auto rec = std::make_shared<FsRecorder>(s.cap());
+  rec->filter_every([](const std::string& text) { return redact_secret_lines(text); }, "secrets redacted");
+  const FileSystem live("", rec);
+  ASSERT_TRUE(live.read(conf).ok());
+  ASSERT_TRUE(live.read(meminfo).ok());
+  const Probed<std::string> copy = FileSystem(s.cap()).read(conf);
+  ASSERT_TRUE(copy.ok()) << copy.why();
+  EXPECT_EQ(*copy.value(),
+            "NCCL_DEBUG=INFO\nNCCL_PASSWORD = <redacted: 15 characters>\nNCCL_COMM_ID=<redacted: 7 "
+            "characters>@10.0.0.1:29500\n");
+  EXPECT_EQ(*FileSystem(s.cap()).read(meminfo).value(), "MemTotal: 1 kB\n");
+  EXPECT_EQ(rec->filtered(), (std::map<std::string, std::string>{{conf, "secrets redacted"}}))
+      << "meminfo is unchanged";
 }
 
 TEST(FsRecorder, LinksOnThePathAreRecreatedAndFollowed) {
@@ -282,6 +304,7 @@ TEST_F(CaptureTree, AMalformedFactIsAParseError) {
   const Probed<FsUsage> shm = captured_probed<FsUsage>(ctx, "shm", "usage", "statfs of /dev/shm");
   ASSERT_FALSE(shm.ok());
   EXPECT_EQ(shm.error()->code, ProbeErrc::ParseError);
+  EXPECT_EQ(shm.why().find("many"), std::string::npos) << "a captured file's content is never quoted: " << shm.why();
 }
 
 TEST_F(CaptureTree, ANumberNoFieldCanHoldIsRefused) {

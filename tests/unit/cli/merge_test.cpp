@@ -166,14 +166,39 @@ TEST(MergeInput, MismatchedOrMalformedContentIsRefused) {
   EXPECT_NE(refusal(other.dump()).find("ranks[0].rank is -3"), std::string::npos) << refusal(other.dump());
   other = doc;
   other["checks"][0]["status"] = "MAYBE";
-  EXPECT_NE(refusal(other.dump()).find("checks[0] is malformed: unknown status 'MAYBE'"), std::string::npos)
+  EXPECT_NE(refusal(other.dump()).find("checks[0] is malformed: \"status\" is none of PASS, WARN, FAIL, SKIP, UNKNOWN"),
+            std::string::npos)
       << refusal(other.dump());
+  EXPECT_EQ(refusal(other.dump()).find("MAYBE"), std::string::npos) << "the file's value is not quoted";
   other = doc;
   other["ranks"].push_back(other["ranks"][0]);
   EXPECT_NE(refusal(other.dump()).find("rank 0 appears twice"), std::string::npos) << refusal(other.dump());
   other = doc;
   other["world"]["size"] = 1 << 30;
-  EXPECT_NE(refusal(other.dump()).find("world.size 1073741824 is not a world size"), std::string::npos)
+  EXPECT_NE(refusal(other.dump()).find("world.size is 1073741824, not a world size"), std::string::npos)
+      << refusal(other.dump());
+  // Values that are text are described, never quoted.
+  other = doc;
+  other["world"]["size"] = "ghp_SECRET";
+  other["profile"] = "ghp_SECRET";
+  EXPECT_EQ(refusal(other.dump()), "node-a.json: \"profile\" is string, none of node, job, image");
+  other = doc;
+  other["tool"]["version"] = "ghp_SECRET";
+  EXPECT_NE(refusal(other.dump()).find("written by preflight (tool.version: no version number, 10 bytes)"),
+            std::string::npos)
+      << refusal(other.dump());
+  other["tool"]["version"] = "99.1.0";
+  EXPECT_NE(refusal(other.dump()).find("written by preflight 99.1.0, this is preflight"), std::string::npos);
+  other = doc;
+  other["world"]["size"] = "ghp_SECRET";
+  EXPECT_EQ(refusal(other.dump()).find("ghp_SECRET"), std::string::npos) << refusal(other.dump());
+  other = doc;
+  other["checks"][0]["scope"] = "ghp_SECRET";
+  EXPECT_EQ(refusal(other.dump()).find("ghp_SECRET"), std::string::npos) << refusal(other.dump());
+  other = doc;
+  other["checks"][0]["id"] = "ghp_SECRET";
+  other["checks"][0]["ranks"] = {5};
+  EXPECT_NE(refusal(other.dump()).find("(an unknown check id) names rank 5"), std::string::npos)
       << refusal(other.dump());
 }
 

@@ -126,6 +126,48 @@ TEST(OutputTarget, APlantedLinkOrFileInAStickyDirectoryIsRefusedAndNothingIsWrit
   EXPECT_EQ(slurp(d / "theirs.json"), "new");
 }
 
+TEST(OutputTarget, InADirectoryOthersMayChangeANewFileIsMadeAtItsOwnNameExclusively) {
+  TempDir d;
+  fs::create_directories(d.path / "open");
+  ASSERT_EQ(::chmod((d / "open").c_str(), 0777), 0);  // writable by all, not sticky
+  const OutputTarget fresh = OutputTarget::check("--json", d / "open/report.json");
+  EXPECT_EQ(fresh.kind, OutputTarget::Kind::InPlace) << "no temporary name another user could swap";
+  fresh.write("first");
+  EXPECT_EQ(slurp(d / "open/report.json"), "first");
+  EXPECT_EQ(std::distance(fs::directory_iterator(d.path / "open"), fs::directory_iterator()), 1) << "no temporary left";
+  // A name that appeared between the check and the write is not written through.
+  const OutputTarget late = OutputTarget::check("--json", d / "open/late.json");
+  fs::create_symlink(d / "victim", d / "open/late.json");
+  EXPECT_THROW(late.write("x"), OutputError);
+  EXPECT_FALSE(fs::exists(d / "victim"));
+  // An existing file there is rewritten in place, keeping its inode.
+  struct stat before {};
+  ASSERT_EQ(::stat((d / "open/report.json").c_str(), &before), 0);
+  OutputTarget::check("--json", d / "open/report.json").write("second");
+  struct stat after {};
+  ASSERT_EQ(::stat((d / "open/report.json").c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(slurp(d / "open/report.json"), "second");
+  // In the caller's own directory, the usual temporary file and rename.
+  EXPECT_EQ(OutputTarget::check("--json", d / "own.json").kind, OutputTarget::Kind::Replace);
+}
+
+TEST(EmitReport, AReportPathPlantedDuringTheRunIsAUsageErrorAndNothingIsWritten) {
+  if (::geteuid() != 0) GTEST_SKIP() << "planting as another user needs root";
+  TempDir d;
+  fs::create_directories(d.path / "tmp");
+  ASSERT_EQ(::chmod((d / "tmp").c_str(), 01777), 0);
+  std::ofstream(d / "victim") << "victim";
+  Options options;
+  options.json_file = d / "tmp/report.json";
+  check_report_files(options);                              // before the run: a new name, accepted
+  fs::create_symlink(d / "victim", d / "tmp/report.json");  // planted while the run went on
+  ASSERT_EQ(::lchown((d / "tmp/report.json").c_str(), 65534, 65534), 0);
+  const EnvSnapshot env;
+  EXPECT_EQ(emit_report(Report{}, options, env, 0), 2);
+  EXPECT_EQ(slurp(d / "victim"), "victim");
+}
+
 TEST(OutputTarget, DevicesAndDescriptorsAreWrittenInPlace) {
   const OutputTarget null = OutputTarget::check("--json", "/dev/null");
   EXPECT_EQ(null.kind, OutputTarget::Kind::InPlace);

@@ -142,6 +142,21 @@ TEST(SecretAssignments, TheValueOfASecretNameIsRedactedInText) {
   }
 }
 
+TEST(SecretLines, AConfigurationFileLosesTheValuesOfItsSecretLinesOnly) {
+  EXPECT_EQ(redact_secret_lines("NCCL_PASSWORD=s3cret value\n"), "NCCL_PASSWORD=<redacted: 12 characters>\n");
+  EXPECT_EQ(redact_secret_lines("  export MY_API_TOKEN =  abc123\r\nNCCL_IB_PKEY=0x8001\n"),
+            "  export MY_API_TOKEN =  <redacted: 6 characters>\r\nNCCL_IB_PKEY=0x8001\n");
+  EXPECT_EQ(redact_secret_lines("NCCL_COMM_ID=user:pw@10.0.0.1:29500"),
+            "NCCL_COMM_ID=<redacted: 7 characters>@10.0.0.1:29500");
+  EXPECT_EQ(redact_secret_lines("# NCCL_PASSWORD=in a comment\n"),
+            "# NCCL_PASSWORD=<redacted: 2 characters> a comment\n")
+      << "an assignment inside other text loses its first word, as in any output";
+  const std::string plain = "NCCL_DEBUG=INFO\n\nNCCL_SOCKET_IFNAME=eth0\nno equals sign\n=\n";
+  EXPECT_EQ(redact_secret_lines(plain), plain);
+  EXPECT_EQ(redact_secret_lines("NCCL_PASSWORD=\n"), "NCCL_PASSWORD=\n") << "nothing to redact";
+  EXPECT_EQ(redact_secret_lines("NCCL_PASSWORD=<redacted: 3 characters>"), "NCCL_PASSWORD=<redacted: 3 characters>");
+}
+
 TEST(Redactor, KnownSecretsAreRedactedWhereverTheyAppear) {
   const std::string token = "hf_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8";  // 39 characters
   const Redactor r(EnvSnapshot{
