@@ -330,6 +330,10 @@ Failures
            deadline of 30% of --timeout): each named with the host the launcher placed it on; the
            ranks that started and waited for them are named apart, not blamed. The lowest rank that
            started writes the report (exit 4).
+  FAIL     every rank started, but MPI initialisation (MPI_Init) did not finish by its deadline, or
+           the launcher ended the job during it (a rank stopped or died in MPI_Init, a host's link
+           failed): rank 0 writes the report from the join before MPI_Init, naming each rank with
+           its host and pid (exit 4).
   WARN     uneven ranks per node (hosts and counts named): the fullest node sets the pace.
   UNKNOWN  the launcher claims more than one rank but preflight ran as a single process, or MPI
            started as a world of 1: the ranks could not be gathered (no MPI/PMI connection, e.g. srun

@@ -54,6 +54,12 @@ class JobRun {
 
   int run() {
     start_transport();
+    return after_start();
+  }
+
+ private:
+  /// From the transport's start to the exit code: the probes, the job's phases, the report.
+  int after_start() {
     m_root = m_transport->rank() == 0;
     if (m_mpi) {
       // The launcher's world from the start: a report cut short before the gather (the launcher
@@ -117,6 +123,7 @@ class JobRun {
     const bool leader = !m_mpi || m_transport->view().local_rank == 0;
     m_mine = judge_rank(m_options, m_profile, m_facts, leader, m_matrix);
     if (unjoined()) report_unjoined();
+    if (m_init_expired) report_init_expired();
 
     enter(Phase::Reach);
     reach_rank0();
@@ -138,9 +145,20 @@ class JobRun {
     return report();
   }
 
- private:
   void start_transport() {
     TransportCalls calls = TransportCalls::real();
+    calls.init_expired = [this](const JoinOutcome& join) { init_expired(join); };
+    const int pmix_rank = static_cast<int>(parse_int(m_env.get("PMIX_RANK").value_or("")).value_or(-1));
+    const bool stop = pmix_rank >= 0 && pmix_rank == m_faults.stop_before_mpi_init;
+    const bool kill = pmix_rank >= 0 && pmix_rank == m_faults.kill_before_mpi_init;
+    calls.init_mpi = [init = calls.init_mpi, stop, kill, root = pmix_rank == 0](
+                         TimePoint deadline, bool singleton, const std::string& peers, std::string& error) {
+      // Rank 0 catches the launcher's SIGTERM from here on: a rank that dies in MPI_Init makes the
+      // launcher end the job, and rank 0 then writes its report (init_expired) before it goes.
+      if (root) install_termination_handler();
+      if (stop || kill) ::raise(kill ? SIGKILL : SIGSTOP);  // the test binary: a rank lost in MPI_Init
+      return init(deadline, singleton, peers, error);
+    };
     if (m_faults.shared_memory_split) {  // the test binary: the path of a launcher without PMIx's peers
       calls.join = [join = calls.join](const EnvSnapshot& env, TimePoint fence, TimePoint query, TimePoint patience) {
         JoinOutcome out = join(env, fence, query, patience);
@@ -191,6 +209,78 @@ class JobRun {
     m_job.source = "mpi";
     m_job.world_size = m_join.size;
     m_job.status = m_join.ranks;
+  }
+
+  /// MPI_Init did not return by its deadline (the init watchdog's thread, while MPI_Init still
+  /// waits in the main thread). When every rank had met at the join before it, rank 0 knows who
+  /// started where: it probes its own node alone and reports, naming the ranks and their hosts;
+  /// the other ranks wait for the launcher to end the job. Without a completed join, the
+  /// watchdog's own line and exit 4.
+  [[noreturn]] void init_expired(const JoinOutcome& join) {
+    const bool reporter = join.state == JoinOutcome::State::Complete && join.rank == 0 && !join.ranks.empty();
+    std::fprintf(stderr,
+                 "preflight: rank %d (pid %d): MPI initialisation did not finish within %.1f s of the start: a rank "
+                 "did not start, stopped or died in it, or the launcher cannot reach a host%s\n",
+                 join.rank, static_cast<int>(::getpid()), since(m_start),
+                 reporter                                     ? "; this rank reports (exit 4)"
+                 : join.state == JoinOutcome::State::Complete ? "; rank 0 reports which ranks started (exit 4)"
+                                                              : ". Exit 4.");
+    std::fflush(stderr);
+    if (!reporter) {
+      if (join.state == JoinOutcome::State::Complete) {
+        // Rank 0 reports and then has the launcher end the job; an exit now could end it first.
+        while (Clock::now() < m_deadlines.end + m_deadlines.grace && !termination_requested()) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      }
+      ::_exit(to_int(ExitCode::Deadline));
+    }
+    install_termination_handler();
+    m_join = join;
+    m_init_expired = true;
+    m_init_waited_s = since(m_start);
+    if (termination_requested()) m_job.launcher_ended_s = m_init_waited_s;
+    m_transport = make_local_transport();
+    m_job.source = "mpi";
+    m_job.world_size = join.size;
+    m_job.status = join.ranks;
+    after_start();  // ends in report_init_expired
+    ::_exit(to_int(ExitCode::Deadline));
+  }
+
+  /// The report of a job whose MPI initialisation never finished: rank 0's own node, and the ranks
+  /// that had started (all of them), none of which delivered.
+  [[noreturn]] void report_init_expired() {
+    m_job.ranks = {m_facts};
+    m_results = m_mine;
+    std::map<std::string, std::vector<int>> hosts;
+    for (RankStatus& s : m_job.status) {
+      if (s.rank == 0) s.delivered = true;
+      hosts[s.host.empty() ? std::string("?") : s.host].push_back(s.rank);
+    }
+    const std::string note = "not run: MPI initialisation did not finish";
+    m_job.barrier.note = note;
+    m_job.allreduce.note = note;
+    std::string where;
+    for (const auto& [host, ranks] : hosts) {
+      std::vector<std::string> numbers;
+      for (int r : ranks) numbers.push_back(std::to_string(r));
+      where += (where.empty() ? "" : "; ") + host + " (" + (ranks.size() == 1 ? "rank " : "ranks ") +
+               join(numbers, ", ") + ")";
+    }
+    if (m_job.launcher_ended_s) {
+      expire("init: the launcher ended the job " + fixed(m_init_waited_s, 1) +
+             " s after the start, during MPI initialisation (MPI_Init), after all " + std::to_string(m_job.world_size) +
+             " ranks had started and met before it: a rank died or failed in MPI_Init (the launcher's own "
+             "message names it). The ranks had started on: " +
+             where);
+    }
+    expire("init: MPI initialisation (MPI_Init) did not finish within " + fixed(m_init_waited_s, 1) +
+           " s of the start although all " + std::to_string(m_job.world_size) +
+           " ranks had started and met before it: a rank stopped, died or hung inside MPI_Init, or the "
+           "launcher's connections between the hosts failed (look for the launcher's own message, and for a "
+           "host that stopped answering). The ranks had started on: " +
+           where + ". If MPI_Init is only slow here (many ranks, a slow fabric), a larger --timeout gives it longer");
   }
 
   /// The reporter of a job whose ranks did not all start: its own node's verdicts, the job's
@@ -618,7 +708,7 @@ class JobRun {
     if (m_progress) m_progress->stop();  // the line is cleared before anything else prints
     if (m_results.empty()) m_results = m_mine;
     if (m_job.ranks.empty()) m_job.ranks.push_back(m_facts);
-    if (!m_job.status.empty() && !unjoined())
+    if (!m_job.status.empty() && !without_mpi())
       m_job.status.front().delivered = true;  // rank 0's own facts are always at hand
     m_job.phase_seconds = m_phase_seconds;
     if (m_mpi && termination_requested()) m_job.launcher_ended_s = since(m_start);
@@ -633,7 +723,7 @@ class JobRun {
   }
 
   void refresh_status() {
-    if (unjoined()) return;  // the join's table is all there is
+    if (without_mpi()) return;  // the join's table is all there is
     std::vector<RankStatus> fresh = m_transport->statuses();
     for (std::size_t i = 0; i < fresh.size() && i < m_job.status.size(); ++i) {
       fresh[i].delivered = m_job.status[i].delivered;
@@ -675,7 +765,7 @@ class JobRun {
     m_hooks.emit(make_report(true),
                  to_int(ExitCode::Deadline));  // a report that cannot be written does not change the deadline's code
     std::fflush(nullptr);
-    if (unjoined()) pmix_join_abort(ExitCode::Deadline, "preflight: " + what.substr(0, 200));
+    if (without_mpi()) pmix_join_abort(ExitCode::Deadline, "preflight: " + what.substr(0, 200));
     m_transport->abort(ExitCode::Deadline);
     ::_exit(to_int(ExitCode::Deadline));  // abort() does not return; the compiler cannot see that through the interface
   }
@@ -725,6 +815,10 @@ class JobRun {
   bool m_rank_file_refused = false;  // --json-per-rank: this rank's file was a planted path
   /// Some rank never started and this rank reports, without MPI (the join's outcome says so).
   bool unjoined() const { return m_join.state == JoinOutcome::State::Incomplete && m_join.reporter; }
+  /// Reporting for a launched job without MPI: its ranks did not all join, or MPI_Init expired.
+  bool without_mpi() const { return unjoined() || m_init_expired; }
+  bool m_init_expired = false;  // init_expired: this rank reports a job whose MPI_Init never finished
+  double m_init_waited_s = 0;
   Phase m_phase = Phase::Init;
   std::unique_ptr<JobProgress> m_progress;  // rank 0
   TimePoint m_phase_start = Clock::now();

@@ -19,6 +19,10 @@ struct TestFaults {
   Phase stop_phase = Phase::Init;
   int kill_rank = -1;  // this rank kills itself (SIGKILL) right after announcing kill_phase
   Phase kill_phase = Phase::Init;
+  // This rank (its PMIx rank) stops itself, or is killed, after the join and right before
+  // MPI_Init: the other ranks wait in MPI_Init (PHASE "mpi_init" in the variables below).
+  int stop_before_mpi_init = -1;
+  int kill_before_mpi_init = -1;
   int bad_rank = -1;                 // this rank sends a broken payload of bad_kind
   std::string bad_kind;              // garbage, oversized, truncated, wrong-rank
   bool shared_memory_split = false;  // the node's ranks from MPI_COMM_TYPE_SHARED, not the launcher's peers

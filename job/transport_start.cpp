@@ -38,7 +38,11 @@ TransportStart start_transport(const std::string& mpi_option, double timeout_s, 
     }
     const bool joined = out.join.state == JoinOutcome::State::Complete;
     const TimePoint init_deadline = joined ? std::max(deadlines.init, Clock::now() + deadlines.grace) : deadlines.init;
-    if (error.empty()) out.transport = calls.init_mpi(init_deadline, !launched, out.join.local_peers, error);
+    if (error.empty()) {
+      if (calls.init_expired) set_init_expired_handler([&calls, &out] { calls.init_expired(out.join); });
+      out.transport = calls.init_mpi(init_deadline, !launched, out.join.local_peers, error);
+      set_init_expired_handler(nullptr);
+    }
     if (joined) calls.release_join();
     if (out.transport) {
       if (out.transport->rank() == 0) calls.on_mpi_root();

@@ -44,6 +44,9 @@ struct TransportCalls {
                                            std::string& error)>
       init_mpi;
   std::function<std::unique_ptr<Transport>()> local;
+  /// What MPI_Init's watchdog does at its deadline (set_init_expired_handler), with the join that
+  /// came before it; it must end the process. Empty: the watchdog's own line and exit 4.
+  std::function<void(const JoinOutcome&)> init_expired;
   /// Called on rank 0 of an MPI job (the termination handler: the launcher's SIGCONT/SIGTERM).
   std::function<void()> on_mpi_root;
   static TransportCalls real();

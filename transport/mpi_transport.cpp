@@ -423,13 +423,34 @@ class MpiTransport final : public Transport {
   MPI_Request m_recv_req = MPI_REQUEST_NULL;
 };
 
+std::mutex g_init_expired_mutex;
+std::function<void()> g_init_expired;  // set_init_expired_handler
+
 /// Ends the process when MPI_Init (and the splits after it) do not return before the deadline.
 class InitWatchdog {
  public:
   explicit InitWatchdog(TimePoint deadline) {
     m_thread = std::thread([this, deadline] {
       std::unique_lock lock(m_mutex);
-      if (m_cv.wait_until(lock, deadline, [this] { return m_done; })) return;
+      std::function<void()> handler;
+      // The launcher's SIGTERM (a rank died in MPI_Init; caught where a handler reports) ends the
+      // wait too: polled, as the signal handler only sets a flag.
+      while (true) {
+        if (m_cv.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(50)),
+                            [this] { return m_done; }))
+          return;
+        if (Clock::now() >= deadline) break;
+        if (termination_requested()) {
+          std::lock_guard held(g_init_expired_mutex);
+          if (g_init_expired) break;
+        }
+      }
+      lock.unlock();  // the destructor may wait for this thread, never the other way round
+      {
+        std::lock_guard held(g_init_expired_mutex);
+        handler = g_init_expired;
+      }
+      if (handler) handler();  // ends the process
       std::fprintf(stderr,
                    "preflight: MPI initialisation did not finish before its deadline (pid %d on %s): a rank did not "
                    "start or the launcher cannot reach it. Exit 4.\n",
@@ -506,6 +527,11 @@ bool mpi_launch_detected(const EnvSnapshot& env, std::string& why) {
               "starts: left in the environment, not a launch"
             : "no MPI launcher variables (OMPI_COMM_WORLD_SIZE, PMIX_RANK)";
   return false;
+}
+
+void set_init_expired_handler(std::function<void()> handler) {
+  std::lock_guard lock(g_init_expired_mutex);
+  g_init_expired = std::move(handler);
 }
 
 std::unique_ptr<Transport> init_mpi_transport(TimePoint deadline, bool singleton, const std::string& local_peers,

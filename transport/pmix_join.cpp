@@ -304,6 +304,36 @@ bool answered_now(const Pending* p) {
   return answered(p);
 }
 
+/// One status per rank: heard, with its own host and pid, when it put its key (`asked` holds the
+/// answers for every rank but this one); else not heard, with the host the launcher placed it on.
+std::vector<RankStatus> roster(const JoinOutcome& out, const char* nspace, const std::string& mine,
+                               const std::map<int, Pending*>& asked) {
+  std::vector<RankStatus> ranks;
+  for (int r = 0; r < out.size; ++r) {
+    RankStatus s;
+    s.rank = r;
+    s.last_phase = Phase::Init;
+    std::string said = r == out.rank ? mine : std::string();
+    if (r != out.rank) {
+      const Pending* p = asked.at(r);
+      if (answered_now(p)) {
+        std::lock_guard lock(requests().mutex);
+        said = p->value;
+      }
+    }
+    if (!said.empty()) {
+      s.heard = true;
+      const auto space = said.rfind(' ');
+      s.host = said.substr(0, space);
+      if (space != std::string::npos) s.pid = static_cast<int>(std::strtol(said.c_str() + space + 1, nullptr, 10));
+    } else {
+      s.host = placed_on(nspace, r);
+    }
+    ranks.push_back(std::move(s));
+  }
+  return ranks;
+}
+
 }  // namespace
 
 JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoint query_deadline, TimePoint patience) {
@@ -378,6 +408,14 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
     constexpr int kPlacedAtMost = 4096;  // one local lookup each: a moment, not a phase, at most
     if (out.rank == 0 && out.size <= kPlacedAtMost) {
       for (int r = 0; r < out.size; ++r) out.placement.push_back(placed_on(me.nspace, r));
+      // Every rank's "host pid", collected by the fence (local lookups): who started where, for a
+      // report written should MPI_Init itself not finish (JobRun's init_expired).
+      std::vector<int> others;
+      for (int r = 1; r < out.size; ++r) others.push_back(r);
+      const TimePoint asked_by = Clock::now() + std::chrono::seconds(1);
+      const auto got = ask(me.nspace, others, asked_by);
+      wait_answers(got, out.size, false, asked_by);
+      out.ranks = roster(out, me.nspace, mine, got);
     }
     return out;
   }
@@ -409,28 +447,7 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
   }
   out.reporter = true;
   wait_answers(got, out.size, false, query_deadline);
-  for (int r = 0; r < out.size; ++r) {
-    RankStatus s;
-    s.rank = r;
-    s.last_phase = Phase::Init;
-    std::string said = r == out.rank ? mine : std::string();
-    if (r != out.rank) {
-      const Pending* p = got.at(r);
-      if (answered_now(p)) {
-        std::lock_guard lock(requests().mutex);
-        said = p->value;
-      }
-    }
-    if (!said.empty()) {
-      s.heard = true;
-      const auto space = said.rfind(' ');
-      s.host = said.substr(0, space);
-      if (space != std::string::npos) s.pid = static_cast<int>(std::strtol(said.c_str() + space + 1, nullptr, 10));
-    } else {
-      s.host = placed_on(me.nspace, r);
-    }
-    out.ranks.push_back(std::move(s));
-  }
+  out.ranks = roster(out, me.nspace, mine, got);
   return out;
 }
 

@@ -49,8 +49,8 @@ struct JoinOutcome {
   double waited_s = 0;  // time in the fence
   /// Incomplete: this rank writes the report (the lowest rank that joined).
   bool reporter = false;
-  /// Incomplete, reporter only: one per rank. A rank that joined is `heard` with its own host and
-  /// pid; one that did not is not heard, with the host the launcher placed it on (empty when the
+  /// Incomplete, reporter only; Complete, rank 0 only (up to 4096 ranks): one per rank. A rank that joined is `heard`
+  /// with its own host and pid; one that did not is not heard, with the host the launcher placed it on (empty when the
   /// launcher did not say).
   std::vector<RankStatus> ranks;
   /// PMIX_LOCAL_PEERS as the launcher gave it ("0,1,2,3": the ranks of the job on this node, what

@@ -110,4 +110,10 @@ bool mpi_launch_detected(const EnvSnapshot& env, std::string& why);
 std::unique_ptr<Transport> init_mpi_transport(TimePoint deadline, bool singleton, const std::string& local_peers,
                                               std::string& error);
 
+/// What init_mpi_transport's watchdog does at its deadline instead of its line and exit 4: the
+/// handler runs in the watchdog's own thread while MPI_Init still waits in the main thread, and
+/// must end the process (it writes the report of a job whose MPI initialisation never finished).
+/// Empty: the line and exit 4.
+void set_init_expired_handler(std::function<void()> handler);
+
 }  // namespace preflight

@@ -4,6 +4,7 @@
 //   PREFLIGHT_TEST_HANG_PROBE=NAME     that probe hangs
 //   PREFLIGHT_TEST_STOP=RANK:PHASE     that rank stops (SIGSTOP) right after it announced PHASE
 //   PREFLIGHT_TEST_KILL=RANK:PHASE     that rank is killed (SIGKILL) right after it announced PHASE
+//                                      (PHASE mpi_init, for either: after the join, before MPI_Init)
 //   PREFLIGHT_TEST_BAD_PAYLOAD=RANK:KIND  that rank sends a broken payload (garbage, oversized,
 //                                      truncated, wrong-rank)
 //   PREFLIGHT_TEST_SHARED_MEMORY_SPLIT=1  the node's ranks come from MPI_COMM_TYPE_SHARED, as under
@@ -35,12 +36,14 @@ TestFaults faults_from_environment(const EnvSnapshot& env) {
   std::string phase;
   int rank = -1;
   if (rank_and(env, "PREFLIGHT_TEST_STOP", rank, phase)) {
+    if (phase == "mpi_init") f.stop_before_mpi_init = rank;
     if (const auto p = phase_from_string(phase)) {
       f.stop_rank = rank;
       f.stop_phase = *p;
     }
   }
   if (rank_and(env, "PREFLIGHT_TEST_KILL", rank, phase)) {
+    if (phase == "mpi_init") f.kill_before_mpi_init = rank;
     if (const auto p = phase_from_string(phase)) {
       f.kill_rank = rank;
       f.kill_phase = *p;

@@ -120,6 +120,37 @@ case "$(cat "$work/ended.txt")" in
   *) pass "no world of 1 in the report of a job the launcher ended" ;;
 esac
 
+# --- a rank lost in MPI initialisation (after the join, before MPI_Init returns): rank 0 knows
+# from the join who started where, and writes its report and --json file --------------------------
+# Stopped: MPI_Init never returns; rank 0's report at the init deadline (3 s at --timeout 10), exit 4.
+# Killed: the launcher ends the job at once; rank 0 writes its report on the launcher's SIGTERM.
+for fault in STOP KILL; do
+  rc=0
+  rm -f "$work/init.json"
+  t0=$(date +%s.%N)
+  timeout 60 "${mpi[@]}" -np 3 -x "PREFLIGHT_TEST_$fault=1:mpi_init" "$PREFLIGHT_FAULTS" --only 'launch.ranks,comm.*' \
+    --timeout 10 "${quiet[@]}" --json "$work/init.json" >"$work/init.txt" 2>"$work/err" || rc=$?
+  elapsed=$("$py" -c "print(round($(date +%s.%N) - $t0, 2))")
+  if [ "$fault" = STOP ]; then
+    expect_eq "$rc" 4 "rank 1 stopped before MPI_Init: mpiexec's exit"
+    # the init deadline (3 s) + the launcher's start and end, which a loaded machine stretches
+    "$py" -c "import sys; sys.exit(0 if $elapsed <= 3 + 8 else 1)" && pass "rank 1 stopped before MPI_Init: back in $elapsed s" \
+      || fail "rank 1 stopped before MPI_Init: back in $elapsed s"
+  else
+    [ "$rc" -ne 0 ] && pass "rank 1 killed before MPI_Init: mpiexec exit $rc" || fail "rank 1 killed before MPI_Init: exit 0"
+  fi
+  cp "$work/init.json" "$work/out" 2>/dev/null || echo '{}' >"$work/out"
+  expect_eq "$(json_get "d['world']['size']")" 3 "the world size in rank 0's --json file ($fault in MPI_Init)"
+  expect_eq "$(check_status launch.ranks)" FAIL "launch.ranks ($fault in MPI_Init)"
+  incident=$(json_get "' '.join(d['incidents'])")
+  expect_contains "$incident" "MPI initialisation (MPI_Init)" "the incident ($fault in MPI_Init)"
+  expect_contains "$incident" "(ranks 0, 1, 2)" "the incident's hosts of the ranks ($fault in MPI_Init)"
+  expect_eq "$(json_get "d['summary']['exit_code']")" 4 "the report's exit code ($fault in MPI_Init)"
+done
+# The killed rank: the launcher ended the job, and rank 0 said so.
+expect_eq "$(json_get "[c['finding']['code'] for c in d['checks'] if c['id']=='launch.ranks'][0]")" \
+  launch.ranks/launcher-ended "launch.ranks: the launcher ended the job during MPI initialisation"
+
 # --- every rank claims RANK=0: launch.env FAIL ------------------------------------------------
 # (with what else torch's env:// rendezvous reads, so that RANK=0 is all that is wrong, and only on ranks 1-3)
 expect_rc 1 "mpiexec -np 4 -x RANK=0" -- "${mpi[@]}" -np 4 -x RANK=0 -x WORLD_SIZE=4 -x MASTER_ADDR=127.0.0.1 \
