@@ -151,11 +151,12 @@ class JobRun {
     const int pmix_rank = static_cast<int>(parse_int(m_env.get("PMIX_RANK").value_or("")).value_or(-1));
     const bool stop = pmix_rank >= 0 && pmix_rank == m_faults.stop_before_mpi_init;
     const bool kill = pmix_rank >= 0 && pmix_rank == m_faults.kill_before_mpi_init;
-    calls.init_mpi = [init = calls.init_mpi, stop, kill, root = pmix_rank == 0](
-                         TimePoint deadline, bool singleton, const std::string& peers, std::string& error) {
-      // Rank 0 catches the launcher's SIGTERM from here on: a rank that dies in MPI_Init makes the
-      // launcher end the job, and rank 0 then writes its report (init_expired) before it goes.
-      if (root) install_termination_handler();
+    // Rank 0 of a launched job catches the launcher's SIGTERM from the start: a rank that dies
+    // in the join or in MPI_Init makes the launcher end the job, at once, and rank 0 then writes
+    // its report (init_expired) before it goes.
+    if (pmix_rank == 0) install_termination_handler();
+    calls.init_mpi = [init = calls.init_mpi, stop, kill](TimePoint deadline, bool singleton, const std::string& peers,
+                                                         std::string& error) {
       if (stop || kill) ::raise(kill ? SIGKILL : SIGSTOP);  // the test binary: a rank lost in MPI_Init
       return init(deadline, singleton, peers, error);
     };

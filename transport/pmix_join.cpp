@@ -199,6 +199,11 @@ struct Pending {
   bool done = false;
   pmix_status_t status = PMIX_ERROR;
   std::string value;
+  // What PMIx_Get_nb or PMIx_Fence_nb was given: the library reads them after the call returns
+  // (a request whose arguments lived on the caller's stack reached the server as "UNSUPPORTED
+  // TYPE"), so they live as long as the request's record does.
+  pmix_proc_t proc{};
+  pmix_info_t info{};
 };
 
 void finished(Pending& p, pmix_status_t status, const pmix_value_t* value) {
@@ -270,15 +275,12 @@ std::map<int, Pending*> ask(const char* nspace, const std::vector<int>& ranks, T
   int timeout = std::max(1, static_cast<int>(left + 0.999));
   for (int r : ranks) {
     auto* p = new Pending;  // owned by the request until it calls back; never freed (see Requests)
-    pmix_proc_t proc;
-    PMIX_PROC_LOAD(&proc, nspace, static_cast<pmix_rank_t>(r));
-    pmix_info_t info;
-    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout, PMIX_INT);
-    if (PMIx_Get_nb(&proc, kKey, &info, 1, on_value, p) != PMIX_SUCCESS) {
+    PMIX_PROC_LOAD(&p->proc, nspace, static_cast<pmix_rank_t>(r));
+    PMIX_INFO_LOAD(&p->info, PMIX_TIMEOUT, &timeout, PMIX_INT);
+    if (PMIx_Get_nb(&p->proc, kKey, &p->info, 1, on_value, p) != PMIX_SUCCESS) {
       std::lock_guard lock(requests().mutex);
       p->done = true;  // not asked: no callback will come
     }
-    PMIX_INFO_DESTRUCT(&info);
     out[r] = p;
   }
   return out;
@@ -385,16 +387,13 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
   }
 
   auto* fence = new Pending;  // see Requests: may call back after the deadline
-  pmix_proc_t all;
-  PMIX_PROC_LOAD(&all, me.nspace, PMIX_RANK_WILDCARD);
+  PMIX_PROC_LOAD(&fence->proc, me.nspace, PMIX_RANK_WILDCARD);
   // With the data collected: Slurm's PMIx plugin completes a fence that collects nothing at once,
   // without waiting for the other hosts (a barrier only with SLURM_PMIX_FENCE_BARRIER); collecting
   // makes it wait for every rank's contribution under every launcher.
-  pmix_info_t collect;
   bool yes = true;
-  PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-  const pmix_status_t fenced = PMIx_Fence_nb(&all, 1, &collect, 1, on_fence, fence);
-  PMIX_INFO_DESTRUCT(&collect);
+  PMIX_INFO_LOAD(&fence->info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+  const pmix_status_t fenced = PMIx_Fence_nb(&fence->proc, 1, &fence->info, 1, on_fence, fence);
   if (const pmix_status_t rc = fenced; rc != PMIX_SUCCESS) {
     out.why = std::string("PMIx_Fence_nb: ") + PMIx_Error_string(rc);
     PMIx_Finalize(nullptr, 0);

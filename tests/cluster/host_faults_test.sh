@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # A host that fails during a job across emulated hosts (tests/cluster/lib.sh), under a real mpirun:
 # one host's ranks stopped (SIGSTOP) and one host's network cut (its veth down). Rank 0 must name
-# the host and its ranks, the phase they reached, within the phase's deadline + 1 s, exit 4, and
-# write its report (text and --json). A whole host killed (every process on it SIGKILLed): rank 0
-# names the host before the launcher ends the job.
+# the host and its ranks, the phase they reached (MPI initialisation included), within the phase's
+# deadline + 1 s, exit 4, and write its report (text and --json). A whole host killed (every
+# process on it SIGKILLed): rank 0 names the host before the launcher ends the job.
 # The moment of the fault is made certain with the test build (preflight-faults): rank 2, on node2,
 # stops itself (SIGSTOP) right after it announced a phase; the test then applies the fault to the
 # host and, for the cut and the kill, lets rank 2 go on. Needs root. Exit 0 pass, 1 fail, 77 skip.
@@ -89,6 +89,9 @@ run_fault() {
   wait "$launcher" || rc=$?
   ip -n "$cluster_launcher" link set v2 up  # for the next scenario
   host_reset node2
+  # node1's ranks may still wait for a launcher the test ended (they give up at the run's
+  # deadline: MPI_Init's, when node2 was cut off in it), and would meet the next scenario's ranks.
+  host_reset node1
   [ "$format" = file ] && cp "$work/report.json" "$work/out" 2>/dev/null
   # node2's ranks not started when the join's window closed (3 s at --timeout 10; the launcher
   # starts them late on a loaded machine): the fault never met its phase, and the report rightly
@@ -134,6 +137,16 @@ run_fault text gather stop 6.5
 expect_contains "$(grep -E '^  FAIL +launch\.ranks' "$work/out")" "node2" "the text report's launch.ranks row"
 expect_contains "$(grep -E '^DEADLINE' "$work/out" | head -1)" "node2" "the text report's deadline line"
 
+# --- node2's network cut while its ranks are in MPI initialisation: rank 2 stops after the join,
+# before MPI_Init; the link is cut and rank 2 goes on. MPI_Init cannot finish: rank 0 reports at the
+# init deadline (3.0 s at --timeout 10) from what the join told it, naming where every rank started --
+run_fault json mpi_init cut 3.0
+expect_eq "$(check_status launch.ranks)" FAIL "launch.ranks with node2 cut off in MPI_Init"
+expect_eq "$(json_get "d['world']['size']")" 4 "world.size with node2 cut off in MPI_Init"
+incident=$(json_get "' '.join(d['incidents'])")
+expect_contains "$incident" "MPI initialisation (MPI_Init)" "the incident with node2 cut off in MPI_Init"
+expect_contains "$incident" "node2 (ranks 2, 3)" "the incident with node2 cut off in MPI_Init"
+
 # --- node2's network cut while rank 2 waits at the barrier --------------------------------------
 run_fault json barrier cut 7.5
 expect_eq "$(check_status comm.barrier)" FAIL "comm.barrier with node2 cut off"
@@ -176,7 +189,7 @@ done
 # never started and the host the launcher placed them on; the ranks that started are not blamed.
 stuck=$here_cluster/stuck_before_start.sh
 never_started() {  # FORMAT STUCK_RANKS WANT...
-  local format=$1 ranks=$2 t0 t1 rc=0
+  local format=$1 ranks=$2 t0 t1 rc=0 args=("$@")
   shift 2
   t0=$(now)
   CLUSTER_TIMEOUT=40 cluster_mpirun --host node1:2,node2:2 -np 4 -x PREFLIGHT_STUCK_RANKS="$ranks" "$stuck" "$PREFLIGHT" \
@@ -184,6 +197,16 @@ never_started() {  # FORMAT STUCK_RANKS WANT...
   t1=$(now)
   host_reset node1
   host_reset node2
+  # More ranks than the stuck ones not started within the join's window (the launcher starts them
+  # late on a loaded machine): the report is right, the case is not the one asked for; once more.
+  local stuck_count
+  stuck_count=$(wc -w <<<"$ranks")
+  if [ -z "${retried:-}" ] && grep -qE "[0-9]+ of 4 ranks never started" "$work/out" &&
+    ! grep -q "$stuck_count of 4 ranks never started" "$work/out"; then
+    echo "note: ranks $ranks never started ($format): other ranks had not started within the join's window either; once more"
+    retried=1 never_started "${args[@]}"
+    return
+  fi
   expect_eq "$rc" 4 "mpirun's exit with ranks $ranks never started ($format)"
   local elapsed
   elapsed=$(secs "$t0" "$t1")
