@@ -183,12 +183,17 @@ std::string pmix_server_connect_failure(const EnvSnapshot& env) {
 #ifdef PREFLIGHT_HAVE_PMIX
 namespace {
 
+struct Pending;
+
 /// The outstanding non-blocking PMIx requests of this process. Never destroyed: a request left
 /// behind at a deadline may still call back while the process reports and exits.
 struct Requests {
   std::mutex mutex;
   std::condition_variable cv;
   int done = 0;
+  /// Every query's record, kept (and reachable, for the leak checker) to the end: PMIx may call
+  /// back into it at any time until it is finalised.
+  std::vector<Pending*> kept;
 };
 Requests& requests() {
   static auto* r = new Requests;
@@ -277,6 +282,10 @@ std::map<int, Pending*> ask(const char* nspace, const std::vector<int>& ranks, T
     auto* p = new Pending;  // owned by the request until it calls back; never freed (see Requests)
     PMIX_PROC_LOAD(&p->proc, nspace, static_cast<pmix_rank_t>(r));
     PMIX_INFO_LOAD(&p->info, PMIX_TIMEOUT, &timeout, PMIX_INT);
+    {
+      std::lock_guard lock(requests().mutex);
+      requests().kept.push_back(p);
+    }
     if (PMIx_Get_nb(&p->proc, kKey, &p->info, 1, on_value, p) != PMIX_SUCCESS) {
       std::lock_guard lock(requests().mutex);
       p->done = true;  // not asked: no callback will come
@@ -387,6 +396,10 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
   }
 
   auto* fence = new Pending;  // see Requests: may call back after the deadline
+  {
+    std::lock_guard lock(requests().mutex);
+    requests().kept.push_back(fence);
+  }
   PMIX_PROC_LOAD(&fence->proc, me.nspace, PMIX_RANK_WILDCARD);
   // With the data collected: Slurm's PMIx plugin completes a fence that collects nothing at once,
   // without waiting for the other hosts (a barrier only with SLURM_PMIX_FENCE_BARRIER); collecting
@@ -402,7 +415,6 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
   wait_for(fence_deadline, [&] { return fence->done; });
   out.waited_s = std::chrono::duration<double>(Clock::now() - start).count();
   if (is_done(*fence) && fence->status == PMIX_SUCCESS) {
-    delete fence;
     out.state = JoinOutcome::State::Complete;
     constexpr int kPlacedAtMost = 4096;  // one local lookup each: a moment, not a phase, at most
     if (out.rank == 0 && out.size <= kPlacedAtMost) {
