@@ -74,8 +74,8 @@ class ProbeContext {
   void beside_the_job(std::function<Finisher()> work, Finisher pending) const;
   /// Keeps `resource` until the job's GPU work ends (the node's all_reduce, after the probes): what
   /// work started beside_the_job waits on to stop, such as the write end of a contained helper's
-  /// cancel pipe. take_kept() hands it to whoever runs that work; the context's end drops what was
-  /// not taken.
+  /// cancel pipe. take_kept() hands it to whoever runs that work; dropping what it returned ends
+  /// that work and waits for it (5 s at most). The context's end does so with what was not taken.
   void keep_through_gpu_work(std::shared_ptr<const void> resource) const;
   std::vector<std::shared_ptr<const void>> take_kept() const;
 

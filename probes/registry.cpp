@@ -133,16 +133,34 @@ void ProbeContext::keep_through_gpu_work(std::shared_ptr<const void> resource) c
   m_kept.push_back(std::move(resource));
 }
 
-std::vector<std::shared_ptr<const void>> ProbeContext::take_kept() const { return std::exchange(m_kept, {}); }
+std::vector<std::shared_ptr<const void>> ProbeContext::take_kept() const {
+  if (m_kept.empty()) return {};
+  // What was kept, with the work beside the job that waits on it: whoever drops it also waits (a
+  // few seconds at most) for that work to end, so that no thread of it outlives its holder (the
+  // hold helper's thread reads the environment, which the caller may change next).
+  struct Kept {
+    std::vector<std::shared_ptr<const void>> resources;
+    std::vector<std::shared_ptr<Background>> work;
+    ~Kept() {
+      resources.clear();  // the work's signal to end
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      for (const std::shared_ptr<Background>& b : work) {
+        std::unique_lock lock(b->mutex);
+        b->done_cv.wait_until(lock, until, [&] { return b->done; });
+      }
+    }
+  };
+  auto kept = std::make_shared<Kept>();
+  kept->resources = std::exchange(m_kept, {});
+  for (const std::shared_ptr<Background>& b : m_background) {
+    if (!b->awaited) kept->work.push_back(b);
+  }
+  return {std::move(kept)};
+}
 
 ProbeContext::~ProbeContext() {
-  if (m_kept.empty()) return;  // taken: the job ends that work after its GPU work
-  m_kept.clear();
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  for (const std::shared_ptr<Background>& b : m_background) {
-    std::unique_lock lock(b->mutex);
-    b->done_cv.wait_until(lock, until, [&] { return b->done; });
-  }
+  if (m_kept.empty()) return;  // taken: whoever holds it ends that work (take_kept)
+  take_kept();                 // dropped at once, and waited for
 }
 
 bool ProbeContext::finish_background(RankFacts& facts, std::chrono::steady_clock::time_point until) const {
