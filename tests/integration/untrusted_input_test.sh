@@ -20,12 +20,20 @@ never_quoted() {
   pass "$what: nothing quoted"
 }
 
-# --config: a FIFO is refused as it opens, not waited on.
+# --config: a FIFO is refused as it opens, not waited on: back within a second. A sanitizer's own
+# start (seconds on a loaded machine) is measured with --version and not counted.
 mkfifo "$work/fifo.ini"
+bound=1000
+if sanitized_build; then
+  start=$(date +%s%N)
+  "$PREFLIGHT" --version >/dev/null 2>&1 || true
+  bound=$((bound + ($(date +%s%N) - start) / 1000000))
+fi
 start=$(date +%s%N)
 expect_rc 2 "--config FIFO" -- timeout 5 "$PREFLIGHT" --config "$work/fifo.ini"
 elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
-[ "$elapsed_ms" -lt 1000 ] && pass "--config FIFO returned after ${elapsed_ms} ms" || fail "--config FIFO took ${elapsed_ms} ms"
+[ "$elapsed_ms" -lt "$bound" ] && pass "--config FIFO returned after ${elapsed_ms} ms (bound $bound ms)" ||
+  fail "--config FIFO took ${elapsed_ms} ms (bound $bound ms)"
 expect_contains "$(cat "$work/err")" "a FIFO, not a regular file" "--config FIFO"
 
 # --config of a file that is no config file: the line and the kind of token, never the text.
