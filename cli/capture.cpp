@@ -352,8 +352,8 @@ int capture_command(const Options& options, const std::string& dir_arg, const st
       "/etc/passwd", [uid](const std::string& passwd) { return passwd_entry(passwd, uid); },
       "only the entry of uid " + std::to_string(uid) +
           ", the user the job runs as (whose home holds NCCL's ~/.nccl.conf): no other account is recorded");
-  recorder->filter_every(  // binary files (a NUL in them: PCI config space) are not text to redact
-      [](const std::string& text) { return text.find('\0') == std::string::npos ? redact_secret_lines(text) : text; },
+  recorder->filter_every(  // binary files (a NUL in them: PCI config space): secret lines, not URLs
+      [](const std::string& text) { return redact_secret_lines(text, text.find('\0') == std::string::npos); },
       "the values of secret NAME=value lines and the credentials in URLs are redacted "
       "(a password in ~/.nccl.conf, for one)");
   const EnvSnapshot env = EnvSnapshot::capture(environ);

@@ -292,7 +292,7 @@ std::string redact_secret_assignments(std::string_view text) {
 namespace {
 
 /// One line of redact_secret_lines: "[export ]NAME = value" with a secret NAME loses its value.
-std::string redact_secret_line(std::string_view line) {
+std::string redact_secret_line(std::string_view line, bool urls) {
   std::size_t i = 0;
   const auto blanks = [&] {
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
@@ -307,7 +307,7 @@ std::string redact_secret_line(std::string_view line) {
   const std::size_t name_end = i;
   blanks();
   if (name_end == name || i >= line.size() || line[i] != '=' || !is_secret_name(line.substr(name, name_end - name))) {
-    return redact_userinfo(redact_secret_assignments(line));
+    return urls ? redact_userinfo(redact_secret_assignments(line)) : redact_secret_assignments(line);
   }
   std::size_t value = i + 1;
   while (value < line.size() && (line[value] == ' ' || line[value] == '\t')) ++value;
@@ -320,14 +320,14 @@ std::string redact_secret_line(std::string_view line) {
 
 }  // namespace
 
-std::string redact_secret_lines(std::string_view text) {
+std::string redact_secret_lines(std::string_view text, bool urls) {
   std::string out;
   out.reserve(text.size());
   std::size_t pos = 0;
   while (pos < text.size()) {
     const std::size_t newline = text.find('\n', pos);
     const std::size_t end = newline == std::string_view::npos ? text.size() : newline;
-    out += redact_secret_line(text.substr(pos, end - pos));
+    out += redact_secret_line(text.substr(pos, end - pos), urls);
     if (newline == std::string_view::npos) break;
     out += '\n';
     pos = newline + 1;

@@ -42,7 +42,8 @@ std::string redact_secret_assignments(std::string_view text);
 /// A configuration file's text (NCCL's nccl.conf: one NAME=value a line, the value to the line's
 /// end) with the value of every line whose NAME is_secret_name() replaced by its marker, and the
 /// two rules above applied to every other line; nothing else changes (line ends included).
-std::string redact_secret_lines(std::string_view text);
+/// `urls` false: not the userinfo rule (binary files, where it could match by chance).
+std::string redact_secret_lines(std::string_view text, bool urls = true);
 
 /// Scrubs what an output shows. It knows the secret values of the environments (and NCCL
 /// configuration entries) it is given, and applies to every string the two rules above. A value

@@ -155,6 +155,9 @@ TEST(SecretLines, AConfigurationFileLosesTheValuesOfItsSecretLinesOnly) {
   EXPECT_EQ(redact_secret_lines(plain), plain);
   EXPECT_EQ(redact_secret_lines("NCCL_PASSWORD=\n"), "NCCL_PASSWORD=\n") << "nothing to redact";
   EXPECT_EQ(redact_secret_lines("NCCL_PASSWORD=<redacted: 3 characters>"), "NCCL_PASSWORD=<redacted: 3 characters>");
+  const std::string binary("MY_TOKEN=abc\0def\nx:y@host\n", 26);
+  EXPECT_EQ(redact_secret_lines(binary, false), std::string("MY_TOKEN=<redacted: 7 characters>\nx:y@host\n"))
+      << "a file with a NUL: its secret lines, not its URL-like bytes";
 }
 
 TEST(Redactor, KnownSecretsAreRedactedWhereverTheyAppear) {
