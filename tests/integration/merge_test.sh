@@ -104,13 +104,17 @@ for r in range(n):
 PY
 big_bytes=$(du -sb "$work/big" | cut -f1)
 [ "$big_bytes" -ge $((16 << 20)) ] || fail "the large merge's files are $big_bytes bytes, under 16 MiB"
-if command -v strace >/dev/null && strace -f -qq -e trace=none true 2>/dev/null; then
+if sanitized_build; then
+  # A sanitizer's allocator replaces glibc's, so the heap tunables change nothing there: one large
+  # merge, for the sanitizer's view of the reader pool over 600 files (the re-execution and its
+  # comparisons run in the plain build, four traced merges that take minutes under a sanitizer).
+  "$PREFLIGHT" merge --format json "$work/big" >"$work/out" 2>"$work/err" || true
+  expect_eq "$(json_get "d['world']['size'], len(d['ranks'])")" "600 600" "the large merge's world and ranks"
+elif command -v strace >/dev/null && strace -f -qq -e trace=none true 2>/dev/null; then
   traced() {  # traced NAME ARGS...: the merge's execve calls (with their environment) in $work/NAME.trace
     local name=$1
     shift
-    # LeakSanitizer cannot run under a tracer (sanitizer builds): the leak check is the other tests'
-    ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
-      strace -f -qq -v -s 512 -e trace=execve -e signal=none -o "$work/$name.trace" "$@" >"$work/$name.out" 2>"$work/$name.err" || true
+    strace -f -qq -v -s 512 -e trace=execve -e signal=none -o "$work/$name.trace" "$@" >"$work/$name.out" 2>"$work/$name.err" || true
   }
   # the files as a shell glob names them, relative to the working directory
   (cd "$work" && traced tuned "$PREFLIGHT" merge --format json big/preflight-rank-*.json)
