@@ -24,8 +24,9 @@
 #
 # Exit status: preflight's (rank 0's, which every rank exits with): 0 ok, 1 FAIL, 2 usage,
 # 3 UNKNOWN, 4 deadline, 5 internal; the JSON report holds the same (summary.exit_code). When the
-# launcher, not preflight, ends the job, the status is the launcher's and the report, if rank 0
-# wrote one, says otherwise (this script prints both):
+# launcher, not preflight, ends the job (a lost host, a killed rank, the outer bound), this script
+# still exits with preflight's verdict if rank 0's report holds a non-zero one (it prints the
+# launcher's status beside it); without such a report, the status is the launcher's:
 #   124  mpirun did not return within T + 30 s and ended on timeout(1)'s SIGTERM
 #   137  the same, and SIGKILL was needed 10 s later; or a rank was SIGKILLed (the OOM killer)
 #   143  a rank was ended by SIGTERM
@@ -96,7 +97,11 @@ if [ "$rc" -ne 0 ]; then
     fi
     why+="; preflight's own verdict: ${verdict:+exit }${verdict:-none, no report written})"
   fi
-  echo "$0: preflight exited $rc$why (report: $json); not starting the training" >&2
-  exit "$rc"
+  # The gate's status: preflight's own verdict where rank 0's report holds one that stops the
+  # training (its exit-code table then applies, whoever ended the job); the launcher's otherwise.
+  gate=$rc
+  [ -n "$verdict" ] && [ "$verdict" -ne 0 ] && gate=$verdict
+  echo "$0: preflight exited $rc$why (report: $json); not starting the training (exit $gate)" >&2
+  exit "$gate"
 fi
 exec "$mpirun" -np "$np" "${launcher_args[@]}" "$@"

@@ -311,8 +311,9 @@ class JobRun {
     const TimePoint deadline = std::max(m_deadlines.init, Clock::now() + std::chrono::seconds(2));
     if (m_root) watch_ranks();
     const nlohmann::json offer = m_watch ? nlohmann::json(m_watch->offer()) : nlohmann::json();
-    VisibleDevicesOutcome out = exchange_visible_devices(*m_transport, live_os().hostname().value_or(""),
-                                                         m_env.get("CUDA_VISIBLE_DEVICES"), offer, deadline + grace());
+    const std::string host = live_os().hostname().value_or("");
+    VisibleDevicesOutcome out =
+        exchange_visible_devices(*m_transport, host, m_env.get("CUDA_VISIBLE_DEVICES"), offer, deadline + grace());
     if (!out.completed) {
       if (!m_root) give_up("rank 0 did not send the node's CUDA_VISIBLE_DEVICES table");
       expire_missing(Phase::Init,
@@ -320,7 +321,10 @@ class JobRun {
     }
     if (!out.watch.is_null()) {
       try {
-        liveness_connect(out.watch.get<LivenessOffer>(), m_transport->rank());
+        liveness_connect(out.watch.get<LivenessOffer>(), m_transport->rank(), host);
+        // Connected before the probes start (a millisecond on a working network, a second at
+        // most): a rank that dies in them is then seen ending, in its phase.
+        liveness_wait_connected(std::min(Clock::now() + std::chrono::seconds(1), m_deadlines.probe));
       } catch (const std::exception&) {
         // not watched: rank 0 waits for this rank's deadlines as before
       }
@@ -353,6 +357,7 @@ class JobRun {
     m_phase = phase;
     if (m_progress) m_progress->phase(phase == Phase::Allreduce ? "all_reduce" : to_string(phase));
     m_transport->announce(phase);
+    if (m_mpi && !m_root) liveness_phase(phase);  // rank 0 hears it without calling MPI
     if (m_faults.stop_rank == m_transport->rank() && m_faults.stop_phase == phase) ::raise(SIGSTOP);
     if (m_faults.kill_rank == m_transport->rank() && m_faults.kill_phase == phase) ::raise(SIGKILL);
   }
@@ -738,6 +743,19 @@ class JobRun {
         s.lost = loss.kind;
         s.lost_at_s = duration<double>(loss.at - m_start).count();
         s.parting = loss.parting;
+      }
+      // What the ranks said on their connections: news of ranks whose MPI notices rank 0 has not
+      // read (it reads them only when it calls MPI, and not while it probes).
+      for (const LivenessHeard& h : m_watch->heard()) {
+        if (h.rank <= 0 || h.rank >= static_cast<int>(fresh.size())) continue;
+        RankStatus& s = fresh[static_cast<std::size_t>(h.rank)];
+        if (!s.heard) {
+          s.heard = true;
+          s.host = h.host;
+          s.pid = h.pid;
+          s.silent_s = duration<double>(Clock::now() - h.at).count();
+        }
+        s.last_phase = std::max(s.last_phase, h.phase);
       }
     }
     if (!fresh.empty()) m_job.status = std::move(fresh);

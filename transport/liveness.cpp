@@ -14,9 +14,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include "core/text.hpp"
@@ -65,6 +67,23 @@ const char* loss_kind(int error) { return error == ETIMEDOUT || error == EHOSTUN
 
 std::atomic<int> g_connection{-1};  // another rank's connection to rank 0, once made
 std::atomic<int> g_reserved{-1};    // the low descriptor it takes (liveness_reserve_descriptor)
+std::atomic<bool> g_connect_done{false};  // the connecting thread is done, connected or not
+std::atomic<int> g_phase{-1};             // the phase this rank last entered (liveness_phase)
+std::string g_phase_tail;  // " PID HOST\n" of this rank's phase lines, set before the connecting thread starts
+
+/// "phase NAME PID HOST\n" for this rank's current phase; "" before the first phase.
+std::string phase_line() {
+  const int phase = g_phase.load();
+  if (phase < 0 || phase >= kPhaseCount) return {};
+  return std::string("phase ") + to_string(static_cast<Phase>(phase)) + g_phase_tail;
+}
+
+/// A host name as a phase line may carry it: letters, digits, '.', '-' and '_' only, 64 bytes at most.
+bool plain_host(std::string_view host) {
+  return !host.empty() && host.size() <= 64 && std::all_of(host.begin(), host.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '.' || ch == '-' || ch == '_';
+  });
+}
 
 }  // namespace
 
@@ -220,6 +239,8 @@ void LivenessWatch::take_lines(Conn& c) {
       ++m_watched;
     } else if (line.rfind("bye ", 0) == 0) {
       c.parting = line.substr(4);
+    } else if (line.rfind("phase ", 0) == 0) {
+      take_phase(c.rank, line);
     }
   }
   if (c.buffer.size() > kMaxLine) {  // no line: not ours
@@ -230,6 +251,25 @@ void LivenessWatch::take_lines(Conn& c) {
       c.buffer.clear();
     }
   }
+}
+
+void LivenessWatch::take_phase(int rank, const std::string& line) {
+  const std::vector<std::string_view> words = split(line, ' ');
+  if (words.size() != 4) return;
+  const std::optional<Phase> phase = phase_from_string(words[1]);
+  const std::optional<std::int64_t> pid = parse_int(words[2]);
+  if (!phase || !pid || *pid <= 0 || *pid > std::numeric_limits<int>::max() || !plain_host(words[3])) return;
+  auto it = std::find_if(m_heard.begin(), m_heard.end(), [rank](const LivenessHeard& h) { return h.rank == rank; });
+  if (it == m_heard.end()) it = m_heard.insert(m_heard.end(), LivenessHeard{rank, *phase, 0, {}, {}});
+  it->phase = std::max(it->phase, *phase);
+  it->pid = static_cast<int>(*pid);
+  it->host = std::string(words[3]);
+  it->at = Clock::now();
+}
+
+std::vector<LivenessHeard> LivenessWatch::heard() const {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  return m_heard;
 }
 
 void LivenessWatch::loop() {
@@ -297,11 +337,26 @@ void LivenessWatch::drop_closed() {
 bool LivenessWatch::quiet() const {
   std::lock_guard<std::mutex> lock(m_mutex);
   std::vector<pollfd> fds;
+  std::vector<const Conn*> conns;
   for (const Conn& c : m_conns) {
-    if (c.fd >= 0 && c.rank >= 0) fds.push_back({c.fd, POLLIN, 0});
+    if (c.fd >= 0 && c.rank >= 0) {
+      fds.push_back({c.fd, POLLIN, 0});
+      conns.push_back(&c);
+    }
   }
-  if (fds.empty()) return true;
-  return ::poll(fds.data(), fds.size(), 0) == 0;
+  if (fds.empty() || ::poll(fds.data(), fds.size(), 0) <= 0) return true;
+  for (std::size_t i = 0; i < fds.size(); ++i) {
+    if (fds[i].revents == 0) continue;
+    if ((fds[i].revents & (POLLERR | POLLHUP)) != 0) return false;
+    // Phase lines are news, not an ending: only the connection's end or a parting line is.
+    char buf[1024];
+    const ssize_t n = ::recv(fds[i].fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return false;
+    if (n < 0) continue;
+    const std::string pending = conns[i]->buffer + std::string(buf, static_cast<std::size_t>(n));
+    if (pending.rfind("bye ", 0) == 0 || pending.find("\nbye ") != std::string::npos) return false;
+  }
+  return true;
 }
 
 void LivenessWatch::close() {
@@ -329,8 +384,13 @@ void liveness_reserve_descriptor() {
   if (fd >= 0) g_reserved.store(fd);
 }
 
-void liveness_connect(const LivenessOffer& offer, int rank) {
+void liveness_connect(const LivenessOffer& offer, int rank, const std::string& host) {
+  g_phase_tail = " " + std::to_string(::getpid()) + " " + (plain_host(host) ? host : std::string("?")) + "\n";
+  g_connect_done.store(false);
   std::thread([offer, rank] {
+    struct Done {
+      ~Done() { g_connect_done.store(true); }
+    } done;
     for (const std::string& address : offer.addresses) {
       int error = 0;
       std::string why;
@@ -351,9 +411,24 @@ void liveness_connect(const LivenessOffer& offer, int rank) {
         }
       }
       g_connection.store(held);  // held until the process ends: its end is the message
+      // The phase entered while this thread connected (liveness_phase found no connection yet).
+      if (const std::string line = phase_line(); !line.empty()) send_all(held, line);
       return;
     }
   }).detach();
+}
+
+void liveness_wait_connected(TimePoint until) {
+  while (g_connection.load() < 0 && !g_connect_done.load() && Clock::now() < until) {
+    std::this_thread::sleep_for(Ms(1));
+  }
+}
+
+void liveness_phase(Phase phase) {
+  g_phase.store(static_cast<int>(phase));
+  const int fd = g_connection.load();
+  if (fd < 0) return;  // the connecting thread sends it after its hello
+  if (const std::string line = phase_line(); !line.empty()) send_all(fd, line);
 }
 
 void liveness_say(const std::string& parting) {

@@ -13,6 +13,9 @@
 //    bytes stay unacknowledged fails with ETIMEDOUT — "unreachable".
 //  - A rank stopped (SIGSTOP) or stuck in a system call is neither: its kernel still acknowledges.
 //  - A rank that gives up on its own first says why ("bye ...") before it ends the job.
+//  - Each rank also says which phase it enters ("phase NAME PID HOST"), over this connection and not
+//    through MPI: rank 0 reads MPI's notices only when it calls MPI, and a rank that dies or is cut
+//    off while rank 0 probes would otherwise be "never heard from", its phase unknown.
 // Either loss ends rank 0's waits at once (wait_interrupted()), and the report names the rank, or
 // the host when all its ranks went. Ranks that could not connect (a firewall between the hosts)
 // are simply not watched.
@@ -49,6 +52,15 @@ struct LivenessLoss {
   std::string parting;  // what the rank said before it ended ("gave up: ..."), if anything
 };
 
+/// What one rank last said of itself on its connection.
+struct LivenessHeard {
+  int rank = 0;
+  Phase phase = Phase::Init;
+  int pid = 0;
+  std::string host;
+  TimePoint at{};  // when rank 0 read it
+};
+
 /// The order in which a rank tries rank 0's addresses: interfaces NCCL would consider first, then
 /// container bridges, then loopback (pure; tested). Each input is "name address"; link-local IPv6
 /// addresses are left out (they need a scope the other host does not share).
@@ -72,6 +84,8 @@ class LivenessWatch {
   std::vector<LivenessLoss> losses() const;
   /// Ranks that connected (and proved the token) so far.
   int watched() const;
+  /// The phase each watched rank last announced, with its pid and host (safe from any thread).
+  std::vector<LivenessHeard> heard() const;
   /// From the thread that calls MPI, right before each MPI progress call: false when a watched
   /// connection has something to read (its end, or a parting line) that the watching thread has
   /// not taken yet. Open MPI's TCP transport ends rank 0 (ob1's error handler: _exit) when it
@@ -87,10 +101,12 @@ class LivenessWatch {
     std::string buffer;
     std::string parting;
   };
+  std::vector<LivenessHeard> m_heard;  // by the order the ranks first announced a phase
   void loop();
   void drop_closed();
   void lost(Conn& c, const std::string& kind);
   void take_lines(Conn& c);
+  void take_phase(int rank, const std::string& line);
 
   int m_fd = -1;
   int m_wake[2] = {-1, -1};
@@ -109,8 +125,15 @@ class LivenessWatch {
 /// order when it ends, so this connection's end reaches rank 0 before that of MPI's connections.
 void liveness_reserve_descriptor();
 /// Any other rank: connects to `offer` in a background thread (each address tried for up to a
-/// second, in order) and keeps the connection until the process ends. Returns at once.
-void liveness_connect(const LivenessOffer& offer, int rank);
+/// second, in order) and keeps the connection until the process ends. Returns at once. `host` is
+/// the name the rank's phase lines carry.
+void liveness_connect(const LivenessOffer& offer, int rank, const std::string& host);
+/// Any other rank: waits until its connection is made and its hello sent, or every address failed,
+/// or `until` (a rank that dies right after MPI_Init is then still seen ending, with its phase).
+void liveness_wait_connected(TimePoint until);
+/// Any other rank, as it enters a phase: one line to rank 0 ("phase NAME PID HOST"), at once if
+/// connected, else right after the connection's hello.
+void liveness_phase(Phase phase);
 /// Any other rank, before it ends the job on its own: one line to rank 0 saying why.
 void liveness_say(const std::string& parting);
 

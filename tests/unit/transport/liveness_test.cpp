@@ -119,6 +119,37 @@ TEST(LivenessWatch, QuietIsFalseWhileAnEndIsUnread) {
   (void)seen_unquiet;  // either order is right: the thread may take it before the first look
 }
 
+TEST(LivenessWatch, PhaseLinesAreHeardAndAreNotAnEnding) {
+  LivenessWatch watch;
+  std::string error;
+  ASSERT_TRUE(watch.open(4, 3000ms, error)) << error;
+  const int two = connect_loopback(watch.offer().port);
+  ASSERT_GE(two, 0);
+  say(two, "hello " + watch.offer().token + " 2\n");
+  ASSERT_TRUE(eventually([&] { return watch.watched() == 1; }));
+  say(two, "phase probe 4242 node-b\n");
+  ASSERT_TRUE(eventually([&] { return watch.heard().size() == 1; }));
+  // Unread phase lines do not look like an ending: rank 0 goes on calling MPI.
+  say(two, "phase gather 4242 node-b\n");
+  EXPECT_TRUE(watch.quiet());
+  ASSERT_TRUE(eventually([&] { return !watch.heard().empty() && watch.heard().front().phase == Phase::Gather; }));
+  // Lines that are not a phase of this job's ranks are ignored: an unknown phase, a bad pid, a
+  // host name with characters no host has, a phase that goes backwards.
+  say(two, "phase nap 4242 node-b\nphase barrier -1 node-b\nphase barrier 4242 node$(id)\nphase probe 4242 node-b\n");
+  std::this_thread::sleep_for(50ms);
+  const std::vector<LivenessHeard> heard = watch.heard();
+  ASSERT_EQ(heard.size(), 1u);
+  EXPECT_EQ(heard.front().rank, 2);
+  EXPECT_EQ(heard.front().phase, Phase::Gather);
+  EXPECT_EQ(heard.front().pid, 4242);
+  EXPECT_EQ(heard.front().host, "node-b");
+  // A parting line is: quiet() says so before the watching thread takes it, or the loss shows.
+  say(two, "bye gave up in phase gather: rank 0 did not answer\n");
+  ::close(two);
+  ASSERT_TRUE(eventually([&] { return watch.losses().size() == 1; }));
+  EXPECT_EQ(watch.losses().front().parting, "gave up in phase gather: rank 0 did not answer");
+}
+
 TEST(LivenessAddressOrder, InterfacesFirstThenBridgesThenLoopback) {
   const std::vector<std::pair<std::string, std::string>> ifs = {
       {"lo", "127.0.0.1"},  {"lo", "::1"},           {"docker0", "172.17.0.1"}, {"eth0", "fe80::1"},
