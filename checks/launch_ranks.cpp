@@ -53,7 +53,7 @@ constexpr FindingSpec kDuplicateRank = {
 constexpr FindingSpec kOutsideWorld = {
     "launch.ranks/outside-world", Status::Fail, "facts arrived for rank(s) {ranks} outside the world of {world}",
     "The files or ranks come from different runs: rerun every rank in one job (merge only one run's files)."};
-// {on_way}: "; {on_way_count} still on the way when rank 0 stopped waiting ({on_way_named})", or "".
+// {on_way}: "; {on_way_count} still on the way when the report was made ({on_way_named})", or "".
 constexpr FindingSpec kRanksEnded = {"launch.ranks/ranks-ended", Status::Fail,
                                      "{count} {ranks_word} of {world} ended before delivering facts: {named}{on_way}",
                                      "{look_at}."};
@@ -200,7 +200,7 @@ Verdict judge(const JobFacts& job, const RankFacts& lead, const Options& o) {
         {"world", world},
         {"named", job.describe_lost().empty() ? named : job.describe_lost()},
         {"on_way",
-         part_if(!on_way.empty(), "; {on_way_count} still on the way when rank 0 stopped waiting ({on_way_named})")}};
+         part_if(!on_way.empty(), "; {on_way_count} still on the way when the report was made ({on_way_named})")}};
     if (!on_way.empty()) {
       params["on_way_count"] = plural(on_way.size(), "rank was", "ranks were");
       params["on_way_named"] =
@@ -326,6 +326,7 @@ Failures
   FAIL     the launcher ended the job (its SIGTERM, or Open MPI's SIGCONT before it, reached rank 0)
            before ranks delivered their facts: the time, the launcher's world size and the ranks not
            heard from; the launcher's own message names the process that died. Never "a world of 1".
+           Where rank 0's own process died, rank 1 writes the report in its place and says so.
   FAIL     ranks that never started (under a PMIx launcher the ranks meet before MPI_Init, with a
            deadline of 30% of --timeout): each named with the host the launcher placed it on; the
            ranks that started and waited for them are named apart, not blamed. The lowest rank that

@@ -325,11 +325,23 @@ class JobRun {
         // Connected before the probes start (a millisecond on a working network, a second at
         // most): a rank that dies in them is then seen ending, in its phase.
         liveness_wait_connected(std::min(Clock::now() + std::chrono::seconds(1), m_deadlines.probe));
+        if (liveness_rank0_state() != Rank0State::Unknown) watch_rank0();
       } catch (const std::exception&) {
         // not watched: rank 0 waits for this rank's deadlines as before
       }
     }
     return std::move(out.node);
+  }
+
+  /// Any other rank, connected to rank 0's liveness watch: rank 0's process ending without its
+  /// "reported" ends this rank's waits at once (give_up), and the launcher's SIGTERM that follows
+  /// it does not end this rank (the launcher ends a job whose process died): rank 1 then writes
+  /// the report in rank 0's place. While rank 0 is there, SIGTERM ends the rank as before.
+  void watch_rank0() {
+    set_liveness_check([] { return liveness_rank0_state() != Rank0State::Gone; });
+    // Rank 0's end reaches this rank before the launcher's signal, which goes through the
+    // launcher's daemons: 50 ms for it, in the handler.
+    install_rank_termination_handler([] { return liveness_rank0_gone_within(50); });
   }
 
   /// Rank 0: the liveness watch (transport/liveness.hpp), offered to the other ranks in the exchange.
@@ -783,6 +795,7 @@ class JobRun {
     m_incidents.push_back(what);
     m_hooks.emit(make_report(true),
                  to_int(ExitCode::Deadline));  // a report that cannot be written does not change the deadline's code
+    if (m_watch) m_watch->reported();          // no other rank reports in rank 0's place now
     std::fflush(nullptr);
     if (without_mpi()) pmix_join_abort(ExitCode::Deadline, "preflight: " + what.substr(0, 200));
     m_transport->abort(ExitCode::Deadline);
@@ -805,12 +818,71 @@ class JobRun {
 
   /// A non-root rank whose wait for rank 0 expired (rank 0 itself is stuck or gone).
   [[noreturn]] void give_up(const std::string& what) {
+    if (liveness_rank0_state() == Rank0State::Gone) end_without_rank0(what);
     liveness_say("gave up in phase " + std::string(to_string(m_phase)) + ": " + what);
     std::fprintf(stderr, "preflight: rank %d (pid %d): %s in phase %s before its deadline; ending the job (exit 4)\n",
                  m_transport->rank(), static_cast<int>(::getpid()), what.c_str(), to_string(m_phase));
     std::fflush(nullptr);
     m_transport->abort(ExitCode::Deadline);
     ::_exit(to_int(ExitCode::Deadline));
+  }
+
+  /// Any other rank whose wait ended because rank 0's process is gone (its liveness connection
+  /// ended without "reported"): nothing to abort (the launcher ends the job, or the ranks' own
+  /// exits do). Rank 1 first writes the report in rank 0's place.
+  [[noreturn]] void end_without_rank0(const std::string& what) {
+    if (m_transport->rank() == 1) {
+      report_in_rank0s_place(what);
+    } else {
+      std::fprintf(stderr,
+                   "preflight: rank %d (pid %d): rank 0's process ended (phase %s); rank 1 reports in its place "
+                   "(exit 4)\n",
+                   m_transport->rank(), static_cast<int>(::getpid()), to_string(m_phase));
+    }
+    std::fflush(nullptr);
+    ::_exit(to_int(ExitCode::Deadline));
+  }
+
+  /// Rank 1's report when rank 0 died: its own verdicts, the launcher's world, and whose report it is.
+  void report_in_rank0s_place(const std::string& what) {
+    JobFacts job = single_rank_job(m_facts);
+    job.source = "mpi";
+    job.world_size = m_transport->size();
+    if (termination_requested()) job.launcher_ended_s = since(m_start);
+    job.status.clear();
+    for (int r = 0; r < job.world_size; ++r) {
+      RankStatus s;
+      s.rank = r;
+      if (r == m_transport->rank()) {
+        s.heard = s.delivered = true;
+        s.host = m_facts.identity.hostname;
+        s.pid = static_cast<int>(::getpid());
+        s.last_phase = m_phase;
+      } else if (r == 0) {
+        s.lost = "ended";
+        s.lost_at_s = since(m_start);
+      }
+      job.status.push_back(std::move(s));
+    }
+    job.place_unheard(m_join.placement);  // rank 0's host, where the launcher said
+    const std::string note = "not run: rank 0, which runs it, ended before it";
+    job.barrier.note = note;
+    job.allreduce.note = note;
+    Report r = assemble_report(m_options, m_profile, std::move(job), m_mine, m_matrix);
+    r.incidents = m_incidents;
+    const std::string host0 = m_join.placement.empty() || m_join.placement.front().empty()
+                                  ? std::string()
+                                  : " (on " + m_join.placement.front() + ")";
+    r.incidents.push_back("rank 0's process" + host0 + " ended " + fixed(since(m_start), 1) +
+                          " s after the start, before its report (its connection to rank 1 closed" +
+                          (termination_requested() ? ", and the launcher is ending the job" : "") +
+                          "): this report is rank 1's (pid " + std::to_string(::getpid()) +
+                          "), in rank 0's place: its own verdicts, and the job's checks without the other ranks' "
+                          "facts (rank 1 was in phase " +
+                          to_string(m_phase) + ": " + what + ")");
+    r.deadline_expired = true;
+    r.duration_ms = since(m_start) * 1000.0;
+    m_hooks.emit(r, to_int(ExitCode::Deadline));
   }
 
   /// "7.5 s of the start", or what ended the wait early.

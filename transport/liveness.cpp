@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,6 +70,7 @@ std::atomic<int> g_connection{-1};  // another rank's connection to rank 0, once
 std::atomic<int> g_reserved{-1};    // the low descriptor it takes (liveness_reserve_descriptor)
 std::atomic<bool> g_connect_done{false};  // the connecting thread is done, connected or not
 std::atomic<int> g_phase{-1};             // the phase this rank last entered (liveness_phase)
+std::atomic<int> g_rank0{0};              // 0: nothing known, 1: rank 0 reported, 2: its connection ended
 std::string g_phase_tail;  // " PID HOST\n" of this rank's phase lines, set before the connecting thread starts
 
 /// "phase NAME PID HOST\n" for this rank's current phase; "" before the first phase.
@@ -359,7 +361,15 @@ bool LivenessWatch::quiet() const {
   return true;
 }
 
+void LivenessWatch::reported() {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  for (const Conn& c : m_conns) {
+    if (c.fd >= 0 && c.rank >= 0) (void)send_all(c.fd, "R");  // pings are '.'; this byte is the only other
+  }
+}
+
 void LivenessWatch::close() {
+  reported();
   if (m_thread.joinable()) {
     const char byte = 1;
     while (::write(m_wake[1], &byte, 1) < 0 && errno == EINTR) {}
@@ -437,6 +447,44 @@ void liveness_say(const std::string& parting) {
   std::string line = parting.substr(0, kMaxLine - 8);
   std::replace(line.begin(), line.end(), '\n', ' ');
   send_all(fd, "bye " + line + "\n");
+}
+
+Rank0State liveness_rank0_state() {
+  const int fd = g_connection.load();
+  if (fd < 0) return Rank0State::Unknown;
+  if (g_rank0.load() == 0) {
+    const int saved = errno;
+    char buf[256];
+    for (int round = 0; round < 64; ++round) {  // rank 0's pings ('.') are read and dropped
+      const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+      if (n > 0) {
+        if (std::memchr(buf, 'R', static_cast<std::size_t>(n)) != nullptr) {
+          g_rank0.store(1);
+          break;
+        }
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) g_rank0.store(2);
+      break;
+    }
+    errno = saved;
+  }
+  switch (g_rank0.load()) {
+    case 1: return Rank0State::Reported;
+    case 2: return Rank0State::Gone;
+    default: return Rank0State::Alive;
+  }
+}
+
+bool liveness_rank0_gone_within(int ms) {
+  for (int waited = 0;; waited += 5) {
+    const Rank0State state = liveness_rank0_state();
+    if (state != Rank0State::Alive) return state == Rank0State::Gone;
+    if (waited >= ms) return false;
+    const timespec pause{0, 5 * 1000 * 1000};
+    ::nanosleep(&pause, nullptr);
+  }
 }
 
 }  // namespace preflight

@@ -91,7 +91,10 @@ class LivenessWatch {
   /// not taken yet. Open MPI's TCP transport ends rank 0 (ob1's error handler: _exit) when it
   /// sees a peer's connection close, so rank 0 must stop calling MPI the moment the ending shows.
   bool quiet() const;
-  /// Stops watching: later ends of processes are the job's normal end.
+  /// Tells every watched rank that rank 0's report is out (the byte 'R'): a rank that sees rank
+  /// 0's connection end after it does not report in its place.
+  void reported();
+  /// Stops watching (reported() first): later ends of processes are the job's normal end.
   void close();
 
  private:
@@ -131,6 +134,14 @@ void liveness_connect(const LivenessOffer& offer, int rank, const std::string& h
 /// Any other rank: waits until its connection is made and its hello sent, or every address failed,
 /// or `until` (a rank that dies right after MPI_Init is then still seen ending, with its phase).
 void liveness_wait_connected(TimePoint until);
+/// Any other rank: what its connection says of rank 0. Unknown: never connected; Alive: connected,
+/// nothing more; Reported: rank 0's report is out; Gone: the connection ended without that (rank
+/// 0's process ended, or its host reset the connection). Reads what rank 0 sent without blocking;
+/// async-signal-safe.
+enum class Rank0State { Unknown, Alive, Reported, Gone };
+Rank0State liveness_rank0_state();
+/// The same, for a signal handler: Gone within `ms` milliseconds (its end may still be on its way).
+bool liveness_rank0_gone_within(int ms);
 /// Any other rank, as it enters a phase: one line to rank 0 ("phase NAME PID HOST"), at once if
 /// connected, else right after the connection's hello.
 void liveness_phase(Phase phase);

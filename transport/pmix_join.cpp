@@ -427,6 +427,8 @@ JoinOutcome pmix_join(const EnvSnapshot& env, TimePoint fence_deadline, TimePoin
       const auto got = ask(me.nspace, others, asked_by);
       wait_answers(got, out.size, false, asked_by);
       out.ranks = roster(out, me.nspace, mine, got);
+    } else if (out.rank == 1) {
+      out.placement.push_back(placed_on(me.nspace, 0));  // for a report in rank 0's place (JobRun)
     }
     return out;
   }

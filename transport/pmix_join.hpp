@@ -56,9 +56,9 @@ struct JoinOutcome {
   /// PMIX_LOCAL_PEERS as the launcher gave it ("0,1,2,3": the ranks of the job on this node, what
   /// the MPI library's own locality is made of); empty when it did not.
   std::string local_peers;
-  /// Complete, rank 0 only: the host the launcher placed each rank on, by rank ("" where it did not
+  /// Complete, rank 0: the host the launcher placed each rank on, by rank ("" where it did not
   /// say): job data every client holds, read before MPI_Init, for naming a rank never heard from
-  /// after it (core/job.hpp, place_unheard).
+  /// after it (core/job.hpp, place_unheard). Rank 1: rank 0's only (it reports should rank 0 die).
   std::vector<std::string> placement;
 };
 

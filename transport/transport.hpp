@@ -81,6 +81,10 @@ class Transport {
 /// processes died, or Ctrl-C) makes every wait return at once, so the report naming the missing ranks still
 /// prints before the launcher's SIGKILL.
 void install_termination_handler();
+/// Any other rank: SIGTERM ends the process as before, unless `survive()` (called in the signal
+/// handler: async-signal-safe only) says otherwise; then it is noted as for rank 0 and the rank
+/// goes on (rank 0's process is gone and this rank reports in its place).
+void install_rank_termination_handler(bool (*survive)());
 bool termination_requested();
 /// Rank 0: another rank's process ended, or its host stopped acknowledging (transport/liveness.hpp).
 /// Set from the watching thread.

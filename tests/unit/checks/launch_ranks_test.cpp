@@ -137,7 +137,7 @@ TEST(LaunchRanks, RanksThatEndedAreNamedApartFromThoseOnTheirWay) {
   EXPECT_EQ(v.finding.params["named"], "rank 6 (gpu-b, pid 1006, last phase probe, its process ended at 3.0 s)");
   EXPECT_TRUE(has(v.summary, "1 rank of 8 ended before delivering facts: rank 6 (gpu-b")) << v.summary;
   EXPECT_TRUE(has(v.summary,
-                  "; 1 rank was still on the way when rank 0 stopped waiting "
+                  "; 1 rank was still on the way when the report was made "
                   "(rank 7 (gpu-b, pid 1007, last phase probe))"))
       << v.summary;
   EXPECT_TRUE(has(v.remedy, "rank 6 on gpu-b ended in the probe")) << v.remedy;
