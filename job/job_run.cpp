@@ -321,7 +321,8 @@ class JobRun {
     }
     if (!out.watch.is_null()) {
       try {
-        liveness_connect(out.watch.get<LivenessOffer>(), m_transport->rank(), host);
+        m_rank0_offer = out.watch.get<LivenessOffer>();
+        liveness_connect(m_rank0_offer, m_transport->rank(), host);
         // Connected before the probes start (a millisecond on a working network, a second at
         // most): a rank that dies in them is then seen ending, in its phase.
         liveness_wait_connected(std::min(Clock::now() + std::chrono::seconds(1), m_deadlines.probe));
@@ -370,6 +371,7 @@ class JobRun {
     if (m_progress) m_progress->phase(phase == Phase::Allreduce ? "all_reduce" : to_string(phase));
     m_transport->announce(phase);
     if (m_mpi && !m_root) liveness_phase(phase);  // rank 0 hears it without calling MPI
+    if (m_watch) m_watch->phase(phase);           // and the others hear rank 0's
     if (m_faults.stop_rank == m_transport->rank() && m_faults.stop_phase == phase) ::raise(SIGSTOP);
     if (m_faults.kill_rank == m_transport->rank() && m_faults.kill_phase == phase) ::raise(SIGKILL);
   }
@@ -843,6 +845,10 @@ class JobRun {
     ::_exit(to_int(ExitCode::Deadline));
   }
 
+  /// The phase rank 0 last said it entered; before its first word, the probes: its offer came with
+  /// the exchange that ends MPI initialisation, and rank 0 enters the probes right after it.
+  static Phase rank0_phase() { return liveness_rank0_phase().value_or(Phase::Probe); }
+
   /// Rank 1's report when rank 0 died: its own verdicts, the launcher's world, and whose report it is.
   void report_in_rank0s_place(const std::string& what) {
     JobFacts job = single_rank_job(m_facts);
@@ -858,7 +864,11 @@ class JobRun {
         s.host = m_facts.identity.hostname;
         s.pid = static_cast<int>(::getpid());
         s.last_phase = m_phase;
-      } else if (r == 0) {
+      } else if (r == 0) {  // what its liveness offer and connection said of it
+        s.heard = m_rank0_offer.pid > 0;
+        s.host = m_rank0_offer.host;
+        s.pid = m_rank0_offer.pid;
+        s.last_phase = rank0_phase();
         s.lost = "ended";
         s.lost_at_s = since(m_start);
       }
@@ -870,9 +880,10 @@ class JobRun {
     job.allreduce.note = note;
     Report r = assemble_report(m_options, m_profile, std::move(job), m_mine, m_matrix);
     r.incidents = m_incidents;
-    const std::string host0 = m_join.placement.empty() || m_join.placement.front().empty()
-                                  ? std::string()
-                                  : " (on " + m_join.placement.front() + ")";
+    std::string host0 =
+        m_rank0_offer.host.empty() && !m_join.placement.empty() ? m_join.placement.front() : m_rank0_offer.host;
+    if (!host0.empty()) host0 = " (on " + host0 + ")";
+    host0 += std::string(" in phase ") + to_string(rank0_phase());
     r.incidents.push_back("rank 0's process" + host0 + " ended " + fixed(since(m_start), 1) +
                           " s after the start, before its report (its connection to rank 1 closed" +
                           (termination_requested() ? ", and the launcher is ending the job" : "") +
@@ -903,6 +914,7 @@ class JobRun {
   bool m_root = true;
   bool m_alone_in_live_job = false;  // MPI could not start here while the launcher's job may be live
   JoinOutcome m_join;  // the PMIx join before MPI_Init
+  LivenessOffer m_rank0_offer;       // any other rank: rank 0's liveness watch, its pid and host
   bool m_rank_file_refused = false;  // --json-per-rank: this rank's file was a planted path
   /// Some rank never started and this rank reports, without MPI (the join's outcome says so).
   bool unjoined() const { return m_join.state == JoinOutcome::State::Incomplete && m_join.reporter; }

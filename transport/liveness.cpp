@@ -71,6 +71,7 @@ std::atomic<int> g_reserved{-1};    // the low descriptor it takes (liveness_res
 std::atomic<bool> g_connect_done{false};  // the connecting thread is done, connected or not
 std::atomic<int> g_phase{-1};             // the phase this rank last entered (liveness_phase)
 std::atomic<int> g_rank0{0};              // 0: nothing known, 1: rank 0 reported, 2: its connection ended
+std::atomic<int> g_rank0_phase{-1};       // the phase rank 0 last said it entered
 std::string g_phase_tail;  // " PID HOST\n" of this rank's phase lines, set before the connecting thread starts
 
 /// "phase NAME PID HOST\n" for this rank's current phase; "" before the first phase.
@@ -90,12 +91,14 @@ bool plain_host(std::string_view host) {
 }  // namespace
 
 void to_json(nlohmann::json& j, const LivenessOffer& o) {
-  j = {{"addresses", o.addresses}, {"port", o.port}, {"token", o.token}};
+  j = {{"addresses", o.addresses}, {"port", o.port}, {"token", o.token}, {"pid", o.pid}, {"host", o.host}};
 }
 void from_json(const nlohmann::json& j, LivenessOffer& o) {
   o.addresses = j.at("addresses").get<std::vector<std::string>>();
   o.port = j.at("port").get<int>();
   o.token = j.at("token").get<std::string>();
+  o.pid = j.value("pid", 0);
+  o.host = j.value("host", std::string());
 }
 
 std::vector<std::string> liveness_address_order(const std::vector<std::pair<std::string, std::string>>& interfaces,
@@ -177,6 +180,8 @@ bool LivenessWatch::open(int world, std::chrono::milliseconds unacked, std::stri
   m_offer.port = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                              : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   m_offer.token = random_token();
+  m_offer.pid = static_cast<int>(::getpid());
+  if (char name[256] = {}; ::gethostname(name, sizeof name - 1) == 0) m_offer.host = name;
   std::vector<std::pair<std::string, std::string>> interfaces;
   ifaddrs* list = nullptr;
   if (::getifaddrs(&list) == 0) {
@@ -239,6 +244,7 @@ void LivenessWatch::take_lines(Conn& c) {
       }
       c.rank = static_cast<int>(*rank);
       ++m_watched;
+      if (m_phase_digit != 0) (void)send_all(c.fd, std::string(1, m_phase_digit));  // rank 0's phase so far
     } else if (line.rfind("bye ", 0) == 0) {
       c.parting = line.substr(4);
     } else if (line.rfind("phase ", 0) == 0) {
@@ -361,6 +367,14 @@ bool LivenessWatch::quiet() const {
   return true;
 }
 
+void LivenessWatch::phase(Phase phase) {
+  std::lock_guard<std::mutex> lock(m_mutex);
+  m_phase_digit = static_cast<char>('0' + static_cast<int>(phase));
+  for (const Conn& c : m_conns) {
+    if (c.fd >= 0 && c.rank >= 0) (void)send_all(c.fd, std::string(1, m_phase_digit));
+  }
+}
+
 void LivenessWatch::reported() {
   std::lock_guard<std::mutex> lock(m_mutex);
   for (const Conn& c : m_conns) {
@@ -458,7 +472,12 @@ Rank0State liveness_rank0_state() {
     for (int round = 0; round < 64; ++round) {  // rank 0's pings ('.') are read and dropped
       const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
       if (n > 0) {
-        if (std::memchr(buf, 'R', static_cast<std::size_t>(n)) != nullptr) {
+        bool reported = false;
+        for (ssize_t i = 0; i < n; ++i) {
+          if (buf[i] == 'R') reported = true;
+          if (buf[i] >= '0' && buf[i] < '0' + kPhaseCount) g_rank0_phase.store(buf[i] - '0');
+        }
+        if (reported) {
           g_rank0.store(1);
           break;
         }
@@ -475,6 +494,12 @@ Rank0State liveness_rank0_state() {
     case 2: return Rank0State::Gone;
     default: return Rank0State::Alive;
   }
+}
+
+std::optional<Phase> liveness_rank0_phase() {
+  const int phase = g_rank0_phase.load();
+  if (phase < 0) return std::nullopt;
+  return static_cast<Phase>(phase);
 }
 
 bool liveness_rank0_gone_within(int ms) {

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,6 +41,8 @@ struct LivenessOffer {
   std::vector<std::string> addresses;  // rank 0's numeric addresses, the most likely to work first
   int port = 0;
   std::string token;
+  int pid = 0;  // rank 0's process and host: for a report in its place, should it die
+  std::string host;
 };
 void to_json(nlohmann::json& j, const LivenessOffer& o);
 void from_json(const nlohmann::json& j, LivenessOffer& o);
@@ -91,6 +94,9 @@ class LivenessWatch {
   /// not taken yet. Open MPI's TCP transport ends rank 0 (ob1's error handler: _exit) when it
   /// sees a peer's connection close, so rank 0 must stop calling MPI the moment the ending shows.
   bool quiet() const;
+  /// Tells every watched rank (and each that connects later) the phase rank 0 entered: one digit,
+  /// its index, for a report in rank 0's place.
+  void phase(Phase phase);
   /// Tells every watched rank that rank 0's report is out (the byte 'R'): a rank that sees rank
   /// 0's connection end after it does not report in its place.
   void reported();
@@ -120,6 +126,7 @@ class LivenessWatch {
   std::vector<Conn> m_conns;
   std::vector<LivenessLoss> m_losses;
   int m_watched = 0;
+  char m_phase_digit = 0;  // the phase rank 0 is in ('0' + its index), once it entered one
   std::thread m_thread;
 };
 
@@ -140,6 +147,8 @@ void liveness_wait_connected(TimePoint until);
 /// async-signal-safe.
 enum class Rank0State { Unknown, Alive, Reported, Gone };
 Rank0State liveness_rank0_state();
+/// The phase rank 0 last said it entered (nullopt before the first); read by liveness_rank0_state().
+std::optional<Phase> liveness_rank0_phase();
 /// The same, for a signal handler: Gone within `ms` milliseconds (its end may still be on its way).
 bool liveness_rank0_gone_within(int ms);
 /// Any other rank, as it enters a phase: one line to rank 0 ("phase NAME PID HOST"), at once if

@@ -11,7 +11,8 @@
 # it announced the phase (PREFLIGHT_TEST_STOP), the test applies the fault, and for cut and kill
 # lets it go on. Each cell asserts:
 #   - rank 0's --json report exists, is valid against schema/preflight-v1.schema.json, exits 4, and
-#     names rank 2, its host node2 and the phase it was in;
+#     names rank 2, its host node2 and the phase it was in (kill0: rank 1's report, naming rank 0's
+#     host and phase);
 #   - the gate's status is the report's 4 (the examples exit with rank 0's verdict, whoever ended
 #     the job);
 #   - the gate is back within its bound (T + grace + 10 s of -k, and 3 s for a loaded machine);
@@ -93,7 +94,11 @@ stopped_rank() {  # HOST: the pid of the preflight process stopped there, if any
 gate() {
   local launcher=$1 fault=$2 phase=$3 cmd=$PREFLIGHT_FAULTS stop=()
   [ "$fault" = fd8 ] && cmd=$work/fd8.sh
-  [ "$fault" = fd8 ] || stop=("PREFLIGHT_TEST_STOP=2:$phase")
+  case "$fault" in
+    fd8) ;;
+    kill0) stop=("PREFLIGHT_TEST_KILL=0:$phase") ;;  # rank 0 kills itself right after announcing it
+    *) stop=("PREFLIGHT_TEST_STOP=2:$phase") ;;
+  esac
   local args="--only $checks --timeout $t --color never"
   if [ "$launcher" = mpirun ]; then
     local x=""
@@ -171,7 +176,13 @@ if re.search(r"rank 2 \(node2, [^)]*last phase %s\b" % re.escape(want), words):
     found.append(("node2", want))
 print("schema: " + ("valid" if not errors else errors[0]))
 print("exit: %s" % d.get("summary", {}).get("exit_code"))
-print("named: " + ("yes" if ("node2", want) in found else "no, rank 2 as %s" % sorted(set(found))))
+if want.startswith("rank0:"):  # rank 0 died: rank 1 reports in its place, naming rank 0's host
+    incidents = " ".join(d.get("incidents", []))
+    ok = "this report is rank 1's" in incidents and \
+        "rank 0's process (on node1) in phase %s ended" % want[6:] in incidents
+    print("named: " + ("yes" if ok else "no: %s" % incidents[-300:]))
+else:
+    print("named: " + ("yes" if ("node2", want) in found else "no, rank 2 as %s" % sorted(set(found))))
 PY
 }
 
@@ -189,10 +200,11 @@ cell() {
   local name="$launcher: $fault in $phase"
   [ "$fault" = stop ] && [ "$phase" = mpi_init ] && name="$launcher: rank 2 never calls MPI_Init"
   [ "$fault" = fd8 ] && name="$launcher: rank 2 at ulimit -n 8"
+  [ "$fault" = kill0 ] && name="$launcher: rank 0 killed in $phase"
   rm -f "$work/report.json" "$work/trained"
   t0=$(now)
   gate "$launcher" "$fault" "$phase"
-  if [ "$fault" != fd8 ]; then
+  if [ "$fault" != fd8 ] && [ "$fault" != kill0 ]; then
     for i in $(seq 600); do
       pid=$(stopped_rank node2) && break
       kill -0 "$gate_pid" 2>/dev/null || break
@@ -231,11 +243,16 @@ cell() {
       printf '%s(%s) ' "$p" "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)"; done)"; fi
   want=$phase
   [ "$phase" = mpi_init ] && want=init
+  [ "$fault" = kill0 ] && want=rank0:$phase
   local facts
   facts=$(report_facts "$want")
   expect_eq "$(sed -n 's/^schema: //p' <<<"$facts")" valid "$name: rank 0's --json report against the schema"
   expect_eq "$(sed -n 's/^exit: //p' <<<"$facts")" 4 "$name: the report's exit code"
-  expect_eq "$(sed -n 's/^named: //p' <<<"$facts")" yes "$name: the report names rank 2 on node2 in phase $want"
+  if [ "$fault" = kill0 ]; then
+    expect_eq "$(sed -n 's/^named: //p' <<<"$facts")" yes "$name: rank 1's report in rank 0's place, naming its host and phase"
+  else
+    expect_eq "$(sed -n 's/^named: //p' <<<"$facts")" yes "$name: the report names rank 2 on node2 in phase $want"
+  fi
   if [ "$failures" -gt "${shown_failures:-0}" ]; then
     shown_failures=$failures
     sed 's/^/  | /' "$work/out" | tail -25 >&2
@@ -256,6 +273,7 @@ for launcher in "${launchers[@]}"; do
       for phase in "${phases[@]}"; do cell "$launcher" "$fault" "$phase"; done
     done
     cell "$launcher" fd8 mpi_init
+    for phase in probe gather barrier allreduce; do cell "$launcher" kill0 "$phase"; done
   elif [ "$launcher" = mpirun ]; then  # every fault and every phase once
     cell mpirun stop mpi_init
     cell mpirun kill probe
@@ -263,6 +281,7 @@ for launcher in "${launchers[@]}"; do
     cell mpirun cut barrier
     cell mpirun stop allreduce
     cell mpirun fd8 mpi_init
+    cell mpirun kill0 barrier
   else
     cell srun stop mpi_init
     cell srun cut probe
@@ -270,6 +289,7 @@ for launcher in "${launchers[@]}"; do
     cell srun kill barrier
     cell srun host allreduce
     cell srun fd8 mpi_init
+    cell srun kill0 gather
   fi
 done
 echo "cells: $cells_run ($matrix; launchers: ${launchers[*]})"

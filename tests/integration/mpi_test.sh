@@ -320,7 +320,7 @@ else
     expect_eq "$(json_get "d['summary']['exit_code']")" 4 "rank 0 killed: the report's exit code"
     expect_eq "$(json_get "d['world']['size']")" 4 "rank 0 killed: the launcher's world in rank 1's report"
     expect_contains "$(json_get "' '.join(d['incidents'])")" "this report is rank 1's" "rank 0 killed: whose report it is"
-    expect_contains "$(json_get "' '.join(d['incidents'])")" "before its report (its connection to rank 1 closed" "rank 0 killed: what happened"
+    expect_contains "$(json_get "' '.join(d['incidents'])")" "in phase barrier ended" "rank 0 killed: what happened"
   else
     fail "rank 0 killed: no --json file from rank 1"
     sed 's/^/  | /' "$work/rank1.txt" "$work/err" | tail -30 >&2

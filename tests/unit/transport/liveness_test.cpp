@@ -150,6 +150,44 @@ TEST(LivenessWatch, PhaseLinesAreHeardAndAreNotAnEnding) {
   EXPECT_EQ(watch.losses().front().parting, "gave up in phase gather: rank 0 did not answer");
 }
 
+/// What rank 0 sent on `fd` within 3 s, without its pings ('.'), until `want` bytes came.
+std::string sent_to(int fd, std::size_t want) {
+  std::string out;
+  for (int i = 0; i < 600 && out.size() < want; ++i) {
+    char buf[64];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    for (ssize_t k = 0; k < n; ++k) {
+      if (buf[k] != '.') out += buf[k];
+    }
+    if (n <= 0) std::this_thread::sleep_for(5ms);
+  }
+  return out;
+}
+
+TEST(LivenessWatch, RankZeroSaysItsPhaseAndItsReport) {
+  LivenessWatch watch;
+  std::string error;
+  ASSERT_TRUE(watch.open(4, 3000ms, error)) << error;
+  EXPECT_GT(watch.offer().pid, 0);  // for a report in rank 0's place
+  EXPECT_FALSE(watch.offer().host.empty());
+  const int two = connect_loopback(watch.offer().port);
+  say(two, "hello " + watch.offer().token + " 2\n");
+  ASSERT_TRUE(eventually([&] { return watch.watched() == 1; }));
+  watch.phase(Phase::Probe);
+  EXPECT_EQ(sent_to(two, 1), "1");
+  watch.phase(Phase::Gather);
+  EXPECT_EQ(sent_to(two, 1), "3");
+  // A rank that connects later hears the phase so far right after its hello.
+  const int three = connect_loopback(watch.offer().port);
+  say(three, "hello " + watch.offer().token + " 3\n");
+  EXPECT_EQ(sent_to(three, 1), "3");
+  watch.reported();
+  EXPECT_EQ(sent_to(two, 1), "R");
+  EXPECT_EQ(sent_to(three, 1), "R");
+  ::close(two);
+  ::close(three);
+}
+
 TEST(LivenessAddressOrder, InterfacesFirstThenBridgesThenLoopback) {
   const std::vector<std::pair<std::string, std::string>> ifs = {
       {"lo", "127.0.0.1"},  {"lo", "::1"},           {"docker0", "172.17.0.1"}, {"eth0", "fe80::1"},
