@@ -73,22 +73,6 @@ exec "$PREFLIGHT_FAULTS" "\$@"
 W
 chmod +x "$work/mpirun" "$work/srun" "$work/fd8.sh"
 
-# preflight processes on HOST (the helpers included)
-preflight_on() {
-  local p
-  for p in $(host_pids "$1"); do
-    # a zombie has ended: only its parent (the launcher's daemon, cut off) has not reaped it yet
-    [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" = Z ] && continue
-    case "$(cat "/proc/$p/comm" 2>/dev/null)" in preflight*) echo "$p" ;; esac
-  done
-}
-stopped_rank() {  # HOST: the pid of the preflight process stopped there, if any
-  local p
-  for p in $(preflight_on "$1"); do
-    [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" = T ] && { echo "$p"; return 0; }
-  done
-  return 1
-}
 
 # gate LAUNCHER FAULT PHASE: the example, in the background, its pid in $gate_pid.
 gate() {
@@ -138,7 +122,7 @@ slurm_back() {
   local p running=0
   for p in $(host_pids node2); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmd ] && running=1; done
   [ "$running" = 1 ] ||
-    on_host node2 timeout 600 slurmd -D -f "$SLURM_CONF" >>"$cluster_dir/slurm/log/slurmd-node2.out" 2>&1 &
+    on_host node2 timeout "${CLUSTER_DAEMON_LIFETIME:-1800}" slurmd -D -f "$SLURM_CONF" >>"$cluster_dir/slurm/log/slurmd-node2.out" 2>&1 &
   for p in $(seq 20); do
     on_launcher timeout 5 scontrol update nodename=node2 state=resume >/dev/null 2>&1 && break
     on_launcher timeout 5 sinfo -h -n node2 -o '%t' 2>/dev/null | grep -q '^idle' && break

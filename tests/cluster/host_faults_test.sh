@@ -19,21 +19,6 @@ cluster_up || { echo "FAIL: the emulated cluster did not come up"; exit 1; }
 
 checks='launch.ranks,net.reachability,shm.capacity,comm.*'
 mpi_extra=()  # more mpirun options for one scenario
-# preflight processes on HOST (the helpers included)
-preflight_on() {
-  local p
-  for p in $(host_pids "$1"); do
-    case "$(cat "/proc/$p/comm" 2>/dev/null)" in preflight*) echo "$p" ;; esac
-  done
-}
-# stopped_rank HOST: the pid of the preflight process on HOST in state T (stopped), if any
-stopped_rank() {
-  local p
-  for p in $(preflight_on "$1"); do
-    [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" = T ] && { echo "$p"; return 0; }
-  done
-  return 1
-}
 
 # run_fault FORMAT PHASE FAULT DEADLINE: --timeout 10 (gather ends 6.5 s after the start, the
 # barrier 7.5 s, the all_reduce 9.0 s); rank 2 stops after announcing PHASE, then FAULT is applied

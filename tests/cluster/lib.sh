@@ -18,13 +18,16 @@
 #   cluster_mpirun MPIRUN-ARGS...                  mpirun from the launcher, ranks started on the hosts
 #                                                  through tests/cluster/rsh_agent.sh, ended after
 #                                                  CLUSTER_TIMEOUT seconds (default 120)
-#   cluster_slurm_up                               a Slurm cluster of every host: munged, slurmctld on
+#   cluster_slurm_up                               a Slurm cluster of every host (its daemons ended by
+#                                                  cluster_down, or after CLUSTER_DAEMON_LIFETIME s,
+#                                                  default 1800): munged, slurmctld on
 #                                                  the launcher's bridge address, one slurmd per host
 #                                                  (its NodeName the host's name, its spool, pid and
 #                                                  log files its own); srun/sinfo then talk to it
 #                                                  (SLURM_CONF) when run with cluster_srun
 #   cluster_srun SRUN-ARGS...                      srun from the launcher, ended after CLUSTER_TIMEOUT
 #   host_pids NAME                                 the pids of every process on host NAME
+#   preflight_on NAME, stopped_rank NAME           its preflight processes; the one stopped (SIGSTOP)
 #   host_reset NAME                                kills what a scenario left on host NAME
 #   cluster_down                                   kills every process of every host (by pid), removes
 #                                                  the namespaces and the bridge; run from the EXIT trap
@@ -138,12 +141,12 @@ cluster_slurm_up() {
   # slurmctld runs on this machine (its hostname) in the launcher's namespace; every daemon has a
   # network namespace of its own, so the standard ports.
   slurm_write_conf "$dir" "$(hostname -s)" "$cluster_net.1" 6817 6818 "$dir/local" "${nodes[@]}" || return 1
-  on_launcher timeout 600 slurmctld -D -f "$SLURM_CONF" -i >"$dir/log/slurmctld.out" 2>&1 &
+  on_launcher timeout "${CLUSTER_DAEMON_LIFETIME:-1800}" slurmctld -D -f "$SLURM_CONF" -i >"$dir/log/slurmctld.out" 2>&1 &
   slurm_cluster_pids+=("$!")
   for name in "${cluster_hosts[@]}"; do
     mkdir -p "$dir/hosts/$name"
     on_host "$name" mount --bind "$dir/hosts/$name" "$dir/local" || return 1
-    on_host "$name" timeout 600 slurmd -D -f "$SLURM_CONF" >"$dir/log/slurmd-$name.out" 2>&1 &
+    on_host "$name" timeout "${CLUSTER_DAEMON_LIFETIME:-1800}" slurmd -D -f "$SLURM_CONF" >"$dir/log/slurmd-$name.out" 2>&1 &
     slurm_cluster_pids+=("$!")
   done
   if ! slurm_wait_for 40 on_launcher env SLURM_CONF="$SLURM_CONF" bash -c "source '$here_cluster/../slurm/cluster.sh'; slurm_nodes_idle ${cluster_hosts[*]}"; then
@@ -158,6 +161,24 @@ cluster_srun() {
 }
 
 host_pids() { ip netns pids "$cluster_id-$1" 2>/dev/null; }
+
+# preflight_on HOST: the pids of the preflight processes on HOST (its helpers included), zombies
+# not: a zombie has ended, only its parent (the launcher's daemon, perhaps cut off) has not reaped it.
+preflight_on() {
+  local p
+  for p in $(host_pids "$1"); do
+    [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" = Z ] && continue
+    case "$(cat "/proc/$p/comm" 2>/dev/null)" in preflight*) echo "$p" ;; esac
+  done
+}
+# stopped_rank HOST: the pid of a preflight process on HOST in state T (stopped), if any.
+stopped_rank() {
+  local p
+  for p in $(preflight_on "$1"); do
+    [ "$(awk '{print $3}' "/proc/$p/stat" 2>/dev/null)" = T ] && { echo "$p"; return 0; }
+  done
+  return 1
+}
 
 # Reading rank 0's report in $work/out (json_get of tests/integration/lib.sh), and timing a fault.
 status_on() { json_get "[c['status'] for c in d['checks'] if c['id']=='$1' and '$2' in c['hosts']][0]"; }  # ID HOST

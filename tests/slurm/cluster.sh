@@ -52,7 +52,7 @@ slurm_munge_start() {
   # munged refuses to start as root without --force.
   [ "$(id -u)" -eq 0 ] && munge_args+=(--force)
   # In the foreground under `timeout`, so that even a test killed outright leaves no daemon for long.
-  timeout 600 munged --foreground "${munge_args[@]}" >"$dir/log/munged.out" 2>&1 &
+  timeout "${CLUSTER_DAEMON_LIFETIME:-1800}" munged --foreground "${munge_args[@]}" >"$dir/log/munged.out" 2>&1 &
   slurm_cluster_pids+=("$!")
   if ! slurm_wait_for 10 bash -c "munge -S '$dir/munge/munge.socket' -n | unmunge -S '$dir/munge/munge.socket'"; then
     echo "munged does not answer on $dir/munge/munge.socket: $(tail -n 3 "$dir/log/munged.out" "$dir/log/munged.log" 2>/dev/null | tr '\n' ' ')" >&2
