@@ -46,7 +46,7 @@ constexpr FindingSpec kCcUnreadable = {"cuda.arch/cc-unreadable", Status::Unknow
                                        "Check the GPU with nvidia-smi; rerun."};
 constexpr FindingSpec kDroppedByDriver = {
     "cuda.arch/dropped-by-driver", Status::Fail,
-    "{gpu} ({arch}) {is} not supported by {driver}: R{last_branch} is the last driver branch for {arch}",
+    "{gpu}{named_arch} {is} not supported by {driver}: R{last_branch} is the last driver branch for {arch}",
     "Use a driver of branch R{last_branch} or older{last_build}, or newer GPUs."};
 constexpr FindingSpec kDriverPredatesGpu = {
     "cuda.arch/driver-predates-gpu", Status::Fail,
@@ -184,6 +184,8 @@ Verdict run(const CheckContext& ctx) {
       judged_something = true;
       b.add(kDroppedByDriver,
             with({{"arch", arch->arch},
+                  // a target GPU's label names its architecture already ("target GPU CC 3.0 (Kepler)")
+                  {"named_arch", part_if(g.label.find("(" + arch->arch + ")") == std::string::npos, " ({arch})")},
                   {"driver", driver.label()},
                   {"last_branch", *arch->last_driver_branch},
                   {"last_build", part_if(arch->last_cuda_major.has_value(), " with a CUDA {last_cuda_major}.x build")},

@@ -154,13 +154,21 @@ constexpr FindingSpec kTopoFileUnreadable = {"env.nccl/topo-file-unreadable", St
                                              "{setting}: {path} {why}; NCCL ignores it and detects the topology itself",
                                              "Point {variable} at a readable topology XML, or unset it."};
 
+// Thousands of names no library reads (a generated environment) would make one line of megabytes:
+// the first kUnknownNamedAtMost are findings of their own, the rest one finding that counts them.
+constexpr std::size_t kUnknownNamedAtMost = 16;
+constexpr FindingSpec kMoreUnknownNames = {
+    "env.nccl/more-unknown-names", Status::Warn,
+    "and {count} more variables that nothing of the job reads ({first}, …): each in this check's evidence",
+    "Unset those the job does not mean to set (this check's evidence lists them all: --format json)."};
+
 constexpr std::array kFindings = {
-    kNoEffect,          kDcgmListed,       kDebugSetting,       kOtherReleaseName,  kNotInLibrary,
-    kUnknownNcclName,   kUnknownTorchName, kLegacyName,         kLegacyNameDiffers, kInvalidValue,
-    kMisreadValue,      kDiscouragedValue, kAllocConfRejected,  kAllocConfMisread,  kConfFileMissing,
-    kConfFileDenied,    kConfFileUnread,   kConfMalformedLines, kConfSpacedName,    kPluginMissing,
-    kNetIbDisabled,     kNetIbWithoutRdma, kNetUnknown,         kIbHcaWithoutRdma,  kGraphFileUnreadable,
-    kTopoFileUnreadable};
+    kNoEffect,           kDcgmListed,       kDebugSetting,       kOtherReleaseName,  kNotInLibrary,
+    kUnknownNcclName,    kUnknownTorchName, kLegacyName,         kLegacyNameDiffers, kInvalidValue,
+    kMisreadValue,       kDiscouragedValue, kAllocConfRejected,  kAllocConfMisread,  kConfFileMissing,
+    kConfFileDenied,     kConfFileUnread,   kConfMalformedLines, kConfSpacedName,    kPluginMissing,
+    kNetIbDisabled,      kNetIbWithoutRdma, kNetUnknown,         kIbHcaWithoutRdma,  kGraphFileUnreadable,
+    kTopoFileUnreadable, kMoreUnknownNames};
 
 // A finding about one variable: its row and its parameters.
 struct VarFinding {
@@ -752,6 +760,8 @@ Verdict run(const CheckContext& ctx) {
   std::vector<VarFinding> all;
   std::vector<std::string> notes;
   json variables = json::array();
+  std::size_t unknown_names = 0;
+  std::vector<std::string> not_named;  // the first of those past kUnknownNamedAtMost
   for (const auto& [name, setting] : settings) {
     EnvLint lint(catalog, settings, readers, mitigation);
     lint.lint(setting);
@@ -772,6 +782,11 @@ Verdict run(const CheckContext& ctx) {
     Status worst_status = Status::Pass;
     for (VarFinding& f : lint.findings) {
       worst_status = worst(worst_status, f.status());
+      const bool unknown = f.spec == &kNotInLibrary || f.spec == &kUnknownNcclName || f.spec == &kUnknownTorchName;
+      if (unknown && ++unknown_names > kUnknownNamedAtMost) {
+        if (not_named.size() < 3) not_named.push_back(printable(name, 64));
+        continue;
+      }
       all.push_back(std::move(f));
     }
     for (std::string& n : lint.notes) notes.push_back(std::move(n));
@@ -781,6 +796,10 @@ Verdict run(const CheckContext& ctx) {
                          {"consumer", lint.consumer},
                          {"reads_as", printable(lint.reads_as, 200)},
                          {"status", to_string(worst_status)}});
+  }
+  if (unknown_names > kUnknownNamedAtMost) {
+    all.push_back(
+        {&kMoreUnknownNames, {{"count", unknown_names - kUnknownNamedAtMost}, {"first", join(not_named, ", ")}}});
   }
   // Shell remedies become one command line ("unset A; export B=1"), given to the first finding the
   // report prints; the others' own commands are part of it.
@@ -866,7 +885,9 @@ Failures
   WARN     NCCL_* names the loaded NCCL does not read (typos, with a did-you-mean among its own
            names; names other releases read, saying which: NCCL_LL_THRESHOLD, NCCL <= 2.4), names
            nothing reads (NCCL_TIMEOUT: set the timeout in init_process_group), typos of PyTorch
-           names (PYTORCH_CUDA_ALLOC_CONFIG: did you mean PYTORCH_CUDA_ALLOC_CONF?).
+           names (PYTORCH_CUDA_ALLOC_CONFIG: did you mean PYTORCH_CUDA_ALLOC_CONF?). The first 16
+           such names are a finding each; the rest one finding that counts them ("and 9984 more
+           ..."), every name still in the evidence.
   WARN     legacy PyTorch names (NCCL_ASYNC_ERROR_HANDLING, NCCL_BLOCKING_WAIT, NCCL_DESYNC_DEBUG).
   WARN     settings that hide failures or slow the job: TORCH_NCCL_ASYNC_ERROR_HANDLING=0 (a failed
            collective hangs instead of ending the job), TORCH_NCCL_ENABLE_MONITORING=0,

@@ -39,6 +39,57 @@ std::string models(const std::vector<CudaDevice>& devs) {
   return join(parts, ", ");
 }
 
+/// "model, memory size and compute capability" (what differs among the devices read), or "".
+std::string how_gpus_differ(const std::vector<CudaDevice>& devs) {
+  std::vector<std::string> differ;
+  const auto varies = [&devs](auto key) {
+    std::vector<decltype(key(devs.front()))> seen;
+    for (const CudaDevice& d : devs) {
+      if (!d.error.empty() || d.name.empty()) continue;  // not read: judged elsewhere (gpu-read-error)
+      if (std::find(seen.begin(), seen.end(), key(d)) == seen.end()) seen.push_back(key(d));
+    }
+    return seen.size() > 1;
+  };
+  if (devs.size() < 2) return {};
+  // MIG instances differ by design (their profiles); the MIG finding speaks of them.
+  if (std::any_of(devs.begin(), devs.end(),
+                  [](const CudaDevice& d) { return d.name.find(" MIG ") != std::string::npos; }))
+    return {};
+  if (varies([](const CudaDevice& d) { return d.name; })) differ.emplace_back("model");
+  // A few MiB apart is one model's variation (ECC on or off, reserved memory): 5% is another size.
+  std::uint64_t low = 0, high = 0;
+  for (const CudaDevice& d : devs) {
+    if (!d.error.empty() || d.memory_total == 0) continue;
+    low = low == 0 ? d.memory_total : std::min(low, d.memory_total);
+    high = std::max(high, d.memory_total);
+  }
+  if (low > 0 && high > low + low / 20) differ.emplace_back("memory size");
+  if (varies([](const CudaDevice& d) { return d.cc_major * 10 + d.cc_minor; }))
+    differ.emplace_back("compute capability");
+  if (differ.size() == 3) return differ[0] + ", " + differ[1] + " and " + differ[2];
+  return join(differ, " and ");
+}
+
+/// "4 × NVIDIA H100 80GB HBM3 (CC 9.0, 80 GiB), 4 × Tesla V100-SXM2-32GB (CC 7.0, 32 GiB)".
+std::string models_in_detail(const std::vector<CudaDevice>& devs) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const CudaDevice& d : devs) {
+    if (!d.error.empty()) continue;
+    const std::string label = (d.name.empty() ? std::string("unnamed") : printable(d.name, 64)) + " (CC " +
+                              std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + ", " +
+                              std::to_string((d.memory_total + (1ULL << 29)) >> 30) + " GiB)";
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& p) { return p.first == label; });
+    if (it == counts.end()) {
+      counts.emplace_back(label, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::vector<std::string> parts;
+  for (const auto& [label, n] : counts) parts.push_back(std::to_string(n) + " × " + label);
+  return join(parts, ", ");
+}
+
 std::string rank_name(const RankFacts& f) { return "rank " + std::to_string(f.placement.rank); }
 
 /// {cvd}: " (CUDA_VISIBLE_DEVICES={cvd_value})" when the ranks share one value, " (per-rank
@@ -145,12 +196,21 @@ constexpr FindingSpec kGpuReadError = {"gpu.count/gpu-read-error", Status::Unkno
 constexpr FindingSpec kCudaDeviceError = {"gpu.count/cuda-device-error", Status::Unknown,
                                           "CUDA could not read {devices}; the rest is judged", kGpuReadErrorFix};
 
+// Different GPUs in one node: the job runs at the slowest GPU's speed and the smallest one's memory,
+// and there is no P2P between GPUs of different generations.
+constexpr FindingSpec kMixedGpus = {
+    "gpu.count/mixed-gpus", Status::Warn,
+    "the node's GPUs differ ({differ}): {models}; a job runs at the slowest GPU's speed and within the smallest "
+    "one's memory, and GPUs of different generations have no P2P between them",
+    "Give the job GPUs of one model (CUDA_VISIBLE_DEVICES, or the scheduler's GPU type: --gres=gpu:TYPE:N), or set "
+    "--expect-gpus to the ones it should use."};
+
 // The GPU checks' shared findings; {who} names the rank where the node has several.
 constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.count", "{who}")};
-constexpr auto kFindings =
-    with_shared(kShared, std::array{kCvdHidesAll, kCvdInvalidEntry, kRankSeesNoGpu, kNoGpuVisible, kCvdSelectsNoGpu,
-                                    kFewerThanExpected, kMoreThanExpected, kMoreRanksThanGpus, kHiddenByCvd,
-                                    kHiddenFromCuda, kMigMode, kGpuLost, kGpuReadError, kCudaDeviceError, kVisible});
+constexpr auto kFindings = with_shared(
+    kShared, std::array{kCvdHidesAll, kCvdInvalidEntry, kRankSeesNoGpu, kNoGpuVisible, kCvdSelectsNoGpu,
+                        kFewerThanExpected, kMoreThanExpected, kMoreRanksThanGpus, kHiddenByCvd, kHiddenFromCuda,
+                        kMigMode, kGpuLost, kGpuReadError, kCudaDeviceError, kMixedGpus, kVisible});
 
 Verdict run(const CheckContext& ctx) {
   const DriverFacts& d = ctx.facts.gpu.driver;
@@ -362,6 +422,10 @@ Verdict run(const CheckContext& ctx) {
     b.add(kMigMode, {{"mig_gpus", join(names, ", ")}});
   }
 
+  if (const std::string differ = how_gpus_differ(*cuda); !differ.empty()) {
+    b.add(kMixedGpus, {{"differ", differ}, {"models", models_in_detail(*cuda)}});
+  }
+
   if (b.status() == Status::Pass) {
     nlohmann::json params =
         with_node({{"visible", gpus(visible)},
@@ -412,6 +476,9 @@ Failures
            MIG instances), or by /dev/nvidia* permissions or the container's device cgroup. Not a
            warning when --expect-gpus equals the visible count (the hiding is intended).
   WARN     MIG mode is on: NCCL has no P2P/NVLink between MIG instances.
+  WARN     the GPUs CUDA sees differ in model, memory size (by more than 5%) or compute capability
+           (4 × H100 80 GB beside 4 × V100 32 GB): the job runs at the slowest GPU's speed and within
+           the smallest one's memory, and GPUs of different generations have no P2P between them.
   UNKNOWN  the devices were not enumerated (the helper did not run).
   SKIP     in the image profile: an image build has no GPU.
 

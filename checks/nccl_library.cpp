@@ -108,8 +108,6 @@ constexpr FindingSpec kKnownIssueGpuUnknown = {
     "{library} on {gpu_model} GPUs (the GPU models are not known here): {problem}", PREFLIGHT_ISSUE_FIX};
 constexpr FindingSpec kKnownIssueGdr = {"nccl.library/known-issue-gdr", Status::Warn,
                                         "{library} with GPUDirect RDMA: {problem}", PREFLIGHT_ISSUE_FIX};
-constexpr FindingSpec kKnownIssueCudaGraphs = {"nccl.library/known-issue-cuda-graphs", Status::Warn,
-                                               "{library} with CUDA graphs: {problem}", PREFLIGHT_ISSUE_FIX};
 constexpr FindingSpec kKnownIssueWhen = {"nccl.library/known-issue-when", Status::Warn,
                                          "{library} (when {condition}): {problem}", PREFLIGHT_ISSUE_FIX};
 #undef PREFLIGHT_ISSUE_FIX
@@ -140,7 +138,6 @@ constexpr std::array kFindings = {kCpuTorchNoGpus,
                                   kKnownIssueGpu,
                                   kKnownIssueGpuUnknown,
                                   kKnownIssueGdr,
-                                  kKnownIssueCudaGraphs,
                                   kKnownIssueWhen};
 
 /// The row of the table for a judgement of the CUDA build against the driver.
@@ -213,11 +210,25 @@ void add_known_issues(const CheckContext& ctx, const Version& version, const std
         b.add(kKnownIssueGpuUnknown, issue({{"gpu_model", cond.substr(4)}}));
       }
     } else if (cond == "gdr") {
-      b.add(kKnownIssueGdr, issue());
-      ev["applies"] = true;
+      // GPUDirect RDMA is nvidia_peermem (or nv_peer_mem) loaded: a WARN where it is, nothing where
+      // it is not, and a note where that is not known (an image, a capture).
+      const bool* gdr = ctx.facts.net.gpudirect_rdma.value();
+      ev["applies"] = gdr != nullptr ? nlohmann::json(*gdr) : nlohmann::json("not known");
+      if (gdr != nullptr && *gdr) {
+        b.add(kKnownIssueGdr, issue());
+      } else if (gdr == nullptr) {
+        b.note(lib_text + " has known problem " + row->id +
+               " with GPUDirect RDMA, if the job's nodes use it: " + row->problem + " (" + row->fix + ")");
+      }
     } else if (cond == "cuda-graphs") {
-      b.add(kKnownIssueCudaGraphs, issue());
-      ev["applies"] = true;
+      // Whether the job captures CUDA graphs (torch.compile's reduce-overhead mode, CUDA graph trees,
+      // Megatron's --enable-cuda-graph) is no fact preflight can read: a note where GPUs run the job,
+      // nothing where none does. Never a WARN (under --strict, a FAIL) on an assumption.
+      ev["applies"] = gpus.gpus.empty() ? nlohmann::json(false) : nlohmann::json("if the job captures CUDA graphs");
+      if (!gpus.gpus.empty()) {
+        b.note(lib_text + " has known problem " + row->id + " if the job captures CUDA graphs: " + row->problem + " (" +
+               row->fix + ")");
+      }
     } else {
       b.add(kKnownIssueWhen, issue({{"condition", cond}}));
       ev["applies"] = true;
@@ -360,7 +371,10 @@ Failures
            multi-node send/recv hang).
   WARN     its CUDA build runs through minor-version compatibility (same major, newer minor).
   WARN     a known problem of the release (2.19.x cuMem deadlocks, 2.18.1 on H100, ...): the
-           matrix names the condition, the problem and the fix.
+           matrix names the condition, the problem and the fix. A condition is judged on facts: on
+           the GPU models present, with GPUDirect RDMA where nvidia_peermem is loaded (nothing
+           where it is not, a note where that is unknown); "with CUDA graphs" is a note where GPUs
+           run the job, never a WARN (whether the job captures graphs is not a fact preflight has).
   UNKNOWN  the probe did not run, the version or the CUDA build could not be read, or there is no
            driver to judge against (driver.loaded reports it; image profile: --target-driver), or
            the driver is newer than the matrix's newest branch ("driver 700 is newer than this

@@ -39,8 +39,8 @@ constexpr FindingSpec kGpuLocalityUnknown = {
     "topo.numa_affinity/gpu-locality-unknown", Status::Unknown,
     "the CPUs local to GPU {gpu} are not known: NVML did not report its CPU affinity and neither hwloc nor sysfs has "
     "the device ({hwloc}; {sysfs})",
-    "Check by hand: `nvidia-smi topo -m` (CPU Affinity, NUMA Affinity columns) or `cat "
-    "/sys/bus/pci/devices/{bus}/local_cpulist`."};
+    "Check by hand: `nvidia-smi topo -m` (CPU Affinity, NUMA Affinity columns), or for the GPU's PCI address "
+    "({bus}) `cat /sys/bus/pci/devices/ADDRESS/local_cpulist`."};
 constexpr FindingSpec kRankCpusUnknown = {
     "topo.numa_affinity/rank-cpus-unknown", Status::Unknown, "the CPUs rank {rank} may run on are not known: {why}",
     "Run preflight on the node itself, inside the job's launcher (not with --sysroot), so it sees the rank's real "

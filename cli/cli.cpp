@@ -57,7 +57,7 @@ po::options_description run_options() {
     ("prom", po::value<std::string>(), "also write a Prometheus textfile to FILE")
     ("timeout", po::value<std::string>(), "wall-clock budget for the whole run in seconds (default 60)")
     ("strict", po::bool_switch(), "WARN counts as FAIL for the exit code")
-    ("color", po::value<std::string>(), "auto | always | never (auto: on a TTY unless NO_COLOR is set)")
+    ("color", po::value<std::string>(), "auto | always | never (auto: on a TTY unless NO_COLOR is set and not empty)")
     ("progress", po::value<std::string>(), "auto | always | never: a progress line on stderr for phases longer than 1 s (auto: stderr is a TTY)")
     ("expect-gpus", po::value<std::string>(), "GPUs each node must show")
     ("expect-world-size", po::value<std::string>(), "ranks the job must have")
@@ -123,6 +123,14 @@ std::vector<std::string> comma_list(const po::variables_map& vm, const char* nam
 std::optional<std::string> str(const po::variables_map& vm, const char* name) {
   if (!vm.count(name)) return std::nullopt;
   return vm[name].as<std::string>();
+}
+
+/// A path option as given, "" when not given; given empty (`--sysroot ''`, an unset variable in a
+/// script) it is a usage error, never "this machine" or "the default".
+std::string path_option(const po::variables_map& vm, const char* name, const char* expected) {
+  const std::optional<std::string> v = str(vm, name);
+  if (v && trim(*v).empty()) bad_value(name, *v, expected);
+  return v.value_or("");
 }
 
 int int_in(const po::variables_map& vm, const char* name, long long lo, long long hi, const char* expected) {
@@ -504,15 +512,15 @@ Options to_options(const po::variables_map& vm) {
   if (vm.count("shm-dataloader-bytes")) o.shm_dataloader_bytes = size_value(vm, "shm-dataloader-bytes");
   if (vm.count("nccl-communicators"))
     o.nccl_communicators = int_in(vm, "nccl-communicators", 1, 1024, "a whole number from 1 to 1024");
-  o.sysroot = str(vm, "sysroot").value_or("");
-  o.topology_xml = str(vm, "topology-xml").value_or("");
-  o.matrix_dir = str(vm, "matrix").value_or("");
-  o.json_per_rank_dir = str(vm, "json-per-rank").value_or("");
+  o.sysroot = path_option(vm, "sysroot", "a directory holding a captured node's /proc, /sys and /etc");
+  o.topology_xml = path_option(vm, "topology-xml", "an hwloc topology XML file");
+  o.matrix_dir = path_option(vm, "matrix", "a directory of matrix data files");
+  o.json_per_rank_dir = path_option(vm, "json-per-rank", "a directory for each rank's result file");
   if (auto v = str(vm, "mpi")) {
     if (*v != "auto" && *v != "on" && *v != "off") bad_value("mpi", *v, "auto, on or off");
     o.mpi = *v;
   }
-  o.config_file = str(vm, "config").value_or("");
+  o.config_file = path_option(vm, "config", "a config file");
   if (vm.count("python")) o.python = python_executable(o.python, o.sysroot);
   return o;
 }

@@ -26,7 +26,8 @@ namespace {
 
 bool use_color(const Options& options, const EnvSnapshot& env) {
   if (options.color) return *options.color == 1;
-  if (env.has("NO_COLOR")) return false;
+  // no-color.org: a NO_COLOR that is present and not empty, whatever its value, turns colour off
+  if (!env.get("NO_COLOR").value_or("").empty()) return false;
   return is_terminal(STDOUT_FILENO, env);
 }
 

@@ -105,6 +105,9 @@ PY
   grep -q $'\e\[' "$work/tty" && pass "colour on a terminal" || fail "no colour on a terminal"
   in_tty "NO_COLOR=1 '$PREFLIGHT' --only 'host.*,env.*' --progress never" "$work/tty2"
   grep -q $'\e\[' "$work/tty2" && fail "NO_COLOR still painted the report" || pass "NO_COLOR: no escape sequences"
+  # no-color.org: an empty NO_COLOR is as if it were not set
+  in_tty "NO_COLOR= '$PREFLIGHT' --only 'host.*,env.*' --progress never" "$work/tty-empty"
+  grep -q $'\e\[' "$work/tty-empty" && pass "an empty NO_COLOR: colour as without it" || fail "an empty NO_COLOR turned colour off"
   in_tty "NCCL_SOCKET_IFNAME=doesnotexist '$PREFLIGHT' --only 'net.socket_ifname,host.*' --color never" "$work/tty3"
   grep -A2 'WHAT TO FIX FIRST' "$work/tty3" | grep -q '1\. FAIL net.socket_ifname' && pass "what to fix first: the FAIL first" \
     || { fail "no fix-first list"; cat "$work/tty3" >&2; }

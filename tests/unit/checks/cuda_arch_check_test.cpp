@@ -194,6 +194,12 @@ TEST(CudaArchCheck, TargetDriverNewerThanTheMatrixIsUnknown) {
   EXPECT_EQ(v.findings[0].code, "cuda.arch/dropped-by-driver");
   EXPECT_EQ(v.findings[1].code, "cuda.arch/gpu-too-old-for-cuda");
   EXPECT_EQ(v.findings[2].code, "cuda.arch/driver-newer-than-matrix");
+  // A target GPU's label names its architecture once: "target GPU CC 3.0 (Kepler) is not ...".
+  v = judge(f, image("535.104.05", {"3.0"}), Profile::Image);
+  ASSERT_FALSE(v.findings.empty());
+  EXPECT_EQ(v.findings[0].code, "cuda.arch/dropped-by-driver");
+  EXPECT_TRUE(has(v.summary, "target GPU CC 3.0 (Kepler) is not supported by the target driver")) << v.summary;
+  EXPECT_FALSE(has(v.summary, "(Kepler) (Kepler)")) << v.summary;
 }
 
 TEST(CudaArchCheck, TargetGpuTheMatrixDoesNotListIsUnknown) {
@@ -318,6 +324,8 @@ TEST(CudaArchCheck, DriverBranchThatDroppedTheArchitectureFails) {
   EXPECT_EQ(v.remedy, "Use a driver of branch R580 or older with a CUDA 12.x build, or newer GPUs.");
   EXPECT_TRUE(has(v.summary, "R580")) << v.summary;
   EXPECT_TRUE(has(v.summary, "590.44.01")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "(Tesla V100-SXM2-16GB, CC 7.0) (Volta) is not supported"))
+      << v.summary;  // a live GPU's label
 }
 
 TEST(CudaArchCheck, GpuBelowEveryCudaInTheMatrixFails) {

@@ -528,6 +528,22 @@ TEST(EnvNcclReaders, WithoutALibraryTheCatalogStandsInAndSaysSo) {
   EXPECT_TRUE(has(v.summary, "judged by the catalog of NCCL 2.28.9")) << v.summary;
 }
 
+TEST(EnvNcclReaders, ThousandsOfUnknownNamesAreCountedNotListed) {
+  std::map<std::string, std::string> env;
+  for (int i = 0; i < 10000; ++i) env["NCCL_X" + std::to_string(100000 + i)] = "1";
+  RankFacts f = with_env(env);
+  f.nccl_conf.names.names = Probed<std::vector<std::string>>::error(ProbeErrc::NotFound, "no libnccl.so.2 found");
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary.substr(0, 300);
+  ASSERT_EQ(v.findings.size(), 17u);  // 16 named, one that counts the rest
+  EXPECT_EQ(v.findings.back().code, "env.nccl/more-unknown-names");
+  EXPECT_EQ(v.findings.back().params["count"], 9984);
+  EXPECT_TRUE(has(v.summary, "and 9984 more variables that nothing of the job reads (NCCL_X100016, ")) << v.summary;
+  EXPECT_LT(v.summary.size(), 8000u);
+  EXPECT_LT(v.remedy.size(), 2000u);
+  EXPECT_EQ(v.evidence.at("variables").size(), 10000u);  // every name kept for --format json
+}
+
 RankFacts with_rdma(std::map<std::string, std::string> env, bool devices) {
   RankFacts f = with_env(std::move(env));
   std::vector<IbDevice> ib;

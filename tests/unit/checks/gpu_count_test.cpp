@@ -47,6 +47,36 @@ TEST(GpuCount, PassesWhenCudaAndNvmlAgreeAndExpectationHolds) {
             "8 local ranks");
 }
 
+TEST(GpuCount, MixedGpusInOneNodeWarnNamingThem) {
+  RankFacts f = healthy(8);
+  auto& devs = *f.gpu.driver.cuda_devices.value();
+  for (std::size_t i = 4; i < 8; ++i) {
+    devs[i].name = "Tesla V100-SXM2-32GB";
+    devs[i].cc_major = 7;
+    devs[i].cc_minor = 0;
+    devs[i].memory_total = 32ULL << 30;
+  }
+  Verdict v = judge_count(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  const Finding* mixed = finding(v, "gpu.count/mixed-gpus");
+  ASSERT_NE(mixed, nullptr) << v.summary;
+  EXPECT_EQ(mixed->params["differ"], "model, memory size and compute capability");
+  EXPECT_EQ(mixed->params["models"],
+            "4 × NVIDIA H100 80GB HBM3 (CC 9.0, 80 GiB), 4 × Tesla V100-SXM2-32GB (CC 7.0, 32 GiB)");
+  EXPECT_TRUE(has(v.summary, "slowest GPU's speed")) << v.summary;
+  // One model whose memory differs by a few MiB (ECC on one GPU) is one kind of GPU.
+  f = healthy(8);
+  (*f.gpu.driver.cuda_devices.value())[3].memory_total -= 512ULL << 20;
+  v = judge_count(f);
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  // The same model with another memory size (an 80 GB and a 40 GB A100) is not.
+  f = healthy(2);
+  (*f.gpu.driver.cuda_devices.value())[1].memory_total = 40ULL << 30;
+  v = judge_count(f);
+  ASSERT_NE(finding(v, "gpu.count/mixed-gpus"), nullptr) << v.summary;
+  EXPECT_EQ(finding(v, "gpu.count/mixed-gpus")->params["differ"], "memory size");
+}
+
 TEST(GpuCount, FewerThanExpectedFails) {
   const Verdict v = judge_count(healthy(4), expect(8));
   EXPECT_EQ(v.status, Status::Fail);

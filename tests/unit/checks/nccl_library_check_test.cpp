@@ -385,16 +385,31 @@ TEST(NcclLibraryCheck, KnownIssuesByEveryKindOfCondition) {
   f.gpu.nccl = nccl("2.28.9", "12.9", 22809);
   const std::string lib = "NCCL 2.28.9 from " + std::string(kPath) + " (--nccl-lib)";
 
+  f.net.gpudirect_rdma = Probed<bool>::ok(true, "/proc/modules");
   Verdict v = judge_with(f, with_issue("gdr"));
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_EQ(v.finding.code, "nccl.library/known-issue-gdr");
   EXPECT_EQ(v.finding.params["issue"], "nccl-2.28-test");
   EXPECT_EQ(v.summary, lib + " with GPUDirect RDMA: a hang at init");
   EXPECT_EQ(v.remedy, "Known problem nccl-2.28-test: upgrade to 2.29 (a test).");
+  // Without GPUDirect RDMA the problem does not bite; where that is not known, a note says it may.
+  f.net.gpudirect_rdma = Probed<bool>::ok(false, "/proc/modules");
+  v = judge_with(f, with_issue("gdr"));
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_FALSE(has(v.summary, "GPUDirect")) << v.summary;
+  f.net.gpudirect_rdma = Probed<bool>::error(ProbeErrc::NotFound, "a capture without /proc/modules");
+  v = judge_with(f, with_issue("gdr"));
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "with GPUDirect RDMA, if the job's nodes use it: a hang at init")) << v.summary;
 
+  // CUDA graphs: whether the job captures them is no fact here; a note where GPUs run it, never a WARN.
   v = judge_with(f, with_issue("cuda-graphs"));
-  EXPECT_EQ(v.finding.code, "nccl.library/known-issue-cuda-graphs");
-  EXPECT_EQ(v.summary, lib + " with CUDA graphs: a hang at init");
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
+  EXPECT_TRUE(has(v.summary, "if the job captures CUDA graphs: a hang at init")) << v.summary;
+  RankFacts no_gpu = f;
+  no_gpu.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({}, "NVML");
+  v = judge_with(no_gpu, with_issue("cuda-graphs"));
+  EXPECT_FALSE(has(v.summary, "CUDA graphs")) << v.summary;
 
   v = judge_with(f, with_issue("nvls"));
   EXPECT_EQ(v.finding.code, "nccl.library/known-issue-when");
@@ -439,7 +454,11 @@ TEST(NcclLibraryCheck, ASetMitigationTurnsAKnownProblemIntoAPassNote) {
   EXPECT_TRUE(has(judge(f).summary, "deadlocks")) << judge(f).summary;  // the cuMem deadlocks of 2.19
   f.env = EnvSnapshot({{"NCCL_CUMEM_ENABLE", "0"}});
   v = judge(f);
-  EXPECT_FALSE(has(v.summary, "deadlocks")) << v.summary;
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;  // not a problem: a note that says it is mitigated
+  EXPECT_TRUE(has(v.summary,
+                  "(deadlocks/hangs (e.g. Alltoall) with cuMem, enabled by default since 2.19), mitigated "
+                  "by NCCL_CUMEM_ENABLE=0"))
+      << v.summary;
   EXPECT_FALSE(has(v.remedy, "NCCL_CUMEM_ENABLE=0")) << v.remedy;
   EXPECT_EQ(mitigated(v, "nccl-2.19-cumem-deadlock"), "NCCL_CUMEM_ENABLE=0");
 }

@@ -95,7 +95,14 @@ TEST(Cli, BadValuesAreUsageErrors) {
                                                                 {"--profile", "cluster"},
                                                                 {"--min-busbw", "-3"},
                                                                 {"--no-such-option"},
-                                                                {"--timeout"}}) {
+                                                                {"--timeout"},
+                                                                // an empty path is not "this machine"
+                                                                {"--sysroot", ""},
+                                                                {"--sysroot", " "},
+                                                                {"--topology-xml", ""},
+                                                                {"--matrix", ""},
+                                                                {"--json-per-rank", ""},
+                                                                {"--config", ""}}) {
     EXPECT_THROW(parse(args), UsageError) << args.front();
   }
 }
