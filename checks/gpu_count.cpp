@@ -23,20 +23,29 @@ std::string nvml_name(const NvmlGpu& g) {
   return "GPU " + std::to_string(g.index) + " (" + (g.pci_bus_id.empty() ? g.uuid : g.pci_bus_id) + ")";
 }
 
-/// "8 × NVIDIA H100 80GB HBM3" or "2 × A, 1 × B".
-std::string models(const std::vector<CudaDevice>& devs) {
+/// "N × LABEL" for each distinct label of the devices, in order of first appearance; devices for
+/// which `label` is empty are left out.
+template <class Label>
+std::string counted(const std::vector<CudaDevice>& devs, Label label) {
   std::vector<std::pair<std::string, int>> counts;
   for (const CudaDevice& c : devs) {
-    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& p) { return p.first == c.name; });
+    const std::string l = label(c);
+    if (l.empty()) continue;
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& p) { return p.first == l; });
     if (it == counts.end()) {
-      counts.emplace_back(c.name, 1);
+      counts.emplace_back(l, 1);
     } else {
       ++it->second;
     }
   }
   std::vector<std::string> parts;
-  for (const auto& [name, n] : counts) parts.push_back(std::to_string(n) + " × " + (name.empty() ? "unnamed" : name));
+  for (const auto& [name, n] : counts) parts.push_back(std::to_string(n) + " × " + name);
   return join(parts, ", ");
+}
+
+/// "8 × NVIDIA H100 80GB HBM3" or "2 × A, 1 × B".
+std::string models(const std::vector<CudaDevice>& devs) {
+  return counted(devs, [](const CudaDevice& c) { return c.name.empty() ? std::string("unnamed") : c.name; });
 }
 
 /// "model, memory size and compute capability" (what differs among the devices read), or "".
@@ -72,22 +81,11 @@ std::string how_gpus_differ(const std::vector<CudaDevice>& devs) {
 
 /// "4 × NVIDIA H100 80GB HBM3 (CC 9.0, 80 GiB), 4 × Tesla V100-SXM2-32GB (CC 7.0, 32 GiB)".
 std::string models_in_detail(const std::vector<CudaDevice>& devs) {
-  std::vector<std::pair<std::string, int>> counts;
-  for (const CudaDevice& d : devs) {
-    if (!d.error.empty()) continue;
-    const std::string label = (d.name.empty() ? std::string("unnamed") : printable(d.name, 64)) + " (CC " +
-                              std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor) + ", " +
-                              std::to_string((d.memory_total + (1ULL << 29)) >> 30) + " GiB)";
-    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& p) { return p.first == label; });
-    if (it == counts.end()) {
-      counts.emplace_back(label, 1);
-    } else {
-      ++it->second;
-    }
-  }
-  std::vector<std::string> parts;
-  for (const auto& [label, n] : counts) parts.push_back(std::to_string(n) + " × " + label);
-  return join(parts, ", ");
+  return counted(devs, [](const CudaDevice& d) {
+    if (!d.error.empty()) return std::string();
+    return (d.name.empty() ? std::string("unnamed") : printable(d.name, 64)) + " (CC " + std::to_string(d.cc_major) +
+           "." + std::to_string(d.cc_minor) + ", " + std::to_string((d.memory_total + (1ULL << 29)) >> 30) + " GiB)";
+  });
 }
 
 std::string rank_name(const RankFacts& f) { return "rank " + std::to_string(f.placement.rank); }

@@ -367,20 +367,23 @@ bool LivenessWatch::quiet() const {
   return true;
 }
 
-void LivenessWatch::phase(Phase phase) {
+void LivenessWatch::tell_watched(char byte) {
   std::lock_guard<std::mutex> lock(m_mutex);
-  m_phase_digit = static_cast<char>('0' + static_cast<int>(phase));
   for (const Conn& c : m_conns) {
-    if (c.fd >= 0 && c.rank >= 0) (void)send_all(c.fd, std::string(1, m_phase_digit));
+    if (c.fd >= 0 && c.rank >= 0) (void)send_all(c.fd, std::string(1, byte));
   }
 }
 
-void LivenessWatch::reported() {
-  std::lock_guard<std::mutex> lock(m_mutex);
-  for (const Conn& c : m_conns) {
-    if (c.fd >= 0 && c.rank >= 0) (void)send_all(c.fd, "R");  // pings are '.'; this byte is the only other
+void LivenessWatch::phase(Phase phase) {
+  const char digit = static_cast<char>('0' + static_cast<int>(phase));
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    m_phase_digit = digit;
   }
+  tell_watched(digit);
 }
+
+void LivenessWatch::reported() { tell_watched('R'); }  // pings are '.', phases digits
 
 void LivenessWatch::close() {
   reported();

@@ -116,6 +116,7 @@ class LivenessWatch {
   void lost(Conn& c, const std::string& kind);
   void take_lines(Conn& c);
   void take_phase(int rank, const std::string& line);
+  void tell_watched(char byte);  // one byte to every watched rank (a phase digit, 'R')
 
   int m_fd = -1;
   int m_wake[2] = {-1, -1};
