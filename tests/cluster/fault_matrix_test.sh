@@ -268,12 +268,12 @@ for launcher in "${launchers[@]}"; do
     cell mpirun kill0 barrier
   else
     cell srun stop mpi_init
-    cell srun cut probe
     cell srun stop gather
     cell srun kill barrier
     cell srun host allreduce
     cell srun fd8 mpi_init
     cell srun kill0 gather
+    cell srun cut probe  # last: Slurm may keep node2 down for a while after its link came back
   fi
 done
 echo "cells: $cells_run ($matrix; launchers: ${launchers[*]})"
