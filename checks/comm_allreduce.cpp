@@ -146,6 +146,11 @@ constexpr FindingSpec kNcclBlocked = {
     "comm.allreduce/nccl-blocked", Status::Fail, "{reason}",
     "Fix what is named first (launch.gpu_binding, gpu.count or nccl.library say how); the job's own first NCCL "
     "collective fails the same way."};
+// {reason}: the fact the NCCL all_reduce needs that a probe did not find out within its deadline.
+constexpr FindingSpec kNcclUndetermined = {
+    "comm.allreduce/nccl-undetermined", Status::Unknown, "{reason}",
+    "Give the run more time (--timeout; the check named says how much) so the facts the all_reduce needs are "
+    "found out; nothing here says the GPUs or NCCL are at fault."};
 // {lost}: the hosts and ranks rank 0's liveness watch lost; {look_at}: what to look at on their hosts.
 constexpr FindingSpec kRanksLost = {"comm.allreduce/ranks-lost", Status::Fail,
                                     "the all_reduce over {transport} could not complete: {lost}", "{look_at}."};
@@ -236,17 +241,29 @@ constexpr FindingSpec kCorrectFloorNotForMpi = {
 #undef PREFLIGHT_NCCL_DEBUG
 #undef PREFLIGHT_MEASURED
 
-constexpr std::array kFindings = {kNotGathered,     kMerged,
-                                  kNotConnected,    kMpiWorldOfOne,
-                                  kNcclBlocked,     kRanksLost,
-                                  kRanksLostBefore, kRanksMissing,
-                                  kNotRun,          kWrongResultNccl,
-                                  kWrongResultMpi,  kNodeHang,
-                                  kExpiredUnnamed,  kFabric,
-                                  kExpired,         kErrorNccl,
-                                  kErrorMpi,        kBusbwUnmeasured,
-                                  kBusbwLow,        kCorrect,
-                                  kCorrectAlone,    kCorrectFloorNotForMpi};
+constexpr std::array kFindings = {kNotGathered,
+                                  kMerged,
+                                  kNotConnected,
+                                  kMpiWorldOfOne,
+                                  kNcclBlocked,
+                                  kNcclUndetermined,
+                                  kRanksLost,
+                                  kRanksLostBefore,
+                                  kRanksMissing,
+                                  kNotRun,
+                                  kWrongResultNccl,
+                                  kWrongResultMpi,
+                                  kNodeHang,
+                                  kExpiredUnnamed,
+                                  kFabric,
+                                  kExpired,
+                                  kErrorNccl,
+                                  kErrorMpi,
+                                  kBusbwUnmeasured,
+                                  kBusbwLow,
+                                  kCorrect,
+                                  kCorrectAlone,
+                                  kCorrectFloorNotForMpi};
 
 Verdict run(const CheckContext& ctx) {
   const JobFacts* job = ctx.job;
@@ -282,7 +299,8 @@ Verdict run(const CheckContext& ctx) {
   // NCCL cannot be loaded): a failure with its reason, never a host-memory stand-in.
   if (c.blocked) {
     const std::string reason = c.note.empty() ? std::string("the NCCL all_reduce could not run") : c.note;
-    return Verdict::of(kNcclBlocked, {{"reason", reason}}, ev).because("launch.gpu_binding,nccl.library,driver.loaded");
+    return Verdict::of(c.undetermined ? kNcclUndetermined : kNcclBlocked, {{"reason", reason}}, ev)
+        .because("launch.gpu_binding,nccl.library,driver.loaded");
   }
   const bool node_local = c.transport == "nccl" && !live_job;  // the node profile: one helper per local GPU
 
@@ -450,6 +468,9 @@ Failures
   FAIL     busbw is below --min-busbw (the measured algbw, busbw, size, participants, transport),
            after the job measured it again (up to three rounds; the best round counts).
   UNKNOWN  --min-busbw is given but no timed repeat ran.
+  UNKNOWN  not run because what it needs was not found out in time: a rank's NCCL probe or CUDA
+           device list ran out of its deadline or of preflight's budget (nccl.library, driver.loaded
+           say which and the --timeout that fits). Never a FAIL: nothing says NCCL or a GPU is bad.
   UNKNOWN  the launcher claims more ranks than preflight could connect (srun without --mpi=pmix):
            not run, the same story as launch.ranks. Only a launcher that started this process
            counts: variables left in the environment (OMPI_COMM_WORLD_* without mpirun's PMIx

@@ -62,6 +62,7 @@ struct CommResult {
   std::string transport;            // "mpi", "nccl"
   std::string note;                 // why not attempted, or what went wrong ("ncclCommInitRank: ...")
   bool blocked = false;             // the test the job needs could not run (GPUs exist, NCCL cannot): `note` says why
+  bool undetermined = false;        // with blocked: what it needs was not found out in time (no fault)
   double seconds = 0;               // wall time of the phase on rank 0
   double deadline_s = 0;            // the phase's own budget
   std::vector<int> missing;         // ranks that did not arrive before the deadline

@@ -33,12 +33,16 @@ AllreducePlan none(std::string error) {
 
 }  // namespace
 
-std::string why_no_nccl(const std::vector<RankFacts>& ranks, bool& any_gpu) {
-  any_gpu = false;
+bool undetermined(const ProbeError* error) {
+  return error != nullptr && (error->code == ProbeErrc::Timeout || error->code == ProbeErrc::OutOfBudget);
+}
+
+NcclBlock why_no_nccl(const std::vector<RankFacts>& ranks) {
+  NcclBlock block;
   for (const RankFacts& f : ranks) {
     const auto* devices = f.gpu.driver.cuda_devices.value();
     const auto* nvml = f.gpu.driver.nvml_gpus.value();
-    any_gpu = any_gpu || (devices != nullptr && !devices->empty()) || (nvml != nullptr && !nvml->empty());
+    block.any_gpu = block.any_gpu || (devices != nullptr && !devices->empty()) || (nvml != nullptr && !nvml->empty());
   }
   std::map<std::string, int> user_of;  // host + GPU -> the rank that uses it
   for (const RankFacts& f : ranks) {
@@ -47,20 +51,27 @@ std::string why_no_nccl(const std::vector<RankFacts>& ranks, bool& any_gpu) {
     if (const std::optional<BoundGpu> gpu = g.gpu()) {
       const auto [it, fresh] = user_of.emplace(host_key(f) + "\n" + gpu->key(), f.placement.rank);
       if (!fresh) {
-        return who + " and rank " + std::to_string(it->second) + " use the same GPU " + gpu->text() +
-               " (NCCL refuses: \"Duplicate GPU detected\")";
+        block.why = who + " and rank " + std::to_string(it->second) + " use the same GPU " + gpu->text() +
+                    " (NCCL refuses: \"Duplicate GPU detected\")";
+        return block;
       }
     }
     if (!g.ordinal) {
       const auto* devices = f.gpu.driver.cuda_devices.value();
-      return who + " has no GPU to use: " +
-             (!g.why_none.empty()  ? g.why_none
-              : devices == nullptr ? "no CUDA device (" + f.gpu.driver.cuda_devices.why() + ")"
-                                   : std::string("no CUDA device"));
+      block.undetermined = g.why_none.empty() && undetermined(f.gpu.driver.cuda_devices.error());
+      block.why = who + " has no GPU to use: " +
+                  (!g.why_none.empty()  ? g.why_none
+                   : devices == nullptr ? "no CUDA device (" + f.gpu.driver.cuda_devices.why() + ")"
+                                        : std::string("no CUDA device"));
+      return block;
     }
-    if (!f.gpu.nccl.ok()) return who + " cannot load NCCL (" + f.gpu.nccl.why() + ")";
+    if (!f.gpu.nccl.ok()) {
+      block.undetermined = undetermined(f.gpu.nccl.error());
+      block.why = who + " cannot load NCCL (" + f.gpu.nccl.why() + ")";
+      return block;
+    }
   }
-  return {};
+  return block;
 }
 
 std::string nccl_library(const Options& options, const RankFacts& facts) {
@@ -76,8 +87,9 @@ AllreducePlan plan_allreduce(const Options& options, Profile profile, const JobF
   if (!selected(options, "comm.allreduce")) return AllreducePlan{AllreducePlan::Mode::Skipped, 0, {}, {}, {}, {}};
   // The size asked for, on either transport (the command line refuses sizes they cannot run).
   AllreducePlan mpi{AllreducePlan::Mode::Mpi, options.allreduce_bytes_for("mpi"), {}, {}, {}, {}};
-  bool any_gpu = false;
-  const std::string why_not = why_no_nccl(job.ranks, any_gpu);
+  const NcclBlock block = why_no_nccl(job.ranks);
+  const std::string& why_not = block.why;
+  const bool any_gpu = block.any_gpu;
   if (profile == Profile::Image) {
     mpi.why = "image profile";
     return mpi;
@@ -87,8 +99,12 @@ AllreducePlan plan_allreduce(const Options& options, Profile profile, const JobF
     return mpi;
   }
   if (!why_not.empty()) {
-    return none("the NCCL all_reduce across the job's GPUs cannot run: " + why_not +
-                " (see launch.gpu_binding, gpu.count and nccl.library)");
+    AllreducePlan plan =
+        none(std::string("the NCCL all_reduce across the job's GPUs ") +
+             (block.undetermined ? "was not run: it was not found out in time whether it can: " : "cannot run: ") +
+             why_not + " (see launch.gpu_binding, gpu.count and nccl.library)");
+    plan.undetermined = block.undetermined;
+    return plan;
   }
   if (!job.reach_target) return none("rank 0 has no bootstrap address for NCCL's root: " + job.reach_note);
   std::string error;

@@ -15,9 +15,18 @@
 
 namespace preflight {
 
-/// Why the NCCL all_reduce cannot run across `ranks` (empty: it can): two ranks on one GPU, a rank
-/// without a GPU to use, a rank that cannot load NCCL. `any_gpu`: whether any rank sees a GPU.
-std::string why_no_nccl(const std::vector<RankFacts>& ranks, bool& any_gpu);
+/// Why the NCCL all_reduce cannot run across some ranks.
+struct NcclBlock {
+  std::string why;            // empty: it can run; else two ranks on one GPU, a rank without a GPU
+                              // to use, a rank that cannot load NCCL
+  bool any_gpu = false;       // whether any rank sees a GPU
+  bool undetermined = false;  // `why` is a fact not found out in time (a probe's deadline), not a fault
+};
+NcclBlock why_no_nccl(const std::vector<RankFacts>& ranks);
+
+/// Whether a probe's error says only that the fact was not found out in time: its own deadline
+/// (a hung probe's facts included) or preflight's budget. Such a fact blocks a test, it faults nothing.
+bool undetermined(const ProbeError* error);
 
 /// The libnccl a rank's all_reduce loads: --nccl-lib, else the one its facts say the job loads.
 std::string nccl_library(const Options& options, const RankFacts& facts);

@@ -633,6 +633,7 @@ class JobRun {
     } else if (plan.mode != AllreducePlan::Mode::Nccl) {
       a.completed = false;
       a.blocked = true;
+      a.undetermined = plan.undetermined;
       a.errors.clear();  // each rank only echoes the plan's error
       a.note = plan.error;
     }
@@ -684,10 +685,13 @@ class JobRun {
     }
     if (!m_facts.gpu.nccl.ok()) {
       a.blocked = true;
+      a.undetermined = undetermined(m_facts.gpu.nccl.error());
       a.transport = "nccl";
       a.ranks = static_cast<int>(devices->size());
-      a.note = "the NCCL all_reduce across the node's " + std::to_string(devices->size()) +
-               " GPUs cannot run: NCCL cannot be loaded here (" + m_facts.gpu.nccl.why() + "; see nccl.library)";
+      a.note = "the NCCL all_reduce across the node's " + std::to_string(devices->size()) + " GPUs " +
+               (a.undetermined ? "was not run: whether NCCL loads here was not found out in time ("
+                               : "cannot run: NCCL cannot be loaded here (") +
+               m_facts.gpu.nccl.why() + "; see nccl.library)";
       return;
     }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(m_deadlines.allreduce - Clock::now());

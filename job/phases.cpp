@@ -93,6 +93,7 @@ std::string encode_plan(const AllreducePlan& plan) {
   if (!plan.root.empty()) j["root"] = plan.root;
   if (!plan.why.empty()) j["why"] = plan.why;
   if (!plan.error.empty()) j["error"] = plan.error;
+  if (plan.undetermined) j["undetermined"] = true;
   return compact_dump(j);
 }
 
@@ -121,6 +122,8 @@ AllreducePlan decode_plan(const std::string& text) {
   plan.root = text_of("root");
   plan.why = text_of("why");
   plan.error = text_of("error");
+  const auto undetermined = j.find("undetermined");
+  plan.undetermined = undetermined != j.end() && undetermined->is_boolean() && undetermined->get<bool>();
   if (plan.mode == AllreducePlan::Mode::None && plan.error.empty()) plan.error = "no all_reduce plan";
   return plan;
 }

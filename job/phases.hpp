@@ -62,6 +62,7 @@ struct AllreducePlan {
   std::string root;   // Nccl: "ADDR:PORT" of NCCL's root
   std::string why;    // Mpi: why host memory ("no rank has a GPU: ...")
   std::string error;  // None: why no all_reduce can run
+  bool undetermined = false;  // None: a fact it needs was not found out in time (a probe's deadline), no fault
 };
 /// The plan on the wire (JSON); a text that is not a plan decodes as Mode::None with the reason.
 std::string encode_plan(const AllreducePlan& plan);

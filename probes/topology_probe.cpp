@@ -133,6 +133,19 @@ bool is_nvswitch(hwloc_obj_t pci) {
   return subtype(pci) == "NVSwitch" || (p.vendor_id == 0x10de && p.class_id == 0x0680);
 }
 
+/// The live machine is read by the core backend from sysfs alone. The components that would add
+/// nothing there, or call into a GPU driver or a display server inside preflight's own process
+/// (where no deadline guards them), are left out: "pci" (libpciaccess repeats sysfs and leaves its
+/// allocations behind), "opencl" (clGetPlatformIDs initialises NVIDIA's OpenCL driver), "gl"
+/// (connects to the X displays), and "cuda", "nvml", "rsmi", "levelzero" where a hwloc build has
+/// them. GPUs are found by their PCI class; NVIDIA's view reaches preflight through its helpers. A
+/// name this hwloc does not know is refused with EINVAL, which changes nothing.
+void skip_driver_components(hwloc_topology_t topo) {
+  for (const char* name : {"pci", "opencl", "gl", "cuda", "nvml", "rsmi", "levelzero"}) {
+    hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, name);
+  }
+}
+
 /// The PCI device an object stands for (an OS device such as nvml0 stands for its parent), or nullptr.
 hwloc_obj_t pci_of(hwloc_obj_t o) {
   if (o != nullptr && o->type == HWLOC_OBJ_OS_DEVICE) o = o->parent;
@@ -328,9 +341,7 @@ Probed<TopologyFacts> probe(const ProbeContext& ctx) {
   // The library keeps no I/O object by default: the filter must be set before loading.
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   if (xml.empty()) {
-    // On Linux the core backend reads the PCI tree from sysfs; the libpciaccess component adds
-    // nothing there (and leaves its allocations behind at exit).
-    hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+    skip_driver_components(raw);
   } else {
     // Another node's export: the exporting process's allowed set is irrelevant here.
     hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
@@ -389,7 +400,7 @@ std::string export_topology_xml(const std::string& file) {
     return std::string("hwloc_topology_init: ") + std::strerror(errno);
   TopologyPtr topo(raw);
   hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-  hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "pci");
+  skip_driver_components(raw);
   errno = 0;
   if (hwloc_topology_load(raw) != 0) return std::string("hwloc_topology_load: ") + std::strerror(errno);
   errno = 0;

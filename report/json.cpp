@@ -45,6 +45,7 @@ json job_json(const Report& report) {
   allreduce["algbw_gbps"] = report.allreduce.algbw_gbps;
   allreduce["busbw_gbps"] = report.allreduce.busbw_gbps;
   if (report.allreduce.blocked) allreduce["blocked"] = true;
+  if (report.allreduce.undetermined) allreduce["undetermined"] = true;
   json reach = nullptr;
   if (report.reach_target) {
     reach = {{"interface", report.reach_target->interface},

@@ -123,10 +123,16 @@ slurm_back() {
   for p in $(host_pids node2); do [ "$(cat "/proc/$p/comm" 2>/dev/null)" = slurmd ] && running=1; done
   [ "$running" = 1 ] ||
     on_host node2 timeout "${CLUSTER_DAEMON_LIFETIME:-1800}" slurmd -D -f "$SLURM_CONF" >>"$cluster_dir/slurm/log/slurmd-node2.out" 2>&1 &
-  for p in $(seq 20); do
-    on_launcher timeout 5 scontrol update nodename=node2 state=resume >/dev/null 2>&1 && break
-    on_launcher timeout 5 sinfo -h -n node2 -o '%t' 2>/dev/null | grep -q '^idle' && break
-    sleep 0.5
+  # A resume that slurmctld takes before the new slurmd has registered leaves node2 down again once
+  # it misses SlurmdTimeout: ask again for as long as it is down or drained, until it is idle (90 s).
+  local state deadline=$((SECONDS + 90))
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    state=$(on_launcher timeout 5 sinfo -h -n node2 -o '%t' 2>/dev/null)
+    [ "$state" = idle ] && break
+    case "$state" in down* | drain* | drng* | fail*)
+      on_launcher timeout 5 scontrol update nodename=node2 state=resume >/dev/null 2>&1 ;;
+    esac
+    sleep 1
   done
   slurm_wait_for 60 on_launcher env SLURM_CONF="$SLURM_CONF" bash -c \
     "source '$here_cluster/../slurm/cluster.sh'; slurm_nodes_idle node1 node2" ||

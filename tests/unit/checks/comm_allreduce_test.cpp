@@ -563,6 +563,23 @@ TEST(CommAllreduce, NcclThatCannotRunIsNeverAnMpiPass) {
   EXPECT_EQ(judge_job(spec(), n, {}, Profile::Node).summary, "the NCCL all_reduce could not run");
 }
 
+TEST(CommAllreduce, NcclNotFoundOutInTimeIsUnknownNeverFail) {
+  // The NCCL probe ran out of preflight's budget: the all_reduce was not run, and nothing says
+  // NCCL or a GPU is at fault.
+  JobFacts n = node_run();
+  n.allreduce = CommResult{};
+  n.allreduce.blocked = true;
+  n.allreduce.undetermined = true;
+  n.allreduce.transport = "nccl";
+  n.allreduce.note =
+      "the NCCL all_reduce across the node's 8 GPUs was not run: whether NCCL loads here was not found out in time "
+      "(preflight-gpu-probe nccl: preflight's own budget ran out; see nccl.library)";
+  const Verdict v = judge_job(spec(), n, {}, Profile::Node);
+  expect(v, Status::Unknown, "was not found out in time", "--timeout");
+  EXPECT_EQ(v.finding.code, "comm.allreduce/nccl-undetermined");
+  EXPECT_EQ(v.cause, "launch.gpu_binding,nccl.library,driver.loaded");
+}
+
 }  // namespace
 }  // namespace checks_comm_allreduce_test
 }  // namespace preflight

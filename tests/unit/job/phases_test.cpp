@@ -266,9 +266,10 @@ TEST(JobPhases, ANodesLeaderReachesTheRanksOfItsOwnHostOnly) {
 TEST(JobPhases, WithoutGpusTheJobsAllreduceIsMpiAndSaysWhy) {
   std::vector<RankFacts> ranks(2);
   ranks[1].placement.rank = 1;
-  bool any_gpu = true;
-  const std::string why = why_no_nccl(ranks, any_gpu);
-  EXPECT_FALSE(any_gpu);
+  const NcclBlock block = why_no_nccl(ranks);
+  const std::string& why = block.why;
+  EXPECT_FALSE(block.any_gpu);
+  EXPECT_FALSE(block.undetermined);
   EXPECT_NE(why.find("rank 0 ("), std::string::npos) << why;
   EXPECT_NE(why.find("has no GPU to use"), std::string::npos) << why;
   JobFacts job;
@@ -280,6 +281,49 @@ TEST(JobPhases, WithoutGpusTheJobsAllreduceIsMpiAndSaysWhy) {
   skip.skip = {"comm.allreduce"};
   EXPECT_EQ(plan_allreduce(skip, Profile::Job, job, ranks[0], in(5000ms)).mode, AllreducePlan::Mode::Skipped);
   EXPECT_EQ(plan_allreduce(Options{}, Profile::Image, job, ranks[0], in(5000ms)).why, "image profile");
+}
+
+TEST(JobPhases, NcclProbeOutOfTimeMakesAnUndeterminedPlanNotAFault) {
+  // Every rank binds a GPU of its own, but rank 1's NCCL probe ran out of its deadline (or of
+  // preflight's budget): the plan says the all_reduce was not run, and that this is undetermined.
+  std::vector<RankFacts> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    ranks[r].placement.rank = r;
+    ranks[r].placement.local_rank = r;
+    ranks[r].identity.hostname = "gpu-a";
+    std::vector<CudaDevice> devices(2);
+    devices[0].pci_bus_id = "0000:10:00.0";
+    devices[1].ordinal = 1;
+    devices[1].pci_bus_id = "0000:20:00.0";
+    ranks[r].gpu.driver.cuda_devices = Probed<std::vector<CudaDevice>>::ok(devices, "cuDeviceGet");
+    ranks[r].gpu.nccl = Probed<NcclLibrary>::ok(NcclLibrary{}, "ncclGetVersion");
+  }
+  for (const ProbeErrc code : {ProbeErrc::OutOfBudget, ProbeErrc::Timeout}) {
+    ranks[1].gpu.nccl = Probed<NcclLibrary>::error(code, "preflight-gpu-probe nccl: stopped", "helper");
+    const NcclBlock block = why_no_nccl(ranks);
+    EXPECT_TRUE(block.undetermined) << block.why;
+    EXPECT_NE(block.why.find("rank 1 (gpu-a) cannot load NCCL"), std::string::npos) << block.why;
+    JobFacts job;
+    job.ranks = ranks;
+    const AllreducePlan plan = plan_allreduce(Options{}, Profile::Job, job, ranks[0], in(5000ms));
+    EXPECT_EQ(plan.mode, AllreducePlan::Mode::None);
+    EXPECT_TRUE(plan.undetermined);
+    EXPECT_NE(plan.error.find("was not run: it was not found out in time"), std::string::npos) << plan.error;
+    const AllreducePlan wire = decode_plan(encode_plan(plan));
+    EXPECT_TRUE(wire.undetermined);
+    EXPECT_EQ(wire.error, plan.error);
+  }
+  // A library that is missing is a fault, not an open question.
+  ranks[1].gpu.nccl = Probed<NcclLibrary>::error(ProbeErrc::LibraryMissing, "libnccl.so.2: cannot open", "dlopen");
+  const NcclBlock missing = why_no_nccl(ranks);
+  EXPECT_FALSE(missing.undetermined);
+  EXPECT_NE(missing.why.find("cannot load NCCL"), std::string::npos) << missing.why;
+  JobFacts job;
+  job.ranks = ranks;
+  const AllreducePlan plan = plan_allreduce(Options{}, Profile::Job, job, ranks[0], in(5000ms));
+  EXPECT_FALSE(plan.undetermined);
+  EXPECT_FALSE(decode_plan(encode_plan(plan)).undetermined);
+  EXPECT_NE(plan.error.find("cannot run: rank 1"), std::string::npos) << plan.error;
 }
 
 }  // namespace
