@@ -43,6 +43,15 @@ constexpr FindingSpec kPcieSlow = {"gpu.links/pcie-slow", Status::Warn, "{slow}"
 constexpr FindingSpec kPcieReplays = {
     "gpu.links/pcie-replays", Status::Warn, "{pcie_replays} (link errors the link layer retried)",
     "Rising PCIe replays mean a marginal link: reseat the GPU or riser; if it keeps rising, service the slot."};
+// The counter counts since the driver loaded: a healthy link retries next to never, so thousands
+// are a marginal link even when none came during preflight's short load.
+constexpr unsigned kLifetimeReplaysWarn = 1000;
+constexpr FindingSpec kPcieReplaysLifetime = {
+    "gpu.links/pcie-replays-lifetime", Status::Warn,
+    "{lifetime} PCIe replays since the driver loaded ({threshold} or more: a marginal link, though none came during "
+    "preflight's short load)",
+    "A healthy PCIe link retries next to never: watch `nvidia-smi -q -d PCIE` (Replays Since Reset) under the "
+    "job's load; if it keeps rising, reseat the GPU or riser, or service the slot."};
 constexpr FindingSpec kUnreadable = {
     "gpu.links/unreadable", Status::Unknown, "link state not readable: {unread}",
     "Run preflight with a driver that reports NVLink and PCIe link state, or check with `nvidia-smi nvlink "
@@ -63,9 +72,10 @@ constexpr FindingSpec kLinksHealthy = {
 constexpr GpuSharedRows kShared = {PREFLIGHT_GPU_SHARED_FINDINGS("gpu.links", "")};
 constexpr FindingSpec kHealthNotRead = {"gpu.links/health-not-read", Status::Unknown, kHealthNotReadMessage,
                                         kHealthNotReadFix};
-constexpr auto kFindings = with_shared(
-    kShared, std::array{kHealthNotRead, kNoGpu, kGpuLost, kNvlinkDown, kNvlinkReplays, kNvlinkCrcHigh, kPcieNarrow,
-                        kNvlinkFewer, kNvlinkCrc, kPcieSlow, kPcieReplays, kUnreadable, kPcieIdle, kLinksHealthy});
+constexpr auto kFindings =
+    with_shared(kShared, std::array{kHealthNotRead, kNoGpu, kGpuLost, kNvlinkDown, kNvlinkReplays, kNvlinkCrcHigh,
+                                    kPcieNarrow, kNvlinkFewer, kNvlinkCrc, kPcieSlow, kPcieReplays,
+                                    kPcieReplaysLifetime, kUnreadable, kPcieIdle, kLinksHealthy});
 
 Verdict run(const CheckContext& ctx) {
   const HealthView view = node_health(ctx, "the GPUs' NVLink and PCIe link state (NVML)", kShared, kHealthNotRead);
@@ -98,7 +108,8 @@ Verdict run(const CheckContext& ctx) {
   int most_up = 0;
   for (const GpuHealth& g : h.gpus)
     if (!g.mig_enabled.value_or(false)) most_up = std::max(most_up, g.nvlinks_up.value_or(0));
-  std::vector<std::string> down, fewer, replay, crc_fail, crc_warn, narrow, slow, replays, unread, idle, notes;
+  std::vector<std::string> down, fewer, replay, crc_fail, crc_warn, narrow, slow, replays, lifetime, unread, idle,
+      notes;
   for (const GpuHealth& g : h.gpus) {
     if (!g.lost.empty()) continue;
     const std::string who = health_gpu_text(g);
@@ -148,6 +159,8 @@ Verdict run(const CheckContext& ctx) {
     if (g.pcie_replay_before && g.pcie_replay_after && *g.pcie_replay_after > *g.pcie_replay_before)
       replays.push_back(who + ": " + std::to_string(*g.pcie_replay_after - *g.pcie_replay_before) +
                         " PCIe replay(s) during the load");
+    else if (g.pcie_replay_before && *g.pcie_replay_before >= kLifetimeReplaysWarn)
+      lifetime.push_back(who + ": " + std::to_string(*g.pcie_replay_before));
   }
   if (!down.empty()) b.add(kNvlinkDown, {{"links_down", list_text(down, 4)}});
   if (!replay.empty()) b.add(kNvlinkReplays, {{"nvlink_replays", list_text(replay, 4)}});
@@ -157,6 +170,8 @@ Verdict run(const CheckContext& ctx) {
   if (!crc_warn.empty()) b.add(kNvlinkCrc, {{"crc_low", list_text(crc_warn, 4)}});
   if (!slow.empty()) b.add(kPcieSlow, {{"slow", list_text(slow, 4)}});
   if (!replays.empty()) b.add(kPcieReplays, {{"pcie_replays", list_text(replays, 4)}});
+  if (!lifetime.empty())
+    b.add(kPcieReplaysLifetime, {{"lifetime", list_text(lifetime, 4)}, {"threshold", kLifetimeReplaysWarn}});
   if (!unread.empty()) b.add(kUnreadable, {{"unread", list_text(unread, 4)}});
   if (!idle.empty()) b.add(kPcieIdle, {{"idle", list_text(idle, 4)}, {"load", h.load}});
   for (const std::string& n : notes) b.note(n);
@@ -181,6 +196,8 @@ Failures
   FAIL     the PCIe link runs narrower than it can under load (x8 on an x16 link).
   WARN     fewer NVLinks up than the node's other GPUs; NVLink CRC errors below 100 per second; a
            lower PCIe generation than the link can under load; PCIe replays during the load.
+  WARN     1,000 or more PCIe replays since the driver loaded (the counter is a lifetime count), even
+           when none came during the load: a healthy link retries next to never.
   FAIL     a GPU is lost or needs a reset.
   UNKNOWN  the link state is not readable (the driver's function named); the PCIe link could not
            be sampled busy (no load: idle GPUs downshift, so an idle reading proves nothing).

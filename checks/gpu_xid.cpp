@@ -183,10 +183,14 @@ constexpr FindingSpec kErrorInLog = {
     "gpu.xid/error-in-log", Status::Warn, "GPU errors in this boot's kernel log: {errors}",
     "Look them up in NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/); reset the GPU at the "
     "next drain if they recur."};
+// Application Xids are context for a job's fault, never the node's: a note that never counts,
+// --strict included (a fleet's repeated Xid 45 are no hardware events).
 constexpr FindingSpec kApplicationXidInLog = {
-    "gpu.xid/application-xid-in-log", Status::Warn, "application Xids in this boot's kernel log: {application}",
-    "Usually a job's own fault (illegal memory access, a kernel exception, a killed context): check the job that "
-    "ran then; many of them on one GPU point at the GPU."};
+    "gpu.xid/application-xid-in-log", Status::Pass,
+    "application Xids in this boot's kernel log, a job's own faults and not the node's ({records} records of "
+    "{source}): {application}",
+    "Nothing to fix on the node: look at the job that ran then (an illegal memory access, a kernel exception, a "
+    "context killed or timed out)."};
 constexpr FindingSpec kSxidNonFatal = {"gpu.xid/sxid-non-fatal", Status::Warn,
                                        "non-fatal NVSwitch errors: {sxid_non_fatal}",
                                        "Watch the fabric manager log; reboot the node if they keep coming."};
@@ -367,7 +371,6 @@ Verdict run(const CheckContext& ctx) {
   if (!run_warn.empty()) b.add(kErrorDuringRun, {{"run_errors", list_text(run_warn, 4)}});
   if (!run_app.empty()) b.add(kApplicationXidDuringRun, {{"run_application", list_text(run_app, 4)}});
   if (!warn.empty()) b.add(kErrorInLog, {{"errors", list_text(warn, 4)}});
-  if (!app.empty()) b.add(kApplicationXidInLog, {{"application", list_text(app, 4)}});
   if (!sxid_warn.empty()) b.add(kSxidNonFatal, {{"sxid_non_fatal", list_text(sxid_warn, 4)}});
 
   const std::string gpus_text = std::to_string(covered_gpus.size()) + " GPU" + (covered_gpus.size() == 1 ? "" : "s");
@@ -375,7 +378,9 @@ Verdict run(const CheckContext& ctx) {
     b.evidence()["source"] = k->source;
     b.evidence()["records"] = k->records;
     b.evidence()["events"] = std::move(events);
-    if (b.status() == Status::Pass) {
+    if (!app.empty()) {
+      b.add(kApplicationXidInLog, {{"application", list_text(app, 4)}, {"records", k->records}, {"source", k->source}});
+    } else if (b.status() == Status::Pass) {
       nlohmann::json params = {
           {"records", k->records},
           {"source", k->source},
@@ -452,9 +457,13 @@ Failures
   FAIL     a GPU is lost or needs a reset (NVML_ERROR_GPU_IS_LOST / RESET_REQUIRED in NVML's list
            or the health run), named with its bus id and the call: such a node is never clean,
            whatever the log and the events say of the other GPUs.
-  WARN     application Xids (13, 31, 43, 45, 68: usually the job's own fault); other Xids (63 a
-           remap pending, 92, 94, 109, ..., 999 an Xid NVML could not name); non-fatal SXids. In
-           this boot's log or raised while preflight ran.
+  WARN     Xids that are neither fatal nor an application's (63 a remap pending, 92, 94, ..., 999
+           an Xid NVML could not name); non-fatal SXids. In this boot's log or raised while
+           preflight ran. An application Xid raised during preflight's own work (a memset, a copy).
+  PASS     application Xids in this boot's log (13 graphics exception, 31 memory page fault, 43
+           stopped processing, 45 preemptive cleanup, 68 video decoder exception, 109 context switch
+           timeout: NVIDIA's catalog names the application first) are listed as a job's own faults,
+           never the node's, --strict included: a fleet's repeated Xid 45 are no hardware events.
   UNKNOWN  the kernel log is not readable (kernel.dmesg_restrict=1 without CAP_SYSLOG, a
            container), and NVML's events did not cover every GPU: the capability is named, and
            the GPUs the events did not cover with why (not supported on the GPU, no permission,

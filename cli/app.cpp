@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -34,7 +35,12 @@ namespace {
 /// Text for stdout (help, list, explain): exit 5 when it cannot be written, `code` otherwise (a
 /// reader that closed the pipe early, `preflight list | head -3`, is not an error).
 int print(const std::string& text, int code = 0) {
-  const int err = write_all(STDOUT_FILENO, text);
+  const auto var = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+  };
+  const bool utf8 = utf8_locale(var("LC_ALL"), var("LC_CTYPE"), var("LANG"));
+  const int err = write_all(STDOUT_FILENO, utf8 ? text : ascii_only(text));
   if (err != 0 && err != EPIPE) {
     std::cerr << "preflight: error: cannot write to standard output: " << std::strerror(err) << "\n";
     return to_int(ExitCode::Internal);
@@ -131,7 +137,8 @@ int run_command(const Options& options, std::chrono::steady_clock::time_point st
     return {};
   };
   hooks.progress = [&](int world, std::function<int()> arrived) -> std::unique_ptr<JobProgress> {
-    return std::make_unique<ProgressLine>(progress_wanted(options, env), world, std::move(arrived));
+    return std::make_unique<ProgressLine>(progress_wanted(options, env), world, std::move(arrived), STDERR_FILENO,
+                                          "ranks reported", utf8_terminal(env));
   };
   return run_job(options, start, env, matrix ? &*matrix : nullptr, hooks);
 }

@@ -722,7 +722,7 @@ int merge_command(const Options& options, const std::vector<std::string>& paths,
   std::atomic<int> read{0};
   ProgressLine progress(
       progress_wanted(options, env), static_cast<int>(listed.size()),
-      [&read] { return read.load(std::memory_order_relaxed); }, STDERR_FILENO, "files read");
+      [&read] { return read.load(std::memory_order_relaxed); }, STDERR_FILENO, "files read", utf8_terminal(env));
   progress.phase("merge");
   Report report = merge_listed(options, listed, matrix ? &*matrix : nullptr, &read);
   progress.stop();

@@ -17,6 +17,7 @@
 #include <optional>
 
 #include "cli/cli.hpp"
+#include "cli/progress.hpp"
 #include "core/launch.hpp"
 #include "core/text.hpp"
 #include "sys/safe_path.hpp"
@@ -359,7 +360,10 @@ int emit_report(const Report& report, const Options& options, const EnvSnapshot&
   }
   std::string text;
   switch (options.format) {
-    case Format::Text: text = render_text(report, options, use_color(options, env)); break;
+    case Format::Text:
+      text = render_text(report, options, use_color(options, env));
+      if (!utf8_terminal(env)) text = ascii_only(text);
+      break;
     case Format::Json: text = render_json(report, options); break;
     case Format::Junit: text = render_junit(report, options); break;
     case Format::Prometheus: text = render_prometheus(report, options); break;

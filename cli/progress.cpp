@@ -20,6 +20,10 @@ bool progress_wanted(const Options& options, const EnvSnapshot& env) {
   return is_terminal(STDERR_FILENO, env);
 }
 
+bool utf8_terminal(const EnvSnapshot& env) {
+  return utf8_locale(env.get("LC_ALL"), env.get("LC_CTYPE"), env.get("LANG"));
+}
+
 std::string progress_text(const std::string& phase, const std::string& detail, int arrived, int world, double seconds,
                           const std::string& unit) {
   std::string out = "preflight: " + phase;
@@ -28,8 +32,13 @@ std::string progress_text(const std::string& phase, const std::string& detail, i
   return out + " · " + fixed(seconds, 1) + " s";
 }
 
-ProgressLine::ProgressLine(bool enabled, int world, std::function<int()> arrived, int fd, std::string unit)
-    : m_enabled(enabled), m_world(world), m_arrived(std::move(arrived)), m_fd(fd), m_unit(std::move(unit)) {
+ProgressLine::ProgressLine(bool enabled, int world, std::function<int()> arrived, int fd, std::string unit, bool utf8)
+    : m_enabled(enabled),
+      m_world(world),
+      m_arrived(std::move(arrived)),
+      m_fd(fd),
+      m_unit(std::move(unit)),
+      m_utf8(utf8) {
   if (m_enabled) m_thread = std::thread([this] { loop(); });
 }
 
@@ -65,7 +74,7 @@ void ProgressLine::loop() {
     if (m_phase.empty() || now - m_since < kShowAfter) continue;
     const std::string line = progress_text(m_phase, m_detail, m_arrived ? m_arrived() : 0, m_world,
                                            std::chrono::duration<double>(now - m_since).count(), m_unit);
-    (void)write_all(m_fd, "\r\033[K" + line);
+    (void)write_all(m_fd, "\r\033[K" + (m_utf8 ? line : ascii_only(line)));
     m_drawn = true;
   }
 }

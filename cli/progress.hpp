@@ -22,6 +22,10 @@ namespace preflight {
 /// terminal and TERM is not "dumb".
 bool progress_wanted(const Options& options, const EnvSnapshot& env);
 
+/// Whether the text for a person may use UTF-8: the locale the environment names says so, or names
+/// none (core/text.hpp utf8_locale). LC_ALL=C: the report and this line are ASCII (ascii_only).
+bool utf8_terminal(const EnvSnapshot& env);
+
 /// The text of the line: "preflight: gather · 12/16 ranks reported · 3.4 s". `world` 1 leaves the
 /// count out; `detail` (the probe that runs) follows the phase when there is one; `unit` names
 /// what is counted.
@@ -32,7 +36,9 @@ class ProgressLine final : public JobProgress {
  public:
   /// `arrived`: ranks that reached the current phase, read from the drawing thread (it must be
   /// safe there). Disabled, it draws nothing and starts no thread.
-  ProgressLine(bool enabled, int world, std::function<int()> arrived, int fd = 2, std::string unit = "ranks reported");
+  /// `utf8` false: the line is drawn in ASCII.
+  ProgressLine(bool enabled, int world, std::function<int()> arrived, int fd = 2, std::string unit = "ranks reported",
+               bool utf8 = true);
   ~ProgressLine();
   ProgressLine(const ProgressLine&) = delete;
   ProgressLine& operator=(const ProgressLine&) = delete;
@@ -50,6 +56,7 @@ class ProgressLine final : public JobProgress {
   const std::function<int()> m_arrived;
   const int m_fd;
   const std::string m_unit;
+  const bool m_utf8;
   std::mutex m_mutex;
   std::condition_variable m_cv;
   std::string m_phase;

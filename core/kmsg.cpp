@@ -175,7 +175,9 @@ XidClass classify_xid(int code, std::string_view text) {
     case 43:
     case 45:
     case 68:
-      return {XidSeverity::Application, "usually the application (illegal address, exception, preemptive cleanup)"};
+    case 109:
+      return {XidSeverity::Application,
+              "usually the application (illegal address, exception, preemptive cleanup, context switch timeout)"};
     case 63: return {XidSeverity::Warning, "row remap pending: reset the GPU at the next drain"};
     case 92: return {XidSeverity::Warning, "high single-bit ECC rate: watch for more"};
     case 94: return {XidSeverity::Warning, "contained ECC error: restart the application"};

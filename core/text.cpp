@@ -337,6 +337,50 @@ std::string printable(std::string_view raw, std::size_t max_len) {
 
 std::string terminal_safe(std::string_view raw) { return printable(raw, std::string_view::npos); }
 
+std::string ascii_only(std::string_view utf8) {
+  static constexpr std::pair<std::string_view, std::string_view> kSpelling[] = {
+      {"\u2265", ">="}, {"\u2264", "<="}, {"\u00b7", "-"},  {"\u2026", "..."}, {"\u2014", "--"}, {"\u2013", "-"},
+      {"\u00d7", "x"},  {"\u2192", "->"}, {"\u2190", "<-"}, {"\u2248", "~"},   {"\u00b5", "u"},  {"\u00b0", " deg"},
+      {"\u2018", "'"},  {"\u2019", "'"},  {"\u201c", "\""}, {"\u201d", "\""},  {"\u00a0", " "},  {"\u00b1", "+/-"}};
+  std::string out;
+  out.reserve(utf8.size());
+  std::size_t i = 0;
+  while (i < utf8.size()) {
+    const auto byte = static_cast<unsigned char>(utf8[i]);
+    if (byte < 0x80) {
+      out.push_back(utf8[i++]);
+      continue;
+    }
+    const auto known = std::find_if(std::begin(kSpelling), std::end(kSpelling),
+                                    [&](const auto& s) { return utf8.substr(i).starts_with(s.first); });
+    if (known != std::end(kSpelling)) {
+      out += known->second;
+      i += known->first.size();
+      continue;
+    }
+    // One "?" per character: a lead byte and its continuation bytes (a stray byte alone).
+    out.push_back('?');
+    ++i;
+    while (i < utf8.size() && (static_cast<unsigned char>(utf8[i]) & 0xC0) == 0x80) ++i;
+  }
+  return out;
+}
+
+bool utf8_locale(const std::optional<std::string>& lc_all, const std::optional<std::string>& lc_ctype,
+                 const std::optional<std::string>& lang) {
+  for (const std::optional<std::string>* v : {&lc_all, &lc_ctype, &lang}) {
+    if (!v->has_value() || (*v)->empty()) continue;
+    std::string name = **v;
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+    // "C.UTF-8", "en_US.utf8", "de_DE.UTF-8@euro": the character set follows the dot.
+    const std::size_t dot = name.find('.');
+    if (dot == std::string::npos) return false;  // "C", "POSIX", "en_US" (ISO-8859-1)
+    const std::string_view codeset = std::string_view(name).substr(dot + 1);
+    return codeset.starts_with("utf-8") || codeset.starts_with("utf8");
+  }
+  return true;
+}
+
 std::string errno_name(int err) {
   const char* name = ::strerrorname_np(err);
   return name != nullptr ? std::string(name) : "errno " + std::to_string(err);

@@ -67,6 +67,15 @@ std::string printable(std::string_view raw, std::size_t max_len = 120);
 /// printable() without a length limit: for text that is shown whole (the text report).
 std::string terminal_safe(std::string_view raw);
 
+/// Text for a terminal whose character set is not UTF-8 (LC_ALL=C): the typographic characters
+/// preflight's own words use become their ASCII spelling ("≥" ">=", "·" "-", "…" "...", "—" "--",
+/// "×" "x", "µ" "u"), any other character beyond ASCII "?", one per character, as C-locale tools do.
+std::string ascii_only(std::string_view utf8);
+/// Whether the locale the environment names (the first non-empty of LC_ALL, LC_CTYPE, LANG; POSIX's
+/// order) has a UTF-8 character set. Nothing set: true (today's terminals; preflight's default).
+bool utf8_locale(const std::optional<std::string>& lc_all, const std::optional<std::string>& lc_ctype,
+                 const std::optional<std::string>& lang);
+
 /// The symbolic name of an errno value, "EMFILE"; "errno N" for a value the C library does not name.
 std::string errno_name(int err);
 /// "Too many open files (EMFILE)": the C library's words and the name, for messages.

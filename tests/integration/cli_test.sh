@@ -142,6 +142,18 @@ grep -q $'\033\[' "$work/out" && fail "colour escape codes with NO_COLOR"
 "$PREFLIGHT" --only host.limits --color always >"$work/out" 2>/dev/null
 grep -q $'\033\[' "$work/out" || fail "no colour with --color always"
 
+# The character set the locale names: UTF-8 by default, ASCII under LC_ALL=C (or LANG=C with no
+# LC_ALL), for the report and for explain.
+LANG=C.UTF-8 "$PREFLIGHT" --only host.limits >"$work/out" 2>/dev/null
+grep -q '·' "$work/out" && pass "UTF-8 under LANG=C.UTF-8" || fail "no '·' under LANG=C.UTF-8: $(head -2 "$work/out")"
+for locale in "LC_ALL=C" "LANG=C" "LC_ALL=en_US.ISO-8859-1 LANG=C.UTF-8"; do
+  env -u LC_ALL -u LC_CTYPE -u LANG $locale "$PREFLIGHT" --only host.limits >"$work/out" 2>/dev/null
+  env -u LC_ALL -u LC_CTYPE -u LANG $locale "$PREFLIGHT" explain comm.allreduce >>"$work/out" 2>/dev/null
+  if LC_ALL=C grep -q -P '[^\x00-\x7F]' "$work/out"; then
+    fail "$locale: bytes beyond ASCII: $(LC_ALL=C grep -o -P '.{0,20}[^\x00-\x7F]+' "$work/out" | head -2)"
+  else pass "$locale: the report and explain are ASCII"; fi
+done
+
 # A probe that hangs: the run ends at --timeout with exit 4 and names the probe. The first probe
 # hangs, so the probes before it cannot use up the 0.5 s phase first (they are slower in a
 # sanitizer build).

@@ -488,6 +488,20 @@ TEST(GpuLinks, PcieReplaysDuringTheLoadWarn) {
   EXPECT_EQ(param(v.finding, "pcie_replays"), "GPU 0 (00000000:18:00.0): 7 PCIe replay(s) during the load");
 }
 
+TEST(GpuLinks, ALifetimeOfPcieReplaysWarnsThoughNoneCameDuringTheLoad) {
+  RankFacts f = with_health(healthy_health());
+  gpu(f, 1).pcie_replay_before = 500000;
+  gpu(f, 1).pcie_replay_after = 500000;
+  const Verdict v = judge(kGpuLinks, f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "gpu.links/pcie-replays-lifetime");
+  EXPECT_TRUE(has(v.summary, ": 500000 PCIe replays since the driver loaded (1000 or more")) << v.summary;
+  // A few over a node's lifetime are no finding.
+  gpu(f, 1).pcie_replay_before = 999;
+  gpu(f, 1).pcie_replay_after = 999;
+  EXPECT_EQ(judge(kGpuLinks, f).status, Status::Pass);
+}
+
 TEST(GpuLinks, UnreadableLinkStateIsUnknown) {
   RankFacts f = with_health(healthy_health(1));
   gpu(f, 0).nvlinks_present.reset();
@@ -670,13 +684,35 @@ TEST(GpuXid, FallenOffTheBusWithoutAnXidFails) {
   EXPECT_TRUE(has(v.summary, "GPU 1 (0000:2a:00.0): fallen off the bus (2h00m after boot)")) << v.summary;
 }
 
-TEST(GpuXid, ApplicationXidWarns) {
-  const Verdict v = judge(kGpuXid, with_log("4,1,5000000,-;NVRM: Xid (PCI:0000:2a:00): 13, pid=2503421, name=python3, "
-                                            "Graphics SM Warp Exception\n"));
-  EXPECT_EQ(v.status, Status::Warn);
+TEST(GpuXid, ApplicationXidsAreTheJobsNeverTheNodes) {
+  // 13, 31, 43, 45 and 109 in the log, 672 of them 45s: context for a job's fault, never a WARN
+  // that --strict would turn into a drained node.
+  std::string log =
+      "4,1,5000000,-;NVRM: Xid (PCI:0000:2a:00): 13, pid=2503421, name=python3, "
+      "Graphics SM Warp Exception\n"
+      "4,2,5100000,-;NVRM: Xid (PCI:0000:2a:00): 31, pid=2503421, name=python3, Ch 00000008, "
+      "intr 10000000. MMU Fault\n"
+      "4,3,5200000,-;NVRM: Xid (PCI:0000:2a:00): 43, pid=2503421, name=python3, Ch 00000008\n"
+      "4,4,5300000,-;NVRM: Xid (PCI:0000:18:00): 109, pid=2503422, name=python3, Ch 00000010, "
+      "errorString CTX SWITCH TIMEOUT, Info 0x3c046\n";
+  for (int i = 0; i < 672; ++i) {
+    log += "4," + std::to_string(10 + i) + "," + std::to_string(6000000 + i * 1000) +
+           ",-;NVRM: Xid (PCI:0000:2a:00): 45, pid=2503421, name=python3, Ch 00000008\n";
+  }
+  const Verdict v = judge(kGpuXid, with_log(log));
+  EXPECT_EQ(v.status, Status::Pass) << v.summary;
   EXPECT_EQ(v.finding.code, "gpu.xid/application-xid-in-log");
   EXPECT_TRUE(has(param(v.finding, "application"), "GPU 1 (0000:2a:00.0): Xid 13 (5s after boot")) << v.finding.params;
-  EXPECT_TRUE(has(v.summary, "application Xids in this boot's kernel log: GPU 1 (0000:2a:00.0): Xid 13")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "a job's own faults and not the node's")) << v.summary;
+  EXPECT_TRUE(has(v.summary, "Xid 109")) << v.summary;
+  // A hardware Xid beside them is still the node's.
+  const Verdict mixed = judge(kGpuXid, with_log(log + "4,900,9000000,-;NVRM: Xid (PCI:0000:18:00): 63, pid=1896, "
+                                                      "Row Remapper: New row\n"));
+  EXPECT_EQ(mixed.status, Status::Warn) << mixed.summary;
+  EXPECT_EQ(mixed.finding.code, "gpu.xid/error-in-log");
+  const Verdict fatal = judge(kGpuXid, with_log(log + "4,901,9100000,-;NVRM: Xid (PCI:0000:18:00): 79, pid=1896, "
+                                                      "GPU has fallen off the bus.\n"));
+  EXPECT_EQ(fatal.status, Status::Fail) << fatal.summary;
 }
 
 TEST(GpuXid, OtherXidAndNonFatalSxidWarn) {

@@ -65,7 +65,8 @@ TEST(Kmsg, XidSeverities) {
   for (int code : {48, 64, 74, 79, 95, 119, 120, 140, 143, 144, 150})
     EXPECT_EQ(classify_xid(code).severity, XidSeverity::Fatal) << code;
   for (int code : {13, 31, 43, 45, 68}) EXPECT_EQ(classify_xid(code).severity, XidSeverity::Application) << code;
-  for (int code : {63, 92, 94, 109, 14}) EXPECT_EQ(classify_xid(code).severity, XidSeverity::Warning) << code;
+  for (int code : {63, 92, 94, 14}) EXPECT_EQ(classify_xid(code).severity, XidSeverity::Warning) << code;
+  for (int code : {13, 31, 43, 45, 68, 109}) EXPECT_EQ(classify_xid(code).severity, XidSeverity::Application) << code;
   EXPECT_EQ(classify_xid(154, "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)").severity,
             XidSeverity::Fatal);
   EXPECT_EQ(classify_xid(154, "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)").severity,

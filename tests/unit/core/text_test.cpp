@@ -152,6 +152,26 @@ TEST(ErrnoName, NamesTheValueAndFallsBackToItsNumber) {
   EXPECT_EQ(errno_words(EMFILE), "Too many open files (EMFILE)");
 }
 
+TEST(Text, AsciiOnlySpellsPreflightsCharactersAndMarksOthers) {
+  EXPECT_EQ(ascii_only("preflight 1.0 \u00b7 profile node"), "preflight 1.0 - profile node");
+  EXPECT_EQ(ascii_only("NCCL \u2265 2.22.3, \u2264 12.9 \u2014 8 \u00d7 H100\u2026 3 \u00b5s"),
+            "NCCL >= 2.22.3, <= 12.9 -- 8 x H100... 3 us");
+  EXPECT_EQ(ascii_only("host-\u00e9t\u00e9 \xff end"), "host-?t? ? end");  // others: one "?" each
+  EXPECT_EQ(ascii_only("plain"), "plain");
+}
+
+TEST(Text, Utf8LocaleFollowsPosixOrder) {
+  const std::optional<std::string> none;
+  EXPECT_TRUE(utf8_locale(none, none, none));  // nothing set: preflight's default
+  EXPECT_TRUE(utf8_locale(none, none, std::string("C.UTF-8")));
+  EXPECT_TRUE(utf8_locale(none, none, std::string("en_US.utf8")));
+  EXPECT_TRUE(utf8_locale(std::string(""), none, std::string("de_DE.UTF-8@euro")));  // empty: the next one
+  EXPECT_FALSE(utf8_locale(std::string("C"), none, std::string("C.UTF-8")));         // LC_ALL wins
+  EXPECT_FALSE(utf8_locale(none, std::string("POSIX"), std::string("C.UTF-8")));     // then LC_CTYPE
+  EXPECT_FALSE(utf8_locale(none, none, std::string("en_US.ISO-8859-1")));
+  EXPECT_FALSE(utf8_locale(none, none, std::string("en_US")));
+}
+
 }  // namespace
 }  // namespace core_text_test
 }  // namespace preflight
