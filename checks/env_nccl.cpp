@@ -215,6 +215,9 @@ std::string expected_text(const Grammar& g) {
     case Grammar::Kind::TorchBool: return "1 or 0";
     case Grammar::Kind::Enum:
     case Grammar::Kind::List: return "one of " + join(g.choices, ", ");
+    case Grammar::Kind::Select:
+      return "a comma list of " + join(g.choices, ", ") +
+             " (optionally per collective: AllReduce:" + g.choices.front() + ";Broadcast:^" + g.choices.back() + ")";
     case Grammar::Kind::Int:
     case Grammar::Kind::TorchInt:
       return std::string(g.min ? "a decimal integer in " + std::to_string(*g.min) + ".." + std::to_string(*g.max)
@@ -256,8 +259,12 @@ using MitigationLookup = std::function<std::string(const std::string& name, cons
 class EnvLint {
  public:
   EnvLint(const EnvCatalog& catalog, const std::map<std::string, Setting>& settings, const NcclReaders& readers,
-          MitigationLookup mitigation)
-      : m_catalog(catalog), m_settings(settings), m_readers(readers), m_mitigation(std::move(mitigation)) {}
+          MitigationLookup mitigation, std::optional<Version> nccl_version)
+      : m_catalog(catalog),
+        m_settings(settings),
+        m_readers(readers),
+        m_mitigation(std::move(mitigation)),
+        m_nccl_version(std::move(nccl_version)) {}
 
   std::vector<VarFinding> findings;
   std::vector<std::string> notes;
@@ -401,7 +408,7 @@ class EnvLint {
 
   void value(const Setting& s, const EnvVarSpec& spec) {
     const EnvVarSpec& rules = alias_target_rules(spec);
-    ValueReading r = read_value(spec.grammar, s.value);
+    ValueReading r = read_value(spec.grammar, s.value, m_nccl_version);
     reads_as = r.reads_as;
     const std::string& who = spec.grammar.reader;
     // Never propose a value this check would warn about.
@@ -447,6 +454,7 @@ class EnvLint {
   const std::map<std::string, Setting>& m_settings;
   const NcclReaders& m_readers;
   MitigationLookup m_mitigation;
+  std::optional<Version> m_nccl_version;  // the loaded NCCL's: its grammar for NCCL_ALGO / NCCL_PROTO
 };
 
 std::string line_list(const std::vector<int>& lines) {
@@ -763,7 +771,7 @@ Verdict run(const CheckContext& ctx) {
   std::size_t unknown_names = 0;
   std::vector<std::string> not_named;  // the first of those past kUnknownNamedAtMost
   for (const auto& [name, setting] : settings) {
-    EnvLint lint(catalog, settings, readers, mitigation);
+    EnvLint lint(catalog, settings, readers, mitigation, nccl_version);
     lint.lint(setting);
     const EnvVarSpec* spec = catalog.find(name);
     if (spec != nullptr && name.find("ALLOC_CONF") != std::string::npos && spec->consumer == "torch") {
@@ -881,7 +889,15 @@ Failures
            torch integers outside their meaning (TORCH_NCCL_ASYNC_ERROR_HANDLING=5: getCvarInt
            applies no range, so this WARNs; TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC has no range at all).
   WARN     enum values NCCL or CUDA ignore (NCCL_P2P_LEVEL=nvl: wrong case; unknown names), legacy
-           integer levels, unknown names in NCCL_ALGO / NCCL_PROTO / NCCL_DEBUG_SUBSYS.
+           integer levels, unknown names in NCCL_DEBUG_SUBSYS; unknown names in NCCL_ALGO /
+           NCCL_PROTO where the loaded NCCL is older than 2.24.3 (its parseList skips them).
+  FAIL     NCCL_ALGO / NCCL_PROTO as the loaded NCCL's parseList reads them: from 2.24.3 an unknown
+           name or collective, or an entry after the first without its collective
+           ("allreduce:ring;bogus:tree", "Ring,Foo", "LL129") is ncclInvalidUsage at every
+           communicator init; before 2.24.3 a value that enables nothing known ("allreduce:tree",
+           the per-collective syntax it does not have); any release: a collective left with
+           nothing enabled ("^LL,LL128,Simple"). Without a loaded NCCL the 2.24.3+ rule is
+           applied and the finding says so.
   WARN     NCCL_* names the loaded NCCL does not read (typos, with a did-you-mean among its own
            names; names other releases read, saying which: NCCL_LL_THRESHOLD, NCCL <= 2.4), names
            nothing reads (NCCL_TIMEOUT: set the timeout in init_process_group), typos of PyTorch

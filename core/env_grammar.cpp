@@ -303,7 +303,7 @@ std::optional<Grammar> parse_grammar(std::string_view type, bool invalid_raises)
   const std::size_t colon = type.find(':');
   const std::string_view kind = type.substr(0, colon);
   const std::string_view arg = colon == std::string_view::npos ? std::string_view() : type.substr(colon + 1);
-  const bool needs_choices = kind == "enum" || kind == "ienum" || kind == "list";
+  const bool needs_choices = kind == "enum" || kind == "ienum" || kind == "list" || kind == "select";
   const bool takes_range = kind == "int" || kind == "torch_int";
   if (kind == "int") {
     g.kind = Grammar::Kind::Int;
@@ -314,8 +314,8 @@ std::optional<Grammar> parse_grammar(std::string_view type, bool invalid_raises)
   } else if (kind == "enum" || kind == "ienum") {
     g.kind = Grammar::Kind::Enum;
     g.any_case = kind == "ienum";
-  } else if (kind == "list") {
-    g.kind = Grammar::Kind::List;
+  } else if (kind == "list" || kind == "select") {
+    g.kind = kind == "list" ? Grammar::Kind::List : Grammar::Kind::Select;
     g.any_case = true;
   } else if (kind == "string") {
     g.kind = Grammar::Kind::String;
@@ -349,8 +349,135 @@ std::optional<Grammar> parse_grammar(std::string_view type, bool invalid_raises)
   return g;
 }
 
+namespace {
+
+/// strtok_r's pieces: the non-empty runs between delimiters, with where each starts.
+std::vector<std::pair<std::size_t, std::string_view>> strtok_pieces(std::string_view text, char delimiter) {
+  std::vector<std::pair<std::size_t, std::string_view>> out;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (text[i] == delimiter) {
+      ++i;
+      continue;
+    }
+    const std::size_t end = std::min(text.find(delimiter, i), text.size());
+    out.emplace_back(i, text.substr(i, end - i));
+    i = end;
+  }
+  return out;
+}
+
+bool same_name(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return std::tolower(x) == std::tolower(y); });
+}
+
+/// One entry's names: sets `enabled` (per choice) as parseList does; the unknown names, quoted.
+std::vector<std::string> apply_names(const Grammar& g, std::string_view list, std::vector<bool>& enabled) {
+  const bool negate = !list.empty() && list.front() == '^';
+  if (negate) list.remove_prefix(1);
+  enabled.assign(g.choices.size(), negate);
+  std::vector<std::string> unknown;
+  for (const auto& [at, name] : strtok_pieces(list, ',')) {
+    const auto it =
+        std::find_if(g.choices.begin(), g.choices.end(), [&](const std::string& c) { return same_name(c, name); });
+    if (it == g.choices.end())
+      unknown.push_back(quoted(name));
+    else
+      enabled[static_cast<std::size_t>(it - g.choices.begin())] = !negate;
+  }
+  return unknown;
+}
+
+ValueReading selection_fails(const std::string& value, std::string problem) {
+  return {Status::Fail, "nothing (the init fails)", value, std::move(problem), {}};
+}
+
+}  // namespace
+
+ValueReading read_nccl_selection(const Grammar& g, std::string_view value, const std::optional<Version>& nccl) {
+  const std::string shown(value);
+  const Version strict_since = *Version::parse(kNcclStrictSelectionSince);
+  const bool strict = !nccl || *nccl >= strict_since;
+  const std::string release = nccl ? "NCCL " + nccl->str()
+                                   : "NCCL (no loaded library's version known: the rule of " +
+                                         std::string(kNcclStrictSelectionSince) + " and later)";
+  const std::string what = "(known: " + choice_list(g.choices) + ")";
+  // enabled[f][c]: whether collective f may use choice c; all until the value says otherwise.
+  std::vector<std::vector<bool>> enabled(std::size(kNcclFunctions), std::vector<bool>(g.choices.size(), true));
+  if (!strict) {
+    std::vector<bool> names;
+    const std::vector<std::string> unknown = apply_names(g, value, names);
+    for (auto& f : enabled) f = names;
+    if (std::none_of(names.begin(), names.end(), [](bool b) { return b; })) {
+      return selection_fails(shown, release + " enables nothing it knows " + what +
+                                        ": every collective fails with \"no algorithm/protocol available\"" +
+                                        (value.find_first_of(":;") != std::string_view::npos
+                                             ? "; per-collective entries (func:list;func:list) need NCCL " +
+                                                   std::string(kNcclStrictSelectionSince) + " or later"
+                                             : ""));
+    }
+    if (unknown.empty()) return pass(shown, shown);
+    return {Status::Warn,
+            shown,
+            shown,
+            release + " skips the unknown name" + (unknown.size() == 1 ? " " : "s ") + join(unknown, ", ") + " " +
+                what +
+                (value.find_first_of(":;") != std::string_view::npos
+                     ? "; per-collective entries (func:list;func:list) need NCCL " +
+                           std::string(kNcclStrictSelectionSince) + " or later"
+                     : ""),
+            {}};
+  }
+  const std::string refuses = release + " refuses it (ncclInvalidUsage: every communicator init fails): ";
+  for (const auto& [at, entry] : strtok_pieces(value, ';')) {
+    const auto parts = strtok_pieces(entry, ':');
+    if (parts.empty()) continue;
+    std::string_view prefix = parts[0].second;
+    std::string_view list;
+    if (parts.size() < 2) {
+      if (at != 0)
+        return selection_fails(
+            shown, refuses + "every entry after the first needs its collective (" + quoted(entry) + " has none)");
+      list = prefix;
+      prefix = {};
+    } else {
+      list = parts[1].second;  // a third ':' piece is ignored, as strtok_r leaves it
+    }
+    bool found = false;
+    for (std::size_t f = 0; f < std::size(kNcclFunctions); ++f) {
+      if (!prefix.empty() && !same_name(prefix, kNcclFunctions[f])) continue;
+      found = true;
+      std::vector<bool> names;
+      if (const std::vector<std::string> unknown = apply_names(g, list, names); !unknown.empty())
+        return selection_fails(shown, refuses + "unknown name " + unknown.front() + " " + what);
+      enabled[f] = names;
+    }
+    if (!found) {
+      std::vector<std::string> funcs(std::begin(kNcclFunctions), std::end(kNcclFunctions));
+      return selection_fails(shown,
+                             refuses + "unknown collective " + quoted(prefix) + " (known: " + choice_list(funcs) + ")");
+    }
+  }
+  std::vector<std::string> none;
+  for (std::size_t f = 0; f < enabled.size(); ++f) {
+    if (std::none_of(enabled[f].begin(), enabled[f].end(), [](bool b) { return b; }))
+      none.emplace_back(kNcclFunctions[f]);
+  }
+  if (!none.empty()) {
+    return selection_fails(shown, release + " is left with nothing enabled for " + join(none, ", ") +
+                                      ": those collectives fail with \"no algorithm/protocol available\"");
+  }
+  return pass(shown, shown);
+}
+
 ValueReading read_value(const Grammar& grammar, std::string_view value) {
+  return read_value(grammar, value, std::nullopt);
+}
+
+ValueReading read_value(const Grammar& grammar, std::string_view value, const std::optional<Version>& nccl) {
   switch (grammar.kind) {
+    case Grammar::Kind::Select: return read_nccl_selection(grammar, value, nccl);
     case Grammar::Kind::Int: return read_nccl_int(grammar, value);
     case Grammar::Kind::TorchBool: return read_torch_bool(grammar, value);
     case Grammar::Kind::TorchInt: return read_torch_int(grammar, value);

@@ -12,6 +12,7 @@
 
 #include "core/facts/nccl_conf.hpp"
 #include "core/verdict.hpp"
+#include "core/version.hpp"
 
 namespace preflight {
 
@@ -40,11 +41,13 @@ std::optional<int> torch_int_value(std::string_view value);
 ///   torch_int[:MIN..MAX]  PyTorch integer; outside the range is FAIL
 ///   enum:A|B / ienum:A|B  one of the names (ienum: any case); all-digit choices are legacy
 ///   list:A|B              comma list of names (any case), optional leading '^'
+///   select:A|B            NCCL_ALGO / NCCL_PROTO: NCCL's parseList, whose grammar is the loaded
+///                         release's (read_nccl_selection)
 ///   string / path         free text (path: no '~' expansion)
 ///   int:MIN..MAX/STEP     also a multiple of STEP (NCCL's thread counts)
 ///   hostport              <host>:<port> or [<ipv6>]:<port> (NCCL_COMM_ID); anything else FAILs
 struct Grammar {
-  enum class Kind { Int, TorchBool, TorchInt, Enum, List, String, Path, HostPort };
+  enum class Kind { Int, TorchBool, TorchInt, Enum, List, Select, String, Path, HostPort };
   /// What a number stands for (the catalog's rule unit=…): lets a value written with a unit
   /// ("8M", "10m") be turned into the integer its writer meant.
   enum class Unit { None, Bytes, Seconds, Milliseconds };
@@ -73,6 +76,26 @@ struct ValueReading {
   std::string fix;        // the value to write instead, where one is evident ("1" for "true")
 };
 ValueReading read_value(const Grammar& grammar, std::string_view value);
+/// The same, with the NCCL release the job loads (Select grammars follow it).
+ValueReading read_value(const Grammar& grammar, std::string_view value, const std::optional<Version>& nccl);
+
+/// NCCL's collectives, the prefixes of NCCL_ALGO and NCCL_PROTO's per-collective entries (src/init.cc
+/// ncclFuncStr, the same from 2.24.3-1 to 2.29).
+inline constexpr std::string_view kNcclFunctions[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+/// The first NCCL release whose parseList (src/graph/tuning.cc) takes "func:list;func:list" and
+/// refuses what it does not know: 2.24.3-1. Before it the value is one comma list whose unknown
+/// names are skipped.
+inline constexpr std::string_view kNcclStrictSelectionSince = "2.24.3";
+/// NCCL_ALGO / NCCL_PROTO as the given NCCL release's parseList reads them:
+///   from 2.24.3: ';'-separated entries, each "[func:][^]name,name"; only the first may lack its
+///     func; an unknown func or name, or a later entry without func, is ncclInvalidUsage and every
+///     communicator init fails: FAIL.
+///   before: the whole value one "[^]name,name" list; unknown names are skipped (WARN), and a list
+///     without '^' that names nothing known enables nothing: every collective fails with "no
+///     algorithm/protocol available" (FAIL).
+/// Either way a collective left with nothing enabled FAILs. `nccl` unknown: the newest rule, and the
+/// problem says it was assumed.
+ValueReading read_nccl_selection(const Grammar& grammar, std::string_view value, const std::optional<Version>& nccl);
 
 /// One NCCL configuration file, read the way NCCL's setEnvFile does: a line starting with '#' is a
 /// comment; the trailing '\n' is removed (a '\r' stays); the name is everything before the first '=',

@@ -660,6 +660,23 @@ TEST(EnvNcclReaders, AllocatorSettingsReadWithTorchsGrammar) {
   EXPECT_TRUE(has(both.summary, "; did you mean PYTORCH_CUDA_ALLOC_CONF? (which is set too)")) << both.summary;
 }
 
+TEST(EnvNcclReaders, TheLoadedNcclsGrammarJudgesNcclAlgo) {
+  RankFacts f = with_env({{"NCCL_ALGO", "allreduce:ring;bogus:tree"}});
+  NcclLibrary lib;
+  lib.version = "2.28.9";
+  f.gpu.nccl = Probed<NcclLibrary>::ok(lib, "ncclGetVersion");
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_TRUE(has(v.summary, "NCCL 2.28.9 refuses it (ncclInvalidUsage")) << v.summary;
+  lib.version = "2.21.5";
+  f.gpu.nccl = Probed<NcclLibrary>::ok(lib, "ncclGetVersion");
+  RankFacts old = with_env({{"NCCL_ALGO", "Ring,Foo"}});
+  old.gpu.nccl = f.gpu.nccl;
+  const Verdict skipped = judge(old);
+  EXPECT_EQ(skipped.status, Status::Warn) << skipped.summary;
+  EXPECT_TRUE(has(skipped.summary, "NCCL 2.21.5 skips the unknown name 'Foo'")) << skipped.summary;
+}
+
 TEST(EnvNcclReaders, AMitigationOfTheLoadedReleaseIsNotADebuggingLeftover) {
   RankFacts f = with_env({{"NCCL_PROTO", "^LL128"}});
   NcclLibrary lib;

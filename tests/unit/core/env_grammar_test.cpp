@@ -22,6 +22,56 @@ TEST(EnvGrammar, NcclIntIsStrtollBaseZero) {
   for (const Case& c : cases) EXPECT_EQ(nccl_int_value(c.text), c.value) << "'" << c.text << "'";
 }
 
+// NCCL_ALGO / NCCL_PROTO as parseList (src/graph/tuning.cc) reads them: the boundary is 2.24.3-1,
+// where per-collective entries came and unknown tokens turned from skipped into ncclInvalidUsage.
+TEST(EnvGrammar, NcclSelectionFollowsTheLoadedRelease) {
+  const Grammar algo = *parse_grammar("select:Ring|Tree|CollNetDirect|CollNetChain|NVLS|NVLSTree|PAT", false);
+  const Grammar proto = *parse_grammar("select:LL|LL128|Simple", false);
+  const std::optional<Version> v2_28 = Version::parse("2.28.9"), v2_24 = Version::parse("2.24.3"),
+                               v2_23 = Version::parse("2.23.4"), v2_21 = Version::parse("2.21.5");
+  const auto status = [](const Grammar& g, std::string_view value, const std::optional<Version>& v) {
+    return read_nccl_selection(g, value, v).status;
+  };
+  // From 2.24.3: refused at init.
+  for (const auto& v : {v2_28, v2_24}) {
+    EXPECT_EQ(status(algo, "Ring,Foo", v), Status::Fail);
+    EXPECT_EQ(status(proto, "LL129", v), Status::Fail);
+    EXPECT_EQ(status(algo, "allreduce:foo", v), Status::Fail);
+    EXPECT_EQ(status(algo, "allreduce:ring;bogus:tree", v), Status::Fail);
+    EXPECT_EQ(status(algo, "ring;tree", v), Status::Fail);  // a later entry without its collective
+    EXPECT_EQ(status(algo, "ring,collnetdirect;allreduce:tree,collnetdirect;broadcast:ring", v), Status::Pass);
+    EXPECT_EQ(status(proto, "LL,Simple;allreduce:^LL", v), Status::Pass);
+    EXPECT_EQ(status(proto, "^LL128;allreduce:LL128", v), Status::Pass);
+    EXPECT_EQ(status(algo, "AllReduce:Tree", v), Status::Pass);
+    EXPECT_EQ(status(proto, "^LL,LL128,Simple", v), Status::Fail);  // nothing left for any collective
+  }
+  const ValueReading refused = read_nccl_selection(algo, "allreduce:ring;bogus:tree", v2_28);
+  EXPECT_EQ(refused.problem,
+            "NCCL 2.28.9 refuses it (ncclInvalidUsage: every communicator init fails): unknown collective 'bogus' "
+            "(known: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce)");
+  EXPECT_EQ(read_nccl_selection(proto, "LL129", v2_24).problem,
+            "NCCL 2.24.3 refuses it (ncclInvalidUsage: every communicator init fails): unknown name 'LL129' (known: "
+            "LL, LL128, Simple)");
+  // Before 2.24.3: one list; unknown names skipped, and nothing known enables nothing.
+  for (const auto& v : {v2_23, v2_21}) {
+    EXPECT_EQ(status(algo, "Ring,Foo", v), Status::Warn);
+    EXPECT_EQ(status(proto, "LL129", v), Status::Fail);
+    EXPECT_EQ(status(algo, "allreduce:tree", v), Status::Fail);
+    EXPECT_EQ(status(algo, "^allreduce:tree", v), Status::Warn);  // '^' of nothing known: all stay on
+    EXPECT_EQ(status(proto, "^LL128", v), Status::Pass);
+  }
+  EXPECT_EQ(read_nccl_selection(algo, "Ring,Foo", v2_23).problem,
+            "NCCL 2.23.4 skips the unknown name 'Foo' (known: Ring, Tree, CollNetDirect, CollNetChain, NVLS, "
+            "NVLSTree, PAT)");
+  EXPECT_TRUE(read_nccl_selection(algo, "allreduce:tree", v2_21).problem.find("need NCCL 2.24.3 or later") !=
+              std::string::npos);
+  // No loaded NCCL: the newest rule, said so.
+  const ValueReading assumed = read_nccl_selection(algo, "Ring,Foo", std::nullopt);
+  EXPECT_EQ(assumed.status, Status::Fail);
+  EXPECT_TRUE(assumed.problem.starts_with("NCCL (no loaded library's version known: the rule of 2.24.3 and later)"))
+      << assumed.problem;
+}
+
 TEST(EnvGrammar, CleanIntegers) {
   for (const char* ok : {"0", "1", "-1", "42", "0x10", "0XfF", "-0x1"}) EXPECT_TRUE(is_clean_int(ok)) << ok;
   for (const char* bad : {"", "010", "1abc", " 1", "1 ", "true", "0x", "-", "+1", "1\r"})
