@@ -5,10 +5,12 @@
 // hosts and ranks. Drift of what shapes the collectives (driver, CUDA, NCCL) is a FAIL, the rest a WARN.
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <map>
 #include <set>
 
 #include "checks/check.hpp"
+#include "checks/env_catalog.hpp"
 #include "checks/gpu_common.hpp"
 #include "core/text.hpp"
 
@@ -60,11 +62,31 @@ constexpr FindingSpec kFrameworkDrift = {"cluster.consistency/framework-drift", 
 constexpr FindingSpec kKernelDrift = {
     "cluster.consistency/kernel-drift", Status::Warn, PREFLIGHT_DRIFT("kernel", "nodes boot different kernels"),
     "Boot every node into the majority's kernel (or drain the odd ones for the job)."};
+constexpr FindingSpec kGpuDrift = {
+    "cluster.consistency/gpu-drift", Status::Warn,
+    PREFLIGHT_DRIFT("GPUs", "a job runs at its slowest GPU's speed and fits its smallest memory"),
+    "Place the job on nodes of one GPU model (a Slurm constraint or partition, a Kubernetes node selector), or "
+    "size it for the smallest."};
 constexpr FindingSpec kNicDriverDrift = {
     "cluster.consistency/nic-driver-drift", Status::Warn,
     PREFLIGHT_DRIFT("NIC drivers", "nodes run different NIC drivers (RDMA and TCP behaviour can differ)"),
     "Install one NIC driver (e.g. one MLNX_OFED/DOCA release) on every node, the majority's."};
 #undef PREFLIGHT_DRIFT
+// A setting every rank of a communicator must read alike (the catalog's rule agree=): {name}; {odd}
+// and {majority} as above, each "NAME=VALUE (source)" or "unset (default D)".
+constexpr FindingSpec kSettingMustAgree = {
+    "cluster.consistency/setting-must-agree", Status::Fail,
+    "{name} differs between ranks: {odd}; the majority ({count} of {total} ranks) {majority}: NCCL hangs or fails "
+    "when the ranks of one communicator disagree on it (different algorithm/protocol choices hang, NVIDIA/nccl#1136; "
+    "different transports or buffer sizes cannot connect)",
+    "Set {name} the same way for every rank (the job's environment or NCCL's configuration files on every host), or "
+    "nowhere."};
+constexpr FindingSpec kSettingDiffers = {
+    "cluster.consistency/setting-differs", Status::Warn,
+    "{name} differs between ranks: {odd}; the majority ({count} of {total} ranks) {majority}: the ranks behave "
+    "differently (paths, channels, error handling)",
+    "Set {name} the same way for every rank (the job's environment or NCCL's configuration files on every host), or "
+    "nowhere."};
 #define PREFLIGHT_UNREADABLE_FIX                                                                                   \
   "Look at the named ranks' own checks (driver.loaded, nccl.library, cuda.runtime) for why the version could not " \
   "be read there."
@@ -83,14 +105,16 @@ constexpr FindingSpec kNotGathered = {
 constexpr FindingSpec kSingleRank = {"cluster.consistency/single-rank", Status::Skip,
                                      "a world of one rank: nothing to compare", ""};
 
-constexpr std::array kFindings = {kDriverDrift,    kCudaDriverDrift, kCudaRuntimeDrift, kNcclDrift,
-                                  kFrameworkDrift, kKernelDrift,     kNicDriverDrift,   kUnreadableEverywhere,
-                                  kUnreadable,     kNotGathered,     kSingleRank};
+constexpr std::array kFindings = {kDriverDrift,      kCudaDriverDrift, kCudaRuntimeDrift, kNcclDrift,
+                                  kFrameworkDrift,   kKernelDrift,     kGpuDrift,         kNicDriverDrift,
+                                  kSettingMustAgree, kSettingDiffers,  kUnreadable,       kUnreadableEverywhere,
+                                  kNotGathered,      kSingleRank};
 
 struct Item {
-  const char* name;
+  std::string name;
   const FindingSpec* drift;
-  Value (*read)(const RankFacts&);
+  std::function<Value(const RankFacts&)> read;
+  nlohmann::json params = nlohmann::json::object();  // added to the drift finding's
 };
 
 Value driver_of(const RankFacts& f) {
@@ -136,6 +160,21 @@ Value kernel_of(const RankFacts& f) {
   return known(f.identity.kernel);
 }
 
+/// The node's GPUs by model, memory and compute capability: "8 × NVIDIA H100 80GB HBM3 (81559 MiB, CC 9.0)".
+Value gpus_of(const RankFacts& f) {
+  const std::vector<NvmlGpu>* gpus = f.gpu.driver.nvml_gpus.value();
+  if (gpus == nullptr) return unread(f.gpu.driver.nvml_gpus);
+  std::map<std::string, int> kinds;
+  for (const NvmlGpu& g : *gpus) {
+    ++kinds[g.name + " (" + std::to_string(g.memory_total >> 20) + " MiB, CC " + std::to_string(g.cc_major) + "." +
+            std::to_string(g.cc_minor) + ")"];
+  }
+  if (kinds.empty()) return known("none");
+  std::vector<std::string> parts;
+  for (const auto& [kind, n] : kinds) parts.push_back(std::to_string(n) + " \u00d7 " + kind);
+  return known(join(parts, " + "));
+}
+
 Value nic_drivers_of(const RankFacts& f) {
   const std::vector<NetInterface>* ifs = f.net.interfaces.value();
   if (ifs == nullptr) return unread(f.net.interfaces);
@@ -148,12 +187,46 @@ Value nic_drivers_of(const RankFacts& f) {
   return known(join(std::vector<std::string>(parts.begin(), parts.end()), ", "));
 }
 
-constexpr Item kItems[] = {
-    {"NVIDIA driver", &kDriverDrift, &driver_of},        {"CUDA driver API", &kCudaDriverDrift, &cuda_driver_of},
-    {"CUDA runtimes", &kCudaRuntimeDrift, &runtimes_of}, {"NCCL", &kNcclDrift, &nccl_of},
-    {"framework", &kFrameworkDrift, &framework_of},      {"kernel", &kKernelDrift, &kernel_of},
-    {"NIC drivers", &kNicDriverDrift, &nic_drivers_of},
-};
+/// A setting as the rank's reader takes it: its value as read (the same reading groups together:
+/// NCCL_IB_DISABLE=1 and =01), or the default it falls back to when unset; shown with its source.
+/// The group key is the reading; the text, "NCCL_ALGO=Ring (environment)", is the first member's.
+Value setting_of(const EnvVarSpec& spec, const RankFacts& f, std::map<std::string, std::string>& shown) {
+  const std::optional<EffectiveValue> v = effective_value(f, spec.name);
+  std::string key, text;
+  if (!v) {
+    const std::string d = spec.default_value;
+    key = d.empty() ? std::string("(unset)") : read_value(spec.grammar, d).canonical;
+    text = "unset" + (d.empty() ? std::string() : " (default " + d + ")");
+  } else {
+    const ValueReading r = read_value(spec.grammar, v->value);
+    key = !r.canonical.empty() ? r.canonical : v->value;
+    text = spec.name + "=" + printable(v->value, 60) + " (" +
+           (v->file.empty() ? std::string("environment") : v->file + ":" + std::to_string(v->line)) + ")";
+  }
+  shown.emplace(key, text);
+  return known(key);
+}
+
+std::vector<Item> items(std::map<std::string, std::string>& shown_settings) {
+  std::vector<Item> out = {
+      {"NVIDIA driver", &kDriverDrift, &driver_of},
+      {"CUDA driver API", &kCudaDriverDrift, &cuda_driver_of},
+      {"CUDA runtimes", &kCudaRuntimeDrift, &runtimes_of},
+      {"NCCL", &kNcclDrift, &nccl_of},
+      {"framework", &kFrameworkDrift, &framework_of},
+      {"kernel", &kKernelDrift, &kernel_of},
+      {"GPUs", &kGpuDrift, &gpus_of},
+      {"NIC drivers", &kNicDriverDrift, &nic_drivers_of},
+  };
+  for (const EnvVarSpec& spec : builtin_env_catalog().vars()) {
+    if (spec.agree == EnvVarSpec::Agree::No) continue;
+    out.push_back({spec.name,
+                   spec.agree == EnvVarSpec::Agree::Fail ? &kSettingMustAgree : &kSettingDiffers,
+                   [&spec, &shown_settings](const RankFacts& f) { return setting_of(spec, f, shown_settings); },
+                   {{"name", spec.name}}});
+  }
+  return out;
+}
 
 std::string host_of(const RankFacts& f) { return f.identity.hostname.empty() ? "?" : f.identity.hostname; }
 
@@ -176,7 +249,11 @@ struct Unread {
 };
 
 void judge(const Item& item, const std::vector<const RankFacts*>& ranks, VerdictBuilder& b,
-           std::vector<Unread>& unknowns) {
+           std::vector<Unread>& unknowns, const std::map<std::string, std::string>& shown) {
+  const auto text = [&shown](const std::string& key) {
+    const auto it = shown.find(key);
+    return it == shown.end() ? key : it->second;
+  };
   std::map<std::string, std::vector<const RankFacts*>> groups;
   std::vector<const RankFacts*> unreadable;
   std::string why;
@@ -222,13 +299,15 @@ void judge(const Item& item, const std::vector<const RankFacts*>& ranks, Verdict
   if (groups.size() > 1) {
     std::vector<std::string> odd;
     for (auto it = groups.begin(); it != groups.end(); ++it) {
-      if (it != majority) odd.push_back(where(it->second) + " has " + it->first);
+      if (it != majority) odd.push_back(where(it->second) + " has " + text(it->first));
     }
-    b.add(*item.drift, {{"odd", join(odd, "; ")},
-                        {"count", majority->second.size()},
-                        {"total", ranks.size()},
-                        {"majority", majority->first}});
-  } else {
+    nlohmann::json params = item.params;
+    params.update({{"odd", join(odd, "; ")},
+                   {"count", majority->second.size()},
+                   {"total", ranks.size()},
+                   {"majority", text(majority->first)}});
+    b.add(*item.drift, std::move(params));
+  } else if (item.params.empty()) {  // settings that agree are not worth a line each
     b.note(std::string(item.name) + " " + majority->first + " on every rank");
   }
   if (!unreadable.empty()) {
@@ -245,7 +324,11 @@ Verdict run(const CheckContext& ctx) {
   }
   VerdictBuilder b;
   std::vector<Unread> unknowns;
-  for (const Item& item : kItems) judge(item, ranks, b, unknowns);
+  std::map<std::string, std::string> shown;  // a setting's reading -> how the first rank wrote it
+  for (const Item& item : items(shown)) {
+    shown.clear();
+    judge(item, ranks, b, unknowns, shown);
+  }
   // A version a rank could not read is not a mismatch: UNKNOWN only when nothing else was found.
   const bool found = b.status() != Status::Pass;
   for (const Unread& u : unknowns) {
@@ -263,13 +346,27 @@ constexpr std::string_view kExplain = R"(What it reads
   driver API version (cuDriverGetVersion), the CUDA runtimes the job loads (version and kind), the
   NCCL version loaded, the framework builds found (torch version), the kernel (uname -r), and the
   drivers of the PCI network interfaces (/sys/class/net/IF/device/driver, /sys/module/DRIVER/version).
+  And the settings every rank of a communicator must read alike (matrix/env_vars.tsv, rule agree=):
+  each rank's value as its reader takes it (the environment, else NCCL's configuration files),
+  unset counting as the default; NCCL_IB_DISABLE=1 and =01 read the same.
   Ranks are grouped by each value; the largest group is the majority.
 
 Failures
   FAIL     driver, CUDA driver API, CUDA runtime or NCCL versions differ between ranks: mixed NCCL
            versions in one communicator can hang or corrupt data, mixed drivers behave differently.
            The odd hosts and ranks are named with their value, and the majority's value.
+  FAIL     NCCL_ALGO, NCCL_PROTO, NCCL_NET, NCCL_IB_DISABLE or NCCL_BUFFSIZE differ between ranks:
+           ranks that choose different algorithms or protocols hang (NVIDIA/nccl#1136), different
+           transports or buffer sizes cannot connect. Names the odd hosts and ranks with their value
+           and source, and the majority's.
   WARN     framework, kernel or NIC driver versions differ.
+  WARN     the nodes' GPUs differ in model, memory or compute capability (NVML's list per node, as
+           8 × NVIDIA H100 80GB HBM3 with its MiB and CC): the job runs at the slowest GPU's speed
+           and fits the smallest memory. Within one node, gpu.count says so.
+  WARN     settings that only change behaviour differ: NCCL_P2P_DISABLE, NCCL_SHM_DISABLE,
+           NCCL_P2P_LEVEL, NCCL_NET_GDR_LEVEL, NCCL_CROSS_NIC, NCCL_MIN/MAX_NCHANNELS, NCCL_IB_GID_INDEX,
+           NCCL_IB_TC, NCCL_IB_SL, NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE, and the TORCH_NCCL_* timeouts
+           and error handling that decide how a failed collective ends.
   UNKNOWN  a version could not be read on some ranks, or on every rank ("NVIDIA driver not readable
            on any rank": nothing to compare is not agreement), while nothing else differs (not a
            mismatch; otherwise it is noted). Where it is installed on no rank at all (no library, no
@@ -285,7 +382,7 @@ Fix
 extern const CheckSpec kClusterConsistency = {
     "cluster.consistency",
     Scope::Job,
-    "driver, CUDA, NCCL, framework, kernel and NIC driver versions agree across ranks",
+    "driver, CUDA, NCCL, framework, kernel, NIC driver versions and NCCL settings agree across ranks",
     kExplain,
     kInJob,
     "an image build has no job to check",

@@ -42,6 +42,10 @@ bool apply_rule(std::string_view rule, EnvVarSpec& spec) {
                                             : Grammar::Unit::None;
     return spec.grammar.unit != Grammar::Unit::None;
   }
+  if (rule == "agree=fail" || rule == "agree=warn") {
+    spec.agree = rule == "agree=fail" ? EnvVarSpec::Agree::Fail : EnvVarSpec::Agree::Warn;
+    return !spec.is_prefix();
+  }
   if (rule.starts_with("warn_if=")) {
     for (std::string_view v : split(rule.substr(8), '|')) spec.warn_if.emplace_back(v);
     return true;
@@ -161,6 +165,18 @@ const EnvCatalog& builtin_env_catalog() {
     return std::move(*parsed);
   }();
   return catalog;
+}
+
+std::optional<EffectiveValue> effective_value(const RankFacts& facts, std::string_view name) {
+  if (const std::optional<std::string> v = facts.env.get(name)) return EffectiveValue{*v, {}, 0};
+  for (const ConfFile& file : facts.nccl_conf.files) {
+    const ConfFileContents* contents = file.contents.value();
+    if (contents == nullptr) continue;
+    for (const ConfEntry& e : contents->entries) {
+      if (e.name == name) return EffectiveValue{e.value, file.path, e.line};
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace preflight

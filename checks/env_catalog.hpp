@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/env_grammar.hpp"
+#include "core/facts.hpp"
 
 namespace preflight {
 
@@ -28,6 +29,9 @@ struct EnvVarSpec {
   bool no_effect = false;   // rule no_effect: nothing reads it (removed, renamed or never existed)
   bool dcgm_bad = false;    // rule dcgm_bad: on DCGM diag's list of variables that must not be set
   std::string alias_of;     // rule alias_of=NAME: a legacy name of NAME
+  // rule agree=fail|warn: every rank of a communicator must read the same value (fail: NCCL hangs or
+  // refuses when they differ; warn: the ranks only behave differently). cluster.consistency compares it.
+  enum class Agree { No, Fail, Warn } agree = Agree::No;
   std::string note;
   int line = 0;  // in the catalog file
 
@@ -56,5 +60,14 @@ std::optional<EnvCatalog> parse_env_catalog(std::string_view text, std::string& 
 /// The embedded matrix/env_vars.tsv, parsed once. Throws std::runtime_error if it is malformed
 /// (a build defect: a unit test keeps it from shipping).
 const EnvCatalog& builtin_env_catalog();
+
+/// The value a rank's NCCL or torch reads for `name` and where it came from: the environment wins,
+/// then NCCL's configuration files in NCCL's order (the first that sets it). nullopt: not set.
+struct EffectiveValue {
+  std::string value;
+  std::string file;  // "" for the environment
+  int line = 0;
+};
+std::optional<EffectiveValue> effective_value(const RankFacts& facts, std::string_view name);
 
 }  // namespace preflight

@@ -17,6 +17,7 @@ cluster_host node3 shm=64m
 cluster_host node4 "LD_LIBRARY_PATH=$nccl_2289:$PREFLIGHT_FAKE_GPU_LIB_DIR" \
   "PREFLIGHT_FAKE_GPU=$PREFLIGHT_FAKE_GPU_SCENARIOS_DIR/driver535-cuda122.json"
 cluster_host node5 "LD_LIBRARY_PATH=$PREFLIGHT_FAKE_GPU_LIB_DIR"
+cluster_host node6
 cluster_up || { echo "FAIL: the emulated cluster did not come up"; exit 1; }
 
 # The checks a job across hosts decides (this machine has no GPU, and the fake node's GPU stack
@@ -89,8 +90,23 @@ expect_eq "$(check_status cluster.consistency)" FAIL "cluster.consistency"
 summary=$(field cluster.consistency summary)
 for want in node4 535.104.05 550.54.15 2.28.9 2.21.5; do expect_contains "$summary" "$want" "cluster.consistency"; done
 
-# 9. Each host alone, then merge: one report with 2 nodes and the cross-node checks.
-on_host node1 "$PREFLIGHT" --format json >"$work/node1.json" 2>/dev/null
+# 6. Four hosts, NCCL_ALGO set on node3 only (NVIDIA/nccl#1136: ranks that choose differently hang):
+# cluster.consistency FAILs naming node3's rank and value; set everywhere alike, it passes.
+odd_algo='if [ "$(hostname)" = node3 ]; then export NCCL_ALGO=Tree; fi; exec "$0" "$@"'
+expect_rc 1 "NCCL_ALGO on node3 only" -- cluster_mpirun --host node1:1,node2:1,node3:1,node6:1 -np 4 \
+  bash -c "$odd_algo" "$PREFLIGHT" --format json --only 'launch.ranks,cluster.consistency'
+expect_eq "$(check_status cluster.consistency)" FAIL "cluster.consistency with NCCL_ALGO on node3 only"
+expect_eq "$(json_get "[c['finding']['code'] for c in d['checks'] if c['id']=='cluster.consistency'][0]")" \
+  cluster.consistency/setting-must-agree "the finding"
+expect_contains "$(field cluster.consistency summary)" "node3 (rank 2) has NCCL_ALGO=Tree (environment)" "the odd host"
+expect_contains "$(field cluster.consistency summary)" "the majority (3 of 4 ranks) unset" "the majority"
+expect_rc 0 "NCCL_P2P_DISABLE=1 on every host" -- cluster_mpirun --host node1:1,node2:1,node3:1,node6:1 -np 4 \
+  -x NCCL_P2P_DISABLE=1 "$PREFLIGHT" --format json --only 'launch.ranks,cluster.consistency'
+expect_eq "$(check_status cluster.consistency)" PASS "cluster.consistency with one value everywhere"
+
+# 9. Each host alone, then merge: one report with 2 nodes and the cross-node checks; node1's run
+# had NCCL_PROTO=Simple, node3's none: the merged cluster.consistency names it.
+on_host node1 env NCCL_PROTO=Simple "$PREFLIGHT" --format json >"$work/node1.json" 2>/dev/null
 on_host node3 "$PREFLIGHT" --format json >"$work/node3.json" 2>/dev/null
 expect_rc 1 "merge of node1 and node3" -- "$PREFLIGHT" merge --format json "$work/node1.json" "$work/node3.json"
 expect_eq "$(json_get "d['world']['nodes']")" 2 "merged world.nodes"
@@ -98,6 +114,8 @@ expect_eq "$(status_on shm.capacity node3)" FAIL "merged shm.capacity on node3"
 expect_eq "$(status_on shm.capacity node1)" PASS "merged shm.capacity on node1"
 json_get "[c['status'] for c in d['checks'] if c['id']=='cluster.consistency'][0]" >/dev/null 2>&1 &&
   pass "merged report has cluster.consistency" || fail "merged report lacks cluster.consistency"
+expect_contains "$(json_get "[c['summary'] for c in d['checks'] if c['id']=='cluster.consistency' and c['status']=='FAIL'][0]")" \
+  "NCCL_PROTO differs between ranks" "merged cluster.consistency"
 expect_rc 2 "the same host's file twice" -- "$PREFLIGHT" merge "$work/node1.json" "$work/node1.json"
 expect_contains "$(cat "$work/err")" "node1.json" "merge error"
 

@@ -60,6 +60,68 @@ TEST(ClusterConsistency, PassWhenEverythingAgrees) {
   EXPECT_EQ(v.evidence["NCCL"]["2.21.5"].size(), 8u);
 }
 
+TEST(ClusterConsistency, SettingsThatMustAgreeFailOnOneOddHost) {
+  // NCCL_ALGO on one host only (NVIDIA/nccl#1136: a hang), from the environment there.
+  JobFacts j = stack_job();
+  on_host(j, 1, [](RankFacts& f) { f.env = EnvSnapshot({{"NCCL_ALGO", "Tree"}}); });
+  Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cluster.consistency/setting-must-agree");
+  EXPECT_EQ(v.finding.params["name"], "NCCL_ALGO");
+  EXPECT_EQ(v.finding.params["odd"], "gpu-b (ranks 2–3) has NCCL_ALGO=Tree (environment)");
+  EXPECT_EQ(v.finding.params["majority"], "unset");
+  EXPECT_TRUE(has(v.summary, "nccl#1136")) << v.summary;
+  // The same from NCCL's configuration file on that host; a value that reads the same is no drift.
+  j = stack_job();
+  on_host(j, 3, [](RankFacts& f) {
+    ConfFileContents c;
+    c.entries = {{"NCCL_IB_DISABLE", "1", 4}};
+    f.nccl_conf.files = {{"/etc/nccl.conf", "system", Probed<ConfFileContents>::ok(c, "/etc/nccl.conf")}};
+  });
+  v = judge_job(spec(), j);
+  EXPECT_EQ(v.finding.code, "cluster.consistency/setting-must-agree");
+  EXPECT_EQ(v.finding.params["odd"], "gpu-d (ranks 6–7) has NCCL_IB_DISABLE=1 (/etc/nccl.conf:4)");
+  EXPECT_EQ(v.finding.params["majority"], "unset (default 0)");
+  for (RankFacts& f : j.ranks) f.env = EnvSnapshot({{"NCCL_IB_DISABLE", f.placement.rank < 6 ? "01" : "1"}});
+  EXPECT_EQ(judge_job(spec(), j).status, Status::Pass) << judge_job(spec(), j).summary;
+  // Unset where the default is the value others set: they agree.
+  j = stack_job();
+  on_host(j, 0, [](RankFacts& f) { f.env = EnvSnapshot({{"NCCL_P2P_DISABLE", "0"}}); });
+  EXPECT_EQ(judge_job(spec(), j).status, Status::Pass) << judge_job(spec(), j).summary;
+}
+
+TEST(ClusterConsistency, SettingsThatOnlyChangeBehaviourWarn) {
+  JobFacts j = stack_job();
+  on_host(j, 2, [](RankFacts& f) { f.env = EnvSnapshot({{"NCCL_P2P_DISABLE", "1"}}); });
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cluster.consistency/setting-differs");
+  EXPECT_EQ(v.finding.params["odd"], "gpu-c (ranks 4–5) has NCCL_P2P_DISABLE=1 (environment)");
+  EXPECT_EQ(v.finding.params["majority"], "unset (default 0)");
+}
+
+TEST(ClusterConsistency, NodesWithOtherGpusWarn) {
+  JobFacts j = stack_job();
+  NvmlGpu h100;
+  h100.name = "NVIDIA H100 80GB HBM3";
+  h100.memory_total = 81559ull << 20;
+  h100.cc_major = 9;
+  NvmlGpu v100 = h100;
+  v100.name = "Tesla V100-SXM2-32GB";
+  v100.memory_total = 32768ull << 20;
+  v100.cc_major = 7;
+  for (RankFacts& f : j.ranks) f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({h100, h100}, "NVML");
+  EXPECT_EQ(judge_job(spec(), j).status, Status::Pass) << judge_job(spec(), j).summary;
+  on_host(j, 3, [&](RankFacts& f) { f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({v100, h100}, "NVML"); });
+  const Verdict v = judge_job(spec(), j);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cluster.consistency/gpu-drift");
+  EXPECT_EQ(v.finding.params["odd"],
+            "gpu-d (ranks 6–7) has 1 × NVIDIA H100 80GB HBM3 (81559 MiB, CC 9.0) + 1 × Tesla V100-SXM2-32GB (32768 "
+            "MiB, CC 7.0)");
+  EXPECT_EQ(v.finding.params["majority"], "2 × NVIDIA H100 80GB HBM3 (81559 MiB, CC 9.0)");
+}
+
 TEST(ClusterConsistency, NcclDriftFailsNamingOddHostsAndMajority) {
   JobFacts j = stack_job();
   on_host(j, 2, [](RankFacts& f) { f.gpu.nccl.value()->version = "2.18.1"; });
