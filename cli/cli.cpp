@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -152,6 +153,33 @@ double positive_double(const po::variables_map& vm, const char* name, const char
   }
 }
 
+/// An input path option (--site-packages, --nccl-lib, --cuda-runtime, --python) as an absolute
+/// path: a relative one from the working directory, or under --sysroot from the captured root;
+/// "." and ".." folded, links left as they are (a venv's python is one). A bare library name
+/// (`names_allowed`, no '/') is left for dlopen to search. Given but not there: a usage error.
+std::string given_input(const char* option, const std::string& value, const std::string& sysroot,
+                        const std::string& expected, bool names_allowed) {
+  if (names_allowed && value.find('/') == std::string::npos) return value;
+  std::filesystem::path p(value);
+  if (!sysroot.empty()) {
+    p = std::filesystem::path("/") / p;
+  } else if (p.is_relative()) {
+    std::error_code ec;
+    const std::filesystem::path cwd = std::filesystem::current_path(ec);
+    if (ec) bad_value(option, value, expected + " (the working directory is not readable: " + ec.message() + ")");
+    p = cwd / p;
+  }
+  p = p.lexically_normal();
+  // Under --sysroot the file is the captured tree's: its links are not followed out of the tree.
+  const std::string there =
+      sysroot.empty() ? p.string() : (std::filesystem::path(sysroot) / p.relative_path()).string();
+  struct stat st {};
+  if ((sysroot.empty() ? ::stat(there.c_str(), &st) : ::lstat(there.c_str(), &st)) != 0) {
+    bad_value(option, value, expected + " (" + printable(there, 120) + ": " + std::strerror(errno) + ")");
+  }
+  return p.string();
+}
+
 // --python EXE as the shell would run it: a name without '/' looked up on PATH; the file must be an
 // executable regular file. Under --sysroot the path names a file of the captured tree (not run).
 std::string python_executable(const std::string& exe, const std::string& sysroot) {
@@ -166,7 +194,7 @@ std::string python_executable(const std::string& exe, const std::string& sysroot
   }
   if (exe.find('/') != std::string::npos) {
     if (!runnable(exe)) bad_value("python", exe, "an executable file (it does not exist or is not executable)");
-    return exe;
+    return given_input("python", exe, sysroot, "an executable file", false);
   }
   const char* path = std::getenv("PATH");
   for (const std::string_view dir : split(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin", ':')) {
@@ -522,6 +550,16 @@ Options to_options(const po::variables_map& vm) {
   }
   o.config_file = path_option(vm, "config", "a config file");
   if (vm.count("python")) o.python = python_executable(o.python, o.sysroot);
+  for (std::string& dir : o.site_packages) {
+    dir = given_input("site-packages", dir, o.sysroot, "a directory that exists (where the framework is installed)",
+                      false);
+  }
+  for (std::string& lib : o.cuda_runtimes) {
+    lib = given_input("cuda-runtime", lib, o.sysroot, "a CUDA runtime library that exists (or a name to search)", true);
+  }
+  if (!o.nccl_lib.empty()) {
+    o.nccl_lib = given_input("nccl-lib", o.nccl_lib, o.sysroot, "a libnccl that exists (or a name to search)", true);
+  }
   return o;
 }
 
@@ -649,6 +687,9 @@ std::string help_text() {
          "`#` starts a comment, a value in matching double or single quotes loses them (nothing inside is\n"
          "unescaped), a UTF-8 byte order mark is ignored; the command line wins over the file. It must be a\n"
          "regular file of at most 1 MiB (a FIFO or a device is refused); an error names its line, never its text.\n"
+         "--site-packages, --python, --nccl-lib and --cuda-runtime: a relative path is the working directory's\n"
+         "(under --sysroot the captured root's), and one that does not exist is a usage error (exit 2); a bare\n"
+         "library name (libnccl.so.2) is searched as dlopen does.\n"
          "--only and --skip are checked against the check ids: a glob that matches no check, or a selection\n"
          "that leaves none, is a usage error (exit 2). --timeout is at most 86400 s.\n\n"
          "Exit codes: 0 no FAIL/UNKNOWN (WARN allowed unless --strict) · 1 a FAIL · 2 usage or\n"

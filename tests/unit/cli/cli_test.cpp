@@ -66,6 +66,43 @@ TEST(Cli, ParsesEveryKindOfValue) {
   EXPECT_EQ(c.options.target_gpus, (std::vector<std::string>{"8.0", "9.0"}));
 }
 
+TEST(Cli, InputPathsAreAbsoluteAndMustExist) {
+  // A relative --site-packages, --nccl-lib, --cuda-runtime or --python is the working directory's;
+  // under --sysroot the captured root's. Given but missing: a usage error (exit 2), never dropped.
+  char tmpl[] = "/tmp/preflight-cli-paths-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  ASSERT_EQ(::mkdir((root + "/sites").c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((root + "/sites/cpu").c_str(), 0755), 0);
+  std::ofstream(root + "/libnccl.so.2") << "x";
+  char old[4096];
+  ASSERT_NE(::getcwd(old, sizeof old), nullptr);
+  ASSERT_EQ(::chdir(root.c_str()), 0);
+  const Cli c = parse({"--site-packages", "sites/cpu", "--site-packages", "./sites/../sites/cpu/", "--nccl-lib",
+                       "./libnccl.so.2", "--cuda-runtime", "libcudart.so.12"});
+  EXPECT_EQ(c.options.site_packages, (std::vector<std::string>{root + "/sites/cpu", root + "/sites/cpu/"}));
+  EXPECT_EQ(c.options.nccl_lib, root + "/libnccl.so.2");
+  EXPECT_EQ(c.options.cuda_runtimes, (std::vector<std::string>{"libcudart.so.12"}));  // a name dlopen searches
+  for (const std::vector<std::string>& bad : std::vector<std::vector<std::string>>{
+           {"--site-packages", "sites/gpu"}, {"--nccl-lib", "lib/libnccl.so.2"}, {"--cuda-runtime", "./none.so"}}) {
+    try {
+      parse(bad);
+      ADD_FAILURE() << bad[0] << " " << bad[1] << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("No such file or directory"), std::string::npos) << e.what();
+    }
+  }
+  // Under --sysroot: from the captured root, whatever the working directory.
+  const Cli under = parse({"--sysroot", root, "--site-packages", "sites/cpu"});
+  EXPECT_EQ(under.options.site_packages, (std::vector<std::string>{"/sites/cpu"}));
+  EXPECT_THROW(parse({"--sysroot", root, "--site-packages", "/opt/none"}), UsageError);
+  ASSERT_EQ(::chdir(old), 0);
+  std::remove((root + "/libnccl.so.2").c_str());
+  ::rmdir((root + "/sites/cpu").c_str());
+  ::rmdir((root + "/sites").c_str());
+  ::rmdir(root.c_str());
+}
+
 TEST(Cli, CommandsAndTheirArguments) {
   EXPECT_EQ(parse({"list"}).command, Command::List);
   const Cli e = parse({"explain", "shm.capacity"});
