@@ -85,6 +85,12 @@ constexpr FindingSpec kFrameworkNoKernels = {
     "{framework} has no kernels for {gpu}: arch list {arch_list} has no {sm} SASS and no PTX ≤ {compute} "
     "(cudaErrorNoKernelImageForDevice, 209)",
     "Use a build compiled for {sm}{wheel_note}, or build from source with TORCH_CUDA_ARCH_LIST=\"{cc}\"."};
+constexpr FindingSpec kFrameworkArchUnread = {
+    "cuda.arch/framework-arch-unread", Status::Unknown,
+    "{gpu} {is} newer than {cuda} knows (CC {range}), and the architectures {framework} was compiled for could not be "
+    "read ({why}): whether it has kernels for it (SASS of its family, or PTX) is not known",
+    "Run `python -c \"import torch; print(torch.cuda.get_arch_list())\"` on the node: it needs {sm} SASS (or "
+    "an earlier minor of that family) or PTX no newer than the GPU; a build for a newer CUDA has them."};
 constexpr FindingSpec kNothingToJudge = {
     "cuda.arch/nothing-to-judge", Status::Skip,
     "no CUDA runtime or framework found to judge the GPUs' compute capabilities against (cuda.runtime reports it)", ""};
@@ -93,29 +99,32 @@ constexpr std::array kFindings = {kCpuOnlyImage,          kNoTargetGpu,         
                                   kDriverNewerThanMatrix, kNoTargetDriver,      kTargetGpuInvalid, kCcUnreadable,
                                   kDroppedByDriver,       kDriverPredatesGpu,   kGpuNotInMatrix,   kCudaNotInTable,
                                   kGpuTooOldForCuda,      kGpuTooOldForAnyCuda, kGpuNewerThanCuda, kFrameworkPtxOnly,
-                                  kFrameworkNoKernels,    kNothingToJudge};
+                                  kFrameworkNoKernels,    kFrameworkArchUnread, kNothingToJudge};
 
 struct CudaInUse {
   Version cuda;       // major.minor
   std::string label;  // "CUDA 13.0 (torch 2.9.0+cu130)"
+  const FrameworkBuild* framework = nullptr;  // the framework built for it: its own kernels decide
 };
 
 std::vector<CudaInUse> cudas_in_use(const RuntimeFacts& rt) {
   std::vector<CudaInUse> out;
-  auto add = [&out](const std::string& version, const std::string& from) {
+  auto add = [&out](const std::string& version, const std::string& from, const FrameworkBuild* fw = nullptr) {
     const std::optional<Version> v = Version::parse(trim(version));
     if (!v) return;
     const Version mm = v->truncated(2);
-    for (const CudaInUse& c : out) {
-      if (c.cuda == mm) return;
+    for (CudaInUse& c : out) {
+      if (c.cuda != mm) continue;
+      if (c.framework == nullptr) c.framework = fw;
+      return;
     }
-    out.push_back({mm, "CUDA " + mm.str() + " (" + from + ")"});
+    out.push_back({mm, "CUDA " + mm.str() + " (" + from + ")", fw});
   };
   for (const CudaRuntime& r : rt.runtimes) {
     if (job_loads(r)) add(r.version, r.detail.empty() ? r.kind : r.detail);  // what the job loads, not all on disk
   }
   for (const FrameworkBuild& fw : rt.frameworks) {
-    if (!fw.cuda.empty()) add(fw.cuda, fw.name + " " + fw.version);
+    if (!fw.cuda.empty()) add(fw.cuda, fw.name + " " + fw.version, &fw);
   }
   return out;
 }
@@ -236,6 +245,15 @@ Verdict run(const CheckContext& ctx) {
         } else {
           b.add(kGpuTooOldForAnyCuda, and_with({{"min_cc", range->min_cc.str()}, {"cc", cc.str()}}));
         }
+      } else if (range->max_cc < cc && c.framework != nullptr && !c.framework->arch_list.empty()) {
+        // The framework's own kernels decide (below): SASS of the GPU's family, PTX, or neither.
+      } else if (range->max_cc < cc && c.framework != nullptr) {
+        // Newer than the framework's CUDA, and what it ships could not be read: never assume PTX.
+        b.add(kFrameworkArchUnread,
+              and_with({{"framework", c.framework->name + " " + c.framework->version},
+                        {"sm", sm_of(cc)},
+                        {"why", c.framework->arch_source.empty() ? std::string("no library of it was read")
+                                                                 : c.framework->arch_source}}));
       } else if (range->max_cc < cc) {
         b.add(kGpuNewerThanCuda,
               and_with({{"needed", arch != nullptr && arch->first_cuda ? "CUDA ≥ " + arch->first_cuda->str()
@@ -280,8 +298,10 @@ constexpr std::string_view kExplain = R"EXPLAIN(What it reads
   --target-gpu such as 9.0), the CUDA of every runtime the job loads (cuda.runtime's model: the
   framework's own libcudart, --cuda-runtime, else the loader path; a toolkit nothing of the job
   loads is not judged here) and of each CUDA framework build, the
-  framework's compiled architectures where discoverable (torch's arch list: sm_80, sm_90,
-  compute_90), and the driver version (or --target-driver). Ranges come from
+  framework's compiled architectures, read from the fat binaries of its CUDA library
+  (libtorch_cuda.so's .nv_fatbin, else __nv_relfatbin: each entry's header names its SM and
+  whether it is SASS or PTX; headers only, payloads skipped, at most a million entries), spelled
+  as torch.cuda.get_arch_list() does (sm_80, sm_90, compute_90), and the driver version (or --target-driver). Ranges come from
   matrix/cuda_compute_capability.tsv, architectures and the first and last driver branch of each
   from matrix/gpu_arch.tsv, the newest known branch from matrix/driver_branch_cuda.tsv.
 
@@ -300,7 +320,12 @@ Failures
            major with W <= Y) nor PTX it can JIT (compute_XY <= the GPU's CC).
   WARN     the framework has only PTX for the GPU: JIT at first start, and no PTX JIT under
            minor-version compatibility.
-  WARN     a GPU newer than a runtime knows (above its range): only PTX kernels run.
+  WARN     a GPU newer than a runtime knows (above its range): only PTX kernels run. For a
+           framework built for that CUDA its own kernels decide instead (the FAIL and WARN above):
+           PyPI's CUDA wheels ship SASS only, so a cu124 torch on Blackwell FAILs.
+  UNKNOWN  a GPU newer than a framework's CUDA knows, and the framework's architectures could not
+           be read (no fatbin section, a library that is not what the format says): never assumed
+           to have PTX.
   UNKNOWN  no GPU list (no driver; the image profile without --target-gpu), a GPU whose compute
            capability cannot be read, or a CUDA version the table does not know.
   UNKNOWN  a driver newer than the matrix's newest branch whose CUDA is not reported by the

@@ -20,6 +20,7 @@
 
 #include "core/cuda_discovery.hpp"
 #include "core/elf_dynamic.hpp"
+#include "core/fatbin.hpp"
 #include "core/text.hpp"
 #include "core/version.hpp"
 #include "probes/probe.hpp"
@@ -506,6 +507,24 @@ class Discovery {
     return nullptr;
   }
 
+  // The architectures torch's CUDA library carries code for, from its fat binaries (headers only,
+  // at most a million entries): SASS as "sm_90", PTX as "compute_90", as torch.cuda.get_arch_list().
+  void read_arch_list(const std::string& real, FrameworkBuild& fw) {
+    const Probed<FatbinArchs> archs =
+        elf_fatbin_archs([&](std::uint64_t offset, std::size_t size) -> std::optional<std::string> {
+          Probed<std::string> bytes = fs().read_at(real, offset, size);
+          if (!bytes.ok()) return std::nullopt;
+          return std::move(*bytes.value());
+        });
+    if (const FatbinArchs* a = archs.value()) {
+      fw.arch_list = a->arch_list();
+      fw.arch_source = base_name(fw.library) + " " + a->section + ": " + std::to_string(a->entries) + " entries in " +
+                       std::to_string(a->containers) + " containers";
+    } else {
+      fw.arch_source = "not read: " + base_name(fw.library) + ": " + archs.error()->detail;
+    }
+  }
+
   // The dynamic section of torch's CUDA library: the first of them that reads as ELF.
   std::optional<ElfDynamic> torch_library(const std::string& lib_dir, FrameworkBuild& fw) {
     for (const char* name : {"libtorch_cuda.so", "libtorch_global_deps.so", "libc10_cuda.so"}) {
@@ -523,6 +542,7 @@ class Discovery {
         continue;
       }
       fw.library = path;
+      read_arch_list(real, fw);
       return *elf.value();
     }
     return std::nullopt;

@@ -155,7 +155,9 @@ struct FrameworkBuild {
   std::string name;                    // "torch"
   std::string version;                 // "2.5.1+cu124"
   std::string cuda;                    // "12.4" (torch.version.cuda); empty for a CPU build
-  std::vector<std::string> arch_list;  // compiled architectures where discoverable: "sm_80", "sm_90"
+  std::vector<std::string> arch_list;  // compiled architectures, "sm_80", "compute_90": the fatbins of `library`
+  std::string arch_source;             // where arch_list came from ("libtorch_cuda.so .nv_fatbin: 3712 entries"),
+                                       // or why it is empty ("not read: ...")
   std::string path;                    // torch/version.py
   std::string build;                   // "cuda", "cpu" (cuda = None, hip = None) or "rocm"
   std::string library;        // the torch library whose dynamic section was read ("…/torch/lib/libtorch_cuda.so")

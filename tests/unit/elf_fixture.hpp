@@ -4,7 +4,8 @@
 // (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH). For tests of core/elf_dynamic and of the framework
 // resolution in the cuda_runtime probe, without a compiler at test time. And an object of named
 // sections only (with_sections: .rodata, .data, … and the section-name table), for core/elf_strings
-// and the nccl_names probe.
+// and the nccl_names probe; sections appended to either (add_sections), and fat binaries built from
+// their format (fatbin: the .nv_fatbin of core/fatbin's tests).
 #pragma once
 
 #include <cstdint>
@@ -94,9 +95,9 @@ struct Section {
   std::string bytes;
 };
 
-/// An ELF64 little-endian object with the section headers of `sections` (after the null section)
-/// and a final .shstrtab naming them; no program headers.
-inline std::string with_sections(const std::vector<Section>& sections) {
+/// `elf` (an ELF64 little-endian object, its header first) with `sections` appended, a final
+/// .shstrtab naming them, and the section header table after them (e_shoff, e_shnum, e_shstrndx set).
+inline std::string add_sections(std::string buf, const std::vector<Section>& sections) {
   std::string names(1, '\0');
   std::vector<std::uint32_t> name_at;
   for (const Section& s : sections) {
@@ -105,17 +106,15 @@ inline std::string with_sections(const std::vector<Section>& sections) {
   }
   const auto shstrtab_at = static_cast<std::uint32_t>(names.size());
   names += std::string(".shstrtab") + '\0';
-  std::string buf(64, '\0');
-  const unsigned char ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
-  put(buf, 0, ident, sizeof ident);
   std::vector<std::size_t> offsets;
   for (const Section& s : sections) {
+    buf.resize((buf.size() + 7) / 8 * 8, '\0');
     offsets.push_back(buf.size());
     buf += s.bytes;
   }
   const std::size_t names_off = buf.size();
   buf += names;
-  const std::size_t sh = buf.size();
+  const std::size_t sh = (buf.size() + 7) / 8 * 8;
   const std::size_t count = sections.size() + 2;  // the null section, then .shstrtab last
   buf.resize(sh + count * 64, '\0');
   put_int<std::uint64_t>(buf, 0x28, sh);  // e_shoff
@@ -136,6 +135,48 @@ inline std::string with_sections(const std::vector<Section>& sections) {
   }
   header(count - 1, shstrtab_at, 3, 0, names_off, names.size());  // SHT_STRTAB
   return buf;
+}
+
+/// An ELF64 little-endian object with the section headers of `sections` (after the null section)
+/// and a final .shstrtab naming them; no program headers.
+inline std::string with_sections(const std::vector<Section>& sections) {
+  std::string buf(64, '\0');
+  const unsigned char ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+  put(buf, 0, ident, sizeof ident);
+  return add_sections(std::move(buf), sections);
+}
+
+/// One entry of a fat binary: kind 1 PTX or 2 ELF (SASS), the SM number, and a payload of
+/// `payload` bytes (what the reader skips).
+struct FatbinEntry {
+  std::uint16_t kind = 2;
+  std::uint32_t sm = 90;
+  std::size_t payload = 40;
+  std::uint32_t header_size = 64;  // 64; 80 or 112 for the extended headers of SM 100 and later
+};
+
+/// One fatbin container as nvcc lays it out: a 16-byte header (magic 0xBA55ED50, version 1, header
+/// size 16, the size of the entries that follow), then each entry's header and payload (8-aligned).
+inline std::string fatbin(const std::vector<FatbinEntry>& entries) {
+  std::string body;
+  for (const FatbinEntry& e : entries) {
+    const std::size_t at = body.size();
+    const std::size_t aligned = (e.payload + 7) / 8 * 8;
+    body.resize(at + e.header_size + aligned, '\0');
+    put_int<std::uint16_t>(body, at, e.kind);
+    put_int<std::uint16_t>(body, at + 2, 0x0101);
+    put_int<std::uint32_t>(body, at + 4, e.header_size);
+    put_int<std::uint64_t>(body, at + 8, aligned);
+    put_int<std::uint32_t>(body, at + 16, static_cast<std::uint32_t>(e.payload));
+    put_int<std::uint32_t>(body, at + 28, e.sm);
+    for (std::size_t i = 0; i < e.payload; ++i) body[at + e.header_size + i] = static_cast<char>(0xA5);
+  }
+  std::string out(16, '\0');
+  put_int<std::uint32_t>(out, 0, 0xBA55ED50);
+  put_int<std::uint16_t>(out, 4, 1);
+  put_int<std::uint16_t>(out, 6, 16);
+  put_int<std::uint64_t>(out, 8, body.size());
+  return out + body;
 }
 
 inline void write(const std::string& path, const Spec& spec) { std::ofstream(path, std::ios::binary) << build(spec); }

@@ -313,6 +313,32 @@ TEST(CudaArchCheck, GpuNewerThanTheRuntimeKnowsWarns) {
   EXPECT_TRUE(has(v.summary, "CC 5.0–9.0")) << v.summary;
 }
 
+// A cu124 torch on Blackwell: its own kernels decide, never the PTX assumption. The PyPI wheels ship
+// SASS only (FAIL: no kernel image); a build with PTX runs it JIT-compiled (WARN); a library whose
+// fatbins could not be read is UNKNOWN.
+TEST(CudaArchCheck, AFrameworkOlderThanTheGpuIsJudgedByItsOwnKernels) {
+  RankFacts f = node_facts({gpu(0, "NVIDIA B200", 10, 0)}, "570.124.06", 12080);
+  f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};
+  f.gpu.runtime.frameworks = {torch("12.4", {"sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"})};
+  Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/framework-no-kernels");
+  EXPECT_FALSE(has(v.summary, "only kernels shipped as PTX")) << v.summary;
+
+  f.gpu.runtime.frameworks = {torch("12.4", {"sm_80", "sm_90", "compute_90"})};
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Warn) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/framework-ptx-only");
+
+  f.gpu.runtime.frameworks = {torch("12.4", {})};
+  f.gpu.runtime.frameworks[0].arch_source = "not read: libtorch_cuda.so: no .nv_fatbin or __nv_relfatbin section";
+  v = judge(f);
+  EXPECT_EQ(v.status, Status::Unknown) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/framework-arch-unread");
+  EXPECT_TRUE(has(v.summary, "could not be read (not read: libtorch_cuda.so: no .nv_fatbin")) << v.summary;
+  EXPECT_TRUE(has(v.remedy, "sm_100 SASS")) << v.remedy;
+}
+
 TEST(CudaArchCheck, DriverBranchThatDroppedTheArchitectureFails) {
   RankFacts f = node_facts({gpu(0, "Tesla V100-SXM2-16GB", 7, 0)}, "590.44.01", 13010);
   f.gpu.runtime.runtimes = {runtime("12.4", "torch 2.5.1+cu124")};

@@ -125,6 +125,45 @@ RankFacts node(const RuntimeFacts& rt, const std::string& driver = "535.104.05",
   return f;
 }
 
+// torch's compiled architectures come from libtorch_cuda.so's fat binaries: a cu124 wheel's SASS
+// list judged on a Blackwell node FAILs (no kernel image), where the PTX assumption only warned.
+TEST(JobLoads, TheArchListIsReadFromLibtorchCudasFatbins) {
+  Tree t;
+  pip_torch(t, kSite, "2.5.1+cu124", "12.4", "12.4.127");
+  elf_fixture::Spec spec;
+  spec.soname = "libtorch_cuda.so";
+  spec.needed = {"libc10_cuda.so", "libcudart.so.12", "libnccl.so.2", "libc.so.6"};
+  spec.rpath = "$ORIGIN/../../nvidia/cuda_runtime/lib:$ORIGIN/../../nvidia/nccl/lib:$ORIGIN";
+  std::vector<elf_fixture::FatbinEntry> sass;
+  for (std::uint32_t sm : {50u, 60u, 70u, 75u, 80u, 86u, 90u}) sass.push_back({2, sm, 512, 64});
+  t.file(kSite + "/torch/lib/libtorch_cuda.so",
+         elf_fixture::add_sections(elf_fixture::build(spec),
+                                   {{".nv_fatbin", 1, 0x2, elf_fixture::fatbin(sass) + elf_fixture::fatbin(sass)}}));
+  const RuntimeFacts rt = probe(t, {{"VIRTUAL_ENV", "/venv"}});
+  ASSERT_EQ(rt.frameworks.size(), 1u);
+  EXPECT_EQ(rt.frameworks[0].arch_list,
+            (std::vector<std::string>{"sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"}));
+  EXPECT_EQ(rt.frameworks[0].arch_source, "libtorch_cuda.so .nv_fatbin: 14 entries in 2 containers");
+  EXPECT_EQ(rt.frameworks[0].cudart_soname, "libcudart.so.12");  // the dynamic section is still read
+  RankFacts blackwell = node(rt, "570.124.06", 12080);
+  for (NvmlGpu& g : *blackwell.gpu.driver.nvml_gpus.value()) {
+    g.name = "NVIDIA B200";
+    g.cc_major = 10;
+    g.cc_minor = 0;
+  }
+  const Verdict v = gpu_fixture::judge(kCudaArch, blackwell);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "cuda.arch/framework-no-kernels");
+
+  // pip_torch's library has a dynamic section and nothing else: said, and never a PTX guess.
+  Tree plain;
+  pip_torch(plain, kSite, "2.5.1+cu124", "12.4", "12.4.127");
+  const RuntimeFacts unread = probe(plain, {{"VIRTUAL_ENV", "/venv"}});
+  ASSERT_EQ(unread.frameworks.size(), 1u);
+  EXPECT_TRUE(unread.frameworks[0].arch_list.empty());
+  EXPECT_EQ(unread.frameworks[0].arch_source, "not read: libtorch_cuda.so: no section headers");
+}
+
 TEST(JobLoads, PipCu124BesideACuda13ToolkitWarnsNeverFails) {
   Tree t;
   pip_torch(t, kSite, "2.5.1+cu124", "12.4", "12.4.127");
