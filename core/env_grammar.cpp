@@ -378,7 +378,8 @@ std::vector<std::string> apply_names(const Grammar& g, std::string_view list, st
   if (negate) list.remove_prefix(1);
   enabled.assign(g.choices.size(), negate);
   std::vector<std::string> unknown;
-  for (const auto& [at, name] : strtok_pieces(list, ',')) {
+  for (const auto& piece : strtok_pieces(list, ',')) {
+    const std::string_view name = piece.second;  // a named variable: clang 14 captures no structured binding
     const auto it =
         std::find_if(g.choices.begin(), g.choices.end(), [&](const std::string& c) { return same_name(c, name); });
     if (it == g.choices.end())
