@@ -39,6 +39,8 @@ using std::chrono::duration_cast;
 double since(TimePoint t) { return duration<double>(Clock::now() - t).count(); }
 
 constexpr int kBusbwRounds = 3;  // a result below --min-busbw is measured again before it fails
+// How long the other ranks wait, once rank 0 is gone, for rank 1 to write its report in rank 0's place.
+constexpr std::chrono::milliseconds kRank1ReportGrace{4000};
 
 class JobRun {
  public:
@@ -844,6 +846,13 @@ class JobRun {
                    "preflight: rank %d (pid %d): rank 0's process ended (phase %s); rank 1 reports in its place "
                    "(exit 4)\n",
                    m_transport->rank(), static_cast<int>(::getpid()), to_string(m_phase));
+      std::fflush(nullptr);
+      // This rank's own exit (4) would make the launcher end the job, rank 1 with it, before rank 1
+      // has written its report: linger until the launcher ends this rank (after rank 1 is done) or
+      // kRank1ReportGrace has passed.
+      const TimePoint until = Clock::now() + kRank1ReportGrace;
+      while (Clock::now() < until && !termination_requested())
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     std::fflush(nullptr);
     ::_exit(to_int(ExitCode::Deadline));
