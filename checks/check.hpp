@@ -67,9 +67,11 @@ struct CheckSpec {
   /// GPUs of each rank's CUDA_VISIBLE_DEVICES): in a gathered job rank 0 judges them once per host
   /// with every delivered rank of that host (CheckContext::host_ranks).
   bool node_view = false;
-  /// The checks whose non-PASS result may explain this one's (comma-separated ids): a verdict
-  /// that follows from one of them names it in Verdict::cause, and the report folds it under that
-  /// result. A cause a check names that is not declared here is dropped.
+  /// The checks whose non-PASS result may explain this one's (comma-separated): a check id (any
+  /// of its non-PASS findings explains it) or finding codes of it ("nccl.library/not-found": only a
+  /// result with one of those findings does). A verdict that follows from one of them names the
+  /// check in Verdict::cause, and the report folds it under that result. A cause a check names that
+  /// is not declared here, or whose result lacks the declared findings, is dropped.
   std::string_view causes = {};
   /// What a check that follows from this one lacks, for the folded line under it: "the driver"
   /// prints "FAIL  cuda.smoke, gpu.count  need the driver (see driver.loaded)".
@@ -90,8 +92,12 @@ struct CheckSpec {
 /// True when `spec` runs in `profile` (CheckSpec::profiles); elsewhere run_check() is SKIP.
 bool runs_in(const CheckSpec& spec, Profile profile);
 
-/// True when `spec` declares `cause` among its possible causes (CheckSpec::causes).
+/// True when `spec` declares `cause` (a check id) among its possible causes (CheckSpec::causes),
+/// whole or by some of its findings.
 bool may_follow_from(const CheckSpec& spec, std::string_view cause);
+/// The finding codes of check `cause` that `spec` declares as explaining it; empty when it declares
+/// the whole check (or not at all).
+std::vector<std::string_view> explaining_findings(const CheckSpec& spec, std::string_view cause);
 
 /// Every check, in report order.
 std::span<const CheckSpec* const> all_checks();

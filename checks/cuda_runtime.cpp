@@ -340,6 +340,12 @@ Verdict run(const CheckContext& ctx) {
   if (!rt.absent.empty()) b.evidence()["absent"] = rt.absent;
   if (rt.python) b.evidence()["python"] = *rt.python;
   if (!rt.frameworks.empty()) b.evidence()["frameworks"] = rt.frameworks;
+  if (!rt.not_loaded.empty()) b.evidence()["not_loaded"] = rt.not_loaded;
+  if (!rt.python_not_run.empty()) {
+    b.evidence()["python_not_run"] = rt.python_not_run;
+    b.note(rt.python_not_run + "; the framework was looked for where Python would look (name it with --python EXE)");
+  }
+  for (const std::string& other : rt.not_loaded) b.note(other + ": not loaded by the job");
 
   if (rt.python && !rt.python->error.empty()) {
     b.add(kPythonUnreadable, {{"error", rt.python->error}, {"python", rt.python->exe}});
@@ -428,9 +434,18 @@ Verdict run(const CheckContext& ctx) {
 
 constexpr std::string_view kExplain = R"EXPLAIN(What it reads
   What the job loads, found without importing the framework: torch/version.py in the job's
-  environment (--python EXE is asked for its sys.path in a contained child with a deadline;
-  --site-packages DIR; else the virtualenv, conda, /usr/local and Debian/Ubuntu dist-packages
-  directories), then the libcudart torch's own library needs (torch/lib/libtorch_cuda.so: its
+  environment. --site-packages DIR names it; else the job's interpreter is asked (--python EXE,
+  else python3 on the job's PATH), in a contained child with a deadline and the job's environment:
+  `python3 -B -S` builds the sys.path `site` would (PYTHONPATH, PYTHONHOME, PYTHONNOUSERSITE,
+  PYTHONUSERBASE, a venv's pyvenv.cfg, the path lines of .pth files) without running any .pth
+  import line, sitecustomize or the framework, and importlib.util.find_spec says where
+  `import torch` comes from. The first torch on that path is the one judged; the others found
+  (a CUDA torch in ~/.local beside the CPU one imported) are noted as not loaded by the job. As
+  root, an interpreter, PYTHONHOME or PYTHONPATH directory that another user could change is not
+  run (noted). Without an interpreter (an image under --sysroot, a capture, or one not run) the
+  places are searched in Python's order: PYTHONPATH, the virtualenv (and, when its pyvenv.cfg
+  includes them, the rest), the user site unless PYTHONNOUSERSITE, PYTHONHOME or conda's prefix,
+  /usr/local and Debian/Ubuntu dist-packages; the first torch is the one judged. Then the libcudart torch's own library needs (torch/lib/libtorch_cuda.so: its
   DT_NEEDED libcudart.so.N, resolved as ld.so does from its DT_RPATH/DT_RUNPATH, LD_LIBRARY_PATH,
   ld.so.conf and the default directories; the nvidia-cuda-runtime wheel's version where that is
   the file). --cuda-runtime LIB names a runtime the job loads. Only when neither exists does the
@@ -475,8 +490,9 @@ Failures
            JIT) will fail; never a FAIL.
   WARN     no CUDA runtime found where the job will look (the searched places are named). A job
            with no runtime cannot use the GPU; a CPU-only image is the one case where this is fine.
-  UNKNOWN  --python EXE could not be asked (it crashed, hung past its deadline, or answered
-           something else): named, never a guess at another environment.
+  UNKNOWN  the job's interpreter (--python EXE, or python3 on its PATH) could not be asked (it
+           crashed, hung past its deadline, or answered something else): named, never a guess at
+           another environment.
   UNKNOWN  a CPU-only torch where it cannot be told whether the job will have GPUs.
   SKIP     the job loads no CUDA runtime (a CPU-only torch on a node without GPUs) and there is no
            driver to judge the others against.

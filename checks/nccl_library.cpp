@@ -55,6 +55,14 @@ constexpr FindingSpec kTorchNcclMissing = {
     "open shared object file\"",
     "Reinstall torch with its NCCL wheel (pip install --force-reinstall torch, which pulls "
     "nvidia-nccl-cu{cuda_major}), or put the directory holding libnccl.so.2 on LD_LIBRARY_PATH."};
+constexpr FindingSpec kMissingSymbols = {
+    "nccl.library/missing-symbols", Status::Fail,
+    "torch {torch} ({torch_library}) needs {missing_count} NCCL {function_noun} that the libnccl.so.2 it loads "
+    "({nccl_path}) does not export: {missing}; import torch fails with \"undefined symbol: {first_missing}\" "
+    "({compared})",
+    "Load the NCCL torch {torch} was built for: reinstall its wheel (pip install --force-reinstall "
+    "nvidia-nccl-cu{cuda_major}), and take the older libnccl.so.2 at {nccl_path} off the loader's path (it is found "
+    "through {nccl_via})."};
 constexpr FindingSpec kNotProbed = {"nccl.library/not-probed", Status::Unknown,
                                     "the NCCL library was not probed: {why}",
                                     "Rerun preflight; if this persists, report it with the --json output."};
@@ -119,6 +127,7 @@ constexpr std::array kFindings = {kCpuTorchNoGpus,
                                   kCpuTorch,
                                   kLinkedIn,
                                   kTorchNcclMissing,
+                                  kMissingSymbols,
                                   kNotProbed,
                                   kOutOfBudget,
                                   kNotFound,
@@ -181,7 +190,14 @@ void add_known_issues(const CheckContext& ctx, const Version& version, const std
       seen.push_back(std::move(ev));
       continue;
     }
-    if (cond == "-" || cond.empty()) {
+    // NCCL's problems bite where it runs on GPUs: on a node or image known to have none (a CPU-only
+    // node, --target-gpu none), a row about GPUs or about every use is a note, never a WARN.
+    const bool needs_gpus = cond == "-" || cond.empty() || cond.starts_with("gpu:") || cond == "gdr";
+    if (needs_gpus && gpus.known && gpus.gpus.empty()) {
+      b.note(lib_text + " has known problem " + row->id + " where GPUs run it (" + row->problem +
+             "); the job has no GPU here");
+      ev["applies"] = false;
+    } else if (cond == "-" || cond.empty()) {
       b.add(kKnownIssue, issue());
       ev["applies"] = true;
     } else if (cond.starts_with("env:")) {
@@ -268,6 +284,22 @@ Verdict run(const CheckContext& ctx) {
       return Verdict::of(kLinkedIn, {{"torch", fw->version}, {"torch_library", fw->library}, {"present", present}},
                          b.evidence());
     }
+    if (!fw->nccl_symbols.empty()) b.evidence()["framework_nccl_symbols"] = fw->nccl_symbols;
+    if (!fw->nccl_missing.empty()) {
+      b.evidence()["missing_symbols"] = fw->nccl_missing;
+      return Verdict::of(kMissingSymbols,
+                         {{"torch", fw->version},
+                          {"torch_library", fw->library},
+                          {"missing_count", fw->nccl_missing.size()},
+                          {"function_noun", fw->nccl_missing.size() == 1 ? "function" : "functions"},
+                          {"nccl_path", fw->nccl_path},
+                          {"missing", join(fw->nccl_missing, ", ")},
+                          {"first_missing", fw->nccl_missing.front()},
+                          {"compared", fw->nccl_symbols},
+                          {"nccl_via", fw->nccl_via},
+                          {"cuda_major", Version::parse(std::string(trim(fw->cuda)))->major()}},
+                         b.evidence());
+    }
     if (fw->nccl_path.empty()) {
       return Verdict::of(kTorchNcclMissing,
                          {{"torch", fw->version},
@@ -349,7 +381,8 @@ constexpr std::string_view kExplain = R"EXPLAIN(What it reads
   else, without a framework, the loader path. The NCCL probe loads it in a contained helper: its
   real path, ncclGetVersion, and the CUDA it was built for ("NCCL version 2.28.9+cuda12.9"). Against it: the driver's CUDA (cuDriverGetVersion) and
   version, or --target-driver in the image profile; the GPUs' names for GPU-specific problems;
-  NCCL_* variables for variable-specific problems; matrix/nccl_known_issues.tsv.
+  NCCL_* variables for variable-specific problems; matrix/nccl_known_issues.tsv. The nccl*
+  symbols torch's library leaves undefined (.dynsym) against those the loaded libnccl.so.2 exports.
 
 Failures
   FAIL     libnccl.so.2 not found where the job looks (the searched candidates are named).
@@ -365,6 +398,11 @@ Failures
            the job has no GPUs (a CPU-only node, --target-gpu none), UNKNOWN where that cannot
            be told.
   FAIL     torch's library needs libnccl.so.2 and the loader finds it nowhere: import torch fails.
+  FAIL     the libnccl.so.2 torch loads does not export every nccl* function torch's library
+           needs (its undefined dynamic symbols against the library's exported ones, both read
+           from .dynsym): Python loads extensions with RTLD_NOW, so import torch fails with
+           "undefined symbol: ncclCommRegister" (an older NCCL wheel or a system libnccl found
+           first). The missing functions are named.
   UNKNOWN  torch has NCCL linked in (no DT_NEEDED libnccl: conda builds, old "big" wheels): its
            version cannot be read from files (torch.cuda.nccl.version() tells it).
   FAIL     a known problem whose trigger is set here (NCCL 2.26.2 with NCCL_CUMEM_ENABLE=0: a

@@ -42,9 +42,19 @@ bool runs_in(const CheckSpec& spec, Profile profile) {
 
 bool may_follow_from(const CheckSpec& spec, std::string_view cause) {
   for (std::string_view id : split(spec.causes, ',')) {
-    if (trim(id) == cause) return true;
+    id = trim(id);
+    if (id == cause || (id.starts_with(cause) && id.size() > cause.size() && id[cause.size()] == '/')) return true;
   }
   return false;
+}
+
+std::vector<std::string_view> explaining_findings(const CheckSpec& spec, std::string_view cause) {
+  std::vector<std::string_view> out;
+  for (std::string_view id : split(spec.causes, ',')) {
+    id = trim(id);
+    if (id.starts_with(cause) && id.size() > cause.size() && id[cause.size()] == '/') out.push_back(id);
+  }
+  return out;
 }
 
 const char* to_string(Scope s) {

@@ -43,7 +43,7 @@ std::string_view helper_name(Helper helper) {
     case Helper::GpuP2p: return "the peer-copy helper";
     case Helper::GpuHealth: return "the GPU health helper (NVML health, load)";
     case Helper::NameLookup: return "the name lookup";
-    case Helper::Python: return "the job's interpreter asked for its sys.path (--python)";
+    case Helper::Python: return "the job's interpreter asked for its sys.path (--python, or python3 on the job's PATH)";
   }
   return "the helper";
 }

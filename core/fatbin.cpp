@@ -46,9 +46,9 @@ Probed<std::vector<ElfSection>> elf_sections(const ElfReader& read) {
   std::vector<ElfSection> out;
   for (std::uint64_t i = 0; i < shnum; ++i) {
     const std::uint64_t name = field(i, 0, 4);
-    if (name >= names->size()) continue;
-    out.push_back({std::string(names->c_str() + name), static_cast<std::uint32_t>(field(i, 4, 4)), field(i, 8, 8),
-                   field(i, 0x18, 8), field(i, 0x20, 8)});
+    out.push_back({name < names->size() ? std::string(names->c_str() + name) : std::string(),
+                   static_cast<std::uint32_t>(field(i, 4, 4)), field(i, 8, 8), field(i, 0x18, 8), field(i, 0x20, 8),
+                   static_cast<std::uint32_t>(field(i, 0x28, 4))});
   }
   return Result::ok(std::move(out), "section headers");
 }

@@ -24,8 +24,10 @@ struct ElfSection {
   std::uint64_t flags = 0;
   std::uint64_t offset = 0;
   std::uint64_t size = 0;
+  std::uint32_t link = 0;  // sh_link: a symbol table's string table
 };
-/// The section table; ParseError for a file that is not a 64-bit little-endian ELF object, NotFound
+/// The section table, indexed as the file numbers its sections (a section whose name cannot be read
+/// has the name ""); ParseError for a file that is not a 64-bit little-endian ELF object, NotFound
 /// for one without (readable) section headers: a stripped object may lack them.
 Probed<std::vector<ElfSection>> elf_sections(const ElfReader& read);
 

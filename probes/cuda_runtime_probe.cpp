@@ -10,6 +10,7 @@
 // ctx.fs, and symbolic links are resolved inside the sysroot, so --sysroot and the fixtures work.
 #include <limits.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,11 +21,13 @@
 
 #include "core/cuda_discovery.hpp"
 #include "core/elf_dynamic.hpp"
+#include "core/elf_symbols.hpp"
 #include "core/fatbin.hpp"
 #include "core/text.hpp"
 #include "core/version.hpp"
 #include "probes/probe.hpp"
 #include "sys/contained.hpp"
+#include "sys/safe_path.hpp"
 
 namespace preflight {
 namespace {
@@ -78,13 +81,40 @@ std::string cudart_soname_for(const Version& cuda) {
   return "libcudart.so." + cuda.truncated(2).str();
 }
 
-// What --python EXE is asked: where it imports from, without importing any framework.
+// What the job's interpreter is asked, run as EXE -B -S -c: the sys.path its `site` would build
+// (PYTHONPATH, PYTHONHOME, PYTHONNOUSERSITE, PYTHONUSERBASE, a venv's pyvenv.cfg, the .pth path
+// lines), without running anything but the standard library: the script's directory ("") is
+// dropped before the first import, .pth `import` lines and sitecustomize/usercustomize are skipped,
+// and `import torch` is only located (importlib.util.find_spec), never run.
 constexpr const char* kAskPython =
-    "import json, site, sys\n"
+    "import sys\n"
+    "if sys.path and sys.path[0] == '':\n    del sys.path[0]\n"
+    "import os, site\n"
+    "def addpackage(sitedir, name, known_paths):\n"
+    "    reset = known_paths is None\n"
+    "    if reset:\n        known_paths = site._init_pathinfo()\n"
+    "    try:\n"
+    "        f = open(os.path.join(sitedir, name), encoding='utf-8', errors='surrogateescape')\n"
+    "    except OSError:\n        return known_paths\n"
+    "    with f:\n"
+    "        for line in f:\n"
+    "            if line.startswith('#') or line.startswith(('import ', 'import\\t')) or not line.strip():\n"
+    "                continue\n"
+    "            d, dircase = site.makepath(sitedir, line.rstrip())\n"
+    "            if dircase not in known_paths and os.path.exists(d):\n"
+    "                sys.path.append(d)\n                known_paths.add(dircase)\n"
+    "    return None if reset else known_paths\n"
+    "site.addpackage = addpackage\n"
+    "site.execsitecustomize = lambda: None\n"
+    "site.execusercustomize = lambda: None\n"
+    "site.main()\n"
+    "import importlib.util, json\n"
+    "try:\n    spec = importlib.util.find_spec('torch')\n    t = spec.origin if spec and spec.origin else ''\n"
+    "except Exception:\n    t = ''\n"
     "try:\n    s = site.getsitepackages()\nexcept Exception:\n    s = []\n"
     "try:\n    u = site.getusersitepackages() if site.ENABLE_USER_SITE else ''\nexcept Exception:\n    u = ''\n"
     "print(json.dumps({'version': sys.version.split()[0], 'prefix': sys.prefix, 'path': sys.path, "
-    "'site': s, 'user_site': u}))\n";
+    "'site': s, 'user_site': u, 'torch': t}))\n";
 
 class Discovery {
  public:
@@ -373,26 +403,29 @@ class Discovery {
     return out;
   }
 
-  // --python EXE asked in a contained child: its sys.path (import order), then any
-  // site.getsitepackages() entry not on it. Never imports a framework.
-  void ask_interpreter(const std::string& exe, std::vector<std::string>& dirs) {
+  // The job's interpreter asked in a contained child: its sys.path (import order), then any
+  // site.getsitepackages() entry not on it, and the torch that `import torch` would load. Never
+  // imports a framework. `source` says how it was chosen ("--python", "python3 on the job's PATH").
+  void ask_interpreter(const std::string& exe, const std::string& source, std::vector<std::string>& dirs) {
     PythonInterpreter py;
     py.exe = exe;
+    py.source = source;
     char buf[PATH_MAX];
     py.real = ::realpath(exe.c_str(), buf) != nullptr ? std::string(buf) : exe;
     ContainedRequest request;
     request.executable = exe;
-    request.args = {"-c", kAskPython};
+    request.args = {"-B", "-S", "-c", kAskPython};
     const HelperDeadline deadline = m_ctx.helper_deadline(Helper::Python);
     request.deadline = deadline.limit;
     request.max_output = 1u << 20;
     const ContainedResult result = run_contained(request);
     const ContainedJson parsed = parse_contained_json(result);
-    const std::string what = "--python " + exe + " (" + exe + " -c: sys.path as JSON)";
+    const std::string who = source == "--python" ? "--python " + exe : source + " (" + exe + ")";
+    const std::string what = who + " (" + exe + " -c: sys.path as JSON)";
     if (!parsed.ok()) {
       py.error = what + ": " +
                  (result.outcome == ContainedOutcome::TimedOut ? deadline.expired(result.elapsed_s) : parsed.error);
-      problem("--python " + exe, parsed.error);
+      problem(who, parsed.error);
       m_out.python = std::move(py);
       return;
     }
@@ -400,6 +433,7 @@ class Discovery {
       const nlohmann::json& doc = parsed.value;
       py.version = doc.value("version", std::string());
       py.prefix = doc.value("prefix", std::string());
+      py.torch = doc.value("torch", std::string());
       std::vector<std::string> entries;
       for (const auto& e : doc.at("path")) entries.push_back(e.get<std::string>());
       for (const auto& e : doc.value("site", nlohmann::json::array())) entries.push_back(e.get<std::string>());
@@ -410,13 +444,53 @@ class Discovery {
       }
     } catch (const nlohmann::json::exception& e) {
       py.error = what + ": its answer is not the expected document: " + e.what();
-      problem("--python " + exe, py.error);
+      problem(who, py.error);
       m_out.python = std::move(py);
       return;
     }
+    // Where find_spec located torch comes first: that is the one `import torch` loads.
+    if (py.torch.ends_with("/torch/__init__.py")) {
+      const std::string site = parent_dir(parent_dir(py.torch));
+      dirs.push_back(site);
+    }
     dirs.insert(dirs.end(), py.paths.begin(), py.paths.end());
     m_out.python = std::move(py);
-    m_one_interpreter = true;
+    m_first_torch_only = true;
+  }
+
+  // python3 on the job's PATH (absolute entries only, in order): the interpreter a job started as
+  // `python3 train.py` or `torchrun` (a python3 script) runs.
+  std::optional<std::string> job_interpreter() const {
+    const auto path = m_ctx.env.get("PATH");
+    if (!path) return std::nullopt;
+    for (const std::string_view dir : split(*path, ':')) {
+      if (dir.empty() || dir.front() != '/') continue;
+      const std::string exe = join_path(std::string(dir), "python3");
+      struct stat st {};
+      if (::stat(exe.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(exe.c_str(), X_OK) == 0) return exe;
+    }
+    return std::nullopt;
+  }
+
+  // As root, an interpreter is run only when no other user could have changed what it executes:
+  // the program and its directories, PYTHONHOME and the PYTHONPATH directories (a job's user, or
+  // anyone who wrote those variables, would otherwise run code as root). "" when it may run.
+  std::string foreign_interpreter(const std::string& exe) const {
+    if (::geteuid() != 0) return {};
+    std::vector<std::string> paths = {exe};
+    for (const char* var : {"PYTHONHOME", "PYTHONPATH"}) {
+      const auto v = m_ctx.env.get(var);
+      if (!v) continue;
+      for (const std::string_view d : split(*v, ':')) {
+        if (d.empty()) continue;
+        if (d.front() != '/') return std::string(var) + " holds a relative directory (\"" + printable(d, 80) + "\")";
+        paths.emplace_back(d);
+      }
+    }
+    for (const std::string& p : paths) {
+      if (std::string why = foreign_writable(p); !why.empty()) return why;
+    }
+    return {};
   }
 
   // Under --sysroot the interpreter cannot run: its prefix's lib/python3.*/{site,dist}-packages.
@@ -450,23 +524,110 @@ class Discovery {
     }
     if (!m_ctx.options.python.empty()) {
       if (fs().is_live())
-        ask_interpreter(m_ctx.options.python, dirs);
+        ask_interpreter(m_ctx.options.python, "--python", dirs);
       else
         guess_interpreter_dirs(m_ctx.options.python, dirs);
     }
     if (!dirs.empty() || m_out.python) return dirs;
-    for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
-      if (auto prefix = m_ctx.env.get(var); prefix && !prefix->empty() && prefix->front() == '/') {
-        for (const std::string& d : python_lib_dirs(*prefix, "site-packages")) dirs.push_back(d);
+    if (fs().is_live()) {
+      if (const auto exe = job_interpreter()) {
+        if (std::string why = foreign_interpreter(*exe); !why.empty()) {
+          m_out.python_not_run = "python3 on the job's PATH (" + *exe + ") was not run as root: " + why;
+        } else {
+          ask_interpreter(*exe, "python3 on the job's PATH", dirs);
+          return dirs;
+        }
       }
     }
-    for (const std::string& d : python_lib_dirs("/usr/local", "dist-packages")) dirs.push_back(d);
-    for (const std::string& d : python_lib_dirs("/usr/local", "site-packages")) dirs.push_back(d);
-    dirs.emplace_back("/usr/lib/python3/dist-packages");
-    if (auto home = m_ctx.env.get("HOME"); home && !home->empty() && home->front() == '/') {
-      for (const std::string& d : python_lib_dirs(*home + "/.local", "site-packages")) dirs.push_back(d);
+    m_first_torch_only = true;  // the places in Python's order: the first torch is the one imported
+    return python_search_order();
+  }
+
+  // Without an interpreter to ask (an image without Python, a capture, or one preflight may not
+  // run): where Python would look, in its order. PYTHONPATH; a venv's site-packages (the rest only
+  // when its pyvenv.cfg includes the system's); the user site (PYTHONUSERBASE, else ~/.local)
+  // unless PYTHONNOUSERSITE; then the interpreter's own: PYTHONHOME's, the conda environment's,
+  // /usr/local's and Debian's.
+  std::vector<std::string> python_search_order() const {
+    std::vector<std::string> dirs;
+    if (auto v = m_ctx.env.get("PYTHONPATH")) {
+      for (const std::string_view d : split(*v, ':')) {
+        if (!d.empty() && d.front() == '/') dirs.emplace_back(d);
+      }
     }
+    if (auto venv = m_ctx.env.get("VIRTUAL_ENV"); venv && !venv->empty() && venv->front() == '/') {
+      for (const std::string& d : python_lib_dirs(*venv, "site-packages")) dirs.push_back(d);
+      if (!venv_includes_system(*venv)) return dirs;
+    }
+    if (!nonempty_env("PYTHONNOUSERSITE")) {
+      std::optional<std::string> base = m_ctx.env.get("PYTHONUSERBASE");
+      if (!base || base->empty()) {
+        if (auto home = m_ctx.env.get("HOME"); home && !home->empty()) base = *home + "/.local";
+      }
+      if (base && !base->empty() && base->front() == '/') {
+        for (const std::string& d : python_lib_dirs(*base, "site-packages")) dirs.push_back(d);
+      }
+    }
+    if (auto home = m_ctx.env.get("PYTHONHOME"); home && !home->empty() && home->front() == '/') {
+      const std::string prefix(split(*home, ':').front());
+      for (const std::string& d : python_lib_dirs(prefix, "site-packages")) dirs.push_back(d);
+      if (prefix != "/usr" && prefix != "/usr/local") return dirs;
+    }
+    if (auto conda = m_ctx.env.get("CONDA_PREFIX"); conda && !conda->empty() && conda->front() == '/') {
+      for (const std::string& d : python_lib_dirs(*conda, "site-packages")) dirs.push_back(d);
+    }
+    for (const std::string& d : python_lib_dirs("/usr/local", "dist-packages")) dirs.push_back(d);
+    dirs.emplace_back("/usr/lib/python3/dist-packages");
+    for (const std::string& d : python_lib_dirs("/usr/local", "site-packages")) dirs.push_back(d);
     return dirs;
+  }
+
+  bool nonempty_env(const char* name) const {
+    const auto v = m_ctx.env.get(name);
+    return v && !v->empty();
+  }
+
+  // A venv's pyvenv.cfg `include-system-site-packages = true` (site.venv reads it the same way).
+  bool venv_includes_system(const std::string& venv) const {
+    const Probed<std::string> cfg = read(join_path(venv, "pyvenv.cfg"), 64u << 10);
+    if (!cfg.ok()) return true;  // not a venv that isolates (virtualenv before 20, conda)
+    for (const std::string_view line : split(*cfg.value(), '\n')) {
+      const std::size_t eq = line.find('=');
+      if (eq == std::string_view::npos) continue;
+      if (to_lower(trim(line.substr(0, eq))) == "include-system-site-packages")
+        return to_lower(trim(line.substr(eq + 1))) == "true";
+    }
+    return false;
+  }
+
+  // The torches in the places a job's Python could look that its interpreter does not: listed as
+  // not loaded by the job, so a CUDA torch in ~/.local is seen beside the CPU one it imports.
+  void torches_not_on_path(const std::vector<std::string>& on_path) {
+    std::vector<std::string> places;
+    if (auto home = m_ctx.env.get("HOME"); home && !home->empty() && home->front() == '/')
+      places = python_lib_dirs(*home + "/.local", "site-packages");
+    for (const char* var : {"VIRTUAL_ENV", "CONDA_PREFIX"}) {
+      if (auto prefix = m_ctx.env.get(var); prefix && !prefix->empty() && prefix->front() == '/') {
+        for (const std::string& d : python_lib_dirs(*prefix, "site-packages")) places.push_back(d);
+      }
+    }
+    for (const std::string& d : python_lib_dirs("/usr/local", "dist-packages")) places.push_back(d);
+    places.emplace_back("/usr/lib/python3/dist-packages");
+    for (const std::string& site : places) {
+      if (std::find(on_path.begin(), on_path.end(), site) != on_path.end()) continue;
+      const Probed<std::string> text = read(site + "/torch/version.py", 1u << 20);
+      if (!text.ok()) continue;
+      const Probed<TorchVersionPy> t = parse_torch_version_py(*text.value());
+      if (!t.ok()) continue;
+      m_out.not_loaded.push_back("torch " + t.value()->version + build_words(*t.value()) + " at " + site +
+                                 ": not on the sys.path of " + m_out.python->exe);
+    }
+  }
+
+  static std::string build_words(const TorchVersionPy& t) {
+    if (!t.cuda.empty()) return " (CUDA " + t.cuda + ")";
+    if (!t.hip.empty()) return " (ROCm " + t.hip + ")";
+    return " (CPU-only)";
   }
 
   // The *.dist-info directories of one site-packages, parsed.
@@ -523,6 +684,36 @@ class Discovery {
     } else {
       fw.arch_source = "not read: " + base_name(fw.library) + ": " + archs.error()->detail;
     }
+  }
+
+  ElfReader reader_of(const std::string& path) const {
+    const std::string real = resolve(fs(), path);
+    return [this, real](std::uint64_t offset, std::size_t size) -> std::optional<std::string> {
+      Probed<std::string> bytes = fs().read_at(real, offset, size);
+      if (!bytes.ok()) return std::nullopt;
+      return std::move(*bytes.value());
+    };
+  }
+
+  // The nccl* symbols torch's library needs against those the libnccl it loads exports.
+  void compare_nccl_symbols(FrameworkBuild& fw) const {
+    if (fw.library.empty()) return;
+    const Probed<std::vector<std::string>> needed =
+        elf_dynamic_symbols(reader_of(fw.library), SymbolSide::Needed, "nccl");
+    const Probed<std::vector<std::string>> exported =
+        elf_dynamic_symbols(reader_of(fw.nccl_path), SymbolSide::Exported, "nccl");
+    if (!needed.ok() || !exported.ok()) {
+      fw.nccl_symbols = "not read: " + (needed.ok() ? fw.nccl_path + ": " + exported.error()->detail
+                                                    : fw.library + ": " + needed.error()->detail);
+      return;
+    }
+    const std::vector<std::string>& have = *exported.value();
+    for (const std::string& name : *needed.value()) {
+      if (!std::binary_search(have.begin(), have.end(), name)) fw.nccl_missing.push_back(name);
+    }
+    fw.nccl_symbols = std::to_string(needed.value()->size()) + " nccl* symbols needed, " +
+                      (fw.nccl_missing.empty() ? std::string("all exported")
+                                               : std::to_string(fw.nccl_missing.size()) + " not exported");
   }
 
   // The dynamic section of torch's CUDA library: the first of them that reads as ELF.
@@ -638,6 +829,7 @@ class Discovery {
       fw.nccl_via = "linked in (" + object + " needs no libnccl)";
     } else if (const auto found = find_library(nccl_soname, order)) {
       fw.nccl_path = found->path;
+      compare_nccl_symbols(fw);
       fw.nccl_via = found->via;
       const Dist* wheel = found->path.starts_with(site + "/nvidia/") ? find_dist(dists, "nvidia-nccl", "") : nullptr;
       add_nccl(found->path, wheel != nullptr ? "wheel " + wheel->name.project + " " + wheel->name.version : found->via,
@@ -654,13 +846,15 @@ class Discovery {
       if (text.error()->code != ProbeErrc::NotFound) problem(file, text.error()->detail);
       return;
     }
-    if (m_one_interpreter && m_torch_found) {  // `import torch` gets the first one on sys.path
-      problem(file, "shadowed: " + m_out.frameworks.front().path + " comes first on the interpreter's sys.path");
-      return;
-    }
     const Probed<TorchVersionPy> parsed = parse_torch_version_py(*text.value());
     if (!parsed.ok()) {
       problem(file, parsed.error()->detail);
+      return;
+    }
+    if (m_first_torch_only && m_torch_found) {  // `import torch` gets the first one on sys.path
+      m_out.not_loaded.push_back("torch " + parsed.value()->version + build_words(*parsed.value()) + " at " + site +
+                                 ": shadowed by " + m_out.frameworks.front().path + ", which comes first on " +
+                                 (m_out.python ? "the sys.path of " + m_out.python->exe : "Python's search path"));
       return;
     }
     m_torch_found = true;
@@ -733,7 +927,9 @@ class Discovery {
   }
 
   void python_environments() {
-    for (const std::string& site : environments()) site_packages(site);
+    const std::vector<std::string> dirs = environments();
+    for (const std::string& site : dirs) site_packages(site);
+    if (m_out.python && m_out.python->error.empty()) torches_not_on_path(dirs);
   }
 
   // ---- container variables ----
@@ -789,7 +985,7 @@ class Discovery {
   std::set<std::string> m_scanned_dirs, m_scanned_sites;
   std::set<std::size_t> m_toolkit_rows;  // rows that stand for a CUDA toolkit (its own, or a framework's it serves)
   std::vector<std::string> m_ld_library_path, m_conf_dirs;
-  bool m_one_interpreter = false;  // the directories are one interpreter's sys.path
+  bool m_first_torch_only = false;  // the directories are in one interpreter's import order
   bool m_torch_found = false;
 };
 

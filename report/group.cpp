@@ -203,30 +203,53 @@ void settle_parameters(CheckResult& group, const std::vector<std::pair<std::stri
 
 }  // namespace
 
+namespace {
+
+// Whether `cause` (a non-PASS result of the cause check) explains `r`: wrong on one of r's ranks,
+// and holding the finding r's verdict names (`code`), or else one of the findings r's check
+// declares for it, where it declares findings.
+bool explains(const CheckSpec& spec, const CheckResult& r, const CheckResult& cause, std::string_view code) {
+  const bool overlaps =
+      r.ranks.empty() || cause.ranks.empty() || std::any_of(r.ranks.begin(), r.ranks.end(), [&](int rank) {
+        return std::find(cause.ranks.begin(), cause.ranks.end(), rank) != cause.ranks.end();
+      });
+  if (!overlaps) return false;
+  std::vector<std::string_view> codes = explaining_findings(spec, cause.id);
+  if (!code.empty()) {
+    if (!codes.empty() && std::find(codes.begin(), codes.end(), code) == codes.end()) return false;
+    codes = {code};
+  }
+  if (codes.empty()) return true;
+  return std::any_of(cause.verdict.findings.begin(), cause.verdict.findings.end(), [&](const Finding& f) {
+    return f.status != Status::Pass && std::find(codes.begin(), codes.end(), f.code) != codes.end();
+  });
+}
+
+}  // namespace
+
 void settle_causes(std::vector<CheckResult>& results) {
-  // The ranks on which each check is not PASS (nor SKIP): a cause must be wrong where its
-  // consequence is.
-  std::unordered_map<std::string, std::unordered_set<int>> wrong_on;
-  for (const CheckResult& r : results) {
-    if (r.verdict.status == Status::Pass || r.verdict.status == Status::Skip) continue;
-    std::unordered_set<int>& ranks = wrong_on[r.id];
-    ranks.insert(r.ranks.begin(), r.ranks.end());
-    if (r.ranks.empty()) ranks.insert(-1);
+  // The results of each check that are not PASS (nor SKIP): a cause must be wrong where its
+  // consequence is, with a finding that explains it.
+  std::unordered_map<std::string, std::vector<std::size_t>> wrong;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const CheckResult& r = results[i];
+    if (r.verdict.status != Status::Pass && r.verdict.status != Status::Skip) wrong[r.id].push_back(i);
   }
   for (CheckResult& r : results) {
     if (r.verdict.cause.empty()) continue;
     const CheckSpec* spec = find_check(r.id);
     std::string settled;
+    // Each candidate is a check id, or one of its finding codes ("nccl.library/not-found").
     for (std::string_view candidate : split(r.verdict.cause, ',')) {
       candidate = trim(candidate);
-      if (spec == nullptr || candidate == r.id || !may_follow_from(*spec, candidate)) continue;
-      const auto it = wrong_on.find(std::string(candidate));
-      if (it == wrong_on.end()) continue;
-      const bool overlaps =
-          r.ranks.empty() || it->second.count(-1) > 0 ||
-          std::any_of(r.ranks.begin(), r.ranks.end(), [&](int rank) { return it->second.count(rank) > 0; });
-      if (overlaps) {
-        settled = std::string(candidate);
+      const std::string_view check = candidate.substr(0, candidate.find('/'));
+      const std::string_view code = check.size() < candidate.size() ? candidate : std::string_view();
+      if (spec == nullptr || check == r.id || !may_follow_from(*spec, check)) continue;
+      const auto it = wrong.find(std::string(check));
+      if (it == wrong.end()) continue;
+      if (std::any_of(it->second.begin(), it->second.end(),
+                      [&](std::size_t i) { return explains(*spec, r, results[i], code); })) {
+        settled = std::string(check);
         break;
       }
     }

@@ -5,7 +5,9 @@
 #include "sys/safe_path.hpp"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
+#include <stdlib.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -351,6 +353,40 @@ std::string untrusted_directory(const SafePath& dir) {
 
 std::string untrusted_parent(const SafePath& file) {
   return untrusted(file.dir_st, shown_path(file.dir_path.empty() ? "/" : file.dir_path));
+}
+
+namespace {
+
+std::string foreign_component(const std::string& path) {
+  std::string at;
+  for (const std::string& part : path_parts(path)) {
+    if (part == "." || part == "..") return shown_path(path) + " is not a canonical path";
+    at += "/" + part;
+    struct stat st {};
+    if (::lstat(at.c_str(), &st) != 0) return {};
+    if (S_ISLNK(st.st_mode)) {
+      if (st.st_uid != 0 && st.st_uid != ::geteuid()) return shown_path(at) + " is owned by " + describe_uid(st.st_uid);
+      continue;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (std::string why = untrusted(st, shown_path(at)); !why.empty()) return why;
+    } else if (st.st_uid != 0 && st.st_uid != ::geteuid()) {
+      return shown_path(at) + " is owned by " + describe_uid(st.st_uid);
+    } else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      return shown_path(at) + " is writable by other users";
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string foreign_writable(const std::string& path) {
+  if (path.empty() || path.front() != '/') return shown_path(path) + " is not an absolute path";
+  if (std::string why = foreign_component(path); !why.empty()) return why;
+  char buf[PATH_MAX];
+  if (::realpath(path.c_str(), buf) == nullptr) return {};
+  return foreign_component(buf);
 }
 
 std::string describe_uid(uid_t uid) {

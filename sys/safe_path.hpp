@@ -104,6 +104,12 @@ std::string untrusted_directory(const SafePath& dir);
 /// The same of the directory that holds `file` (a path resolve_path resolved).
 std::string untrusted_parent(const SafePath& file);
 
+/// Why what `path` names (a program to run, a directory it loads code from) could be changed by
+/// another user than root and this one: the first component, on the path as written and on its
+/// real path, that such a user owns, or that others may write (a directory: unless sticky); ""
+/// when none. Components that do not exist end the walk (their parent was judged).
+std::string foreign_writable(const std::string& path);
+
 /// The user name of `uid` for messages ("uid 65534 (nobody)").
 std::string describe_uid(uid_t uid);
 

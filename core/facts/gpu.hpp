@@ -167,6 +167,10 @@ struct FrameworkBuild {
   std::string nccl_path;      // the libnccl.so.2 it loads; "" for none
   std::string nccl_via;       // how: as cudart_via; "linked in" (static NCCL); "none" (a CPU build)
   std::vector<std::string> searched;  // where the loader looked for cudart_soname, in order
+  /// The nccl* symbols `library` needs that the libnccl at nccl_path does not export: `import torch`
+  /// fails with "undefined symbol" (ld.so binds them all at load).
+  std::vector<std::string> nccl_missing;
+  std::string nccl_symbols;  // what was compared ("41 nccl* symbols needed, all exported"), or why not ("not read: …")
 };
 PREFLIGHT_JSON_DECLARE(FrameworkBuild)
 
@@ -178,13 +182,17 @@ struct LibraryCandidate {
 };
 PREFLIGHT_JSON_DECLARE(LibraryCandidate)
 
-/// What --python EXE said when asked (EXE -c: sys.path and site.getsitepackages() as JSON).
+/// What the job's interpreter said when asked (EXE -B -S -c: the sys.path that `site` would build,
+/// without executing any .pth import line or sitecustomize, and where `import torch` would come
+/// from, as JSON): --python EXE, else python3 on the job's PATH.
 struct PythonInterpreter {
   std::string exe;                 // as given, PATH lookup resolved
+  std::string source;              // "--python", "python3 on the job's PATH"
   std::string real;                // its real path (symlinks resolved)
   std::string version;             // "3.11.2"
   std::string prefix;              // sys.prefix
   std::vector<std::string> paths;  // the directories searched, in import order
+  std::string torch;               // importlib.util.find_spec("torch").origin; "" when it imports none
   std::string error;               // why it could not be asked (crash, deadline, not JSON): the check is UNKNOWN
 };
 PREFLIGHT_JSON_DECLARE(PythonInterpreter)
@@ -197,7 +205,9 @@ struct RuntimeFacts {
   std::vector<std::string> absent;          // the searched directories that do not exist (a subset of searched)
   std::vector<std::string> problems;        // unreadable or malformed files met on the way (named)
   std::string nvidia_require_cuda;          // NVIDIA_REQUIRE_CUDA as set in the image
-  std::optional<PythonInterpreter> python;  // --python EXE, asked
+  std::optional<PythonInterpreter> python;  // the job's interpreter, asked
+  std::string python_not_run;               // why python3 on the job's PATH was not asked ("" asked, or none)
+  std::vector<std::string> not_loaded;      // frameworks found that the job does not import, and why
 };
 PREFLIGHT_JSON_DECLARE(RuntimeFacts)
 

@@ -119,6 +119,25 @@ expect_rc 3 "cu121 with NCCL linked in" -- on_capture driver535-cuda122 --sysroo
   --only nccl.library --format json
 expect_eq "$(check_status nccl.library)" UNKNOWN "nccl.library (static NCCL)"
 
+# 4b. torch's library needs an NCCL function that the libnccl.so.2 it loads does not export (an
+#     older NCCL found first): import torch fails with "undefined symbol"; FAIL naming it.
+rm -rf "$root$site"
+torch_tree $site 2.5.1+cu124 12.4 rpath
+cat >"$work/torch_nccl.c" <<'C'
+int ncclGetUniqueId(void *id);
+int ncclCommRegister(void *comm, void *buf, unsigned long size, void **handle);
+int torch_uses_nccl(void) { return ncclGetUniqueId(0) + ncclCommRegister(0, 0, 0, 0); }
+C
+"$CC" -shared -fPIC -o "$root$site/torch/lib/libtorch_cuda.so" "$work/torch_nccl.c" -Wl,--no-as-needed \
+  "$root$site/nvidia/cuda_runtime/lib/libcudart.so.12" "$root$site/nvidia/nccl/lib/libnccl.so.2" \
+  -Wl,--disable-new-dtags -Wl,-rpath,'$ORIGIN/../../nvidia/cuda_runtime/lib:$ORIGIN/../../nvidia/nccl/lib:$ORIGIN'
+expect_rc 1 "torch needs ncclCommRegister, the wheel's NCCL lacks it" -- on_capture driver535-cuda122 \
+  --sysroot "$root" --site-packages $site --only nccl.library --format json
+expect_eq "$(check_status nccl.library)" FAIL "nccl.library (a function torch needs is missing)"
+expect_contains "$(summary_of nccl.library)" "does not export: ncclCommRegister; import torch fails" \
+  "nccl.library (the missing function named)"
+expect_contains "$(summary_of nccl.library)" "2 nccl* symbols needed, 1 not exported" "nccl.library (what was compared)"
+
 # 5. A CPU-only torch on a GPU node: FAIL naming the build to install; nccl.library says it has none.
 rm -rf "$root$site"
 mkdir -p "$root$site/torch"
@@ -169,6 +188,61 @@ expect_rc 3 "--python that crashes" -- on_node driver535-cuda122 --python "$work
 expect_contains "$(summary_of cuda.runtime)" "SIGSEGV" "cuda.runtime (crashed interpreter)"
 expect_rc 2 "--python that does not exist" -- "$PREFLIGHT" --python /nonexistent/bin/python3 --only cuda.runtime
 expect_contains "$(cat "$work/err")" "--python '/nonexistent/bin/python3'" "usage error"
+
+# 6b. Without --python, python3 on the job's PATH is asked the same way, with the job's
+#     environment: the torch it imports first is the one judged; the others are "not loaded".
+mkdir -p "$work/pathbin"
+cp "$work/bin/python-answers" "$work/pathbin/python3"
+expect_rc 1 "python3 on the job's PATH" -- env PATH="$work/pathbin:/usr/bin:/bin" \
+  "$(command -v env)" LD_LIBRARY_PATH="$PREFLIGHT_FAKE_GPU_LIB_DIR" PREFLIGHT_FAKE_GPU="$S/driver535-cuda122.json" \
+  "$PREFLIGHT" --only cuda.runtime --format json
+expect_eq "$(check_status cuda.runtime)" FAIL "cuda.runtime (python3 on PATH: the CPU-only torch it imports)"
+expect_eq "$(json_get "[c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence']['python']['source']")" \
+  "python3 on the job's PATH" "the interpreter's source"
+real_py=$(PATH=/usr/local/bin:/usr/bin:/bin:$PATH command -v python3 || true)
+if [ -n "$real_py" ]; then
+  xy=$("$real_py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  user_site=$work/home/.local/lib/python$xy/site-packages
+  mkdir -p "$user_site/torch" "$work/cpu-site/torch"
+  printf "__version__ = '2.5.1+cu124'\ncuda: Optional[str] = '12.4'\nhip = None\n" >"$user_site/torch/version.py"
+  printf "__version__ = '2.6.0+cpu'\ncuda: Optional[str] = None\nhip = None\n" >"$work/cpu-site/torch/version.py"
+  judged() { json_get "[c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence']['frameworks'][0]['version']"; }
+  not_loaded() { json_get "' | '.join([c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence'].get('not_loaded', []))"; }
+  with_py() { env -i PATH="$(dirname "$real_py"):/usr/bin:/bin" HOME="$work/home" "$@"; }
+  with_py "$PREFLIGHT" --only cuda.runtime --format json >"$work/out" 2>"$work/err" || true
+  expect_eq "$(judged)" 2.5.1+cu124 "the user site comes before the system's ($real_py)"
+  with_py PYTHONPATH="$work/cpu-site" "$PREFLIGHT" --only cuda.runtime --format json >"$work/out" 2>"$work/err" || true
+  expect_eq "$(judged)" 2.6.0+cpu "PYTHONPATH comes first"
+  expect_contains "$(not_loaded)" "torch 2.5.1+cu124 (CUDA 12.4) at $user_site: shadowed" "the user site's torch, noted"
+  with_py PYTHONNOUSERSITE=1 "$PREFLIGHT" --only cuda.runtime --format json >"$work/out" 2>"$work/err" || true
+  expect_contains "$(not_loaded)" "torch 2.5.1+cu124 (CUDA 12.4) at $user_site: not on the sys.path of" \
+    "PYTHONNOUSERSITE: the user site's torch is not the job's"
+  [ "$(judged 2>/dev/null)" != 2.5.1+cu124 ] && pass "PYTHONNOUSERSITE: not judged on ~/.local" ||
+    fail "PYTHONNOUSERSITE: judged on ~/.local's torch"
+  # A .pth import line is not run, sitecustomize is not imported: nothing of the environment runs.
+  printf 'import os; open("%s/pth-ran", "w")\n%s\n' "$work" "$work/cpu-site" >"$user_site/evil.pth"
+  printf 'open("%s/sitecustomize-ran", "w")\n' "$work" >"$work/cpu-site/sitecustomize.py"
+  with_py "$PREFLIGHT" --only cuda.runtime --format json >"$work/out" 2>"$work/err" || true
+  [ ! -e "$work/pth-ran" ] && [ ! -e "$work/sitecustomize-ran" ] && pass "no .pth import line or sitecustomize ran" ||
+    fail "the interpreter ran the environment's code"
+  expect_contains "$(json_get "[c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence']['python']['paths']")" \
+    "$work/cpu-site" "a .pth path line is on the sys.path"
+  rm -f "$user_site/evil.pth" "$work/cpu-site/sitecustomize.py"
+fi
+# As root, an interpreter another user could change is not run; where Python looks is searched.
+if [ "$(id -u)" -eq 0 ]; then
+  mkdir -p "$work/alice/bin"
+  printf '#!/bin/sh\ntouch %s/alice-ran\necho {}\n' "$work" >"$work/alice/bin/python3"
+  chmod 755 "$work/alice/bin/python3"
+  chown -R nobody "$work/alice"
+  env -i PATH="$work/alice/bin:/usr/bin:/bin" HOME="$work/home" "$PREFLIGHT" --only cuda.runtime --format json \
+    >"$work/out" 2>"$work/err" || true
+  [ ! -e "$work/alice/alice-ran" ] && [ ! -e "$work/alice-ran" ] && pass "another user's python3 is not run as root" ||
+    fail "root ran another user's python3"
+  expect_contains "$(json_get "[c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence']['python_not_run']")" \
+    "was not run as root: '$work/alice' is owned by uid" "why it was not run"
+  [ -n "${real_py:-}" ] && expect_eq "$(judged)" 2.5.1+cu124 "the search in Python's order instead"
+fi
 
 # 7. Debian's python3-torch (a CPU build) through its real interpreter, where it is installed.
 py=${PYTHON3:-/usr/bin/python3}

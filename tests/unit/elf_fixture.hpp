@@ -93,6 +93,7 @@ struct Section {
   std::uint32_t type = 1;
   std::uint64_t flags = 0x2;
   std::string bytes;
+  std::uint32_t link = 0;  // sh_link: the index of a symbol table's string table
 };
 
 /// `elf` (an ELF64 little-endian object, its header first) with `sections` appended, a final
@@ -122,8 +123,9 @@ inline std::string add_sections(std::string buf, const std::vector<Section>& sec
   put_int<std::uint16_t>(buf, 0x3c, static_cast<std::uint16_t>(count));
   put_int<std::uint16_t>(buf, 0x3e, static_cast<std::uint16_t>(count - 1));  // e_shstrndx
   const auto header = [&](std::size_t i, std::uint32_t name, std::uint32_t type, std::uint64_t flags, std::size_t off,
-                          std::size_t size) {
+                          std::size_t size, std::uint32_t link = 0) {
     const std::size_t at = sh + i * 64;
+    put_int<std::uint32_t>(buf, at + 0x28, link);
     put_int<std::uint32_t>(buf, at, name);
     put_int<std::uint32_t>(buf, at + 4, type);
     put_int<std::uint64_t>(buf, at + 8, flags);
@@ -131,7 +133,8 @@ inline std::string add_sections(std::string buf, const std::vector<Section>& sec
     put_int<std::uint64_t>(buf, at + 0x20, size);
   };
   for (std::size_t i = 0; i < sections.size(); ++i) {
-    header(i + 1, name_at[i], sections[i].type, sections[i].flags, offsets[i], sections[i].bytes.size());
+    header(i + 1, name_at[i], sections[i].type, sections[i].flags, offsets[i], sections[i].bytes.size(),
+           sections[i].link);
   }
   header(count - 1, shstrtab_at, 3, 0, names_off, names.size());  // SHT_STRTAB
   return buf;
@@ -180,5 +183,28 @@ inline std::string fatbin(const std::vector<FatbinEntry>& entries) {
 }
 
 inline void write(const std::string& path, const Spec& spec) { std::ofstream(path, std::ios::binary) << build(spec); }
+
+/// One dynamic symbol of dynsym(): defined (in section 1) or undefined, with its binding (1 GLOBAL,
+/// 2 WEAK, 0 LOCAL).
+struct Symbol {
+  std::string name;
+  bool defined = true;
+  unsigned bind = 1;
+};
+
+/// A .dynsym and its .dynstr, as sections 1 and 2 of add_sections().
+inline std::vector<Section> dynsym(const std::vector<Symbol>& symbols) {
+  std::string names(1, '\0');
+  std::string table(24, '\0');  // the null symbol
+  for (const Symbol& sym : symbols) {
+    std::string entry(24, '\0');
+    put_int<std::uint32_t>(entry, 0, static_cast<std::uint32_t>(names.size()));
+    entry[4] = static_cast<char>((sym.bind << 4) | 2);  // STT_FUNC
+    put_int<std::uint16_t>(entry, 6, sym.defined ? 1 : 0);
+    names += sym.name + '\0';
+    table += entry;
+  }
+  return {Section{".dynsym", 11, 0x2, table, 2}, Section{".dynstr", 3, 0x2, names, 0}};
+}
 
 }  // namespace preflight::elf_fixture

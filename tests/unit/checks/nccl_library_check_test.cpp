@@ -270,6 +270,35 @@ TEST(NcclLibraryCheck, TorchWhoseLibncclIsNowhereFails) {
             "or put the directory holding libnccl.so.2 on LD_LIBRARY_PATH.");
 }
 
+// The libnccl torch loads lacks functions torch's library needs (an older NCCL found first):
+// import torch fails with "undefined symbol", whatever the NCCL's version says.
+TEST(NcclLibraryCheck, LibncclWithoutTheFunctionsTorchNeedsFails) {
+  RankFacts f = node_facts();
+  f.gpu.nccl = nccl("2.18.3", "12.2", 21803);
+  FrameworkBuild fw = torch("2.5.1+cu124", "12.4");
+  fw.library = "/venv/torch/lib/libtorch_cuda.so";
+  fw.nccl_path = "/usr/lib/x86_64-linux-gnu/libnccl.so.2";
+  fw.nccl_via = "LD_LIBRARY_PATH";
+  fw.nccl_missing = {"ncclCommRegister", "ncclMemAlloc"};
+  fw.nccl_symbols = "41 nccl* symbols needed, 2 not exported";
+  f.gpu.runtime.frameworks = {fw};
+  const Verdict v = judge(f);
+  EXPECT_EQ(v.status, Status::Fail) << v.summary;
+  EXPECT_EQ(v.finding.code, "nccl.library/missing-symbols");
+  EXPECT_EQ(v.summary,
+            "torch 2.5.1+cu124 (/venv/torch/lib/libtorch_cuda.so) needs 2 NCCL functions that the libnccl.so.2 it "
+            "loads (/usr/lib/x86_64-linux-gnu/libnccl.so.2) does not export: ncclCommRegister, ncclMemAlloc; import "
+            "torch fails with \"undefined symbol: ncclCommRegister\" (41 nccl* symbols needed, 2 not exported)");
+  EXPECT_TRUE(has(v.remedy, "nvidia-nccl-cu12")) << v.remedy;
+  EXPECT_TRUE(has(v.remedy, "found through LD_LIBRARY_PATH")) << v.remedy;
+  // Every function there: no finding of its own, the comparison in the evidence.
+  f.gpu.runtime.frameworks[0].nccl_missing.clear();
+  f.gpu.runtime.frameworks[0].nccl_symbols = "41 nccl* symbols needed, all exported";
+  const Verdict ok = judge(f);
+  EXPECT_NE(ok.finding.code, "nccl.library/missing-symbols");
+  EXPECT_EQ(ok.evidence["framework_nccl_symbols"], "41 nccl* symbols needed, all exported");
+}
+
 TEST(NcclLibraryCheck, CudaBuildNewerThanTheDriverFails) {
   RankFacts f = node_facts("535.104.05", 12020);
   f.gpu.nccl = nccl("2.28.9", "13.0", 22809);
@@ -421,9 +450,24 @@ TEST(NcclLibraryCheck, KnownIssuesByEveryKindOfCondition) {
   EXPECT_EQ(v.finding.params["problem"], "a hang at init");
   EXPECT_EQ(v.summary, lib + " has a known problem: a hang at init");
 
-  // A GPU-specific problem where the GPU models are not known: named, as a WARN.
-  f.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({}, "NVML");
-  v = judge_with(f, with_issue("gpu:H100"));
+  // On a node known to have no GPU, a problem of every use or of a GPU model is a note.
+  RankFacts none = f;
+  none.gpu.driver.nvml_gpus = Probed<std::vector<NvmlGpu>>::ok({}, "NVML");
+  for (const char* cond : {"-", "gpu:H100", "gdr"}) {
+    v = judge_with(none, with_issue(cond));
+    EXPECT_EQ(finding(v, "nccl.library/known-issue"), nullptr) << cond;
+    EXPECT_EQ(finding(v, "nccl.library/known-issue-gpu-unknown"), nullptr) << cond;
+    EXPECT_TRUE(has(v.summary, "nccl-2.28-test where GPUs run it (a hang at init); the job has no GPU here"))
+        << cond << ": " << v.summary;
+  }
+
+  // A GPU-specific problem where the GPU models are not known (an image judged by compute
+  // capability): named, as a WARN.
+  Options image;
+  image.target_gpus = {"9.0"};
+  image.target_driver = "575.57.08";
+  const CompatMatrix h100 = with_issue("gpu:H100");
+  v = run_check(kNcclLibrary, CheckContext{f, image, Profile::Image, &h100});
   EXPECT_EQ(v.status, Status::Warn) << v.summary;
   EXPECT_EQ(v.finding.code, "nccl.library/known-issue-gpu-unknown");
   EXPECT_EQ(v.finding.params["gpu_model"], "H100");

@@ -321,5 +321,104 @@ TEST(CudaRuntimeProbe, ARootFileSystemWithoutARuntimeHasTheLoaderDirectories) {
   }
 }
 
+// Without an interpreter to ask, the places in Python's own order, and the first torch is the one
+// judged: the others are listed as not loaded by the job.
+RuntimeFacts probe_env(const MemoryTree& tree, std::map<std::string, std::string> env) {
+  const FileSystem files(tree);
+  const EnvSnapshot snapshot(std::move(env));
+  const Options options;
+  RankFacts facts;
+  probe_cuda_runtime(ProbeContext{files, snapshot, options}, facts);
+  return facts.gpu.runtime;
+}
+
+std::string torch_py(const std::string& version, const std::string& cuda) {
+  return "__version__ = '" + version + "'\ncuda: Optional[str] = " + (cuda.empty() ? "None" : "'" + cuda + "'") +
+         "\nhip = None\n";
+}
+
+struct PythonPlaces {
+  MemoryTree tree;
+  PythonPlaces() {
+    tree.file("/usr/lib/python3/dist-packages/torch/version.py", torch_py("2.6.0", ""));  // Debian's CPU build
+    tree.file("/home/u/.local/lib/python3.11/site-packages/torch/version.py", torch_py("2.5.1+cu124", "12.4"));
+    tree.file("/work/cu126/torch/version.py", torch_py("2.7.0+cu126", "12.6"));
+    tree.file("/venv/lib/python3.11/site-packages/torch/version.py", torch_py("2.8.0+cu128", "12.8"));
+    tree.file("/venv/pyvenv.cfg", "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.11.2\n");
+    tree.file("/sysvenv/lib/python3.11/site-packages/numpy/version.py", "version = '2.0'\n");
+    tree.file("/sysvenv/pyvenv.cfg", "home = /usr/bin\ninclude-system-site-packages = True\n");
+    tree.file("/ub/lib/python3.11/site-packages/torch/version.py", torch_py("2.4.0+cu121", "12.1"));
+  }
+};
+
+std::string judged(const RuntimeFacts& r) {
+  return r.frameworks.size() == 1 ? r.frameworks[0].version : "frameworks: " + std::to_string(r.frameworks.size());
+}
+
+TEST(CudaRuntimeProbe, PythonSearchOrderUserSiteBeforeTheSystem) {
+  PythonPlaces p;
+  const RuntimeFacts r = probe_env(p.tree, {{"HOME", "/home/u"}});
+  EXPECT_EQ(judged(r), "2.5.1+cu124");  // ~/.local comes before dist-packages on sys.path
+  ASSERT_EQ(r.not_loaded.size(), 1u);
+  EXPECT_EQ(r.not_loaded[0],
+            "torch 2.6.0 (CPU-only) at /usr/lib/python3/dist-packages: shadowed by "
+            "/home/u/.local/lib/python3.11/site-packages/torch/version.py, which comes first on Python's search "
+            "path");
+}
+
+TEST(CudaRuntimeProbe, PythonNoUserSiteJudgesTheSystemTorch) {
+  PythonPlaces p;
+  const RuntimeFacts r = probe_env(p.tree, {{"HOME", "/home/u"}, {"PYTHONNOUSERSITE", "1"}});
+  EXPECT_EQ(judged(r), "2.6.0");
+  EXPECT_EQ(r.frameworks.at(0).build, "cpu");
+  EXPECT_FALSE(searched(r, "/home/u/.local/lib/python3.11/site-packages"));
+  // An empty value is unset for Python.
+  EXPECT_EQ(judged(probe_env(p.tree, {{"HOME", "/home/u"}, {"PYTHONNOUSERSITE", ""}})), "2.5.1+cu124");
+}
+
+TEST(CudaRuntimeProbe, PythonPathComesFirst) {
+  PythonPlaces p;
+  const RuntimeFacts r = probe_env(p.tree, {{"HOME", "/home/u"}, {"PYTHONPATH", "relative/dir:/work/cu126:"}});
+  EXPECT_EQ(judged(r), "2.7.0+cu126");
+  EXPECT_EQ(r.not_loaded.size(), 2u);
+}
+
+TEST(CudaRuntimeProbe, PythonUserBaseReplacesDotLocal) {
+  PythonPlaces p;
+  const RuntimeFacts r = probe_env(p.tree, {{"HOME", "/home/u"}, {"PYTHONUSERBASE", "/ub"}});
+  EXPECT_EQ(judged(r), "2.4.0+cu121");
+  EXPECT_FALSE(searched(r, "/home/u/.local/lib/python3.11/site-packages"));
+}
+
+TEST(CudaRuntimeProbe, PythonVenvWithoutSystemSitePackagesIsAlone) {
+  PythonPlaces p;
+  const RuntimeFacts r = probe_env(p.tree, {{"HOME", "/home/u"}, {"VIRTUAL_ENV", "/venv"}});
+  EXPECT_EQ(judged(r), "2.8.0+cu128");
+  EXPECT_TRUE(r.not_loaded.empty());  // neither ~/.local nor the system's is on such a venv's path
+  EXPECT_FALSE(searched(r, "/usr/lib/python3/dist-packages"));
+  // A venv that includes the system's: the venv, the user site, then the system.
+  const RuntimeFacts sys = probe_env(p.tree, {{"HOME", "/home/u"}, {"VIRTUAL_ENV", "/sysvenv"}});
+  EXPECT_EQ(judged(sys), "2.5.1+cu124");
+  EXPECT_TRUE(searched(sys, "/sysvenv/lib/python3.11/site-packages"));
+}
+
+TEST(CudaRuntimeProbe, PythonHomeNamesTheInterpretersPrefix) {
+  PythonPlaces p;
+  p.tree.file("/opt/py/lib/python3.12/site-packages/torch/version.py", torch_py("2.9.0+cu130", "13.0"));
+  const RuntimeFacts r = probe_env(p.tree, {{"PYTHONHOME", "/opt/py"}, {"PYTHONNOUSERSITE", "1"}});
+  EXPECT_EQ(judged(r), "2.9.0+cu130");
+  EXPECT_FALSE(searched(r, "/usr/lib/python3/dist-packages"));  // another prefix's interpreter
+}
+
+TEST(CudaRuntimeProbe, PythonCondaPrefixBeforeTheSystem) {
+  PythonPlaces p;
+  p.tree.file("/opt/conda/lib/python3.12/site-packages/torch/version.py", torch_py("2.9.1+cu128", "12.8"));
+  const RuntimeFacts r = probe_env(p.tree, {{"CONDA_PREFIX", "/opt/conda"}});
+  EXPECT_EQ(judged(r), "2.9.1+cu128");
+  ASSERT_EQ(r.not_loaded.size(), 1u);
+  EXPECT_NE(r.not_loaded[0].find("torch 2.6.0 (CPU-only) at /usr/lib/python3/dist-packages: shadowed"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace preflight

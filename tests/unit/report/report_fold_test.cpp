@@ -4,6 +4,7 @@
 // rank claims RANK=0" is one job-level finding, the check table's causes name real checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -171,11 +172,44 @@ TEST(Causes, EveryDeclaredCauseAndEveryCheckIdIsReal) {
   }
   for (const CheckSpec* spec : all_checks()) {
     for (std::string_view cause : split(spec->causes, ',')) {
-      if (trim(cause).empty()) continue;
-      EXPECT_TRUE(ids.count(std::string(trim(cause)))) << spec->id << " names an unknown cause " << cause;
-      EXPECT_NE(trim(cause), spec->id) << spec->id << " names itself";
+      cause = trim(cause);
+      if (cause.empty()) continue;
+      const std::string_view check = cause.substr(0, cause.find('/'));
+      EXPECT_TRUE(ids.count(std::string(check))) << spec->id << " names an unknown cause " << cause;
+      EXPECT_NE(check, spec->id) << spec->id << " names itself";
+      if (check.size() == cause.size() || !ids.count(std::string(check))) continue;
+      const CheckSpec* of = find_check(check);
+      EXPECT_TRUE(
+          std::any_of(of->findings.begin(), of->findings.end(), [&](const FindingSpec& f) { return f.code == cause; }))
+          << spec->id << " names a finding " << check << " does not have: " << cause;
     }
   }
+}
+
+// A cause declared by its findings folds a result only where the cause's result holds one of them:
+// the all_reduce that NCCL could not run is not folded under a release's known-issue WARN.
+TEST(Causes, DeclaredFindingsDecideTheFold) {
+  const auto nccl = [](const char* code, Status s) {
+    return Verdict::coded(s, code, "nccl says", "fix nccl", nlohmann::json::object());
+  };
+  std::vector<CheckResult> results = {
+      result("nccl.library", nccl("nccl.library/known-issue", Status::Warn), {0}, {"a"}, Scope::Node),
+      result("nccl.library", nccl("nccl.library/missing-symbols", Status::Fail), {1}, {"b"}, Scope::Node),
+      result("comm.allreduce", Verdict::fail("blocked", "fix").because("launch.gpu_binding,nccl.library"), {0}, {"a"},
+             Scope::Job),
+      result("comm.allreduce", Verdict::fail("blocked", "fix").because("launch.gpu_binding,nccl.library"), {1}, {"b"},
+             Scope::Job),
+      // A verdict may name the finding itself: only that one explains it.
+      result("comm.allreduce", Verdict::fail("blocked", "fix").because("nccl.library/not-found"), {1}, {"b"},
+             Scope::Job),
+      result("comm.allreduce", Verdict::fail("blocked", "fix").because("nccl.library/missing-symbols"), {1}, {"b"},
+             Scope::Job),
+  };
+  settle_causes(results);
+  EXPECT_EQ(results[2].verdict.cause, "");  // a WARN about a known issue does not stop the all_reduce
+  EXPECT_EQ(results[3].verdict.cause, "nccl.library");
+  EXPECT_EQ(results[4].verdict.cause, "");
+  EXPECT_EQ(results[5].verdict.cause, "nccl.library");
 }
 
 /// Every rank of a 2×8 job judged as the job does, then assembled.
