@@ -169,13 +169,8 @@ const EnvCatalog& builtin_env_catalog() {
 
 std::optional<EffectiveValue> effective_value(const RankFacts& facts, std::string_view name) {
   if (const std::optional<std::string> v = facts.env.get(name)) return EffectiveValue{*v, {}, 0};
-  for (const ConfFile& file : facts.nccl_conf.files) {
-    const ConfFileContents* contents = file.contents.value();
-    if (contents == nullptr) continue;
-    for (const ConfEntry& e : contents->entries) {
-      if (e.name == name) return EffectiveValue{e.value, file.path, e.line};
-    }
-  }
+  if (const std::optional<ConfSetting> s = first_conf_setting(facts.nccl_conf, name))
+    return EffectiveValue{s->entry->value, s->file->path, s->entry->line};
   return std::nullopt;
 }
 

@@ -35,11 +35,7 @@ namespace {
 /// Text for stdout (help, list, explain): exit 5 when it cannot be written, `code` otherwise (a
 /// reader that closed the pipe early, `preflight list | head -3`, is not an error).
 int print(const std::string& text, int code = 0) {
-  const auto var = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
-  };
-  const bool utf8 = utf8_locale(var("LC_ALL"), var("LC_CTYPE"), var("LANG"));
+  const bool utf8 = utf8_terminal(EnvSnapshot::capture(environ));
   const int err = write_all(STDOUT_FILENO, utf8 ? text : ascii_only(text));
   if (err != 0 && err != EPIPE) {
     std::cerr << "preflight: error: cannot write to standard output: " << std::strerror(err) << "\n";

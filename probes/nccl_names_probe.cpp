@@ -54,13 +54,7 @@ ElfReader reader_for(const FileSystem& fs, const std::string& path) {
 // The value NCCL will see: the environment, else the first configuration file that sets it.
 std::optional<std::string> effective(const ProbeContext& ctx, const RankFacts& facts, const std::string& name) {
   if (std::optional<std::string> v = ctx.env.get(name)) return v;
-  for (const ConfFile& file : facts.nccl_conf.files) {
-    if (const ConfFileContents* c = file.contents.value()) {
-      for (const ConfEntry& e : c->entries) {
-        if (e.name == name) return e.value;
-      }
-    }
-  }
+  if (const std::optional<ConfSetting> s = first_conf_setting(facts.nccl_conf, name)) return s->entry->value;
   return std::nullopt;
 }
 

@@ -4,7 +4,9 @@
 // the user's file beats the system file.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/json_util.hpp"
@@ -71,5 +73,22 @@ struct NcclConfFacts {
   std::vector<NcclNamedFile> named_files;  // the files the job's NCCL variables name
 };
 PREFLIGHT_JSON_DECLARE(NcclConfFacts)
+
+/// The line NCCL takes a variable from when the environment does not set it: the first file that
+/// sets it (NCCL applies each line with setenv(name, value, 0)); nullopt when none does.
+struct ConfSetting {
+  const ConfFile* file;
+  const ConfEntry* entry;
+};
+inline std::optional<ConfSetting> first_conf_setting(const NcclConfFacts& conf, std::string_view name) {
+  for (const ConfFile& file : conf.files) {
+    const ConfFileContents* contents = file.contents.value();
+    if (contents == nullptr) continue;
+    for (const ConfEntry& e : contents->entries) {
+      if (e.name == name) return ConfSetting{&file, &e};
+    }
+  }
+  return std::nullopt;
+}
 
 }  // namespace preflight
