@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The pcie probe: the GPUs and NICs on the PCI bus, the chain of
-// bridges above each (from the sysfs device tree), the ACS Control register of every such bridge
-// (from its config space; 64 bytes without CAP_SYS_ADMIN = "restricted"), and the IOMMU's state:
+// The pcie probe: the GPUs, NICs and ConnectX-8 DMA functions on the PCI bus, the chain of
+// bridges above each (from the sysfs device tree), the vendor:device and ACS Control register of
+// every such bridge (from its config space; 64 bytes without CAP_SYS_ADMIN = "restricted"), whether
+// each NIC has the ATS capability, and the IOMMU's state:
 // its units, the kernel command line, the endpoints' IOMMU groups and their type, and whether this
 // is a VM. Everything through ctx.fs, so --sysroot trees drive it.
 #include <algorithm>
@@ -40,8 +41,11 @@ std::optional<std::uint32_t> parse_hex32(std::string_view text) {
   return v;
 }
 
-/// "gpu", "nic" or "" for a function of this vendor and class.
-std::string kind_of(std::uint32_t vendor, std::uint32_t cls) {
+/// "gpu", "nic", "dma" or "" for a function of this vendor, device and class.
+std::string kind_of(std::uint32_t vendor, std::uint32_t device, std::uint32_t cls) {
+  // The ConnectX-8 DMA Controller of the DMA-direct platforms, matched by its ids before its class as
+  // rdma-core's kernel-boot/rdma_topo does (commit 691953d8d502f54088f776c5ba2aeed0a5ac945d, pci_device_types).
+  if (vendor == 0x15b3 && device == 0x2100) return "dma";
   if (vendor == 0x10de && (cls >> 16) == 0x03) return "gpu";      // NVIDIA display/3D controller
   if ((cls >> 16) == 0x02 || (cls >> 8) == 0x0c06) return "nic";  // network (0x0207 InfiniBand), 0x0c06 IB
   return {};
@@ -51,6 +55,17 @@ std::string hex4(std::uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%04x", v & 0xffffu);
   return buf;
+}
+
+/// "15b3:197c" from a device's sysfs vendor and device files; "" when either cannot be read.
+std::string read_vendor_device(const FileSystem& fs, const std::string& dir) {
+  const auto vendor = fs.read_line(dir + "/vendor");
+  const auto device = fs.read_line(dir + "/device");
+  if (!vendor.ok() || !device.ok()) return {};
+  const auto v = parse_hex32(*vendor.value());
+  const auto d = parse_hex32(*device.value());
+  if (!v || !d) return {};
+  return hex4(*v) + ":" + hex4(*d);
 }
 
 std::string hex6(std::uint32_t v) {
@@ -92,19 +107,28 @@ PciFunction read_function(const FileSystem& fs, const std::string& bdf, const st
     if (const auto g = parse_int(*group.value()); g && *g >= 0 && *g < (1 << 30)) f.iommu_group = static_cast<int>(*g);
   }
   if (const auto driver = read_link_name(fs, dir + "/driver"); driver.ok()) f.driver = *driver.value();
+  if (kind == "nic") {
+    // rdma_topo tells a virtualised inline complex by the NIC's ATS capability (has_ats_cap).
+    if (const auto config = fs.read(dir + "/config", kPcieConfigSize); config.ok()) {
+      f.ats = has_ext_cap(*config.value(), kPciExtCapIdAts);
+    }
+  }
   return f;
 }
 
 AcsState read_bridge(const FileSystem& fs, const std::string& bdf) {
-  const Probed<std::string> config = fs.read(std::string(kDevices) + "/" + bdf + "/config", kPcieConfigSize);
-  if (!config.ok()) {
-    AcsState s;
+  const std::string dir = std::string(kDevices) + "/" + bdf;
+  const Probed<std::string> config = fs.read(dir + "/config", kPcieConfigSize);
+  AcsState s;
+  if (config.ok()) {
+    s = parse_acs_config(*config.value(), bdf);
+  } else {
     s.bus_id = bdf;
     s.state = "unreadable";
     s.detail = config.why();
-    return s;
   }
-  return parse_acs_config(*config.value(), bdf);
+  s.vendor_device = read_vendor_device(fs, dir);
+  return s;
 }
 
 IommuFacts probe_iommu(const FileSystem& fs, const std::vector<PciFunction>& functions) {
@@ -188,10 +212,10 @@ void probe_pcie(const ProbeContext& ctx, RankFacts& facts) {
       const auto cls = parse_hex32(*cls_text.value());
       const auto vendor = parse_hex32(*vendor_text.value());
       if (!cls || !vendor) continue;
-      const std::string kind = kind_of(*vendor, *cls);
-      if (kind.empty()) continue;
       std::uint32_t device = 0;
       if (const auto d = fs.read_line(dir + "/device"); d.ok()) device = parse_hex32(*d.value()).value_or(0);
+      const std::string kind = kind_of(*vendor, device, *cls);
+      if (kind.empty()) continue;
       functions.push_back(read_function(fs, bdf, kind, *vendor, device, *cls, chain_errors));
     }
     if (unreadable) {

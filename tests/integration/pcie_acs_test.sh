@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # topo.pcie_acs end to end over generated two-socket sysfs trees (--sysroot): ACS redirect on one
 # switch FAILs naming the bridges and the setpci fix, 64-byte config spaces (what a non-root reader
-# gets) are UNKNOWN, a clean tree PASSes; and the real machine as an unprivileged user never PASSes
-# over a config space it could not read.
+# gets) are UNKNOWN, a clean tree PASSes; a Grace + ConnectX-8 DMA-direct node with the ACS that
+# rdma-core's rdma_topo sets (redirect on) PASSes, and with one port off FAILs naming it; and the
+# real machine as an unprivileged user never PASSes over a config space it could not read.
 source "$(dirname "$0")/lib.sh"
 gen="$PREFLIGHT_FIXTURES_DIR/sysfs/make_two_socket.py"
+grace="$PREFLIGHT_FIXTURES_DIR/sysfs/make_grace_cx8.py"
 py=${PYTHON3:-python3}
 summary_of() { json_get "[c['summary'] for c in d['checks'] if c['id']=='$1'][0]"; }
 remedy_of() { json_get "[c['remedy'] for c in d['checks'] if c['id']=='$1'][0]"; }
@@ -34,6 +36,19 @@ expect_eq "$(check_status topo.pcie_acs)" PASS "topo.pcie_acs (clean)"
 expect_rc 0 "redirect in a VM" -- "$PREFLIGHT" --sysroot "$work/vm" --only topo.pcie_acs --format json
 expect_eq "$(check_status topo.pcie_acs)" PASS "topo.pcie_acs (VM)"
 expect_contains "$(summary_of topo.pcie_acs)" "in a VM" "summary"
+
+"$py" "$grace" "$work/grace" || fail "generating the Grace + ConnectX-8 tree"
+"$py" "$grace" "$work/grace-off" --dsp1-redirect-off || fail "generating the Grace tree with DSP1 off"
+expect_rc 0 "Grace + ConnectX-8 DMA-direct as rdma_topo sets it" -- "$PREFLIGHT" --sysroot "$work/grace" --only topo.pcie_acs --format json
+expect_eq "$(check_status topo.pcie_acs)" PASS "topo.pcie_acs (DMA-direct)"
+expect_contains "$(summary_of topo.pcie_acs)" "on this ConnectX DMA-direct platform 6 of the 9 bridges above 1 GPU, 2 NICs and 1 ConnectX DMA function have the ACS Control that NVIDIA's rdma_topo" "summary"
+expect_eq "$(json_get "[b['rdma_topo_expects'] for b in [c for c in d['checks'] if c['id']=='topo.pcie_acs'][0]['evidence']['bridges'] if b['bus_id']=='0008:02:01.0'][0]")" xx101x1 "evidence: rdma_topo's mask of DSP1"
+
+expect_rc 1 "DMA-direct with ReqRedir off on DSP1" -- "$PREFLIGHT" --sysroot "$work/grace-off" --only topo.pcie_acs --format json
+expect_eq "$(check_status topo.pcie_acs)" FAIL "topo.pcie_acs (DMA-direct, DSP1 off)"
+expect_contains "$(summary_of topo.pcie_acs)" "0008:02:01.0 (the ConnectX switch port toward GPU 0008:06:00.0) has SrcValid+ ReqRedir- CmpltRedir- UpstreamFwd+, rdma_topo expects SrcValid+ ReqRedir+ CmpltRedir- UpstreamFwd+ (xx101x1)" "summary"
+expect_contains "$(remedy_of topo.pcie_acs)" "setpci -s 0008:02:01.0 ECAP_ACS+0x6.w=0015" "remedy"
+expect_contains "$(remedy_of topo.pcie_acs)" "rdma_topo write-grub-acs" "remedy"
 
 # This machine, as an unprivileged user: whatever it finds, a restricted config space is never PASS.
 if command -v setpriv >/dev/null && [ "$(id -u)" -eq 0 ] &&

@@ -5,7 +5,8 @@
 //   pci0000:80  root port 80:01.0 - switch 81:00.0 - ports 82:00.0, 82:01.0, 82:02.0
 //               - GPU 83:00.0, GPU 84:00.0 (numa_node -1), NIC 85:00.0                NUMA 1, CPUs 16-31
 // Root ports and downstream ports have an ACS capability (after AER in the extended list); the
-// switches' upstream ports have none. Config blobs are built here, never committed.
+// switches' upstream ports have none. Config blobs are built here, never committed. Below it, a
+// Grace + ConnectX-8 DMA-direct node (build_grace_cx8).
 #pragma once
 
 #include <unistd.h>
@@ -145,6 +146,67 @@ inline void build_two_socket(const std::filesystem::path& root, const TreeOption
   write_file(root / "sys/devices/system/node/node0/cpulist", "0-15\n");
   write_file(root / "sys/devices/system/node/node1/cpulist", "16-31\n");
   write_file(root / "proc/self/status", "Name:\tpython\nCpus_allowed_list:\t0-31\nMems_allowed_list:\t0-1\n");
+}
+
+/// A Grace + ConnectX-8 DMA-direct node as rdma-core's kernel-boot/rdma_topo describes it (commit
+/// 691953d8d502f54088f776c5ba2aeed0a5ac945d, __get_nvcx_complex):
+///   pci0008:00  Grace root port 0008:00:00.0 (10de:22b1) - ConnectX switch 0008:01:00.0 (15b3:197c)
+///               - port 0008:02:00.0 - DMA function 0008:03:00.0 (15b3:2100)
+///               - port 0008:02:01.0 - ConnectX switch 0008:04:00.0 - port 0008:05:00.0 - GPU 0008:06:00.0
+///   pci0009:00  Grace root port 0009:00:00.0 - ConnectX switch 0009:01:00.0 - port 0009:02:00.0
+///               - ConnectX-8 NIC PFs 0009:03:00.0, 0009:03:00.1 (15b3:1023)
+/// Each port's ACS Control as rdma_topo sets it unless told otherwise; upstream ports have no ACS.
+struct GraceOptions {
+  std::uint16_t rp_ctrl = 0x001c;       // the Grace root port above the DMA complex: xx111x0
+  std::uint16_t dma_dsp_ctrl = 0x0019;  // the port toward the DMA function: xx110x1
+  std::uint16_t gpu_dsp_ctrl = 0x0015;  // the port toward the GPU: xx101x1
+  std::uint16_t other_ctrl = 0x001d;    // every other ConnectX port and Grace root port: xx111x1
+  int dma_group = 8;
+  int gpu_group = 8;
+  bool nic_ats = false;
+  std::size_t config_bytes = 4096;
+};
+
+/// A 4096-byte config space whose extended list holds only ATS (ID 0x0f) at 0x100, or nothing.
+inline std::string config_blob_ats(bool ats, std::size_t keep = 4096) {
+  std::string b(4096, '\0');
+  put32(b, 0, 0x102315b3u);
+  if (ats) put32(b, 0x100, 0x0001000fu);  // ATS v1, end of list
+  b.resize(keep);
+  return b;
+}
+
+inline void build_grace_cx8(const std::filesystem::path& root, const GraceOptions& g = {}) {
+  TreeOptions o;
+  o.group_type = "identity";
+  o.config_bytes = g.config_bytes;
+  o.cmdline = "BOOT_IMAGE=/boot/vmlinuz-6.8.0-nvidia-64k root=/dev/nvme0n1p2 ro iommu.passthrough=1";
+  const std::string rp = "pci0008:00/0008:00:00.0", usp = rp + "/0008:01:00.0", dsp1 = usp + "/0008:02:01.0";
+  const std::string usp2 = dsp1 + "/0008:04:00.0", dsp2 = usp2 + "/0008:05:00.0";
+  const std::string rp9 = "pci0009:00/0009:00:00.0", dsp9 = rp9 + "/0009:01:00.0/0009:02:00.0";
+  const std::string br = "0x060400", sw = "0x197c", cpus = "0-71";
+  const std::vector<Device> devs = {
+      {rp, br, "0x10de", "0x22b1", "0", cpus, -1, "pcieport", true, g.rp_ctrl},
+      {usp, br, "0x15b3", sw, "0", cpus, -1, "pcieport", false, 0},
+      {usp + "/0008:02:00.0", br, "0x15b3", sw, "0", cpus, -1, "pcieport", true, g.dma_dsp_ctrl},
+      {usp + "/0008:02:00.0/0008:03:00.0", "0x080100", "0x15b3", "0x2100", "0", cpus, g.dma_group, "", false, 0},
+      {dsp1, br, "0x15b3", sw, "0", cpus, -1, "pcieport", true, g.gpu_dsp_ctrl},
+      {usp2, br, "0x15b3", sw, "0", cpus, -1, "pcieport", false, 0},
+      {dsp2, br, "0x15b3", sw, "0", cpus, -1, "pcieport", true, g.other_ctrl},
+      {dsp2 + "/0008:06:00.0", "0x030200", "0x10de", "0x2941", "0", cpus, g.gpu_group, "nvidia", false, 0},
+      {rp9, br, "0x10de", "0x22b1", "0", cpus, -1, "pcieport", true, g.other_ctrl},
+      {rp9 + "/0009:01:00.0", br, "0x15b3", sw, "0", cpus, -1, "pcieport", false, 0},
+      {dsp9, br, "0x15b3", sw, "0", cpus, -1, "pcieport", true, g.other_ctrl},
+      {dsp9 + "/0009:03:00.0", "0x020700", "0x15b3", "0x1023", "0", cpus, 9, "mlx5_core", false, 0},
+      {dsp9 + "/0009:03:00.1", "0x020700", "0x15b3", "0x1023", "0", cpus, 10, "mlx5_core", false, 0},
+  };
+  for (const Device& d : devs) add_device(root, d, o);
+  for (const char* pf : {"/0009:03:00.0", "/0009:03:00.1"}) {
+    write_file(root / "sys/devices" / (dsp9 + pf) / "config", config_blob_ats(g.nic_ats, g.config_bytes));
+  }
+  std::filesystem::create_directories(root / "sys/class/iommu/smmu3.0x0000000016000000");
+  write_file(root / "proc/cmdline", o.cmdline + "\n");
+  write_file(root / "proc/cpuinfo", "processor\t: 0\nBogoMIPS\t: 2000.00\nFeatures\t: fp asimd evtstrm aes\n\n");
 }
 
 /// A temporary directory removed at the end of the test.

@@ -126,6 +126,44 @@ TEST(PciConfig, GarbagePointers) {
   EXPECT_EQ(parse_acs_config(gone, "x").state, "unreadable");
 }
 
+TEST(PciConfig, OtherExtendedCapabilities) {
+  // ATS (0x0f) after AER; not on the ACS blob; not known from 64 bytes or a looping list.
+  std::string ats(4096, '\0');
+  put32(ats, 0x100, header(0x0001, 0x150));
+  put32(ats, 0x150, header(kPciExtCapIdAts, 0));
+  EXPECT_EQ(has_ext_cap(ats, kPciExtCapIdAts), true);
+  EXPECT_EQ(has_ext_cap(blob_with_acs(0), kPciExtCapIdAts), false);
+  EXPECT_EQ(has_ext_cap(blob_with_acs(0), kPciExtCapIdAcs), true);
+  EXPECT_EQ(has_ext_cap(std::string(256, '\0'), kPciExtCapIdAts), false);
+  EXPECT_FALSE(has_ext_cap(ats.substr(0, 64), kPciExtCapIdAts).has_value());
+  std::string loop(4096, '\0');
+  put32(loop, 0x100, header(0x0001, 0x100));
+  EXPECT_FALSE(has_ext_cap(loop, kPciExtCapIdAts).has_value());
+}
+
+TEST(PciConfig, RdmaTopoMasks) {
+  // rdma_topo's strings: bit 6 first (DT EC UF CR RR TB SV).
+  const auto gpu_dsp = parse_acs_mask("xx101x1");
+  ASSERT_TRUE(gpu_dsp);
+  EXPECT_EQ(gpu_dsp->set, kAcsUpstreamForwarding | kAcsRequestRedirect | kAcsSourceValidation);
+  EXPECT_EQ(gpu_dsp->clear, kAcsCompletionRedirect);
+  EXPECT_EQ(acs_mask_text(*gpu_dsp), "SrcValid+ ReqRedir+ CmpltRedir- UpstreamFwd+");
+  EXPECT_TRUE(acs_matches(0x0015, *gpu_dsp));
+  EXPECT_TRUE(acs_matches(0x0017, *gpu_dsp));  // TB is not named
+  EXPECT_FALSE(acs_matches(0x001d, *gpu_dsp));
+  EXPECT_FALSE(acs_matches(0x0011, *gpu_dsp));
+  EXPECT_EQ(acs_apply(0x001d, *gpu_dsp), 0x0015);
+  EXPECT_EQ(acs_apply(0x0002, *gpu_dsp), 0x0017);
+  const auto virt_nic = parse_acs_mask("1x111x1");
+  ASSERT_TRUE(virt_nic);
+  EXPECT_EQ(virt_nic->set, 0x005d);
+  EXPECT_EQ(virt_nic->clear, 0);
+  EXPECT_EQ(parse_acs_mask("xx000x0")->clear, 0x001d);
+  EXPECT_EQ(acs_bits_text(0x0004, 0x000c), "ReqRedir+ CmpltRedir-");
+  EXPECT_FALSE(parse_acs_mask("xx10x1"));
+  EXPECT_FALSE(parse_acs_mask("xx101x2"));
+}
+
 TEST(SysfsPci, ParsesDevicePaths) {
   const auto c = parse_pci_device_path("/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:08.0/0000:03:00.0");
   ASSERT_TRUE(c);

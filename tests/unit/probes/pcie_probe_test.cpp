@@ -82,6 +82,66 @@ TEST(PcieProbe, BridgesOnceInChainOrderWithAcs) {
   for (const AcsState& s : p.bridges) EXPECT_NE(s.bus_id, "0000:03:00.0");  // endpoints are not bridges
 }
 
+TEST(PcieProbe, GraceDmaDirectTreeKeepsTheDmaFunctionBridgeIdsAndAts) {
+  TempTree t;
+  GraceOptions g;
+  g.nic_ats = true;
+  build_grace_cx8(t.path(), g);
+  const PcieFacts p = probe_tree(t.path());
+  ASSERT_TRUE(p.functions.ok()) << p.functions.why();
+  ASSERT_EQ(p.functions.value()->size(), 4u);  // the GPU, the DMA function, two NIC PFs
+
+  // The ConnectX-8 DMA Controller (class 0x0801: neither GPU nor NIC) is kept as kind "dma".
+  const PciFunction& dma = function(p, "0008:03:00.0");
+  EXPECT_EQ(dma.kind, "dma");
+  EXPECT_EQ(dma.vendor_device, "15b3:2100");
+  EXPECT_EQ(dma.class_code, "0x080100");
+  EXPECT_EQ(dma.chain, (std::vector<std::string>{"0008:00:00.0", "0008:01:00.0", "0008:02:00.0", "0008:03:00.0"}));
+  EXPECT_EQ(dma.iommu_group, 8);
+  EXPECT_FALSE(dma.ats.has_value());  // only NICs
+  EXPECT_EQ(function(p, "0008:06:00.0").iommu_group, 8);
+  EXPECT_EQ(function(p, "0008:06:00.0").chain.size(), 6u);
+
+  const PciFunction& nic = function(p, "0009:03:00.1");
+  EXPECT_EQ(nic.kind, "nic");
+  EXPECT_EQ(nic.ats, true);
+
+  // Every bridge with its vendor:device, the DMA function's too.
+  ASSERT_EQ(p.bridges.size(), 9u);
+  EXPECT_EQ(bridge(p, "0008:00:00.0").vendor_device, "10de:22b1");
+  EXPECT_EQ(bridge(p, "0008:00:00.0").ctrl, 0x001c);
+  EXPECT_EQ(bridge(p, "0008:02:00.0").vendor_device, "15b3:197c");
+  EXPECT_EQ(bridge(p, "0008:02:00.0").ctrl, 0x0019);
+  EXPECT_EQ(bridge(p, "0008:02:01.0").ctrl, 0x0015);
+  EXPECT_EQ(bridge(p, "0008:01:00.0").state, "no_acs");
+
+  // Without ATS; and without privilege (64 bytes) ATS is not known.
+  TempTree plain;
+  build_grace_cx8(plain.path());
+  EXPECT_EQ(function(probe_tree(plain.path()), "0009:03:00.0").ats, false);
+  TempTree restricted;
+  GraceOptions r;
+  r.config_bytes = 64;
+  build_grace_cx8(restricted.path(), r);
+  const PcieFacts q = probe_tree(restricted.path());
+  EXPECT_FALSE(function(q, "0009:03:00.0").ats.has_value());
+  EXPECT_EQ(bridge(q, "0008:02:01.0").state, "restricted");
+  EXPECT_EQ(bridge(q, "0008:02:01.0").vendor_device, "15b3:197c");  // from sysfs, no privilege needed
+}
+
+TEST(PcieProbe, OldFactsWithoutTheNewFieldsStillLoad) {
+  const nlohmann::json old = {{"bus_id", "0000:82:00.0"}, {"state", "read"}, {"cap", 95}, {"ctrl", 29},
+                              {"config_bytes", 4096},     {"detail", ""}};
+  const AcsState s = old.get<AcsState>();
+  EXPECT_EQ(s.ctrl, 29);
+  EXPECT_EQ(s.vendor_device, "");
+  const nlohmann::json old_fn = {{"bus_id", "0000:05:00.0"}, {"kind", "nic"}, {"chain", {"0000:05:00.0"}}};
+  EXPECT_FALSE(old_fn.get<PciFunction>().ats.has_value());
+  AcsState now;
+  now.vendor_device = "15b3:197c";
+  EXPECT_EQ(nlohmann::json(now).get<AcsState>().vendor_device, "15b3:197c");
+}
+
 TEST(PcieProbe, SixtyFourByteConfigIsRestricted) {
   TempTree t;
   TreeOptions o;
