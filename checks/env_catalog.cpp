@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "checks/env_catalog.hpp"
 
+#include "core/version.hpp"
+
 #include <algorithm>
 #include <set>
 #include <stdexcept>
@@ -33,6 +35,10 @@ bool apply_rule(std::string_view rule, EnvVarSpec& spec) {
   if (rule.starts_with("versions=")) {
     spec.versions = std::string(rule.substr(9));
     return spec.versions.find("..") != std::string::npos && spec.versions != "..";
+  }
+  if (rule.starts_with("torch_from=")) {
+    spec.torch_from = std::string(rule.substr(11));
+    return Version::parse(spec.torch_from).has_value();
   }
   if (rule.starts_with("unit=")) {
     const std::string_view unit = rule.substr(5);

@@ -25,6 +25,9 @@ struct EnvVarSpec {
   // The NCCL releases that read it (rule versions=A..B, either end open: "2.29..", "..2.4"): said
   // when the loaded library does not read the name. Empty: the catalog's own release (2.28.9).
   std::string versions;
+  // The first PyTorch release that reads it (rule torch_from=2.2: the TORCH_NCCL_* names PyTorch
+  // 2.2.0 renamed from NCCL_*, pytorch/pytorch#114077): an older torch reads only its legacy name.
+  std::string torch_from;
   bool debug_only = false;  // rule debug_only: NCCL's docs say not to keep it set in production
   bool no_effect = false;   // rule no_effect: nothing reads it (removed, renamed or never existed)
   bool dcgm_bad = false;    // rule dcgm_bad: on DCGM diag's list of variables that must not be set

@@ -82,6 +82,10 @@ constexpr FindingSpec kUnknownTorchName = {"env.nccl/unknown-torch-name", Status
 constexpr FindingSpec kLegacyName = {
     "env.nccl/legacy-name", Status::Warn,
     "{setting} is the deprecated PyTorch name of {current} (NCCL itself does not read it)", "{rename}"};
+// The job's torch predates the name: it reads the legacy one ({legacy}) only.
+constexpr FindingSpec kTorchReadsLegacy = {
+    "env.nccl/torch-reads-legacy", Status::Warn,
+    "{setting} has no effect: torch {torch} reads {legacy} (this name is read from torch {torch_from} on)", "{set}"};
 constexpr FindingSpec kLegacyNameDiffers = {
     "env.nccl/legacy-name-differs", Status::Warn,
     "{name} and {current} are both set and differ; torch uses {current_setting}", "{unset}"};
@@ -162,13 +166,13 @@ constexpr FindingSpec kMoreUnknownNames = {
     "and {count} more variables that nothing of the job reads ({first}, …): each in this check's evidence",
     "Unset those the job does not mean to set (this check's evidence lists them all: --format json)."};
 
-constexpr std::array kFindings = {
-    kNoEffect,           kDcgmListed,       kDebugSetting,       kOtherReleaseName,  kNotInLibrary,
-    kUnknownNcclName,    kUnknownTorchName, kLegacyName,         kLegacyNameDiffers, kInvalidValue,
-    kMisreadValue,       kDiscouragedValue, kAllocConfRejected,  kAllocConfMisread,  kConfFileMissing,
-    kConfFileDenied,     kConfFileUnread,   kConfMalformedLines, kConfSpacedName,    kPluginMissing,
-    kNetIbDisabled,      kNetIbWithoutRdma, kNetUnknown,         kIbHcaWithoutRdma,  kGraphFileUnreadable,
-    kTopoFileUnreadable, kMoreUnknownNames};
+constexpr std::array kFindings = {kNoEffect,         kDcgmListed,          kDebugSetting,       kOtherReleaseName,
+                                  kNotInLibrary,     kUnknownNcclName,     kUnknownTorchName,   kLegacyName,
+                                  kTorchReadsLegacy, kLegacyNameDiffers,   kInvalidValue,       kMisreadValue,
+                                  kDiscouragedValue, kAllocConfRejected,   kAllocConfMisread,   kConfFileMissing,
+                                  kConfFileDenied,   kConfFileUnread,      kConfMalformedLines, kConfSpacedName,
+                                  kPluginMissing,    kNetIbDisabled,       kNetIbWithoutRdma,   kNetUnknown,
+                                  kIbHcaWithoutRdma, kGraphFileUnreadable, kTopoFileUnreadable, kMoreUnknownNames};
 
 // A finding about one variable: its row and its parameters.
 struct VarFinding {
@@ -259,12 +263,13 @@ using MitigationLookup = std::function<std::string(const std::string& name, cons
 class EnvLint {
  public:
   EnvLint(const EnvCatalog& catalog, const std::map<std::string, Setting>& settings, const NcclReaders& readers,
-          MitigationLookup mitigation, std::optional<Version> nccl_version)
+          MitigationLookup mitigation, std::optional<Version> nccl_version, const FrameworkBuild* torch)
       : m_catalog(catalog),
         m_settings(settings),
         m_readers(readers),
         m_mitigation(std::move(mitigation)),
-        m_nccl_version(std::move(nccl_version)) {}
+        m_nccl_version(std::move(nccl_version)),
+        m_torch(torch) {}
 
   std::vector<VarFinding> findings;
   std::vector<std::string> notes;
@@ -281,6 +286,7 @@ class EnvLint {
     }
     if (spec == nullptr) return unknown_name(s);
     consumer = spec->consumer;
+    if (const EnvVarSpec* legacy = torch_reads_legacy(*spec)) return renamed_later(s, *spec, *legacy);
     // A name the loaded NCCL reads is not "removed", whatever the catalog's release says.
     const bool no_effect = spec->no_effect && !(nccl_name && m_readers.available());
     if (no_effect) {
@@ -299,7 +305,7 @@ class EnvLint {
         add(kDebugSetting, {{"setting", s.shown()}, {"note", spec->note}, {"unset", unset_remedy(s)}});
       }
     }
-    if (!spec->alias_of.empty()) legacy_alias(s, *spec);
+    if (!spec->alias_of.empty() && !torch_reads_legacy(m_catalog.find(spec->alias_of))) legacy_alias(s, *spec);
     if (!no_effect) value(s, *spec);
   }
 
@@ -391,6 +397,31 @@ class EnvLint {
     rename_or_unset(s, nccl ? kUnknownNcclName : kUnknownTorchName, {{"setting", s.shown()}}, close);
   }
 
+  // The job's torch is older than the release that reads `spec`'s name (torch_from): the legacy name
+  // it reads instead, else nullptr.
+  const EnvVarSpec* torch_reads_legacy(const EnvVarSpec* spec) const {
+    if (spec == nullptr || spec->torch_from.empty() || m_torch == nullptr) return nullptr;
+    const std::optional<Version> have = Version::parse(m_torch->version.substr(0, m_torch->version.find('+')));
+    const std::optional<Version> from = Version::parse(spec->torch_from);
+    if (!have || !from || !(*have < *from)) return nullptr;
+    for (const EnvVarSpec& v : m_catalog.vars()) {
+      if (v.alias_of == spec->name) return &v;
+    }
+    return nullptr;
+  }
+  const EnvVarSpec* torch_reads_legacy(const EnvVarSpec& spec) const { return torch_reads_legacy(&spec); }
+
+  void renamed_later(const Setting& s, const EnvVarSpec& spec, const EnvVarSpec& legacy) {
+    reads_as = "not read";
+    Setting meant = s;
+    meant.name = legacy.name;
+    add(kTorchReadsLegacy, {{"setting", s.shown()},
+                            {"torch", m_torch->version},
+                            {"torch_from", spec.torch_from},
+                            {"legacy", legacy.name},
+                            {"set", set_remedy(meant, s.value)}});
+  }
+
   void legacy_alias(const Setting& s, const EnvVarSpec& spec) {
     const auto current = m_settings.find(spec.alias_of);
     Setting renamed = s;
@@ -455,6 +486,7 @@ class EnvLint {
   const NcclReaders& m_readers;
   MitigationLookup m_mitigation;
   std::optional<Version> m_nccl_version;  // the loaded NCCL's: its grammar for NCCL_ALGO / NCCL_PROTO
+  const FrameworkBuild* m_torch;          // the torch the job imports: which of torch's names it reads
 };
 
 std::string line_list(const std::vector<int>& lines) {
@@ -765,13 +797,18 @@ Verdict run(const CheckContext& ctx) {
     return {};
   };
 
+  // The torch the job imports: its release decides which of torch's names it reads.
+  const std::vector<FrameworkBuild>& fws = ctx.facts.gpu.runtime.frameworks;
+  const auto torch_it = std::find_if(fws.begin(), fws.end(), [](const FrameworkBuild& f) { return f.name == "torch"; });
+  const FrameworkBuild* torch = torch_it != fws.end() ? &*torch_it : nullptr;
+
   std::vector<VarFinding> all;
   std::vector<std::string> notes;
   json variables = json::array();
   std::size_t unknown_names = 0;
   std::vector<std::string> not_named;  // the first of those past kUnknownNamedAtMost
   for (const auto& [name, setting] : settings) {
-    EnvLint lint(catalog, settings, readers, mitigation, nccl_version);
+    EnvLint lint(catalog, settings, readers, mitigation, nccl_version, torch);
     lint.lint(setting);
     const EnvVarSpec* spec = catalog.find(name);
     if (spec != nullptr && name.find("ALLOC_CONF") != std::string::npos && spec->consumer == "torch") {
@@ -904,7 +941,10 @@ Failures
            names (PYTORCH_CUDA_ALLOC_CONFIG: did you mean PYTORCH_CUDA_ALLOC_CONF?). The first 16
            such names are a finding each; the rest one finding that counts them ("and 9984 more
            ..."), every name still in the evidence.
-  WARN     legacy PyTorch names (NCCL_ASYNC_ERROR_HANDLING, NCCL_BLOCKING_WAIT, NCCL_DESYNC_DEBUG).
+  WARN     legacy PyTorch names (NCCL_ASYNC_ERROR_HANDLING, NCCL_BLOCKING_WAIT, NCCL_DESYNC_DEBUG)
+           with a torch that reads the TORCH_NCCL_* names (2.2.0 on); with an older torch the
+           legacy name is the one it reads, and a TORCH_NCCL_* spelling has no effect (WARN,
+           naming the name that torch reads). The torch is the one the job imports (cuda.runtime).
   WARN     settings that hide failures or slow the job: TORCH_NCCL_ASYNC_ERROR_HANDLING=0 (a failed
            collective hangs instead of ending the job), TORCH_NCCL_ENABLE_MONITORING=0,
            TORCH_DISTRIBUTED_DEBUG=DETAIL, CUDA_LAUNCH_BLOCKING=1, NCCL_ALGO / NCCL_PROTO (debugging

@@ -267,6 +267,36 @@ TEST(EnvNccl, LegacyTorchNamesWarnNamingTheNewName) {
   EXPECT_TRUE(has(both.summary, "both set and differ")) << both.summary;
 }
 
+// Which of torch's names is read is the job's torch's release: before 2.2.0 only NCCL_ASYNC_ERROR_HANDLING
+// and its kin; TORCH_NCCL_* then has no effect, and the legacy name is no deprecation.
+TEST(EnvNccl, TorchBefore22ReadsOnlyTheLegacyNames) {
+  const auto with_torch = [](std::map<std::string, std::string> env, const std::string& version) {
+    RankFacts f = with_env(std::move(env));
+    FrameworkBuild torch;
+    torch.name = "torch";
+    torch.version = version;
+    torch.cuda = "12.1";
+    torch.build = "cuda";
+    f.gpu.runtime.frameworks = {torch};
+    return judge(f);
+  };
+  const Verdict old_torch = with_torch({{"TORCH_NCCL_BLOCKING_WAIT", "1"}}, "2.1.2+cu121");
+  EXPECT_EQ(old_torch.status, Status::Warn);
+  EXPECT_EQ(old_torch.finding.code, "env.nccl/torch-reads-legacy");
+  EXPECT_EQ(old_torch.summary,
+            "TORCH_NCCL_BLOCKING_WAIT=1 (environment) has no effect: torch 2.1.2+cu121 reads NCCL_BLOCKING_WAIT (this "
+            "name is read from torch 2.2 on)");
+  EXPECT_TRUE(has(old_torch.remedy, "export NCCL_BLOCKING_WAIT=1")) << old_torch.remedy;
+  // The legacy name with that torch: its value judged, no deprecation.
+  const Verdict legacy = with_torch({{"NCCL_ASYNC_ERROR_HANDLING", "0"}}, "2.1.2");
+  EXPECT_EQ(coded(legacy, "env.nccl/legacy-name"), nullptr) << legacy.summary;
+  EXPECT_NE(coded(legacy, "env.nccl/discouraged-value"), nullptr) << legacy.summary;
+  // From 2.2.0 the TORCH_NCCL_* name is the one; a torch not found judges by the catalog's (newest) names.
+  EXPECT_EQ(with_torch({{"TORCH_NCCL_BLOCKING_WAIT", "1"}}, "2.2.0").status, Status::Pass);
+  EXPECT_EQ(run_env_nccl({{"TORCH_NCCL_BLOCKING_WAIT", "1"}}).status, Status::Pass);
+  EXPECT_EQ(with_torch({{"NCCL_BLOCKING_WAIT", "1"}}, "2.5.1+cu124").finding.code, "env.nccl/legacy-name");
+}
+
 TEST(EnvNccl, UnknownNamesWarn) {
   const Verdict typo = run_env_nccl({{"NCCL_SOCKET_IFNAM", "eth0"}});
   EXPECT_EQ(typo.status, Status::Warn);
