@@ -406,7 +406,9 @@ class Discovery {
   // The job's interpreter asked in a contained child: its sys.path (import order), then any
   // site.getsitepackages() entry not on it, and the torch that `import torch` would load. Never
   // imports a framework. `source` says how it was chosen ("--python", "python3 on the job's PATH").
-  void ask_interpreter(const std::string& exe, const std::string& source, std::vector<std::string>& dirs) {
+  // Returns false, leaving nothing recorded, when python3 found on the PATH did not answer within
+  // its deadline: the caller then searches where Python would look (--python stays UNKNOWN).
+  bool ask_interpreter(const std::string& exe, const std::string& source, std::vector<std::string>& dirs) {
     PythonInterpreter py;
     py.exe = exe;
     py.source = source;
@@ -422,12 +424,16 @@ class Discovery {
     const ContainedJson parsed = parse_contained_json(result);
     const std::string who = source == "--python" ? "--python " + exe : source + " (" + exe + ")";
     const std::string what = who + " (" + exe + " -c: sys.path as JSON)";
+    if (!parsed.ok() && result.outcome == ContainedOutcome::TimedOut && source != "--python") {
+      m_out.python_not_run = who + " did not answer: " + deadline.expired(result.elapsed_s);
+      return false;
+    }
     if (!parsed.ok()) {
       py.error = what + ": " +
                  (result.outcome == ContainedOutcome::TimedOut ? deadline.expired(result.elapsed_s) : parsed.error);
       problem(who, parsed.error);
       m_out.python = std::move(py);
-      return;
+      return true;
     }
     try {
       const nlohmann::json& doc = parsed.value;
@@ -446,7 +452,7 @@ class Discovery {
       py.error = what + ": its answer is not the expected document: " + e.what();
       problem(who, py.error);
       m_out.python = std::move(py);
-      return;
+      return true;
     }
     // Where find_spec located torch comes first: that is the one `import torch` loads.
     if (py.torch.ends_with("/torch/__init__.py")) {
@@ -456,6 +462,7 @@ class Discovery {
     dirs.insert(dirs.end(), py.paths.begin(), py.paths.end());
     m_out.python = std::move(py);
     m_first_torch_only = true;
+    return true;
   }
 
   // python3 on the job's PATH (absolute entries only, in order): the interpreter a job started as
@@ -533,8 +540,7 @@ class Discovery {
       if (const auto exe = job_interpreter()) {
         if (std::string why = foreign_interpreter(*exe); !why.empty()) {
           m_out.python_not_run = "python3 on the job's PATH (" + *exe + ") was not run as root: " + why;
-        } else {
-          ask_interpreter(*exe, "python3 on the job's PATH", dirs);
+        } else if (ask_interpreter(*exe, "python3 on the job's PATH", dirs)) {
           return dirs;
         }
       }

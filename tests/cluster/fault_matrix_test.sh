@@ -105,6 +105,8 @@ gate() {
 reset_hosts() {
   local h p
   ip -n "$cluster_launcher" link set v2 up
+  # node2 answers over the bridge again before the next scenario's daemons connect back (bounded).
+  cluster_wait 10 on_launcher bash -c "exec 3<>/dev/tcp/$(cat "$cluster_dir/node2.addr")/1" 2>/dev/null
   for h in node1 node2; do
     for p in $(host_pids "$h"); do
       [ "$p" = "$(host_pid "$h")" ] && continue

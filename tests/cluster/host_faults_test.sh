@@ -73,6 +73,8 @@ run_fault() {
   local rc=0
   wait "$launcher" || rc=$?
   ip -n "$cluster_launcher" link set v2 up  # for the next scenario
+  # node2 answers over the bridge again before the next scenario's daemons connect back (bounded).
+  cluster_wait 10 on_launcher bash -c "exec 3<>/dev/tcp/$(cat "$cluster_dir/node2.addr")/1" 2>/dev/null
   host_reset node2
   # node1's ranks may still wait for a launcher the test ended (they give up at the run's
   # deadline: MPI_Init's, when node2 was cut off in it), and would meet the next scenario's ranks.

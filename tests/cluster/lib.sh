@@ -40,6 +40,10 @@ cluster_launcher="$cluster_id-l"
 cluster_net=198.51.100
 cluster_hosts=()
 here_cluster=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The emulated hosts are Debian nodes: Debian's PATH, not what a developer's shell adds in front of it
+# (a pyenv shim as python3, which each rank's probe phase runs as the job's interpreter, costs a
+# second a rank on two loaded cores, and these scenarios time their phases to the second).
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 cluster_host() {
   local name=$1 shm=1g

@@ -228,6 +228,16 @@ if [ -n "$real_py" ]; then
   expect_contains "$(json_get "[c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence']['python']['paths']")" \
     "$work/cpu-site" "a .pth path line is on the sys.path"
   rm -f "$user_site/evil.pth" "$work/cpu-site/sitecustomize.py"
+  # python3 on the PATH that does not answer within its deadline: where Python would look is searched
+  # (a note says why), never UNKNOWN for preflight's own deadline.
+  mkdir -p "$work/slowbin"
+  printf '#!/bin/sh\nexec sleep 60\n' >"$work/slowbin/python3"
+  chmod +x "$work/slowbin/python3"
+  env -i PATH="$work/slowbin:/usr/bin:/bin" HOME="$work/home" "$PREFLIGHT" --only cuda.runtime --format json \
+    --timeout 6 >"$work/out" 2>"$work/err" || true
+  expect_contains "$(json_get "[c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence']['python_not_run']")" \
+    "python3 on the job's PATH ($work/slowbin/python3) did not answer" "a slow interpreter, named"
+  expect_eq "$(judged)" 2.5.1+cu124 "a slow interpreter: the search in Python's order instead"
 fi
 # As root, an interpreter another user could change is not run; where Python looks is searched.
 if [ "$(id -u)" -eq 0 ]; then
