@@ -228,6 +228,23 @@ if [ -n "$real_py" ]; then
   expect_contains "$(json_get "[c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence']['python']['paths']")" \
     "$work/cpu-site" "a .pth path line is on the sys.path"
   rm -f "$user_site/evil.pth" "$work/cpu-site/sitecustomize.py"
+  # A venv (without system site-packages) first on the PATH, as `activate` puts it: its torch is the
+  # job's; the user site's is not on its sys.path.
+  if "$real_py" -m venv --without-pip "$work/venv" >/dev/null 2>&1; then
+    venv_site=$("$work/venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    mkdir -p "$venv_site/torch"
+    printf "__version__ = '2.7.1+cu126'\ncuda: Optional[str] = '12.6'\nhip = None\n" >"$venv_site/torch/version.py"
+    : >"$venv_site/torch/__init__.py"
+    env -i PATH="$work/venv/bin:/usr/bin:/bin" HOME="$work/home" "$PREFLIGHT" --only cuda.runtime --format json \
+      >"$work/out" 2>"$work/err" || true
+    expect_eq "$(judged)" 2.7.1+cu126 "a venv's python3: its own torch"
+    expect_contains "$(not_loaded)" "torch 2.5.1+cu124 (CUDA 12.4) at $user_site: not on the sys.path of $work/venv/bin/python3" \
+      "a venv's python3: the user site's torch is not the job's"
+    expect_eq "$(json_get "[c for c in d['checks'] if c['id']=='cuda.runtime'][0]['evidence']['python']['torch']")" \
+      "$venv_site/torch/__init__.py" "where find_spec locates torch"
+  else
+    echo "note: $real_py cannot make a venv; the venv case is not run"
+  fi
   # python3 on the PATH that does not answer within its deadline: where Python would look is searched
   # (a note says why), never UNKNOWN for preflight's own deadline.
   mkdir -p "$work/slowbin"
