@@ -238,26 +238,23 @@ AcsPlan plan(const std::vector<PciFunction>& functions, const std::vector<AcsSta
   const Topo t = index_topo(functions, bridges);
   AcsPlan p;
   p.types = t.types;
+  const auto no_opinion = [&t] {  // rdma_topo has none: the ordinary rule judges every bridge
+    AcsPlan none;
+    none.types = t.types;
+    return none;
+  };
   p.platform = detect(t);
   if (p.platform == Platform::DmaDirect) {
     plan_dma(t, p);
     if (!p.unmatched.empty()) return p;
   } else if (p.platform == Platform::Inline && !plan_inline(t, p)) {
-    // rdma_topo does not support it (TopoNotSupportedError): no opinion, the ordinary rule.
-    AcsPlan none;
-    none.types = t.types;
-    return none;
+    return no_opinion();  // rdma_topo does not support it (TopoNotSupportedError)
   } else if (p.platform == Platform::Generic) {
     return p;
   }
   plan_others(t, p);
-  if (p.expected.empty()) {
-    // No port rdma_topo sets (an x86 node with a GPU on a root port): no opinion.
-    AcsPlan none;
-    none.types = t.types;
-    return none;
-  }
-  return p;
+  // No port rdma_topo sets (an x86 node with a GPU on a root port): no opinion.
+  return p.expected.empty() ? no_opinion() : p;
 }
 
 }  // namespace preflight::pcie_acs_platform

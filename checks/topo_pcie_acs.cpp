@@ -137,17 +137,13 @@ constexpr std::array kFindings = {kFactsUnreadable,
                                   kPlatformUnrecognized,
                                   kPlatformClean};
 
-std::string hex16(std::uint16_t v) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0x%04x", v);
-  return buf;
-}
-
 std::string hex4(std::uint16_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%04x", v);
   return buf;
 }
+
+std::string hex16(std::uint16_t v) { return "0x" + hex4(v); }
 
 bool translated(const std::string& type) { return type == "DMA" || type == "DMA-FQ"; }
 

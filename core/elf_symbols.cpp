@@ -16,12 +16,6 @@ constexpr std::size_t kSymsPerRead = 4096;      // 96 KiB of the table at a time
 constexpr std::size_t kNameWindow = 64u << 10;  // the string table is read in windows this long
 constexpr std::size_t kMaxName = 4096;          // a longer name is not one of ours
 
-std::uint64_t field_le(std::string_view b, std::size_t at, std::size_t n) {
-  std::uint64_t v = 0;
-  for (std::size_t i = 0; i < n; ++i) v |= std::uint64_t(static_cast<unsigned char>(b[at + i])) << (8 * i);
-  return v;
-}
-
 // The string table, read a window at a time around the names asked for.
 class SymbolNames {
  public:
@@ -80,9 +74,9 @@ Probed<std::vector<std::string>> elf_dynamic_symbols(const ElfReader& read, Symb
     if (!block || block->size() < n * kSymSize) return Result::error(ProbeErrc::ParseError, ".dynsym cut short");
     for (std::size_t i = 0; i < n; ++i) {
       const std::string_view sym(block->data() + i * kSymSize, kSymSize);
-      const std::uint64_t name = field_le(sym, 0, 4);
+      const std::uint64_t name = elf_le(sym, 0, 4);
       const unsigned bind = static_cast<unsigned char>(sym[4]) >> 4;
-      const bool undefined = field_le(sym, 6, 2) == 0;
+      const bool undefined = elf_le(sym, 6, 2) == 0;
       const bool wanted = side == SymbolSide::Needed ? undefined : !undefined && (bind == 1 || bind == 2);
       if (name == 0 || !wanted) continue;
       const std::optional<std::string> text = names.at(name);

@@ -10,14 +10,14 @@ constexpr std::uint32_t kFatbinMagic = 0xBA55ED50;
 constexpr std::size_t kContainerHeader = 16;
 constexpr std::size_t kEntryHeaderRead = 32;  // kind, version, header size, payload size, ..., SM at 28
 
-std::uint64_t le(std::string_view b, std::size_t at, std::size_t n) {
+}  // namespace
+
+std::uint64_t elf_le(std::string_view b, std::size_t at, std::size_t n) {
   std::uint64_t v = 0;
   for (std::size_t i = 0; i < n && at + i < b.size(); ++i)
     v |= std::uint64_t(static_cast<unsigned char>(b[at + i])) << (8 * i);
   return v;
 }
-
-}  // namespace
 
 Probed<std::vector<ElfSection>> elf_sections(const ElfReader& read) {
   using Result = Probed<std::vector<ElfSection>>;
@@ -30,15 +30,15 @@ Probed<std::vector<ElfSection>> elf_sections(const ElfReader& read) {
   }
   const std::string_view h(*header);
   if (h[4] != 2 || h[5] != 1) return Result::error(ProbeErrc::ParseError, "not a 64-bit little-endian ELF file");
-  const std::uint64_t shoff = le(h, 0x28, 8);
-  const std::uint64_t shentsize = le(h, 0x3a, 2), shnum = le(h, 0x3c, 2), shstrndx = le(h, 0x3e, 2);
+  const std::uint64_t shoff = elf_le(h, 0x28, 8);
+  const std::uint64_t shentsize = elf_le(h, 0x3a, 2), shnum = elf_le(h, 0x3c, 2), shstrndx = elf_le(h, 0x3e, 2);
   if (shoff == 0 || shnum == 0 || shentsize < 64 || shnum > 65535 || shstrndx >= shnum) {
     return Result::error(ProbeErrc::NotFound, "no section headers");
   }
   const std::optional<std::string> table = read(shoff, static_cast<std::size_t>(shnum * shentsize));
   if (!table || table->size() < shnum * shentsize) return Result::error(ProbeErrc::NotFound, "section table cut short");
   const std::string_view t(*table);
-  const auto field = [&](std::uint64_t i, std::size_t off, std::size_t n) { return le(t, i * shentsize + off, n); };
+  const auto field = [&](std::uint64_t i, std::size_t off, std::size_t n) { return elf_le(t, i * shentsize + off, n); };
   const std::uint64_t names_off = field(shstrndx, 0x18, 8), names_size = field(shstrndx, 0x20, 8);
   if (names_size == 0 || names_size > (1u << 20)) return Result::error(ProbeErrc::NotFound, "no section names");
   const std::optional<std::string> names = read(names_off, static_cast<std::size_t>(names_size));
@@ -80,12 +80,12 @@ Probed<FatbinArchs> elf_fatbin_archs(const ElfReader& read, std::size_t max_entr
   while (at + kContainerHeader <= end) {
     const std::optional<std::string> h = read(at, kContainerHeader);
     if (!h || h->size() < kContainerHeader) return Result::error(ProbeErrc::ParseError, where(at) + ": cut short");
-    if (le(*h, 0, 8) == 0) {  // padding between containers (a header starts with its magic)
+    if (elf_le(*h, 0, 8) == 0) {  // padding between containers (a header starts with its magic)
       at += 8;
       continue;
     }
-    if (le(*h, 0, 4) != kFatbinMagic) return Result::error(ProbeErrc::ParseError, where(at) + ": no fatbin header");
-    const std::uint64_t header_size = le(*h, 6, 2), body = le(*h, 8, 8);
+    if (elf_le(*h, 0, 4) != kFatbinMagic) return Result::error(ProbeErrc::ParseError, where(at) + ": no fatbin header");
+    const std::uint64_t header_size = elf_le(*h, 6, 2), body = elf_le(*h, 8, 8);
     if (header_size < kContainerHeader || header_size > end - at || body > end - at - header_size) {
       return Result::error(ProbeErrc::ParseError, where(at) + ": a container larger than its section");
     }
@@ -98,7 +98,8 @@ Probed<FatbinArchs> elf_fatbin_archs(const ElfReader& read, std::size_t max_entr
       }
       const std::optional<std::string> e = read(entry, kEntryHeaderRead);
       if (!e || e->size() < kEntryHeaderRead) return Result::error(ProbeErrc::ParseError, where(entry) + ": cut short");
-      const std::uint64_t kind = le(*e, 0, 2), size = le(*e, 4, 4), payload = le(*e, 8, 8), sm = le(*e, 28, 4);
+      const std::uint64_t kind = elf_le(*e, 0, 2), size = elf_le(*e, 4, 4), payload = elf_le(*e, 8, 8),
+                          sm = elf_le(*e, 28, 4);
       if (size < kEntryHeaderRead || size > 4096 || payload > container_end - entry - size) {
         return Result::error(ProbeErrc::ParseError, where(entry) + ": an entry larger than its container");
       }

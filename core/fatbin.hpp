@@ -17,6 +17,9 @@
 
 namespace preflight {
 
+/// The little-endian unsigned integer of `n` bytes at `at` in `b` (bytes past its end read as 0).
+std::uint64_t elf_le(std::string_view b, std::size_t at, std::size_t n);
+
 /// One section of a 64-bit little-endian ELF file.
 struct ElfSection {
   std::string name;

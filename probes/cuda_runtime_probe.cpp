@@ -676,13 +676,8 @@ class Discovery {
 
   // The architectures torch's CUDA library carries code for, from its fat binaries (headers only,
   // at most a million entries): SASS as "sm_90", PTX as "compute_90", as torch.cuda.get_arch_list().
-  void read_arch_list(const std::string& real, FrameworkBuild& fw) {
-    const Probed<FatbinArchs> archs =
-        elf_fatbin_archs([&](std::uint64_t offset, std::size_t size) -> std::optional<std::string> {
-          Probed<std::string> bytes = fs().read_at(real, offset, size);
-          if (!bytes.ok()) return std::nullopt;
-          return std::move(*bytes.value());
-        });
+  void read_arch_list(const ElfReader& read, FrameworkBuild& fw) {
+    const Probed<FatbinArchs> archs = elf_fatbin_archs(read);
     if (const FatbinArchs* a = archs.value()) {
       fw.arch_list = a->arch_list();
       fw.arch_source = base_name(fw.library) + " " + a->section + ": " + std::to_string(a->entries) + " entries in " +
@@ -692,6 +687,8 @@ class Discovery {
     }
   }
 
+  // The bytes of a file in the tree, for the ELF readers (a gigabyte-sized library is read a few
+  // kilobytes at a time).
   ElfReader reader_of(const std::string& path) const {
     const std::string real = resolve(fs(), path);
     return [this, real](std::uint64_t offset, std::size_t size) -> std::optional<std::string> {
@@ -727,19 +724,14 @@ class Discovery {
     for (const char* name : {"libtorch_cuda.so", "libtorch_global_deps.so", "libc10_cuda.so"}) {
       const std::string path = join_path(lib_dir, name);
       if (!exists(path)) continue;
-      const std::string real = resolve(fs(), path);
-      const Probed<ElfDynamic> elf =
-          parse_elf_dynamic([&](std::uint64_t offset, std::size_t size) -> std::optional<std::string> {
-            Probed<std::string> bytes = fs().read_at(real, offset, size);
-            if (!bytes.ok()) return std::nullopt;
-            return std::move(*bytes.value());
-          });
+      const ElfReader read = reader_of(path);
+      const Probed<ElfDynamic> elf = parse_elf_dynamic(read);
       if (!elf.ok()) {
         problem(path, elf.error()->detail);
         continue;
       }
       fw.library = path;
-      read_arch_list(real, fw);
+      read_arch_list(read, fw);
       return *elf.value();
     }
     return std::nullopt;
